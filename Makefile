@@ -1,0 +1,47 @@
+# The course's two commands: `make lab` (JupyterLab on the course) and `make test` (the whole
+# suite). Both create .venv on first use and are quick when it is already there.
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+# Installed before the project so pip takes this exact build (a CPU wheel on the course's
+# machines) instead of resolving the open range in pyproject.toml to a large CUDA build.
+TORCH_SPEC ?= torch==2.13.0
+INSTALLED := $(VENV)/.installed
+
+.PHONY: lab test sync notebooks install clean
+
+install: $(INSTALLED)
+
+$(INSTALLED): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install --quiet "$(TORCH_SPEC)"
+	$(PY) -m pip install --quiet -e ".[dev]"
+	touch $@
+
+lab: $(INSTALLED)
+	$(VENV)/bin/jupyter lab notebooks/
+
+test: $(INSTALLED)
+	$(PY) -m pytest tests/ notebooks/ --nbval-lax --nbval-current-env
+
+sync: $(INSTALLED)
+	@set -e; for nb in notebooks/*.py; do \
+		[ -e "$$nb" ] || continue; \
+		$(VENV)/bin/jupytext --sync "$$nb"; \
+	done
+
+# Re-execute every chapter from its .py source in a clean kernel and write the .ipynb with
+# its outputs: the committed notebooks are produced by this command only.
+# One chapter: make notebooks NOTEBOOKS=notebooks/01_kernel_regression.py
+NOTEBOOKS ?= $(wildcard notebooks/[0-9]*.py)
+NB_METADATA := {"jupytext": {"notebook_metadata_filter": "-all", "cell_metadata_filter": "-all"}}
+notebooks: $(INSTALLED)
+	@set -e; for py in $(NOTEBOOKS); do \
+		echo "executing $$py"; \
+		$(VENV)/bin/jupytext --to ipynb --set-kernel python3 \
+			--update-metadata '$(NB_METADATA)' --execute "$$py"; \
+	done
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis

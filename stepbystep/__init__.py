@@ -1,0 +1,7 @@
+"""stepbystep: the helper package of the course on attention and the Transformer.
+
+The trainer, data generators, models, plots and widgets that the notebooks in
+``notebooks/`` import. Everything is tested under ``tests/``.
+"""
+
+__version__ = "0.1.0"

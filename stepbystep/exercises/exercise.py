@@ -1,0 +1,52 @@
+"""The ``Exercise`` object: check a learner's answer, hint at what is wrong, reveal a solution."""
+import inspect
+import textwrap
+
+__all__ = ["Exercise", "CheckResult"]
+
+
+class CheckResult:
+    """Outcome of a check: truthy when the answer passed; shows its message in a notebook."""
+
+    def __init__(self, passed, message):
+        self.passed = bool(passed)
+        self.message = message
+
+    def __bool__(self):
+        return self.passed
+
+    def __repr__(self):
+        return self.message
+
+
+class Exercise:
+    """One "Your turn" exercise.
+
+    Args:
+        title: a short name shown in messages.
+        checker: ``checker(answer)`` returns ``None`` when the answer is right, otherwise a
+            sentence saying what is wrong (what was expected, what arrived). It may raise;
+            an exception inside the learner's code is reported, not propagated.
+        hint: a nudge shown with every failed check.
+        solution: a function holding the worked solution; ``solution()`` prints its source.
+    """
+
+    def __init__(self, title, checker, hint, solution):
+        self.title = title
+        self.checker = checker
+        self.hint = hint
+        self._solution = solution
+
+    def check(self, answer):
+        """Check ``answer``; returns a :class:`CheckResult` that prints as a one-line verdict."""
+        try:
+            problem = self.checker(answer)
+        except Exception as error:  # the learner's code failed: report it, keep the notebook going
+            problem = f"your answer raised {type(error).__name__}: {error}"
+        if problem is None:
+            return CheckResult(True, f"✓ {self.title}: correct.")
+        return CheckResult(False, f"✗ {self.title}: {problem}\n  Hint: {self.hint}")
+
+    def solution(self):
+        """Print the worked solution's source code."""
+        print(textwrap.dedent(inspect.getsource(self._solution)))

@@ -1,0 +1,20 @@
+"""The course's models: attention, masks, positional encoding, layers and seq2seq models."""
+from .masks import (
+    check_mask,
+    from_additive_mask,
+    from_key_padding_mask,
+    from_torch_attn_mask,
+    padding_mask,
+    subsequent_mask,
+    to_additive_mask,
+    to_key_padding_mask,
+    to_torch_attn_mask,
+)
+from .scaled_dot_product import masked_softmax, scaled_dot_product
+from .positional_encoding import PositionalEncoding, sinusoidal_table
+from .narrow_attention import MultiHeadedAttention
+from .layers import DecoderLayer, EncoderLayer, SubLayerWrapper, feed_forward
+from .transformer import DecoderTransf, EncoderDecoderTransf, EncoderTransf
+from .torch_bridge import TransformerModel, copy_to_torch
+# [kernel regression: chapter 01]
+# [wide attention: chapter 02]

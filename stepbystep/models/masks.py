@@ -1,0 +1,118 @@
+"""Attention masks: building them, checking them, and converting to PyTorch's conventions.
+
+Our convention follows the book: a boolean mask where ``True`` means "may attend".
+
+* a source (padding) mask has shape ``(N, 1, L_source)``;
+* a target (subsequent, causal) mask has shape ``(1, L_target, L_target)``.
+
+PyTorch's ``nn.MultiheadAttention`` / ``nn.Transformer`` use the opposite boolean
+convention (``True`` means "blocked"), a separate ``key_padding_mask`` of shape
+``(N, L_source)``, or additive float masks (``0`` to keep, ``-inf`` to block). The
+converters below go between the two explicitly, so a keep-mask is never passed where
+a blocked-mask is expected.
+"""
+import torch
+
+__all__ = [
+    "subsequent_mask",
+    "padding_mask",
+    "check_mask",
+    "to_torch_attn_mask",
+    "from_torch_attn_mask",
+    "to_key_padding_mask",
+    "from_key_padding_mask",
+    "to_additive_mask",
+    "from_additive_mask",
+]
+
+
+def subsequent_mask(size, device=None):
+    """Causal keep-mask ``(1, size, size)``: query ``i`` may attend to keys ``0..i``."""
+    if not isinstance(size, int) or isinstance(size, bool) or size < 1:
+        raise ValueError(f"subsequent_mask expects a positive int size, got {size!r}")
+    ones = torch.ones(size, size, dtype=torch.bool, device=device)  # (L, L)
+    return torch.tril(ones).unsqueeze(0)  # (1, L, L)
+
+
+def padding_mask(ids, pad_id=0):
+    """Source keep-mask ``(N, 1, L)`` from token ids ``(N, L)``: ``False`` at padding."""
+    if not isinstance(ids, torch.Tensor):
+        raise TypeError(f"padding_mask expects a tensor of token ids, got {type(ids).__name__}")
+    if ids.dim() != 2:
+        raise ValueError(f"padding_mask expects token ids of shape (N, L), got {tuple(ids.shape)}")
+    return (ids != pad_id).unsqueeze(1)  # (N, 1, L)
+
+
+def check_mask(mask, n, l_q, l_k):
+    """Raise a clear ``ValueError`` unless ``mask`` broadcasts to scores ``(n, l_q, l_k)``.
+
+    Accepted shapes are ``(1 or n, 1 or l_q, l_k)``; a mask must be boolean (or 0/1).
+    """
+    if not isinstance(mask, torch.Tensor):
+        raise TypeError(f"mask must be a tensor, got {type(mask).__name__}")
+    expected = f"(1 or {n}, 1 or {l_q}, {l_k})"
+    if mask.dim() != 3:
+        raise ValueError(f"mask must have shape {expected}, got {tuple(mask.shape)}")
+    m_n, m_q, m_k = mask.shape
+    if m_n not in (1, n) or m_q not in (1, l_q) or m_k != l_k:
+        raise ValueError(f"mask must have shape {expected}, got {tuple(mask.shape)}")
+    if mask.dtype != torch.bool and mask.is_floating_point():
+        raise TypeError(
+            "mask must be boolean (True = may attend); for an additive float mask "
+            "use from_additive_mask first"
+        )
+
+
+def _blocked(mask):
+    """Our keep-mask as PyTorch's blocked-mask (``True`` = may not attend)."""
+    return ~mask.bool()
+
+
+def to_torch_attn_mask(mask):
+    """Target keep-mask ``(1, L_q, L_k)`` or ``(L_q, L_k)`` -> PyTorch bool ``attn_mask``
+    ``(L_q, L_k)`` where ``True`` means blocked."""
+    if mask.dim() == 3:
+        if mask.shape[0] != 1:
+            raise ValueError(
+                "to_torch_attn_mask expects a mask shared by the batch, shape (1, L_q, L_k); "
+                f"got {tuple(mask.shape)}. Per-sequence masks are key padding masks: "
+                "use to_key_padding_mask"
+            )
+        mask = mask[0]
+    if mask.dim() != 2:
+        raise ValueError(f"expected a mask of shape (1, L_q, L_k) or (L_q, L_k), got {tuple(mask.shape)}")
+    return _blocked(mask)  # (L_q, L_k)
+
+
+def from_torch_attn_mask(attn_mask):
+    """PyTorch bool ``attn_mask`` ``(L_q, L_k)`` (``True`` = blocked) -> our ``(1, L_q, L_k)``."""
+    if attn_mask.dtype != torch.bool:
+        raise TypeError("from_torch_attn_mask expects a bool mask; for float masks use from_additive_mask")
+    return (~attn_mask).unsqueeze(0)  # (1, L_q, L_k)
+
+
+def to_key_padding_mask(source_mask):
+    """Source keep-mask ``(N, 1, L)`` -> PyTorch ``key_padding_mask`` ``(N, L)``, ``True`` = pad."""
+    if source_mask.dim() != 3 or source_mask.shape[1] != 1:
+        raise ValueError(f"expected a source mask of shape (N, 1, L), got {tuple(source_mask.shape)}")
+    return _blocked(source_mask[:, 0, :])  # (N, L)
+
+
+def from_key_padding_mask(key_padding_mask):
+    """PyTorch ``key_padding_mask`` ``(N, L)`` (``True`` = pad) -> our ``(N, 1, L)``."""
+    if key_padding_mask.dim() != 2:
+        raise ValueError(f"expected a key padding mask of shape (N, L), got {tuple(key_padding_mask.shape)}")
+    return (~key_padding_mask.bool()).unsqueeze(1)  # (N, 1, L)
+
+
+def to_additive_mask(mask, dtype=torch.float32):
+    """Keep-mask -> additive float mask of the same shape: ``0`` to keep, ``-inf`` to block."""
+    additive = torch.zeros(mask.shape, dtype=dtype, device=mask.device)
+    return additive.masked_fill(_blocked(mask), float("-inf"))
+
+
+def from_additive_mask(additive):
+    """Additive float mask (``0`` keep, ``-inf`` block) -> keep-mask of the same shape."""
+    if not additive.is_floating_point():
+        raise TypeError(f"expected a float mask, got dtype {additive.dtype}")
+    return torch.isfinite(additive)

@@ -1,0 +1,77 @@
+"""Sinusoidal positional encoding: telling an order-blind model where each element sits."""
+import math
+
+import torch
+from torch import nn
+
+__all__ = ["PositionalEncoding", "sinusoidal_table"]
+
+
+def sinusoidal_table(max_len, d_model):
+    """The sinusoidal table ``(max_len, d_model)`` of "Attention Is All You Need".
+
+    Dimension pair ``(2i, 2i + 1)`` holds ``(sin(t·ω_i), cos(t·ω_i))`` for position ``t``,
+    with angular speed ``ω_i = 10000^(-2i / d_model)``. An odd ``d_model`` has one more
+    sine column than cosine columns (the last dimension is a lone sine).
+    """
+    for name, value in (("max_len", max_len), ("d_model", d_model)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"{name} must be a positive int, got {value!r}")
+    position = torch.arange(max_len, dtype=torch.float64).unsqueeze(1)  # (max_len, 1)
+    even_dims = torch.arange(0, d_model, 2, dtype=torch.float64)  # (ceil(d/2),)
+    angular_speed = torch.exp(even_dims * (-math.log(10000.0) / d_model))  # (ceil(d/2),)
+    angles = position * angular_speed  # (max_len, ceil(d/2))
+    table = torch.zeros(max_len, d_model, dtype=torch.float64)
+    table[:, 0::2] = torch.sin(angles)
+    table[:, 1::2] = torch.cos(angles[:, : d_model // 2])  # odd d_model: one cosine fewer
+    return table.float()
+
+
+class PositionalEncoding(nn.Module):
+    """Adds the sinusoidal encoding of each position to a batch of sequences.
+
+    Args:
+        max_len: the longest sequence the table covers.
+        d_model: the size of each element's vector.
+        scale_input: multiply ``x`` by ``√d_model`` before adding the encoding, as the book
+            (and the paper, for its embeddings) does. Keep ``True`` for the square-corners
+            models, whose inputs are small projections of 2-D points: the scaling makes them
+            comparable to the encoding, whose values lie in [-1, 1]. Pass ``False`` for token
+            embeddings: ``nn.Embedding`` starts with standard deviation 1 and scaling it by
+            ``√d_model`` drowns the encoding (see COURSE.md).
+
+    Buffers:
+        pe: the table, ``(1, max_len, d_model)``; a non-persistent buffer, so it follows
+            ``.to(device)`` but is rebuilt rather than stored in checkpoints.
+
+    Shapes: ``forward(x)`` takes ``x`` ``(N, L, d_model)`` with ``L <= max_len`` and returns
+    ``(N, L, d_model)``: ``x·√d_model + pe[:, :L]`` (or ``x + pe[:, :L]`` without scaling).
+    """
+
+    def __init__(self, max_len, d_model, scale_input=True):
+        super().__init__()
+        self.max_len = max_len
+        self.d_model = d_model
+        self.scale_input = bool(scale_input)
+        table = sinusoidal_table(max_len, d_model)  # (max_len, d_model)
+        self.register_buffer("pe", table.unsqueeze(0), persistent=False)  # (1, max_len, d_model)
+
+    def forward(self, x):
+        if not isinstance(x, torch.Tensor):
+            raise TypeError(f"PositionalEncoding expects a tensor (N, L, d_model), got {type(x).__name__}")
+        if x.dim() != 3 or x.shape[-1] != self.d_model:
+            raise ValueError(
+                f"PositionalEncoding expects x of shape (N, L, {self.d_model}), got {tuple(x.shape)}"
+            )
+        length = x.shape[1]
+        if length > self.max_len:
+            raise ValueError(
+                f"sequence length {length} exceeds the positional encoding's max_len {self.max_len}; "
+                "build it with a larger max_len"
+            )
+        if self.scale_input:
+            x = x * math.sqrt(self.d_model)  # (N, L, d_model)
+        return x + self.pe[:, :length].to(x.dtype)  # (N, L, d_model)
+
+    def extra_repr(self):
+        return f"max_len={self.max_len}, d_model={self.d_model}, scale_input={self.scale_input}"

@@ -1,0 +1,263 @@
+"""The bridge to PyTorch's ``nn.Transformer``: a seq2seq wrapper and a weight copier.
+
+PyTorch's modules differ from ours in three ways that matter here: their boolean masks mean
+"blocked" where ours mean "may attend", padding goes in a separate ``key_padding_mask``
+``(N, L)``, and they add no positional encoding and no input/output projections.
+"""
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .layers import DecoderLayer, EncoderLayer
+from .masks import check_mask, subsequent_mask, to_key_padding_mask, to_torch_attn_mask
+from .narrow_attention import MultiHeadedAttention
+from .positional_encoding import PositionalEncoding
+from .transformer import DecoderTransf, EncoderDecoderTransf, EncoderTransf, check_sequences
+
+__all__ = ["TransformerModel", "copy_to_torch"]
+
+
+class TransformerModel(nn.Module):
+    """``EncoderDecoderTransf``'s twin built around PyTorch's ``nn.Transformer``.
+
+    Args:
+        transformer: an ``nn.Transformer`` built with ``batch_first=True``.
+        input_len, target_len, n_features: as in ``EncoderDecoderTransf``.
+        scale_input: passed to the positional encoding ``pe`` (see ``PositionalEncoding``).
+
+    Attributes: ``transf`` (the ``nn.Transformer``), ``proj`` (``n_features -> d_model``),
+    ``linear`` (``d_model -> n_features``), ``pe`` (``PositionalEncoding``, which
+    ``nn.Transformer`` does not have).
+
+    Buffers:
+        trg_masks: the causal mask in PyTorch's convention, ``(target_len, target_len)`` bool,
+            ``True`` = blocked (the opposite of ours), ready to pass as ``tgt_mask``.
+
+    Masks: ``source_mask`` is our ``(N, 1, input_len)`` keep-mask; it is converted with
+    ``to_key_padding_mask`` and passed as both ``src_key_padding_mask`` and
+    ``memory_key_padding_mask``. ``forward(X, source_mask=None)`` behaves as in
+    ``EncoderDecoderTransf`` (teacher forcing in training, greedy in eval) and returns
+    ``(N, target_len, n_features)``.
+    """
+
+    def __init__(self, transformer, input_len, target_len, n_features, scale_input=True):
+        super().__init__()
+        if not isinstance(transformer, nn.Transformer):
+            raise TypeError(f"expected an nn.Transformer, got {type(transformer).__name__}")
+        if not transformer.batch_first:
+            raise ValueError(
+                "expected an nn.Transformer built with batch_first=True (our sequences are "
+                "(N, L, F)), got batch_first=False"
+            )
+        d_model = transformer.d_model
+        self.transf = transformer
+        self.input_len = input_len
+        self.target_len = target_len
+        self.n_features = n_features
+        causal = to_torch_attn_mask(subsequent_mask(target_len))  # (L_t, L_t), True = blocked
+        self.register_buffer("trg_masks", causal, persistent=False)
+        self.proj = nn.Linear(n_features, d_model)
+        self.linear = nn.Linear(d_model, n_features)
+        self.pe = PositionalEncoding(max(input_len, target_len), d_model, scale_input=scale_input)
+
+    def preprocess(self, seq):
+        """Project ``(N, L, n_features)`` to ``d_model`` and add the positional encoding."""
+        return self.pe(self.proj(seq))  # (N, L, d_model)
+
+    @staticmethod
+    def _key_padding(source_mask, n, length):
+        """Our keep-mask ``(N or 1, 1, L_s)`` -> PyTorch's ``key_padding_mask`` ``(N, L_s)``."""
+        if source_mask is None:
+            return None
+        check_mask(source_mask, n, 1, length)
+        return to_key_padding_mask(source_mask.bool()).expand(n, length)  # (N, L_s), True = pad
+
+    def encode(self, source_seq, source_mask=None):
+        """Encode ``source_seq`` ``(N, input_len, n_features)``; returns the memory ``(N, input_len, d_model)``."""
+        padding = self._key_padding(source_mask, *source_seq.shape[:2])  # (N, L_s) or None
+        return self.transf.encoder(self.preprocess(source_seq), src_key_padding_mask=padding)
+
+    def decode(self, shifted_target_seq, memory, source_mask=None):
+        """Decode ``(N, L, n_features)`` against ``memory`` under the causal mask ``trg_masks[:L, :L]``.
+
+        ``source_mask`` is our keep-mask ``(N, 1, input_len)``. Returns ``(N, L, n_features)``.
+        """
+        length = shifted_target_seq.shape[1]
+        padding = self._key_padding(source_mask, *memory.shape[:2])  # (N, L_s) or None
+        outputs = self.transf.decoder(
+            self.preprocess(shifted_target_seq),
+            memory,
+            tgt_mask=self.trg_masks[:length, :length],  # (L, L), True = blocked
+            memory_key_padding_mask=padding,
+        )  # (N, L, d_model)
+        return self.linear(outputs)  # (N, L, n_features)
+
+    def _greedy(self, source_seq, memory, source_mask=None):
+        inputs = source_seq[:, -1:]  # (N, 1, F)
+        preds = []
+        for _ in range(self.target_len):
+            out = self.decode(inputs, memory, source_mask)  # (N, i+1, F)
+            preds.append(out[:, -1:])  # (N, 1, F)
+            inputs = torch.cat([inputs, out[:, -1:].detach()], dim=1)  # (N, i+2, F)
+        return torch.cat(preds, dim=1)  # (N, target_len, F)
+
+    def predict(self, source_seq, source_mask=None):
+        """Greedy prediction ``(N, target_len, n_features)`` from ``(N, input_len, n_features)``.
+
+        Does not change the train/eval mode: call ``model.eval()`` first.
+        """
+        check_sequences(source_seq, (self.input_len,), self.n_features)
+        memory = self.encode(source_seq, source_mask)
+        return self._greedy(source_seq, memory, source_mask)
+
+    def forward(self, X, source_mask=None):
+        full = self.input_len + self.target_len
+        check_sequences(X, (full,) if self.training else (full, self.input_len), self.n_features)
+        source_seq = X[:, : self.input_len]  # (N, input_len, F)
+        memory = self.encode(source_seq, source_mask)  # (N, input_len, d_model)
+        if self.training:
+            shifted_target_seq = X[:, self.input_len - 1 : -1]  # (N, target_len, F)
+            return self.decode(shifted_target_seq, memory, source_mask)  # (N, target_len, F)
+        return self._greedy(source_seq, memory, source_mask)  # (N, target_len, F)
+
+
+def _differ(what, ours, theirs):
+    return ValueError(f"{what} differs: ours has {ours}, PyTorch's has {theirs}")
+
+
+def _copy_param(src, dst, what):
+    if dst is None:
+        raise ValueError(f"{what}: PyTorch's module has no such parameter (built with bias=False?)")
+    dst.copy_(src)
+
+
+def _copy_linear(ours, theirs, what):
+    if ours.weight.shape != theirs.weight.shape:
+        raise _differ(f"{what} weight shape", tuple(ours.weight.shape), tuple(theirs.weight.shape))
+    _copy_param(ours.weight, theirs.weight, f"{what}.weight")
+    _copy_param(ours.bias, theirs.bias, f"{what}.bias")
+
+
+def _copy_norm(ours, theirs, what):
+    if ours.normalized_shape != theirs.normalized_shape:
+        raise _differ(f"{what} size", ours.normalized_shape, theirs.normalized_shape)
+    if ours.eps != theirs.eps:
+        raise _differ(f"{what} eps", ours.eps, theirs.eps)
+    if theirs.weight is None:
+        raise ValueError(f"{what}: PyTorch's LayerNorm has no affine parameters")
+    _copy_param(ours.weight, theirs.weight, f"{what}.weight")
+    _copy_param(ours.bias, theirs.bias, f"{what}.bias")
+
+
+def _copy_mha(ours, theirs):
+    if ours.d_model != theirs.embed_dim:
+        raise _differ("d_model (embed_dim)", ours.d_model, theirs.embed_dim)
+    if ours.n_heads != theirs.num_heads:
+        raise _differ("n_heads (num_heads)", ours.n_heads, theirs.num_heads)
+    if theirs.in_proj_weight is None:
+        raise ValueError("PyTorch's MultiheadAttention has separate kdim/vdim projections; expected one in_proj_weight")
+    if theirs.bias_k is not None or theirs.add_zero_attn:
+        raise ValueError("PyTorch's MultiheadAttention adds bias_k/bias_v or zero attention, which ours has not")
+    q, k, v = ours.linear_query, ours.linear_key, ours.linear_value
+    _copy_param(torch.cat([q.weight, k.weight, v.weight]), theirs.in_proj_weight, "in_proj_weight")  # (3d, d)
+    _copy_param(torch.cat([q.bias, k.bias, v.bias]), theirs.in_proj_bias, "in_proj_bias")  # (3d,)
+    _copy_linear(ours.linear_out, theirs.out_proj, "out_proj")
+
+
+def _check_layer(ours, theirs):
+    if ours.norm_first != theirs.norm_first:
+        raise _differ("norm_first", ours.norm_first, theirs.norm_first)
+    if ours.ff_units != theirs.linear1.out_features:
+        raise _differ("ff_units (dim_feedforward)", ours.ff_units, theirs.linear1.out_features)
+    activation = theirs.activation
+    if not (activation is F.relu or isinstance(activation, nn.ReLU)):
+        name = getattr(activation, "__name__", type(activation).__name__)
+        raise _differ("activation", "relu", name)
+
+
+def _copy_encoder_layer(ours, theirs):
+    _check_layer(ours, theirs)
+    _copy_mha(ours.self_attn_heads, theirs.self_attn)
+    _copy_linear(ours.ffn[0], theirs.linear1, "linear1")
+    _copy_linear(ours.ffn[3], theirs.linear2, "linear2")
+    _copy_norm(ours.sublayers[0].norm, theirs.norm1, "norm1")
+    _copy_norm(ours.sublayers[1].norm, theirs.norm2, "norm2")
+
+
+def _copy_decoder_layer(ours, theirs):
+    _check_layer(ours, theirs)
+    _copy_mha(ours.self_attn_heads, theirs.self_attn)
+    _copy_mha(ours.cross_attn_heads, theirs.multihead_attn)
+    _copy_linear(ours.ffn[0], theirs.linear1, "linear1")
+    _copy_linear(ours.ffn[3], theirs.linear2, "linear2")
+    for i in range(3):
+        _copy_norm(ours.sublayers[i].norm, getattr(theirs, f"norm{i + 1}"), f"norm{i + 1}")
+
+
+def _copy_stack(ours, theirs, copy_layer):
+    if len(ours.layers) != len(theirs.layers):
+        raise _differ("number of layers", len(ours.layers), len(theirs.layers))
+    has_ours, has_theirs = ours.norm is not None, theirs.norm is not None
+    if has_ours != has_theirs:
+        raise _differ("final norm", "one" if has_ours else "none", "one" if has_theirs else "none")
+    for our_layer, their_layer in zip(ours.layers, theirs.layers):
+        copy_layer(our_layer, their_layer)
+    if has_ours:
+        _copy_norm(ours.norm, theirs.norm, "final norm")
+
+
+def _copy_model(ours, theirs):
+    for what in ("input_len", "target_len", "n_features"):
+        if getattr(ours, what) != getattr(theirs, what):
+            raise _differ(what, getattr(ours, what), getattr(theirs, what))
+    for stack in (ours.encoder, ours.decoder):
+        if stack.pe.scale_input != theirs.pe.scale_input:
+            raise _differ("positional encoding scale_input", stack.pe.scale_input, theirs.pe.scale_input)
+    _copy_stack(ours.encoder, theirs.transf.encoder, _copy_encoder_layer)
+    _copy_stack(ours.decoder, theirs.transf.decoder, _copy_decoder_layer)
+    _copy_linear(ours.proj, theirs.proj, "proj")
+    _copy_linear(ours.linear, theirs.linear, "linear")
+
+
+# (our type, PyTorch's type, copier); checked in order, so subclasses still match
+_PAIRS = [
+    (MultiHeadedAttention, nn.MultiheadAttention, _copy_mha),
+    (EncoderLayer, nn.TransformerEncoderLayer, _copy_encoder_layer),
+    (DecoderLayer, nn.TransformerDecoderLayer, _copy_decoder_layer),
+    (EncoderTransf, nn.TransformerEncoder, lambda o, t: _copy_stack(o, t, _copy_encoder_layer)),
+    (DecoderTransf, nn.TransformerDecoder, lambda o, t: _copy_stack(o, t, _copy_decoder_layer)),
+    (EncoderDecoderTransf, TransformerModel, _copy_model),
+]
+
+
+def copy_to_torch(ours, theirs):
+    """Copy our module's weights into its PyTorch counterpart, in place; returns ``theirs``.
+
+    Pairs: ``MultiHeadedAttention`` -> ``nn.MultiheadAttention``; ``EncoderLayer`` ->
+    ``nn.TransformerEncoderLayer``; ``DecoderLayer`` -> ``nn.TransformerDecoderLayer``;
+    ``EncoderTransf`` -> ``nn.TransformerEncoder``; ``DecoderTransf`` -> ``nn.TransformerDecoder``;
+    ``EncoderDecoderTransf`` -> ``TransformerModel`` (its ``nn.Transformer`` always has final
+    norms, so build ours with ``final_norm=True``).
+
+    Afterwards, in eval mode, both compute the same outputs given the same masks written in
+    each convention (ours: ``(N, 1, L)`` / ``(1, L, L)`` keep-masks; PyTorch's:
+    ``key_padding_mask`` ``(N, L)`` and ``attn_mask`` ``(L, L)``, ``True`` = blocked; see
+    ``masks``). Our stacks add the positional encoding, PyTorch's do not: ``ours(x)`` equals
+    ``theirs(ours.pe(x))``. Dropout probabilities are not copied.
+
+    Raises ``TypeError`` for a pair of the wrong kinds and ``ValueError`` when sizes, heads,
+    feed-forward units, norm placement, final norm, number of layers or activation (ours is
+    ReLU) differ.
+    """
+    for our_type, their_type, copier in _PAIRS:
+        if isinstance(ours, our_type):
+            if not isinstance(theirs, their_type):
+                raise TypeError(
+                    f"copy_to_torch copies a {type(ours).__name__} into a {their_type.__name__}, "
+                    f"got a {type(theirs).__name__}"
+                )
+            with torch.no_grad():
+                copier(ours, theirs)
+            return theirs
+    known = ", ".join(t.__name__ for t, _, _ in _PAIRS)
+    raise TypeError(f"copy_to_torch copies one of {known}; got a {type(ours).__name__} (into a {type(theirs).__name__})")

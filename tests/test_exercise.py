@@ -1,0 +1,46 @@
+"""The exercise self-check mechanism shared by every chapter."""
+from stepbystep.exercises import Exercise
+
+
+def _square_solution(x):
+    return x * x
+
+
+def _square_checker(answer):
+    if not callable(answer):
+        return f"expected a function, got {type(answer).__name__}"
+    if answer(3) != 9:
+        return f"square(3) should be 9, your function returned {answer(3)!r}"
+    return None
+
+
+square = Exercise("square a number", _square_checker, "multiply x by itself", _square_solution)
+
+
+def test_right_answer_passes():
+    result = square.check(lambda x: x**2)
+    assert result
+    assert "correct" in repr(result)
+
+
+def test_wrong_answer_says_what_and_hints():
+    result = square.check(lambda x: x + x)
+    assert not result
+    assert "should be 9" in repr(result) and "returned 6" in repr(result)
+    assert "Hint: multiply x by itself" in repr(result)
+
+
+def test_error_in_learner_code_is_reported_not_raised():
+    def broken(x):
+        raise ZeroDivisionError("oops")
+
+    result = square.check(broken)
+    assert not result
+    assert "ZeroDivisionError: oops" in repr(result)
+
+
+def test_solution_prints_source(capsys):
+    square.solution()
+    printed = capsys.readouterr().out
+    assert printed.startswith("def _square_solution(x):")
+    assert "return x * x" in printed

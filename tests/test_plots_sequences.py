@@ -1,0 +1,33 @@
+"""Square-corner figures: one panel per sequence, the right points in each."""
+import matplotlib
+import numpy as np
+import pytest
+
+matplotlib.use("Agg")
+from stepbystep.plots import sequence_predictions, square_sequences  # noqa: E402
+
+rng = np.random.default_rng(0)
+
+
+def test_square_sequences_one_panel_per_sequence_with_direction():
+    sequences = rng.normal(size=(5, 4, 2))
+    fig = square_sequences(sequences, directions=[0, 1, 0, 1, 1], n=3, n_cols=2)
+    assert len(fig.axes) == 3
+    assert fig.axes[1].get_title() == "#1 clockwise"
+    assert len(fig.axes[0].texts) == 4  # each point numbered in order
+
+
+def test_sequence_predictions_draws_source_target_and_prediction():
+    source, target = rng.normal(size=(4, 2, 2)), rng.normal(size=(4, 2, 2))
+    fig = sequence_predictions(source, target, target + 0.1, n=4)
+    assert len(fig.axes) == 4
+    collections = fig.axes[2].collections
+    assert len(collections) == 3
+    np.testing.assert_allclose(collections[2].get_offsets(), target[2] + 0.1)
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert labels == ["source", "target", "predicted"]
+
+
+def test_prediction_shape_must_match_target():
+    with pytest.raises(ValueError, match="must match target"):
+        sequence_predictions(rng.normal(size=(2, 2, 2)), rng.normal(size=(2, 2, 2)), rng.normal(size=(2, 3, 2)))
