@@ -9,7 +9,7 @@ PY := $(VENV)/bin/python
 TORCH_SPEC ?= torch==2.13.0
 INSTALLED := $(VENV)/.installed
 
-.PHONY: lab test sync notebooks install clean
+.PHONY: lab test sync notebooks bench install clean
 
 install: $(INSTALLED)
 
@@ -22,8 +22,12 @@ $(INSTALLED): pyproject.toml
 lab: $(INSTALLED)
 	$(VENV)/bin/jupyter lab notebooks/
 
+# Unit tests, then every chapter re-executed and compared with its committed outputs (strict
+# nbval, on the CPU); see the README for the lax form on a GPU.
+NBVAL := --nbval-current-env --nbval-sanitize-with notebooks/nbval_sanitize.cfg
 test: $(INSTALLED)
-	$(PY) -m pytest tests/ notebooks/ --nbval-lax --nbval-current-env
+	$(PY) -m pytest tests/
+	$(PY) -m pytest --nbval $(NBVAL) notebooks/
 
 sync: $(INSTALLED)
 	@set -e; for nb in notebooks/*.py; do \
@@ -42,6 +46,10 @@ notebooks: $(INSTALLED)
 		$(VENV)/bin/jupytext --to ipynb --set-kernel python3 \
 			--update-metadata '$(NB_METADATA)' --execute "$$py"; \
 	done
+
+# Speed as ratios against PyTorch, measured side by side; writes benchmarks/RESULTS.md.
+bench: $(INSTALLED)
+	$(PY) -m benchmarks.run
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -5,3 +5,8 @@ The trainer, data generators, models, plots and widgets that the notebooks in
 """
 
 __version__ = "0.1.0"
+
+from .seeding import set_seed
+from .trainer import StepByStep
+
+__all__ = ["StepByStep", "set_seed", "__version__"]

@@ -6,5 +6,298 @@ Figures are redrawn in place (one figure per widget, cleared and drawn again), s
 slider never stacks up figures or flickers.
 """
 # [widget: chapter 01]
+import ipywidgets as _kr_widgets  # noqa: E402
+import torch as _kr_torch  # noqa: E402
+from IPython.display import clear_output as _kr_clear_output, display as _kr_display  # noqa: E402
+from matplotlib.figure import Figure as _KrFigure  # noqa: E402
+
+from .data.regression import make_regression_data as _make_regression_data  # noqa: E402
+from .data.regression import regression_grid as _regression_grid  # noqa: E402
+from .models.kernel_regression import best_sigma as _best_sigma, kernel_fit as _kernel_fit  # noqa: E402
+from .plots.kernel_regression import kernel_dashboard as _kernel_dashboard  # noqa: E402
+
+SIGMA_LOG_RANGE = (-2.0, 1.0)  # the σ slider spans 10⁻² .. 10¹
+
+
+def sigma_explorer(x_train=None, y_train=None, sigma=0.5, n_grid=200):
+    """A σ slider (log scale) redrawing the fit, the kernel and the weights heatmap together.
+
+    ``x_train``, ``y_train`` ``(n,)`` default to ``make_regression_data()``. The label under
+    the slider gives the leave-one-out error at the current σ and the best σ on a grid over the
+    slider's range. The computation is ``kernel_fit``; the drawing is ``kernel_dashboard``.
+    Returns a ``VBox`` (slider, label, output); its ``figure`` attribute is the one figure the
+    slider redraws in place.
+    """
+    if x_train is None or y_train is None:
+        x_train, y_train = _make_regression_data()
+    x_grid, y_true = _regression_grid(n_grid)  # (n_grid,), (n_grid,)
+    grid_best, grid_error = _best_sigma(x_train, y_train, _kr_torch.logspace(*SIGMA_LOG_RANGE, 61))
+    slider = _kr_widgets.FloatLogSlider(value=sigma, base=10, min=SIGMA_LOG_RANGE[0], max=SIGMA_LOG_RANGE[1],
+                                        step=0.02, description="σ", readout_format=".3f",
+                                        continuous_update=False)
+    label = _kr_widgets.Label()
+    output = _kr_widgets.Output()
+    figure = _KrFigure(figsize=(12, 3.6), layout="constrained")
+
+    def redraw(_change=None):
+        fit = _kernel_fit(x_train, y_train, x_grid, slider.value)
+        _kernel_dashboard(x_train, y_train, x_grid, fit, y_true=y_true, fig=figure)
+        label.value = (f"leave-one-out MSE at σ = {fit.sigma:.3f}: {fit.loo_error:.4f}   "
+                       f"(lowest on the slider's range: {grid_error:.4f} at σ = {grid_best:.3f})")
+        with output:
+            _kr_clear_output(wait=True)
+            _kr_display(figure)
+
+    slider.observe(redraw, names="value")
+    redraw()
+    box = _kr_widgets.VBox([slider, label, output])
+    box.figure = figure
+    return box
 # [widget: chapter 02]
+import ipywidgets as _widgets  # noqa: E402
+import torch as _torch  # noqa: E402
+from IPython.display import clear_output as _clear_output, display as _display  # noqa: E402
+from matplotlib.figure import Figure as _Figure  # noqa: E402
+
+from .models import padding_mask as _padding_mask, scaled_dot_product as _scaled_dot_product  # noqa: E402
+from .models import subsequent_mask as _subsequent_mask  # noqa: E402
+from .plots.masks import mask_and_weights as _mask_and_weights  # noqa: E402
+
+MASK_EXPLORER_MAX_LEN = 10
+
+
+def mask_explorer_weights(length, causal=False, n_padded=0, seed=0, d_k=4):
+    """The mask and the self-attention weights it gives a fixed random sequence.
+
+    Queries and keys ``(1, MASK_EXPLORER_MAX_LEN, d_k)`` are drawn once from ``seed`` and cut
+    to ``length``, so changing the mask is the only thing that changes the weights. The last
+    ``n_padded`` positions are padding: a source mask ``(1, 1, L)`` hides them as keys; with
+    ``causal`` the subsequent mask ``(1, L, L)`` also hides every later key. The two combine
+    with ``&``.
+
+    Returns ``(mask, weights)``, both ``(L, L)``; ``mask`` is bool, ``True`` = may attend.
+    """
+    if not isinstance(length, int) or not 1 <= length <= MASK_EXPLORER_MAX_LEN:
+        raise ValueError(f"length must be an int in 1..{MASK_EXPLORER_MAX_LEN}, got {length!r}")
+    if not isinstance(n_padded, int) or not 0 <= n_padded < length:
+        raise ValueError(f"n_padded must be an int in 0..{length - 1} (one real element at least), got {n_padded!r}")
+    generator = _torch.Generator().manual_seed(seed)
+    queries = _torch.randn(1, MASK_EXPLORER_MAX_LEN, d_k, generator=generator)[:, :length]  # (1, L, d_k)
+    keys = _torch.randn(1, MASK_EXPLORER_MAX_LEN, d_k, generator=generator)[:, :length]  # (1, L, d_k)
+    ids = _torch.ones(1, length, dtype=_torch.long)  # (1, L): a token id per position, 0 = pad
+    ids[:, length - n_padded:] = 0
+    mask = _padding_mask(ids, pad_id=0)  # (1, 1, L)
+    if causal:
+        mask = mask & _subsequent_mask(length)  # (1, L, L)
+    mask = mask.expand(1, length, length)  # (1, L, L): one row per query, for drawing
+    _, weights = _scaled_dot_product(queries, keys, keys, mask)  # (1, L, L)
+    return mask[0], weights[0]
+
+
+def _describe_row(mask, weights, row):
+    visible = mask[row].nonzero().flatten().tolist()
+    shares = ", ".join(f"{weights[row, key]:.2f}" for key in visible)
+    return f"query {row} reads keys {visible} with weights [{shares}] (sum {weights[row].sum():.2f})"
+
+
+def mask_explorer(seed=0):
+    """Mask explorer: switch the causal and padding masks, pick the length and a query row.
+
+    Shows the mask and the resulting attention weights side by side (``mask_and_weights``),
+    the chosen row outlined, and a line spelling out that row's weights. The container's
+    ``figure`` attribute is the figure redrawn in place.
+    """
+    length = _widgets.IntSlider(value=6, min=2, max=MASK_EXPLORER_MAX_LEN, description="length")
+    causal = _widgets.Checkbox(value=True, description="causal mask")
+    padding = _widgets.Checkbox(value=False, description="padding mask")
+    n_padded = _widgets.IntSlider(value=2, min=1, max=5, description="# padded", disabled=True)
+    query_row = _widgets.IntSlider(value=2, min=0, max=5, description="query row")
+    summary = _widgets.HTML()
+    output = _widgets.Output()
+    figure = _Figure(figsize=(8.5, 3.8), layout="constrained")
+
+    resizing = False
+
+    def redraw(_change=None):
+        if resizing:  # the sliders' bounds are moving with the length: draw once, afterwards
+            return
+        n_padded.disabled = not padding.value
+        mask, weights = mask_explorer_weights(
+            length.value, causal=causal.value, n_padded=n_padded.value if padding.value else 0, seed=seed
+        )
+        _mask_and_weights(mask, weights, query_row=query_row.value, fig=figure)
+        summary.value = _describe_row(mask, weights, query_row.value)
+        with output:
+            _clear_output(wait=True)
+            _display(figure)
+
+    def resize(_change):
+        nonlocal resizing
+        resizing = True  # lowering a max may clamp a value, which would redraw mid-update
+        n_padded.max = length.value - 1
+        query_row.max = length.value - 1
+        resizing = False
+        redraw()
+
+    length.observe(resize, names="value")
+    for control in (causal, padding, n_padded, query_row):
+        control.observe(redraw, names="value")
+    redraw()
+    controls = _widgets.HBox([_widgets.VBox([length, query_row]), _widgets.VBox([causal, padding, n_padded])])
+    box = _widgets.VBox([controls, summary, output])
+    box.figure = figure
+    return box
 # [widget: chapter 03]
+import ipywidgets as _mh_widgets  # noqa: E402
+import torch as _mh_torch  # noqa: E402
+from IPython.display import clear_output as _mh_clear_output, display as _mh_display  # noqa: E402
+from matplotlib.figure import Figure as _MhFigure  # noqa: E402
+
+from .models import MultiHeadAttention as _MultiHeadAttention  # noqa: E402
+from .models import MultiHeadedAttention as _MultiHeadedAttention  # noqa: E402
+from .plots.heads import head_maps as _head_maps  # noqa: E402
+
+
+def divisors(n):
+    """The positive divisors of ``n`` in increasing order: the head counts ``d_model`` allows."""
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+        raise ValueError(f"n must be a positive int, got {n!r}")
+    return [k for k in range(1, n + 1) if n % k == 0]
+
+
+def _mh_count_parameters(module):
+    return sum(p.numel() for p in module.parameters())
+
+
+def heads_explorer_state(n_heads, d_model=12, seq_len=4, seed=0):
+    """What the heads widget shows for ``n_heads`` narrow heads on a fixed seeded input.
+
+    The input ``(1, seq_len, d_model)`` comes from a ``torch.Generator`` seeded with ``seed``
+    (scaled by 2 so the maps are not flat); the attention module is built with the same
+    ``seed`` without touching the global RNG. A narrow module's four projections are
+    ``(d_model, d_model)`` whatever ``n_heads`` is, so every head count sees the same
+    projected queries and keys, only split differently.
+
+    Returns a dict: ``n_heads``, ``d_k``, ``narrow_parameters`` and ``wide_parameters`` (the
+    parameter counts of ``MultiHeadedAttention`` and of the wide ``MultiHeadAttention``
+    with as many heads), and ``alphas``, the self-attention weights ``(n_heads, L, L)``.
+    """
+    if not isinstance(d_model, int) or isinstance(d_model, bool) or d_model < 1:
+        raise ValueError(f"d_model must be a positive int, got {d_model!r}")
+    if n_heads not in divisors(d_model):
+        raise ValueError(f"n_heads must divide d_model={d_model} ({divisors(d_model)}), got {n_heads!r}")
+    generator = _mh_torch.Generator().manual_seed(seed)
+    x = 2 * _mh_torch.randn(1, seq_len, d_model, generator=generator)  # (1, L, d_model)
+    with _mh_torch.random.fork_rng(devices=[]):
+        _mh_torch.manual_seed(seed)
+        narrow = _MultiHeadedAttention(n_heads, d_model, dropout=0.0).eval()
+        wide = _MultiHeadAttention(n_heads, d_model)
+    with _mh_torch.no_grad():
+        narrow.init_keys(x)
+        narrow(x)
+    return {
+        "n_heads": n_heads,
+        "d_k": narrow.d_k,
+        "narrow_parameters": _mh_count_parameters(narrow),
+        "wide_parameters": _mh_count_parameters(wide),
+        "alphas": narrow.alphas[0],  # (n_heads, L, L)
+    }
+
+
+def heads_explorer(d_model=12, seq_len=4, seed=0):
+    """A heads slider over the divisors of ``d_model``: ``d_k``, parameter counts, each head's map.
+
+    Returns a ``VBox`` (slider, label, output); its ``figure`` attribute is the one figure the
+    slider redraws.
+    """
+    options = divisors(d_model)
+    slider = _mh_widgets.SelectionSlider(options=options, value=options[min(1, len(options) - 1)],
+                                         description="heads", continuous_update=False)
+    label = _mh_widgets.HTML()
+    output = _mh_widgets.Output()
+    figure = _MhFigure(layout="constrained")
+
+    def redraw(change=None):
+        state = heads_explorer_state(slider.value, d_model, seq_len, seed)
+        label.value = (
+            f"d_model = {d_model}, n_heads = {state['n_heads']}, <b>d_k = {state['d_k']}</b>; "
+            f"parameters: narrow {state['narrow_parameters']:,}, wide {state['wide_parameters']:,}"
+        )
+        _head_maps(state["alphas"], fig=figure)
+        with output:
+            _mh_clear_output(wait=True)
+            _mh_display(figure)
+
+    slider.observe(redraw, names="value")
+    redraw()
+    box = _mh_widgets.VBox([slider, label, output])
+    box.figure = figure
+    return box
+
+
+# [widget: chapter 04]
+import ipywidgets as _gn_widgets  # noqa: E402
+import numpy as _gn_np  # noqa: E402
+from IPython.display import clear_output as _gn_clear_output, display as _gn_display  # noqa: E402
+from matplotlib.figure import Figure as _GnFigure  # noqa: E402
+
+from .gradient_norms import layer_gradient_norms as _layer_gradient_norms  # noqa: E402
+from .plots.stacking import gradient_norms_by_layer as _gradient_norms_by_layer  # noqa: E402
+
+NORM_PLACEMENTS = {"norm-first": True, "norm-last": False}
+
+
+def _gradient_norms_summary(runs):
+    """One line per run: how the last layer's gradient compares with the first, and the final loss."""
+    lines = []
+    for run in runs:
+        first, last = run.norms[0, 0], run.norms[0, -1]
+        lines.append(f"{run.label}: at initialisation the last layer's gradient is {last / first:.2f}× "
+                     f"the first layer's; loss after {len(run.losses)} steps {run.losses[-1]:.4f}")
+    return "<br>".join(lines)
+
+
+def gradient_norms_explorer(max_layers=8, n_layers=6, steps=50, warmup_steps=20, lr=0.03, seed=0, runs=()):
+    """Norm placement toggle and depth slider: gradient norms per layer, without and with warm-up.
+
+    Every setting shows two stacks (``layer_gradient_norms``) of the chosen placement and depth,
+    one trained at the full learning rate ``lr`` from the first step and one warming up over
+    ``warmup_steps``, side by side (``gradient_norms_by_layer``). ``runs``: runs already computed
+    with these ``steps``, ``lr`` and ``seed`` (e.g. a notebook's), shown without training again;
+    new settings are trained once and kept. Returns a ``VBox`` (controls, summary, output); its
+    ``figure`` attribute is the one figure redrawn in place.
+    """
+    computed = {}
+    for run in runs:
+        if len(run.losses) != steps or not _gn_np.isclose(max(run.learning_rates), lr):
+            raise ValueError(f"runs must be computed with steps={steps} and lr={lr}, got a run of "
+                             f"{len(run.losses)} steps peaking at lr={max(run.learning_rates)}")
+        computed[(run.norm_first, run.n_layers, run.warmup_steps)] = run
+    placement = _gn_widgets.ToggleButtons(options=list(NORM_PLACEMENTS), value="norm-last", description="norm")
+    depth = _gn_widgets.IntSlider(value=n_layers, min=1, max=max_layers, description="layers",
+                                  continuous_update=False)
+    summary = _gn_widgets.HTML()
+    output = _gn_widgets.Output()
+    figure = _GnFigure(layout="constrained")
+
+    def run_for(norm_first, n_layers, warmup):
+        key = (norm_first, n_layers, warmup)
+        if key not in computed:
+            computed[key] = _layer_gradient_norms(n_layers, norm_first, steps=steps, lr=lr,
+                                                  warmup_steps=warmup, seed=seed)
+        return computed[key]
+
+    def redraw(_change=None):
+        shown = [run_for(NORM_PLACEMENTS[placement.value], depth.value, warmup) for warmup in (0, warmup_steps)]
+        _gradient_norms_by_layer(shown, fig=figure)
+        summary.value = _gradient_norms_summary(shown)
+        with output:
+            _gn_clear_output(wait=True)
+            _gn_display(figure)
+
+    placement.observe(redraw, names="value")
+    depth.observe(redraw, names="value")
+    redraw()
+    box = _gn_widgets.VBox([_gn_widgets.HBox([placement, depth]), summary, output])
+    box.figure = figure
+    return box

@@ -1,9 +1,9 @@
 """EncoderTransf, DecoderTransf and EncoderDecoderTransf: shapes, final norm, masks, decoding, training."""
-import numpy as np
 import pytest
 import torch
 from torch import nn
 
+from stepbystep.data import square_datasets
 from stepbystep.models import (
     DecoderLayer,
     DecoderTransf,
@@ -19,17 +19,6 @@ def _model(d_model=6, n_heads=3, ff_units=10, dropout=0.1, n_layers=2, norm_firs
     enc = EncoderTransf(EncoderLayer(n_heads, d_model, ff_units, dropout, norm_first), n_layers, max_len=2)
     dec = DecoderTransf(DecoderLayer(n_heads, d_model, ff_units, dropout, norm_first), n_layers, max_len=2)
     return EncoderDecoderTransf(enc, dec, input_len=2, target_len=2, n_features=2)
-
-
-def _noisy_squares(n, seed):
-    """Square corners, clockwise or counter-clockwise from a random corner, noise std 0.1: (n, 4, 2)."""
-    rng = np.random.default_rng(seed)
-    corners = np.array([[-1, -1], [-1, 1], [1, 1], [1, -1]], dtype=np.float32)
-    start = rng.integers(0, 4, n)
-    step = np.where(rng.integers(0, 2, n) == 1, 1, -1)
-    order = (start[:, None] + step[:, None] * np.arange(4)) % 4  # (n, 4)
-    points = corners[order] + rng.normal(0, 0.1, (n, 4, 2)).astype(np.float32)
-    return torch.from_numpy(points)
 
 
 @pytest.mark.parametrize("norm_first", [True, False])
@@ -130,8 +119,8 @@ def test_norm_last_model_runs_both_modes():
 def test_training_smoke_test_on_the_squares():
     """The book's chapter-10 settings learn to finish the square.
 
-    Measured with torch 2.13 on CPU (50 epochs, 128 train / 64 test squares): test MSE 0.0215
-    for this seed (0) and 0.014-0.048 over model/shuffle seeds 0-5, about 5 s each; predicting
+    Measured with torch 2.13 on CPU (50 epochs, ``square_datasets(128, 64)``): test MSE 0.0215
+    for this seed (0) and 0.016-0.026 over model/shuffle seeds 0-5, 3-5 s each; predicting
     zeros scores 1.02, and the noise alone (std 0.1) sets a floor of about 0.01. The threshold
     0.1 leaves room for other platforms' numerics and is still 10x below the zero baseline.
     """
@@ -139,7 +128,9 @@ def test_training_smoke_test_on_the_squares():
     for p in model.parameters():
         if p.dim() > 1:
             nn.init.xavier_uniform_(p)
-    train, test = _noisy_squares(128, seed=13), _noisy_squares(64, seed=17)
+    train_data, test_data = square_datasets(n_train=128, n_test=64)
+    train, _ = train_data.tensors  # (128, 4, 2)
+    source, target = test_data.tensors  # (64, 2, 2), (64, 2, 2)
     optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
     loss_fn = nn.MSELoss()
     order = torch.Generator().manual_seed(0)
@@ -154,5 +145,5 @@ def test_training_smoke_test_on_the_squares():
             optimizer.step()
     model.eval()
     with torch.no_grad():
-        test_mse = loss_fn(model(test[:, :2]), test[:, 2:]).item()
+        test_mse = loss_fn(model(source), target).item()
     assert test_mse < 0.1

@@ -17,4 +17,22 @@ from .layers import DecoderLayer, EncoderLayer, SubLayerWrapper, feed_forward
 from .transformer import DecoderTransf, EncoderDecoderTransf, EncoderTransf
 from .torch_bridge import TransformerModel, copy_to_torch
 # [kernel regression: chapter 01]
+from .kernel_regression import (
+    KernelFit,
+    KernelRegression,
+    best_sigma,
+    gaussian_kernel,
+    kernel_fit,
+    leave_one_out_error,
+    nadaraya_watson,
+)
 # [wide attention: chapter 02]
+from .wide_attention import Attention, MultiHeadAttention
+from .self_attention_models import (
+    DecoderPe,
+    DecoderSelfAttn,
+    EncoderDecoderSelfAttn,
+    EncoderPe,
+    EncoderSelfAttn,
+)
+from .transformer_builder import build_transformer, xavier_init_  # [transformer builder: chapters 05-06]

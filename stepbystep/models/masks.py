@@ -63,43 +63,66 @@ def check_mask(mask, n, l_q, l_k):
         )
 
 
-def _blocked(mask):
-    """Our keep-mask as PyTorch's blocked-mask (``True`` = may not attend)."""
+def _check_tensor(name, mask):
+    if not isinstance(mask, torch.Tensor):
+        raise TypeError(f"{name} expects a mask tensor, got {type(mask).__name__}")
+
+
+def _blocked(mask, name):
+    """Our keep-mask (bool or 0/1) as PyTorch's blocked-mask (``True`` = may not attend).
+
+    A float mask is refused: an additive mask (``0`` keep, ``-inf`` block) cast to bool would
+    come out inverted, so it must go through ``from_additive_mask`` first.
+    """
+    _check_tensor(name, mask)
+    if mask.is_floating_point():
+        raise TypeError(
+            f"{name} expects a boolean keep-mask (True = may attend), got dtype {mask.dtype}; "
+            "for an additive float mask use from_additive_mask first"
+        )
     return ~mask.bool()
 
 
 def to_torch_attn_mask(mask):
     """Target keep-mask ``(1, L_q, L_k)`` or ``(L_q, L_k)`` -> PyTorch bool ``attn_mask``
     ``(L_q, L_k)`` where ``True`` means blocked."""
-    if mask.dim() == 3:
+    blocked = _blocked(mask, "to_torch_attn_mask")
+    if blocked.dim() == 3:
         if mask.shape[0] != 1:
             raise ValueError(
                 "to_torch_attn_mask expects a mask shared by the batch, shape (1, L_q, L_k); "
                 f"got {tuple(mask.shape)}. Per-sequence masks are key padding masks: "
                 "use to_key_padding_mask"
             )
-        mask = mask[0]
-    if mask.dim() != 2:
+        blocked = blocked[0]  # (L_q, L_k)
+    if blocked.dim() != 2:
         raise ValueError(f"expected a mask of shape (1, L_q, L_k) or (L_q, L_k), got {tuple(mask.shape)}")
-    return _blocked(mask)  # (L_q, L_k)
+    return blocked  # (L_q, L_k)
 
 
 def from_torch_attn_mask(attn_mask):
     """PyTorch bool ``attn_mask`` ``(L_q, L_k)`` (``True`` = blocked) -> our ``(1, L_q, L_k)``."""
+    _check_tensor("from_torch_attn_mask", attn_mask)
     if attn_mask.dtype != torch.bool:
         raise TypeError("from_torch_attn_mask expects a bool mask; for float masks use from_additive_mask")
+    if attn_mask.dim() != 2:
+        raise ValueError(
+            f"from_torch_attn_mask expects an attn_mask of shape (L_q, L_k), got {tuple(attn_mask.shape)}"
+        )
     return (~attn_mask).unsqueeze(0)  # (1, L_q, L_k)
 
 
 def to_key_padding_mask(source_mask):
     """Source keep-mask ``(N, 1, L)`` -> PyTorch ``key_padding_mask`` ``(N, L)``, ``True`` = pad."""
-    if source_mask.dim() != 3 or source_mask.shape[1] != 1:
+    blocked = _blocked(source_mask, "to_key_padding_mask")  # (N, 1, L)
+    if blocked.dim() != 3 or blocked.shape[1] != 1:
         raise ValueError(f"expected a source mask of shape (N, 1, L), got {tuple(source_mask.shape)}")
-    return _blocked(source_mask[:, 0, :])  # (N, L)
+    return blocked[:, 0, :]  # (N, L)
 
 
 def from_key_padding_mask(key_padding_mask):
     """PyTorch ``key_padding_mask`` ``(N, L)`` (``True`` = pad) -> our ``(N, 1, L)``."""
+    _check_tensor("from_key_padding_mask", key_padding_mask)
     if key_padding_mask.dim() != 2:
         raise ValueError(f"expected a key padding mask of shape (N, L), got {tuple(key_padding_mask.shape)}")
     return (~key_padding_mask.bool()).unsqueeze(1)  # (N, 1, L)
@@ -107,12 +130,14 @@ def from_key_padding_mask(key_padding_mask):
 
 def to_additive_mask(mask, dtype=torch.float32):
     """Keep-mask -> additive float mask of the same shape: ``0`` to keep, ``-inf`` to block."""
+    blocked = _blocked(mask, "to_additive_mask")
     additive = torch.zeros(mask.shape, dtype=dtype, device=mask.device)
-    return additive.masked_fill(_blocked(mask), float("-inf"))
+    return additive.masked_fill(blocked, float("-inf"))
 
 
 def from_additive_mask(additive):
     """Additive float mask (``0`` keep, ``-inf`` block) -> keep-mask of the same shape."""
+    _check_tensor("from_additive_mask", additive)
     if not additive.is_floating_point():
         raise TypeError(f"expected a float mask, got dtype {additive.dtype}")
     return torch.isfinite(additive)

@@ -11,11 +11,20 @@ __all__ = ["scaled_dot_product", "masked_softmax"]
 def masked_softmax(scores, mask=None):
     """Softmax over the last dimension that gives masked keys exactly zero weight.
 
-    ``mask`` (``True`` = may attend) must broadcast to ``scores``. A query whose keys are
-    all masked gets a row of zeros instead of NaN, so padded queries stay finite.
+    ``mask`` (``True`` = may attend; bool or 0/1 integers) must broadcast to ``scores``. A
+    query whose keys are all masked gets a row of zeros instead of NaN, so padded queries stay
+    finite.
     """
     if mask is None:
         return torch.softmax(scores, dim=-1)
+    if not isinstance(mask, torch.Tensor):
+        raise TypeError(f"mask must be a tensor, got {type(mask).__name__}")
+    if mask.is_floating_point():
+        raise TypeError(
+            "mask must be boolean (True = may attend); for an additive float mask "
+            "use from_additive_mask first"
+        )
+    mask = mask.bool()
     # the most negative finite number rather than -inf keeps softmax (and its gradient) finite
     lowest = torch.finfo(scores.dtype).min
     weights = torch.softmax(scores.masked_fill(~mask, lowest), dim=-1)
@@ -41,6 +50,13 @@ def scaled_dot_product(q, k, v, mask=None):
         raise ValueError(f"q and k need the same last dimension d_k, got {q.shape[-1]} and {k.shape[-1]}")
     if k.shape[-2] != v.shape[-2]:
         raise ValueError(f"k and v need the same length L_k, got {k.shape[-2]} and {v.shape[-2]}")
+    try:
+        torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    except RuntimeError:
+        raise ValueError(
+            "q, k and v need matching (or broadcastable) leading dimensions such as the batch, "
+            f"got {tuple(q.shape[:-2])}, {tuple(k.shape[:-2])} and {tuple(v.shape[:-2])}"
+        ) from None
     d_k = q.shape[-1]
     scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)  # (N, ..., L_q, L_k)
     if mask is not None:

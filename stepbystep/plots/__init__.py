@@ -1,6 +1,20 @@
 """Every figure the notebooks show; each function returns its Figure and never calls plt.show()."""
 from .attention import attention_map, attention_maps
 from .sequences import sequence_predictions, square_sequences
+from .training import loss_curves
 # [plots: chapter 01]
+from .kernel_regression import kernel_dashboard, kernel_fits, kernel_shapes, kernel_weights, loo_curve
 # [plots: chapter 02]
+from .masks import mask_and_weights, mask_map
+from .positional import encoding_heatmap, position_distances, relative_shift, sinusoids
+from .runs import compare_runs
+from .scores import score_variance, softmax_rows
 # [plots: chapter 03]
+from .heads import attention_dropout, head_chunks, head_maps, head_parameter_counts
+# [plots: chapter 04]
+from .normalization import batch_vs_layer_norm, layer_norm_by_hand, layer_norm_collapse
+from .stacking import depth_profile, gradient_norms_by_layer
+# [plots: chapter 05]
+from .transformer import loss_comparison, transformer_attention, transformer_diagram
+# [plots: chapter 06]
+from .torch_transformer import mask_conventions, model_comparison, timing_bars

@@ -1,0 +1,78 @@
+"""Run every benchmark and write benchmarks/RESULTS.md: ``python -m benchmarks.run [--quick]``.
+
+Benchmarks report; they never fail a build. ``--quick`` runs each at a toy size (what the test
+suite does so they cannot rot) and writes to the path given by ``--output`` instead.
+"""
+import argparse
+import os
+import platform
+from datetime import date
+from pathlib import Path
+
+import torch
+
+from stepbystep.devices import default_device
+
+from . import attention, course, layers, trainer_overhead
+
+RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
+
+
+def _machine():
+    device = default_device()
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or platform.machine()
+    return (f"{date.today().isoformat()}: {os.cpu_count()} cores, {name}, device {device.type}, "
+            f"torch {torch.__version__}, {torch.get_num_threads()} torch threads, Python {platform.python_version()}")
+
+
+def _ratio_table(rows):
+    lines = ["| case | ours | reference | ours (ms) | reference (ms) | ratio | goal |",
+             "|---|---|---|---:|---:|---:|---|"]
+    for row in rows:
+        goal = "" if "goal" not in row else f"≤ {row['goal']:.2f} {'✓' if row['met'] else '✗ missed'}"
+        lines.append(f"| {row['case']} | {row['ours']} | {row['reference']} | {row['ours_ms']:.2f} "
+                     f"| {row['reference_ms']:.2f} | {row['ratio']:.3f} | {goal} |")
+    return "\n".join(lines)
+
+
+def _course_table(rows):
+    lines = ["| chapter | seconds | goal |", "|---|---:|---|"]
+    for row in rows:
+        lines.append(f"| {row['case']} | {row['seconds']:.1f} | ≤ {row['goal']:.0f} s {'✓' if row['met'] else '✗ missed'} |")
+    total = sum(row["seconds"] for row in rows)
+    lines.append(f"| **whole course** | **{total:.1f}** | |")
+    return "\n".join(lines)
+
+
+SECTIONS = [
+    ("Trainer overhead", trainer_overhead, _ratio_table,
+     "`StepByStep.train` (progress bar on) against a hand-written loop doing the same work."),
+    ("Attention", attention, _ratio_table,
+     "Forward + backward of self-attention, ours against `nn.MultiheadAttention`. "
+     "The fused path (`store_alphas=False`) should match PyTorch; the teaching path pays for "
+     "materialising the weights."),
+    ("Layers", layers, _ratio_table,
+     "Forward + backward in training mode, ours (fused attention path) against PyTorch's layers."),
+    ("Course", course, _course_table,
+     "Each chapter executed top to bottom in a clean kernel."),
+]
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="toy sizes, one repeat (a smoke test)")
+    parser.add_argument("--output", type=Path, default=RESULTS, help="where to write the Markdown report")
+    args = parser.parse_args(argv)
+    parts = ["# Benchmarks", "", f"Measured by `make bench` on {_machine()}.", "",
+             "Ratios are ours / reference (below 1 means ours is faster): medians of alternating runs, "
+             "side by side in one process, so they compare fairly on whatever machine runs them."]
+    for title, module, table, description in SECTIONS:
+        print(f"running {title.lower()} ...", flush=True)
+        rows = module.run(quick=args.quick)
+        parts += ["", f"## {title}", "", description, "", table(rows)]
+    args.output.write_text("\n".join(parts) + "\n")
+    print(f"wrote {args.output}")
+
+
+if __name__ == "__main__":
+    main()

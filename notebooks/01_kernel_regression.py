@@ -1,0 +1,369 @@
+# %% [markdown]
+# # Chapter 01: attention as kernel regression
+#
+# Attention looks like a new idea, but its core is an old one from statistics: to predict at a
+# point, take a weighted average of the targets you know, giving more weight to the examples
+# that are more similar to that point. This chapter builds that idea on a noisy 1-D function,
+# where every weight can be drawn and checked by eye.
+#
+# By the end of this chapter you will be able to:
+#
+# - write Nadaraya-Watson kernel regression in a few lines of PyTorch and read its **weights
+#   matrix** as "which training points each query attends to";
+# - explain how the kernel width σ trades noise (under-smoothing) against bias (over-smoothing);
+# - choose σ by **leave-one-out** error, and say why a point must not attend to itself;
+# - **learn** σ by gradient descent with `StepByStep`, and compare it with the leave-one-out choice;
+# - rewrite the kernel weights as a **softmax of scores**, and name the parts **queries**,
+#   **keys** and **values**, the vocabulary of the next chapter.
+
+# %%
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+from stepbystep import StepByStep
+from stepbystep import plots
+from stepbystep.data import make_regression_data, regression_grid
+from stepbystep.exercises import ch01
+from stepbystep.models import KernelRegression, best_sigma, gaussian_kernel, leave_one_out_error, nadaraya_watson
+from stepbystep.widgets import sigma_explorer
+
+# %% [markdown]
+# ## The data: a noisy curve
+#
+# We draw $n = 50$ inputs $x_j$ uniformly on $[0, 10]$ and observe
+# $y_j = 2\sin x_j + x_j + \varepsilon_j$, where the noise $\varepsilon_j$ is Gaussian with
+# standard deviation 0.5. The generator is seeded and returns the points sorted by $x$.
+# We also keep an evenly spaced grid of 200 points on $[0, 10]$ with the noise-free curve:
+# the grid is where we will ask for predictions.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+x_train, y_train = make_regression_data(n=50, noise=0.5, seed=42)  # (50,), (50,)
+x_grid, y_true = regression_grid(200)  # (200,), (200,)
+print(f"training inputs {tuple(x_train.shape)}, targets {tuple(y_train.shape)}, grid {tuple(x_grid.shape)}")
+print(f"x from {x_train.min():.2f} to {x_train.max():.2f}; mean target {y_train.mean():.3f}")
+
+# %% [markdown]
+# ## Predicting by averaging neighbours
+#
+# The crudest prediction ignores $x$ altogether: predict the mean of all targets, everywhere.
+# A better one averages only the targets whose inputs are *close* to the point $x$ where we
+# want the prediction. Nadaraya and Watson (1964) made "close" smooth: every training point
+# gets a weight that shrinks with its distance to $x$,
+#
+# $$
+# f(x) = \sum_{j=1}^{n} \alpha(x, x_j)\, y_j,
+# \qquad
+# \alpha(x, x_j) = \frac{K(x - x_j)}{\sum_{i=1}^{n} K(x - x_i)} .
+# $$
+#
+# The **kernel** $K$ turns a distance into a similarity, and dividing by the sum makes the
+# weights of each prediction add up to 1, so $f(x)$ is a weighted average of the $y_j$.
+# Here $K$ is the **Gaussian kernel** with width $\sigma > 0$:
+#
+# $$
+# K(u) = \exp\!\left(-\frac{u^2}{2\sigma^2}\right).
+# $$
+#
+# Its usual factor $1/(\sigma\sqrt{2\pi})$ cancels in the ratio, so we leave it out. The
+# width $\sigma$ sets how far "close" reaches, as a multiple of σ:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+for multiple, value in zip((0, 1, 2, 3), gaussian_kernel(torch.tensor([0.0, 1.0, 2.0, 3.0]), sigma=1.0)):
+    print(f"a training point at distance {multiple}σ gets kernel value {value:.3f}")
+
+# %%
+fig = plots.kernel_shapes([0.2, 0.5, 2.0])
+
+# %% [markdown]
+# Written out in PyTorch, the whole method is four lines. Every query is compared with every
+# training input at once by broadcasting a column against a row.
+
+# %%
+def kernel_regression_by_hand(queries, keys, values, sigma):
+    distance = queries[:, None] - keys[None, :]  # (n_q, n_k): every query minus every input
+    kernel = torch.exp(-(distance**2) / (2 * sigma**2))  # (n_q, n_k)
+    weights = kernel / kernel.sum(dim=1, keepdim=True)  # (n_q, n_k): each row sums to 1
+    return weights @ values, weights  # (n_q,), (n_q, n_k)
+
+
+predictions, weights = kernel_regression_by_hand(x_grid, x_train, y_train, sigma=0.5)
+print(f"predictions {tuple(predictions.shape)}, weights {tuple(weights.shape)}")
+
+# %% [markdown]
+# The package has the same function, tested, as `nadaraya_watson`; it also returns the
+# predictions and the weights. They agree:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+package_predictions, package_weights = nadaraya_watson(x_grid, x_train, y_train, sigma=0.5)
+print("same predictions:", torch.allclose(predictions, package_predictions, atol=1e-5))
+print("same weights:    ", torch.allclose(weights, package_weights, atol=1e-6))
+
+# %% [markdown]
+# ## The width σ: under- and over-smoothing
+#
+# Here are the fits for five widths, with the noise-free curve dashed. A tiny σ only listens
+# to the nearest training point, so the fit jumps from target to target and copies their
+# noise (**under-smoothing**). A huge σ gives every point nearly the same weight, so the fit
+# flattens towards the overall mean and misses the waves (**over-smoothing**). Somewhere in
+# between the fit follows the curve and averages the noise away.
+
+# %%
+fig = plots.kernel_fits(x_train, y_train, x_grid, [0.02, 0.1, 0.3, 1.0, 3.0, 10.0], y_true=y_true)
+
+# %% [markdown]
+# ## The weights matrix is an attention map
+#
+# The weights form a matrix with one row per query (a grid point where we predict) and one
+# column per training point. Row $i$ says how the prediction at query $i$ splits its
+# attention over the training points. Drawn at the actual positions, a good kernel gives a
+# bright band along the diagonal: each query attends to the training points near it, and to
+# nothing far away. Where training points are sparse, the few nearby ones share the whole
+# weight of each query, so their cells glow brighter.
+
+# %%
+fig = plots.kernel_weights(package_weights, x_grid, x_train, title="σ = 0.5: each query attends to its neighbours")
+
+# %% [markdown]
+# Let's read one row. The query at $x = 5$ spreads its weight over a handful of training
+# points; the three largest weights go to the three nearest inputs, and the row sums to 1.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+row = int(torch.argmin((x_grid - 5.0).abs()))
+top = torch.topk(package_weights[row], k=3)
+print(f"query x = {x_grid[row]:.3f}, weights sum to {package_weights[row].sum():.4f}")
+for weight, j in zip(top.values, top.indices):
+    print(f"  key x_{j.item():<2d} = {x_train[j]:.3f}   weight {weight:.3f}   value y = {y_train[j]:.3f}")
+print(f"prediction {package_predictions[row]:.3f}, true curve {y_true[row]:.3f}")
+
+# %% [markdown]
+# ## Choosing σ: leave-one-out error
+#
+# To pick σ we need an error to minimise. The obvious one, the error on the training points
+# themselves, is useless: a training point is at distance 0 from itself, so with a small
+# enough σ it puts all its weight on its own target and predicts it perfectly. The in-sample
+# error only ever decreases as σ shrinks:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+for sigma in (1.0, 0.3, 0.1, 0.01):
+    fitted, _ = nadaraya_watson(x_train, x_train, y_train, sigma)  # (50,)
+    print(f"σ = {sigma:<4}  in-sample MSE = {((fitted - y_train) ** 2).mean():.4f}")
+
+# %% [markdown]
+# **Leave-one-out** (LOO) error fixes this: predict each training point from all the *other*
+# points, that is, give the point zero weight in its own prediction, and average the squared
+# errors. In the weights matrix of the training points against themselves, this masks the
+# diagonal. (A mask of this kind, saying which keys a query may attend to, returns in the next
+# chapters.) `leave_one_out_error` computes it for a whole grid of widths at once.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+sigmas = torch.logspace(-2, 1, 301)  # (301,): from 0.01 to 10, evenly spaced in log σ
+loo_errors = leave_one_out_error(x_train, y_train, sigmas)  # (301,)
+grid_sigma, grid_error = best_sigma(x_train, y_train, sigmas)
+grid_step = float(sigmas[1] / sigmas[0]) - 1
+print(f"lowest LOO error {grid_error:.4f} at σ = {grid_sigma:.4f} (neighbouring widths differ by {grid_step:.1%})")
+print(f"LOO error at σ = 0.01: {loo_errors[0]:.4f};  at σ = 10: {loo_errors[-1]:.4f}")
+
+# %% [markdown]
+# The curve has the shape the fits above suggested: too narrow and the prediction copies a
+# single noisy neighbour, too wide and it averages away the signal; the minimum sits in
+# between.
+
+# %%
+fig = plots.loo_curve(sigmas, loo_errors)
+
+# %% [markdown]
+# ## Learning σ by gradient descent
+#
+# A grid search works for one number. Attention models have millions of parameters and learn
+# them by gradient descent, so let's do the same with σ. `KernelRegression` is a small
+# `nn.Module`:
+#
+# - the training inputs (keys) and targets (values) are stored as **buffers**: they move with
+#   the module to a GPU, but are not trained;
+# - σ is learned through its logarithm, $\sigma = e^{\log\sigma}$, so no gradient step can make
+#   it zero or negative;
+# - in **training mode** a query does not attend to a training point at its own position, so
+#   the training loss is exactly the leave-one-out error. In **eval mode** every point is used,
+#   as a finished model should. (Like dropout, the module behaves differently in the two modes.)
+#
+# We start from a deliberately wide σ = 2 and train with `StepByStep`: mean squared error,
+# Adam, mini-batches of 10 queries.
+
+# %%
+model = KernelRegression(x_train, y_train, sigma=2.0)
+optimizer = torch.optim.Adam(model.parameters(), lr=0.05)
+train_loader = DataLoader(TensorDataset(x_train, y_train), batch_size=10, shuffle=True)
+
+sbs = StepByStep(model, torch.nn.MSELoss(), optimizer)
+sbs.set_loaders(train_loader)
+sbs.train(60, progress=False)
+print(f"{sbs.count_parameters()} trainable parameter; σ went from 2.0 to {model.sigma.item():.3f}")
+
+# %%
+fig = sbs.plot_losses()
+
+# %% [markdown]
+# How close did gradient descent get to the grid's choice? Both are measured with the same
+# leave-one-out error.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+learned_sigma = model.sigma.item()
+learned_error = leave_one_out_error(x_train, y_train, learned_sigma).item()
+gap = learned_sigma / grid_sigma - 1
+print(f"learned σ = {learned_sigma:.3f}, LOO error {learned_error:.4f}")
+print(f"grid σ    = {grid_sigma:.3f}, LOO error {grid_error:.4f}")
+print(f"the learned σ is {abs(gap):.1%} {'below' if gap < 0 else 'above'} the grid's best; "
+      f"neighbouring grid widths are {grid_step:.1%} apart")
+
+# %% [markdown]
+# The two widths land on the same minimum of the same curve: the training loss *is* the
+# leave-one-out error, so gradient descent finds its minimum without a grid, to within the
+# small jitter of mini-batch steps (compare the gap with the grid spacing above). Near the
+# optimum the curve is flat, so the two LOO errors differ far less than the two widths do.
+
+# %%
+fig = plots.loo_curve(sigmas, loo_errors, learned_sigma=learned_sigma)
+
+# %% [markdown]
+# ## From a kernel to a softmax of scores
+#
+# Look again at the weights. With the **score** $s(x, x_j) = -\frac{(x - x_j)^2}{2\sigma^2}$,
+# the Gaussian kernel is $K = e^{s}$, so
+#
+# $$
+# \alpha(x, x_j) = \frac{e^{s(x, x_j)}}{\sum_i e^{s(x, x_i)}} = \operatorname{softmax}_j\big(s(x, x_j)\big).
+# $$
+#
+# The kernel weights *are* a softmax over the training points of a score that measures
+# similarity; `nadaraya_watson` computes them exactly that way. Checked against the weights of
+# our hand-written version:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+sigma = 0.5
+scores = -((x_grid[:, None] - x_train[None, :]) ** 2) / (2 * sigma**2)  # (200, 50)
+softmax_weights = torch.softmax(scores, dim=-1)  # (200, 50): softmax over the keys
+print("softmax of the scores equals the kernel weights:", torch.allclose(softmax_weights, weights, atol=1e-6))
+
+# %% [markdown]
+# This is not just a rewrite. `torch.softmax` subtracts the largest score of each row before
+# exponentiating, which changes nothing mathematically but keeps the numbers finite. Our
+# hand-written version divides raw kernel values instead, and with a narrow kernel a query in
+# a gap between training points sees every $K$ underflow to 0 and computes $0 / 0$:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+narrow = 0.02
+by_hand, _ = kernel_regression_by_hand(x_grid, x_train, y_train, narrow)  # (200,)
+by_softmax, _ = nadaraya_watson(x_grid, x_train, y_train, narrow)  # (200,)
+print(f"σ = {narrow}: {int(by_hand.isnan().sum())} NaN predictions by hand, "
+      f"{int(by_softmax.isnan().sum())} with the softmax")
+
+# %% [markdown]
+# ### Queries, keys and values
+#
+# The softmax form names the three roles that every attention mechanism has:
+#
+# - the **query** $q$ is the point asking for a prediction (a grid point $x$);
+# - the **keys** $k_j$ are what the query is compared with (the training inputs $x_j$);
+# - the **values** $v_j$ are what gets averaged (the training targets $y_j$).
+#
+# Attention is then: score every key against the query, turn the scores into weights with a
+# softmax, and return the weighted average of the values,
+# $\;\text{attention}(q) = \sum_j \operatorname{softmax}_j\big(s(q, k_j)\big)\, v_j$.
+#
+# Chapter 02 keeps this recipe and changes the score. Expanding our score,
+# $-(q - k)^2 / 2\sigma^2 = \big(qk - k^2/2 - q^2/2\big)/\sigma^2$. The $q^2$ term is the
+# same for every key of a query, and a softmax ignores a constant added to a whole row, so
+# what matters is a **product** of query and key, $qk/\sigma^2$, minus a term in $k^2$. For
+# vectors that product becomes the dot product $q \cdot k$, scaled by $1/\sqrt{d_k}$ instead of
+# $1/\sigma^2$ (and the per-key term is dropped). A quick check that dropping the $q^2$ term
+# changes nothing:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+q, k = x_grid[:, None], x_train[None, :]  # (200, 1), (1, 50)
+product_scores = (q * k - k**2 / 2) / sigma**2  # (200, 50): no q² term
+same = torch.allclose(torch.softmax(product_scores, dim=-1), weights, atol=1e-5)
+print("product-and-key scores give the same weights:", same)
+
+# %% [markdown]
+# In chapter 02 the queries, keys and values are no longer given: each is a learned linear
+# projection of the inputs, so the model learns what "similar" means, not only how wide to
+# look.
+
+# %% [markdown]
+# ## Try it: the σ explorer
+#
+# Move the slider (it is on a log scale, from 0.01 to 10) and watch the three views change
+# together: the fit, the kernel, and the weights matrix. The line under the slider gives the
+# leave-one-out error at the current σ and the best one on the slider's range. Look for the
+# σ where the bright band in the weights is just wide enough to average out the noise.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+sigma_explorer(x_train, y_train, sigma=0.5)
+
+# %% [markdown]
+# ## Recap
+#
+# - Nadaraya-Watson regression predicts a weighted average of the training targets; the
+#   weights come from a kernel of the distance and sum to 1 for each query.
+# - The width σ of the Gaussian kernel decides how many neighbours are averaged: too small
+#   copies the noise, too large flattens the signal.
+# - The weights matrix (queries × training points) is an attention map: each row shows where
+#   one prediction looks.
+# - Training error rewards a point for attending to itself; leave-one-out error masks the
+#   diagonal and has a real minimum in σ.
+# - σ can be learned by gradient descent (through $\log\sigma$) with the leave-one-out loss,
+#   and it lands on the same minimum as the grid search.
+# - Gaussian kernel weights are a softmax of scores $-(q - k)^2/2\sigma^2$; with the names
+#   query, key and value, this is attention, and chapter 02 swaps the score for a scaled dot
+#   product of learned projections.
+
+# %% [markdown]
+# ## Your turn
+#
+# Each exercise has a checker: call `.check(...)` on your answer to get a verdict, or a hint
+# when something is off. When you are stuck, `.solution()` prints a worked solution. The
+# cells below run the checkers on placeholders, so they fail until you fill them in.
+#
+# **1. Scores.** Write `my_scores(queries, keys, sigma)` returning the `(n_q, n_k)` scores
+# whose softmax over the keys gives the Gaussian kernel weights. (Is there more than one right
+# answer?)
+
+# %%
+def my_scores(queries, keys, sigma):
+    return torch.zeros(len(queries), len(keys))  # replace with your scores, (n_q, n_k)
+
+
+ch01.gaussian_scores.check(my_scores)
+
+# %% [markdown]
+# **2. Leave-one-out by hand.** Write `my_loo_error(x, y, sigma)` returning the leave-one-out
+# mean squared error for a single width, without `leave_one_out_error` or `nadaraya_watson`.
+# Tip: `scores.masked_fill(mask, float("-inf"))` removes entries from a softmax.
+
+# %%
+def my_loo_error(x, y, sigma):
+    return torch.tensor(0.0)  # replace with the leave-one-out MSE
+
+
+ch01.loo_error.check(my_loo_error)
+
+# %% [markdown]
+# **3. Noise and the best width.** Make two data sets with `make_regression_data(n=50,
+# noise=..., seed=42)`, one with noise 0.1 and one with noise 1.0, and find the σ that
+# leave-one-out picks for each on the grid `ch01.LOO_SIGMA_GRID`. Answer with a dict
+# `{0.1: sigma, 1.0: sigma}`. Before you compute: which one do you expect to be wider, and why?
+
+# %%
+my_widths = {0.1: 1.0, 1.0: 1.0}  # replace with the widths you find
+ch01.loo_sigma.check(my_widths)

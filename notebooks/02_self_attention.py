@@ -1,0 +1,668 @@
+# %% [markdown]
+# # Chapter 02: self-attention
+#
+# In chapter 01 a query averaged values, weighting each by how similar its key was to the
+# query. This chapter makes every part learnable and lets a sequence attend to itself. We
+# build, in small steps, the pieces of an encoder-decoder that reads two corners of a square
+# and predicts the other two.
+#
+# By the end of this chapter you will be able to:
+#
+# - explain why dot-product scores are divided by $\sqrt{d_k}$, with numbers to back it;
+# - write **scaled dot-product attention** by hand and check it against PyTorch's
+#   `F.scaled_dot_product_attention`;
+# - use an attention head (`Attention`) and **wide multi-head attention**, and read their weights;
+# - tell apart **encoder self-attention**, **cross-attention** and **decoder self-attention**;
+# - train a decoder with **teacher forcing** on the **shifted target**, and explain why it needs
+#   the **subsequent (causal) mask**;
+# - predict greedily, one step at a time, and hide **padding** with a source mask;
+# - show that attention is **blind to order**, and fix it with **sinusoidal positional encoding**.
+
+# %%
+import math
+import timeit
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn, optim
+from torch.utils.data import DataLoader
+
+from stepbystep import StepByStep
+from stepbystep import plots
+from stepbystep.data import generate_sequences, square_datasets
+from stepbystep.exercises import ch02
+from stepbystep.models import (
+    Attention,
+    DecoderPe,
+    DecoderSelfAttn,
+    EncoderDecoderSelfAttn,
+    EncoderPe,
+    EncoderSelfAttn,
+    MultiHeadAttention,
+    scaled_dot_product,
+    sinusoidal_table,
+    subsequent_mask,
+)
+from stepbystep.widgets import mask_explorer
+
+# The models of this chapter are tiny, too small to gain from several CPU threads; one thread
+# saves the threads' coordination, which on a busy machine can slow training down many times.
+torch.set_num_threads(1)
+
+# %% [markdown]
+# ## Scores from dot products
+#
+# Attention needs a **score** for every (query, key) pair: a number that is large when the
+# key is relevant to the query. In chapter 01 the score came from a distance. Here both are
+# vectors of the same size $d_k$, and the score is their **dot product**
+# $q \cdot k = \sum_{i=1}^{d_k} q_i k_i$: large when they point the same way, negative when
+# they point apart. A softmax over the keys turns one query's scores into weights that sum to 1.
+#
+# There is a catch. If the entries of $q$ and $k$ are independent with mean 0 and variance 1,
+# each product $q_i k_i$ has variance 1, and the sum of $d_k$ of them has variance $d_k$. So
+# the wider the vectors, the more spread out the scores. Let us measure it on 20,000 random
+# pairs at several $d_k$:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+generator = torch.Generator().manual_seed(0)
+d_ks = [1, 4, 16, 64, 256]
+unscaled_variance, scaled_variance = [], []
+for d_k in d_ks:
+    q = torch.randn(20_000, d_k, generator=generator)  # (20000, d_k)
+    k = torch.randn(20_000, d_k, generator=generator)  # (20000, d_k)
+    dots = (q * k).sum(dim=-1)  # (20000,): one score per pair
+    unscaled_variance.append(dots.var().item())
+    scaled_variance.append((dots / math.sqrt(d_k)).var().item())
+    print(f"d_k={d_k:>3}: variance of q·k {unscaled_variance[-1]:7.2f}, of q·k/√d_k {scaled_variance[-1]:.2f}")
+
+# %%
+fig = plots.score_variance(d_ks, unscaled_variance, scaled_variance)
+
+# %% [markdown]
+# Why does the spread matter? The softmax exaggerates differences: when the scores are tens of
+# units apart, almost all the weight goes to the largest one. The weights then barely move when
+# the scores change a little, so the gradients that should teach the model which keys matter
+# all but vanish. Here is one query against eight keys at $d_k = 256$:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+q = torch.randn(1, 256, generator=generator)  # (1, d_k)
+k = torch.randn(8, 256, generator=generator)  # (8, d_k)
+unscaled_weights = torch.softmax(q @ k.T, dim=-1)[0]  # (8,)
+scaled_weights = torch.softmax(q @ k.T / math.sqrt(256), dim=-1)[0]  # (8,)
+print(f"largest weight without scaling {unscaled_weights.max():.4f}, with scaling {scaled_weights.max():.4f}")
+
+# %%
+fig = plots.softmax_rows({"softmax(q·k)": unscaled_weights, "softmax(q·k / √d_k)": scaled_weights})
+
+# %% [markdown]
+# Dividing by $\sqrt{d_k}$ brings the variance back to about 1 whatever the width, and the
+# softmax stays soft. That is **scaled dot-product attention**:
+#
+# $$
+# \text{Attention}(Q, K, V) = \text{softmax}\!\left(\frac{Q K^\top}{\sqrt{d_k}}\right) V ,
+# $$
+#
+# where the rows of $Q$ are the $L_q$ queries, the rows of $K$ the $L_k$ keys and the rows of
+# $V$ the values, one per key. The softmax runs along each row, over the keys.
+
+# %% [markdown]
+# ## Scaled dot-product attention by hand
+#
+# The formula is three lines of PyTorch. A **mask** (`True` = may attend, one entry per
+# query and key) blocks some keys: their scores become $-\infty$ before the softmax, so their
+# weight is exactly 0.
+
+# %%
+def attention_by_hand(q, k, v, mask=None):
+    """softmax(q kᵀ / √d_k) v for q (N, L_q, d_k), k (N, L_k, d_k), v (N, L_k, d_v)."""
+    d_k = q.shape[-1]
+    scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)  # (N, L_q, L_k)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))  # (N, L_q, L_k)
+    weights = torch.softmax(scores, dim=-1)  # (N, L_q, L_k): each row sums to 1
+    return weights @ v, weights  # (N, L_q, d_v), (N, L_q, L_k)
+
+
+# %% [markdown]
+# PyTorch ships the same computation as one fused function, `F.scaled_dot_product_attention`.
+# Its boolean `attn_mask` follows the same convention as ours (`True` = takes part), so we can
+# pass our mask as it is. (PyTorch's `nn.MultiheadAttention` uses the *opposite* convention;
+# chapter 06 deals with that.) Let us compare the two, and the package's tested
+# `scaled_dot_product`, on a batch of 16 sequences of length 5, with and without a causal mask:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+q = torch.randn(16, 5, 8, generator=generator)  # (N, L_q, d_k)
+k = torch.randn(16, 5, 8, generator=generator)  # (N, L_k, d_k)
+v = torch.randn(16, 5, 3, generator=generator)  # (N, L_k, d_v)
+causal = subsequent_mask(5)  # (1, L_q, L_k): query i may read keys 0..i
+for mask in (None, causal):
+    context, weights = attention_by_hand(q, k, v, mask)  # (16, 5, 3), (16, 5, 5)
+    fused = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)  # (16, 5, 3)
+    package_context, package_weights = scaled_dot_product(q, k, v, mask)  # (16, 5, 3), (16, 5, 5)
+    label = "no mask" if mask is None else "causal mask"
+    print(f"{label:>11}: same as the fused kernel: {torch.allclose(context, fused, atol=1e-6)}, "
+          f"as the package: {torch.allclose(context, package_context, atol=1e-6)} "
+          f"and {torch.allclose(weights, package_weights, atol=1e-6)}")
+
+# %% [markdown]
+# Same numbers. Is the fused kernel faster? It runs in one call, without Python between the
+# steps, and picks an implementation for the hardware; the fastest ones never store the
+# $L_q \times L_k$ weights at all, which saves memory and memory traffic on long sequences. How
+# much that buys depends on the machine and the sizes, so measure it: here on our small batch
+# and on 8 sequences of length 256 with $d_k = 64$. (The timings vary from machine to machine
+# and run to run, hence this cell's output is not checked.)
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+long_q, long_k, long_v = torch.randn(3, 8, 256, 64, generator=generator)  # each (N, L, d_k)
+long_causal = subsequent_mask(256)  # (1, L, L)
+for label, args, repeats in (("16 × 5, d_k 8", (q, k, v, causal), 2000),
+                             ("8 × 256, d_k 64", (long_q, long_k, long_v, long_causal), 50)):
+    by_hand_time = timeit.timeit(lambda: attention_by_hand(*args), number=repeats) / repeats
+    fused_time = timeit.timeit(lambda: F.scaled_dot_product_attention(*args[:3], attn_mask=args[3]),
+                               number=repeats) / repeats
+    print(f"{label:>15}: by hand {by_hand_time * 1e6:8.1f} µs, fused {fused_time * 1e6:8.1f} µs per call "
+          f"(by hand / fused: {by_hand_time / fused_time:.2f})")
+
+# %% [markdown]
+# On a CPU the two are often close, and the fused call can even lose on tiny inputs; on a
+# GPU, with long sequences, the fused kernels are where the speed is. Whatever your numbers,
+# we keep the step-by-step version in this course because we want to *look* at the weights.
+
+# %% [markdown]
+# ## The data: corners of a square
+#
+# Our task for the next chapters: each sequence holds the four corners of the square
+# $[-1, 1]^2$, starting at a random corner and going clockwise or counter-clockwise, each point
+# with a little Gaussian noise (standard deviation 0.1). Given the first two corners (the
+# **source**), predict the last two (the **target**). Two corners fix the direction, so the
+# task is solvable, if the model can tell which corner came first.
+
+# %%
+points, directions = generate_sequences(n=8, seed=13)  # 8 arrays (4, 2), directions (8,)
+fig = plots.square_sequences(np.stack(points), directions)
+
+# %% [markdown]
+# `square_datasets` makes the training set (256 sequences, seed 13) and a test set (128
+# sequences drawn with another seed, 17). A training example is the *whole* sequence, because
+# the decoder will read part of the target while training (more on that soon), and its
+# target; a test example is just the source and its target.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+train_data, test_data = square_datasets(n_train=256, n_test=128, train_seed=13, test_seed=17)
+full_train, target_train = train_data.tensors  # (256, 4, 2), (256, 2, 2)
+source_test, target_test = test_data.tensors  # (128, 2, 2), (128, 2, 2)
+print(f"training: full {tuple(full_train.shape)}, target {tuple(target_train.shape)}")
+print(f"test: source {tuple(source_test.shape)}, target {tuple(target_test.shape)}")
+
+# %% [markdown]
+# ## An attention head: `Attention`
+#
+# Attention by itself has no parameters. A **head** learns three linear maps from each input
+# vector $x$ (here $n_{features} = 2$: a point) to a query, a key and a value. We use the
+# package's `Attention(hidden_dim, input_dim)`: `init_keys(keys)` projects the keys once,
+# then `forward(query)` projects the queries, computes the scaled scores and the weighted sum,
+# and keeps the weights in `alphas` `(N, L_q, L_k)`. In this class's default the values are the
+# keys themselves, not a projection of them.
+#
+# When the queries and the keys are the *same* sequence, it is **self-attention**: every
+# element of the source reads every element of the source, itself included.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+torch.manual_seed(11)
+head = Attention(hidden_dim=2, input_dim=2)
+source = full_train[:, :2]  # (256, 2, 2): the first two corners
+head.init_keys(source)
+context = head(source)  # (256, 2, 2): one context vector per source element
+print(f"context {tuple(context.shape)}, weights {tuple(head.alphas.shape)}")
+print(f"weights of the first sequence:\n{head.alphas[0]}")
+
+# %% [markdown]
+# ## Wide multi-head attention
+#
+# One head computes one set of weights. Several heads, each with its own projections, can
+# look for different things at once. In **wide** multi-head attention (the book's chapter 9)
+# every head projects to the full model size `d_model`; the heads' contexts are concatenated,
+# `(N, L, n_heads · d_model)`, and a linear layer brings them back to `d_model`. (Chapter 03
+# splits `d_model` between the heads instead: narrow heads.) `MultiHeadAttention` stacks its
+# heads' weights along a first dimension, `(n_heads, N, L_q, L_k)`.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+torch.manual_seed(11)
+multi_head = MultiHeadAttention(n_heads=3, d_model=2, input_dim=2)
+multi_head.init_keys(source)
+context = multi_head(source)  # (256, 2, d_model)
+n_single = sum(p.numel() for p in head.parameters())
+n_multi = sum(p.numel() for p in multi_head.parameters())
+print(f"context {tuple(context.shape)}, weights {tuple(multi_head.alphas.shape)}")
+print(f"parameters: one head {n_single}, three wide heads and the output layer {n_multi}")
+
+# %%
+fig = plots.attention_maps(multi_head.alphas[:, 0], titles=["head 0", "head 1", "head 2"], n_cols=3)
+
+# %% [markdown]
+# ## Encoder self-attention
+#
+# The **encoder** is multi-head self-attention over the source followed by a small
+# feed-forward network applied to every position on its own (`d_model → ff_units → d_model`).
+# Its output, one vector per source element, is the **encoded source** (the "states").
+# With the book's settings (`d_model=2`, 3 heads, 10 hidden units) and seed 11, the perfect
+# square's first two corners give the book's numbers, `[[-0.0498, 0.2193], [-0.0642, 0.2258]]`:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+torch.manual_seed(11)
+encoder = EncoderSelfAttn(n_heads=3, d_model=2, ff_units=10, n_features=2)
+perfect_source = torch.tensor([[[-1.0, -1.0], [-1.0, 1.0]]])  # (1, 2, 2)
+states = encoder(perfect_source)  # (1, 2, d_model)
+print(states.detach().numpy().round(4))
+
+# %% [markdown]
+# ## Cross-attention and decoder self-attention
+#
+# The **decoder** produces the target. It has two attention modules:
+#
+# 1. **self-attention** over what it has *already* seen of the target;
+# 2. **cross-attention**: its queries come from the decoder, but its keys and values are the
+#    encoder's states. This is how the target reads the source. `init_keys(states)` hands the
+#    states over before decoding.
+#
+# Then a feed-forward network maps each position to a 2-D point. The weights of the
+# cross-attention have one row per target position and one column per *source* position:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+torch.manual_seed(13)
+decoder = DecoderSelfAttn(n_heads=3, d_model=2, ff_units=10, n_features=2)
+decoder_input = torch.tensor([[[-1.0, 1.0], [1.0, 1.0]]])  # (1, 2, 2): what the decoder reads
+decoder.init_keys(states)  # cross-attention keys and values: the encoded source (1, 2, d_model)
+output = decoder(decoder_input)  # (1, 2, n_features)
+print(f"decoder output {tuple(output.shape)}")
+print(f"self-attention weights {tuple(decoder.self_attn_heads.alphas.shape)} (heads, N, target, target)")
+print(f"cross-attention weights {tuple(decoder.cross_attn_heads.alphas.shape)} (heads, N, target, source)")
+
+# %% [markdown]
+# ## Teacher forcing and the shifted target
+#
+# What does the decoder read? While training we know the whole target, so we let the decoder
+# read the **true** previous point at every position: this is **teacher forcing**. The
+# decoder's input is the target **shifted right by one**: the last source corner, then every
+# target corner but the last. Position $i$ reads corner $i$ of the shifted sequence and must
+# predict target corner $i$, the *next* corner.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+sequence = full_train[:1]  # (1, 4, 2)
+source_seq = sequence[:, :2]  # (1, 2, 2): corners 0 and 1
+shifted_target = sequence[:, 1:3]  # (1, 2, 2): corners 1 and 2, the decoder's input
+target_seq = sequence[:, 2:]  # (1, 2, 2): corners 2 and 3, what it must predict
+for name, part in (("source", source_seq), ("shifted target", shifted_target), ("target", target_seq)):
+    print(f"{name:>14}: " + ", ".join(f"({x:+.2f}, {y:+.2f})" for x, y in part[0].tolist()))
+
+# %% [markdown]
+# ## The subsequent mask
+#
+# There is a leak. Self-attention lets every position read *every* position of its input, and
+# the shifted target holds, at position 1, target corner 0: the very answer position 0 must
+# predict. Without a mask, position 0 can copy it. We can see the leak in the decoder's
+# self-attention: change its input at position 1 only, and watch what position 0 reads.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+self_attn = decoder.self_attn_heads
+changed_input = decoder_input.clone()  # (1, 2, 2)
+changed_input[0, 1] = torch.tensor([5.0, -5.0])  # another point at position 1 only
+target_mask = subsequent_mask(2)  # (1, 2, 2)
+for mask, label in ((None, "no mask"), (target_mask, "subsequent mask")):
+    self_attn.init_keys(decoder_input)
+    before = self_attn(decoder_input, mask)  # (1, 2, d_model)
+    weights = self_attn.alphas[:, 0, 0, 1]  # (n_heads,): how much query 0 reads key 1 in each head
+    self_attn.init_keys(changed_input)
+    after = self_attn(changed_input, mask)  # (1, 2, d_model)
+    shares = ", ".join(f"{w:.2f}" for w in weights.tolist())
+    print(f"{label:>15}: query 0 gives key 1 the weights [{shares}], "
+          f"its output moves by {(after[0, 0] - before[0, 0]).abs().max():.4f}")
+
+# %% [markdown]
+# The **subsequent mask** (also called causal) lets query $i$ attend to keys $0..i$ only:
+# its lower triangle is `True`. Its shape is `(1, L, L)`, one mask shared by every sequence of
+# the batch. With it, what the decoder learns with teacher forcing is what it can do when it
+# has to predict for real, one step at a time, without seeing the future.
+
+# %%
+fig = plots.mask_map(subsequent_mask(4))
+
+# %%
+decoder(decoder_input, target_mask=target_mask)  # (1, 2, 2); refreshes the weights
+fig = plots.attention_maps(decoder.self_attn_heads.alphas[:, 0], titles=["head 0", "head 1", "head 2"],
+                           n_cols=3, suptitle="decoder self-attention with the subsequent mask")
+
+# %% [markdown]
+# ## Greedy prediction, one step at a time
+#
+# At test time there is no target to read. The decoder starts from the last source corner,
+# predicts the next point, appends its own prediction to its input and goes again: **greedy**
+# decoding. The whole encoder-decoder is `EncoderDecoderSelfAttn`; it keeps the subsequent
+# mask as a buffer, `trg_masks`, and slices it to the length decoded so far. Here are the two
+# steps written out (the model is not trained yet: the numbers are arbitrary, the mechanics
+# are not):
+
+# %%
+# NBVAL_CHECK_OUTPUT
+torch.manual_seed(23)
+model = EncoderDecoderSelfAttn(
+    EncoderSelfAttn(n_heads=3, d_model=2, ff_units=10, n_features=2),
+    DecoderSelfAttn(n_heads=3, d_model=2, ff_units=10, n_features=2),
+    input_len=2, target_len=2,
+)
+model.eval()
+source_seq = source_test[:4]  # (4, 2, 2)
+model.encode(source_seq)  # the decoder's cross-attention now holds the encoded source
+inputs = source_seq[:, -1:]  # (4, 1, 2): the last source corner starts the decoding
+outputs = []
+for step in range(model.target_len):
+    out = model.decode(inputs, target_mask=model.trg_masks[:, : step + 1, : step + 1])  # (4, step+1, 2)
+    outputs.append(out)
+    inputs = torch.cat([inputs, out[:, -1:]], dim=1)  # (4, step+2, 2): append the newest point
+for step, out in enumerate(outputs):
+    x, y = out[0, 0].tolist()
+    print(f"first predicted point after step {step}: ({x:+.4f}, {y:+.4f})")
+greedy = torch.cat([outputs[0][:, :1], outputs[1][:, 1:]], dim=1)  # (4, 2, 2)
+print(f"same as model.predict: {torch.allclose(greedy, model.predict(source_seq))}")
+
+# %% [markdown]
+# With the mask, appending a point leaves the predictions already made as they were: position 0
+# can only see position 0. (In eval mode `model(source)` runs this same loop; in training mode
+# it takes the whole sequence and uses teacher forcing.) We will see what happens *without* the
+# mask once the model is trained: this untrained decoder barely listens to its input yet.
+
+# %% [markdown]
+# ## Padding and the source mask
+#
+# Real sequences have different lengths. To stack them in one tensor we **pad** the short
+# ones, here with zeros at the end. The padded positions are not data, so no query should
+# attend to them: a **source mask** `(N, 1, L)` is `False` at the padding, and the same row
+# serves every query of the sequence. Let us make sequences of 2, 3 or 4 corners:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+ragged, _ = generate_sequences(n=4, variable_len=True, seed=2)  # 4 arrays (length, 2)
+lengths = torch.tensor([len(points) for points in ragged])  # (4,)
+padded = torch.zeros(4, 4, 2)  # (N, L_max, 2)
+for row, points in enumerate(ragged):
+    padded[row, : len(points)] = torch.as_tensor(points, dtype=torch.float32)
+source_mask = (torch.arange(4) < lengths.unsqueeze(1)).unsqueeze(1)  # (N, 1, L_max): True on real points
+print(f"lengths {lengths.tolist()}")
+print(f"source mask {tuple(source_mask.shape)}:\n{source_mask.int()}")
+
+# %% [markdown]
+# With the mask, the encoder gives the padded keys zero weight, and the outputs at the real
+# positions do not depend on what the padding holds:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+torch.manual_seed(11)
+encoder = EncoderSelfAttn(n_heads=3, d_model=2, ff_units=10, n_features=2)
+states = encoder(padded, mask=source_mask)  # (4, 4, d_model)
+other_padding = padded.masked_fill(~source_mask.transpose(1, 2), 9.0)  # (4, 4, 2): padding = 9 now
+other_states = encoder(other_padding, mask=source_mask)  # (4, 4, d_model)
+alphas = encoder.self_attn_heads.alphas  # (n_heads, N, L, L)
+real = source_mask.transpose(1, 2).expand_as(states)  # (4, 4, d_model): True at real positions
+print(f"largest weight on a padded key: {alphas.masked_select(~source_mask).max():.4f}")
+print(f"real positions unchanged when the padding changes: {torch.allclose(states[real], other_states[real])}")
+
+# %%
+fig = plots.attention_maps(alphas[0], titles=[f"length {n}" for n in lengths.tolist()],
+                           suptitle="head 0, with the source mask")
+
+# %% [markdown]
+# ## Attention is blind to order
+#
+# Nothing in self-attention knows *where* an element sits: the scores depend only on the
+# vectors, and the weighted sum does not care in which order its terms come. So if we shuffle
+# the input sequence, the encoder's outputs come out shuffled the same way, and otherwise
+# unchanged (the encoder is **permutation equivariant**):
+
+# %%
+# NBVAL_CHECK_OUTPUT
+torch.manual_seed(11)
+encoder = EncoderSelfAttn(n_heads=3, d_model=2, ff_units=10, n_features=2)
+sequence = full_train[:1]  # (1, 4, 2)
+order = torch.tensor([2, 0, 3, 1])
+shuffled_then_encoded = encoder(sequence[:, order])  # (1, 4, d_model)
+encoded_then_shuffled = encoder(sequence)[:, order]  # (1, 4, d_model)
+print(f"shuffling commutes with the encoder: {torch.allclose(shuffled_then_encoded, encoded_then_shuffled, atol=1e-6)}")
+
+# %% [markdown]
+# For our task that is a real handicap: the direction of a square is exactly the order of its
+# corners, and the encoder sees the two source corners as a *set*.
+
+# %% [markdown]
+# ## Positional encoding
+#
+# The fix is to add to each element a vector that depends on its position $t$: a
+# **positional encoding**. The Transformer's is made of sinusoids. For a model of size $d$,
+# dimension pair $(2i, 2i+1)$ holds a sine and a cosine of the same angular speed
+# $\omega_i = 10000^{-2i/d}$:
+#
+# $$
+# PE(t)_{2i} = \sin(\omega_i t), \qquad PE(t)_{2i+1} = \cos(\omega_i t).
+# $$
+#
+# The first pair turns fast (one radian per position), later pairs ever more slowly, so
+# together they give every position a distinct code. Here with $d = 8$ over 20 positions:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+table = sinusoidal_table(20, 8)  # (max_len, d)
+omegas = [10000 ** (-2 * i / 8) for i in range(4)]
+print("angular speeds ω_i:", ", ".join(f"{omega:.4f}" for omega in omegas))
+print(f"values between {table.min():.2f} and {table.max():.2f}")
+
+# %%
+fig = plots.sinusoids(table, dims=(0, 1, 2, 3))
+
+# %%
+fig = plots.encoding_heatmap(table)
+
+# %% [markdown]
+# **A shift is a rotation.** Each pair $(\sin \omega_i t, \cos \omega_i t)$ is a point on the
+# unit circle, at angle $\omega_i t$. Moving $k$ positions ahead adds $\omega_i k$ to the
+# angle, wherever you start: it is the same rotation, a fixed $2 \times 2$ matrix that depends
+# on $k$ but not on $t$. So "the element $k$ steps back" is a simple, linear relation between
+# encodings, which attention's linear projections can pick up. The arrows below all jump
+# $k = 2$ positions:
+
+# %%
+fig = plots.relative_shift(table, pairs=(0, 1), shift=2, starts=(0, 4, 8))
+
+# %% [markdown]
+# **Distances between positions.** For the same reason, the distance between the encodings of
+# positions $s$ and $t$ depends only on how far apart they are, $|t - s|$, not on where they are:
+# every diagonal of the left map is constant.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+distances = torch.cdist(table, table)  # (max_len, max_len)
+print(f"distance between positions 0 and 3: {distances[0, 3]:.4f}; between 10 and 13: {distances[10, 13]:.4f}")
+
+# %%
+fig = plots.position_distances(table, references=(0, 5, 10))
+
+# %% [markdown]
+# `EncoderPe` and `DecoderPe` put a `PositionalEncoding` in front of the encoder and decoder:
+# it multiplies the input by $\sqrt{d}$ (as the book does, so the points are on the same
+# scale as the encoding) and adds the table's first $L$ rows. Now shuffling the input changes
+# more than the order of the outputs:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+torch.manual_seed(11)
+encoder_pe = EncoderPe(n_heads=3, d_model=2, ff_units=10, n_features=2, max_len=4)
+difference = (encoder_pe(sequence[:, order]) - encoder_pe(sequence)[:, order]).abs().max()  # scalar
+print(f"with positional encoding, shuffling changes the outputs by up to {difference:.4f}")
+
+# %% [markdown]
+# ## Training, with and without positional encoding
+#
+# Time to train the whole encoder-decoder, twice, with the book's settings: `d_model=2`,
+# 3 heads, 10 hidden units, Adam with learning rate 0.01, mean squared error, batches of 16,
+# here for 60 epochs. Both models are built after the same seed, and the positional encoding
+# has no parameters, so they start from the *same* weights: the encoding is the only
+# difference. In training mode the model uses teacher forcing; `StepByStep` evaluates in eval
+# mode, so the test loss is measured on *greedy* predictions from the test sources alone.
+
+# %%
+def train_squares(encoder, decoder, n_epochs=60):
+    """Train an EncoderDecoderSelfAttn on the squares; returns the trainer."""
+    model = EncoderDecoderSelfAttn(encoder, decoder, input_len=2, target_len=2)
+    sbs = StepByStep(model, nn.MSELoss(), optim.Adam(model.parameters(), lr=0.01))
+    sbs.set_loaders(DataLoader(train_data, batch_size=16, shuffle=True), DataLoader(test_data, batch_size=128))
+    sbs.train(n_epochs, progress=False)
+    return sbs
+
+
+torch.manual_seed(11)
+sbs_plain = train_squares(EncoderSelfAttn(3, 2, 10, n_features=2), DecoderSelfAttn(3, 2, 10, n_features=2))
+torch.manual_seed(11)
+sbs_pe = train_squares(EncoderPe(3, 2, 10, n_features=2, max_len=2), DecoderPe(3, 2, 10, n_features=2, max_len=2))
+
+# %%
+# NBVAL_CHECK_OUTPUT
+for name, sbs in (("without positional encoding", sbs_plain), ("with positional encoding", sbs_pe)):
+    print(f"{name:>28}: {sbs.total_epochs} epochs, training loss {sbs.losses[-1]:.4f}, "
+          f"test loss {sbs.val_losses[-1]:.4f}")
+ratio = sbs_plain.val_losses[-1] / sbs_pe.val_losses[-1]
+print(f"test loss without / with positional encoding: {ratio:.1f}")
+
+# %%
+fig = plots.compare_runs({"no PE": (sbs_plain.losses, sbs_plain.val_losses),
+                          "PE": (sbs_pe.losses, sbs_pe.val_losses)})
+
+# %% [markdown]
+# Here are the predictions for the first test squares: blue dots are the source corners, green
+# circles the true target, red crosses the prediction. First without positional encoding:
+
+# %%
+fig = plots.sequence_predictions(source_test, target_test, sbs_plain.predict(source_test))
+
+# %% [markdown]
+# And with it:
+
+# %%
+fig = plots.sequence_predictions(source_test, target_test, sbs_pe.predict(source_test))
+
+# %% [markdown]
+# Read these results as one run, not a law. With `d_model=2` the models are tiny and their
+# training is fragile: another seed can shrink the gap, or even turn it round (exercise 4). And
+# the model without positional encoding is not entirely order-blind: its decoder starts from
+# the *last* source corner, and the subsequent mask tells the decoder's positions apart. What
+# positional encoding adds is that the *encoder* knows which corner came first.
+#
+# **The mask and greedy decoding, now with a trained model.** Decode one point, append it,
+# decode again, with and without the subsequent mask, and see whether the first predicted point
+# stays where it was:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+model = sbs_pe.model
+with torch.no_grad():
+    model.encode(source_test)
+    first_step = model.decode(source_test[:, -1:], target_mask=model.trg_masks[:, :1, :1])  # (128, 1, 2)
+    inputs = torch.cat([source_test[:, -1:], first_step], dim=1)  # (128, 2, 2)
+    for mask, label in ((model.trg_masks, "subsequent mask"), (None, "no mask")):
+        second_step = model.decode(inputs, target_mask=mask)  # (128, 2, 2)
+        moved = (second_step[:, 0] - first_step[:, 0]).norm(dim=-1)  # (128,)
+        print(f"{label:>15}: appending a point moves the first prediction by up to {moved.max():.4f}")
+
+# %% [markdown]
+# Without the mask, every point we append rewrites the points already predicted, and the model
+# would be decoding under conditions it never saw in training.
+
+# %% [markdown]
+# ## Explore the masks
+#
+# Switch the causal and padding masks on and off, change the length, and pick a query row.
+# The left panel is the mask, the right one the weights of a fixed random sequence attending
+# to itself. Things to try: with the causal mask, query 0 always puts all its weight on
+# itself; with padding, the padded columns are zero in every row, padded queries included
+# (their outputs are computed but ignored downstream); with both, the two masks combine.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+mask_explorer()
+
+# %% [markdown]
+# ## Recap
+#
+# - Dot products of $d_k$-dimensional vectors have variance about $d_k$; dividing by
+#   $\sqrt{d_k}$ keeps it near 1, so the softmax does not saturate.
+# - Scaled dot-product attention is `softmax(q kᵀ / √d_k) v`; `F.scaled_dot_product_attention`
+#   computes the same, faster, without keeping the weights.
+# - An attention head learns the projections to queries, keys and values; wide multi-head
+#   attention runs several full-size heads and mixes them with a linear layer.
+# - The encoder attends to the source (self-attention); the decoder attends to its own input
+#   (self-attention) and to the encoded source (cross-attention).
+# - Training uses teacher forcing on the target shifted right by one; the subsequent mask
+#   keeps each position from reading the answer, and keeps greedy predictions stable as
+#   points are appended.
+# - A source mask `(N, 1, L)` hides padding from every query.
+# - Attention is blind to order; sinusoidal positional encoding adds it back. A shift by $k$
+#   positions is a rotation of each (sin, cos) pair, and distances depend only on the offset.
+#
+# Next, chapter 03 splits `d_model` between narrow heads.
+
+# %% [markdown]
+# ## Your turn
+#
+# Each exercise has a checker: call `.check(...)` on your answer to get a verdict, or a hint
+# when something is off. When you are stuck, `.solution()` prints a worked solution. The
+# cells below run the checkers on placeholders, so they fail until you fill them in.
+#
+# **1. The causal mask.** Write `my_causal_mask(size)` returning the subsequent mask, a bool
+# tensor `(1, size, size)` with `True` where a query may attend, without `subsequent_mask`.
+
+# %%
+def my_causal_mask(size):
+    return torch.ones(1, size, size, dtype=torch.bool)  # replace: this lets every query see every key
+
+
+ch02.causal_mask.check(my_causal_mask)
+
+# %% [markdown]
+# **2. Masked attention.** Write `my_attention(q, k, v, mask=None)` returning
+# `(context, weights)` for `q` `(N, L_q, d_k)`, `k` `(N, L_k, d_k)`, `v` `(N, L_k, d_v)` and a
+# bool `mask` that broadcasts to `(N, L_q, L_k)`. Try it without looking at `attention_by_hand`.
+
+# %%
+def my_attention(q, k, v, mask=None):
+    weights = torch.softmax(q @ k.transpose(-2, -1), dim=-1)  # replace: is something missing?
+    return weights @ v, weights
+
+
+ch02.masked_attention.check(my_attention)
+
+# %% [markdown]
+# **3. A shift is a rotation.** Write `my_rotation(omega, k)` returning the $2 \times 2$ matrix
+# $R$ with $R \, [\sin \omega t, \cos \omega t]^\top = [\sin \omega (t+k), \cos \omega (t+k)]^\top$
+# for every $t$. The checker tests it on every pair of an 8-dimensional `sinusoidal_table`.
+
+# %%
+def my_rotation(omega, k):
+    return torch.eye(2)  # replace with the rotation by the angle omega * k
+
+
+ch02.shift_rotation.check(my_rotation)
+
+# %% [markdown]
+# **4. One run is not a law.** Train both models again after `torch.manual_seed(s)` for two
+# or three other seeds `s` (use `train_squares`; each pair takes a few seconds) and compare their
+# test losses. Then swap the two source corners of a few test squares, `source_test[:8, [1, 0]]`,
+# and look at each model's predictions: which one notices that the direction changed, and why?

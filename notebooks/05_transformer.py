@@ -1,0 +1,438 @@
+# %% [markdown]
+# # Chapter 05: the Transformer
+#
+# Chapters 02 to 04 built every part of the Transformer: multi-headed attention, masks,
+# positional encoding, sublayer wrappers, encoder and decoder layers and their stacks. This
+# chapter puts them together into one encoder-decoder model, trains it on the square-corners
+# task, and then asks what it learned, how good it is, and where it looks.
+#
+# By the end of this chapter you will be able to:
+#
+# - assemble `EncoderTransf`, `DecoderTransf` and `EncoderDecoderTransf` into the full
+#   Transformer and follow every tensor's shape from the input corners to the predictions;
+# - initialise the weight matrices **Xavier-uniform**, and say how that differs from PyTorch's
+#   default;
+# - train the model with `StepByStep` and read its loss curves;
+# - explain, with numbers from one mini-batch, why the **validation loss can sit below the
+#   training loss** when a model uses dropout;
+# - judge a model's test error against simple **baselines** and the noise floor of the data;
+# - read the three kinds of attention side by side: **encoder self-attention**, **decoder
+#   self-attention** and **cross-attention**.
+
+# %%
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.utils.data import DataLoader
+
+from stepbystep import StepByStep
+from stepbystep import plots
+from stepbystep.data import square_datasets
+from stepbystep.data.squares import NOISE_STD
+from stepbystep.exercises import ch05
+from stepbystep.models import (
+    DecoderLayer,
+    DecoderTransf,
+    EncoderDecoderTransf,
+    EncoderLayer,
+    EncoderTransf,
+    build_transformer,
+)
+
+torch.set_num_threads(1)  # the tensors here are tiny: one thread beats coordinating several
+
+# %% [markdown]
+# ## The task
+#
+# A reminder from chapter 02: each sequence holds the four corners of the square $[-1, 1]^2$,
+# in order around the square, starting at a random corner and going clockwise or
+# counter-clockwise, every point with Gaussian noise of standard deviation 0.1. The model sees
+# the first two corners (the **source**) and must predict the last two (the **target**).
+#
+# The training set has 256 sequences. A model in training mode needs the whole sequence
+# $(N, 4, 2)$, because the decoder reads the true target (teacher forcing). The test set has
+# 128 other sequences drawn from another seed, as (source, target) pairs: in eval mode the
+# model predicts from the source alone, so the test set doubles as our validation set.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+train_data, test_data = square_datasets()
+full, train_target = train_data.tensors  # (256, 4, 2), (256, 2, 2)
+source, target = test_data.tensors  # (128, 2, 2), (128, 2, 2)
+print(f"training: full {tuple(full.shape)}, target {tuple(train_target.shape)}")
+print(f"test: source {tuple(source.shape)}, target {tuple(target.shape)}")
+
+train_loader = DataLoader(train_data, batch_size=16, shuffle=True, generator=torch.Generator())
+test_loader = DataLoader(test_data, batch_size=len(test_data))
+
+# %% [markdown]
+# ## Assembling the Transformer
+#
+# We use the book's chapter-10 settings: $d_{model} = 6$, 3 heads (so $d_k = 2$), 10 hidden
+# units in the feed-forward networks, dropout 0.1, and 2 layers in the encoder and in the
+# decoder. The assembly takes three steps:
+#
+# 1. **one layer of each kind**: `EncoderLayer` (self-attention, feed-forward) and
+#    `DecoderLayer` (masked self-attention, cross-attention, feed-forward);
+# 2. **the stacks**: `EncoderTransf` and `DecoderTransf` add positional encoding and hold
+#    `n_layers` independent deep copies of their layer (plus a final layer norm, since our
+#    layers put the norm first);
+# 3. **the encoder-decoder**: `EncoderDecoderTransf` adds the input projection `proj`
+#    ($2 \to 6$ features, one layer shared by the source and the target) and the output layer
+#    `linear` ($6 \to 2$), and runs teacher forcing in training mode and greedy decoding in
+#    eval mode.
+
+# %%
+torch.manual_seed(42)
+encoder_layer = EncoderLayer(n_heads=3, d_model=6, ff_units=10, dropout=0.1)
+decoder_layer = DecoderLayer(n_heads=3, d_model=6, ff_units=10, dropout=0.1)
+encoder = EncoderTransf(encoder_layer, n_layers=2, max_len=2)
+decoder = DecoderTransf(decoder_layer, n_layers=2, max_len=2)
+model = EncoderDecoderTransf(encoder, decoder, input_len=2, target_len=2, n_features=2)
+
+# %% [markdown]
+# **Initialisation.** PyTorch starts every `nn.Linear` with weights drawn from
+# $U(-1/\sqrt{n_{in}}, 1/\sqrt{n_{in}})$, where $n_{in}$ is the number of input features.
+# The book, like the Annotated Transformer, re-draws every weight *matrix* with **Xavier**
+# (Glorot) uniform initialisation,
+#
+# $$
+# W \sim U(-a, a), \qquad a = \sqrt{\frac{6}{n_{in} + n_{out}}} ,
+# \qquad \mathrm{Var}(W) = \frac{a^2}{3} = \frac{2}{n_{in} + n_{out}} .
+# $$
+#
+# Signals going forward through a layer keep their variance when $\mathrm{Var}(W) = 1/n_{in}$,
+# gradients going backward when $\mathrm{Var}(W) = 1/n_{out}$; Xavier takes the compromise
+# between the two. Biases and layer norms (1-D parameters) keep their defaults.
+# For the shapes in our model (written $(n_{out}, n_{in})$, as PyTorch stores them):
+
+# %%
+# NBVAL_CHECK_OUTPUT
+shapes = sorted({tuple(p.shape) for p in model.parameters() if p.dim() > 1})
+for n_out, n_in in shapes:
+    print(f"({n_out:2d}, {n_in:2d}): default ±{1 / math.sqrt(n_in):.3f}, Xavier ±{math.sqrt(6 / (n_in + n_out)):.3f}")
+
+# %%
+for parameter in model.parameters():
+    if parameter.dim() > 1:
+        nn.init.xavier_uniform_(parameter)
+
+# %% [markdown]
+# Chapters 05 and 06 both need this model, so the package builds it in one call:
+# `build_transformer` takes the same hyper-parameters (the book's are its defaults), creates
+# the modules in the same order and applies the same initialisation. With the same seed it
+# gives exactly our parameters:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+packaged = build_transformer(seed=42)
+same = all(torch.equal(ours, theirs) for ours, theirs in zip(model.parameters(), packaged.parameters()))
+print(f"same parameters as build_transformer(seed=42): {same}")
+print(f"{sum(p.numel() for p in model.parameters()):,} parameters")
+
+# %% [markdown]
+# The whole model, bottom to top, with the sizes read from it. The encoder turns the source
+# into **states**; every decoder layer's cross-attention uses them as keys and values.
+
+# %%
+fig = plots.transformer_diagram(model)
+
+# %% [markdown]
+# ## Shapes through the model
+#
+# Here is what `model(full_batch)` does in training mode, written out for a batch of
+# $N = 16$ training sequences. The decoder reads the target **shifted right by one**: the
+# last source corner $x_1$, then the true $x_2$; under the causal mask, position 0 (reading
+# $x_1$) predicts $x_2$ and position 1 (reading $x_1, x_2$) predicts $x_3$.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+full_batch, target_batch = train_data[:16]  # (16, 4, 2), (16, 2, 2)
+model.train()
+torch.manual_seed(1)  # dropout draws random masks: seed them to repeat them below
+
+batch_source = full_batch[:, :2]  # (16, 2, 2): x_0, x_1
+shifted_target = full_batch[:, 1:3]  # (16, 2, 2): x_1, x_2
+source_proj = model.proj(batch_source)  # (16, 2, 6)
+states = model.encoder(source_proj)  # (16, 2, 6): positional encoding, 2 layers, final norm
+model.decoder.init_keys(states)  # every cross-attention now reads the states
+target_proj = model.proj(shifted_target)  # (16, 2, 6): the same projection
+decoded = model.decoder(target_proj, target_mask=model.trg_masks)  # (16, 2, 6)
+by_hand = model.linear(decoded)  # (16, 2, 2): predictions of x_2, x_3
+
+for name, tensor in [("source", batch_source), ("projected source", source_proj), ("encoder states", states),
+                     ("shifted target", shifted_target), ("decoder output", decoded), ("prediction", by_hand)]:
+    print(f"{name:>17}: {tuple(tensor.shape)}")
+print(f"causal mask (True = may attend):\n{model.trg_masks[0]}")
+
+# %% [markdown]
+# The model's own `forward` runs the same calls in the same order, so with the same seed it
+# draws the same dropout masks and gives the same numbers:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+torch.manual_seed(1)
+print(f"model(full_batch) equals the steps by hand: {torch.allclose(model(full_batch), by_hand)}")
+
+# %% [markdown]
+# ## Training
+#
+# Adam with learning rate 0.01 and the mean squared error, for the book's 50 epochs, in
+# mini-batches of 16. After each epoch the trainer computes the loss on the test set in eval
+# mode, that is with greedy predictions from the sources alone.
+
+# %%
+sbs = StepByStep(model, nn.MSELoss(), torch.optim.Adam(model.parameters(), lr=0.01))
+sbs.set_loaders(train_loader, test_loader)
+sbs.train(50, progress=False)
+print(f"after {sbs.total_epochs} epochs: training loss {sbs.losses[-1]:.4f}, "
+      f"validation loss {sbs.val_losses[-1]:.4f}")
+print(f"first epoch: training loss {sbs.losses[0]:.4f}, validation loss {sbs.val_losses[0]:.4f}")
+below = sum(val < train for train, val in zip(sbs.losses, sbs.val_losses))
+print(f"epochs whose validation loss is below the training loss: {below} of {sbs.total_epochs}")
+
+# %%
+fig = sbs.plot_losses()
+
+# %% [markdown]
+# The loss falls steeply at first and then flattens, with the usual wobble of mini-batch
+# training (the scale is logarithmic). One thing looks odd: the **validation** loss (red) sits
+# *below* the training loss (blue), in the number of epochs counted above, although the model
+# never trains on the test sequences.
+
+# %% [markdown]
+# ## Why the validation loss is lower
+#
+# Dropout is active in training mode only. With $p = 0.1$, every forward pass in training
+# mode zeroes a random tenth of the attention weights, of the feed-forward hidden units and
+# of every sublayer's output (scaling the survivors by $1/0.9$). The training loss is measured
+# on this damaged network, a different one at every call; the validation loss on the whole,
+# deterministic network. The same mini-batch shows it: 20 forward passes in training mode,
+# each with its own dropout masks, and one in eval mode.
+
+# %%
+loss_fn = nn.MSELoss()
+x, y = full_batch.to(sbs.device), target_batch.to(sbs.device)  # where the trainer put the model
+torch.manual_seed(0)
+with torch.no_grad():
+    model.train()
+    train_mode = torch.tensor([loss_fn(model(x), y).item() for _ in range(20)])  # (20,)
+    model.eval()
+    eval_mode = loss_fn(model(x[:, :2]), y).item()  # greedy, from the source alone
+print(f"training mode, 20 dropout draws: mean {train_mode.mean():.4f}, "
+      f"from {train_mode.min():.4f} to {train_mode.max():.4f}")
+print(f"eval mode: {eval_mode:.4f}")
+print(f"draws above the eval-mode loss: {(train_mode > eval_mode).sum().item()} of {len(train_mode)}")
+
+# %%
+fig = plots.loss_comparison({"training mode (dropout on, teacher forcing)": train_mode,
+                             "eval mode (dropout off, greedy)": eval_mode},
+                            title="the same 16 training sequences", xlabel="MSE")
+
+# %% [markdown]
+# These are *training* sequences, so the gap has nothing to do with the test set: it is the
+# mode. Note that eval mode even has the harder job. It decodes greedily, feeding its own
+# prediction of $x_2$ back in to predict $x_3$, where training mode hands the decoder the
+# true $x_2$. Eval mode still wins, so dropout costs more than teacher forcing saves. (Exercise
+# 1 separates the two: teacher forcing with dropout off.)
+#
+# A second, smaller reason: each epoch's training loss is the mean over its mini-batches, taken
+# while the model was still improving during that epoch, while the validation loss is measured
+# once, at the end of it. Early in training, when the model improves fastest, this alone can
+# put the training curve above the validation one.
+
+# %% [markdown]
+# ## Predictions and baselines
+#
+# The predictions for the test sources (greedy, in eval mode), for the first eight squares:
+# source corners in blue, true target corners circled in green, predictions as red crosses.
+
+# %%
+predicted = torch.as_tensor(sbs.predict(source))  # (128, 2, 2)
+fig = plots.sequence_predictions(source, target, predicted, n=8)
+
+# %% [markdown]
+# Is the Transformer's test MSE good? A number means little without a reference, so we
+# compute the test MSE of simple predictions:
+#
+# - **zeros**: predict the centre of the square for every corner; this is the variance of the
+#   targets, what a model that learned nothing about the source would get;
+# - **mirror**: the target corners are the corners *opposite* the source ones (corner 2 is
+#   opposite corner 0, corner 3 opposite corner 1), and for a square centred on the origin the
+#   corner opposite $c$ is $-c$. So predict $-x_0, -x_1$. It is right up to the noise, but it
+#   carries the source's noise into the prediction: its expected MSE is $2 \cdot 0.1^2$, the
+#   source's noise plus the target's;
+# - **noise floor**: the target corners carry their own Gaussian noise, independent of the
+#   source, so no predictor can beat its variance $0.1^2 = 0.01$ on average.
+
+# %%
+test_mse = {
+    "zeros": F.mse_loss(torch.zeros_like(target), target).item(),
+    "mirror: -x_0, -x_1": F.mse_loss(-source, target).item(),
+    "Transformer": F.mse_loss(predicted, target).item(),
+    "noise floor: 0.1²": NOISE_STD**2,
+}
+for name, value in test_mse.items():
+    print(f"{name:>20}: {value:.4f}")
+
+# %%
+fig = plots.loss_comparison(test_mse, title="test MSE", xlabel="MSE (log scale)", log=True)
+
+# %% [markdown]
+# The Transformer is far better than predicting zeros, better than mirroring, and close to the
+# noise floor. It beats the mirror because it does not copy the source's noise: its
+# predictions sit near the exact corners, as the crosses in the figure show. Exercise 2 asks
+# you to write that idea as a baseline of its own.
+
+# %% [markdown]
+# ## What the attention looks at
+#
+# Every `MultiHeadedAttention` keeps the weights of its last call in `alphas`,
+# $(N, h, L_q, L_k)$, before dropout. After `predict` on the 128 test sources, the last call
+# was the last step of greedy decoding, so for each test square:
+#
+# - **encoder self-attention** $(128, 3, 2, 2)$: each source corner attending to both source
+#   corners;
+# - **decoder self-attention** $(128, 3, 2, 2)$: the decoder's inputs $x_1, \hat{x}_2$
+#   (the last source corner, then the model's own first prediction) attending to each other
+#   under the causal mask;
+# - **cross-attention** $(128, 3, 2, 2)$: the same decoder positions attending to the encoder
+#   states of $x_0, x_1$.
+#
+# Here they are for the last layer of each stack (`layers[-1]`), every head, for the first
+# three test squares; the corner numbers on the left match the labels of the maps.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+encoder_alphas = model.encoder.layers[-1].self_attn_heads.alphas  # (128, 3, 2, 2)
+decoder_alphas = model.decoder.layers[-1].self_attn_heads.alphas  # (128, 3, 2, 2)
+cross_alphas = model.decoder.layers[-1].cross_attn_heads.alphas  # (128, 3, 2, 2)
+print(f"encoder {tuple(encoder_alphas.shape)}, decoder {tuple(decoder_alphas.shape)}, "
+      f"cross {tuple(cross_alphas.shape)}")
+
+# %%
+fig = plots.transformer_attention(encoder_alphas, decoder_alphas, cross_alphas, source, target, predicted,
+                                  indices=(0, 1, 2), layer="layer 1")
+
+# %% [markdown]
+# **Decoder self-attention.** The first row of every map is $(1, 0)$: position 0 may attend
+# only to itself, the causal mask at work. The second row mixes $x_1$ and the model's own
+# $\hat{x}_2$. Over the whole test set:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+first_rows = decoder_alphas[:, :, 0]  # (128, 3, 2): position 0 of every head
+only_itself = torch.tensor([1.0, 0.0], device=first_rows.device).expand_as(first_rows)  # (128, 3, 2)
+print(f"every first row is (1, 0): {torch.equal(first_rows, only_itself)}")
+
+# %% [markdown]
+# **Cross-attention.** What should the decoder read? Target corner 2 is minus source corner 0,
+# and target corner 3 is minus source corner 1. So position 0 (predicting $\hat{x}_2$) is best
+# served by $x_0$, and position 1 (predicting $\hat{x}_3$) by $x_1$: the *diagonal* of the
+# cross-attention maps. The table gives, for every layer and head, the mean weight on that
+# matching corner over the 128 test squares (0.5 would be no preference), and how decided the
+# heads are: the mean of each row's largest weight (0.5 for even weights, 1 for one key only).
+# The last lines give the same measure for the encoder's self-attention heads.
+
+# %%
+for index, layer in enumerate(model.decoder.layers):
+    alphas = layer.cross_attn_heads.alphas  # (128, 3, 2, 2)
+    matching = alphas.diagonal(dim1=-2, dim2=-1).mean(dim=0)  # (3, 2): heads, target positions
+    decided = alphas.max(dim=-1).values.mean(dim=(0, 2))  # (3,)
+    for head in range(3):
+        print(f"cross-attention, layer {index}, head {head}: x_2 <- x_0 {matching[head, 0]:.2f}, "
+              f"x_3 <- x_1 {matching[head, 1]:.2f}, decided {decided[head]:.2f}")
+for index, layer in enumerate(model.encoder.layers):
+    decided = layer.self_attn_heads.alphas.max(dim=-1).values.mean(dim=(0, 2))  # (3,)
+    print(f"encoder self-attention, layer {index}: decided " + ", ".join(f"{d:.2f}" for d in decided.tolist()))
+
+# %% [markdown]
+# A "decided" value near 1 means hard choices: for a given square, a head reads one source
+# corner and ignores the other, the near-0 and near-1 cells of the figure. Across squares, a
+# mean weight above 0.5 on the matching corner says that a head picks the diagonal more often
+# than not; compare the heads in the table. No head has to be right alone: the output layer
+# mixes the heads, and the feed-forward networks and later layers process the result. And the
+# keys are encoder *states*, not raw corners: after the encoder's self-attention, the state
+# of $x_1$ also carries information about $x_0$, so a head that reads the "wrong" corner can
+# still find what it needs. Attention maps show where information *can* flow, not the whole
+# explanation of a prediction.
+#
+# **Encoder self-attention** has no such obvious job: both source corners are needed, and
+# each encoder state can gather what it needs from either. Compare its "decided" values
+# with the cross-attention's, and its maps in the figure: they change from square to square
+# without one simple rule.
+
+# %% [markdown]
+# ## Recap
+#
+# - The Transformer is three nested assemblies: **layers** (attention and feed-forward
+#   sublayers, each wrapped with a residual connection, layer norm and dropout), **stacks**
+#   (positional encoding, deep copies of a layer, a final norm) and the **encoder-decoder**
+#   (a shared input projection, the stacks, an output layer). `build_transformer` builds the
+#   book's version in one call.
+# - **Xavier** initialisation draws each weight matrix from $U(-a, a)$ with
+#   $a = \sqrt{6 / (n_{in} + n_{out})}$; biases and norms keep their defaults.
+# - In training mode the decoder reads the true target shifted by one (teacher forcing) under
+#   the causal mask; in eval mode it decodes greedily from its own predictions.
+# - **Dropout** makes the training loss a loss of a damaged, randomly changing network; the
+#   validation loss is computed without it. A validation loss below the training loss is then
+#   expected, not a sign of a leak. Compare both on the same batch to be sure.
+# - A test error means something only next to **baselines** and the **noise floor**: here the
+#   model beats mirroring the source and comes close to the floor $0.1^2$.
+# - Encoder self-attention, decoder self-attention (masked) and cross-attention each keep their
+#   weights in `alphas` after a prediction; cross-attention shows which source corner each
+#   target position reads.
+
+# %% [markdown]
+# ## Your turn
+#
+# Each exercise has a checker: call `.check(...)` on your answer to get a verdict, or a hint
+# when something is off. When you are stuck, `.solution()` prints a worked solution. The
+# cells below run the checkers on placeholders, so they fail until you fill them in.
+#
+# **1. Teacher forcing without dropout.** Write `my_teacher_forced_loss(model, full)` that
+# returns, as a float, the MSE of the model's *teacher-forced* predictions of
+# `full[:, model.input_len:]` with dropout switched off, and leaves the model in the mode it
+# found it in. Use it on `x` (our `full_batch` on the model's device) with the trained model:
+# how does it compare with the training-mode and eval-mode losses above? Which of the two
+# differences between the modes explains the gap?
+
+# %%
+def my_teacher_forced_loss(model, full):
+    return None  # replace: encode the source, decode the shifted target in eval mode
+
+
+ch05.teacher_forced_loss.check(my_teacher_forced_loss)
+
+# %% [markdown]
+# **2. The nearest-corner baseline.** The mirror baseline copies the source's noise. Write
+# `my_corner_baseline(source)` that snaps each source point to its exact corner first, then
+# predicts the opposite corners, $(N, 2, 2)$. Compute its test MSE: how close does it come to
+# the noise floor, and to the Transformer?
+
+# %%
+def my_corner_baseline(source):
+    return -source  # replace: this is the mirror baseline
+
+
+ch05.corner_baseline.check(my_corner_baseline)
+
+# %% [markdown]
+# **3. Greedy decoding by hand.** Write `my_greedy_decode(model, source)` that returns the
+# same predictions as `model.predict(source)` (model in eval mode), using only `model.encode`,
+# `model.decode` and slices of `model.trg_masks`.
+
+# %%
+def my_greedy_decode(model, source):
+    return source  # replace: decode target_len corners, one at a time
+
+
+ch05.greedy_decode.check(my_greedy_decode)
+
+# %% [markdown]
+# **4. Without dropout.** Build the model with `build_transformer(dropout=0.0, seed=42)`,
+# train it for 50 epochs on the same loaders, and plot its losses. Does the validation loss
+# still sit below the training loss? Is the test MSE better or worse than with dropout? (No
+# checker: compare the two runs, e.g. with `plots.compare_runs`.)

@@ -1,0 +1,582 @@
+# %% [markdown]
+# # Chapter 06: PyTorch's `nn.Transformer`
+#
+# Chapters 02 to 05 built the Transformer from its parts. PyTorch ships one too:
+# `nn.Transformer`, with `nn.TransformerEncoderLayer`, `nn.TransformerDecoderLayer` and
+# `nn.MultiheadAttention` inside. This chapter puts the two side by side: what PyTorch's
+# module contains, where its conventions differ from ours, and how to check that, given the
+# same weights, both compute the same function.
+#
+# By the end of this chapter you will be able to:
+#
+# - say what `nn.Transformer` does and what it leaves to you (positional encoding, input
+#   projection, output layer), and name its defaults that differ from ours (sequence-first
+#   tensors, norm-last layers, a final layer norm on both stacks);
+# - write one mask in three conventions (ours, PyTorch's boolean, PyTorch's additive),
+#   convert between them, and say what happens when a keep-mask goes where PyTorch expects
+#   a blocked-mask;
+# - copy the weights of our attention, layers and model into PyTorch's, and show that both
+#   compute the same outputs, for both norm placements, with padding and causal masks;
+# - train the `TransformerModel` wrapper on the square corners and compare it with our
+#   `EncoderDecoderTransf` trained the same way;
+# - say when the fused attention kernels run, and measure what they buy.
+
+# %%
+import time
+import timeit
+import warnings
+
+import torch
+from torch import nn
+from torch.utils.data import DataLoader
+
+from stepbystep import StepByStep
+from stepbystep import plots
+from stepbystep.data import square_datasets
+from stepbystep.exercises import ch06
+from stepbystep.models import (
+    DecoderLayer,
+    EncoderLayer,
+    MultiHeadedAttention,
+    TransformerModel,
+    build_transformer,
+    copy_to_torch,
+    from_additive_mask,
+    from_key_padding_mask,
+    from_torch_attn_mask,
+    subsequent_mask,
+    to_additive_mask,
+    to_key_padding_mask,
+    to_torch_attn_mask,
+)
+
+torch.set_num_threads(1)  # the tensors here are tiny: one thread beats coordinating several
+# PyTorch warns, at every construction, that its nested-tensor shortcut needs an even number
+# of heads; our models have three. The shortcut only matters for padded batches in inference.
+warnings.filterwarnings("ignore", message="enable_nested_tensor is True")
+
+# %% [markdown]
+# ## What is inside `nn.Transformer`
+#
+# Here is a small one, with chapter 05's sizes ($d_{model} = 6$, 3 heads, 10 hidden units in
+# the feed-forward networks) and one layer in each stack. Everything else keeps PyTorch's
+# default.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+torch.manual_seed(0)
+small = nn.Transformer(d_model=6, nhead=3, num_encoder_layers=1, num_decoder_layers=1, dim_feedforward=10)
+print("children:", [name for name, _ in small.named_children()])
+print(small.encoder.layers[0])
+
+# %% [markdown]
+# An encoder layer holds what ours holds, under other names: the self-attention `self_attn`,
+# the feed-forward network `linear1` → ReLU → `dropout` → `linear2`, two layer norms and two
+# dropouts for the residual connections. The decoder layer adds the cross-attention
+# (`multihead_attn`) with its own norm and dropout. Three defaults differ from our chapters:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+print(f"batch_first: {small.batch_first}")
+print(f"norm_first:  {small.encoder.layers[0].norm_first}")
+print(f"final norms: encoder {type(small.encoder.norm).__name__}, decoder {type(small.decoder.norm).__name__}")
+print(f"parameters:  {sum(p.numel() for p in small.parameters())}")
+
+# %% [markdown]
+# - **`batch_first=False`**: PyTorch's default layout is $(L, N, d_{model})$, sequence first.
+#   Ours is $(N, L, d_{model})$ everywhere.
+# - **`norm_first=False`**: the layers are *norm-last* (post-norm), as in the original
+#   paper: $\mathrm{norm}(x + \mathrm{sublayer}(x))$. Chapter 04's layers default to
+#   norm-first, $x + \mathrm{sublayer}(\mathrm{norm}(x))$.
+# - **A final `LayerNorm` on both stacks**, whatever the norm placement. A norm-first stack
+#   needs it (its residual stream is never normalised otherwise); a norm-last stack already
+#   ends with a norm, so there it normalises twice. Our stacks add one only for norm-first
+#   layers, unless told otherwise (`final_norm=True`).
+#
+# And what it does **not** have: no positional encoding, no projection of the input features
+# to $d_{model}$, and no output layer. Its inputs must already be $d_{model}$-sized vectors,
+# in the right order, with positions added; its outputs are $d_{model}$-sized too. Our square
+# corners have 2 features, which it refuses:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+corners = torch.tensor([[[-1.0, -1.0], [-1.0, 1.0]]])  # (N, L, F) = (1, 2, 2)
+try:
+    small(corners, corners)
+except (RuntimeError, ValueError) as error:
+    print(f"{type(error).__name__}: 2 features are not d_model = {small.d_model}")
+
+# %% [markdown]
+# ### Sequence-first, silently
+#
+# The `batch_first` default is the dangerous one, because it rarely fails. Give the
+# sequence-first module four *batch-first* sequences of length 2: it reads them as two
+# sequences of length 4 and runs without complaint. Attention then mixes elements of different
+# sequences. We change sequence 3 only and watch sequence 0's output:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+small.eval()  # no dropout, so that only the inputs change the outputs
+generator = torch.Generator().manual_seed(1)
+source = torch.randn(4, 2, 6, generator=generator)  # (N, L_s, d_model), batch first
+target = torch.randn(4, 2, 6, generator=generator)  # (N, L_t, d_model), batch first
+other_source = source.clone()
+other_source[3] += 1.0  # change sequence 3 only
+
+batch_first = nn.Transformer(6, 3, 1, 1, 10, batch_first=True).eval()
+batch_first.load_state_dict(small.state_dict())  # the same weights, read batch first
+with torch.no_grad():
+    for name, module in (("batch_first=False", small), ("batch_first=True ", batch_first)):
+        change = (module(other_source, target)[0] - module(source, target)[0]).abs().max()  # scalar
+        print(f"{name}: sequence 0's output moved by {change:.4f} when sequence 3 changed")
+
+# %% [markdown]
+# Read sequence-first, each "sequence" PyTorch sees holds one element of each of our four
+# sequences, so attention mixes them and sequence 0's output depends on sequence 3. Read batch
+# first, the sequences are independent, as they should be. The package's wrapper refuses a
+# sequence-first transformer outright:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+try:
+    TransformerModel(small, input_len=2, target_len=2, n_features=2)
+except ValueError as error:
+    print(f"ValueError: {error}")
+
+# %% [markdown]
+# ## Three ways to write a mask
+#
+# Our masks (chapter 02) say where a query **may attend**: `True` = allowed. A target mask is
+# $(1, L_t, L_t)$, a source (padding) mask $(N, 1, L_s)$. PyTorch's modules take masks in two
+# other forms:
+#
+# - **boolean, `True` = blocked**: the opposite of ours. A mask shared by the batch is
+#   `attn_mask` $(L_q, L_k)$ (`tgt_mask`, `src_mask`, `memory_mask` in `nn.Transformer`);
+#   padding goes in a separate `key_padding_mask` $(N, L_k)$ (`src_key_padding_mask`,
+#   `tgt_key_padding_mask`, `memory_key_padding_mask`);
+# - **additive float**: a number added to the scores before the softmax: $0$ keeps a key,
+#   $-\infty$ blocks it, since $e^{-\infty} = 0$. `nn.Transformer.generate_square_subsequent_mask`
+#   returns the causal mask in this form.
+#
+# Converting is a negation and a reshape. By hand first, for the causal mask over $L_t = 4$
+# positions:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+target_mask = subsequent_mask(4)  # (1, L_t, L_t), True = may attend
+attn_mask = ~target_mask[0]  # (L_t, L_t), True = blocked
+additive = torch.zeros(4, 4).masked_fill(attn_mask, float("-inf"))  # (L_t, L_t), 0 or -inf
+print(attn_mask)
+print(additive)
+pytorch_causal = nn.Transformer.generate_square_subsequent_mask(4)  # (L_t, L_t), additive
+print(f"same as generate_square_subsequent_mask: {torch.equal(additive, pytorch_causal)}")
+
+# %% [markdown]
+# and for the padding of two source sequences of length 4, the first with one padded position
+# at the end, the second with two:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+source_mask = torch.tensor([[[True, True, True, False]], [[True, True, False, False]]])  # (N, 1, L_s)
+key_padding_mask = ~source_mask[:, 0, :]  # (N, L_s), True = padding
+print(key_padding_mask)
+
+# %% [markdown]
+# The package's converters do the same, check the shapes on the way, and go back:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+print(f"to_torch_attn_mask:  {torch.equal(to_torch_attn_mask(target_mask), attn_mask)}")
+print(f"to_additive_mask:    {torch.equal(to_additive_mask(target_mask)[0], additive)}")
+print(f"to_key_padding_mask: {torch.equal(to_key_padding_mask(source_mask), key_padding_mask)}")
+print("and back:", torch.equal(from_torch_attn_mask(attn_mask), target_mask),
+      torch.equal(from_additive_mask(additive).unsqueeze(0), target_mask),
+      torch.equal(from_key_padding_mask(key_padding_mask), source_mask))
+
+# %% [markdown]
+# The same masks side by side, coloured alike in every panel (light: may attend, dark:
+# blocked), each cell holding the value its convention stores:
+
+# %%
+fig = plots.mask_conventions(target_mask)
+
+# %%
+fig = plots.mask_conventions(source_mask)
+
+# %% [markdown]
+# ### A keep-mask where a blocked-mask belongs
+#
+# Passing our causal mask's $(L, L)$ matrix to PyTorch unchanged raises no error: the shape
+# and the dtype are what it expects. It is simply read the wrong way round. The original material's `nn.Transformer` wrapper did
+# exactly that. Here is what `nn.MultiheadAttention` makes of the causal keep-mask:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+torch.manual_seed(2)
+self_attention = nn.MultiheadAttention(embed_dim=6, num_heads=3, batch_first=True).eval()
+x = torch.randn(1, 4, 6, generator=torch.Generator().manual_seed(3))  # (N, L, d_model)
+with torch.no_grad():
+    _, wrong_weights = self_attention(x, x, x, attn_mask=target_mask[0])  # (N, L, L), keep-mask: wrong
+    _, right_weights = self_attention(x, x, x, attn_mask=to_torch_attn_mask(target_mask))  # (N, L, L)
+print("keep-mask passed as is:\n", wrong_weights[0].numpy().round(4))
+print("converted:\n", right_weights[0].numpy().round(4))
+
+# %% [markdown]
+# Read the wrong way, every query attends to the *future* only: exactly the positions the
+# causal mask exists to hide. The last query has no future at all, every key is blocked, and
+# its softmax divides zero by zero: `nan`, which then spreads through every later layer.
+
+# %% [markdown]
+# ## Same weights, same function
+#
+# If our modules and PyTorch's compute the same function, copying the weights from one to the
+# other must give the same outputs. Attention first, by hand. `nn.MultiheadAttention` keeps
+# the query, key and value projections in **one** matrix `in_proj_weight`
+# $(3 d_{model}, d_{model})$: the three weights stacked in that order (and `in_proj_bias`
+# likewise); its output layer `out_proj` is our `linear_out`.
+
+# %%
+torch.manual_seed(11)
+our_attention = MultiHeadedAttention(n_heads=3, d_model=6, dropout=0.1).eval()
+their_attention = nn.MultiheadAttention(embed_dim=6, num_heads=3, dropout=0.1, batch_first=True).eval()
+q, k, v = our_attention.linear_query, our_attention.linear_key, our_attention.linear_value
+with torch.no_grad():
+    their_attention.in_proj_weight.copy_(torch.cat([q.weight, k.weight, v.weight]))  # (18, 6)
+    their_attention.in_proj_bias.copy_(torch.cat([q.bias, k.bias, v.bias]))  # (18,)
+    their_attention.out_proj.weight.copy_(our_attention.linear_out.weight)  # (6, 6)
+    their_attention.out_proj.bias.copy_(our_attention.linear_out.bias)  # (6,)
+
+# %% [markdown]
+# Now cross-attention: three queries attend to the four keys of each padded source above,
+# with the padding mask written once in each convention. PyTorch also returns the weights
+# (averaged over the heads); ours keeps them in `alphas`.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+generator = torch.Generator().manual_seed(4)
+query = torch.randn(2, 3, 6, generator=generator)  # (N, L_q, d_model)
+key = torch.randn(2, 4, 6, generator=generator)  # (N, L_k, d_model)
+with torch.no_grad():
+    our_attention.init_keys(key)
+    our_context = our_attention(query, mask=source_mask)  # (N, L_q, d_model)
+    their_context, their_weights = their_attention(
+        query, key, key, key_padding_mask=to_key_padding_mask(source_mask)
+    )  # (N, L_q, d_model), (N, L_q, L_k)
+our_weights = our_attention.alphas.mean(dim=1)  # (N, L_q, L_k): the heads' average
+print(f"max |difference|: outputs {(our_context - their_context).abs().max():.1e}, "
+      f"weights {(our_weights - their_weights).abs().max():.1e}")
+
+# %% [markdown]
+# The same function, to float rounding (float32 keeps about 7 significant digits, and the two
+# modules add the same numbers in a different order). `copy_to_torch(ours, theirs)` does this
+# copy for attention, and also maps our encoder and decoder layers, stacks, and whole model
+# onto PyTorch's: `linear1` and `linear2` are our feed-forward network's two linear layers,
+# `norm1`..`norm3` the norms of our sublayer wrappers in order. Now whole layers, for **both**
+# norm placements, with the padding mask on the source and the causal mask on the target. The
+# decoder layer attends to each side's own encoder output (its "memory").
+
+# %%
+# NBVAL_CHECK_OUTPUT
+generator = torch.Generator().manual_seed(5)
+source_states = torch.randn(2, 4, 6, generator=generator)  # (N, L_s, d_model)
+target_states = torch.randn(2, 3, 6, generator=generator)  # (N, L_t, d_model)
+causal = subsequent_mask(3)  # (1, L_t, L_t)
+for norm_first in (True, False):
+    torch.manual_seed(13)
+    our_encoder = EncoderLayer(3, 6, 10, dropout=0.1, norm_first=norm_first).eval()
+    our_decoder = DecoderLayer(3, 6, 10, dropout=0.1, norm_first=norm_first).eval()
+    their_encoder = nn.TransformerEncoderLayer(6, 3, 10, dropout=0.1, batch_first=True, norm_first=norm_first).eval()
+    their_decoder = nn.TransformerDecoderLayer(6, 3, 10, dropout=0.1, batch_first=True, norm_first=norm_first).eval()
+    copy_to_torch(our_encoder, their_encoder)
+    copy_to_torch(our_decoder, their_decoder)
+    with torch.no_grad():
+        our_memory = our_encoder(source_states, mask=source_mask)  # (N, L_s, d_model)
+        their_memory = their_encoder(source_states, src_key_padding_mask=to_key_padding_mask(source_mask))
+        our_decoder.init_keys(our_memory)
+        our_out = our_decoder(target_states, source_mask=source_mask, target_mask=causal)  # (N, L_t, d_model)
+        their_out = their_decoder(
+            target_states, their_memory,
+            tgt_mask=to_torch_attn_mask(causal),  # (L_t, L_t), True = blocked
+            memory_key_padding_mask=to_key_padding_mask(source_mask),  # (N, L_s), True = padding
+        )  # (N, L_t, d_model)
+    print(f"norm_first={norm_first!s:<5}: max |difference| encoder {(our_memory - their_memory).abs().max():.1e}, "
+          f"decoder {(our_out - their_out).abs().max():.1e}")
+
+# %% [markdown]
+# `copy_to_torch` also refuses a pair that does not compute the same function, rather than
+# copying what fits. PyTorch's layers default to norm-last, ours to norm-first:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+try:
+    copy_to_torch(EncoderLayer(3, 6, 10), nn.TransformerEncoderLayer(6, 3, 10, batch_first=True))
+except ValueError as error:
+    print(f"ValueError: {error}")
+
+# %% [markdown]
+# ## `TransformerModel`: `nn.Transformer` on the square corners
+#
+# To train `nn.Transformer` on chapter 05's task, it needs what it lacks. The package's
+# `TransformerModel(transformer, input_len, target_len, n_features)` adds them around it, as
+# `EncoderDecoderTransf` does around our stacks: `proj` maps the 2 features to $d_{model}$,
+# `pe` adds the positional encoding, `linear` maps $d_{model}$ back to 2 features. It converts
+# the masks (its causal `trg_masks` buffer is stored blocked-style, ready for `tgt_mask`) and
+# decodes the same way: teacher forcing in training, greedy decoding in evaluation.
+#
+# The data and loaders are chapter 05's: 256 training sequences and a separate test set of
+# 128, in batches of 16 (the test set in a single batch, which is quicker to evaluate).
+
+# %%
+# NBVAL_CHECK_OUTPUT
+train_data, test_data = square_datasets()
+train_loader = DataLoader(train_data, batch_size=16, shuffle=True, generator=torch.Generator())
+test_loader = DataLoader(test_data, batch_size=len(test_data))
+test_source, test_target = test_data.tensors  # (128, 2, 2), (128, 2, 2)
+print(f"train: {tuple(train_data.tensors[0].shape)}, test: {tuple(test_source.shape)} -> {tuple(test_target.shape)}")
+
+# %% [markdown]
+# Our model is chapter 05's: $d_{model} = 6$, 3 heads, 10 hidden units, dropout 0.1, 2 layers
+# in each stack, norm-first, Xavier initialisation of every weight matrix. Chapter 05 built it
+# step by step and checked that the package's `build_transformer` gives the same parameters;
+# here we use the one call.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+ours = build_transformer(dropout=0.1, seed=42)
+print(f"final norms: encoder {ours.encoder.norm is not None}, decoder {ours.decoder.norm is not None}")
+
+# %% [markdown]
+# Its twin around `nn.Transformer` needs `batch_first=True` and, to be the same architecture,
+# `norm_first=True`. Norm-first stacks have final norms in both libraries, so the two models
+# have the same parameters, one for one. Rather than initialise the twin separately, we copy
+# our initial weights into it: both start from the same point, and any difference after
+# training comes from the libraries, not the luck of the initialisation.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+def build_twin(model, dropout):
+    """A ``TransformerModel`` with ``model``'s architecture and a copy of its current weights."""
+    transformer = nn.Transformer(d_model=6, nhead=3, num_encoder_layers=2, num_decoder_layers=2,
+                                 dim_feedforward=10, dropout=dropout, batch_first=True, norm_first=True)
+    twin = TransformerModel(transformer, input_len=2, target_len=2, n_features=2)
+    return copy_to_torch(model, twin)
+
+
+theirs = build_twin(ours, dropout=0.1)
+ours.eval()
+theirs.eval()
+with torch.no_grad():
+    start_difference = (ours(test_source) - theirs(test_source)).abs().max()  # scalar
+print(f"untrained greedy predictions, max |difference|: {start_difference:.1e}")
+
+# %% [markdown]
+# Both train the same way: MSE loss, Adam with learning rate 0.01, 30 epochs each (chapter 05
+# trained for 50; fewer keep this chapter quick), and the same order of batches (the trainer
+# seeds the loader's generator with 42 at its first `train` call). We time each run.
+
+# %%
+def train(model, n_epochs):
+    """Train ``model`` as in chapter 05; returns the trainer and the wall time in seconds."""
+    trainer = StepByStep(model, nn.MSELoss(), torch.optim.Adam(model.parameters(), lr=0.01))
+    trainer.set_loaders(train_loader, test_loader)
+    start = time.perf_counter()
+    trainer.train(n_epochs, progress=False)
+    return trainer, time.perf_counter() - start
+
+
+n_epochs = 30
+trainers, seconds = {}, {}
+for name, model in (("ours", ours), ("TransformerModel", theirs)):
+    trainers[name], seconds[name] = train(model, n_epochs)
+
+# %%
+# NBVAL_CHECK_OUTPUT
+for name, trainer in trainers.items():
+    print(f"{name:>16}: {trainer.count_parameters():,} parameters, after {trainer.total_epochs} epochs "
+          f"training loss {trainer.losses[-1]:.4f}, test loss {trainer.val_losses[-1]:.4f}")
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+for name, elapsed in seconds.items():
+    print(f"{name:>16}: {elapsed:.1f} s for {n_epochs} epochs ({elapsed / n_epochs * 1000:.0f} ms an epoch)")
+fig = plots.model_comparison(
+    {name: (trainer.losses, trainer.val_losses) for name, trainer in trainers.items()},
+    parameters={name: trainer.count_parameters() for name, trainer in trainers.items()},
+    seconds=seconds,
+)
+
+# %% [markdown]
+# The same architecture, the same start, the same batches: the curves stay close but do not
+# coincide. Why not? Both libraries drop the same *fraction* of the same activations, but they
+# draw their random masks in a different order and through different kernels, so each step
+# drops different units, and the runs drift apart. Build the pair again with dropout off and
+# train a few epochs: the two now take the same steps.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+quiet_ours = build_transformer(dropout=0.0, seed=42)  # the same initial weights as ours
+quiet_twin = build_twin(quiet_ours, dropout=0.0)
+quiet_losses = [train(model, 5)[0].losses for model in (quiet_ours, quiet_twin)]
+for epoch, (our_loss, their_loss) in enumerate(zip(*quiet_losses), start=1):
+    print(f"epoch {epoch}: ours {our_loss:.4f}, TransformerModel {their_loss:.4f}")
+gap = max(abs(a - b) for a, b in zip(*quiet_losses))
+print(f"largest difference between the two: {gap:.1e}")
+
+# %% [markdown]
+# Not bit for bit: the two add the same numbers in different orders, and over many epochs
+# those rounding differences grow, slowly.
+#
+# Where the training times differ (the timing cell above), the reason is not the
+# architecture, which is the same, but the way each library runs it: PyTorch projects
+# queries, keys and values with one matrix multiplication (`in_proj_weight`) and runs the
+# attention itself in one fused call, while our teaching path takes several small steps and
+# keeps the weights. With tensors this small, the number of calls, not the arithmetic, sets
+# the pace.
+#
+# The twin's predictions on test sequences, greedy from the two source corners:
+
+# %%
+predictions = trainers["TransformerModel"].predict(test_source)  # (128, 2, 2)
+fig = plots.sequence_predictions(test_source, test_target, predictions, n=8)
+
+# %% [markdown]
+# ## The fused path
+#
+# Our `MultiHeadedAttention` has two paths (chapter 03). The teaching path
+# (`store_alphas=True`) computes the scores, softmaxes them and multiplies by the values,
+# storing the weights $(N, h, L_q, L_k)$ on the way. The fused path (`store_alphas=False`)
+# calls `F.scaled_dot_product_attention`, which does all of it in one kernel and never keeps
+# the weights.
+#
+# PyTorch's layers always attend through that fused function. On top of it, in evaluation
+# they have a **fast path**: the whole encoder layer runs as one native operation. It is taken
+# only when the layer is in eval mode, gradients are off (`torch.no_grad()` or
+# `torch.inference_mode()`), `batch_first=True`, the number of heads is **even**, and a few
+# more conditions hold. Our 3-head models never qualify.
+#
+# Small models hide these differences behind the Python overhead of each call, so we measure
+# on a larger layer: $d_{model} = 64$, 4 heads, 128 hidden units, 16 sequences of 128
+# positions. First, the four variants must compute the same outputs. The fast path switches
+# on and off with `torch.backends.mha.set_fastpath_enabled`.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+torch.manual_seed(17)
+teaching = EncoderLayer(n_heads=4, d_model=64, ff_units=128, dropout=0.1, norm_first=False).eval()
+fused = EncoderLayer(n_heads=4, d_model=64, ff_units=128, dropout=0.1, norm_first=False, store_alphas=False).eval()
+fused.load_state_dict(teaching.state_dict())
+pytorch_layer = nn.TransformerEncoderLayer(64, 4, 128, dropout=0.1, batch_first=True).eval()
+copy_to_torch(teaching, pytorch_layer)
+batch = torch.randn(16, 128, 64, generator=torch.Generator().manual_seed(6))  # (N, L, d_model)
+
+
+def run_pytorch_layer(fast_path):
+    torch.backends.mha.set_fastpath_enabled(fast_path)
+    try:
+        return pytorch_layer(batch)  # (N, L, d_model)
+    finally:
+        torch.backends.mha.set_fastpath_enabled(True)  # PyTorch's default
+
+
+variants = {
+    "ours, teaching path": lambda: teaching(batch),
+    "ours, fused path": lambda: fused(batch),
+    "PyTorch, no fast path": lambda: run_pytorch_layer(False),
+    "PyTorch, fast path": lambda: run_pytorch_layer(True),
+}
+with torch.no_grad():
+    reference = teaching(batch)  # (N, L, d_model)
+    for name, compute in variants.items():
+        print(f"{name:<22} same outputs as the teaching path: {torch.allclose(compute(), reference, atol=1e-5)}")
+weights_size = teaching.self_attn_heads.alphas.numel() * teaching.self_attn_heads.alphas.element_size()
+print(f"weights the teaching path keeps: {tuple(teaching.self_attn_heads.alphas.shape)}, "
+      f"{weights_size / 2**20:.1f} MiB")
+
+# %% [markdown]
+# The teaching path keeps the weights of every head and every pair of positions; their size
+# grows with $L^2$, and in training the graph keeps them (and their dropped-out copy) for the
+# backward pass as well. Now the time of one forward pass of each variant (the best of a few
+# repeats, on this machine, in this run):
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+timings = {}
+with torch.no_grad():
+    for name, compute in variants.items():
+        timings[name] = min(timeit.repeat(compute, number=3, repeat=3)) / 3
+for name, elapsed in timings.items():
+    print(f"{name:<22} {elapsed * 1000:6.2f} ms ({elapsed / min(timings.values()):.1f}× the fastest)")
+fig = plots.timing_bars(timings, title="one encoder layer, eval mode, (16, 128, 64) input")
+
+# %% [markdown]
+# The fused kernel saves the time and memory of writing the weights out and reading them
+# back; the fast path also saves the Python calls between the layer's steps. Both are
+# inference-time savings of the same function. What the teaching path buys instead is the
+# weights themselves, which is what every attention map in this course is drawn from.
+
+# %% [markdown]
+# ## Recap
+#
+# - `nn.Transformer` is the two stacks and nothing else: no positional encoding, no input
+#   projection, no output layer. Its defaults: sequence-first tensors (`batch_first=False`),
+#   norm-last layers (`norm_first=False`), and a final `LayerNorm` on each stack.
+# - Sequence-first by mistake does not fail: attention silently mixes the sequences of a
+#   batch. The `TransformerModel` wrapper insists on `batch_first=True`.
+# - PyTorch's boolean masks mean **blocked** where ours mean **may attend**; padding goes in a
+#   separate `key_padding_mask` $(N, L_k)$; float masks are added to the scores ($0$ or
+#   $-\infty$). Convert explicitly (`to_torch_attn_mask`, `to_key_padding_mask`,
+#   `to_additive_mask`): a keep-mask passed as is raises no error, it attends to the future
+#   and gives `nan`.
+# - `in_proj_weight` stacks the query, key and value projections; with the weights copied
+#   (`copy_to_torch`), our layers and PyTorch's compute the same outputs, norm-first or
+#   norm-last.
+# - Trained the same way from the same start, `TransformerModel` and our model have the same
+#   parameters and reach similar losses; their curves differ through dropout's random draws.
+# - The fused kernel and PyTorch's eval fast path (even heads, no gradients, batch first)
+#   compute the same outputs without keeping the weights.
+
+# %% [markdown]
+# ## Your turn
+#
+# Each exercise has a checker: call `.check(...)` on your answer to get a verdict, or a hint
+# when something is off. When you are stuck, `.solution()` prints a worked solution. The
+# cells below run the checkers on placeholders, so they fail until you fill them in.
+#
+# **1. Masks for PyTorch.** Write `my_pytorch_masks(source_mask, target_mask)` that takes our
+# source mask $(N, 1, L_s)$ and target mask $(1, L_t, L_t)$ and returns
+# `(key_padding_mask, attn_mask)` in PyTorch's boolean convention, without the package's
+# converters. The placeholder makes the original material's mistake.
+
+# %%
+def my_pytorch_masks(source_mask, target_mask):
+    return source_mask[:, 0, :], target_mask[0]  # replace: the shapes are right, the meaning is not
+
+
+ch06.pytorch_masks.check(my_pytorch_masks)
+
+# %% [markdown]
+# **2. Copy attention by hand.** Write `my_copy_attention(ours, theirs)` that copies a
+# `MultiHeadedAttention`'s weights into an `nn.MultiheadAttention` of the same size, in place,
+# without `copy_to_torch`.
+
+# %%
+def my_copy_attention(ours, theirs):
+    pass  # replace: copy the projections into theirs.in_proj_weight, in_proj_bias and out_proj
+
+
+ch06.copy_attention.check(my_copy_attention)
+
+# %% [markdown]
+# **3. The matching `nn.Transformer`.** Write `my_matching_transformer(model)` that builds an
+# `nn.Transformer` with the architecture of our `EncoderDecoderTransf` `model` (built with
+# final norms), so that `copy_to_torch(model, TransformerModel(...))` accepts it. Read the
+# sizes from the model, not from this chapter. The placeholder leaves most arguments at
+# PyTorch's defaults, and several of them do not fit.
+
+# %%
+def my_matching_transformer(model):
+    layer = model.encoder.layers[0]
+    return nn.Transformer(d_model=layer.d_model, nhead=layer.n_heads)  # replace: more to match
+
+
+ch06.matching_transformer.check(my_matching_transformer)

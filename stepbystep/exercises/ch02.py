@@ -1,0 +1,152 @@
+"""Chapter 02, self-attention: the "Your turn" exercises.
+
+* ``causal_mask``: build the subsequent mask ``(1, L, L)`` yourself;
+* ``masked_attention``: scaled dot-product attention with a mask, by hand;
+* ``shift_rotation``: the 2×2 rotation that moves a (sin, cos) pair ``k`` positions ahead.
+
+In a notebook::
+
+    from stepbystep.exercises import ch02
+    ch02.causal_mask.check(my_causal_mask)
+    ch02.causal_mask.solution()
+"""
+import math
+
+import torch
+
+from ..models import scaled_dot_product, sinusoidal_table, subsequent_mask
+from .exercise import Exercise
+
+__all__ = ["causal_mask", "masked_attention", "shift_rotation"]
+
+
+# ---------------------------------------------------------------- causal mask
+def _causal_mask_solution(size):
+    ones = torch.ones(size, size, dtype=torch.bool)  # (L, L)
+    # row i is query i: keep keys 0..i, the lower triangle including the diagonal
+    return torch.tril(ones).unsqueeze(0)  # (1, L, L)
+
+
+def _check_causal_mask(make_mask):
+    if not callable(make_mask):
+        return f"expected a function size -> mask, got {type(make_mask).__name__}"
+    for size in (3, 5, 1):
+        mask = make_mask(size)
+        expected = subsequent_mask(size)  # (1, L, L)
+        if not isinstance(mask, torch.Tensor):
+            return f"for size {size} expected a tensor, got {type(mask).__name__}"
+        if tuple(mask.shape) != (1, size, size):
+            return f"for size {size} expected shape (1, {size}, {size}), got {tuple(mask.shape)}"
+        if mask.dtype != torch.bool:
+            return f"expected a bool mask (True = may attend), got dtype {mask.dtype}"
+        if torch.equal(mask, expected):
+            continue
+        if torch.equal(mask, expected.transpose(1, 2)):
+            return "query 0 may attend to a later key: your mask is the transpose (upper triangle) of the right one"
+        if size > 1 and torch.equal(mask, ~expected):  # at size 1 it is also the missing diagonal
+            return "your mask is inverted: True must mean 'may attend', so the lower triangle is True"
+        if not mask[0].diagonal().all():
+            return "a query must be allowed to attend to itself: the diagonal must be True"
+        return f"for size {size} expected\n{expected[0].int()}\ngot\n{mask[0].int()}"
+    return None
+
+
+causal_mask = Exercise(
+    "causal mask",
+    _check_causal_mask,
+    "row i is query i; it may read keys 0..i. torch.tril keeps the lower triangle.",
+    _causal_mask_solution,
+)
+
+
+# ---------------------------------------------------------------- masked attention
+def _masked_attention_solution(q, k, v, mask=None):
+    d_k = q.shape[-1]
+    scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)  # (N, L_q, L_k)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))  # (N, L_q, L_k): blocked keys get -inf
+    weights = torch.softmax(scores, dim=-1)  # (N, L_q, L_k): each row sums to 1
+    context = weights @ v  # (N, L_q, d_v)
+    return context, weights
+
+
+def _check_masked_attention(attention):
+    if not callable(attention):
+        return f"expected a function (q, k, v, mask=None) -> (context, weights), got {type(attention).__name__}"
+    generator = torch.Generator().manual_seed(2)
+    q = torch.randn(2, 3, 16, generator=generator)  # (N, L_q, d_k)
+    k = torch.randn(2, 4, 16, generator=generator)  # (N, L_k, d_k)
+    v = torch.randn(2, 4, 5, generator=generator)  # (N, L_k, d_v)
+    padding = torch.tensor([[True, True, True, False], [True, True, False, False]]).unsqueeze(1)  # (N, 1, L_k)
+    for mask, label in ((None, "without a mask"), (padding, "with a padding mask")):
+        result = attention(q, k, v, mask) if mask is not None else attention(q, k, v)
+        if not isinstance(result, tuple) or len(result) != 2:
+            return f"expected a pair (context, weights), got {type(result).__name__}"
+        context, weights = result
+        expected_context, expected_weights = scaled_dot_product(q, k, v, mask)
+        if tuple(weights.shape) != (2, 3, 4) or tuple(context.shape) != (2, 3, 5):
+            return (f"expected weights (N, L_q, L_k) = (2, 3, 4) and context (N, L_q, d_v) = (2, 3, 5), "
+                    f"got {tuple(weights.shape)} and {tuple(context.shape)}")
+        if not torch.allclose(weights.sum(-1), torch.ones(2, 3), atol=1e-5):
+            return "each query's weights must sum to 1: take the softmax over the keys, the last dimension"
+        if mask is not None and weights.masked_select(~mask.expand_as(weights)).abs().max() > 1e-6:
+            return "masked keys still get weight: fill their scores with -inf (or a very negative number) before the softmax"
+        unscaled = torch.softmax(q @ k.transpose(-2, -1), dim=-1)  # (N, L_q, L_k)
+        if mask is None and torch.allclose(weights, unscaled, atol=1e-5):
+            return "the weights are right for unscaled scores: divide q·k by √d_k before the softmax"
+        if not torch.allclose(weights, expected_weights, atol=1e-5):
+            return f"the weights {label} differ from softmax(q kᵀ / √d_k) by up to {(weights - expected_weights).abs().max():.4f}"
+        if not torch.allclose(context, expected_context, atol=1e-5):
+            return f"the weights are right but the context {label} is not: it is weights @ v"
+    return None
+
+
+masked_attention = Exercise(
+    "masked scaled dot-product attention",
+    _check_masked_attention,
+    "scores = q @ kᵀ / √d_k; blocked scores -> -inf with masked_fill(~mask, ...); softmax over the last "
+    "dimension; context = weights @ v.",
+    _masked_attention_solution,
+)
+
+
+# ---------------------------------------------------------------- shift as a rotation
+def _shift_rotation_solution(omega, k):
+    angle = torch.tensor(omega * k, dtype=torch.float64)
+    cos, sin = torch.cos(angle), torch.sin(angle)
+    # sin(a + b) = sin a cos b + cos a sin b;  cos(a + b) = cos a cos b - sin a sin b
+    return torch.stack([torch.stack([cos, sin]), torch.stack([-sin, cos])])  # (2, 2)
+
+
+def _check_shift_rotation(rotation):
+    if not callable(rotation):
+        return f"expected a function (omega, k) -> (2, 2) tensor, got {type(rotation).__name__}"
+    d_model, max_len = 8, 30
+    table = sinusoidal_table(max_len, d_model).double()  # (max_len, d_model)
+    for pair in range(d_model // 2):
+        omega = 10000.0 ** (-2 * pair / d_model)
+        for k in (1, 3, 7):
+            matrix = torch.as_tensor(rotation(omega, k), dtype=torch.float64)
+            if tuple(matrix.shape) != (2, 2):
+                return f"expected a (2, 2) matrix, got shape {tuple(matrix.shape)}"
+            start = table[: max_len - k, 2 * pair: 2 * pair + 2]  # (T, 2): (sin, cos) at t
+            shifted = table[k:, 2 * pair: 2 * pair + 2]  # (T, 2): (sin, cos) at t + k
+            moved = start @ matrix.T  # (T, 2): R applied to every row
+            if torch.allclose(moved, shifted, atol=1e-5):
+                continue
+            if torch.allclose(start @ matrix, shifted, atol=1e-5):
+                return "your matrix rotates the wrong way: it is the transpose of the right one (check the signs of sin)"
+            if torch.allclose(moved, table[: max_len - k, 2 * pair: 2 * pair + 2], atol=1e-5) and k * omega > 1e-3:
+                return "your matrix leaves the pair where it was: it must depend on the angle omega * k"
+            return (f"for pair {pair} (omega={omega:.4g}) and k={k}, R @ [sin(ωt), cos(ωt)] is not "
+                    f"[sin(ω(t+k)), cos(ω(t+k))]: off by up to {(moved - shifted).abs().max():.4f}")
+    return None
+
+
+shift_rotation = Exercise(
+    "shift as a rotation",
+    _check_shift_rotation,
+    "expand sin(ωt + ωk) and cos(ωt + ωk) with the angle-addition formulas; the entries of R are "
+    "cos(ωk) and ±sin(ωk).",
+    _shift_rotation_solution,
+)

@@ -1,0 +1,200 @@
+"""Chapter 05's "Your turn": the teacher-forced loss without dropout, the nearest-corner
+baseline, and greedy decoding written out with ``encode`` and ``decode``.
+
+In the notebook::
+
+    from stepbystep.exercises import ch05
+    ch05.teacher_forced_loss.check(my_teacher_forced_loss)
+    ch05.teacher_forced_loss.solution()
+"""
+import numbers
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from ..data import generate_sequences
+from ..models import build_transformer
+from .exercise import Exercise
+
+__all__ = ["teacher_forced_loss", "corner_baseline", "greedy_decode"]
+
+
+def _squares(n, seed):
+    """``n`` noisy square-corner sequences ``(n, 4, 2)`` as a float32 tensor."""
+    points, _ = generate_sequences(n, seed=seed)
+    return torch.as_tensor(np.stack(points), dtype=torch.float32)  # (n, 4, 2)
+
+
+def _model(seed=0):
+    return build_transformer(seed=seed)  # the chapter's model, untrained: any weights will do
+
+
+# ----------------------------------------------------------------------------- 1. teacher-forced loss
+def _teacher_forced_loss_solution(model, full):
+    was_training = model.training
+    model.eval()  # dropout off
+    with torch.no_grad():
+        source = full[:, : model.input_len]  # (N, L_s, F)
+        shifted_target = full[:, model.input_len - 1 : -1]  # (N, L_t, F): last source corner, then the target
+        model.encode(source)
+        predicted = model.decode(shifted_target, target_mask=model.trg_masks)  # (N, L_t, F), teacher forcing
+        loss = F.mse_loss(predicted, full[:, model.input_len :])
+    model.train(was_training)  # leave the model as we found it
+    return loss.item()
+
+
+def _variant_losses(model, full):
+    """Losses of typical mistakes, computed in eval mode: greedy, no causal mask, unshifted."""
+    input_len = model.input_len
+    target = full[:, input_len:]  # (N, L_t, F)
+    model.eval()
+    with torch.no_grad():
+        greedy = F.mse_loss(model(full[:, :input_len]), target).item()
+        model.encode(full[:, :input_len])
+        no_mask = F.mse_loss(model.decode(full[:, input_len - 1 : -1]), target).item()
+        unshifted = F.mse_loss(model.decode(target, target_mask=model.trg_masks), target).item()
+    return {
+        greedy: "that is the greedy loss: in eval mode model(...) decodes from its own predictions; "
+                "call model.encode and model.decode yourself to feed the true (shifted) target",
+        no_mask: "the decoder ran without the causal mask, so each position could read the next "
+                 "input, the very corner it must predict: pass target_mask=model.trg_masks",
+        unshifted: "the decoder read the target itself instead of the target shifted right by one "
+                   "(the last source corner, then all but the last target corner)",
+    }
+
+
+def _as_float(value):
+    """The loss as a float, or ``None`` when ``value`` is not one number."""
+    if isinstance(value, torch.Tensor) and value.numel() == 1:
+        return float(value.detach())
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        return float(value)
+    return None
+
+
+def _check_teacher_forced_loss(answer):
+    if not callable(answer):
+        return f"expected a function teacher_forced_loss(model, full), got {type(answer).__name__}"
+    full = _squares(16, seed=3)  # (16, 4, 2)
+    with torch.random.fork_rng(devices=[]):  # the learner's dropout draws stay out of the global stream
+        for start_training in (True, False):
+            model = _model()
+            expected = _teacher_forced_loss_solution(model, full)
+            model.train(start_training)
+            returned = answer(model, full)
+            got = _as_float(returned)
+            if got is None:
+                return f"teacher_forced_loss should return the loss as a float, got {type(returned).__name__}"
+            if model.training != start_training:
+                mode = "training" if start_training else "eval"
+                return (f"the model was in {mode} mode and your function left it in the other: remember "
+                        "model.training first and call model.train(was_training) at the end")
+            if abs(got - expected) <= 1e-6:
+                continue
+            if abs(_as_float(answer(model.train(start_training), full)) - got) > 1e-7:  # a second call
+                return "two calls on the same batch gave different losses: dropout is still on, call model.eval() first"
+            for value, problem in _variant_losses(model, full).items():
+                if abs(got - value) <= 1e-6:
+                    return problem
+            return f"expected a loss of {expected:.6f} on the checker's batch, got {got:.6f}"
+    return None
+
+
+teacher_forced_loss = Exercise(
+    "the teacher-forced loss without dropout",
+    _check_teacher_forced_loss,
+    "in eval mode, model.encode(full[:, :input_len]), then model.decode(full[:, input_len-1:-1], "
+    "target_mask=model.trg_masks) predicts every target corner at once; compare with "
+    "full[:, input_len:] using the MSE",
+    _teacher_forced_loss_solution,
+)
+
+
+# ----------------------------------------------------------------------------- 2. nearest-corner baseline
+def _rounded(points):
+    return [[round(value, 2) for value in point] for point in points.tolist()]
+
+
+def _corner_baseline_solution(source):
+    corners = torch.sign(source)  # (N, 2, 2): noise (std 0.1) never moves a point across an axis
+    return -corners  # (N, 2, 2): the next two corners are opposite the first two, in the same order
+
+
+def _check_corner_baseline(answer):
+    if not callable(answer):
+        return f"expected a function corner_baseline(source), got {type(answer).__name__}"
+    source = _squares(32, seed=5)[:, :2]  # (32, 2, 2)
+    expected = _corner_baseline_solution(source)
+    got = answer(source.clone())
+    if not isinstance(got, (torch.Tensor, np.ndarray)):
+        return f"corner_baseline should return a tensor (N, 2, 2), got {type(got).__name__}"
+    got = torch.as_tensor(got, dtype=torch.float32)
+    if tuple(got.shape) != tuple(expected.shape):
+        return (f"for a source of shape {tuple(source.shape)} the prediction should be "
+                f"{tuple(expected.shape)}, got {tuple(got.shape)}")
+    if torch.allclose(got, expected):
+        return None
+    if torch.allclose(got, -source):
+        return ("these are the mirrored noisy points, which carry the source's noise over: "
+                "snap each point to its exact corner (every coordinate is -1 or 1) first")
+    if torch.allclose(got, -expected):
+        return "these are the source corners themselves: the target corners are the opposite ones"
+    if torch.allclose(got, expected.flip(1)):
+        return ("the right corners in the wrong order: the first target corner is opposite the "
+                "first source corner, the second opposite the second")
+    return (f"for the source corners {_rounded(source[0])} the prediction should be "
+            f"{_rounded(expected[0])}, got {_rounded(got[0])}")
+
+
+corner_baseline = Exercise(
+    "the nearest-corner baseline",
+    _check_corner_baseline,
+    "the square is centred on the origin, so the corner opposite c is -c; and the exact corner "
+    "nearest a noisy point has the signs of its coordinates (torch.sign)",
+    _corner_baseline_solution,
+)
+
+
+# ----------------------------------------------------------------------------- 3. greedy decoding
+def _greedy_decode_solution(model, source):
+    model.encode(source)  # the decoder's cross-attention now reads these states
+    inputs = source[:, -1:]  # (N, 1, F): the last source corner starts the decoding
+    for i in range(model.target_len):
+        mask = model.trg_masks[:, : i + 1, : i + 1]  # (1, i+1, i+1): no peeking ahead
+        out = model.decode(inputs, target_mask=mask)  # (N, i+1, F): one prediction per input
+        inputs = torch.cat([inputs, out[:, -1:]], dim=1)  # (N, i+2, F): the newest one fed back
+    return inputs[:, 1:]  # (N, target_len, F): the predictions, without the source corner
+
+
+def _check_greedy_decode(answer):
+    if not callable(answer):
+        return f"expected a function greedy_decode(model, source), got {type(answer).__name__}"
+    source = _squares(8, seed=7)[:, :2]  # (8, 2, 2)
+    model = _model(seed=1).eval()
+    with torch.no_grad():
+        expected = model.predict(source)  # (8, 2, 2)
+        got = answer(model, source.clone())
+    if not isinstance(got, torch.Tensor):
+        return f"greedy_decode should return a tensor, got {type(got).__name__}"
+    if tuple(got.shape) != tuple(expected.shape):
+        return (f"the predictions should be (N, target_len, n_features) = {tuple(expected.shape)}, "
+                f"got {tuple(got.shape)}")
+    for i in range(model.target_len):
+        if not torch.allclose(got[:, i], expected[:, i], atol=1e-5):
+            if i == 0:
+                return ("the first predicted corner differs: start the decoder from the last source "
+                        "corner, source[:, -1:], after model.encode(source), with the mask trg_masks[:, :1, :1]")
+            return (f"the corners before corner {i} are right, corner {i} differs: append each new "
+                    "prediction (the last position of decode's output) to the decoder's inputs and "
+                    f"decode the longer sequence again, with the mask trg_masks[:, :{i + 1}, :{i + 1}]")
+    return None
+
+
+greedy_decode = Exercise(
+    "greedy decoding by hand",
+    _check_greedy_decode,
+    "model.encode(source) once; then, target_len times, model.decode(inputs, target_mask=...) and "
+    "torch.cat the last output position onto inputs",
+    _greedy_decode_solution,
+)

@@ -1,0 +1,192 @@
+"""Nadaraya-Watson kernel regression: attention before it had the name.
+
+A prediction at a query point ``x`` is a weighted average of the training targets ``y_j``
+(the *values*), with weights from a Gaussian kernel of the distance between ``x`` and the
+training inputs ``x_j`` (the *keys*)::
+
+    f(x) = Σ_j α(x, x_j) y_j,    α(x, x_j) = K(x - x_j) / Σ_i K(x - x_i),    K(u) = exp(-u² / (2σ²))
+
+The normalised Gaussian weights are exactly ``softmax_j(-(x - x_j)² / (2σ²))``, and this module
+computes them that way: it is numerically stable (a far-away query does not turn into 0/0 when
+every kernel value underflows) and it is the form that chapter 02 generalises.
+"""
+import math
+from collections import namedtuple
+
+import numpy as np
+import torch
+from torch import nn
+
+from .scaled_dot_product import masked_softmax
+
+__all__ = [
+    "gaussian_kernel",
+    "nadaraya_watson",
+    "leave_one_out_error",
+    "best_sigma",
+    "KernelRegression",
+    "KernelFit",
+    "kernel_fit",
+]
+
+
+def _check_sigma(sigma):
+    """``sigma`` as a float tensor (kept differentiable), after checking that every value is > 0."""
+    if isinstance(sigma, bool) or not isinstance(sigma, (torch.Tensor, np.ndarray, int, float)):
+        raise TypeError(f"sigma must be a positive number, array or tensor, got {type(sigma).__name__}")
+    sigma = torch.as_tensor(sigma)
+    if not torch.is_floating_point(sigma):
+        sigma = sigma.to(torch.get_default_dtype())
+    if not bool(torch.all(sigma > 0)):
+        raise ValueError(f"sigma is a width and must be > 0, got {sigma.detach().cpu().tolist()}")
+    return sigma
+
+
+def _check_points(name, t):
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"{name} must be a tensor, got {type(t).__name__}")
+    if t.dim() != 1:
+        raise ValueError(f"{name} must be 1-D (one scalar per point), got shape {tuple(t.shape)}")
+    if not torch.is_floating_point(t):
+        raise TypeError(f"{name} must be a floating-point tensor, got {t.dtype}")
+
+
+def gaussian_kernel(distance, sigma):
+    """The (unnormalised) Gaussian kernel ``exp(-distance² / (2σ²))``, elementwise.
+
+    Its constant factor ``1/(σ√(2π))`` is left out on purpose: it cancels when the weights are
+    normalised to sum to 1. ``distance`` is a tensor of any shape; ``sigma > 0``.
+    """
+    if not isinstance(distance, torch.Tensor):
+        raise TypeError(f"distance must be a tensor, got {type(distance).__name__}")
+    sigma = _check_sigma(sigma)
+    return torch.exp(-(distance**2) / (2 * sigma**2))
+
+
+def nadaraya_watson(queries, keys, values, sigma, mask=None):
+    """Predict at ``queries`` by a Gaussian-weighted average of ``values`` located at ``keys``.
+
+    Shapes: ``queries`` ``(n_q,)``, ``keys`` and ``values`` ``(n_k,)``, ``sigma`` a positive
+    number or 0-d tensor (gradients flow through it), ``mask`` ``(n_q, n_k)`` bool with
+    ``True`` = may attend (the course's convention), e.g. ``False`` on the diagonal to leave
+    each training point out of its own prediction.
+
+    Returns ``(predictions, weights)``: ``(n_q,)`` and ``(n_q, n_k)``; each row of ``weights``
+    sums to 1 (a row whose keys are all masked is all zeros and predicts 0).
+    """
+    for name, t in (("queries", queries), ("keys", keys), ("values", values)):
+        _check_points(name, t)
+    if keys.shape != values.shape:
+        raise ValueError(f"keys and values need one value per key, got shapes {tuple(keys.shape)} "
+                         f"and {tuple(values.shape)}")
+    sigma = _check_sigma(sigma)
+    if sigma.dim() != 0:
+        raise ValueError(f"sigma must be a single width, got shape {tuple(sigma.shape)}; "
+                         "use leave_one_out_error for a grid of widths")
+    if mask is not None:
+        expected = (queries.shape[0], keys.shape[0])
+        if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool or tuple(mask.shape) != expected:
+            got = f"{mask.dtype} {tuple(mask.shape)}" if isinstance(mask, torch.Tensor) else type(mask).__name__
+            raise ValueError(f"mask must be a bool tensor of shape {expected} (queries, keys), got {got}")
+    distance = queries[:, None] - keys[None, :]  # (n_q, n_k)
+    scores = -(distance**2) / (2 * sigma**2)  # (n_q, n_k)
+    weights = masked_softmax(scores, mask)  # (n_q, n_k)
+    predictions = weights @ values  # (n_q,)
+    return predictions, weights
+
+
+def leave_one_out_error(x, y, sigmas):
+    """Mean squared leave-one-out error of Nadaraya-Watson regression, for each width in ``sigmas``.
+
+    Each training point is predicted from all the *other* points (its own weight is masked),
+    so a tiny σ no longer wins by copying the point's own noisy target. ``x`` and ``y`` are
+    ``(n,)`` with ``n >= 2``; ``sigmas`` is a positive number or a 1-D tensor of widths ``(S,)``.
+
+    Returns a tensor of the same shape as ``sigmas`` (0-d for a single width).
+    """
+    _check_points("x", x)
+    _check_points("y", y)
+    if x.shape != y.shape:
+        raise ValueError(f"x and y need the same shape, got {tuple(x.shape)} and {tuple(y.shape)}")
+    if x.shape[0] < 2:
+        raise ValueError(f"leave-one-out needs at least 2 points, got {x.shape[0]}")
+    sigmas = _check_sigma(sigmas).to(x.device, x.dtype)
+    if sigmas.dim() > 1:
+        raise ValueError(f"sigmas must be a number or a 1-D tensor, got shape {tuple(sigmas.shape)}")
+    widths = sigmas.reshape(-1, 1, 1)  # (S, 1, 1)
+    distance = x[:, None] - x[None, :]  # (n, n)
+    scores = -(distance**2) / (2 * widths**2)  # (S, n, n)
+    not_self = ~torch.eye(x.shape[0], dtype=torch.bool, device=x.device)  # (n, n)
+    weights = masked_softmax(scores, not_self)  # (S, n, n)
+    predictions = weights @ y  # (S, n)
+    errors = ((predictions - y) ** 2).mean(dim=-1)  # (S,)
+    return errors.reshape(sigmas.shape)
+
+
+def best_sigma(x, y, sigmas):
+    """The width in ``sigmas`` (1-D) with the smallest leave-one-out error: ``(sigma, error)`` floats."""
+    errors = leave_one_out_error(x, y, sigmas)  # (S,)
+    if errors.dim() != 1:
+        raise ValueError("best_sigma needs a 1-D tensor of candidate widths")
+    best = int(torch.argmin(errors))
+    return float(torch.as_tensor(sigmas)[best]), float(errors[best])
+
+
+class KernelRegression(nn.Module):
+    """Nadaraya-Watson regression whose kernel width σ is a learnable parameter.
+
+    The training inputs (keys) and targets (values) are stored as buffers, so they follow the
+    module to any device and are not trained. σ is parametrised by its logarithm,
+    ``sigma = exp(log_sigma)``, so gradient descent can never push it to zero or below.
+
+    In training mode a query does not attend to a key at its own position: that is the
+    leave-one-out objective. Without it a point would predict itself best with σ → 0 (its own
+    weight → 1), and training would shrink σ to nothing. In eval mode every key is used, as a
+    finished model should. (Like dropout, the module behaves differently in the two modes.)
+
+    ``forward(queries)`` takes ``(n_q,)`` and returns predictions ``(n_q,)``; the weights of the
+    last call are kept in ``self.alphas`` ``(n_q, n_k)``.
+    """
+
+    def __init__(self, keys, values, sigma=1.0):
+        super().__init__()
+        _check_points("keys", keys)
+        _check_points("values", values)
+        if keys.shape != values.shape:
+            raise ValueError(f"keys and values need one value per key, got shapes {tuple(keys.shape)} "
+                             f"and {tuple(values.shape)}")
+        sigma = float(_check_sigma(sigma))
+        self.register_buffer("keys", keys.detach().clone())  # (n_k,)
+        self.register_buffer("values", values.detach().clone().to(keys.dtype))  # (n_k,)
+        self.log_sigma = nn.Parameter(torch.tensor(math.log(sigma), dtype=keys.dtype))
+        self.alphas = None
+
+    @property
+    def sigma(self):
+        """The current width ``exp(log_sigma)`` (a 0-d tensor, differentiable)."""
+        return self.log_sigma.exp()
+
+    def forward(self, queries):
+        _check_points("queries", queries)
+        mask = None
+        if self.training:
+            mask = queries[:, None] != self.keys[None, :]  # (n_q, n_k): leave the point itself out
+        predictions, weights = nadaraya_watson(queries, self.keys, self.values, self.sigma, mask)
+        self.alphas = weights.detach()  # (n_q, n_k)
+        return predictions  # (n_q,)
+
+    def extra_repr(self):
+        return f"n_keys={self.keys.shape[0]}, sigma={float(self.sigma):.4f}"
+
+
+KernelFit = namedtuple("KernelFit", ["sigma", "predictions", "weights", "loo_error"])
+KernelFit.__doc__ = """One width's fit: predictions ``(n_q,)`` and weights ``(n_q, n_k)`` at the
+queries, and the leave-one-out error on the training points (a float)."""
+
+
+def kernel_fit(x_train, y_train, queries, sigma):
+    """Everything the σ widget shows for one width: predictions, weights and leave-one-out error."""
+    with torch.no_grad():
+        predictions, weights = nadaraya_watson(queries, x_train, y_train, sigma)
+        loo = leave_one_out_error(x_train, y_train, float(sigma))
+    return KernelFit(float(sigma), predictions, weights, float(loo))

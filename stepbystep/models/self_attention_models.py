@@ -1,0 +1,229 @@
+"""The book's chapter-9 self-attention models: wide-head encoder and decoder, and the seq2seq.
+
+A minimal encoder (self-attention, then a feed-forward network) and decoder (masked
+self-attention, cross-attention, feed-forward), optionally behind a positional encoding,
+and the encoder-decoder that trains them on the square-corners task. No residual
+connections or layer norms yet: those come with the Transformer's layers (chapter 04).
+Submodules are created in the book's order, so seeded constructions reproduce its numbers.
+"""
+import torch
+from torch import nn
+
+from .masks import subsequent_mask
+from .positional_encoding import PositionalEncoding
+from .transformer import check_sequences
+from .wide_attention import MultiHeadAttention
+
+__all__ = ["EncoderSelfAttn", "DecoderSelfAttn", "EncoderPe", "DecoderPe", "EncoderDecoderSelfAttn"]
+
+
+class EncoderSelfAttn(nn.Module):
+    """Encoder: wide multi-head self-attention, then a feed-forward network.
+
+    Args:
+        n_heads, d_model: of the ``MultiHeadAttention``.
+        ff_units: hidden units of the feed-forward network ``d_model -> ff_units -> d_model``.
+        n_features: size of the input vectors; ``None`` means ``d_model``.
+
+    ``forward(query, mask=None)``: ``query`` ``(N, L, n_features)``, ``mask`` ``(N, 1, L)``
+    keep-mask; returns ``(N, L, d_model)``.
+    """
+
+    def __init__(self, n_heads, d_model, ff_units, n_features=None):
+        super().__init__()
+        self.n_heads = n_heads
+        self.d_model = d_model
+        self.ff_units = ff_units
+        self.n_features = d_model if n_features is None else n_features
+        self.self_attn_heads = MultiHeadAttention(n_heads, d_model, input_dim=self.n_features)
+        self.ffn = nn.Sequential(
+            nn.Linear(d_model, ff_units),
+            nn.ReLU(),
+            nn.Linear(ff_units, d_model),
+        )
+
+    def forward(self, query, mask=None):
+        self.self_attn_heads.init_keys(query)
+        att = self.self_attn_heads(query, mask)  # (N, L, d_model)
+        return self.ffn(att)  # (N, L, d_model)
+
+
+class DecoderSelfAttn(nn.Module):
+    """Decoder: masked self-attention, cross-attention to the encoder, then a feed-forward network.
+
+    Args:
+        n_heads, d_model: of both ``MultiHeadAttention`` modules.
+        ff_units: hidden units of the feed-forward network ``d_model -> ff_units -> n_features``.
+        n_features: size of the input (and output) vectors; ``None`` means ``d_model``. The
+            output has ``n_features`` features, so the decoder predicts points directly.
+
+    Call ``init_keys(states)`` with the encoder's output ``(N, L_source, d_model)`` first.
+    ``forward(query, source_mask=None, target_mask=None)``: ``query``
+    ``(N, L_target, n_features)``, ``source_mask`` ``(N, 1, L_source)``, ``target_mask``
+    ``(1, L_target, L_target)``; returns ``(N, L_target, n_features)``.
+    """
+
+    def __init__(self, n_heads, d_model, ff_units, n_features=None):
+        super().__init__()
+        self.n_heads = n_heads
+        self.d_model = d_model
+        self.ff_units = ff_units
+        self.n_features = d_model if n_features is None else n_features
+        self.self_attn_heads = MultiHeadAttention(n_heads, d_model, input_dim=self.n_features)
+        self.cross_attn_heads = MultiHeadAttention(n_heads, d_model)
+        self.ffn = nn.Sequential(
+            nn.Linear(d_model, ff_units),
+            nn.ReLU(),
+            nn.Linear(ff_units, self.n_features),
+        )
+
+    def init_keys(self, states):
+        """Give the cross-attention the encoder states ``(N, L_source, d_model)``."""
+        self.cross_attn_heads.init_keys(states)
+
+    def forward(self, query, source_mask=None, target_mask=None):
+        self.self_attn_heads.init_keys(query)
+        att1 = self.self_attn_heads(query, target_mask)  # (N, L_t, d_model)
+        att2 = self.cross_attn_heads(att1, source_mask)  # (N, L_t, d_model)
+        return self.ffn(att2)  # (N, L_t, n_features)
+
+
+class EncoderPe(nn.Module):
+    """``EncoderSelfAttn`` behind a sinusoidal positional encoding of its input.
+
+    Arguments as ``EncoderSelfAttn``, plus ``max_len`` (the longest sequence encoded). The
+    encoding ``self.pe`` has ``n_features`` dimensions and scales its input by
+    ``√n_features``, as in the book; ``self.layer`` is the encoder.
+    """
+
+    def __init__(self, n_heads, d_model, ff_units, n_features=None, max_len=100):
+        super().__init__()
+        self.d_model = d_model
+        self.n_features = d_model if n_features is None else n_features
+        self.pe = PositionalEncoding(max_len, self.n_features)
+        self.layer = EncoderSelfAttn(n_heads, d_model, ff_units, n_features)
+
+    def forward(self, query, mask=None):
+        query_pe = self.pe(query)  # (N, L, n_features)
+        return self.layer(query_pe, mask)  # (N, L, d_model)
+
+
+class DecoderPe(nn.Module):
+    """``DecoderSelfAttn`` behind a sinusoidal positional encoding of its input.
+
+    Arguments as ``DecoderSelfAttn``, plus ``max_len``. ``init_keys(states)`` passes the
+    encoder states to the decoder's cross-attention.
+    """
+
+    def __init__(self, n_heads, d_model, ff_units, n_features=None, max_len=100):
+        super().__init__()
+        self.d_model = d_model
+        self.n_features = d_model if n_features is None else n_features
+        self.pe = PositionalEncoding(max_len, self.n_features)
+        self.layer = DecoderSelfAttn(n_heads, d_model, ff_units, n_features)
+
+    def init_keys(self, states):
+        """Give the decoder's cross-attention the encoder states ``(N, L_source, d_model)``."""
+        self.layer.init_keys(states)
+
+    def forward(self, query, source_mask=None, target_mask=None):
+        query_pe = self.pe(query)  # (N, L_t, n_features)
+        return self.layer(query_pe, source_mask, target_mask)  # (N, L_t, n_features)
+
+
+class EncoderDecoderSelfAttn(nn.Module):
+    """Encoder-decoder for sequences of points, built from the self-attention models above.
+
+    Each sequence ``X`` ``(N, input_len + target_len, n_features)`` holds the source (its
+    first ``input_len`` elements) followed by the target; ``n_features`` is the decoder's.
+
+    * training mode: teacher forcing. The decoder reads the target shifted right by one,
+      ``X[:, input_len-1:-1]`` (the last source element, then all but the last target
+      element), under the causal mask ``trg_masks``, and predicts every target element at once;
+    * eval mode: greedy decoding (``predict``) from the source alone; ``X`` may then also be
+      just the source ``(N, input_len, n_features)``.
+
+    Buffers:
+        trg_masks: ``subsequent_mask(target_len)`` ``(1, target_len, target_len)``, bool,
+            ``True`` = may attend; a non-persistent buffer, so it follows the model to its
+            device (the book kept it as a plain attribute).
+
+    ``forward(X, source_mask=None)`` returns ``(N, target_len, n_features)``; ``source_mask``
+    is a ``(N, 1, input_len)`` keep-mask.
+    """
+
+    def __init__(self, encoder, decoder, input_len, target_len):
+        super().__init__()
+        for name, module in (("encoder", encoder), ("decoder", decoder)):
+            if not isinstance(module, nn.Module) or not hasattr(module, "d_model"):
+                raise TypeError(f"{name} must be a module with a d_model attribute, got {type(module).__name__}")
+        if not hasattr(decoder, "n_features"):
+            raise TypeError(f"decoder must have an n_features attribute, got {type(decoder).__name__}")
+        if encoder.d_model != decoder.d_model:
+            raise ValueError(
+                f"encoder and decoder need the same d_model, got {encoder.d_model} and {decoder.d_model}"
+            )
+        encoder_features = getattr(encoder, "n_features", decoder.n_features)
+        if encoder_features != decoder.n_features:
+            raise ValueError(
+                "encoder and decoder read the same points, so they need the same n_features, "
+                f"got {encoder_features} and {decoder.n_features}"
+            )
+        for name, value, module in (("input_len", input_len, encoder), ("target_len", target_len, decoder)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
+            pe = getattr(module, "pe", None)
+            if pe is not None and value > pe.max_len:
+                raise ValueError(f"{name} {value} exceeds the positional encoding's max_len {pe.max_len}")
+        self.encoder = encoder
+        self.decoder = decoder
+        self.input_len = input_len
+        self.target_len = target_len
+        self.n_features = decoder.n_features
+        self.register_buffer("trg_masks", subsequent_mask(target_len), persistent=False)  # (1, L_t, L_t)
+
+    def encode(self, source_seq, source_mask=None):
+        """Encode ``source_seq`` ``(N, input_len, n_features)`` and hand the states to the decoder.
+
+        Returns the encoder states ``(N, input_len, d_model)``.
+        """
+        states = self.encoder(source_seq, source_mask)  # (N, L_s, d_model)
+        self.decoder.init_keys(states)
+        return states
+
+    def decode(self, shifted_target_seq, source_mask=None, target_mask=None):
+        """Decode ``(N, L, n_features)`` against the encoded source; returns ``(N, L, n_features)``.
+
+        ``target_mask`` ``(1, L, L)``: pass ``trg_masks`` (or a slice); ``None`` means no mask.
+        """
+        return self.decoder(shifted_target_seq, source_mask=source_mask, target_mask=target_mask)
+
+    def _greedy(self, source_seq, source_mask=None):
+        """Greedy decoding after ``encode``: each prediction is fed back as the next input."""
+        inputs = source_seq[:, -1:]  # (N, 1, F): the last source element starts it
+        preds = []
+        for i in range(self.target_len):
+            out = self.decode(inputs, source_mask, self.trg_masks[:, : i + 1, : i + 1])  # (N, i+1, F)
+            preds.append(out[:, -1:])  # (N, 1, F)
+            inputs = torch.cat([inputs, out[:, -1:].detach()], dim=1)  # (N, i+2, F)
+        return torch.cat(preds, dim=1)  # (N, target_len, F)
+
+    def predict(self, source_seq, source_mask=None):
+        """Greedy prediction of the target from ``source_seq`` ``(N, input_len, n_features)``.
+
+        Returns ``(N, target_len, n_features)``. It works in either mode (these models have
+        no dropout).
+        """
+        check_sequences(source_seq, (self.input_len,), self.n_features)
+        self.encode(source_seq, source_mask)
+        return self._greedy(source_seq, source_mask)
+
+    def forward(self, X, source_mask=None):
+        full = self.input_len + self.target_len
+        check_sequences(X, (full,) if self.training else (full, self.input_len), self.n_features)
+        source_seq = X[:, : self.input_len]  # (N, input_len, F)
+        self.encode(source_seq, source_mask)
+        if self.training:
+            shifted_target_seq = X[:, self.input_len - 1 : -1]  # (N, target_len, F)
+            return self.decode(shifted_target_seq, source_mask, self.trg_masks)  # (N, target_len, F)
+        return self._greedy(source_seq, source_mask)  # (N, target_len, F)

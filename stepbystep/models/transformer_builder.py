@@ -1,0 +1,71 @@
+"""The book's chapter-10 Transformer in one call: layers, stacks, the encoder-decoder and Xavier init.
+
+Chapters 05 and 06 train the same model on the square corners; building it here keeps their
+hyper-parameters, construction order and initialisation identical.
+"""
+import torch
+from torch import nn
+
+from .layers import DecoderLayer, EncoderLayer
+from .transformer import DecoderTransf, EncoderDecoderTransf, EncoderTransf
+
+__all__ = ["xavier_init_", "build_transformer"]
+
+
+def xavier_init_(model):
+    """Re-initialise every weight matrix of ``model`` (parameters with 2+ dims) Xavier-uniform.
+
+    Biases and layer-norm parameters (1-D) keep their defaults. Xavier draws a ``(fan_out,
+    fan_in)`` matrix from ``U(-a, a)`` with ``a = √(6 / (fan_in + fan_out))``, so signals keep
+    about the same variance going forward and backward through each linear layer. Works in
+    place, with the global RNG, in ``model.parameters()`` order; returns ``model``.
+    """
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"expected an nn.Module, got {type(model).__name__}")
+    with torch.no_grad():
+        for parameter in model.parameters():
+            if parameter.dim() > 1:
+                nn.init.xavier_uniform_(parameter)
+    return model
+
+
+def build_transformer(n_features=2, input_len=2, target_len=2, d_model=6, n_heads=3, ff_units=10,
+                      dropout=0.1, n_layers=2, norm_first=True, seed=None):
+    """An ``EncoderDecoderTransf`` with Xavier-initialised weights; defaults are the book's.
+
+    Builds an ``EncoderLayer`` and a ``DecoderLayer``, stacks ``n_layers`` copies of each,
+    joins them with ``EncoderDecoderTransf`` (input projection ``proj``, output ``linear``) and
+    applies ``xavier_init_``, in that order: the same parameters as writing those steps out
+    after ``torch.manual_seed(seed)``.
+
+    Args:
+        n_features: features of each sequence element (2 for points in the plane).
+        input_len, target_len: lengths of the source and of the target.
+        d_model, n_heads, ff_units, dropout, norm_first: passed to both layers.
+        n_layers: layers in the encoder and in the decoder.
+        seed: ``None`` draws from PyTorch's global RNG, as building modules by hand does; an
+            int builds from ``torch.manual_seed(seed)`` inside a forked RNG, leaving the global
+            stream where it was.
+
+    Returns the model, in training mode, on the CPU.
+    """
+    for name, value in (("n_features", n_features), ("input_len", input_len), ("target_len", target_len)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"{name} must be a positive int, got {value!r}")
+    if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool) or seed < 0):
+        raise ValueError(f"seed must be None or a non-negative int, got {seed!r}")
+    if seed is None:
+        return _build(n_features, input_len, target_len, d_model, n_heads, ff_units, dropout, n_layers, norm_first)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return _build(n_features, input_len, target_len, d_model, n_heads, ff_units, dropout, n_layers, norm_first)
+
+
+def _build(n_features, input_len, target_len, d_model, n_heads, ff_units, dropout, n_layers, norm_first):
+    encoder_layer = EncoderLayer(n_heads, d_model, ff_units, dropout, norm_first=norm_first)
+    decoder_layer = DecoderLayer(n_heads, d_model, ff_units, dropout, norm_first=norm_first)
+    max_len = max(input_len, target_len)  # the positional encodings need cover no more
+    encoder = EncoderTransf(encoder_layer, n_layers=n_layers, max_len=max_len)
+    decoder = DecoderTransf(decoder_layer, n_layers=n_layers, max_len=max_len)
+    model = EncoderDecoderTransf(encoder, decoder, input_len=input_len, target_len=target_len, n_features=n_features)
+    return xavier_init_(model)

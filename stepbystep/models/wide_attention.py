@@ -1,0 +1,176 @@
+"""Wide attention (the book's chapter 9): one attention head, and several full-size heads.
+
+A wide head projects its input to the full ``d_model``; ``MultiHeadAttention`` runs
+``n_heads`` such heads side by side and mixes their concatenated contexts with one linear
+layer. (Narrow heads, ``MultiHeadedAttention``, split ``d_model`` into chunks instead.)
+
+Both follow the book's two-step use: ``init_keys(keys)`` projects the keys (and values),
+then ``forward(query, mask)`` attends to them; for self-attention pass the same tensor to
+both. The submodules are created in the book's order, so seeded constructions reproduce
+the book's numbers.
+"""
+import math
+
+import torch
+from torch import nn
+
+from .masks import check_mask
+from .scaled_dot_product import masked_softmax
+
+__all__ = ["Attention", "MultiHeadAttention"]
+
+
+def _check_positive_int(name, value):
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"{name} must be a positive int, got {value!r}")
+
+
+class Attention(nn.Module):
+    """One attention head: scaled dot-product attention with learned projections.
+
+    Args:
+        hidden_dim: size ``d_k`` of the projected queries and keys (and values, if projected).
+        input_dim: size of the input vectors; ``None`` means ``hidden_dim``.
+        proj_values: ``True`` projects the values with ``linear_value``; ``False`` (the book's
+            default) uses the keys themselves as values, so ``d_v = input_dim``.
+            ``linear_value`` exists either way, as in the book.
+
+    Attributes set by ``init_keys``: ``keys`` ``(N, L_k, input_dim)``, ``proj_keys``
+    ``(N, L_k, d_k)`` and ``values`` ``(N, L_k, d_v)``. ``alphas``: the attention weights
+    ``(N, L_q, L_k)`` of the last forward (detached; each row sums to 1, or is all zeros when
+    every key is masked), ``None`` before the first.
+
+    ``forward(query, mask=None)``: ``query`` ``(N, L_q, input_dim)``, ``mask``
+    ``(1 or N, 1 or L_q, L_k)`` bool, ``True`` = may attend; returns ``(N, L_q, d_v)``.
+    """
+
+    def __init__(self, hidden_dim, input_dim=None, proj_values=False):
+        super().__init__()
+        _check_positive_int("hidden_dim", hidden_dim)
+        if input_dim is not None:
+            _check_positive_int("input_dim", input_dim)
+        self.d_k = hidden_dim
+        self.input_dim = hidden_dim if input_dim is None else input_dim
+        self.proj_values = bool(proj_values)
+        # creation order as in the book, so seeded constructions give the book's numbers
+        self.linear_query = nn.Linear(self.input_dim, hidden_dim)
+        self.linear_key = nn.Linear(self.input_dim, hidden_dim)
+        self.linear_value = nn.Linear(self.input_dim, hidden_dim)
+        self.alphas = None
+        self.keys = None
+        self.proj_keys = None
+        self.values = None
+
+    def __getstate__(self):
+        # the keys are transient (and, when they carry a graph, cannot be deep-copied):
+        # copies and pickles start without them, as after construction
+        state = super().__getstate__()
+        state["keys"] = state["proj_keys"] = state["values"] = None
+        return state
+
+    def _check_input(self, name, x):
+        if not isinstance(x, torch.Tensor):
+            raise TypeError(f"{name} must be a tensor (N, L, {self.input_dim}), got {type(x).__name__}")
+        if x.dim() != 3 or x.shape[-1] != self.input_dim:
+            raise ValueError(f"{name} must have shape (N, L, {self.input_dim}), got {tuple(x.shape)}")
+
+    def _check_keys(self, query):
+        if self.proj_keys is None:
+            raise RuntimeError("no keys to attend to: call init_keys(keys) before attending")
+        if self.proj_keys.shape[0] != query.shape[0]:
+            raise ValueError(
+                f"query batch size {query.shape[0]} does not match the keys' batch size "
+                f"{self.proj_keys.shape[0]}; call init_keys(keys) with this batch"
+            )
+
+    def init_keys(self, keys):
+        """Store ``keys`` ``(N, L_k, input_dim)``, their projection and the values."""
+        self._check_input("keys", keys)
+        self.keys = keys
+        self.proj_keys = self.linear_key(keys)  # (N, L_k, d_k)
+        self.values = self.linear_value(keys) if self.proj_values else keys  # (N, L_k, d_v)
+
+    def score_function(self, query):
+        """Scaled dot products of the projected query with the projected keys: ``(N, L_q, L_k)``."""
+        self._check_input("query", query)
+        self._check_keys(query)
+        proj_query = self.linear_query(query)  # (N, L_q, d_k)
+        dot_products = proj_query @ self.proj_keys.transpose(-2, -1)  # (N, L_q, L_k)
+        return dot_products / math.sqrt(self.d_k)  # (N, L_q, L_k)
+
+    def forward(self, query, mask=None):
+        scores = self.score_function(query)  # (N, L_q, L_k)
+        if mask is not None:
+            check_mask(mask, scores.shape[0], scores.shape[1], scores.shape[2])
+            mask = mask.bool()
+        alphas = masked_softmax(scores, mask)  # (N, L_q, L_k)
+        self.alphas = alphas.detach()
+        return alphas @ self.values  # (N, L_q, d_v)
+
+    def extra_repr(self):
+        return f"d_k={self.d_k}, input_dim={self.input_dim}, proj_values={self.proj_values}"
+
+
+class MultiHeadAttention(nn.Module):
+    """Wide multi-head attention: ``n_heads`` full-size ``Attention`` heads, then ``linear_out``.
+
+    Every head projects its input to ``d_model``; the ``n_heads`` contexts are concatenated
+    ``(N, L_q, n_heads * d_model)`` and ``linear_out`` brings them back to ``d_model``. So the
+    parameters grow with the number of heads (narrow heads keep them constant).
+
+    Args:
+        n_heads: number of heads.
+        d_model: size of each head's projections and of the output.
+        input_dim: size of the input vectors; ``None`` means ``d_model``.
+        proj_values: whether the heads project their values (the default here, unlike
+            ``Attention``'s). Without it a head's context has ``input_dim`` features, so
+            ``input_dim`` must then equal ``d_model``.
+
+    Property ``alphas``: every head's weights stacked along a FIRST dimension, as in the book:
+    ``(n_heads, N, L_q, L_k)``. (The narrow ``MultiHeadedAttention`` keeps
+    ``(N, n_heads, L_q, L_k)``; ``alphas.transpose(0, 1)`` converts.) ``None`` before the
+    first forward.
+
+    ``forward(query, mask=None)``: ``query`` ``(N, L_q, input_dim)``, ``mask``
+    ``(1 or N, 1 or L_q, L_k)`` bool, ``True`` = may attend; returns ``(N, L_q, d_model)``.
+    """
+
+    def __init__(self, n_heads, d_model, input_dim=None, proj_values=True):
+        super().__init__()
+        _check_positive_int("n_heads", n_heads)
+        _check_positive_int("d_model", d_model)
+        if not proj_values and input_dim not in (None, d_model):
+            raise ValueError(
+                f"without proj_values each head's context has input_dim={input_dim} features, "
+                f"but linear_out expects d_model={d_model}: pass proj_values=True or input_dim={d_model}"
+            )
+        self.n_heads = n_heads
+        self.d_model = d_model
+        # the output layer before the heads, as in the book, so seeded constructions match it
+        self.linear_out = nn.Linear(n_heads * d_model, d_model)
+        self.attn_heads = nn.ModuleList(
+            [Attention(d_model, input_dim=input_dim, proj_values=proj_values) for _ in range(n_heads)]
+        )
+
+    def init_keys(self, key):
+        """Give every head the keys ``(N, L_k, input_dim)``."""
+        for attn in self.attn_heads:
+            attn.init_keys(key)
+
+    @property
+    def alphas(self):
+        if any(attn.alphas is None for attn in self.attn_heads):
+            return None
+        return torch.stack([attn.alphas for attn in self.attn_heads], dim=0)  # (h, N, L_q, L_k)
+
+    def output_function(self, contexts):
+        """Concatenate the heads' contexts ``[(N, L_q, d_model)] * h`` and apply ``linear_out``."""
+        concatenated = torch.cat(contexts, dim=-1)  # (N, L_q, h * d_model)
+        return self.linear_out(concatenated)  # (N, L_q, d_model)
+
+    def forward(self, query, mask=None):
+        contexts = [attn(query, mask=mask) for attn in self.attn_heads]  # [(N, L_q, d_model)] * h
+        return self.output_function(contexts)  # (N, L_q, d_model)
+
+    def extra_repr(self):
+        return f"n_heads={self.n_heads}, d_model={self.d_model}"

@@ -1,0 +1,170 @@
+"""Kernel regression (chapter 01): fits for several widths, the kernel, the weights, the LOO curve."""
+import math
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+
+from ..models.kernel_regression import gaussian_kernel, nadaraya_watson
+
+__all__ = ["kernel_shapes", "kernel_fits", "kernel_weights", "loo_curve", "kernel_dashboard"]
+
+
+def _as_numpy(t):
+    if isinstance(t, torch.Tensor):
+        t = t.detach().cpu().numpy()
+    return np.asarray(t, dtype=float)
+
+
+def _new_axes(ax, figsize):
+    if ax is None:
+        fig, ax = plt.subplots(figsize=figsize, layout="constrained")
+        return fig, ax
+    return ax.figure, ax
+
+
+def _edges(centres):
+    """Cell edges around sorted centres ``(n,)``: midpoints inside, half a gap beyond the ends."""
+    if len(centres) == 1:
+        return np.array([centres[0] - 0.5, centres[0] + 0.5])
+    mids = (centres[1:] + centres[:-1]) / 2  # (n - 1,)
+    return np.concatenate([[2 * centres[0] - mids[0]], mids, [2 * centres[-1] - mids[-1]]])  # (n + 1,)
+
+
+def _draw_fit(ax, x_train, y_train, x_grid, predictions, y_true, title):
+    ax.scatter(x_train, y_train, s=12, color="tab:gray", alpha=0.7, label="training points")
+    if y_true is not None:
+        ax.plot(x_grid, y_true, color="tab:green", ls="--", lw=1, label="true function")
+    ax.plot(x_grid, predictions, color="tab:blue", lw=2, label="prediction")
+    ax.set_xlabel("x")
+    ax.set_ylabel("y")
+    ax.set_title(title)
+
+
+def _draw_kernel(ax, sigmas, max_distance):
+    distance = torch.linspace(-max_distance, max_distance, 201)  # (201,)
+    for sigma in sigmas:
+        ax.plot(distance.numpy(), gaussian_kernel(distance, float(sigma)).numpy(), label=f"σ = {float(sigma):.3g}")
+    ax.set_xlabel("distance x − xⱼ")
+    ax.set_ylabel("kernel K(x − xⱼ)")
+    ax.set_title("Gaussian kernel")
+
+
+def _draw_weights(ax, weights, queries, keys, title):
+    """Weights ``(n_q, n_k)`` as a heatmap over positions: a row per query, a column per key."""
+    weights, queries, keys = _as_numpy(weights), _as_numpy(queries), _as_numpy(keys)
+    if weights.ndim != 2 or weights.shape != (len(queries), len(keys)):
+        raise ValueError(f"weights must have shape (n_queries, n_keys) = ({len(queries)}, {len(keys)}), "
+                         f"got {weights.shape}")
+    q_order, k_order = np.argsort(queries), np.argsort(keys)
+    sorted_weights = weights[q_order][:, k_order]  # (n_q, n_k)
+    key_edges, query_edges = _edges(keys[k_order]), _edges(queries[q_order])  # (n_k + 1,), (n_q + 1,)
+    mesh = ax.pcolormesh(key_edges, query_edges, sorted_weights,
+                         cmap="viridis", vmin=0.0, vmax=max(sorted_weights.max(), 1e-12))
+    low, high = max(key_edges[0], query_edges[0]), min(key_edges[-1], query_edges[-1])
+    ax.plot([low, high], [low, high], color="white", lw=0.8, ls=":")  # query = key
+    ax.set_xlabel("key: training input xⱼ")
+    ax.set_ylabel("query: input x")
+    ax.set_title(title)
+    ax.invert_yaxis()
+    return mesh
+
+
+def kernel_shapes(sigmas, max_distance=None, ax=None):
+    """The Gaussian kernel ``exp(-u²/(2σ²))`` against the distance ``u``, one curve per width.
+
+    ``max_distance`` defaults to three times the largest σ. Returns the Figure.
+    """
+    sigmas = [float(s) for s in np.atleast_1d(_as_numpy(sigmas))]
+    if not sigmas or min(sigmas) <= 0:
+        raise ValueError(f"sigmas must be positive widths, got {sigmas}")
+    fig, ax = _new_axes(ax, (5, 3.2))
+    _draw_kernel(ax, sigmas, max_distance or 3 * max(sigmas))
+    ax.legend(fontsize=8)
+    return fig
+
+
+def kernel_fits(x_train, y_train, x_grid, sigmas, y_true=None, n_cols=3):
+    """Nadaraya-Watson fits on ``x_grid`` for each width in ``sigmas``, one panel per width.
+
+    Small widths chase the noise (under-smoothing); large ones flatten the curve towards the
+    mean of ``y_train`` (over-smoothing). ``y_true`` (on ``x_grid``) adds the noise-free curve.
+    Returns the Figure.
+    """
+    sigmas = [float(s) for s in np.atleast_1d(_as_numpy(sigmas))]
+    n_cols = min(n_cols, len(sigmas))
+    n_rows = math.ceil(len(sigmas) / n_cols)
+    fig, axes = plt.subplots(n_rows, n_cols, figsize=(3.4 * n_cols, 2.6 * n_rows), squeeze=False,
+                             sharex=True, sharey=True, layout="constrained")
+    with torch.no_grad():
+        fits = [nadaraya_watson(x_grid, x_train, y_train, sigma)[0] for sigma in sigmas]
+    truth = None if y_true is None else _as_numpy(y_true)
+    for ax, sigma, predictions in zip(axes.flat, sigmas, fits):
+        _draw_fit(ax, _as_numpy(x_train), _as_numpy(y_train), _as_numpy(x_grid), _as_numpy(predictions),
+                  truth, f"σ = {sigma:.3g}")
+    for ax in axes.flat[len(sigmas):]:
+        ax.remove()
+    axes.flat[0].legend(fontsize=7, loc="upper left")
+    return fig
+
+
+def kernel_weights(weights, queries, keys, title="which training points each query attends to", ax=None):
+    """Heatmap of the weights ``(n_queries, n_keys)`` placed at the actual positions.
+
+    Row = a query position, column = a training input (key); the colour is how much of the
+    prediction at that query comes from that key. A narrow kernel gives a thin bright band
+    along the dotted diagonal (attend to near neighbours only), a wide one a broad haze.
+    Returns the Figure.
+    """
+    fig, ax = _new_axes(ax, (4.6, 3.8))
+    mesh = _draw_weights(ax, weights, queries, keys, title)
+    fig.colorbar(mesh, ax=ax, label="weight α")
+    return fig
+
+
+def loo_curve(sigmas, errors, learned_sigma=None, ax=None):
+    """Leave-one-out error against σ (log-log scales), with the minimum marked.
+
+    ``learned_sigma`` (optional) adds a vertical line for the width found by gradient descent.
+    Returns the Figure.
+    """
+    sigmas, errors = _as_numpy(sigmas), _as_numpy(errors)
+    if sigmas.ndim != 1 or sigmas.shape != errors.shape:
+        raise ValueError(f"sigmas and errors must be 1-D of the same length, got {sigmas.shape} and {errors.shape}")
+    fig, ax = _new_axes(ax, (5, 3.2))
+    ax.plot(sigmas, errors, color="tab:blue", label="leave-one-out MSE")
+    best = int(np.argmin(errors))
+    ax.scatter([sigmas[best]], [errors[best]], color="tab:red", zorder=3,
+               label=f"grid minimum: σ = {sigmas[best]:.3g}")
+    if learned_sigma is not None:
+        ax.axvline(float(learned_sigma), color="tab:orange", ls="--",
+                   label=f"learned: σ = {float(learned_sigma):.3g}")
+    ax.set_xscale("log")
+    if errors.min() > 0:
+        ax.set_yscale("log")  # the minimum is a dip of a few tenths next to errors in the tens
+    ax.set_xlabel("kernel width σ")
+    ax.set_ylabel("leave-one-out MSE")
+    ax.set_title("choosing σ by leave-one-out error")
+    ax.legend(fontsize=8)
+    return fig
+
+
+def kernel_dashboard(x_train, y_train, x_grid, fit, y_true=None, fig=None):
+    """The σ widget's figure: the fit, the kernel and the weights for one ``KernelFit``.
+
+    Draws on ``fig`` after clearing it (so a widget can redraw one figure in place), or on a
+    new figure. The title carries σ and the leave-one-out error. Returns the Figure.
+    """
+    if fig is None:
+        fig = plt.figure(figsize=(12, 3.6), layout="constrained")
+    fig.clear()
+    ax_fit, ax_kernel, ax_weights = fig.subplots(1, 3)
+    _draw_fit(ax_fit, _as_numpy(x_train), _as_numpy(y_train), _as_numpy(x_grid), _as_numpy(fit.predictions),
+              None if y_true is None else _as_numpy(y_true), "fit")
+    ax_fit.legend(fontsize=7, loc="upper left")
+    _draw_kernel(ax_kernel, [fit.sigma], max_distance=5.0)
+    ax_kernel.set_ylim(-0.05, 1.05)
+    mesh = _draw_weights(ax_weights, fit.weights, x_grid, x_train, "weights α (query × key)")
+    fig.colorbar(mesh, ax=ax_weights)
+    fig.suptitle(f"σ = {fit.sigma:.3g}   leave-one-out MSE = {fit.loo_error:.3f}")
+    return fig

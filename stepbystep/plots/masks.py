@@ -1,0 +1,102 @@
+"""Attention masks drawn as grids, alone or beside the weights they produce."""
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+from matplotlib.colors import ListedColormap
+from matplotlib.patches import Rectangle
+
+__all__ = ["mask_map", "mask_and_weights"]
+
+_MASK_COLORS = ListedColormap(["#3b3b3b", "#cde8c4"])  # blocked: dark, may attend: light green
+
+
+def _as_numpy(values):
+    if isinstance(values, torch.Tensor):
+        values = values.detach().cpu().numpy()
+    return np.asarray(values)
+
+
+def _as_square(name, values):
+    """A ``(L_q, L_k)`` array from ``(L_q, L_k)`` or a ``(1, L_q, L_k)`` mask."""
+    values = _as_numpy(values)
+    if values.ndim == 3 and values.shape[0] == 1:
+        values = values[0]
+    if values.ndim != 2:
+        raise ValueError(f"expected {name} of shape (L_q, L_k) or (1, L_q, L_k), got {values.shape}")
+    return values
+
+
+def _highlight_row(ax, row, n_k):
+    ax.add_patch(Rectangle((-0.5, row - 0.5), n_k, 1, fill=False, edgecolor="tab:orange", lw=3))
+
+
+def _draw_mask(ax, mask, title):
+    n_q, n_k = mask.shape
+    ax.imshow(mask.astype(float), cmap=_MASK_COLORS, vmin=0, vmax=1)
+    if n_q * n_k <= 144:
+        for i in range(n_q):
+            for j in range(n_k):
+                ax.text(j, i, "1" if mask[i, j] else "0", ha="center", va="center",
+                        color="black" if mask[i, j] else "white", fontsize=8)
+    ax.set_xticks(range(n_k))
+    ax.set_yticks(range(n_q))
+    ax.set_xlabel("key")
+    ax.set_ylabel("query")
+    ax.set_title(title)
+
+
+def mask_map(mask, title="mask (1 = may attend)", ax=None):
+    """Draw a keep-mask ``(L_q, L_k)`` or ``(1, L_q, L_k)``: light cells may be attended to.
+
+    Returns the Figure.
+    """
+    mask = _as_square("mask", mask).astype(bool)
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(1.0 + 0.4 * mask.shape[1], 0.8 + 0.4 * mask.shape[0]),
+                               layout="constrained")
+    else:
+        fig = ax.figure
+    _draw_mask(ax, mask, title)
+    return fig
+
+
+def mask_and_weights(mask, weights, query_row=None, fig=None):
+    """The mask and the attention weights it produces, side by side.
+
+    ``mask`` ``(L_q, L_k)`` or ``(1, L_q, L_k)`` (``True`` = may attend) and ``weights`` of the
+    same ``(L_q, L_k)`` shape. ``query_row`` outlines one query's row in both panels, and the
+    weights panel's title reports that row's weights. Pass ``fig`` to redraw an existing
+    figure in place (a widget does); otherwise a new one is made. Returns the Figure.
+    """
+    mask = _as_square("mask", mask).astype(bool)
+    weights = _as_square("weights", weights).astype(float)
+    if mask.shape != weights.shape:
+        raise ValueError(f"mask and weights must have the same shape, got {mask.shape} and {weights.shape}")
+    n_q, n_k = weights.shape
+    if query_row is not None and not 0 <= query_row < n_q:
+        raise ValueError(f"query_row must be in 0..{n_q - 1}, got {query_row}")
+    if fig is None:
+        fig = plt.figure(figsize=(8.5, 3.8), layout="constrained")
+    else:
+        fig.clear()
+    mask_ax, weights_ax = fig.subplots(1, 2)
+    _draw_mask(mask_ax, mask, "mask (1 = may attend)")
+    image = weights_ax.imshow(weights, cmap="viridis", vmin=0.0, vmax=1.0)
+    if n_q * n_k <= 144:
+        for i in range(n_q):
+            for j in range(n_k):
+                weights_ax.text(j, i, f"{weights[i, j]:.2f}", ha="center", va="center", fontsize=7,
+                                color="black" if weights[i, j] > 0.6 else "white")
+    weights_ax.set_xticks(range(n_k))
+    weights_ax.set_yticks(range(n_q))
+    weights_ax.set_xlabel("key")
+    weights_ax.set_ylabel("query")
+    weights_ax.set_title("attention weights")
+    fig.colorbar(image, ax=weights_ax, fraction=0.046, pad=0.04)
+    if query_row is not None:
+        _highlight_row(mask_ax, query_row, n_k)
+        _highlight_row(weights_ax, query_row, n_k)
+        row = weights[query_row]
+        weights_ax.set_title(f"weights of query {query_row}: sum {row.sum():.2f}, "
+                             f"{int(mask[query_row].sum())} keys visible", fontsize=10)
+    return fig

@@ -1,0 +1,166 @@
+"""Chapter 06's figures: one mask in three conventions, and our model against PyTorch's."""
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+from matplotlib.colors import ListedColormap
+from matplotlib.ticker import MaxNLocator
+
+from ..models.masks import to_additive_mask, to_key_padding_mask, to_torch_attn_mask
+
+__all__ = ["mask_conventions", "model_comparison", "timing_bars"]
+
+_BLOCKED_COLORS = ListedColormap(["#3b3b3b", "#cde8c4"])  # blocked: dark, may attend: light green
+
+
+def _mask_kind(mask):
+    """``"target"`` for ``(L_q, L_k)`` / ``(1, L_q, L_k)`` masks, ``"source"`` for ``(N, 1, L)``."""
+    if not isinstance(mask, torch.Tensor):
+        raise TypeError(f"mask_conventions expects a keep-mask tensor, got {type(mask).__name__}")
+    if mask.dim() == 2 or (mask.dim() == 3 and mask.shape[0] == 1):
+        return "target"
+    if mask.dim() == 3 and mask.shape[1] == 1:
+        return "source"
+    raise ValueError(
+        "mask_conventions expects a target mask (1, L_q, L_k) or (L_q, L_k), or a source mask "
+        f"(N, 1, L); got {tuple(mask.shape)}"
+    )
+
+
+def _draw_cells(ax, keep, labels, title, xlabel, ylabel):
+    """Colour ``keep`` ``(rows, cols)`` (light = may attend) and write each cell's ``labels``."""
+    n_rows, n_cols = keep.shape
+    ax.imshow(keep.astype(float), cmap=_BLOCKED_COLORS, vmin=0, vmax=1)
+    for i in range(n_rows):
+        for j in range(n_cols):
+            ax.text(j, i, labels[i][j], ha="center", va="center", fontsize=8,
+                    color="black" if keep[i, j] else "white")
+    ax.set_xticks(range(n_cols))
+    ax.set_yticks(range(n_rows))
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=10)
+
+
+def _labels(values, fmt):
+    return [[fmt(value) for value in row] for row in values.tolist()]
+
+
+def _float_label(value):
+    return "-inf" if value == float("-inf") else f"{value:g}"
+
+
+def mask_conventions(mask):
+    """One keep-mask in the three conventions: ours, PyTorch's boolean and PyTorch's additive.
+
+    ``mask`` is ours (``True`` = may attend): a target mask ``(1, L_q, L_k)`` or ``(L_q, L_k)``
+    becomes PyTorch's ``attn_mask`` ``(L_q, L_k)``; a source mask ``(N, 1, L)`` becomes its
+    ``key_padding_mask`` ``(N, L)``. The conversions are the package's (``to_torch_attn_mask``
+    or ``to_key_padding_mask``, then ``to_additive_mask``). Every panel colours the cells the
+    same way (light = may attend, dark = blocked) and writes the value each convention
+    stores there. Returns the Figure with three axes.
+    """
+    kind = _mask_kind(mask)
+    if kind == "target":
+        keep = mask[0] if mask.dim() == 3 else mask  # (L_q, L_k)
+        blocked = to_torch_attn_mask(mask)  # (L_q, L_k), True = blocked
+        ours_title = f"ours: target mask {tuple(mask.shape)}\nTrue = may attend"
+        torch_title = f"PyTorch attn_mask {tuple(blocked.shape)}\nTrue = blocked"
+        ylabel = "query"
+    else:
+        keep = mask[:, 0, :]  # (N, L)
+        blocked = to_key_padding_mask(mask)  # (N, L), True = padding
+        ours_title = f"ours: source mask {tuple(mask.shape)}\nTrue = may attend"
+        torch_title = f"PyTorch key_padding_mask {tuple(blocked.shape)}\nTrue = blocked"
+        ylabel = "sequence"
+    additive = to_additive_mask(keep.bool())  # (rows, cols): 0 keep, -inf block
+    keep = keep.bool().cpu().numpy()
+    fig, axes = plt.subplots(1, 3, figsize=(3 * (1.2 + 0.45 * keep.shape[1]), 1.8 + 0.45 * keep.shape[0]),
+                             layout="constrained")
+    _draw_cells(axes[0], keep, _labels(keep, lambda v: "T" if v else "F"), ours_title, "key", ylabel)
+    _draw_cells(axes[1], keep, _labels(blocked.cpu().numpy(), lambda v: "T" if v else "F"),
+                torch_title, "key", ylabel)
+    _draw_cells(axes[2], keep, _labels(additive.cpu().numpy(), _float_label),
+                f"additive float mask {tuple(additive.shape)}\n0 = keep, -inf = blocked", "key", ylabel)
+    return fig
+
+
+def _check_names(name, values, names):
+    if not isinstance(values, dict) or list(values) != names:
+        got = list(values) if isinstance(values, dict) else type(values).__name__
+        raise ValueError(f"{name} must be a dict with the runs' names {names} in that order, got {got}")
+
+
+def model_comparison(runs, parameters, seconds):
+    """Several models trained the same way: loss curves, parameter counts and training times.
+
+    Args:
+        runs: maps a model's name to ``(train_losses, test_losses)``, per-epoch sequences.
+        parameters: maps the same names, in the same order, to parameter counts.
+        seconds: maps the same names to training wall times in seconds.
+
+    Three axes: every loss curve on one log-scale axes (training solid, test dashed, one
+    colour a model, the legend giving each final test loss), then one bar per model for the
+    parameters and one for the time. Returns the Figure.
+    """
+    if not isinstance(runs, dict) or not runs:
+        raise TypeError(f"model_comparison expects a non-empty dict of name -> (train, test) losses, got {runs!r}")
+    names = list(runs)
+    _check_names("parameters", parameters, names)
+    _check_names("seconds", seconds, names)
+    fig, (loss_ax, param_ax, time_ax) = plt.subplots(
+        1, 3, figsize=(12, 3.8), layout="constrained", gridspec_kw={"width_ratios": [2.2, 1, 1]}
+    )
+    colors = [f"C{index}" for index in range(len(names))]
+    for name, color in zip(names, colors):
+        if len(runs[name]) != 2:
+            raise ValueError(f"run {name!r} must be a pair (train_losses, test_losses), got {len(runs[name])} items")
+        train, test = (np.asarray(curve, dtype=float) for curve in runs[name])
+        loss_ax.plot(np.arange(1, len(train) + 1), train, color=color, label=f"{name}: training")
+        if len(test):
+            loss_ax.plot(np.arange(1, len(test) + 1), test, color=color, ls="--",
+                         label=f"{name}: test (last {test[-1]:.4f})")
+    loss_ax.set_yscale("log")
+    loss_ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    loss_ax.set_xlabel("epoch")
+    loss_ax.set_ylabel("loss")
+    loss_ax.set_title("training and test losses")
+    loss_ax.legend(fontsize=8)
+    positions = np.arange(len(names))
+    for ax, values, label, fmt in ((param_ax, parameters, "parameters", "{:,.0f}"),
+                                   (time_ax, seconds, "seconds", "{:.1f} s")):
+        heights = [values[name] for name in names]
+        bars = ax.bar(positions, heights, color=colors)
+        ax.bar_label(bars, labels=[fmt.format(h) for h in heights], fontsize=8)
+        ax.set_xticks(positions, names, fontsize=8)
+        ax.set_ylabel(label)
+        ax.margins(y=0.15)
+    param_ax.set_title("parameter count")
+    time_ax.set_title("training wall time")
+    return fig
+
+
+def timing_bars(seconds, title="time per call", unit="ms"):
+    """Horizontal bars, one per measured path: ``seconds`` maps a label to a time in seconds.
+
+    Each bar is labelled with its time in ``unit`` (``"s"``, ``"ms"`` or ``"µs"``) and its
+    ratio to the fastest path. Returns the Figure.
+    """
+    scales = {"s": 1.0, "ms": 1e3, "µs": 1e6}
+    if unit not in scales:
+        raise ValueError(f"unit must be one of {list(scales)}, got {unit!r}")
+    if not isinstance(seconds, dict) or not seconds:
+        raise TypeError(f"timing_bars expects a non-empty dict of label -> seconds, got {seconds!r}")
+    times = np.asarray(list(seconds.values()), dtype=float)
+    if not np.all(times > 0):
+        raise ValueError(f"every time must be positive, got {seconds}")
+    fig, ax = plt.subplots(figsize=(7, 0.8 + 0.5 * len(times)), layout="constrained")
+    positions = np.arange(len(times))
+    bars = ax.barh(positions, times * scales[unit], color=[f"C{i}" for i in range(len(times))])
+    ax.bar_label(bars, labels=[f"{t * scales[unit]:.2f} {unit} (×{t / times.min():.1f})" for t in times],
+                 fontsize=8, padding=3)
+    ax.set_yticks(positions, list(seconds))
+    ax.invert_yaxis()
+    ax.set_xlabel(f"time ({unit})")
+    ax.margins(x=0.3)
+    ax.set_title(title)
+    return fig

@@ -1,0 +1,251 @@
+"""The whole Transformer: its data flow, losses side by side, and its three kinds of attention.
+
+* ``transformer_diagram``: the boxes and arrows of an ``EncoderDecoderTransf``, with its sizes;
+* ``loss_comparison``: one bar per loss (a mode, a model or a baseline), draws shown as dots;
+* ``transformer_attention``: encoder self-, decoder self- and cross-attention of a few
+  sequences, every head, next to the sequence's corners.
+"""
+import numbers
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+
+from .attention import _draw_map
+from .sequences import _square_axes
+
+__all__ = ["transformer_diagram", "loss_comparison", "transformer_attention"]
+
+_ENCODER_COLOR = "#dbe9f6"
+_DECODER_COLOR = "#fde4cf"
+_DATA_COLOR = "#eeeeee"
+
+
+def _as_numpy(values):
+    if isinstance(values, torch.Tensor):
+        values = values.detach().cpu().numpy()
+    return np.asarray(values, dtype=float)
+
+
+# ----------------------------------------------------------------------------- the diagram
+def _box(ax, x, y, text, color):
+    return ax.text(x, y, text, ha="center", va="center", fontsize=8.5, multialignment="center",
+                   bbox=dict(boxstyle="round,pad=0.5", facecolor=color, edgecolor="gray"))
+
+
+def _arrow(ax, start, end, label=None):
+    """An arrow from box ``start`` to box ``end``, clipped at both boxes' edges."""
+    ax.annotate("", xy=end.get_position(), xytext=start.get_position(),
+                arrowprops=dict(arrowstyle="-|>", color="dimgray", lw=1.2, shrinkA=0, shrinkB=0,
+                                patchA=start.get_bbox_patch(), patchB=end.get_bbox_patch()))
+    if label:
+        (x0, y0), (x1, y1) = start.get_position(), end.get_position()
+        ax.text((x0 + x1) / 2, (y0 + y1) / 2 + 0.02, label, ha="center", va="bottom", fontsize=8,
+                color="dimgray", style="italic")
+
+
+def _wrapper_rule(norm_first):
+    return "each sublayer: x + drop(f(norm(x)))" if norm_first else "each sublayer: norm(x + drop(f(x)))"
+
+
+def transformer_diagram(model):
+    """The data flow of an ``EncoderDecoderTransf`` ``model``, bottom to top, with its sizes.
+
+    Left, the encoder: source, the shared projection ``proj``, positional encoding, the
+    encoder layers and their final norm (if any). Right, the decoder: the shifted target
+    (teacher forcing in training, the model's own predictions when decoding greedily), the
+    same projection, positional encoding, the decoder layers, whose cross-attention reads the
+    encoder's states, the final norm and the output layer ``linear``. Every shape is read from
+    the model. Returns the Figure.
+    """
+    parts = ("encoder", "decoder", "proj", "linear", "input_len", "target_len", "n_features")
+    if not all(hasattr(model, part) for part in parts):
+        raise TypeError(f"expected an EncoderDecoderTransf (with {', '.join(parts)}), got {type(model).__name__}")
+    encoder, decoder = model.encoder, model.decoder
+    d_model, n_features = encoder.d_model, model.n_features
+    source_len, target_len = model.input_len, model.target_len
+    enc_layer, dec_layer = encoder.layers[0], decoder.layers[0]
+
+    fig, ax = plt.subplots(figsize=(9, 7.5), layout="constrained")
+    ax.set_axis_off()
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    left, right = 0.25, 0.73
+
+    enc_boxes = [
+        _box(ax, left, 0.05, f"source: the first {source_len} corners\n(N, {source_len}, {n_features})", _DATA_COLOR),
+        _box(ax, left, 0.19, f"proj: Linear({n_features} → {d_model})\n(N, {source_len}, {d_model})", _ENCODER_COLOR),
+        _box(ax, left, 0.31, "+ positional encoding", _ENCODER_COLOR),
+        _box(ax, left, 0.50, f"{encoder.n_layers} × encoder layer\nself-attention ({enc_layer.n_heads} heads)\n"
+                             f"feed-forward ({enc_layer.ff_units} hidden units)\n{_wrapper_rule(enc_layer.norm_first)}",
+             _ENCODER_COLOR),
+    ]
+    if encoder.norm is not None:
+        enc_boxes.append(_box(ax, left, 0.67, "final LayerNorm", _ENCODER_COLOR))
+    states = _box(ax, left, 0.80, f"encoder states\n(N, {source_len}, {d_model})", _DATA_COLOR)
+    enc_boxes.append(states)
+
+    dec_boxes = [
+        _box(ax, right, 0.05, f"shifted target (N, {target_len}, {n_features}):\nthe last source corner, then\n"
+                              "training: the true corners (teacher forcing)\neval: its own predictions (greedy)",
+             _DATA_COLOR),
+        _box(ax, right, 0.19, f"proj (the same layer)\n(N, {target_len}, {d_model})", _DECODER_COLOR),
+        _box(ax, right, 0.31, "+ positional encoding", _DECODER_COLOR),
+    ]
+    dec_text = (f"{decoder.n_layers} × decoder layer\nmasked self-attention ({dec_layer.n_heads} heads)\n"
+                f"cross-attention to the states\nfeed-forward ({dec_layer.ff_units} hidden units)\n"
+                f"{_wrapper_rule(dec_layer.norm_first)}")
+    dec_layers = _box(ax, right, 0.50, dec_text, _DECODER_COLOR)
+    dec_boxes.append(dec_layers)
+    if decoder.norm is not None:
+        dec_boxes.append(_box(ax, right, 0.67, "final LayerNorm", _DECODER_COLOR))
+    dec_boxes += [
+        _box(ax, right, 0.79, f"linear: Linear({d_model} → {n_features})", _DECODER_COLOR),
+        _box(ax, right, 0.92, f"prediction: the last {target_len} corners\n(N, {target_len}, {n_features})",
+             _DATA_COLOR),
+    ]
+    for boxes in (enc_boxes, dec_boxes):
+        for start, end in zip(boxes[:-1], boxes[1:]):
+            _arrow(ax, start, end)
+    _arrow(ax, states, dec_layers, label="keys and values")
+    ax.set_title(f"EncoderDecoderTransf: d_model = {d_model}, {enc_layer.n_heads} heads, "
+                 f"{encoder.n_layers} + {decoder.n_layers} layers")
+    return fig
+
+
+# ----------------------------------------------------------------------------- losses side by side
+def loss_comparison(losses, title=None, xlabel="loss", log=False):
+    """Horizontal bars comparing losses: ``losses`` maps a label to a float or to several floats.
+
+    A single value is one bar; several values (e.g. the same batch under several dropout
+    draws) give a bar at their mean with each value drawn as a dot. Each bar is labelled with
+    its value (or mean). ``log=True`` uses a log scale, for losses of different magnitudes.
+    Returns the Figure.
+    """
+    if not isinstance(losses, dict) or not losses:
+        raise TypeError(f"loss_comparison expects a non-empty dict of label -> loss(es), got {type(losses).__name__}")
+    values = {}
+    for label, value in losses.items():
+        array = np.atleast_1d(_as_numpy(value))
+        if array.ndim != 1 or array.size == 0 or not np.all(np.isfinite(array)):
+            raise ValueError(f"the loss(es) of {label!r} must be finite numbers, got {value!r}")
+        if log and np.any(array <= 0):
+            raise ValueError(f"a log scale needs positive losses; {label!r} has {array.min()}")
+        values[label] = array
+    labels = list(values)
+    positions = np.arange(len(labels))[::-1]  # the first label on top
+    means = np.array([values[label].mean() for label in labels])
+    fig, ax = plt.subplots(figsize=(7, 0.9 + 0.55 * len(labels)), layout="constrained")
+    ax.barh(positions, means, height=0.6, color=[f"C{i}" for i in range(len(labels))], alpha=0.6)
+    for position, label, mean in zip(positions, labels, means):
+        draws = values[label]
+        text = f"{mean:.4f}"
+        if draws.size > 1:
+            offsets = np.linspace(-0.2, 0.2, draws.size)  # spread the dots over the bar's height
+            ax.scatter(draws, position + offsets, color="black", s=10, zorder=3)
+            text += f" (mean of {draws.size})"
+        ax.annotate(text, (draws.max(), position), xytext=(6, 0), textcoords="offset points",
+                    va="center", fontsize=8)
+    if log:
+        ax.set_xscale("log")
+    largest = max(float(v.max()) for v in values.values())
+    ax.set_xlim(right=largest * (4.0 if log else 1.4))  # room for the labels
+    ax.set_yticks(positions, labels)
+    ax.set_xlabel(xlabel)
+    if title:
+        ax.set_title(title)
+    return fig
+
+
+# ----------------------------------------------------------------------------- attention side by side
+def _check_alphas(name, alphas, n_heads=None):
+    alphas = _as_numpy(alphas)
+    if alphas.ndim != 4:
+        raise ValueError(f"{name} weights must be (N, n_heads, L_q, L_k), got shape {alphas.shape}")
+    if n_heads is not None and alphas.shape[1] != n_heads:
+        raise ValueError(f"{name} weights have {alphas.shape[1]} heads, the encoder's have {n_heads}")
+    return alphas
+
+
+def _check_shape(name, values, shape):
+    values = _as_numpy(values)
+    if values.shape != shape:
+        raise ValueError(f"{name} should have shape {shape} to match the encoder weights, got {values.shape}")
+    return values
+
+
+def _corner_panel(ax, index, source, target, predicted):
+    """One sequence in the plane: source corners (numbered), target corners and predictions."""
+    _square_axes(ax, f"#{index}")
+    ax.scatter(*source.T, color="tab:blue", s=25)
+    numbered = source
+    if target is not None:
+        ax.scatter(*target.T, facecolors="none", edgecolors="tab:green", s=50, lw=1.5)
+        numbered = np.concatenate([source, target])  # (L_s + L_t, 2)
+    if predicted is not None:
+        ax.scatter(*predicted.T, color="tab:red", marker="x", s=35)
+    for order, (x, y) in enumerate(numbered):
+        ax.annotate(str(order), (x, y), textcoords="offset points", xytext=(4, 4), fontsize=8)
+
+
+def transformer_attention(encoder, decoder, cross, source, target=None, predicted=None, indices=(0, 1, 2),
+                          layer=None):
+    """Encoder self-, decoder self- and cross-attention of a few sequences, every head.
+
+    One row per sequence in ``indices``: its corners in the plane (source numbered from 0,
+    target circled, prediction as crosses), then one map per head for each kind of attention.
+
+    Args:
+        encoder: encoder self-attention weights ``(N, h, L_s, L_s)``.
+        decoder: decoder self-attention weights ``(N, h, L_t, L_t)``.
+        cross: cross-attention weights ``(N, h, L_t, L_s)``.
+        source: ``(N, L_s, 2)``; ``target`` and ``predicted``: optional ``(N, L_t, 2)``.
+        indices: which sequences to draw.
+        layer: a name for the layer the weights come from, shown in the group titles.
+
+    Labels assume greedy decoding (weights kept after ``predict``): the source corners are
+    ``x_0 ... x_{L_s-1}``; the decoder reads the last source corner, then its own predictions
+    ``x̂_{L_s} ...``. Returns the Figure.
+    """
+    encoder = _check_alphas("encoder", encoder)
+    n, n_heads, source_len = encoder.shape[:3]
+    decoder = _check_alphas("decoder", decoder, n_heads)
+    cross = _check_alphas("cross", cross, n_heads)
+    target_len = decoder.shape[2]
+    _check_shape("decoder", decoder, (n, n_heads, target_len, target_len))
+    _check_shape("cross", cross, (n, n_heads, target_len, source_len))
+    source = _check_shape("source", source, (n, source_len, 2))
+    target = None if target is None else _check_shape("target", target, (n, target_len, 2))
+    predicted = None if predicted is None else _check_shape("predicted", predicted, (n, target_len, 2))
+    indices = list(indices)
+    if not indices or not all(isinstance(i, numbers.Integral) and 0 <= i < n for i in indices):
+        raise ValueError(f"indices must be a non-empty list of sequence numbers in [0, {n}), got {indices}")
+
+    source_labels = [f"$x_{i}$" for i in range(source_len)]
+    decoder_labels = [f"$x_{source_len - 1}$"] + [f"$\\hat{{x}}_{source_len + i}$" for i in range(target_len - 1)]
+    kinds = (
+        ("encoder self-attention", encoder, source_labels, source_labels, "source corner", "source corner"),
+        ("decoder self-attention (masked)", decoder, decoder_labels, decoder_labels, "decoder input", "decoder input"),
+        ("cross-attention", cross, decoder_labels, source_labels, "decoder input", "source corner"),
+    )
+    n_rows = len(indices)
+    fig = plt.figure(figsize=(1.9 + 3 * 1.3 * n_heads, 0.8 + 1.55 * n_rows), layout="constrained")
+    corner_fig, *map_figs = fig.subfigures(1, 4, width_ratios=[1.2] + [n_heads] * 3, wspace=0.02)
+    corner_axes = corner_fig.subplots(n_rows, 1, squeeze=False)[:, 0]
+    corner_fig.suptitle("corners", fontsize=10)
+    for ax, index in zip(corner_axes, indices):
+        _corner_panel(ax, index, source[index], None if target is None else target[index],
+                      None if predicted is None else predicted[index])
+    suffix = f", {layer}" if layer else ""
+    for subfig, (title, alphas, q_labels, k_labels, q_name, k_name) in zip(map_figs, kinds):
+        axes = subfig.subplots(n_rows, n_heads, squeeze=False)
+        for row, index in enumerate(indices):
+            for head in range(n_heads):
+                ax = axes[row, head]
+                image = _draw_map(ax, alphas[index, head], q_labels, k_labels,
+                                  f"head {head}" if row == 0 else None, annotate=True)
+                ax.set_xlabel(k_name if row == n_rows - 1 else "", fontsize=8)
+                ax.set_ylabel(q_name if head == 0 else "", fontsize=8)
+        subfig.suptitle(title + suffix, fontsize=10)
+    fig.colorbar(image, ax=list(axes.flat), fraction=0.05, pad=0.03, label="weight")
+    return fig

@@ -1,0 +1,58 @@
+"""A toy-sized run of every benchmark, so they cannot rot (they are never timed here)."""
+import nbformat
+import pytest
+
+from benchmarks import attention, course, layers, run, trainer_overhead
+from benchmarks.timing import compare, ratio_row
+
+
+def _check_ratio_rows(rows):
+    assert rows
+    for row in rows:
+        assert row["ours_ms"] > 0 and row["reference_ms"] > 0
+        assert row["ratio"] == pytest.approx(row["ours_ms"] / row["reference_ms"])
+        if "goal" in row:
+            assert row["met"] == (row["ratio"] <= row["goal"])
+
+
+def test_compare_runs_every_contender_warmup_plus_repeats_times():
+    calls = {"a": 0, "b": 0}
+    medians = compare({"a": lambda: calls.__setitem__("a", calls["a"] + 1),
+                       "b": lambda: calls.__setitem__("b", calls["b"] + 1)}, repeats=3, warmup=2)
+    assert calls == {"a": 5, "b": 5} and set(medians) == {"a", "b"}
+    row = ratio_row("case", {"a": 2.0, "b": 4.0}, "a", "b", goal=1.0)
+    assert row["ratio"] == 0.5 and row["met"] and row["ours_ms"] == 2000.0
+
+
+def test_trainer_benchmark_checks_both_loops_did_the_same_work():
+    rows = trainer_overhead.run(quick=True)
+    _check_ratio_rows(rows)
+    assert rows[0]["goal"] == trainer_overhead.GOAL
+
+
+@pytest.mark.parametrize("module", [attention, layers], ids=["attention", "layers"])
+def test_ratio_benchmarks_run(module):
+    _check_ratio_rows(module.run(quick=True))
+
+
+def _tiny_notebook(path):
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1 + 1")])
+    nbformat.write(notebook, path)
+    return path
+
+
+def test_course_benchmark_executes_notebooks(tmp_path):
+    rows = course.run(notebooks=[_tiny_notebook(tmp_path / "01_tiny.ipynb")])
+    assert [row["case"] for row in rows] == ["01_tiny"] and rows[0]["seconds"] > 0
+
+
+def test_run_writes_the_report(tmp_path, monkeypatch):
+    tiny = _tiny_notebook(tmp_path / "01_tiny.ipynb")
+    original = course.run
+    monkeypatch.setattr(course, "run", lambda quick=False: original(notebooks=[tiny]))
+    output = tmp_path / "RESULTS.md"
+    run.main(["--quick", "--output", str(output)])
+    report = output.read_text()
+    for heading in ("## Trainer overhead", "## Attention", "## Layers", "## Course"):
+        assert heading in report
+    assert "torch " in report and "01_tiny" in report and "| ratio |" in report

@@ -1,0 +1,80 @@
+"""Chapter 01 exercises: the worked solutions pass, typical mistakes get a helpful message."""
+import pytest
+import torch
+
+from stepbystep.data import make_regression_data
+from stepbystep.exercises import ch01
+from stepbystep.models import best_sigma, nadaraya_watson
+
+
+def test_gaussian_scores_solution_and_any_row_shift_pass():
+    assert ch01.gaussian_scores.check(ch01._gaussian_scores_solution)
+
+    def shifted(queries, keys, sigma):  # softmax ignores a constant per query: still right
+        return ch01._gaussian_scores_solution(queries, keys, sigma) + queries[:, None] ** 2
+
+    assert ch01.gaussian_scores.check(shifted)
+
+
+@pytest.mark.parametrize("wrong, message", [
+    (lambda q, k, s: (q[:, None] - k[None, :]) ** 2 / (2 * s**2), "minus sign is missing"),
+    (lambda q, k, s: -((q[:, None] - k[None, :]) ** 2) / s**2, "check the 2 in 2σ²"),
+    (lambda q, k, s: -((q[:, None] - k[None, :]) ** 2) / (2 * s), "has to be squared"),
+    (lambda q, k, s: -(q[:, None] - k[None, :]).abs(), "differs from the Gaussian weights"),
+    (lambda q, k, s: torch.zeros(len(k), len(q)), "should have shape (7, 9)"),
+])
+def test_gaussian_scores_typical_mistakes(wrong, message):
+    result = ch01.gaussian_scores.check(wrong)
+    assert not result
+    assert message in repr(result) and "Hint:" in repr(result)
+
+
+def test_loo_error_solution_passes():
+    assert ch01.loo_error.check(ch01._loo_error_solution)
+
+
+def test_loo_error_that_keeps_the_point_itself_is_named():
+    def in_sample(x, y, sigma):
+        return ((nadaraya_watson(x, x, y, sigma)[0] - y) ** 2).mean()
+
+    result = ch01.loo_error.check(in_sample)
+    assert not result and "each point still attends to itself" in repr(result)
+
+
+def test_loo_error_other_mistakes():
+    result = ch01.loo_error.check(lambda x, y, sigma: torch.tensor(1.0))
+    assert not result and "the leave-one-out MSE is" in repr(result) and "returned 1.0000" in repr(result)
+    result = ch01.loo_error.check(lambda x, y, sigma: (x - y) ** 2)
+    assert not result and "expected one number" in repr(result)
+    assert not ch01.loo_error.check("not a function")
+
+
+def test_loo_sigma_solution_passes_and_the_noisier_set_needs_the_wider_kernel():
+    answer = ch01._loo_sigma_solution()
+    assert ch01.loo_sigma.check(answer)
+    assert answer[1.0] > answer[0.1]
+
+
+def test_loo_sigma_mistakes():
+    answer = ch01._loo_sigma_solution()
+    swapped = {0.1: answer[1.0], 1.0: answer[0.1]}
+    result = ch01.loo_sigma.check(swapped)
+    assert not result and "swapped" in repr(result)
+    result = ch01.loo_sigma.check({0.1: answer[0.1], 1.0: 5.0})
+    assert not result and "for noise 1.0" in repr(result) and "for noise 0.1" not in repr(result)
+    result = ch01.loo_sigma.check([answer[0.1], answer[1.0]])
+    assert not result and "expected a dict" in repr(result)
+
+
+def test_loo_sigma_accepts_a_finer_search():
+    x, y = make_regression_data(noise=0.1)
+    fine = torch.logspace(-2, 1, 1001)
+    answer = {0.1: best_sigma(x, y, fine)[0], 1.0: best_sigma(*make_regression_data(noise=1.0), fine)[0]}
+    assert ch01.loo_sigma.check(answer)
+
+
+def test_solutions_print_their_source(capsys):
+    for exercise in (ch01.gaussian_scores, ch01.loo_error, ch01.loo_sigma):
+        exercise.solution()
+    printed = capsys.readouterr().out
+    assert "def _gaussian_scores_solution" in printed and "masked_fill" in printed and "best_sigma" in printed

@@ -1,0 +1,107 @@
+"""Chapter 02's exercises: the worked solutions pass, typical mistakes get a helpful message."""
+import math
+
+import torch
+
+from stepbystep.exercises import ch02
+
+
+def _solution(exercise):
+    return exercise._solution
+
+
+# ---------------------------------------------------------------- causal mask
+def test_causal_mask_solution_passes():
+    assert ch02.causal_mask.check(_solution(ch02.causal_mask))
+
+
+def test_causal_mask_transposed_is_caught():
+    result = ch02.causal_mask.check(lambda size: torch.ones(size, size, dtype=torch.bool).triu().unsqueeze(0))
+    assert not result and "transpose" in repr(result)
+
+
+def test_causal_mask_inverted_is_caught():
+    result = ch02.causal_mask.check(lambda size: ~torch.ones(size, size, dtype=torch.bool).tril().unsqueeze(0))
+    assert not result and "inverted" in repr(result)
+
+
+def test_causal_mask_without_the_diagonal_is_caught():
+    result = ch02.causal_mask.check(lambda size: torch.ones(size, size, dtype=torch.bool).tril(-1).unsqueeze(0))
+    assert not result and "attend to itself" in repr(result)
+
+
+def test_causal_mask_wrong_shape_and_dtype_are_caught():
+    result = ch02.causal_mask.check(lambda size: torch.ones(size, size).tril().bool())
+    assert not result and "expected shape (1, 3, 3)" in repr(result)
+    result = ch02.causal_mask.check(lambda size: torch.ones(size, size).tril().unsqueeze(0))
+    assert not result and "bool" in repr(result)
+    assert "Hint: row i is query i" in repr(result)
+
+
+# ---------------------------------------------------------------- masked attention
+def test_masked_attention_solution_passes():
+    assert ch02.masked_attention.check(_solution(ch02.masked_attention))
+
+
+def _attention(scale=True, softmax_dim=-1, use_mask=True):
+    def attention(q, k, v, mask=None):
+        scores = q @ k.transpose(-2, -1)  # (N, L_q, L_k)
+        if scale:
+            scores = scores / math.sqrt(q.shape[-1])
+        if mask is not None and use_mask:
+            scores = scores.masked_fill(~mask, float("-inf"))
+        weights = torch.softmax(scores, dim=softmax_dim)
+        return weights @ v, weights
+
+    return attention
+
+
+def test_masked_attention_missing_scale_is_caught():
+    result = ch02.masked_attention.check(_attention(scale=False))
+    assert not result and "divide q·k by √d_k" in repr(result)
+
+
+def test_masked_attention_softmax_over_queries_is_caught():
+    result = ch02.masked_attention.check(_attention(softmax_dim=1))
+    assert not result and "sum to 1" in repr(result)
+
+
+def test_masked_attention_ignoring_the_mask_is_caught():
+    result = ch02.masked_attention.check(_attention(use_mask=False))
+    assert not result and "masked keys still get weight" in repr(result)
+
+
+def test_masked_attention_wrong_return_is_caught():
+    result = ch02.masked_attention.check(lambda q, k, v, mask=None: q)
+    assert not result and "pair (context, weights)" in repr(result)
+
+
+# ---------------------------------------------------------------- shift as a rotation
+def test_shift_rotation_solution_passes():
+    assert ch02.shift_rotation.check(_solution(ch02.shift_rotation))
+
+
+def test_shift_rotation_transposed_is_caught():
+    def transposed(omega, k):
+        return _solution(ch02.shift_rotation)(omega, k).T
+
+    result = ch02.shift_rotation.check(transposed)
+    assert not result and "wrong way" in repr(result)
+
+
+def test_shift_rotation_identity_is_caught():
+    result = ch02.shift_rotation.check(lambda omega, k: torch.eye(2))
+    assert not result and "depend on the angle" in repr(result)
+
+
+def test_shift_rotation_wrong_angle_reports_pair_and_error():
+    def half_angle(omega, k):
+        return _solution(ch02.shift_rotation)(omega / 2, k)
+
+    result = ch02.shift_rotation.check(half_angle)
+    assert not result and "for pair 0" in repr(result) and "off by up to" in repr(result)
+
+
+def test_solutions_print_their_source(capsys):
+    ch02.shift_rotation.solution()
+    assert "def _shift_rotation_solution(omega, k):" in capsys.readouterr().out

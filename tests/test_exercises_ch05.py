@@ -1,0 +1,138 @@
+"""Chapter 05's exercises: the worked solutions pass, typical wrong answers get a useful message."""
+import torch
+import torch.nn.functional as F
+
+from stepbystep.exercises import ch05
+from stepbystep.models import build_transformer
+
+
+# ----------------------------------------------------------------------------- teacher-forced loss
+def test_teacher_forced_loss_solution_passes_and_keeps_the_mode():
+    assert ch05.teacher_forced_loss.check(ch05.teacher_forced_loss._solution)
+    model = build_transformer(seed=0).train()
+    full = torch.randn(4, 4, 2)
+    first = ch05.teacher_forced_loss._solution(model, full)
+    assert model.training and first == ch05.teacher_forced_loss._solution(model, full)
+
+
+def test_teacher_forced_loss_solution_matches_the_train_mode_forward_without_dropout():
+    model = build_transformer(dropout=0.0, seed=0).train()
+    full = torch.randn(4, 4, 2)
+    with torch.no_grad():
+        train_mode = F.mse_loss(model(full), full[:, 2:]).item()  # teacher forcing, nothing dropped
+    assert abs(ch05.teacher_forced_loss._solution(model, full) - train_mode) < 1e-6
+
+
+def test_teacher_forced_loss_with_dropout_on_is_caught():
+    def dropout_on(model, full):
+        with torch.no_grad():
+            return F.mse_loss(model.train()(full), full[:, 2:]).item()
+
+    result = ch05.teacher_forced_loss.check(dropout_on)
+    assert not result and "dropout is still on" in repr(result)
+
+
+def test_teacher_forced_loss_greedy_eval_forward_is_caught():
+    def greedy(model, full):
+        was_training = model.training
+        model.eval()
+        loss = F.mse_loss(model(full[:, :2]), full[:, 2:]).item()
+        model.train(was_training)
+        return loss
+
+    result = ch05.teacher_forced_loss.check(greedy)
+    assert not result and "that is the greedy loss" in repr(result)
+
+
+def _eval_decode(shift, masked):
+    def answer(model, full):
+        was_training = model.training
+        model.eval()
+        model.encode(full[:, :2])
+        inputs = full[:, 1:-1] if shift else full[:, 2:]
+        predicted = model.decode(inputs, target_mask=model.trg_masks if masked else None)
+        model.train(was_training)
+        return F.mse_loss(predicted, full[:, 2:])  # a one-element tensor is accepted too
+    return answer
+
+
+def test_teacher_forced_loss_accepts_a_tensor_and_catches_a_missing_mask_or_shift():
+    assert ch05.teacher_forced_loss.check(_eval_decode(shift=True, masked=True))
+    result = ch05.teacher_forced_loss.check(_eval_decode(shift=True, masked=False))
+    assert not result and "without the causal mask" in repr(result)
+    result = ch05.teacher_forced_loss.check(_eval_decode(shift=False, masked=True))
+    assert not result and "shifted right by one" in repr(result)
+
+
+def test_teacher_forced_loss_must_restore_the_mode():
+    def stays_in_eval(model, full):
+        return ch05.teacher_forced_loss._solution(model.eval(), full)
+
+    result = ch05.teacher_forced_loss.check(stays_in_eval)
+    assert not result and "model.train(was_training)" in repr(result)
+
+
+def test_teacher_forced_loss_placeholder_and_global_rng():
+    torch.manual_seed(0)
+    expected = torch.rand(2)
+    torch.manual_seed(0)
+    result = ch05.teacher_forced_loss.check(lambda model, full: None)
+    assert not result and "should return the loss as a float, got NoneType" in repr(result)
+    ch05.teacher_forced_loss.check(ch05.teacher_forced_loss._solution)
+    assert torch.equal(torch.rand(2), expected)  # checking draws nothing from the global stream
+
+
+# ----------------------------------------------------------------------------- nearest-corner baseline
+def test_corner_baseline_solution_passes_and_gives_exact_corners():
+    assert ch05.corner_baseline.check(ch05.corner_baseline._solution)
+    source = torch.tensor([[[-1.05, -0.93], [-0.98, 1.1]]])  # bottom-left, then top-left
+    expected = torch.tensor([[[1.0, 1.0], [1.0, -1.0]]])  # top-right, then bottom-right
+    assert torch.equal(ch05.corner_baseline._solution(source), expected)
+
+
+def test_corner_baseline_typical_mistakes_are_explained():
+    cases = {
+        "mirrored noisy points": lambda s: -s,
+        "the source corners themselves": torch.sign,
+        "the right corners in the wrong order": lambda s: -torch.sign(s).flip(1),
+        "should be (32, 2, 2), got (32, 2)": lambda s: -torch.sign(s)[:, 0],
+        "should return a tensor": lambda s: None,
+    }
+    for message, answer in cases.items():
+        result = ch05.corner_baseline.check(answer)
+        assert not result and message in repr(result), message
+
+
+def test_corner_baseline_accepts_numpy():
+    assert ch05.corner_baseline.check(lambda s: -torch.sign(s).numpy())
+
+
+# ----------------------------------------------------------------------------- greedy decoding
+def test_greedy_decode_solution_passes():
+    assert ch05.greedy_decode.check(ch05.greedy_decode._solution)
+
+
+def test_greedy_decode_without_feedback_says_which_corner():
+    def no_feedback(model, source):
+        model.encode(source)
+        first = model.decode(source[:, -1:], target_mask=model.trg_masks[:, :1, :1])  # (N, 1, F)
+        second = model.decode(first, target_mask=model.trg_masks[:, :1, :1])  # forgets x_1
+        return torch.cat([first, second], dim=1)
+
+    result = ch05.greedy_decode.check(no_feedback)
+    assert not result and "corner 1 differs" in repr(result) and "trg_masks[:, :2, :2]" in repr(result)
+
+
+def test_greedy_decode_wrong_start_and_shape():
+    def starts_from_zeros(model, source):
+        return ch05.greedy_decode._solution(model, torch.cat([source[:, :1], torch.zeros_like(source[:, 1:])], 1))
+
+    result = ch05.greedy_decode.check(starts_from_zeros)
+    assert not result and "the first predicted corner differs" in repr(result)
+    result = ch05.greedy_decode.check(lambda model, source: source[:, :1])
+    assert not result and "should be (N, target_len, n_features) = (8, 2, 2), got (8, 1, 2)" in repr(result)
+
+
+def test_solutions_print_their_source(capsys):
+    ch05.greedy_decode.solution()
+    assert "model.encode(source)" in capsys.readouterr().out

@@ -1,0 +1,107 @@
+"""Chapter 01 figures: they draw, label their axes, mark what they promise and reject bad input."""
+import matplotlib
+import numpy as np
+import pytest
+import torch
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+from stepbystep.data import make_regression_data, regression_grid  # noqa: E402
+from stepbystep.models import kernel_fit, leave_one_out_error, nadaraya_watson  # noqa: E402
+from stepbystep.plots import kernel_dashboard, kernel_fits, kernel_shapes, kernel_weights, loo_curve  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def close_figures():
+    yield
+    plt.close("all")
+
+
+@pytest.fixture
+def data():
+    x, y = make_regression_data(n=20, seed=1)
+    x_grid, y_true = regression_grid(40)
+    return x, y, x_grid, y_true
+
+
+def test_kernel_shapes_one_curve_per_sigma():
+    fig = kernel_shapes([0.5, 1.0, 2.0])
+    (ax,) = fig.axes
+    assert len(ax.lines) == 3
+    assert ax.get_xlabel().startswith("distance") and ax.get_ylabel().startswith("kernel")
+    assert max(line.get_ydata().max() for line in ax.lines) == pytest.approx(1.0, abs=1e-3)
+
+
+def test_kernel_shapes_rejects_non_positive_widths():
+    with pytest.raises(ValueError, match="positive widths"):
+        kernel_shapes([1.0, 0.0])
+
+
+def test_kernel_fits_one_panel_per_sigma_with_the_fit_drawn(data):
+    x, y, x_grid, y_true = data
+    fig = kernel_fits(x, y, x_grid, [0.1, 0.5, 2.0, 8.0], y_true=y_true, n_cols=3)
+    assert isinstance(fig, Figure)
+    assert [ax.get_title() for ax in fig.axes] == ["σ = 0.1", "σ = 0.5", "σ = 2", "σ = 8"]  # spare cell removed
+    ax = fig.axes[2]
+    assert ax.get_xlabel() == "x" and ax.get_ylabel() == "y"
+    prediction = ax.lines[-1].get_ydata()
+    assert np.allclose(prediction, nadaraya_watson(x_grid, x, y, 2.0)[0].numpy(), atol=1e-6)
+
+
+def test_kernel_weights_heatmap_covers_queries_by_keys(data):
+    x, y, x_grid, _ = data
+    _, weights = nadaraya_watson(x_grid, x, y, 0.5)
+    fig = kernel_weights(weights, x_grid, x)
+    heatmap, colorbar = fig.axes
+    assert heatmap.get_xlabel().startswith("key") and heatmap.get_ylabel().startswith("query")
+    mesh = heatmap.collections[0]
+    assert mesh.get_array().shape == (40, 20)
+    assert colorbar.get_ylabel() == "weight α"
+
+
+def test_kernel_weights_sorts_unsorted_keys(data):
+    x, y, x_grid, _ = data
+    order = torch.randperm(20, generator=torch.Generator().manual_seed(0))
+    _, weights = nadaraya_watson(x_grid, x[order], y[order], 0.5)  # columns in shuffled order
+    fig = kernel_weights(weights, x_grid, x[order])
+    _, sorted_weights = nadaraya_watson(x_grid, x, y, 0.5)
+    assert np.allclose(fig.axes[0].collections[0].get_array(), sorted_weights.numpy(), atol=1e-6)
+
+
+def test_kernel_weights_rejects_mismatched_shapes(data):
+    x, y, x_grid, _ = data
+    with pytest.raises(ValueError, match=r"weights must have shape \(n_queries, n_keys\) = \(40, 20\)"):
+        kernel_weights(torch.rand(20, 40), x_grid, x)
+
+
+def test_loo_curve_marks_the_minimum_and_the_learned_sigma(data):
+    x, y, _, _ = data
+    sigmas = torch.logspace(-2, 1, 31)
+    errors = leave_one_out_error(x, y, sigmas)
+    fig = loo_curve(sigmas, errors, learned_sigma=0.42)
+    (ax,) = fig.axes
+    assert ax.get_xscale() == "log" and ax.get_xlabel() == "kernel width σ"
+    best = int(errors.argmin())
+    marked = list(np.asarray(ax.collections[0].get_offsets())[0])
+    assert marked == pytest.approx([sigmas[best].item(), errors[best].item()], rel=1e-5)
+    learned_line = ax.lines[-1]
+    assert learned_line.get_xdata()[0] == pytest.approx(0.42)
+    labels = [text.get_text() for text in ax.get_legend().get_texts()]
+    assert any("learned" in label for label in labels) and any("grid minimum" in label for label in labels)
+
+
+def test_loo_curve_rejects_mismatched_lengths():
+    with pytest.raises(ValueError, match="same length"):
+        loo_curve(np.ones(3), np.ones(4))
+
+
+def test_dashboard_draws_three_panels_and_redraws_in_place(data):
+    x, y, x_grid, y_true = data
+    fig = kernel_dashboard(x, y, x_grid, kernel_fit(x, y, x_grid, 0.3), y_true=y_true)
+    assert len(fig.axes) == 4  # fit, kernel, weights and the weights' colourbar
+    assert "σ = 0.3" in fig.get_suptitle() and "leave-one-out" in fig.get_suptitle()
+    same = kernel_dashboard(x, y, x_grid, kernel_fit(x, y, x_grid, 3.0), y_true=y_true, fig=fig)
+    assert same is fig and len(fig.axes) == 4
+    assert "σ = 3" in fig.get_suptitle()

@@ -1,0 +1,122 @@
+"""Chapter 04's figures: layer norm by hand, batch vs layer norm, d_model = 2, depth and gradient norms."""
+import matplotlib
+import numpy as np
+import pytest
+import torch
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+from stepbystep.gradient_norms import GradientNormRun  # noqa: E402
+from stepbystep.plots import (  # noqa: E402
+    batch_vs_layer_norm,
+    depth_profile,
+    gradient_norms_by_layer,
+    layer_norm_by_hand,
+    layer_norm_collapse,
+)
+
+
+@pytest.fixture(autouse=True)
+def close_figures():
+    yield
+    plt.close("all")
+
+
+def test_layer_norm_by_hand_reports_the_largest_difference():
+    x = torch.tensor([[1.0, 2.0, 3.0], [0.0, 10.0, 20.0]])
+    reference = torch.nn.functional.layer_norm(x, (3,))
+    fig = layer_norm_by_hand(x, reference + 1e-3, reference)
+    assert isinstance(fig, Figure) and len(fig.axes) == 3
+    before, after, check = fig.axes
+    assert before.get_xlabel() == "feature value" and before.get_ylabel() == "token"
+    assert check.get_xlabel() == "nn.LayerNorm" and check.get_ylabel() == "by hand"
+    assert check.get_title() == "same numbers: largest difference 1.0e-03"
+    # the middle panel shows the normalised features of token 1
+    token_dots = [line for line in after.lines if line.get_marker() == "o"]
+    np.testing.assert_allclose(token_dots[1].get_xdata(), reference[1] + 1e-3, rtol=1e-6)
+
+
+def test_layer_norm_by_hand_needs_matching_shapes():
+    with pytest.raises(ValueError, match="n_tokens, d_model"):
+        layer_norm_by_hand(torch.zeros(2, 3), torch.zeros(2, 4), torch.zeros(2, 3))
+
+
+def test_batch_vs_layer_norm_gives_each_group_its_statistics():
+    raw = torch.zeros(2, 3, 4)
+    raw[0] = torch.arange(12.0).view(3, 4)
+    mask = torch.tensor([[True, True, True], [False, False, False]])
+    fig = batch_vs_layer_norm(raw, raw * 2, raw - 1, {"real": mask, "padding": ~mask})
+    assert len(fig.axes) == 3
+    assert [ax.get_title() for ax in fig.axes][1].startswith("batch norm")
+    labels = [t.get_text() for t in fig.axes[2].get_legend().get_texts()]
+    assert labels == ["real: mean +4.50, std 3.45", "padding: mean -1.00, std 0.00"]
+    assert all(ax.get_xlabel() == "value" and ax.get_ylabel() == "count" for ax in fig.axes)
+
+
+def test_batch_vs_layer_norm_checks_the_masks():
+    with pytest.raises(ValueError, match=r"group 'real': expected a mask of shape \(2, 3\)"):
+        batch_vs_layer_norm(torch.zeros(2, 3, 4), torch.zeros(2, 3, 4), torch.zeros(2, 3, 4),
+                            {"real": torch.ones(3, 2, dtype=torch.bool)})
+
+
+def test_layer_norm_collapse_counts_the_two_points_left():
+    points = torch.tensor([[-1.0, 1.0], [1.0, -1.0], [0.9, -1.1], [0.5, -0.2]])
+    normed = torch.nn.functional.layer_norm(points, (2,))  # (4, 2): only ±1 left
+    projected = torch.randn(4, 6)
+    fig = layer_norm_collapse(points, normed, [0, 1, 1, 2], projected, label_names=["a", "b", "c"])
+    assert len(fig.axes) == 3
+    counts = sorted(text.get_text() for text in fig.axes[1].texts)
+    assert counts == ["1 points", "3 points"]  # every point with a > b lands on (1, -1)
+    assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == ["a", "b", "c"]
+    assert fig.axes[2].get_title() == "projected to d_model = 6, then layer norm"
+    assert len(layer_norm_collapse(points, normed, [0, 1, 1, 2]).axes) == 2
+
+
+def test_layer_norm_collapse_needs_two_features():
+    with pytest.raises(ValueError, match=r"shape \(n, 2\)"):
+        layer_norm_collapse(torch.zeros(4, 3), torch.zeros(4, 3), [0, 0, 0, 0])
+
+
+def test_depth_profile_numbers_the_layers():
+    fig = depth_profile({"plain": [1.0, 0.1, 0.01], "residual": [1.0, 0.9, 0.8]}, "gradient norm", first=0)
+    (ax,) = fig.axes
+    assert [list(line.get_xdata()) for line in ax.lines] == [[0, 1, 2], [0, 1, 2]]
+    assert ax.get_yscale() == "log" and ax.get_ylabel() == "gradient norm" and ax.get_xlabel() == "layer"
+    with pytest.raises(ValueError, match="empty"):
+        depth_profile({}, "y")
+
+
+def _run(norm_first, warmup, n_layers=3, steps=5):
+    rng = np.random.default_rng(n_layers)
+    rates = np.full(steps, 0.01)
+    if warmup:
+        rates = 0.01 * np.minimum(1, (np.arange(steps) + 1) / warmup)
+    return GradientNormRun(rng.uniform(0.1, 2, (steps, n_layers)), rng.uniform(0.1, 1, steps), rates,
+                           norm_first, warmup)
+
+
+def test_gradient_norms_by_layer_draws_three_rows_per_run():
+    runs = [_run(True, 0), _run(False, 3)]
+    fig = gradient_norms_by_layer(runs)
+    titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
+    assert titles == ["norm-first, no warm-up", "norm-last, warm-up 3 steps"]
+    assert len(fig.axes) == 3 * 2 + 2  # three rows per run and a learning-rate axis under each
+    top_left = fig.axes[0]
+    np.testing.assert_allclose([bar.get_height() for bar in top_left.patches], runs[0].norms[0])
+    middle_right = fig.axes[3]  # row by row: the second row's second column
+    assert len(middle_right.lines) == 3 and middle_right.get_yscale() == "log"
+    np.testing.assert_allclose(middle_right.lines[2].get_ydata(), runs[1].norms[:, 2])
+
+
+def test_gradient_norms_by_layer_redraws_in_place():
+    fig = gradient_norms_by_layer(_run(True, 0, n_layers=2))
+    assert len(fig.axes) == 4 and len(fig.axes[0].patches) == 2
+    again = gradient_norms_by_layer([_run(False, 0, n_layers=5)] * 2, fig=fig)
+    assert again is fig and len(fig.axes[0].patches) == 5 and len(fig.axes) == 8
+
+
+def test_gradient_norms_by_layer_rejects_other_things():
+    with pytest.raises(TypeError, match="GradientNormRun"):
+        gradient_norms_by_layer([np.zeros((3, 2))])

@@ -1,0 +1,117 @@
+"""Chapter 06's figures: mask conventions, model comparison and timing bars."""
+import matplotlib
+import pytest
+import torch
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+from stepbystep.models import subsequent_mask  # noqa: E402
+from stepbystep.plots import mask_conventions, model_comparison, timing_bars  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def close_figures():
+    yield
+    plt.close("all")
+
+
+def _cell_texts(ax):
+    return [t.get_text() for t in ax.texts]
+
+
+def test_mask_conventions_of_a_causal_mask_writes_each_convention():
+    fig = mask_conventions(subsequent_mask(3))
+    assert isinstance(fig, Figure)
+    ours, blocked, additive = fig.axes
+    assert "(1, 3, 3)" in ours.get_title() and "may attend" in ours.get_title()
+    assert "attn_mask (3, 3)" in blocked.get_title() and "True = blocked" in blocked.get_title()
+    assert "additive" in additive.get_title()
+    # row by row: query 0 sees key 0 only, query 2 sees every key
+    assert _cell_texts(ours) == ["T", "F", "F", "T", "T", "F", "T", "T", "T"]
+    assert _cell_texts(blocked) == ["F", "T", "T", "F", "F", "T", "F", "F", "F"]
+    assert _cell_texts(additive) == ["0", "-inf", "-inf", "0", "0", "-inf", "0", "0", "0"]
+    for ax in fig.axes:
+        assert ax.get_xlabel() == "key" and ax.get_ylabel() == "query"
+
+
+def test_mask_conventions_colours_every_panel_by_the_keep_mask():
+    fig = mask_conventions(subsequent_mask(4))
+    images = [ax.images[0].get_array() for ax in fig.axes]
+    expected = subsequent_mask(4)[0].float().numpy()
+    for image in images:
+        assert (image == expected).all()
+
+
+def test_mask_conventions_of_a_source_mask_shows_the_key_padding_mask():
+    source_mask = torch.tensor([[[True, True, False]], [[True, False, False]]])  # (N, 1, L)
+    fig = mask_conventions(source_mask)
+    ours, blocked, additive = fig.axes
+    assert "source mask (2, 1, 3)" in ours.get_title()
+    assert "key_padding_mask (2, 3)" in blocked.get_title()
+    assert _cell_texts(blocked) == ["F", "F", "T", "F", "T", "T"]
+    assert _cell_texts(additive) == ["0", "0", "-inf", "0", "-inf", "-inf"]
+    assert ours.get_ylabel() == "sequence"
+
+
+def test_mask_conventions_accepts_a_square_mask_without_batch_dimension():
+    fig = mask_conventions(subsequent_mask(2)[0])  # (L, L)
+    assert _cell_texts(fig.axes[1]) == ["F", "T", "F", "F"]
+
+
+@pytest.mark.parametrize("mask, error", [
+    (torch.ones(2, 3, 3, dtype=torch.bool), ValueError),  # per-sequence square masks
+    (torch.ones(3, dtype=torch.bool), ValueError),
+    ([[True]], TypeError),
+    (torch.zeros(1, 3, 3), TypeError),  # an additive float mask is not a keep-mask
+])
+def test_mask_conventions_rejects_what_is_not_a_keep_mask(mask, error):
+    with pytest.raises(error):
+        mask_conventions(mask)
+
+
+def _runs():
+    return {"ours": ([1.0, 0.5, 0.2], [0.8, 0.4, 0.1]), "theirs": ([1.0, 0.6, 0.3], [0.9, 0.5, 0.25])}
+
+
+def test_model_comparison_draws_losses_parameters_and_times():
+    fig = model_comparison(_runs(), parameters={"ours": 1728, "theirs": 1700},
+                           seconds={"ours": 4.0, "theirs": 3.0})
+    loss_ax, param_ax, time_ax = fig.axes
+    assert len(loss_ax.lines) == 4  # training and test for each model
+    labels = [t.get_text() for t in loss_ax.get_legend().get_texts()]
+    assert "ours: test (last 0.1000)" in labels and "theirs: test (last 0.2500)" in labels
+    assert loss_ax.get_xlabel() == "epoch" and loss_ax.get_yscale() == "log"
+    assert [bar.get_height() for bar in param_ax.patches] == [1728, 1700]
+    assert [bar.get_height() for bar in time_ax.patches] == [4.0, 3.0]
+    assert param_ax.get_ylabel() == "parameters" and time_ax.get_ylabel() == "seconds"
+    assert [t.get_text() for t in time_ax.get_xticklabels()] == ["ours", "theirs"]
+
+
+def test_model_comparison_needs_the_same_names_in_every_dict():
+    with pytest.raises(ValueError, match="parameters must be a dict"):
+        model_comparison(_runs(), parameters={"ours": 1}, seconds={"ours": 1.0, "theirs": 1.0})
+    with pytest.raises(ValueError, match="seconds"):
+        model_comparison(_runs(), parameters={"ours": 1, "theirs": 1}, seconds={"theirs": 1.0, "ours": 1.0})
+    with pytest.raises(TypeError):
+        model_comparison({}, parameters={}, seconds={})
+
+
+def test_timing_bars_labels_each_time_and_ratio():
+    fig = timing_bars({"slow": 0.004, "fast": 0.002}, title="one layer")
+    (ax,) = fig.axes
+    assert ax.get_title() == "one layer" and ax.get_xlabel() == "time (ms)"
+    assert [bar.get_width() for bar in ax.patches] == pytest.approx([4.0, 2.0])
+    assert [t.get_text() for t in ax.texts] == ["4.00 ms (×2.0)", "2.00 ms (×1.0)"]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["slow", "fast"]
+
+
+@pytest.mark.parametrize("seconds, unit, error", [
+    ({"a": 0.0}, "ms", ValueError),
+    ({"a": 1.0}, "hours", ValueError),
+    ({}, "ms", TypeError),
+])
+def test_timing_bars_rejects_bad_input(seconds, unit, error):
+    with pytest.raises(error):
+        timing_bars(seconds, unit=unit)

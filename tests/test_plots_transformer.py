@@ -1,0 +1,139 @@
+"""Chapter 05's figures: the Transformer's data flow, losses side by side, its three attentions."""
+import matplotlib
+import numpy as np
+import pytest
+import torch
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+from stepbystep.models import build_transformer  # noqa: E402
+from stepbystep.plots import loss_comparison, transformer_attention, transformer_diagram  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def close_figures():
+    yield
+    plt.close("all")
+
+
+def _texts(fig):
+    return [text.get_text() for ax in fig.axes for text in ax.texts]
+
+
+def test_transformer_diagram_reads_the_sizes_from_the_model():
+    model = build_transformer(n_features=3, input_len=4, target_len=5, d_model=8, n_heads=2, ff_units=7,
+                              n_layers=3, seed=0)
+    fig = transformer_diagram(model)
+    assert isinstance(fig, Figure)
+    texts = "\n".join(_texts(fig))
+    assert "proj: Linear(3 → 8)" in texts and "linear: Linear(8 → 3)" in texts
+    assert "(N, 4, 3)" in texts and "(N, 5, 8)" in texts and "(N, 4, 8)" in texts
+    assert "3 × encoder layer" in texts and "self-attention (2 heads)" in texts
+    assert "feed-forward (7 hidden units)" in texts and "x + drop(f(norm(x)))" in texts
+    assert texts.count("final LayerNorm") == 2
+    assert "d_model = 8, 2 heads, 3 + 3 layers" in fig.axes[0].get_title()
+    # one arrow between consecutive boxes on each side, plus states -> decoder layers
+    arrows = [child for child in fig.axes[0].texts if child.get_text() == "" and hasattr(child, "arrow_patch")]
+    boxes_left, boxes_right = 6, 7
+    assert len(arrows) == (boxes_left - 1) + (boxes_right - 1) + 1
+
+
+def test_transformer_diagram_of_norm_last_layers_has_no_final_norm():
+    fig = transformer_diagram(build_transformer(norm_first=False, seed=0))
+    texts = "\n".join(_texts(fig))
+    assert "final LayerNorm" not in texts and "norm(x + drop(f(x)))" in texts
+
+
+def test_transformer_diagram_rejects_other_models():
+    with pytest.raises(TypeError, match="expected an EncoderDecoderTransf"):
+        transformer_diagram(torch.nn.Linear(2, 2))
+
+
+def test_loss_comparison_draws_a_bar_per_label_and_dots_for_draws():
+    fig = loss_comparison({"train mode": [0.02, 0.03, 0.04], "eval mode": 0.01}, title="one batch", xlabel="MSE")
+    (ax,) = fig.axes
+    rows = {tick: label.get_text() for tick, label in zip(ax.get_yticks(), ax.get_yticklabels())}
+    assert rows == {1: "train mode", 0: "eval mode"}  # the first label on top
+    widths = sorted(bar.get_width() for bar in ax.patches)
+    assert widths == pytest.approx([0.01, 0.03])
+    (dots,) = ax.collections
+    assert sorted(dots.get_offsets()[:, 0]) == pytest.approx([0.02, 0.03, 0.04])
+    assert sorted(t.get_text() for t in ax.texts) == ["0.0100", "0.0300 (mean of 3)"]
+    assert ax.get_xlabel() == "MSE" and ax.get_title() == "one batch"
+    assert ax.get_xscale() == "linear"
+
+
+def test_loss_comparison_log_scale_needs_positive_losses():
+    fig = loss_comparison({"zeros": 1.0, "model": torch.tensor(0.01)}, log=True)
+    assert fig.axes[0].get_xscale() == "log"
+    with pytest.raises(ValueError, match="log scale needs positive losses; 'model' has 0.0"):
+        loss_comparison({"zeros": 1.0, "model": 0.0}, log=True)
+
+
+@pytest.mark.parametrize("losses, error", [({}, TypeError), ([0.1], TypeError), ({"a": float("nan")}, ValueError),
+                                           ({"a": []}, ValueError)])
+def test_loss_comparison_rejects_bad_input(losses, error):
+    with pytest.raises(error):
+        loss_comparison(losses)
+
+
+def _weights(n, heads, l_q, l_k, seed):
+    generator = torch.Generator().manual_seed(seed)
+    return torch.softmax(torch.randn(n, heads, l_q, l_k, generator=generator), dim=-1)  # (N, h, L_q, L_k)
+
+
+def test_transformer_attention_draws_every_head_of_every_kind_per_sequence():
+    n, heads, l_s, l_t = 5, 3, 2, 2
+    encoder = _weights(n, heads, l_s, l_s, 0)
+    decoder = _weights(n, heads, l_t, l_t, 1)
+    cross = _weights(n, heads, l_t, l_s, 2)
+    source, target = torch.randn(n, l_s, 2), torch.randn(n, l_t, 2)
+    fig = transformer_attention(encoder, decoder, cross, source, target, target + 0.1, indices=[4, 1], layer="layer 1")
+    maps = [ax for ax in fig.axes if ax.images]
+    corners = [ax for ax in fig.axes if ax.get_title().startswith("#")]
+    assert len(maps) == 2 * 3 * heads and [ax.get_title() for ax in corners] == ["#4", "#1"]
+    assert len(fig.axes) == len(maps) + len(corners) + 1  # and one colorbar
+    assert [sub._suptitle.get_text() for sub in fig.subfigs] == [
+        "corners", "encoder self-attention, layer 1", "decoder self-attention (masked), layer 1",
+        "cross-attention, layer 1"]
+    # the first map of each kind: sequence 4, head 0, annotated with its weights
+    first_encoder, first_decoder, first_cross = maps[0], maps[2 * heads], maps[4 * heads]
+    assert first_encoder.get_title() == "head 0"
+    assert [t.get_text() for t in first_encoder.texts] == [f"{w:.2f}" for w in encoder[4, 0].flatten().tolist()]
+    assert [t.get_text() for t in first_cross.texts] == [f"{w:.2f}" for w in cross[4, 0].flatten().tolist()]
+    assert [t.get_text() for t in first_cross.get_xticklabels()] == ["$x_0$", "$x_1$"]
+    assert [t.get_text() for t in first_decoder.get_yticklabels()] == ["$x_1$", "$\\hat{x}_2$"]
+    assert first_decoder.get_ylabel() == "decoder input" and first_cross.get_ylabel() == "decoder input"
+    # the corner panel numbers the source and target corners 0-3
+    assert sorted(t.get_text() for t in corners[0].texts) == ["0", "1", "2", "3"]
+
+
+def test_transformer_attention_works_on_the_model_weights_after_predict():
+    model = build_transformer(seed=0).eval()
+    source = torch.randn(4, 2, 2)
+    with torch.no_grad():
+        predicted = model.predict(source)
+    encoder = model.encoder.layers[-1].self_attn_heads.alphas
+    decoder = model.decoder.layers[-1].self_attn_heads.alphas
+    cross = model.decoder.layers[-1].cross_attn_heads.alphas
+    fig = transformer_attention(encoder, decoder, cross, source, predicted=predicted, indices=(0,))
+    assert len([ax for ax in fig.axes if ax.images]) == 9
+
+
+def test_transformer_attention_checks_shapes_and_indices():
+    encoder, decoder, cross = _weights(3, 2, 2, 2, 0), _weights(3, 2, 2, 2, 1), _weights(3, 2, 2, 2, 2)
+    source = torch.randn(3, 2, 2)
+    with pytest.raises(ValueError, match=r"cross should have shape \(3, 2, 2, 2\).*got \(3, 2, 3, 2\)"):
+        transformer_attention(encoder, decoder, _weights(3, 2, 3, 2, 2), source)
+    with pytest.raises(ValueError, match="decoder weights have 3 heads, the encoder's have 2"):
+        transformer_attention(encoder, _weights(3, 3, 2, 2, 1), cross, source)
+    with pytest.raises(ValueError, match=r"source should have shape \(3, 2, 2\)"):
+        transformer_attention(encoder, decoder, cross, source[:2])
+    with pytest.raises(ValueError, match=r"target should have shape \(3, 2, 2\)"):
+        transformer_attention(encoder, decoder, cross, source, target=np.zeros((3, 1, 2)))
+    with pytest.raises(ValueError, match=r"indices must be .* in \[0, 3\)"):
+        transformer_attention(encoder, decoder, cross, source, indices=[3])
+    with pytest.raises(ValueError, match=r"\(N, n_heads, L_q, L_k\)"):
+        transformer_attention(encoder[0], decoder, cross, source)

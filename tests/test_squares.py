@@ -1,0 +1,137 @@
+"""Square corners: shapes, seeding, geometry of the directions, and the train/test datasets."""
+import numpy as np
+import pytest
+import torch
+from torch.utils.data import TensorDataset
+
+from stepbystep.data import generate_sequences, square_datasets
+
+CLOCKWISE = np.array([[-1, -1], [-1, 1], [1, 1], [1, -1]])
+
+
+def _corner_index(points):
+    """Index in the clockwise order of the corner nearest to each point ``(L, 2)`` -> ``(L,)``."""
+    distances = np.linalg.norm(points[:, None, :] - CLOCKWISE[None, :, :], axis=-1)  # (L, 4)
+    return distances.argmin(axis=1)
+
+
+def _signed_area(polygon):
+    """Shoelace formula: positive for a counter-clockwise polygon, negative for a clockwise one."""
+    x, y = polygon[:, 0], polygon[:, 1]
+    return 0.5 * np.sum(x * np.roll(y, -1) - np.roll(x, -1) * y)
+
+
+def test_shapes_and_types():
+    points, directions = generate_sequences(n=10)
+    assert isinstance(points, list) and len(points) == 10
+    assert all(p.shape == (4, 2) and np.issubdtype(p.dtype, np.floating) for p in points)
+    assert directions.shape == (10,) and np.issubdtype(directions.dtype, np.integer)
+    assert set(np.unique(directions)) <= {0, 1}
+
+
+def test_same_seed_same_data_and_different_seeds_differ():
+    first, dirs_first = generate_sequences(n=20, seed=5)
+    again, dirs_again = generate_sequences(n=20, seed=5)
+    other, _ = generate_sequences(n=20, seed=6)
+    assert all(np.array_equal(a, b) for a, b in zip(first, again))
+    assert np.array_equal(dirs_first, dirs_again)
+    assert not np.allclose(np.stack(first), np.stack(other))
+
+
+def test_global_random_states_are_untouched():
+    np.random.seed(0)
+    torch.manual_seed(0)
+    numpy_state = np.random.get_state()
+    torch_state = torch.get_rng_state()
+    generate_sequences(n=50, variable_len=True, seed=3)
+    square_datasets(n_train=8, n_test=4)
+    after = np.random.get_state()
+    assert after[0] == numpy_state[0] and np.array_equal(after[1], numpy_state[1]) and after[2:] == numpy_state[2:]
+    assert torch.equal(torch.get_rng_state(), torch_state)
+
+
+def test_points_are_corners_plus_noise_of_std_one_tenth():
+    points, _ = generate_sequences(n=2000, seed=1)
+    points = np.stack(points)  # (2000, 4, 2)
+    corners = CLOCKWISE[_corner_index(points.reshape(-1, 2))].reshape(points.shape)  # (2000, 4, 2)
+    noise = points - corners
+    assert abs(noise.mean()) < 0.005
+    assert noise.std() == pytest.approx(0.1, abs=0.003)
+    # every point belongs to a different corner of its square, and every start corner occurs
+    indices = _corner_index(points.reshape(-1, 2)).reshape(-1, 4)  # (2000, 4)
+    assert all(len(set(row)) == 4 for row in indices)
+    assert set(indices[:, 0]) == {0, 1, 2, 3}
+
+
+def test_direction_one_is_clockwise_and_zero_counter_clockwise():
+    points, directions = generate_sequences(n=200, seed=2)
+    assert set(directions) == {0, 1}
+    for sequence, direction in zip(points, directions):
+        indices = _corner_index(sequence)  # (4,)
+        step = 1 if direction == 1 else -1
+        assert np.array_equal(indices, (indices[0] + step * np.arange(4)) % 4)
+        area = _signed_area(CLOCKWISE[indices])  # the noise-free path
+        assert (area < 0) if direction == 1 else (area > 0)
+
+
+def test_variable_lengths_keep_the_first_corners_of_the_path():
+    points, directions = generate_sequences(n=300, variable_len=True, seed=4)
+    lengths = [len(p) for p in points]
+    assert set(lengths) == {2, 3, 4}
+    for sequence, direction in zip(points, directions):
+        indices = _corner_index(sequence)
+        step = 1 if direction == 1 else -1
+        assert np.array_equal(indices, (indices[0] + step * np.arange(len(sequence))) % 4)
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, message",
+    [
+        ({"n": 0}, ValueError, "n must be at least 1, got 0"),
+        ({"n": 2.5}, TypeError, "n must be an int, got float"),
+        ({"n": True}, TypeError, "n must be an int, got bool"),
+        ({"variable_len": "yes"}, TypeError, "variable_len must be True or False"),
+        ({"seed": -1}, ValueError, "seed must be non-negative"),
+        ({"seed": "13"}, TypeError, "seed must be an int or None, got str"),
+    ],
+)
+def test_generate_sequences_rejects_bad_arguments(kwargs, error, message):
+    with pytest.raises(error, match=message):
+        generate_sequences(**kwargs)
+
+
+def test_datasets_shapes_and_dtypes():
+    train_data, test_data = square_datasets(n_train=16, n_test=8)
+    assert isinstance(train_data, TensorDataset) and isinstance(test_data, TensorDataset)
+    full, train_target = train_data.tensors
+    source, test_target = test_data.tensors
+    assert full.shape == (16, 4, 2) and train_target.shape == (16, 2, 2)
+    assert source.shape == (8, 2, 2) and test_target.shape == (8, 2, 2)
+    assert all(t.dtype == torch.float32 for t in (full, train_target, source, test_target))
+    assert torch.equal(train_target, full[:, 2:])
+
+
+def test_datasets_come_from_their_own_seeds():
+    train_data, test_data = square_datasets(n_train=16, n_test=8, train_seed=13, test_seed=17)
+    train_points, _ = generate_sequences(16, seed=13)
+    test_points, _ = generate_sequences(8, seed=17)
+    expected_train = torch.tensor(np.stack(train_points), dtype=torch.float32)  # (16, 4, 2)
+    expected_test = torch.tensor(np.stack(test_points), dtype=torch.float32)  # (8, 4, 2)
+    torch.testing.assert_close(train_data.tensors[0], expected_train)
+    torch.testing.assert_close(test_data.tensors[0], expected_test[:, :2])
+    torch.testing.assert_close(test_data.tensors[1], expected_test[:, 2:])
+
+
+def test_test_set_is_not_built_from_the_training_points():
+    train_data, test_data = square_datasets(n_train=64, n_test=64)
+    train_points = train_data.tensors[0].reshape(-1, 2)  # (256, 2)
+    test_points = torch.cat(test_data.tensors, dim=1).reshape(-1, 2)  # (256, 2)
+    # no test point coincides with any training point
+    assert torch.cdist(test_points, train_points).min() > 1e-6
+
+
+def test_datasets_reject_bad_arguments():
+    with pytest.raises(ValueError, match="n_train must be at least 1, got 0"):
+        square_datasets(n_train=0)
+    with pytest.raises(TypeError, match="test_seed must be an int or None, got float"):
+        square_datasets(test_seed=1.0)
