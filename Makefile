@@ -19,8 +19,10 @@ $(INSTALLED): pyproject.toml
 	$(PY) -m pip install --quiet -e ".[dev]"
 	touch $@
 
+# Jupyter refuses to run as root unless told; containers and CI machines often are root.
+ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 lab: $(INSTALLED)
-	$(VENV)/bin/jupyter lab notebooks/
+	$(VENV)/bin/jupyter lab $(ALLOW_ROOT) notebooks/
 
 # Unit tests, then every chapter re-executed and compared with its committed outputs (strict
 # nbval, on the CPU); see the README for the lax form on a GPU.

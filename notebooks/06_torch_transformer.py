@@ -390,7 +390,6 @@ for name, model in (("ours", ours), ("TransformerModel", theirs)):
     trainers[name], seconds[name] = train(model, n_epochs)
 
 # %%
-# NBVAL_CHECK_OUTPUT
 for name, trainer in trainers.items():
     print(f"{name:>16}: {trainer.count_parameters():,} parameters, after {trainer.total_epochs} epochs "
           f"training loss {trainer.losses[-1]:.4f}, test loss {trainer.val_losses[-1]:.4f}")
@@ -413,7 +412,6 @@ fig = plots.model_comparison(
 # train a few epochs: the two now take the same steps.
 
 # %%
-# NBVAL_CHECK_OUTPUT
 quiet_ours = build_transformer(dropout=0.0, seed=42)  # the same initial weights as ours
 quiet_twin = build_twin(quiet_ours, dropout=0.0)
 quiet_losses = [train(model, 5)[0].losses for model in (quiet_ours, quiet_twin)]

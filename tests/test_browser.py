@@ -1,0 +1,160 @@
+"""The widgets respond in a real browser: JupyterLab, driven through Debian's headless chromium.
+
+A learner's experience is JupyterLab, not a Python object: this starts a private JupyterLab on
+a copy of the course, opens a chapter, runs every cell, moves its widget and checks that the
+figure was redrawn and that no cell failed. Skipped (with the reason) where chromium or
+Playwright is missing; `.ci/run` installs both, so CI always runs it.
+"""
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright for Python is not installed")
+if CHROMIUM is None:
+    pytest.skip("Debian's chromium is not installed (apt-get install chromium)", allow_module_level=True)
+
+RUN_TIMEOUT_MS = 180_000
+# The status bar reads "Python 3 (ipykernel) | Idle" once a kernel is connected and idle (the
+# notebook's own execution indicator already says idle while no kernel has started).
+KERNEL_IDLE = """() => [...document.querySelectorAll('.jp-StatusBar-TextItem')]
+    .some(item => /^(?!No Kernel).+ \\| Idle$/.test(item.textContent.trim()))"""
+# Every code cell shows an execution count ("[3]:") once it ran, "[*]:" while queued or running.
+ALL_CELLS_RUN = f"""() => {{
+    const prompts = [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')];
+    return ({KERNEL_IDLE})() && prompts.length > 0 && prompts.every(p => /\\[\\d+\\]/.test(p.textContent));
+}}"""
+
+
+def _free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """A JupyterLab on a copy of the notebooks, on a free loopback port with its own token and
+    settings, so it never touches the learner's files or configuration. Yields its base URL."""
+    root = tmp_path_factory.mktemp("lab")
+    course = root / "course"
+    course.mkdir()
+    for notebook in NOTEBOOKS.glob("0[12]_*.ipynb"):
+        shutil.copy(notebook, course / notebook.name)
+    port, token = _free_port(), secrets.token_hex(16)
+    # render every cell (no windowing), so waiting on the prompts sees the whole notebook
+    tracker = root / "settings" / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings"
+    tracker.parent.mkdir(parents=True)
+    tracker.write_text('{"windowingMode": "none"}')
+    env = dict(os.environ, JUPYTER_CONFIG_DIR=str(root / "config"), JUPYTER_DATA_DIR=str(root / "data"),
+               JUPYTERLAB_SETTINGS_DIR=str(root / "settings"), JUPYTERLAB_WORKSPACES_DIR=str(root / "workspaces"),
+               JUPYTER_RUNTIME_DIR=str(root / "runtime"))
+    server = subprocess.Popen(
+        [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
+         f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={course}",
+         "--ServerApp.open_browser=False", "--ServerApp.allow_root=True", "--LabApp.news_url=", "--LabApp.check_for_updates_class="
+         "jupyterlab.NeverCheckForUpdate"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2)
+                break
+            except OSError:
+                if time.monotonic() > deadline or server.poll() is not None:
+                    raise RuntimeError("JupyterLab did not start within 60 s")
+                time.sleep(0.5)
+        yield base, token
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_api.sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                              args=["--no-sandbox", "--disable-gpu"])
+        yield chromium
+        chromium.close()
+
+
+def _menu(page, menu, command):
+    page.locator(".lm-MenuBar-item", has_text=menu).first.click()
+    page.locator(f'.lm-Menu-item[data-command="{command}"]').click()
+
+
+def _open_and_run_all(browser, lab, notebook):
+    """Open ``notebook``, wait for an idle kernel, clear the saved outputs, run every cell and
+    wait until all have run; fail if any cell shows an error."""
+    base, token = lab
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.set_default_timeout(RUN_TIMEOUT_MS)
+    page.goto(f"{base}/lab/tree/{notebook}?token={token}")
+    page.wait_for_selector(".jp-Notebook .jp-Cell")
+    # a kernel that is still starting can pop up the kernel-selection dialog and swallow the run
+    page.wait_for_function(KERNEL_IDLE)
+    _menu(page, "Edit", "editmenu:clear-all")  # so every execution count seen below is new
+    _menu(page, "Run", "runmenu:run-all")
+    page.wait_for_function(ALL_CELLS_RUN)
+    errors = page.locator('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]')
+    tracebacks = [text for text in errors.all_inner_texts() if "Traceback" in text or "Error" in text]
+    assert not tracebacks, f"{notebook}: a cell failed in the browser:\n{tracebacks[0][:2000]}"
+    return page
+
+
+def _widget_image(widget):
+    """The src of the figure inside a widget's output area (a PNG data URL)."""
+    image = widget.locator(".jupyter-widgets-output-area img, .widget-output img").first
+    image.wait_for()
+    return image.get_attribute("src")
+
+
+def _wait_for_new_image(widget, before):
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        src = _widget_image(widget)
+        if src != before:
+            return src
+        time.sleep(0.2)
+    raise AssertionError("the widget's figure did not change")
+
+
+def test_sigma_slider_redraws_the_figure(browser, lab):
+    page = _open_and_run_all(browser, lab, "01_kernel_regression.ipynb")
+    widget = page.locator(".jp-OutputArea-output", has=page.locator(".widget-slider")).last
+    widget.scroll_into_view_if_needed()
+    before_image = _widget_image(widget)
+    before_label = widget.locator(".widget-label").last.inner_text()
+    handle = widget.locator(".noUi-handle").first
+    handle.focus()
+    for _ in range(10):
+        handle.press("ArrowRight")
+    after_image = _wait_for_new_image(widget, before_image)
+    assert after_image.startswith("data:image/png")
+    assert widget.locator(".widget-label").last.inner_text() != before_label
+    page.close()
+
+
+def test_mask_explorer_redraws_the_figure(browser, lab):
+    page = _open_and_run_all(browser, lab, "02_self_attention.ipynb")
+    widget = page.locator(".jp-OutputArea-output", has=page.locator(".widget-checkbox")).last
+    widget.scroll_into_view_if_needed()
+    before_image = _widget_image(widget)
+    before_summary = widget.locator(".widget-html").last.inner_text()
+    widget.locator(".widget-checkbox input").first.uncheck()  # causal mask off: query 2 sees every key
+    _wait_for_new_image(widget, before_image)
+    assert widget.locator(".widget-html").last.inner_text() != before_summary
+    page.close()
