@@ -9,7 +9,7 @@ PY := $(VENV)/bin/python
 TORCH_SPEC ?= torch==2.13.0
 INSTALLED := $(VENV)/.installed
 
-.PHONY: lab test sync notebooks bench install clean
+.PHONY: lab test sync notebooks html bench install clean
 
 install: $(INSTALLED)
 
@@ -48,6 +48,10 @@ notebooks: $(INSTALLED)
 		$(VENV)/bin/jupytext --to ipynb --set-kernel python3 \
 			--update-metadata '$(NB_METADATA)' --execute "$$py"; \
 	done
+
+# A browsable HTML copy of the executed course in site/ (open site/index.html).
+html: $(INSTALLED)
+	$(PY) -m stepbystep.static_site notebooks site
 
 # Speed as ratios against PyTorch, measured side by side; writes benchmarks/RESULTS.md.
 bench: $(INSTALLED)
