@@ -3,18 +3,68 @@
 Each widget is a function that builds its controls and an output area, wires the callbacks and
 returns the container; the computation behind it is a plain function that tests call directly.
 Figures are redrawn in place (one figure per widget, cleared and drawn again), so moving a
-slider never stacks up figures or flickers.
+slider never stacks up figures or flickers. The container also carries a still image of its
+figure, which static copies of the course (``make html``, a code host) show instead of a widget
+that needs a live kernel.
 """
-# [widget: chapter 01]
-import ipywidgets as _kr_widgets  # noqa: E402
-import torch as _kr_torch  # noqa: E402
-from IPython.display import clear_output as _kr_clear_output, display as _kr_display  # noqa: E402
-from matplotlib.figure import Figure as _KrFigure  # noqa: E402
+import base64
+import html
+import io
 
-from .data.regression import make_regression_data as _make_regression_data  # noqa: E402
-from .data.regression import regression_grid as _regression_grid  # noqa: E402
-from .models.kernel_regression import best_sigma as _best_sigma, kernel_fit as _kernel_fit  # noqa: E402
-from .plots.kernel_regression import kernel_dashboard as _kernel_dashboard  # noqa: E402
+import ipywidgets as widgets
+import numpy as np
+import torch
+from IPython.display import clear_output, display
+from matplotlib.figure import Figure
+
+from .data.regression import make_regression_data as _make_regression_data
+from .data.regression import regression_grid as _regression_grid
+from .gradient_norms import layer_gradient_norms as _layer_gradient_norms
+from .models import MultiHeadAttention as _MultiHeadAttention
+from .models import MultiHeadedAttention as _MultiHeadedAttention
+from .models import padding_mask as _padding_mask
+from .models import scaled_dot_product as _scaled_dot_product
+from .models import subsequent_mask as _subsequent_mask
+from .models.alignment import translate_with_alignment as _translate_with_alignment
+from .models.kernel_regression import best_sigma as _best_sigma
+from .models.kernel_regression import kernel_fit as _kernel_fit
+from .plots.dates import alignment_map as _alignment_map
+from .plots.heads import head_maps as _head_maps
+from .plots.kernel_regression import kernel_dashboard as _kernel_dashboard
+from .plots.masks import mask_and_weights as _mask_and_weights
+from .plots.stacking import gradient_norms_by_layer as _gradient_norms_by_layer
+
+__all__ = [
+    "sigma_explorer",
+    "mask_explorer",
+    "mask_explorer_weights",
+    "divisors",
+    "heads_explorer",
+    "heads_explorer_state",
+    "gradient_norms_explorer",
+    "date_translator",
+    "FigureBox",
+]
+
+
+class FigureBox(widgets.VBox):
+    """A ``VBox`` whose ``figure`` is redrawn in place by its controls.
+
+    Besides the live widget it offers a still PNG of the figure as it was last drawn, so a page
+    that cannot run widgets (an HTML copy, a code host) still shows the picture.
+    """
+
+    def __init__(self, children, figure, **kwargs):
+        super().__init__(children, **kwargs)
+        self.figure = figure
+
+    def _repr_mimebundle_(self, **kwargs):
+        bundle = super()._repr_mimebundle_(**kwargs)
+        buffer = io.BytesIO()
+        self.figure.savefig(buffer, format="png")
+        bundle["image/png"] = base64.b64encode(buffer.getvalue()).decode("ascii")
+        return bundle
+
 
 SIGMA_LOG_RANGE = (-2.0, 1.0)  # the σ slider spans 10⁻² .. 10¹
 
@@ -31,13 +81,13 @@ def sigma_explorer(x_train=None, y_train=None, sigma=0.5, n_grid=200):
     if x_train is None or y_train is None:
         x_train, y_train = _make_regression_data()
     x_grid, y_true = _regression_grid(n_grid)  # (n_grid,), (n_grid,)
-    grid_best, grid_error = _best_sigma(x_train, y_train, _kr_torch.logspace(*SIGMA_LOG_RANGE, 61))
-    slider = _kr_widgets.FloatLogSlider(value=sigma, base=10, min=SIGMA_LOG_RANGE[0], max=SIGMA_LOG_RANGE[1],
+    grid_best, grid_error = _best_sigma(x_train, y_train, torch.logspace(*SIGMA_LOG_RANGE, 61))
+    slider = widgets.FloatLogSlider(value=sigma, base=10, min=SIGMA_LOG_RANGE[0], max=SIGMA_LOG_RANGE[1],
                                         step=0.02, description="σ", readout_format=".3f",
                                         continuous_update=False)
-    label = _kr_widgets.Label()
-    output = _kr_widgets.Output()
-    figure = _KrFigure(figsize=(12, 3.6), layout="constrained")
+    label = widgets.Label()
+    output = widgets.Output()
+    figure = Figure(figsize=(12, 3.6), layout="constrained")
 
     def redraw(_change=None):
         fit = _kernel_fit(x_train, y_train, x_grid, slider.value)
@@ -45,23 +95,14 @@ def sigma_explorer(x_train=None, y_train=None, sigma=0.5, n_grid=200):
         label.value = (f"leave-one-out MSE at σ = {fit.sigma:.3f}: {fit.loo_error:.4f}   "
                        f"(lowest on the slider's range: {grid_error:.4f} at σ = {grid_best:.3f})")
         with output:
-            _kr_clear_output(wait=True)
-            _kr_display(figure)
+            clear_output(wait=True)
+            display(figure)
 
     slider.observe(redraw, names="value")
     redraw()
-    box = _kr_widgets.VBox([slider, label, output])
-    box.figure = figure
+    box = FigureBox([slider, label, output], figure)
     return box
-# [widget: chapter 02]
-import ipywidgets as _widgets  # noqa: E402
-import torch as _torch  # noqa: E402
-from IPython.display import clear_output as _clear_output, display as _display  # noqa: E402
-from matplotlib.figure import Figure as _Figure  # noqa: E402
 
-from .models import padding_mask as _padding_mask, scaled_dot_product as _scaled_dot_product  # noqa: E402
-from .models import subsequent_mask as _subsequent_mask  # noqa: E402
-from .plots.masks import mask_and_weights as _mask_and_weights  # noqa: E402
 
 MASK_EXPLORER_MAX_LEN = 10
 
@@ -81,10 +122,10 @@ def mask_explorer_weights(length, causal=False, n_padded=0, seed=0, d_k=4):
         raise ValueError(f"length must be an int in 1..{MASK_EXPLORER_MAX_LEN}, got {length!r}")
     if not isinstance(n_padded, int) or not 0 <= n_padded < length:
         raise ValueError(f"n_padded must be an int in 0..{length - 1} (one real element at least), got {n_padded!r}")
-    generator = _torch.Generator().manual_seed(seed)
-    queries = _torch.randn(1, MASK_EXPLORER_MAX_LEN, d_k, generator=generator)[:, :length]  # (1, L, d_k)
-    keys = _torch.randn(1, MASK_EXPLORER_MAX_LEN, d_k, generator=generator)[:, :length]  # (1, L, d_k)
-    ids = _torch.ones(1, length, dtype=_torch.long)  # (1, L): a token id per position, 0 = pad
+    generator = torch.Generator().manual_seed(seed)
+    queries = torch.randn(1, MASK_EXPLORER_MAX_LEN, d_k, generator=generator)[:, :length]  # (1, L, d_k)
+    keys = torch.randn(1, MASK_EXPLORER_MAX_LEN, d_k, generator=generator)[:, :length]  # (1, L, d_k)
+    ids = torch.ones(1, length, dtype=torch.long)  # (1, L): a token id per position, 0 = pad
     ids[:, length - n_padded:] = 0
     mask = _padding_mask(ids, pad_id=0)  # (1, 1, L)
     if causal:
@@ -107,14 +148,14 @@ def mask_explorer(seed=0):
     the chosen row outlined, and a line spelling out that row's weights. The container's
     ``figure`` attribute is the figure redrawn in place.
     """
-    length = _widgets.IntSlider(value=6, min=2, max=MASK_EXPLORER_MAX_LEN, description="length")
-    causal = _widgets.Checkbox(value=True, description="causal mask")
-    padding = _widgets.Checkbox(value=False, description="padding mask")
-    n_padded = _widgets.IntSlider(value=2, min=1, max=5, description="# padded", disabled=True)
-    query_row = _widgets.IntSlider(value=2, min=0, max=5, description="query row")
-    summary = _widgets.HTML()
-    output = _widgets.Output()
-    figure = _Figure(figsize=(8.5, 3.8), layout="constrained")
+    length = widgets.IntSlider(value=6, min=2, max=MASK_EXPLORER_MAX_LEN, description="length")
+    causal = widgets.Checkbox(value=True, description="causal mask")
+    padding = widgets.Checkbox(value=False, description="padding mask")
+    n_padded = widgets.IntSlider(value=2, min=1, max=5, description="# padded", disabled=True)
+    query_row = widgets.IntSlider(value=2, min=0, max=5, description="query row")
+    summary = widgets.HTML()
+    output = widgets.Output()
+    figure = Figure(figsize=(8.5, 3.8), layout="constrained")
 
     resizing = False
 
@@ -128,8 +169,8 @@ def mask_explorer(seed=0):
         _mask_and_weights(mask, weights, query_row=query_row.value, fig=figure)
         summary.value = _describe_row(mask, weights, query_row.value)
         with output:
-            _clear_output(wait=True)
-            _display(figure)
+            clear_output(wait=True)
+            display(figure)
 
     def resize(_change):
         nonlocal resizing
@@ -143,19 +184,9 @@ def mask_explorer(seed=0):
     for control in (causal, padding, n_padded, query_row):
         control.observe(redraw, names="value")
     redraw()
-    controls = _widgets.HBox([_widgets.VBox([length, query_row]), _widgets.VBox([causal, padding, n_padded])])
-    box = _widgets.VBox([controls, summary, output])
-    box.figure = figure
+    controls = widgets.HBox([widgets.VBox([length, query_row]), widgets.VBox([causal, padding, n_padded])])
+    box = FigureBox([controls, summary, output], figure)
     return box
-# [widget: chapter 03]
-import ipywidgets as _mh_widgets  # noqa: E402
-import torch as _mh_torch  # noqa: E402
-from IPython.display import clear_output as _mh_clear_output, display as _mh_display  # noqa: E402
-from matplotlib.figure import Figure as _MhFigure  # noqa: E402
-
-from .models import MultiHeadAttention as _MultiHeadAttention  # noqa: E402
-from .models import MultiHeadedAttention as _MultiHeadedAttention  # noqa: E402
-from .plots.heads import head_maps as _head_maps  # noqa: E402
 
 
 def divisors(n):
@@ -186,13 +217,13 @@ def heads_explorer_state(n_heads, d_model=12, seq_len=4, seed=0):
         raise ValueError(f"d_model must be a positive int, got {d_model!r}")
     if n_heads not in divisors(d_model):
         raise ValueError(f"n_heads must divide d_model={d_model} ({divisors(d_model)}), got {n_heads!r}")
-    generator = _mh_torch.Generator().manual_seed(seed)
-    x = 2 * _mh_torch.randn(1, seq_len, d_model, generator=generator)  # (1, L, d_model)
-    with _mh_torch.random.fork_rng(devices=[]):
-        _mh_torch.manual_seed(seed)
+    generator = torch.Generator().manual_seed(seed)
+    x = 2 * torch.randn(1, seq_len, d_model, generator=generator)  # (1, L, d_model)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
         narrow = _MultiHeadedAttention(n_heads, d_model, dropout=0.0).eval()
         wide = _MultiHeadAttention(n_heads, d_model)
-    with _mh_torch.no_grad():
+    with torch.no_grad():
         narrow.init_keys(x)
         narrow(x)
     return {
@@ -211,11 +242,11 @@ def heads_explorer(d_model=12, seq_len=4, seed=0):
     slider redraws.
     """
     options = divisors(d_model)
-    slider = _mh_widgets.SelectionSlider(options=options, value=options[min(1, len(options) - 1)],
+    slider = widgets.SelectionSlider(options=options, value=options[min(1, len(options) - 1)],
                                          description="heads", continuous_update=False)
-    label = _mh_widgets.HTML()
-    output = _mh_widgets.Output()
-    figure = _MhFigure(layout="constrained")
+    label = widgets.HTML()
+    output = widgets.Output()
+    figure = Figure(layout="constrained")
 
     def redraw(change=None):
         state = heads_explorer_state(slider.value, d_model, seq_len, seed)
@@ -225,24 +256,14 @@ def heads_explorer(d_model=12, seq_len=4, seed=0):
         )
         _head_maps(state["alphas"], fig=figure)
         with output:
-            _mh_clear_output(wait=True)
-            _mh_display(figure)
+            clear_output(wait=True)
+            display(figure)
 
     slider.observe(redraw, names="value")
     redraw()
-    box = _mh_widgets.VBox([slider, label, output])
-    box.figure = figure
+    box = FigureBox([slider, label, output], figure)
     return box
 
-
-# [widget: chapter 04]
-import ipywidgets as _gn_widgets  # noqa: E402
-import numpy as _gn_np  # noqa: E402
-from IPython.display import clear_output as _gn_clear_output, display as _gn_display  # noqa: E402
-from matplotlib.figure import Figure as _GnFigure  # noqa: E402
-
-from .gradient_norms import layer_gradient_norms as _layer_gradient_norms  # noqa: E402
-from .plots.stacking import gradient_norms_by_layer as _gradient_norms_by_layer  # noqa: E402
 
 NORM_PLACEMENTS = {"norm-first": True, "norm-last": False}
 
@@ -269,16 +290,16 @@ def gradient_norms_explorer(max_layers=8, n_layers=6, steps=50, warmup_steps=20,
     """
     computed = {}
     for run in runs:
-        if len(run.losses) != steps or not _gn_np.isclose(max(run.learning_rates), lr):
+        if len(run.losses) != steps or not np.isclose(max(run.learning_rates), lr):
             raise ValueError(f"runs must be computed with steps={steps} and lr={lr}, got a run of "
                              f"{len(run.losses)} steps peaking at lr={max(run.learning_rates)}")
         computed[(run.norm_first, run.n_layers, run.warmup_steps)] = run
-    placement = _gn_widgets.ToggleButtons(options=list(NORM_PLACEMENTS), value="norm-last", description="norm")
-    depth = _gn_widgets.IntSlider(value=n_layers, min=1, max=max_layers, description="layers",
+    placement = widgets.ToggleButtons(options=list(NORM_PLACEMENTS), value="norm-last", description="norm")
+    depth = widgets.IntSlider(value=n_layers, min=1, max=max_layers, description="layers",
                                   continuous_update=False)
-    summary = _gn_widgets.HTML()
-    output = _gn_widgets.Output()
-    figure = _GnFigure(layout="constrained")
+    summary = widgets.HTML()
+    output = widgets.Output()
+    figure = Figure(layout="constrained")
 
     def run_for(norm_first, n_layers, warmup):
         key = (norm_first, n_layers, warmup)
@@ -292,12 +313,59 @@ def gradient_norms_explorer(max_layers=8, n_layers=6, steps=50, warmup_steps=20,
         _gradient_norms_by_layer(shown, fig=figure)
         summary.value = _gradient_norms_summary(shown)
         with output:
-            _gn_clear_output(wait=True)
-            _gn_display(figure)
+            clear_output(wait=True)
+            display(figure)
 
     placement.observe(redraw, names="value")
     depth.observe(redraw, names="value")
     redraw()
-    box = _gn_widgets.VBox([_gn_widgets.HBox([placement, depth]), summary, output])
-    box.figure = figure
+    box = FigureBox([widgets.HBox([placement, depth]), summary, output], figure)
     return box
+
+
+def _translation_message(result):
+    """The label's text for a ``Translation``: the output, and any characters read as ``<unk>``."""
+    text, translation = (html.escape(value, quote=False) for value in (result.text, result.translation))
+    message = f"<b>{text}</b> → <b>{translation}</b>"
+    if result.unknown:
+        unknown = ", ".join(repr(character) for character in result.unknown)
+        message += f" (read as &lt;unk&gt;, unknown to the vocabulary: {html.escape(unknown, quote=False)})"
+    return message
+
+
+def date_translator(model, src_vocab, tgt_vocab, text="Tue 10 Jul 2007", head=None):
+    """A text box: type a date, see the model's translation and its cross-attention map.
+
+    Pressing Enter (or leaving the box) translates the text with ``translate_with_alignment``
+    and redraws ``alignment_map`` (``head``: one head, ``None`` the mean) in place. Text the
+    model cannot read (empty, or longer than its ``max_len``) shows the reason instead of a
+    map. Returns a ``VBox`` (text box, label, output); its ``figure`` attribute is the one
+    figure redrawn in place, its ``text`` and ``label`` attributes the box and the label.
+    """
+    box_text = widgets.Text(value=text, description="date", placeholder="e.g. March 3rd 2001",
+                                continuous_update=False)
+    label = widgets.HTML()
+    output = widgets.Output()
+    figure = Figure(figsize=(9, 4.5), layout="constrained")
+
+    def redraw(_change=None):
+        try:
+            result = _translate_with_alignment(model, box_text.value, src_vocab, tgt_vocab)
+        except ValueError as error:
+            label.value = f"<span style='color: firebrick'>{html.escape(str(error), quote=False)}</span>"
+            figure.clear()
+            with output:
+                clear_output()
+            return
+        label.value = _translation_message(result)
+        _alignment_map(result, head=head, fig=figure)
+        with output:
+            clear_output(wait=True)
+            display(figure)
+
+    box_text.observe(redraw, names="value")
+    redraw()
+    container = FigureBox([box_text, label, output], figure)
+    container.text = box_text
+    container.label = label
+    return container

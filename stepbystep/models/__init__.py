@@ -36,3 +36,9 @@ from .self_attention_models import (
     EncoderSelfAttn,
 )
 from .transformer_builder import build_transformer, xavier_init_  # [transformer builder: chapters 05-06]
+# [token transformer: chapters 07-08]
+from .token_transformer import TokenTransformer
+from .decoding import beam_search, greedy_decode, sequence_log_probs, translate
+from .metrics import SequenceCrossEntropy, masked_accuracy, sequence_accuracy, sequence_cross_entropy
+# [translate: chapter 08]
+from .alignment import Translation, check_text, translate_with_alignment

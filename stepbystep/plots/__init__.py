@@ -18,3 +18,7 @@ from .stacking import depth_profile, gradient_norms_by_layer
 from .transformer import loss_comparison, transformer_attention, transformer_diagram
 # [plots: chapter 06]
 from .torch_transformer import mask_conventions, model_comparison, timing_bars
+# [plots: chapter 07]
+from .tokens import learning_rate_schedule, padded_batch, reversal_attention
+# [plots: chapter 08]
+from .dates import alignment_map, alignment_maps, date_errors

@@ -1,0 +1,249 @@
+"""Human-written dates and their ISO form: the translation task of chapter 08.
+
+A random day between ``FIRST_DATE`` and ``LAST_DATE`` is written the way people write dates
+("Tue 10 Jul 2007", "March 3rd 2001", "21th of August 2016", "5 APRIL 09") by Babel's
+``format_date`` (locale ``'en'``) with one of ``DATE_PATTERNS`` and one of ``CASES``, and
+paired with its ISO form ``YYYY-MM-DD``.
+
+Rules that keep every text unambiguous:
+
+- **two-digit years** ``yy`` follow the century rule 00-49 -> 20xx, 50-99 -> 19xx; the date
+  range is exactly the century that rule covers, 1950-01-01 to 2049-12-31;
+- **numeric dates** have a four-digit year and only two orders: year first with slashes or
+  dashes ("2007/07/10"), day first with dots ("10.07.2007"), never the day/month order of
+  slashes that the US and Europe read differently;
+- **ordinals**: ``{ord}`` in a pattern stands for the right English suffix (1st, 2nd, 3rd,
+  11th, 22nd); one pattern writes "th" after every day, as people sloppily do ("21th").
+
+People also name the wrong day of the week (the reference material's "Saturday May 9 2018":
+9 May 2018 was a Wednesday). The weekday never changes the ISO date, so a fraction
+``WRONG_WEEKDAY_RATE`` of the pairs whose pattern names one names a random weekday instead.
+"""
+import re
+from datetime import date, timedelta
+from string import capwords
+
+import numpy as np
+from babel import Locale
+from babel.dates import format_date, tokenize_pattern, untokenize_pattern
+
+__all__ = [
+    "FIRST_DATE",
+    "LAST_DATE",
+    "N_DAYS",
+    "DATE_PATTERNS",
+    "CASES",
+    "WRONG_WEEKDAY_RATE",
+    "REFERENCE_DATES",
+    "ordinal_suffix",
+    "has_weekday",
+    "render_date",
+    "random_dates",
+    "date_pairs",
+    "split_dates",
+    "date_datasets",
+    "ERROR_KINDS",
+    "wrong_fields",
+]
+
+FIRST_DATE = date(1950, 1, 1)
+LAST_DATE = date(2049, 12, 31)
+N_DAYS = (LAST_DATE - FIRST_DATE).days + 1  # 36,525 days
+
+_LOCALE = Locale.parse("en")
+
+# Babel (CLDR) patterns: d day, dd two-digit day, MMM "Jul", MMMM "July", MM "07", EEE "Tue",
+# EEEE "Tuesday", y "2007", yy "07"; text in single quotes is written as it is.
+DATE_PATTERNS = (
+    "d MMM y",  # 3 May 1979
+    "dd MMM y",  # 03 May 1979
+    "d MMMM y",  # 1 March 2001
+    "d MMMM yy",  # 5 April 09
+    "d MMM yy",  # 5 Apr 09
+    "d{ord} MMMM y",  # 3rd March 2001
+    "d{ord} 'of' MMMM y",  # 3rd of March 2001
+    "d'th of' MMMM y",  # 21th of August 2016: the sloppy "th"
+    "EEE d MMM y",  # Tue 10 Jul 2007
+    "EEE, d MMM y",  # Tue, 10 Jul 2007
+    "EEEE d MMMM y",  # Tuesday 10 July 2007
+    "EEEE MMMM d y",  # Saturday May 9 2018
+    "EEEE, MMMM d, y",  # Saturday, May 9, 2018
+    "MMMM d y",  # March 3 2001
+    "MMMM d, y",  # March 3, 2001
+    "MMMM d{ord} y",  # March 3rd 2001
+    "MMMM d{ord}, y",  # March 3rd, 2001
+    "MMM d, y",  # Mar 3, 2001
+    "MMM d yy",  # Mar 3 01
+    "y/MM/dd",  # 2001/03/03
+    "y-M-d",  # 2001-3-3
+    "dd.MM.y",  # 03.03.2001
+    "d.M.y",  # 3.3.2001
+)
+
+# How the rendered text is cased, with the probability of each: mostly as Babel writes it.
+CASES = {"as written": 0.7, "lower": 0.1, "upper": 0.1, "title": 0.1}
+
+# Of the pairs whose pattern names a weekday, the fraction that names a random one instead.
+WRONG_WEEKDAY_RATE = 0.1
+
+# The reference material's eight test dates and what they mean.
+REFERENCE_DATES = {
+    "3 May 1979": "1979-05-03",
+    "5 April 09": "2009-04-05",
+    "21th of August 2016": "2016-08-21",
+    "Tue 10 Jul 2007": "2007-07-10",
+    "Saturday May 9 2018": "2018-05-09",
+    "March 3 2001": "2001-03-03",
+    "March 3rd 2001": "2001-03-03",
+    "1 March 2001": "2001-03-01",
+}
+
+
+def ordinal_suffix(day):
+    """The English ordinal suffix of a day of the month: 1 -> 'st', 12 -> 'th', 22 -> 'nd'."""
+    if isinstance(day, bool) or not isinstance(day, (int, np.integer)) or not 1 <= day <= 31:
+        raise ValueError(f"day must be an int from 1 to 31, got {day!r}")
+    if 11 <= day <= 13:
+        return "th"
+    return {1: "st", 2: "nd", 3: "rd"}.get(day % 10, "th")
+
+
+def _apply_case(text, case):
+    if case == "as written":
+        return text
+    if case == "lower":
+        return text.lower()
+    if case == "upper":
+        return text.upper()
+    return capwords(text)  # "21th of august" -> "21th Of August" (str.title would give "21Th")
+
+
+_WEEKDAY_WIDTHS = {4: "wide", 5: "narrow", 6: "short"}  # E, EE, EEE: "abbreviated"
+
+
+def _babel_pattern(pattern, day, weekday):
+    """The pattern Babel formats: ``{ord}`` (outside quotes) becomes the day's suffix and, when
+    ``weekday`` is given, the weekday fields (``EEEE`` "Monday", ``EEE`` "Mon") become that
+    day's name, as fixed text. Working on Babel's tokens keeps the quoting right (two quoted
+    texts side by side would otherwise read as an escaped quote)."""
+    names = _LOCALE.days["format"]
+    tokens = []
+    for index, piece in enumerate(pattern.split("{ord}")):
+        if index:
+            tokens.append(("chars", ordinal_suffix(day.day)))
+        for kind, value in tokenize_pattern(piece):
+            if kind == "field" and value[0] == "E" and weekday is not None:
+                kind, value = "chars", names[_WEEKDAY_WIDTHS.get(value[1], "abbreviated")][weekday]
+            tokens.append((kind, value))
+    return untokenize_pattern(tokens)
+
+
+def has_weekday(pattern):
+    """Whether ``pattern`` writes a day of the week (an ``E`` field, outside quoted text)."""
+    return any(kind == "field" and value[0] == "E" for kind, value in tokenize_pattern(pattern))
+
+
+def render_date(day, pattern, case="as written", weekday=None):
+    """Write ``day`` (a ``datetime.date``) as text with a Babel ``pattern`` and a ``case``.
+
+    ``pattern`` is a CLDR date pattern as in ``DATE_PATTERNS``; ``{ord}`` in it (outside
+    quoted text) becomes the day's ordinal suffix. ``case`` is one of ``CASES``: ``'as written'``, ``'lower'``,
+    ``'upper'`` or ``'title'``. ``weekday`` (0 = Monday .. 6 = Sunday) writes that day of the
+    week instead of the true one, as a careless writer might.
+    """
+    if not isinstance(day, date):
+        raise TypeError(f"day must be a datetime.date, got {type(day).__name__}")
+    if not isinstance(pattern, str) or not pattern:
+        raise ValueError(f"pattern must be a non-empty Babel date pattern, got {pattern!r}")
+    if case not in CASES:
+        raise ValueError(f"case must be one of {list(CASES)}, got {case!r}")
+    if weekday is not None:
+        if isinstance(weekday, bool) or not isinstance(weekday, (int, np.integer)) or not 0 <= weekday <= 6:
+            raise ValueError(f"weekday must be an int from 0 (Monday) to 6 (Sunday), got {weekday!r}")
+        weekday = int(weekday)
+    return _apply_case(format_date(day, _babel_pattern(pattern, day, weekday), locale=_LOCALE), case)
+
+
+def _check_count(name, n):
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+        raise ValueError(f"{name} must be a non-negative int, got {n!r}")
+
+
+def random_dates(n, seed=0):
+    """``n`` days drawn uniformly (with replacement) from ``FIRST_DATE`` to ``LAST_DATE``."""
+    _check_count("n", n)
+    offsets = np.random.default_rng(seed).integers(0, N_DAYS, size=n)  # (n,)
+    return [FIRST_DATE + timedelta(days=int(offset)) for offset in offsets]
+
+
+def date_pairs(n, seed=0, dates=None):
+    """``n`` (text, ISO) pairs such as ``("Tue 10 Jul 2007", "2007-07-10")``.
+
+    Each pair draws a day (uniformly from the whole range, or from ``dates`` when given), a
+    pattern (uniformly from ``DATE_PATTERNS``), a case (with the probabilities of ``CASES``)
+    and, for ``WRONG_WEEKDAY_RATE`` of the patterns that name a weekday, a random weekday to
+    write instead of the true one; all from one generator seeded with ``seed``.
+    """
+    _check_count("n", n)
+    rng = np.random.default_rng(seed)
+    if dates is None:
+        days = [FIRST_DATE + timedelta(days=int(offset)) for offset in rng.integers(0, N_DAYS, size=n)]
+    else:
+        dates = list(dates)
+        if not dates:
+            raise ValueError("dates must hold at least one datetime.date to draw from, got none")
+        days = [dates[index] for index in rng.integers(0, len(dates), size=n)]
+    patterns = rng.integers(0, len(DATE_PATTERNS), size=n)  # (n,)
+    cases = rng.choice(list(CASES), size=n, p=list(CASES.values()))  # (n,)
+    careless = rng.random(size=n) < WRONG_WEEKDAY_RATE  # (n,)
+    weekdays = rng.integers(0, 7, size=n)  # (n,)
+    pairs = []
+    for day, pattern, case, wrong, weekday in zip(days, patterns, cases, careless, weekdays):
+        pattern = DATE_PATTERNS[pattern]
+        weekday = int(weekday) if wrong and has_weekday(pattern) else None
+        pairs.append((render_date(day, pattern, str(case), weekday), day.isoformat()))
+    return pairs
+
+
+def split_dates(val_fraction=0.1, seed=0):
+    """Split every day of the range into two disjoint sets: ``(train_dates, val_dates)``.
+
+    A random ``val_fraction`` of the days is kept for validation: a model trained on the other
+    days never saw these dates, in any pattern.
+    """
+    if not 0 < val_fraction < 1:
+        raise ValueError(f"val_fraction must be between 0 and 1 (exclusive), got {val_fraction!r}")
+    order = np.random.default_rng(seed).permutation(N_DAYS)  # (N_DAYS,)
+    n_val = round(val_fraction * N_DAYS)
+    days = [FIRST_DATE + timedelta(days=int(offset)) for offset in order]
+    return days[n_val:], days[:n_val]
+
+
+def date_datasets(n_train=40_000, n_val=2_000, val_fraction=0.1, seed=0):
+    """Training and validation pairs drawn from disjoint dates: ``(train_pairs, val_pairs)``.
+
+    The days are split once with ``split_dates(val_fraction, seed)``; each set then draws its
+    pairs from its own days with ``date_pairs``, from seeds derived from ``seed``.
+    """
+    train_dates, val_dates = split_dates(val_fraction, seed)
+    train_seed, val_seed = np.random.SeedSequence(seed).spawn(2)
+    return (date_pairs(n_train, seed=train_seed, dates=train_dates),
+            date_pairs(n_val, seed=val_seed, dates=val_dates))
+
+
+ERROR_KINDS = ("year", "month", "day", "format")
+_ISO = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def wrong_fields(target, prediction):
+    """Which parts of an ISO ``prediction`` differ from the ``target`` ``YYYY-MM-DD``.
+
+    Returns a tuple drawn from ``('year', 'month', 'day')`` (empty when they agree), or
+    ``('format',)`` when the prediction is not shaped ``YYYY-MM-DD`` at all.
+    """
+    if not _ISO.fullmatch(target):
+        raise ValueError(f"target must be an ISO date YYYY-MM-DD, got {target!r}")
+    if not _ISO.fullmatch(prediction):
+        return ("format",)
+    return tuple(field for field, true, predicted in zip(ERROR_KINDS, target.split("-"), prediction.split("-"))
+                 if true != predicted)

@@ -1,0 +1,88 @@
+"""Loss and accuracies for sequences of tokens, where padding must not count."""
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..data.tokens import EOS, PAD
+
+__all__ = ["sequence_cross_entropy", "SequenceCrossEntropy", "masked_accuracy", "sequence_accuracy"]
+
+
+def _check_logits(logits, targets):
+    for name, value in (("logits", logits), ("targets", targets)):
+        if not isinstance(value, torch.Tensor):
+            raise TypeError(f"{name} must be a tensor, got {type(value).__name__}")
+    if logits.dim() != 3 or targets.dim() != 2 or logits.shape[:2] != targets.shape:
+        raise ValueError(f"expected logits (N, L, V) and targets (N, L), got {tuple(logits.shape)} "
+                         f"and {tuple(targets.shape)}")
+
+
+def sequence_cross_entropy(logits, targets, pad_id=PAD, label_smoothing=0.0):
+    """Mean cross-entropy over the non-padding tokens: logits ``(N, L, V)``, targets ``(N, L)``.
+
+    Positions whose target is ``pad_id`` contribute nothing (``ignore_index``), so a batch's
+    loss does not depend on how much padding it holds.
+    """
+    _check_logits(logits, targets)
+    vocab_size = logits.shape[-1]
+    return F.cross_entropy(logits.reshape(-1, vocab_size), targets.reshape(-1),  # (N·L, V), (N·L,)
+                           ignore_index=pad_id, label_smoothing=label_smoothing)
+
+
+class SequenceCrossEntropy(nn.Module):
+    """``sequence_cross_entropy`` as a loss module: ``StepByStep(model, SequenceCrossEntropy(), ...)``."""
+
+    def __init__(self, pad_id=PAD, label_smoothing=0.0):
+        super().__init__()
+        self.pad_id = pad_id
+        self.label_smoothing = label_smoothing
+
+    def forward(self, logits, targets):
+        return sequence_cross_entropy(logits, targets, self.pad_id, self.label_smoothing)
+
+    def extra_repr(self):
+        return f"pad_id={self.pad_id}, label_smoothing={self.label_smoothing}"
+
+
+def masked_accuracy(logits, targets, pad_id=PAD):
+    """Fraction of non-padding positions whose arg-max token is the target (a float).
+
+    Logits ``(N, L, V)``, targets ``(N, L)``. This is teacher-forced: every position is
+    predicted from the *true* previous tokens, so it is usually higher than what decoding
+    achieves, where one early mistake is fed back in.
+    """
+    _check_logits(logits, targets)
+    keep = targets != pad_id  # (N, L)
+    if not keep.any():
+        raise ValueError("every target is padding: there is nothing to score")
+    correct = (logits.argmax(dim=-1) == targets) & keep  # (N, L)
+    return (correct.sum() / keep.sum()).item()
+
+
+def _up_to_eos(ids, pad_id, eos_id):
+    """Replace everything after each row's first ``eos_id`` with ``pad_id``: ``(N, L)``."""
+    is_eos = (ids == eos_id).long()  # (N, L)
+    after_eos = (is_eos.cumsum(dim=1) - is_eos) > 0  # (N, L): strictly after the first eos
+    return ids.masked_fill(after_eos, pad_id)
+
+
+def sequence_accuracy(predicted_ids, target_ids, pad_id=PAD, eos_id=EOS):
+    """Fraction of sequences predicted exactly, up to and including their first ``eos_id`` (a float).
+
+    ``predicted_ids`` ``(N, L_p)`` (e.g. from ``greedy_decode``) and ``target_ids`` ``(N, L_t)``
+    (e.g. ``target_out``) may differ in length: what follows the first ``<eos>`` is ignored
+    and the shorter is padded with ``pad_id``. A prediction that stops too early, runs on
+    past the target's end or never produces ``<eos>`` does not match.
+    """
+    for name, value in (("predicted_ids", predicted_ids), ("target_ids", target_ids)):
+        if not isinstance(value, torch.Tensor) or value.dim() != 2:
+            raise ValueError(f"{name} must be a tensor of ids (N, L)")
+    if predicted_ids.shape[0] != target_ids.shape[0]:
+        raise ValueError(f"got {predicted_ids.shape[0]} predictions for {target_ids.shape[0]} targets")
+    target_ids = target_ids.to(predicted_ids.device)
+    length = max(predicted_ids.shape[1], target_ids.shape[1])
+    predicted = F.pad(_up_to_eos(predicted_ids, pad_id, eos_id), (0, length - predicted_ids.shape[1]),
+                      value=pad_id)  # (N, L)
+    target = F.pad(_up_to_eos(target_ids, pad_id, eos_id), (0, length - target_ids.shape[1]),
+                   value=pad_id)  # (N, L)
+    return (predicted == target).all(dim=1).float().mean().item()

@@ -1,0 +1,131 @@
+"""The Transformer for token ids: embeddings in, the course's encoder and decoder, logits out."""
+import torch
+from torch import nn
+
+from .layers import DecoderLayer, EncoderLayer
+from .masks import padding_mask, subsequent_mask
+from .transformer import DecoderTransf, EncoderTransf
+
+__all__ = ["TokenTransformer"]
+
+
+class TokenTransformer(nn.Module):
+    """An encoder-decoder Transformer that reads and writes token ids.
+
+    Source ids ``(N, L_s)`` are embedded, go through ``EncoderTransf``; the decoder reads the
+    target ids shifted right (``<sos> y_1 ... y_n``, teacher forcing), embedded, through
+    ``DecoderTransf``; ``generator`` (a linear layer) turns every decoder output into one logit
+    per target token. Both stacks are the course's own layers (``EncoderLayer``,
+    ``DecoderLayer``), norm-first by default.
+
+    Args:
+        src_vocab_size, tgt_vocab_size: sizes of the two vocabularies (specials included).
+        d_model, n_heads, ff_units, n_layers, dropout, norm_first: the layers' sizes, as in
+            ``EncoderLayer``; ``n_layers`` layers in the encoder and as many in the decoder.
+        max_len: the longest source and the longest decoder input the model accepts.
+        pad_id: the padding id. The source padding mask (``True`` = may attend) is
+            ``ids != pad_id``, ``(N, 1, L_s)``; the target mask is the target's padding mask
+            AND the causal mask, ``(N, L_t, L_t)``. ``None`` switches the padding masks off
+            (the causal mask stays): padding is then read like any other token, which
+            chapter 07 uses to show what the masks are for.
+        scale_embeddings: multiply the embeddings by ``√d_model`` before adding the
+            positional encoding, as the paper does. Off by default, on purpose: ``nn.Embedding``
+            starts with standard deviation 1, so its vectors already have the size of the
+            sinusoids (values in [-1, 1]); multiplied by ``√d_model`` (8 for d_model 64) they
+            drown the positions, and a model that must know *where* each token sits (to
+            reverse, to read a date) learns much slower (COURSE.md measured 60% vs 98% on dates).
+            The paper's scaling belongs with embeddings initialised at std ``1/√d_model``.
+            ``True`` exists to show the pitfall.
+        embedding_std: draw both embeddings from ``N(0, embedding_std²)`` instead of PyTorch's
+            ``N(0, 1)``. Smaller embeddings make the positions relatively louder, which helps
+            tasks that are all about order (chapter 07 reverses words faster with 0.3).
+
+    Shapes:
+        ``forward(source_ids, target_in)``: ``(N, L_s)`` and ``(N, L_t)`` integer ids ->
+        logits ``(N, L_t, tgt_vocab_size)``.
+        ``encode(source_ids)`` -> ``(memory (N, L_s, d_model), source_mask (N, 1, L_s) or None)``.
+        ``decode(target_in, memory, source_mask)`` -> logits ``(N, L_t, tgt_vocab_size)``.
+
+    Attention weights of the last call (before dropout, rows sum to 1): the cross-attention of
+    the last decoder layer is ``model.decoder.layers[-1].cross_attn_heads.alphas``,
+    ``(N, n_heads, L_t, L_s)``; likewise ``self_attn_heads.alphas`` of any layer.
+    """
+
+    def __init__(self, src_vocab_size, tgt_vocab_size, d_model=64, n_heads=4, ff_units=128, n_layers=2,
+                 dropout=0.1, max_len=64, pad_id=0, norm_first=True, scale_embeddings=False, embedding_std=None):
+        super().__init__()
+        for name, value in (("src_vocab_size", src_vocab_size), ("tgt_vocab_size", tgt_vocab_size),
+                            ("max_len", max_len)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        if pad_id is not None and not (isinstance(pad_id, int) and 0 <= pad_id < src_vocab_size):
+            raise ValueError(f"pad_id must be None or an id in 0..{src_vocab_size - 1}, got {pad_id!r}")
+        self.src_vocab_size = src_vocab_size
+        self.tgt_vocab_size = tgt_vocab_size
+        self.d_model = d_model
+        self.max_len = max_len
+        self.pad_id = pad_id
+        self.scale_embeddings = bool(scale_embeddings)
+        self.src_embed = nn.Embedding(src_vocab_size, d_model)
+        self.tgt_embed = nn.Embedding(tgt_vocab_size, d_model)
+        if embedding_std is not None:
+            if not embedding_std > 0:
+                raise ValueError(f"embedding_std must be None or positive, got {embedding_std!r}")
+            nn.init.normal_(self.src_embed.weight, std=embedding_std)
+            nn.init.normal_(self.tgt_embed.weight, std=embedding_std)
+        encoder_layer = EncoderLayer(n_heads, d_model, ff_units, dropout, norm_first=norm_first)
+        decoder_layer = DecoderLayer(n_heads, d_model, ff_units, dropout, norm_first=norm_first)
+        self.encoder = EncoderTransf(encoder_layer, n_layers, max_len, scale_input=self.scale_embeddings)
+        self.decoder = DecoderTransf(decoder_layer, n_layers, max_len, scale_input=self.scale_embeddings)
+        self.generator = nn.Linear(d_model, tgt_vocab_size)
+
+    def _check_ids(self, name, ids, vocab_size):
+        if not isinstance(ids, torch.Tensor):
+            raise TypeError(f"{name} must be a tensor of token ids (N, L), got {type(ids).__name__}")
+        if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
+            raise TypeError(f"{name} must hold integer token ids (e.g. torch.long), got dtype {ids.dtype}")
+        if ids.dim() != 2 or ids.shape[1] == 0:
+            raise ValueError(f"{name} must have shape (N, L) with L >= 1, got {tuple(ids.shape)}")
+        if ids.shape[1] > self.max_len:
+            raise ValueError(f"{name} has length {ids.shape[1]}, more than the model's max_len={self.max_len}")
+        low, high = ids.min().item(), ids.max().item()
+        if low < 0 or high >= vocab_size:
+            raise ValueError(f"{name} holds ids from {low} to {high}; this vocabulary has ids 0..{vocab_size - 1}")
+
+    def source_mask(self, source_ids):
+        """Keep-mask ``(N, 1, L_s)``: ``False`` at padding; ``None`` when ``pad_id`` is None."""
+        if self.pad_id is None:
+            return None
+        return padding_mask(source_ids, self.pad_id)  # (N, 1, L_s)
+
+    def target_mask(self, target_in):
+        """Keep-mask ``(N, L_t, L_t)``: causal AND not padding (``(1, L_t, L_t)`` without ``pad_id``)."""
+        causal = subsequent_mask(target_in.shape[1], device=target_in.device)  # (1, L_t, L_t)
+        if self.pad_id is None:
+            return causal
+        return causal & padding_mask(target_in, self.pad_id)  # (N, L_t, L_t)
+
+    def encode(self, source_ids):
+        """Encode the source: returns ``memory`` ``(N, L_s, d_model)`` and its mask ``(N, 1, L_s)``."""
+        self._check_ids("source_ids", source_ids, self.src_vocab_size)
+        source_mask = self.source_mask(source_ids)  # (N, 1, L_s) or None
+        embedded = self.src_embed(source_ids)  # (N, L_s, d_model)
+        memory = self.encoder(embedded, source_mask)  # (N, L_s, d_model)
+        return memory, source_mask
+
+    def decode(self, target_in, memory, source_mask=None):
+        """Logits ``(N, L_t, tgt_vocab_size)`` for every position of ``target_in`` ``(N, L_t)``."""
+        self._check_ids("target_in", target_in, self.tgt_vocab_size)
+        if memory.shape[0] != target_in.shape[0]:
+            raise ValueError(f"memory holds {memory.shape[0]} sequences but target_in {target_in.shape[0]}")
+        self.decoder.init_keys(memory)
+        embedded = self.tgt_embed(target_in)  # (N, L_t, d_model)
+        states = self.decoder(embedded, source_mask, self.target_mask(target_in))  # (N, L_t, d_model)
+        return self.generator(states)  # (N, L_t, tgt_vocab_size)
+
+    def forward(self, source_ids, target_in):
+        memory, source_mask = self.encode(source_ids)  # (N, L_s, d_model), (N, 1, L_s)
+        return self.decode(target_in, memory, source_mask)  # (N, L_t, tgt_vocab_size)
+
+    def extra_repr(self):
+        return f"pad_id={self.pad_id}, max_len={self.max_len}, scale_embeddings={self.scale_embeddings}"

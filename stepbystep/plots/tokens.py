@@ -1,0 +1,124 @@
+"""Chapter 07's figures: a padded batch and its masks, a warm-up schedule, reversal attention."""
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+from matplotlib.colors import ListedColormap
+
+__all__ = ["padded_batch", "learning_rate_schedule", "reversal_attention"]
+
+_KEEP_COLORS = ListedColormap(["#d9d9d9", "#9ecae1"])  # False (blocked, padding): grey; True: blue
+
+
+def _as_numpy(values):
+    if isinstance(values, torch.Tensor):
+        values = values.detach().cpu().numpy()
+    return np.asarray(values)
+
+
+def _token_grid(ax, ids, vocab, keep, title):
+    """Draw a grid of token ids, each cell labelled with its symbol, coloured by ``keep``."""
+    ax.imshow(keep, cmap=_KEEP_COLORS, vmin=0, vmax=1, aspect="auto")
+    for row in range(ids.shape[0]):
+        for col in range(ids.shape[1]):
+            symbol = vocab.itos[int(ids[row, col])]
+            ax.text(col, row, symbol, ha="center", va="center", fontsize=7 if len(symbol) > 1 else 9)
+    ax.set_xticks(range(ids.shape[1]))
+    ax.set_yticks(range(ids.shape[0]))
+    ax.set_xlabel("position")
+    ax.set_ylabel("sequence")
+    ax.set_title(title)
+
+
+def padded_batch(source, target_in, target_out, vocab, source_mask, target_mask, index=0):
+    """A padded batch and its masks, side by side; returns the Figure.
+
+    Args:
+        source, target_in, target_out: id tensors ``(N, L_s)``, ``(N, L_t)``, ``(N, L_t)``
+            from ``pad_collate``.
+        vocab: the ``Vocab`` whose symbols label the cells (one for source and target).
+        source_mask: ``(N, 1, L_s)`` keep-mask; its row colours the source grid (grey = masked).
+        target_mask: ``(N, L_t, L_t)`` (or ``(1, L_t, L_t)``) keep-mask; the map of sequence
+            ``index`` is drawn on the right.
+    """
+    source, target_in, target_out = (_as_numpy(t) for t in (source, target_in, target_out))
+    source_keep = _as_numpy(source_mask)[:, 0].astype(float)  # (N, L_s)
+    target_keep = _as_numpy(target_mask).astype(float)  # (N or 1, L_t, L_t)
+    if source_keep.shape != source.shape:
+        raise ValueError(f"source_mask must be (N, 1, L_s) = {(source.shape[0], 1, source.shape[1])}, "
+                         f"got {tuple(_as_numpy(source_mask).shape)}")
+    one_mask = target_keep[index if target_keep.shape[0] > 1 else 0]  # (L_t, L_t)
+    fig, axes = plt.subplots(1, 4, figsize=(16, 3.6), layout="constrained",
+                             gridspec_kw={"width_ratios": [source.shape[1], target_in.shape[1],
+                                                           target_out.shape[1], 0.9 * target_in.shape[1]]})
+    pad_id = vocab.pad_id
+    _token_grid(axes[0], source, vocab, source_keep, f"source {source.shape} and its mask")
+    _token_grid(axes[1], target_in, vocab, (target_in != pad_id).astype(float), f"target_in {target_in.shape}")
+    _token_grid(axes[2], target_out, vocab, (target_out != pad_id).astype(float),
+                f"target_out {target_out.shape}")
+    axes[3].imshow(one_mask, cmap=_KEEP_COLORS, vmin=0, vmax=1)
+    labels = [vocab.itos[int(i)] for i in target_in[index]]
+    axes[3].set_xticks(range(len(labels)), labels, rotation=90)
+    axes[3].set_yticks(range(len(labels)), labels)
+    axes[3].set_xlabel("key (decoder input)")
+    axes[3].set_ylabel("query (decoder input)")
+    axes[3].set_title(f"target mask of sequence {index}")
+    fig.suptitle("blue: may attend / counts; grey: padding or blocked")
+    return fig
+
+
+def learning_rate_schedule(learning_rates, steps_per_epoch=None, warmup_steps=None):
+    """The learning rate of every optimizer step (e.g. ``sbs.learning_rates``); returns the Figure.
+
+    ``steps_per_epoch`` draws a dotted line at each epoch's end; ``warmup_steps`` shades the
+    warm-up.
+    """
+    rates = np.asarray(learning_rates, dtype=float)
+    if rates.ndim != 1 or rates.size == 0:
+        raise ValueError("learning_rates must be a non-empty list of numbers, one per step")
+    fig, ax = plt.subplots(figsize=(8, 3), layout="constrained")
+    ax.plot(np.arange(1, rates.size + 1), rates, color="tab:blue")
+    if warmup_steps:
+        ax.axvspan(0, warmup_steps, color="tab:orange", alpha=0.2, label=f"warm-up ({warmup_steps} steps)")
+        ax.legend()
+    if steps_per_epoch:
+        for boundary in range(steps_per_epoch, rates.size, steps_per_epoch):
+            ax.axvline(boundary, color="grey", ls=":", lw=1)
+    ax.set_xlabel("optimizer step")
+    ax.set_ylabel("learning rate")
+    ax.set_title("learning rate of every step")
+    return fig
+
+
+def reversal_attention(alphas, source_tokens, output_tokens, title=None):
+    """Cross-attention of one sequence, one map per head, with the reversal's anti-diagonal.
+
+    ``alphas`` ``(n_heads, L_t, L_s)`` (e.g. ``cross_attn_heads.alphas[i]``); ``source_tokens``
+    and ``output_tokens`` label the keys (columns) and the queries (rows). A dashed line marks
+    where output ``t`` would read source ``L_s - 1 - t``, the symbol it has to write. Returns
+    the Figure.
+    """
+    alphas = _as_numpy(alphas).astype(float)
+    if alphas.ndim == 2:
+        alphas = alphas[None]
+    if alphas.ndim != 3:
+        raise ValueError(f"alphas must be (n_heads, L_t, L_s), got {alphas.shape}")
+    n_heads, n_out, n_src = alphas.shape
+    if len(source_tokens) != n_src or len(output_tokens) != n_out:
+        raise ValueError(f"got {len(source_tokens)} source and {len(output_tokens)} output labels "
+                         f"for maps of shape ({n_out}, {n_src})")
+    fig, axes = plt.subplots(1, n_heads, figsize=(0.6 + 0.3 * n_src * n_heads, 0.9 + 0.3 * n_out),
+                             squeeze=False, layout="constrained")
+    for head, ax in enumerate(axes[0]):
+        image = ax.imshow(alphas[head], cmap="viridis", vmin=0, vmax=1)
+        rows = np.arange(min(n_out, n_src))
+        ax.plot(n_src - 1 - rows, rows, color="white", ls="--", lw=1, alpha=0.7)
+        ax.set_xticks(range(n_src), list(source_tokens), fontsize=7)
+        ax.set_yticks(range(n_out), list(output_tokens), fontsize=7)
+        ax.set_xlabel("source (key)")
+        if head == 0:
+            ax.set_ylabel("output (query)")
+        ax.set_title(f"head {head}")
+    fig.colorbar(image, ax=axes[0].tolist(), fraction=0.03)
+    if title:
+        fig.suptitle(title)
+    return fig

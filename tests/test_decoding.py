@@ -1,0 +1,140 @@
+"""Greedy decoding and beam search: stopping at <eos>, padding, beams vs greedy, modes restored."""
+import math
+
+import pytest
+import torch
+from torch import nn
+
+from stepbystep.data import Vocab
+from stepbystep.models import TokenTransformer, beam_search, greedy_decode, sequence_log_probs, translate
+
+PAD, SOS, EOS, A, B = 0, 1, 2, 3, 4
+
+
+class MarkovModel(nn.Module):
+    """A scripted 'model': the next token's probabilities depend only on the previous token.
+
+    ``tables[k]`` ``(V, V)`` holds the transition probabilities used for sources that start
+    with id ``k``, so sequences in one batch can behave differently.
+    """
+
+    def __init__(self, tables):
+        super().__init__()
+        self.register_buffer("log_tables", torch.log(torch.as_tensor(tables, dtype=torch.float)))
+        self.offset = nn.Parameter(torch.zeros(()))
+        self.max_len = 20
+
+    def encode(self, source_ids):
+        return source_ids[:, :1].float().unsqueeze(-1), None  # (N, 1, 1): which table
+
+    def decode(self, target_in, memory, source_mask):
+        tables = self.log_tables[memory[:, 0, 0].long()]  # (N, V, V)
+        rows = tables.gather(1, target_in.unsqueeze(-1).expand(-1, -1, tables.shape[-1]))  # (N, L, V)
+        return rows + self.offset
+
+
+def table(transitions, size=5):
+    """A (V, V) table from {previous: {next: probability}}; unlisted rows are uniform."""
+    probabilities = torch.full((size, size), 1e-6)
+    for previous, row in transitions.items():
+        for token, p in row.items():
+            probabilities[previous, token] = p
+    return probabilities / probabilities.sum(-1, keepdim=True)
+
+
+# greedy takes 'a' (0.6) then ends with probability 0.34: 0.204; 'b' then <eos> is 0.4 · 0.9 = 0.36
+GREEDY_TRAP = table({SOS: {A: 0.6, B: 0.4}, A: {EOS: 0.34, A: 0.33, B: 0.33}, B: {EOS: 0.9, A: 0.1}})
+# four times 'a', then <eos>: a -> a with probability 0.8, else <eos>
+LONG = table({SOS: {A: 1.0}, A: {A: 0.8, EOS: 0.2}})
+# <eos> at once (0.5) or 'a' then <eos> (0.5 · 0.95): the sum prefers the first, the mean the second
+SHORT_OR_LONG = table({SOS: {EOS: 0.5, A: 0.5}, A: {EOS: 0.95, A: 0.05}})
+
+
+def test_greedy_stops_per_sequence_and_pads():
+    model = MarkovModel(torch.stack([GREEDY_TRAP, LONG]))
+    source = torch.tensor([[0], [1]])
+    generated = greedy_decode(model, source, SOS, EOS, max_len=6)
+    assert generated.tolist() == [[A, EOS, PAD, PAD, PAD, PAD], [A, A, A, A, A, A]]
+    early = greedy_decode(model, torch.tensor([[0], [0]]), SOS, EOS, max_len=6)
+    assert early.tolist() == [[A, EOS], [A, EOS]]  # stops as soon as every sequence is finished
+
+
+def test_beam_search_escapes_the_greedy_trap():
+    model = MarkovModel(GREEDY_TRAP.unsqueeze(0))
+    source = torch.zeros(1, 1, dtype=torch.long)
+    assert greedy_decode(model, source, SOS, EOS, 5).tolist() == [[A, EOS]]
+    best = beam_search(model, source, SOS, EOS, 5, beam_width=2)
+    assert best.tolist() == [[B, EOS]]  # both beams finished after two tokens
+    scores = sequence_log_probs(model, source, best, SOS, EOS)
+    assert scores.item() == pytest.approx(math.log(0.36), abs=1e-4)
+
+
+def test_length_penalty_normalises_by_length():
+    model = MarkovModel(SHORT_OR_LONG.unsqueeze(0))
+    source = torch.zeros(1, 1, dtype=torch.long)
+    by_sum = beam_search(model, source, SOS, EOS, 5, beam_width=2, length_penalty=0.0)
+    by_mean = beam_search(model, source, SOS, EOS, 5, beam_width=2, length_penalty=1.0)
+    assert by_sum[0, 0].item() == EOS
+    assert by_mean[0, :2].tolist() == [A, EOS]
+
+
+def random_model(pad_id=0):
+    torch.manual_seed(3)
+    model = TokenTransformer(8, 9, d_model=16, n_heads=2, ff_units=32, n_layers=1, dropout=0.1, max_len=10,
+                             pad_id=pad_id)
+    with torch.no_grad():
+        model.generator.weight.mul_(8.0)  # peaked distributions: greedy and beams disagree more often
+    return model
+
+
+def test_beam_width_one_is_greedy():
+    model = random_model()
+    source = torch.randint(4, 8, (16, 6), generator=torch.Generator().manual_seed(0))
+    greedy = greedy_decode(model, source, SOS, EOS, 8)
+    beam = beam_search(model, source, SOS, EOS, 8, beam_width=1)
+    assert torch.equal(greedy, beam)
+
+
+def test_beams_score_at_least_as_well_as_greedy():
+    model = random_model()
+    source = torch.randint(4, 8, (32, 6), generator=torch.Generator().manual_seed(1))
+    greedy = greedy_decode(model, source, SOS, EOS, 8)
+    beam = beam_search(model, source, SOS, EOS, 8, beam_width=4)
+    greedy_scores = sequence_log_probs(model, source, greedy, SOS, EOS)
+    beam_scores = sequence_log_probs(model, source, beam, SOS, EOS)
+    assert torch.all(beam_scores >= greedy_scores - 1e-5)
+    assert torch.any(beam_scores > greedy_scores + 1e-3)  # the beams found something better somewhere
+
+
+def test_decoders_restore_the_mode_and_need_no_grad():
+    model = random_model()
+    model.train()
+    source = torch.randint(4, 8, (2, 5), generator=torch.Generator().manual_seed(2))
+    first = greedy_decode(model, source, SOS, EOS, 6)
+    assert model.training
+    assert torch.equal(first, greedy_decode(model, source, SOS, EOS, 6))  # eval mode: no dropout
+    beam_search(model, source, SOS, EOS, 6)
+    assert model.training and not first.requires_grad
+
+
+def test_decoding_errors():
+    model = random_model()
+    source = torch.randint(4, 8, (2, 5))
+    with pytest.raises(ValueError, match="max_len=11"):
+        greedy_decode(model, source, SOS, EOS, 11)
+    with pytest.raises(ValueError, match="beam_width"):
+        beam_search(model, source, SOS, EOS, 5, beam_width=0)
+    with pytest.raises(ValueError, match="source_ids"):
+        greedy_decode(model, source[0], SOS, EOS, 5)
+
+
+def test_translate_strings():
+    vocab = Vocab("abcd")
+    model = TokenTransformer(len(vocab), len(vocab), d_model=16, n_heads=2, ff_units=16, n_layers=1, max_len=8)
+    output = translate(model, ["ab", "dcba"], vocab, vocab)
+    assert isinstance(output, list) and len(output) == 2 and all(isinstance(text, str) for text in output)
+    assert isinstance(translate(model, "abz", vocab, vocab, beam_width=2), str)  # 'z' becomes <unk>
+    with pytest.raises(ValueError, match="empty"):
+        translate(model, "", vocab, vocab)
+    with pytest.raises(ValueError, match="max_len=8"):
+        translate(model, "abcdabcda", vocab, vocab)

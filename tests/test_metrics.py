@@ -1,0 +1,59 @@
+"""The sequence loss and the two accuracies: padding must never count."""
+import pytest
+import torch
+import torch.nn.functional as F
+
+from stepbystep.models import SequenceCrossEntropy, masked_accuracy, sequence_accuracy, sequence_cross_entropy
+
+PAD, EOS = 0, 2
+
+
+def one_hot_logits(ids, vocab_size=6):
+    return F.one_hot(ids, vocab_size).float() * 10.0  # (N, L, V): confident predictions of ids
+
+
+def test_loss_ignores_padding():
+    torch.manual_seed(0)
+    logits = torch.randn(2, 4, 6)
+    targets = torch.tensor([[3, 4, 2, 0], [5, 2, 0, 0]])
+    keep = targets != PAD
+    expected = F.cross_entropy(logits[keep], targets[keep])
+    assert sequence_cross_entropy(logits, targets).item() == pytest.approx(expected.item(), rel=1e-6)
+    changed = logits.clone()
+    changed[~keep] = 100.0  # whatever the model says at padded positions
+    assert sequence_cross_entropy(changed, targets).item() == pytest.approx(expected.item(), rel=1e-6)
+    assert SequenceCrossEntropy()(logits, targets).item() == pytest.approx(expected.item(), rel=1e-6)
+
+
+def test_loss_shape_errors():
+    with pytest.raises(ValueError, match=r"\(N, L, V\)"):
+        sequence_cross_entropy(torch.randn(2, 4), torch.zeros(2, dtype=torch.long))
+    with pytest.raises(ValueError, match=r"\(N, L, V\)"):
+        sequence_cross_entropy(torch.randn(2, 4, 6), torch.zeros(2, 3, dtype=torch.long))
+
+
+def test_masked_accuracy_counts_only_real_tokens():
+    targets = torch.tensor([[3, 4, 2, 0], [5, 2, 0, 0]])
+    predicted = torch.tensor([[3, 5, 2, 1], [5, 2, 4, 4]])  # one mistake, padding positions wrong
+    assert masked_accuracy(one_hot_logits(predicted), targets) == pytest.approx(4 / 5)
+    with pytest.raises(ValueError, match="padding"):
+        masked_accuracy(one_hot_logits(predicted), torch.zeros(2, 4, dtype=torch.long))
+
+
+def test_sequence_accuracy_exact_match_up_to_eos():
+    targets = torch.tensor([[3, 4, EOS, PAD], [5, EOS, PAD, PAD], [4, 4, 4, EOS]])
+    predicted = torch.tensor([
+        [3, 4, EOS, 5, 5],  # right: what follows <eos> is ignored
+        [5, 5, EOS, PAD, PAD],  # runs on past the target's end
+        [4, 4, 4, EOS, PAD],  # right, longer tensor
+    ])
+    assert sequence_accuracy(predicted, targets) == pytest.approx(2 / 3)
+    assert sequence_accuracy(targets, targets) == 1.0
+
+
+def test_sequence_accuracy_needs_the_eos():
+    targets = torch.tensor([[3, 4, EOS]])
+    assert sequence_accuracy(torch.tensor([[3, 4]]), targets) == 0.0  # stopped without <eos>
+    assert sequence_accuracy(torch.tensor([[3, EOS]]), targets) == 0.0  # stopped too early
+    with pytest.raises(ValueError, match="predictions"):
+        sequence_accuracy(torch.tensor([[3, EOS]]), torch.tensor([[3, EOS], [3, EOS]]))

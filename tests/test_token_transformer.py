@@ -1,0 +1,120 @@
+"""The token-level Transformer: shapes, padding and causal masks, embedding scale, bad input."""
+import pytest
+import torch
+
+from stepbystep.models import TokenTransformer
+
+
+def make_model(**kwargs):
+    torch.manual_seed(0)
+    settings = dict(d_model=16, n_heads=2, ff_units=32, n_layers=2, dropout=0.0, max_len=12)
+    settings.update(kwargs)
+    return TokenTransformer(9, 11, **settings).eval()
+
+
+def random_ids(n, length, vocab_size, low=4, seed=0):
+    generator = torch.Generator().manual_seed(seed)
+    return torch.randint(low, vocab_size, (n, length), generator=generator)
+
+
+def test_shapes_and_cross_attention_weights():
+    model = make_model()
+    source, target_in = random_ids(3, 7, 9), random_ids(3, 5, 11)
+    logits = model(source, target_in)
+    assert logits.shape == (3, 5, 11)
+    memory, source_mask = model.encode(source)
+    assert memory.shape == (3, 7, 16) and source_mask.shape == (3, 1, 7)
+    assert torch.allclose(model.decode(target_in, memory, source_mask), logits, atol=1e-6)
+    alphas = model.decoder.layers[-1].cross_attn_heads.alphas
+    assert alphas.shape == (3, 2, 5, 7)
+    assert torch.allclose(alphas.sum(-1), torch.ones(3, 2, 5))
+
+
+def test_padding_does_not_change_a_sequences_output():
+    model = make_model()
+    source, target_in = random_ids(1, 5, 9), random_ids(1, 4, 11)
+    alone = model(source, target_in)  # (1, 4, 11)
+    padded_source = torch.cat([source, torch.zeros(1, 3, dtype=torch.long)], dim=1)  # (1, 8)
+    padded_target = torch.cat([target_in, torch.zeros(1, 2, dtype=torch.long)], dim=1)  # (1, 6)
+    longer = (random_ids(1, 8, 9, seed=1), random_ids(1, 6, 11, seed=1))
+    batch = model(torch.cat([padded_source, longer[0]]), torch.cat([padded_target, longer[1]]))  # (2, 6, 11)
+    assert torch.allclose(batch[0, :4], alone[0], atol=1e-5)
+    padding_weights = model.decoder.layers[-1].cross_attn_heads.alphas[0, :, :, 5:]
+    assert torch.all(padding_weights == 0)
+
+
+def test_without_padding_masks_padding_changes_the_output():
+    model = make_model(pad_id=None)
+    source, target_in = random_ids(1, 5, 9), random_ids(1, 4, 11)
+    padded_source = torch.cat([source, torch.zeros(1, 3, dtype=torch.long)], dim=1)
+    assert model.encode(source)[1] is None
+    assert not torch.allclose(model(padded_source, target_in), model(source, target_in), atol=1e-3)
+
+
+def test_target_mask_combines_causal_and_padding():
+    model = make_model()
+    target_in = torch.tensor([[1, 5, 6, 0], [1, 5, 6, 7]])
+    mask = model.target_mask(target_in)
+    assert mask.shape == (2, 4, 4)
+    assert torch.equal(mask[1], torch.tril(torch.ones(4, 4, dtype=torch.bool)))
+    assert not mask[0, :, 3].any()
+    assert torch.equal(mask[0, :, :3], mask[1, :, :3])
+
+
+def test_causal_outputs_do_not_depend_on_later_tokens():
+    model = make_model()
+    source, target_in = random_ids(2, 6, 9), random_ids(2, 5, 11)
+    changed = target_in.clone()
+    changed[:, 3:] = random_ids(2, 2, 11, seed=7)
+    before, after = model(source, target_in), model(source, changed)
+    assert torch.allclose(before[:, :3], after[:, :3], atol=1e-6)
+    assert not torch.allclose(before[:, 3:], after[:, 3:], atol=1e-4)
+
+
+def test_embedding_scale_is_applied_to_the_positional_encoding():
+    plain, scaled = make_model(), make_model(scale_embeddings=True)
+    assert not plain.encoder.pe.scale_input and not plain.decoder.pe.scale_input
+    assert scaled.encoder.pe.scale_input and scaled.decoder.pe.scale_input
+    source, target_in = random_ids(2, 6, 9), random_ids(2, 5, 11)
+    assert not torch.allclose(plain(source, target_in), scaled(source, target_in))
+
+
+def test_bad_input():
+    model = make_model()
+    target_in = random_ids(2, 3, 11)
+    with pytest.raises(TypeError, match="integer"):
+        model(torch.rand(2, 3), target_in)
+    with pytest.raises(TypeError, match="tensor"):
+        model([[4, 5]], target_in)
+    with pytest.raises(ValueError, match=r"\(N, L\)"):
+        model(torch.tensor([4, 5, 6]), target_in)
+    with pytest.raises(ValueError, match="max_len=12"):
+        model(random_ids(2, 13, 9), target_in)
+    with pytest.raises(ValueError, match="max_len=12"):
+        model(random_ids(2, 3, 9), random_ids(2, 13, 11))
+    with pytest.raises(ValueError, match="0..8"):
+        model(torch.full((2, 3), 9), target_in)
+    with pytest.raises(ValueError, match="sequences"):
+        model.decode(target_in, torch.zeros(3, 4, 16), None)
+    with pytest.raises(ValueError, match="pad_id"):
+        TokenTransformer(5, 5, pad_id=7)
+
+
+def test_trains_on_a_tiny_copy_task():
+    """A few Adam steps on one batch lower the loss: the gradient reaches every part."""
+    from stepbystep.models import sequence_cross_entropy
+
+    model = make_model()
+    model.train()
+    source = random_ids(8, 5, 9)
+    target_in = torch.cat([torch.ones(8, 1, dtype=torch.long), source[:, :-1]], dim=1)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    losses = []
+    for _ in range(20):
+        loss = sequence_cross_entropy(model(source, target_in), source)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    assert losses[-1] < 0.5 * losses[0]
+    assert all(p.grad is not None for p in model.parameters())
