@@ -41,9 +41,20 @@ def _tiny_notebook(path):
     return path
 
 
-def test_course_benchmark_executes_notebooks(tmp_path):
-    rows = course.run(notebooks=[_tiny_notebook(tmp_path / "01_tiny.ipynb")])
-    assert [row["case"] for row in rows] == ["01_tiny"] and rows[0]["seconds"] > 0
+def test_course_benchmark_executes_notebooks_and_times_training_cells(tmp_path):
+    notebook = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("import time\nclass Trainer:\n    def train(self, seconds):\n"
+                                  "        time.sleep(seconds)"),
+        nbformat.v4.new_code_cell("time.sleep(0.3)  # not training"),
+        nbformat.v4.new_code_cell("Trainer().train(0.2)"),
+    ])
+    path = tmp_path / "07_tiny.ipynb"
+    nbformat.write(notebook, path)
+    rows = course.run(notebooks=[path])
+    assert [row["case"] for row in rows] == ["07_tiny"]
+    assert rows[0]["seconds"] >= 0.5
+    assert 0.2 <= rows[0]["training_seconds"] < 0.3 + 0.2  # the sleeping cell is not training
+    assert rows[0]["training_goal"] == 60.0 and rows[0]["training_met"]
 
 
 def test_run_writes_the_report(tmp_path, monkeypatch):

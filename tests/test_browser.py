@@ -29,9 +29,14 @@ RUN_TIMEOUT_MS = 180_000
 KERNEL_IDLE = """() => [...document.querySelectorAll('.jp-StatusBar-TextItem')]
     .some(item => /^(?!No Kernel).+ \\| Idle$/.test(item.textContent.trim()))"""
 # Every code cell shows an execution count ("[3]:") once it ran, "[*]:" while queued or running.
+RUN_STARTED = """() => [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')]
+    .some(p => /\\[(\\*|\\d+)\\]/.test(p.textContent))"""
+# Run-all stops at the first error, leaving later cells unrun: an error output also ends the wait.
 ALL_CELLS_RUN = f"""() => {{
     const prompts = [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')];
-    return ({KERNEL_IDLE})() && prompts.length > 0 && prompts.every(p => /\\[\\d+\\]/.test(p.textContent));
+    const failed = document.querySelector('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]');
+    const done = prompts.length > 0 && prompts.every(p => /\\[\\d+\\]/.test(p.textContent));
+    return ({KERNEL_IDLE})() && (done || (failed && /Error/.test(failed.textContent)));
 }}"""
 
 
@@ -107,8 +112,20 @@ def _open_and_run_all(browser, lab, notebook):
     # a kernel that is still starting can pop up the kernel-selection dialog and swallow the run
     page.wait_for_function(KERNEL_IDLE)
     _menu(page, "Edit", "editmenu:clear-all")  # so every execution count seen below is new
-    _menu(page, "Run", "runmenu:run-all")
-    page.wait_for_function(ALL_CELLS_RUN)
+    for _ in range(3):  # a click that lands while the notebook is still settling can be lost: retry
+        _menu(page, "Run", "runmenu:run-all")
+        try:
+            page.wait_for_function(RUN_STARTED, timeout=20_000)
+            break
+        except sync_api.TimeoutError:
+            continue
+    try:
+        page.wait_for_function(ALL_CELLS_RUN)
+    except sync_api.TimeoutError:
+        prompts = page.locator(".jp-CodeCell .jp-InputPrompt").all_inner_texts()
+        status = page.locator(".jp-StatusBar-TextItem").all_inner_texts()
+        raise AssertionError(f"{notebook}: not every cell ran in {RUN_TIMEOUT_MS / 1000:.0f} s; "
+                             f"prompts {prompts}, status bar {status}") from None
     errors = page.locator('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]')
     tracebacks = [text for text in errors.all_inner_texts() if "Traceback" in text or "Error" in text]
     assert not tracebacks, f"{notebook}: a cell failed in the browser:\n{tracebacks[0][:2000]}"
