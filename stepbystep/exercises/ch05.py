@@ -7,15 +7,13 @@ In the notebook::
     ch05.teacher_forced_loss.check(my_teacher_forced_loss)
     ch05.teacher_forced_loss.solution()
 """
-import numbers
-
 import numpy as np
 import torch
 import torch.nn.functional as F
 
 from ..data import generate_sequences
 from ..models import build_transformer
-from .exercise import Exercise
+from .exercise import Exercise, as_number
 
 __all__ = ["teacher_forced_loss", "corner_baseline", "greedy_decode"]
 
@@ -64,14 +62,6 @@ def _variant_losses(model, full):
     }
 
 
-def _as_float(value):
-    """The loss as a float, or ``None`` when ``value`` is not one number."""
-    if isinstance(value, torch.Tensor) and value.numel() == 1:
-        return float(value.detach())
-    if isinstance(value, numbers.Real) and not isinstance(value, bool):
-        return float(value)
-    return None
-
 
 def _check_teacher_forced_loss(answer):
     if not callable(answer):
@@ -83,7 +73,7 @@ def _check_teacher_forced_loss(answer):
             expected = _teacher_forced_loss_solution(model, full)
             model.train(start_training)
             returned = answer(model, full)
-            got = _as_float(returned)
+            got = as_number(returned)
             if got is None:
                 return f"teacher_forced_loss should return the loss as a float, got {type(returned).__name__}"
             if model.training != start_training:
@@ -92,7 +82,7 @@ def _check_teacher_forced_loss(answer):
                         "model.training first and call model.train(was_training) at the end")
             if abs(got - expected) <= 1e-6:
                 continue
-            if abs(_as_float(answer(model.train(start_training), full)) - got) > 1e-7:  # a second call
+            if abs(as_number(answer(model.train(start_training), full)) - got) > 1e-7:  # a second call
                 return "two calls on the same batch gave different losses: dropout is still on, call model.eval() first"
             for value, problem in _variant_losses(model, full).items():
                 if abs(got - value) <= 1e-6:

@@ -13,24 +13,16 @@ import torch
 
 from ..models.metrics import masked_accuracy as _masked_accuracy
 from ..models.metrics import sequence_accuracy as _sequence_accuracy
-from .exercise import Exercise
+from .exercise import Exercise, as_number
 
 __all__ = ["masked_accuracy", "exact_match", "best_output"]
 
 PAD, EOS = 0, 2
 
 
-def _as_float(value):
-    """The answer as a float, or ``None`` when it is not one number."""
-    if isinstance(value, torch.Tensor) and value.numel() == 1:
-        return float(value.detach())
-    if isinstance(value, numbers.Real) and not isinstance(value, bool):
-        return float(value)
-    return None
-
 
 def _number_problem(name, value):
-    if _as_float(value) is None:
+    if as_number(value) is None:
         return f"{name} should return one number (a float), got {type(value).__name__}"
     return None
 
@@ -59,7 +51,7 @@ def _check_masked_accuracy(answer):
     if problem:
         return problem
     expected = _masked_accuracy(logits, targets, PAD)
-    got = _as_float(value)
+    got = as_number(value)
     all_positions = (logits.argmax(-1) == targets).float().mean().item()
     if abs(got - all_positions) < 1e-6:
         return (f"you got {got:.3f}, the accuracy over every position: the two padded positions count "
@@ -69,7 +61,7 @@ def _check_masked_accuracy(answer):
     torch.manual_seed(0)
     logits = torch.randn(3, 5, 7)  # (3, 5, 7)
     targets = torch.tensor([[4, 5, 6, 2, 0], [3, 2, 0, 0, 0], [6, 6, 6, 6, 2]])  # (3, 5)
-    got, expected = _as_float(answer(logits, targets, PAD)), _masked_accuracy(logits, targets, PAD)
+    got, expected = as_number(answer(logits, targets, PAD)), _masked_accuracy(logits, targets, PAD)
     if got is None or abs(got - expected) > 1e-6:
         return f"on random logits expected {expected:.4f}, got {got}"
     return None
@@ -107,11 +99,11 @@ def _check_exact_match(answer):
         problem = _number_problem("exact_match", value)
         if problem:
             return problem
-        if abs(_as_float(value) - expected) > 1e-6:
-            return f"for {description} expected {expected:.0%}, got {_as_float(value):.0%}"
+        if abs(as_number(value) - expected) > 1e-6:
+            return f"for {description} expected {expected:.0%}, got {as_number(value):.0%}"
     predicted = torch.tensor([[5, 6, EOS, 9], [7, 7, PAD, PAD], [5, 5, 5, EOS], [6, 6, EOS, 8]])  # (4, 4)
     expected = _sequence_accuracy(predicted, targets, PAD, EOS)
-    got = _as_float(answer(predicted, targets, EOS))
+    got = as_number(answer(predicted, targets, EOS))
     if got is None or abs(got - expected) > 1e-6:
         return f"on a batch of four, three right, expected {expected:.0%}, got {got}"
     return None

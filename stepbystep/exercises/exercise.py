@@ -1,8 +1,11 @@
 """The ``Exercise`` object: check a learner's answer, hint at what is wrong, reveal a solution."""
 import inspect
+import numbers
 import textwrap
 
-__all__ = ["Exercise", "CheckResult"]
+import torch
+
+__all__ = ["Exercise", "CheckResult", "as_number"]
 
 
 class CheckResult:
@@ -50,3 +53,13 @@ class Exercise:
     def solution(self):
         """Print the worked solution's source code."""
         print(textwrap.dedent(inspect.getsource(self._solution)))
+
+
+def as_number(value):
+    """A learner's answer as a float when it is one number (a Python number or a one-element
+    tensor), ``None`` otherwise, so checkers can say "expected a number" instead of crashing."""
+    if isinstance(value, torch.Tensor) and value.numel() == 1:
+        return float(value.detach())
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        return float(value)
+    return None

@@ -6,12 +6,11 @@ and the encoder-decoder that trains them on the square-corners task. No residual
 connections or layer norms yet: those come with the Transformer's layers (chapter 04).
 Submodules are created in the book's order, so seeded constructions reproduce its numbers.
 """
-import torch
 from torch import nn
 
 from .masks import subsequent_mask
 from .positional_encoding import PositionalEncoding
-from .transformer import check_sequences
+from .seq2seq import GreedySeq2Seq
 from .wide_attention import MultiHeadAttention
 
 __all__ = ["EncoderSelfAttn", "DecoderSelfAttn", "EncoderPe", "DecoderPe", "EncoderDecoderSelfAttn"]
@@ -131,7 +130,7 @@ class DecoderPe(nn.Module):
         return self.layer(query_pe, source_mask, target_mask)  # (N, L_t, n_features)
 
 
-class EncoderDecoderSelfAttn(nn.Module):
+class EncoderDecoderSelfAttn(GreedySeq2Seq):
     """Encoder-decoder for sequences of points, built from the self-attention models above.
 
     Each sequence ``X`` ``(N, input_len + target_len, n_features)`` holds the source (its
@@ -197,33 +196,3 @@ class EncoderDecoderSelfAttn(nn.Module):
         ``target_mask`` ``(1, L, L)``: pass ``trg_masks`` (or a slice); ``None`` means no mask.
         """
         return self.decoder(shifted_target_seq, source_mask=source_mask, target_mask=target_mask)
-
-    def _greedy(self, source_seq, source_mask=None):
-        """Greedy decoding after ``encode``: each prediction is fed back as the next input."""
-        inputs = source_seq[:, -1:]  # (N, 1, F): the last source element starts it
-        preds = []
-        for i in range(self.target_len):
-            out = self.decode(inputs, source_mask, self.trg_masks[:, : i + 1, : i + 1])  # (N, i+1, F)
-            preds.append(out[:, -1:])  # (N, 1, F)
-            inputs = torch.cat([inputs, out[:, -1:].detach()], dim=1)  # (N, i+2, F)
-        return torch.cat(preds, dim=1)  # (N, target_len, F)
-
-    def predict(self, source_seq, source_mask=None):
-        """Greedy prediction of the target from ``source_seq`` ``(N, input_len, n_features)``.
-
-        Returns ``(N, target_len, n_features)``. It works in either mode (these models have
-        no dropout).
-        """
-        check_sequences(source_seq, (self.input_len,), self.n_features)
-        self.encode(source_seq, source_mask)
-        return self._greedy(source_seq, source_mask)
-
-    def forward(self, X, source_mask=None):
-        full = self.input_len + self.target_len
-        check_sequences(X, (full,) if self.training else (full, self.input_len), self.n_features)
-        source_seq = X[:, : self.input_len]  # (N, input_len, F)
-        self.encode(source_seq, source_mask)
-        if self.training:
-            shifted_target_seq = X[:, self.input_len - 1 : -1]  # (N, target_len, F)
-            return self.decode(shifted_target_seq, source_mask, self.trg_masks)  # (N, target_len, F)
-        return self._greedy(source_seq, source_mask)  # (N, target_len, F)

@@ -12,7 +12,8 @@ from .layers import DecoderLayer, EncoderLayer
 from .masks import check_mask, subsequent_mask, to_key_padding_mask, to_torch_attn_mask
 from .narrow_attention import MultiHeadedAttention
 from .positional_encoding import PositionalEncoding
-from .transformer import DecoderTransf, EncoderDecoderTransf, EncoderTransf, check_sequences
+from .seq2seq import check_sequences
+from .transformer import DecoderTransf, EncoderDecoderTransf, EncoderTransf
 
 __all__ = ["TransformerModel", "copy_to_torch"]
 

@@ -1,22 +1,13 @@
 """Stacks of encoder and decoder layers, and the encoder-decoder Transformer built from them."""
 import copy
 
-import torch
 from torch import nn
 
 from .masks import subsequent_mask
 from .positional_encoding import PositionalEncoding
+from .seq2seq import GreedySeq2Seq
 
 __all__ = ["EncoderTransf", "DecoderTransf", "EncoderDecoderTransf"]
-
-
-def check_sequences(X, lengths, n_features):
-    """Raise a clear error unless ``X`` is ``(N, L, n_features)`` with ``L`` in ``lengths``."""
-    expected = " or ".join(f"(N, {n}, {n_features})" for n in lengths)
-    if not isinstance(X, torch.Tensor):
-        raise TypeError(f"expected a tensor of shape {expected}, got {type(X).__name__}")
-    if X.dim() != 3 or X.shape[1] not in lengths or X.shape[2] != n_features:
-        raise ValueError(f"expected X of shape {expected}, got {tuple(X.shape)}")
 
 
 class _LayerStack(nn.Module):
@@ -100,7 +91,7 @@ class DecoderTransf(_LayerStack):
         return self._finish(x)
 
 
-class EncoderDecoderTransf(nn.Module):
+class EncoderDecoderTransf(GreedySeq2Seq):
     """The encoder-decoder Transformer for sequences of feature vectors (e.g. square corners).
 
     Each sequence ``X`` ``(N, input_len + target_len, n_features)`` holds the source (its first
@@ -159,33 +150,3 @@ class EncoderDecoderTransf(nn.Module):
         target_proj = self.proj(shifted_target_seq)  # (N, L, d_model)
         outputs = self.decoder(target_proj, source_mask=source_mask, target_mask=target_mask)  # (N, L, d_model)
         return self.linear(outputs)  # (N, L, n_features)
-
-    def _greedy(self, source_seq, source_mask=None):
-        """Greedy decoding after ``encode``: each prediction is fed back as the next input."""
-        inputs = source_seq[:, -1:]  # (N, 1, n_features): the last source element starts it
-        preds = []
-        for i in range(self.target_len):
-            out = self.decode(inputs, source_mask, self.trg_masks[:, : i + 1, : i + 1])  # (N, i+1, F)
-            preds.append(out[:, -1:])  # (N, 1, F)
-            inputs = torch.cat([inputs, out[:, -1:].detach()], dim=1)  # (N, i+2, F)
-        return torch.cat(preds, dim=1)  # (N, target_len, F)
-
-    def predict(self, source_seq, source_mask=None):
-        """Greedy prediction of the target from ``source_seq`` ``(N, input_len, n_features)``.
-
-        Returns ``(N, target_len, n_features)``. It does not change the train/eval mode:
-        call ``model.eval()`` first to switch dropout off.
-        """
-        check_sequences(source_seq, (self.input_len,), self.n_features)
-        self.encode(source_seq, source_mask)
-        return self._greedy(source_seq, source_mask)
-
-    def forward(self, X, source_mask=None):
-        full = self.input_len + self.target_len
-        check_sequences(X, (full,) if self.training else (full, self.input_len), self.n_features)
-        source_seq = X[:, : self.input_len]  # (N, input_len, F)
-        self.encode(source_seq, source_mask)
-        if self.training:
-            shifted_target_seq = X[:, self.input_len - 1 : -1]  # (N, target_len, F)
-            return self.decode(shifted_target_seq, source_mask, self.trg_masks)  # (N, target_len, F)
-        return self._greedy(source_seq, source_mask)  # (N, target_len, F)
