@@ -28,14 +28,15 @@ RUN_TIMEOUT_MS = 180_000
 # notebook's own execution indicator already says idle while no kernel has started).
 KERNEL_IDLE = """() => [...document.querySelectorAll('.jp-StatusBar-TextItem')]
     .some(item => /^(?!No Kernel).+ \\| Idle$/.test(item.textContent.trim()))"""
-# Every code cell shows an execution count ("[3]:") once it ran, "[*]:" while queued or running.
-RUN_STARTED = """() => [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')]
-    .some(p => /\\[(\\*|\\d+)\\]/.test(p.textContent))"""
+# Selectors are scoped to the notebook on show: the workspace may restore other notebooks, whose
+# cells stay in the page in hidden tabs.
+PANEL = ".jp-NotebookPanel:not(.lm-mod-hidden)"
+# Every code cell shows its execution count ("[3]:") once it ran, "[*]:" while queued or running.
 # Run-all stops at the first error, leaving later cells unrun: an error output also ends the wait.
 ALL_CELLS_RUN = f"""() => {{
-    const prompts = [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')];
-    const failed = document.querySelector('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]');
-    const done = prompts.length > 0 && prompts.every(p => /\\[\\d+\\]/.test(p.textContent));
+    const prompts = [...document.querySelectorAll('{PANEL} .jp-CodeCell .jp-InputPrompt')];
+    const failed = document.querySelector('{PANEL} .jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]');
+    const done = prompts.length > 0 && prompts.every((p, i) => p.textContent.trim() === `[${{i + 1}}]:`);
     return ({KERNEL_IDLE})() && (done || (failed && /Error/.test(failed.textContent)));
 }}"""
 
@@ -107,26 +108,22 @@ def _open_and_run_all(browser, lab, notebook):
     base, token = lab
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.set_default_timeout(RUN_TIMEOUT_MS)
-    page.goto(f"{base}/lab/tree/{notebook}?token={token}")
-    page.wait_for_selector(".jp-Notebook .jp-Cell")
+    page.goto(f"{base}/lab/tree/{notebook}?token={token}&reset")  # reset: a fresh workspace
+    page.wait_for_selector(f"{PANEL} .jp-Cell")
     # a kernel that is still starting can pop up the kernel-selection dialog and swallow the run
     page.wait_for_function(KERNEL_IDLE)
-    _menu(page, "Edit", "editmenu:clear-all")  # so every execution count seen below is new
-    for _ in range(3):  # a click that lands while the notebook is still settling can be lost: retry
-        _menu(page, "Run", "runmenu:run-all")
-        try:
-            page.wait_for_function(RUN_STARTED, timeout=20_000)
-            break
-        except sync_api.TimeoutError:
-            continue
+    _menu(page, "Edit", "editmenu:clear-all")  # so no execution count seen below is a saved one
+    # a fresh kernel numbers the cells 1, 2, 3, ... in order: the run is complete when they all are
+    _menu(page, "Run", "runmenu:restart-and-run-all")
+    page.locator(".jp-Dialog .jp-mod-accept").click()
     try:
         page.wait_for_function(ALL_CELLS_RUN)
     except sync_api.TimeoutError:
-        prompts = page.locator(".jp-CodeCell .jp-InputPrompt").all_inner_texts()
+        prompts = page.locator(f"{PANEL} .jp-CodeCell .jp-InputPrompt").all_inner_texts()
         status = page.locator(".jp-StatusBar-TextItem").all_inner_texts()
         raise AssertionError(f"{notebook}: not every cell ran in {RUN_TIMEOUT_MS / 1000:.0f} s; "
                              f"prompts {prompts}, status bar {status}") from None
-    errors = page.locator('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]')
+    errors = page.locator(f'{PANEL} .jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]')
     tracebacks = [text for text in errors.all_inner_texts() if "Traceback" in text or "Error" in text]
     assert not tracebacks, f"{notebook}: a cell failed in the browser:\n{tracebacks[0][:2000]}"
     return page
@@ -151,7 +148,7 @@ def _wait_for_new_image(widget, before):
 
 def test_sigma_slider_redraws_the_figure(browser, lab):
     page = _open_and_run_all(browser, lab, "01_kernel_regression.ipynb")
-    widget = page.locator(".jp-OutputArea-output", has=page.locator(".widget-slider")).last
+    widget = page.locator(f"{PANEL} .jp-OutputArea-output", has=page.locator(".widget-slider")).last
     widget.scroll_into_view_if_needed()
     before_image = _widget_image(widget)
     before_label = widget.locator(".widget-label").last.inner_text()
@@ -167,7 +164,7 @@ def test_sigma_slider_redraws_the_figure(browser, lab):
 
 def test_mask_explorer_redraws_the_figure(browser, lab):
     page = _open_and_run_all(browser, lab, "02_self_attention.ipynb")
-    widget = page.locator(".jp-OutputArea-output", has=page.locator(".widget-checkbox")).last
+    widget = page.locator(f"{PANEL} .jp-OutputArea-output", has=page.locator(".widget-checkbox")).last
     widget.scroll_into_view_if_needed()
     before_image = _widget_image(widget)
     before_summary = widget.locator(".widget-html").last.inner_text()
