@@ -213,6 +213,8 @@ class StepByStep:
         return batch
 
     def _clip_gradients(self):
+        if self.clip_value is None and self.clip_norm is None:
+            return
         parameters = [p for p in self.model.parameters() if p.grad is not None]
         if self.clip_value is not None:
             nn.utils.clip_grad_value_(parameters, self.clip_value)
