@@ -15,7 +15,7 @@ from torch.utils.data import DataLoader
 from stepbystep import StepByStep, set_seed
 from stepbystep.data import square_datasets
 from stepbystep.devices import default_device
-from stepbystep.models import DecoderLayer, DecoderTransf, EncoderDecoderTransf, EncoderLayer, EncoderTransf
+from stepbystep.models import build_transformer
 
 from .timing import compare, ratio_row
 
@@ -23,14 +23,7 @@ GOAL = 1.05
 
 
 def _chapter05_model():
-    torch.manual_seed(11)
-    encoder = EncoderTransf(EncoderLayer(n_heads=3, d_model=6, ff_units=10, dropout=0.1), n_layers=2, max_len=2)
-    decoder = DecoderTransf(DecoderLayer(n_heads=3, d_model=6, ff_units=10, dropout=0.1), n_layers=2, max_len=2)
-    model = EncoderDecoderTransf(encoder, decoder, input_len=2, target_len=2, n_features=2)
-    for parameter in model.parameters():
-        if parameter.dim() > 1:
-            nn.init.xavier_uniform_(parameter)
-    return model
+    return build_transformer(seed=11)  # the book's chapter-10 settings, Xavier-initialised
 
 
 def _loaders(n_train, n_test):

@@ -47,6 +47,13 @@ __all__ = [
 ]
 
 
+def _show(output, figure):
+    """Replace what ``output`` shows by ``figure``, without a blank frame in between."""
+    with output:
+        clear_output(wait=True)
+        display(figure)
+
+
 class FigureBox(widgets.VBox):
     """A ``VBox`` whose ``figure`` is redrawn in place by its controls.
 
@@ -94,9 +101,7 @@ def sigma_explorer(x_train=None, y_train=None, sigma=0.5, n_grid=200):
         _kernel_dashboard(x_train, y_train, x_grid, fit, y_true=y_true, fig=figure)
         label.value = (f"leave-one-out MSE at σ = {fit.sigma:.3f}: {fit.loo_error:.4f}   "
                        f"(lowest on the slider's range: {grid_error:.4f} at σ = {grid_best:.3f})")
-        with output:
-            clear_output(wait=True)
-            display(figure)
+        _show(output, figure)
 
     slider.observe(redraw, names="value")
     redraw()
@@ -168,9 +173,7 @@ def mask_explorer(seed=0):
         )
         _mask_and_weights(mask, weights, query_row=query_row.value, fig=figure)
         summary.value = _describe_row(mask, weights, query_row.value)
-        with output:
-            clear_output(wait=True)
-            display(figure)
+        _show(output, figure)
 
     def resize(_change):
         nonlocal resizing
@@ -255,9 +258,7 @@ def heads_explorer(d_model=12, seq_len=4, seed=0):
             f"parameters: narrow {state['narrow_parameters']:,}, wide {state['wide_parameters']:,}"
         )
         _head_maps(state["alphas"], fig=figure)
-        with output:
-            clear_output(wait=True)
-            display(figure)
+        _show(output, figure)
 
     slider.observe(redraw, names="value")
     redraw()
@@ -312,9 +313,7 @@ def gradient_norms_explorer(max_layers=8, n_layers=6, steps=50, warmup_steps=20,
         shown = [run_for(NORM_PLACEMENTS[placement.value], depth.value, warmup) for warmup in (0, warmup_steps)]
         _gradient_norms_by_layer(shown, fig=figure)
         summary.value = _gradient_norms_summary(shown)
-        with output:
-            clear_output(wait=True)
-            display(figure)
+        _show(output, figure)
 
     placement.observe(redraw, names="value")
     depth.observe(redraw, names="value")
@@ -359,9 +358,7 @@ def date_translator(model, src_vocab, tgt_vocab, text="Tue 10 Jul 2007", head=No
             return
         label.value = _translation_message(result)
         _alignment_map(result, head=head, fig=figure)
-        with output:
-            clear_output(wait=True)
-            display(figure)
+        _show(output, figure)
 
     box_text.observe(redraw, names="value")
     redraw()
