@@ -24,6 +24,18 @@ def test_compare_runs_every_contender_warmup_plus_repeats_times():
     assert row["ratio"] == 0.5 and row["met"] and row["ours_ms"] == 2000.0
 
 
+def test_compare_times_with_the_clock_that_waits_for_the_gpu(monkeypatch):
+    import torch.utils.benchmark
+
+    from benchmarks import timing
+
+    assert timing.timer is torch.utils.benchmark.timer  # synchronises CUDA before reading
+    readings = iter([0.0, 1.0, 1.0, 3.0, 3.0, 7.0, 7.0, 8.0])  # a takes 1 s then 4 s, b 2 s then 1 s
+    monkeypatch.setattr(timing, "timer", lambda: next(readings))
+    medians = compare({"a": lambda: None, "b": lambda: None}, repeats=2, warmup=0)
+    assert medians == {"a": 2.5, "b": 1.5}
+
+
 def test_trainer_benchmark_checks_both_loops_did_the_same_work():
     rows = trainer_overhead.run(quick=True)
     _check_ratio_rows(rows)

@@ -23,11 +23,17 @@ def test_right_answer_passes():
     assert "correct" in repr(result)
 
 
-def test_wrong_answer_says_what_and_hints():
+def test_wrong_answer_says_what_without_the_hint():
     result = square.check(lambda x: x + x)
     assert not result
     assert "should be 9" in repr(result) and "returned 6" in repr(result)
-    assert "Hint: multiply x by itself" in repr(result)
+    assert "multiply x by itself" not in repr(result)
+    assert ".hint()" in repr(result) and ".solution()" in repr(result)
+
+
+def test_hint_only_on_request(capsys):
+    square.hint()
+    assert capsys.readouterr().out == "multiply x by itself\n"
 
 
 def test_error_in_learner_code_is_reported_not_raised():

@@ -30,14 +30,17 @@ class Exercise:
         checker: ``checker(answer)`` returns ``None`` when the answer is right, otherwise a
             sentence saying what is wrong (what was expected, what arrived). It may raise;
             an exception inside the learner's code is reported, not propagated.
-        hint: a nudge shown with every failed check.
+        hint: a nudge towards the idea, printed only on request by ``hint()``.
         solution: a function holding the worked solution; ``solution()`` prints its source.
+
+    A failed check says what is wrong with the answer, never what the answer is; deeper help
+    comes only when the learner asks for it, first ``hint()``, then ``solution()``.
     """
 
     def __init__(self, title, checker, hint, solution):
         self.title = title
         self.checker = checker
-        self.hint = hint
+        self._hint = hint
         self._solution = solution
 
     def check(self, answer):
@@ -48,7 +51,13 @@ class Exercise:
             problem = f"your answer raised {type(error).__name__}: {error}"
         if problem is None:
             return CheckResult(True, f"✓ {self.title}: correct.")
-        return CheckResult(False, f"✗ {self.title}: {problem}\n  Hint: {self.hint}")
+        return CheckResult(
+            False, f"✗ {self.title}: {problem}\n  Stuck? .hint() gives a nudge, .solution() a worked answer."
+        )
+
+    def hint(self):
+        """Print a nudge towards the idea, without the answer."""
+        print(self._hint)
 
     def solution(self):
         """Print the worked solution's source code."""
