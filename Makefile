@@ -9,7 +9,7 @@ PY := $(VENV)/bin/python
 TORCH_SPEC ?= torch==2.13.0
 INSTALLED := $(VENV)/.installed
 
-.PHONY: lab test test-other-cpu sync notebooks html bench install clean
+.PHONY: lab test test-other-cpu test-breakage sync notebooks html bench install clean
 
 install: $(INSTALLED)
 
@@ -36,6 +36,11 @@ test: $(INSTALLED)
 OTHER_CPU := ATEN_CPU_CAPABILITY=default DNNL_MAX_CPU_ISA=SSE41 MKL_ENABLE_INSTRUCTIONS=SSE4_2
 test-other-cpu: $(INSTALLED)
 	$(OTHER_CPU) $(PY) -m pytest --nbval notebooks/
+
+# Each chapter must fail when the idea it teaches is broken in the package (a kernel, a mask,
+# an encoding, a training step): proof that the notebooks' checks check something.
+test-breakage: $(INSTALLED)
+	$(PY) -m pytest -m breakage tests/
 
 sync: $(INSTALLED)
 	@set -e; for nb in notebooks/[0-9]*.py; do \

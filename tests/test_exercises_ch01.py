@@ -4,7 +4,7 @@ import torch
 
 from stepbystep.data import make_regression_data
 from stepbystep.exercises import ch01
-from stepbystep.models import best_sigma, nadaraya_watson
+from stepbystep.models import best_sigma, leave_one_out_error, nadaraya_watson
 
 
 def test_gaussian_scores_solution_and_any_row_shift_pass():
@@ -20,13 +20,14 @@ def test_gaussian_scores_solution_and_any_row_shift_pass():
     (lambda q, k, s: (q[:, None] - k[None, :]) ** 2 / (2 * s**2), "minus sign is missing"),
     (lambda q, k, s: -((q[:, None] - k[None, :]) ** 2) / s**2, "check the 2 in 2σ²"),
     (lambda q, k, s: -((q[:, None] - k[None, :]) ** 2) / (2 * s), "has to be squared"),
-    (lambda q, k, s: -(q[:, None] - k[None, :]).abs(), "differs from the Gaussian weights"),
+    (lambda q, k, s: -(q[:, None] - k[None, :]).abs(), "not the Gaussian kernel weights"),
     (lambda q, k, s: torch.zeros(len(k), len(q)), "should have shape (7, 9)"),
 ])
 def test_gaussian_scores_typical_mistakes(wrong, message):
     result = ch01.gaussian_scores.check(wrong)
     assert not result
-    assert message in repr(result) and "Hint:" in repr(result)
+    assert message in repr(result) and "Stuck? .hint() gives a nudge" in repr(result)
+    assert "Hint:" not in repr(result)  # the hint comes only on request
 
 
 def test_loo_error_solution_passes():
@@ -39,11 +40,15 @@ def test_loo_error_that_keeps_the_point_itself_is_named():
 
     result = ch01.loo_error.check(in_sample)
     assert not result and "each point still attends to itself" in repr(result)
+    x, y = make_regression_data(n=30, seed=7)
+    assert f"{leave_one_out_error(x, y, 0.1).item():.4f}" not in repr(result)  # the answer is not given away
 
 
 def test_loo_error_other_mistakes():
     result = ch01.loo_error.check(lambda x, y, sigma: torch.tensor(1.0))
-    assert not result and "the leave-one-out MSE is" in repr(result) and "returned 1.0000" in repr(result)
+    assert not result and "not the leave-one-out MSE" in repr(result) and "returned 1.0000" in repr(result)
+    x, y = make_regression_data(n=30, seed=7)
+    assert f"{leave_one_out_error(x, y, 0.1).item():.4f}" not in repr(result)  # no expected value
     result = ch01.loo_error.check(lambda x, y, sigma: (x - y) ** 2)
     assert not result and "expected one number" in repr(result)
     assert not ch01.loo_error.check("not a function")
@@ -62,6 +67,7 @@ def test_loo_sigma_mistakes():
     assert not result and "swapped" in repr(result)
     result = ch01.loo_sigma.check({0.1: answer[0.1], 1.0: 5.0})
     assert not result and "for noise 1.0" in repr(result) and "for noise 0.1" not in repr(result)
+    assert f"{answer[1.0]:.3f}" not in repr(result) and f"{answer[1.0]:.2f}" not in repr(result)
     result = ch01.loo_sigma.check([answer[0.1], answer[1.0]])
     assert not result and "expected a dict" in repr(result)
 
@@ -78,3 +84,20 @@ def test_solutions_print_their_source(capsys):
         exercise.solution()
     printed = capsys.readouterr().out
     assert "def _gaussian_scores_solution" in printed and "masked_fill" in printed and "best_sigma" in printed
+
+
+def test_the_notebooks_placeholders_fail_without_revealing_the_answers():
+    answer = ch01._loo_sigma_solution()
+    result = ch01.loo_sigma.check({0.1: 1.0, 1.0: 1.0})  # the placeholder of the notebook
+    assert not result
+    for noise in (0.1, 1.0):
+        assert f"{answer[noise]:.3f}" not in repr(result) and f"{answer[noise]:.2f}" not in repr(result)
+    scores = ch01.gaussian_scores.check(lambda q, k, s: torch.zeros(len(q), len(k)))
+    assert not scores and "0." not in repr(scores)  # no machine-dependent number in the message
+
+
+def test_hints_come_on_request(capsys):
+    for exercise in (ch01.gaussian_scores, ch01.loo_error, ch01.loo_sigma):
+        exercise.hint()
+    printed = capsys.readouterr().out
+    assert "log of K" in printed and "masked_fill" in printed and "best_sigma" in printed

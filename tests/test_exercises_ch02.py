@@ -35,7 +35,33 @@ def test_causal_mask_wrong_shape_and_dtype_are_caught():
     assert not result and "expected shape (1, 3, 3)" in repr(result)
     result = ch02.causal_mask.check(lambda size: torch.ones(size, size).tril().unsqueeze(0))
     assert not result and "bool" in repr(result)
-    assert "Hint: row i is query i" in repr(result)
+    assert "Stuck? .hint() gives a nudge" in repr(result) and "Hint:" not in repr(result)
+
+
+def test_causal_mask_messages_never_show_the_right_mask():
+    placeholder = ch02.causal_mask.check(lambda size: torch.ones(1, size, size, dtype=torch.bool))
+    assert not placeholder and "lets a query read a key that comes after it" in repr(placeholder)
+    assert "tensor" not in repr(placeholder)  # no expected mask printed
+
+    def too_strict(size):  # only the diagonal: hides earlier keys
+        return torch.eye(size, dtype=torch.bool).unsqueeze(0)
+
+    result = ch02.causal_mask.check(too_strict)
+    assert not result and "hides from a query a key" in repr(result)
+
+    def mixed(size):  # the lower triangle shifted: sees key i + 1, hides key 0 from the last query
+        mask = torch.eye(size, dtype=torch.bool) | torch.eye(size, dtype=torch.bool).roll(1, dims=1)
+        return mask.unsqueeze(0)
+
+    result = ch02.causal_mask.check(mixed)
+    assert not result and "later keys and hides some earlier ones" in repr(result)
+
+
+def test_hints_come_on_request(capsys):
+    ch02.causal_mask.hint()
+    ch02.masked_attention.hint()
+    printed = capsys.readouterr().out
+    assert "torch.tril" in printed and "masked_fill" in printed
 
 
 # ---------------------------------------------------------------- masked attention
@@ -58,7 +84,7 @@ def _attention(scale=True, softmax_dim=-1, use_mask=True):
 
 def test_masked_attention_missing_scale_is_caught():
     result = ch02.masked_attention.check(_attention(scale=False))
-    assert not result and "divide q·k by √d_k" in repr(result)
+    assert not result and "missing their scaling" in repr(result)
 
 
 def test_masked_attention_softmax_over_queries_is_caught():

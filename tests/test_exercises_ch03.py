@@ -20,7 +20,28 @@ def test_split_heads_straight_view_is_explained():
 
     result = ch03.split_heads.check(straight_view)
     assert not result
-    assert "mix positions" in repr(result) and "Hint: view x as (N, L, n_heads, d_k)" in repr(result)
+    assert "mix positions" in repr(result) and "Stuck? .hint() gives a nudge" in repr(result)
+    assert "Hint" not in repr(result)  # hints come only on request
+
+
+def test_split_heads_wrong_grouping_does_not_reveal_the_expected_numbers():
+    def heads_last(x, n_heads):  # right shape, features regrouped by stride instead of by chunk
+        batch_size, seq_len, d_model = x.shape
+        return x.view(batch_size, seq_len, d_model // n_heads, n_heads).permute(0, 3, 1, 2)
+
+    result = ch03.split_heads.check(heads_last)
+    assert not result and "consecutive chunk" in repr(result)
+    assert "[" not in repr(result)  # no tensor values, expected or received
+
+
+def test_hints_nudge_without_solving(capsys):
+    ch03.split_heads.hint()
+    ch03.wide_parameter_count.hint()
+    ch03.fused_weights.hint()
+    hints = capsys.readouterr().out
+    assert hints.count("\n") == 3
+    for giveaway in ("transpose", "view(", "score_function", "softmax", "3 *", "n_heads * d_model"):
+        assert giveaway not in hints
 
 
 def test_split_heads_forgotten_transpose_says_expected_and_got():
@@ -42,6 +63,13 @@ def test_wide_parameter_count_narrow_formula_is_recognised():
     result = ch03.wide_parameter_count.check(lambda n_heads, d_model: 4 * (d_model * d_model + d_model))
     # one head: wide and narrow agree, so the first failure is the two-head case
     assert not result and "the narrow count" in repr(result) and "n_heads=3, d_model=6" in repr(result)
+    assert str(ch03.wide_parameter_count._solution(3, 6)) not in repr(result)  # the answer stays hidden
+
+
+def test_wide_parameter_count_other_wrong_answers_do_not_reveal_the_count():
+    result = ch03.wide_parameter_count.check(lambda n_heads, d_model: 1)
+    assert not result and "not the number of parameters" in repr(result)
+    assert str(ch03.wide_parameter_count._solution(1, 4)) not in repr(result)
 
 
 def test_wide_parameter_count_forgotten_biases_are_recognised():
@@ -64,7 +92,7 @@ def test_fused_weights_unscaled_scores_fail():
 
 def test_fused_weights_softmax_over_the_wrong_dimension_fails():
     result = ch03.fused_weights.check(lambda mha, query: torch.softmax(mha.score_function(query), dim=-2))
-    assert not result and "sum to 1" in repr(result)
+    assert not result and "sum to 1" in repr(result) and "softmax" not in repr(result)
 
 
 def test_fused_weights_scaled_twice_fails():

@@ -14,7 +14,8 @@ def test_stack_parameter_count_missing_final_norm_is_named():
         return ch04.stack_parameter_count._solution(n_layers, d_model, ff_units, False)
 
     result = ch04.stack_parameter_count.check(no_final_norm)
-    assert not result and "left out the stack's final layer norm (8 parameters)" in repr(result)
+    assert not result and "left out the stack's final layer norm" in repr(result)
+    assert "8 parameters" not in repr(result)
 
 
 def test_stack_parameter_count_final_norm_on_norm_last_is_named():
@@ -40,7 +41,22 @@ def test_stack_parameter_count_without_layer_norms_is_named():
 
     result = ch04.stack_parameter_count.check(no_norms)
     assert not result and "left out the layer norms" in repr(result)
-    assert "Hint: one layer = attention" in repr(result)
+    assert "Stuck? .hint() gives a nudge" in repr(result) and "Hint" not in repr(result)
+
+
+def test_stack_parameter_count_other_wrong_answers_do_not_reveal_the_count():
+    result = ch04.stack_parameter_count.check(lambda n_layers, d_model, ff_units, norm_first: 7)
+    assert not result and "not the number of parameters" in repr(result)
+    assert str(ch04.stack_parameter_count._solution(1, 4, 8, True)) not in repr(result)
+
+
+def test_hints_nudge_without_solving(capsys):
+    for exercise in (ch04.stack_parameter_count, ch04.masked_batch_norm, ch04.layer_norm_pair):
+        exercise.hint()
+    hints = capsys.readouterr().out
+    assert hints.count("\n") == 3
+    for giveaway in ("4 * ", "d_model * d_model", "var(", "unbiased", "mean(", "(a - b) / 2", "sqrt("):
+        assert giveaway not in hints
 
 
 def test_masked_batch_norm_solution_passes_and_zeroes_padding():
@@ -81,7 +97,7 @@ def test_masked_batch_norm_unbiased_variance_is_caught():
         return (x - real.mean(0)) / torch.sqrt(real.var(0) + 1e-5) * mask.unsqueeze(-1)
 
     result = ch04.masked_batch_norm.check(unbiased)
-    assert not result and "biased variance" in repr(result)
+    assert not result and "biased variance" in repr(result) and "unbiased=False" not in repr(result)
 
 
 def test_layer_norm_pair_solution_passes_and_matches_layer_norm():
@@ -112,6 +128,8 @@ def test_layer_norm_pair_without_epsilon_is_caught():
 def test_layer_norm_pair_sign_only_is_caught_near_equal_pairs():
     result = ch04.layer_norm_pair.check(lambda a, b: torch.stack([torch.sign(a - b), torch.sign(b - a)], dim=-1))
     assert not result and "a = 2, b = 2.0005" in repr(result)
+    expected = torch.nn.functional.layer_norm(torch.tensor([[2.0, 2.0005]]), (2,))[0]
+    assert f"{expected[0].item():.4f}" not in repr(result)  # the right pair stays hidden
 
 
 def test_solutions_print_their_source(capsys):

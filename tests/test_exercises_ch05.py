@@ -69,7 +69,7 @@ def test_teacher_forced_loss_must_restore_the_mode():
         return ch05.teacher_forced_loss._solution(model.eval(), full)
 
     result = ch05.teacher_forced_loss.check(stays_in_eval)
-    assert not result and "model.train(was_training)" in repr(result)
+    assert not result and "training mode and your function left it in the other mode" in repr(result)
 
 
 def test_teacher_forced_loss_placeholder_and_global_rng():
@@ -93,7 +93,7 @@ def test_corner_baseline_solution_passes_and_gives_exact_corners():
 def test_corner_baseline_typical_mistakes_are_explained():
     cases = {
         "mirrored noisy points": lambda s: -s,
-        "the source corners themselves": torch.sign,
+        "the exact corners of the source itself": torch.sign,
         "the right corners in the wrong order": lambda s: -torch.sign(s).flip(1),
         "should be (32, 2, 2), got (32, 2)": lambda s: -torch.sign(s)[:, 0],
         "should return a tensor": lambda s: None,
@@ -120,7 +120,7 @@ def test_greedy_decode_without_feedback_says_which_corner():
         return torch.cat([first, second], dim=1)
 
     result = ch05.greedy_decode.check(no_feedback)
-    assert not result and "corner 1 differs" in repr(result) and "trg_masks[:, :2, :2]" in repr(result)
+    assert not result and "the corners before corner 1 match model.predict's, corner 1 differs" in repr(result)
 
 
 def test_greedy_decode_wrong_start_and_shape():
@@ -136,3 +136,48 @@ def test_greedy_decode_wrong_start_and_shape():
 def test_solutions_print_their_source(capsys):
     ch05.greedy_decode.solution()
     assert "model.encode(source)" in capsys.readouterr().out
+
+
+# ----------------------------------------------------------------------------- what a failed check reveals
+def test_a_wrong_loss_is_reported_without_the_expected_value():
+    def off_by_a_bit(model, full):
+        return ch05.teacher_forced_loss._solution(model, full) + 0.01
+
+    result = ch05.teacher_forced_loss.check(off_by_a_bit)
+    model = ch05._model()
+    expected = ch05.teacher_forced_loss._solution(model, ch05._squares(16, seed=3))
+    assert not result and "not the loss of teacher-forced predictions" in repr(result)
+    assert f"{expected:.6f}" not in repr(result) and f"{expected + 0.01:.6f}" in repr(result)
+    assert "Stuck? .hint() gives a nudge, .solution() a worked answer." in repr(result)
+
+
+def test_a_wrong_corner_baseline_shows_the_learners_prediction_not_the_answer():
+    source = ch05._squares(32, seed=5)[:, :2]
+    answer = ch05.corner_baseline._solution(source)
+    result = ch05.corner_baseline.check(lambda s: torch.zeros_like(s))  # never a corner
+    assert not result and "not made of exact corners of the square" in repr(result)
+    assert str(answer[0].tolist()) not in repr(result)
+    # exact corners, but the wrong ones: the second source corner's opposite twice
+    result = ch05.corner_baseline.check(lambda s: -torch.sign(s[:, 1:]).expand(-1, 2, -1))
+    assert not result and "made of exact corners, but not the two that follow the source" in repr(result)
+
+
+def test_the_placeholders_messages_do_not_give_the_answer_away():
+    """The committed notebook runs the checkers on these placeholders: no code of the answer shows."""
+    placeholders = {
+        ch05.teacher_forced_loss: lambda model, full: None,
+        ch05.corner_baseline: lambda source: -source,
+        ch05.greedy_decode: lambda model, source: source,
+    }
+    for exercise, placeholder in placeholders.items():
+        message = repr(exercise.check(placeholder))
+        for giveaway in ("torch.sign", "trg_masks", "model.decode", "model.encode", "source[:, -1:]", "-1 or 1"):
+            assert giveaway not in message, (exercise.title, giveaway)
+
+
+def test_hints_are_printed_on_request(capsys):
+    ch05.corner_baseline.hint()
+    ch05.teacher_forced_loss.hint()
+    ch05.greedy_decode.hint()
+    out = capsys.readouterr().out
+    assert "-1 or 1" in out and "model.train(was_training)" in out and "source[:, -1:]" in out

@@ -23,7 +23,8 @@ def test_pytorch_masks_keep_masks_passed_unchanged_are_called_out():
     result = ch06.pytorch_masks.check(lambda source, target: (source[:, 0, :], target[0]))
     assert not result
     assert "key_padding_mask is our keep-mask unchanged" in repr(result)
-    assert "Hint: invert each mask" in repr(result)
+    assert "the mistake the book's TransformerModel makes with its source mask" in repr(result)
+    assert "Stuck? .hint() gives a nudge" in repr(result) and "invert" not in repr(result)
 
 
 def test_pytorch_masks_inverted_target_but_not_source_names_the_source():
@@ -77,7 +78,7 @@ def _copy_with(order=("query", "key", "value"), transpose=False, out_proj=True):
 
 def test_copy_attention_wrong_order_fails():
     result = ch06.copy_attention.check(_copy_with(order=("key", "query", "value")))
-    assert not result and "query, key and value weights, in that order" in repr(result)
+    assert not result and "not in the order PyTorch reads them" in repr(result)
 
 
 def test_copy_attention_transposed_weights_fail():
@@ -96,7 +97,8 @@ def test_copy_attention_without_no_grad_is_reported_not_raised():
                                                ours.linear_value.weight]))
 
     result = ch06.copy_attention.check(copy_with_grad)
-    assert not result and "raised RuntimeError" in repr(result) and "torch.no_grad()" in repr(result)
+    assert not result and "raised RuntimeError" in repr(result)  # PyTorch's own words follow
+    assert "torch.no_grad()" in ch06.copy_attention._hint  # and the hint, on request, says why
 
 
 def test_copy_attention_leaves_the_global_rng_alone():
@@ -124,7 +126,8 @@ def _transformer_with(**overrides):
 
 def test_matching_transformer_sequence_first_fails():
     result = ch06.matching_transformer.check(_transformer_with(batch_first=False))
-    assert not result and "batch_first=True" in repr(result)
+    assert not result and "reads its inputs sequence-first" in repr(result)
+    assert "batch_first" not in repr(result)
 
 
 def test_matching_transformer_default_norm_placement_fails_on_the_norm_first_model():
@@ -150,3 +153,27 @@ def test_solutions_print_their_source(capsys):
     ch06.matching_transformer.solution()
     out = capsys.readouterr().out
     assert "~source_mask[:, 0, :]" in out and "in_proj_weight.copy_" in out and "batch_first=True" in out
+
+
+def test_wrong_mask_values_are_shown_but_not_the_answer():
+    def half_inverted(source, target):
+        return ~source[:, 0, :], torch.zeros_like(target[0])  # right padding, nothing blocked
+    result = ch06.pytorch_masks.check(half_inverted)
+    assert not result and "attn_mask has the right shape and dtype but not the right values" in repr(result)
+    assert "got [[0, 0], [0, 0]]" in repr(result) and "[[0, 1], [0, 0]]" not in repr(result)
+
+
+def test_in_proj_weight_that_is_not_ours_at_all_is_named():
+    def random_weights(ours, theirs):
+        with torch.no_grad():
+            theirs.in_proj_weight.copy_(torch.randn_like(theirs.in_proj_weight))
+    result = ch06.copy_attention.check(random_weights)
+    assert not result and "does not hold our query, key and value projection weights" in repr(result)
+
+
+def test_hints_are_printed_on_request(capsys):
+    ch06.pytorch_masks.hint()
+    ch06.copy_attention.hint()
+    ch06.matching_transformer.hint()
+    out = capsys.readouterr().out
+    assert "invert each mask" in out and "in_proj_weight" in out and "batch_first" in out

@@ -116,6 +116,73 @@ def test_module_leaves_one_out_in_training_mode_only(data):
     assert torch.allclose(eval_predictions, nadaraya_watson(x, x, y, 0.5)[0])
 
 
+def test_module_leaves_one_out_by_index_so_duplicate_inputs_still_count():
+    x = torch.tensor([0.0, 1.0, 1.0, 2.0])  # two training points at x = 1
+    y = torch.tensor([0.0, 1.0, 3.0, 2.0])
+    model = KernelRegression(x, y, sigma=0.5).train()
+    predictions = model(x)  # query i is key i
+    assert torch.all(model.alphas.diagonal() == 0)
+    assert model.alphas[1, 2] > 0.5 and model.alphas[2, 1] > 0.5  # each duplicate reads the other one
+    expected = nadaraya_watson(x, x, y, 0.5, ~torch.eye(4, dtype=torch.bool))[0]
+    torch.testing.assert_close(predictions, expected)
+    assert ((predictions - y) ** 2).mean().item() == pytest.approx(leave_one_out_error(x, y, 0.5).item(), rel=1e-6)
+
+
+def test_module_takes_the_index_of_each_query_in_a_mini_batch():
+    x = torch.tensor([0.0, 1.0, 1.0, 2.0, 3.5])
+    y = torch.tensor([0.0, 1.0, 3.0, 2.0, 1.0])
+    model = KernelRegression(x, y, sigma=0.7).train()
+    full = model(x)  # (5,)
+    full_alphas = model.alphas
+    index = torch.tensor([2, 4, 1])
+    batch = model(x[index], key_index=index)  # a mini-batch of three training points
+    torch.testing.assert_close(batch, full[index])
+    torch.testing.assert_close(model.alphas, full_alphas[index])
+    assert model.alphas[0, 2] == 0 and model.alphas[0, 1] > 0  # query 0 is key 2: only key 2 is left out
+
+
+def test_module_trains_from_a_loader_of_indexed_queries():
+    from torch.utils.data import DataLoader
+
+    from stepbystep import StepByStep
+
+    x, y = make_regression_data(n=30, seed=5)
+    model = KernelRegression(x, y, sigma=2.0)
+    examples = [({"queries": x[i], "key_index": i}, y[i]) for i in range(len(x))]
+    sbs = StepByStep(model, torch.nn.MSELoss(), torch.optim.Adam(model.parameters(), lr=0.05))
+    sbs.set_loaders(DataLoader(examples, batch_size=10, shuffle=True))
+    sbs.train(40, progress=False)
+    optimum, _ = best_sigma(x, y, torch.logspace(-2, 1, 301))
+    assert abs(model.sigma.item() / optimum - 1) < 0.1  # leave-one-out training finds the LOO optimum
+
+
+def test_eval_mode_uses_every_key_and_ignores_key_index(data):
+    x, y = data
+    model = KernelRegression(x, y, sigma=0.5).eval()
+    grid = torch.linspace(0, 10, 7)
+    torch.testing.assert_close(model(grid), nadaraya_watson(grid, x, y, 0.5)[0])
+    torch.testing.assert_close(model(x[:3], key_index=torch.arange(3)), nadaraya_watson(x[:3], x, y, 0.5)[0])
+
+
+def test_training_mode_rejects_queries_it_cannot_match_to_keys(data):
+    x, y = data
+    model = KernelRegression(x, y, sigma=0.5).train()
+    with pytest.raises(ValueError, match="must be the 30 training inputs in order"):
+        model(torch.linspace(0, 10, 7))
+    with pytest.raises(ValueError, match="must be the 30 training inputs in order"):
+        model(x.flip(0))
+    with pytest.raises(TypeError, match="key_index must be an integer tensor"):
+        model(x[:2], key_index=torch.tensor([0.0, 1.0]))
+    with pytest.raises(TypeError, match="key_index must be an integer tensor"):
+        model(x[:2], key_index=[0, 1])
+    with pytest.raises(ValueError, match="one index per query"):
+        model(x[:2], key_index=torch.tensor([0, 1, 2]))
+    with pytest.raises(ValueError, match=r"key_index must be in 0..29"):
+        model(x[:2], key_index=torch.tensor([0, 30]))
+    with pytest.raises(ValueError, match="training input at its key_index"):
+        model(x[:2], key_index=torch.tensor([1, 0]))
+
+
 def test_sigma_gradient_is_finite_and_descent_moves_towards_the_loo_optimum(data):
     x, y = data
     model = KernelRegression(x, y, sigma=3.0).train()

@@ -151,3 +151,17 @@ def test_a_layer_with_keys_can_still_be_deep_copied():
     clone = copy.deepcopy(mha)
     assert clone.proj_key is None
     assert torch.equal(clone.linear_query.weight, mha.linear_query.weight)
+
+
+def test_narrow_alias_is_the_same_class_and_keeps_the_batch_first():
+    from stepbystep.models import NarrowMultiHeadAttention, WideMultiHeadAttention
+    from stepbystep.models.narrow_attention import NarrowMultiHeadAttention as from_module
+
+    assert NarrowMultiHeadAttention is MultiHeadedAttention and from_module is MultiHeadedAttention
+    assert NarrowMultiHeadAttention is not WideMultiHeadAttention
+    assert "NarrowMultiHeadAttention" in MultiHeadedAttention.__doc__
+    assert "WideMultiHeadAttention" in MultiHeadedAttention.__doc__
+    narrow = NarrowMultiHeadAttention(3, 6)
+    x = torch.randn(2, 5, 6)  # (N, L, d_model)
+    assert _self_attend(narrow, x).shape == (2, 5, 6)
+    assert narrow.alphas.shape == (2, 3, 5, 5)  # (N, n_heads, L_q, L_k): batch first

@@ -155,3 +155,26 @@ def test_compare_runs_rejects_bad_runs():
         compare_runs({})
     with pytest.raises(ValueError, match="pair"):
         compare_runs({"a": ([1.0],)})
+
+
+def _integers(ticks):
+    return all(float(t).is_integer() for t in ticks)
+
+
+def test_every_position_axis_is_ticked_at_whole_positions():
+    table = sinusoidal_table(20, 8)  # 20 positions: the default locator would tick 2.5, 7.5, ...
+    heat = encoding_heatmap(table).axes[0]
+    heat.figure.canvas.draw()
+    assert _integers(heat.get_yticks())
+    waves = sinusoids(table, dims=(0, 1)).axes[-1]
+    waves.figure.canvas.draw()
+    assert _integers(waves.get_xticks())
+    heat_ax, line_ax, _ = position_distances(table).axes
+    heat_ax.figure.canvas.draw()
+    assert _integers(heat_ax.get_xticks()) and _integers(heat_ax.get_yticks()) and _integers(line_ax.get_xticks())
+
+
+def test_compare_runs_ticks_whole_epochs():
+    (ax,) = compare_runs({"a": ([1.0, 0.5, 0.4], [1.2, 0.6, 0.5])}).axes
+    ax.figure.canvas.draw()
+    assert _integers(ax.get_xticks())

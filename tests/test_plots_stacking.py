@@ -120,3 +120,31 @@ def test_gradient_norms_by_layer_redraws_in_place():
 def test_gradient_norms_by_layer_rejects_other_things():
     with pytest.raises(TypeError, match="GradientNormRun"):
         gradient_norms_by_layer([np.zeros((3, 2))])
+
+
+def test_seed_spread_draws_the_median_band_and_final_losses():
+    from stepbystep.plots.stacking import seed_spread
+
+    first = [_run(True, 0, steps=4), _run(True, 0, n_layers=2, steps=4), _run(True, 0, n_layers=4, steps=4)]
+    last = [_run(False, 2, steps=4), _run(False, 2, n_layers=5, steps=4)]
+    fig = seed_spread({"norm-first": first, "norm-last": last})
+    curves, finals = fig.axes
+    medians = [line for line in curves.lines]
+    np.testing.assert_allclose(medians[0].get_ydata(), np.median([run.losses for run in first], axis=0))
+    assert medians[1].get_label() == "norm-last (2 seeds)"
+    assert len(curves.collections) == 2  # one band per setting
+    dots = [line for line in finals.lines if line.get_marker() == "o"]
+    np.testing.assert_allclose(sorted(dots[0].get_ydata()), sorted(run.losses[-1] for run in first))
+    bars = [line for line in finals.lines if line.get_marker() != "o"]
+    np.testing.assert_allclose(bars[1].get_ydata(), [np.median([run.losses[-1] for run in last])] * 2)
+    assert [t.get_text() for t in finals.get_xticklabels()] == ["norm-first", "norm-last"]
+    assert curves.get_yscale() == finals.get_yscale() == "log"
+
+
+def test_seed_spread_rejects_empty_or_uneven_groups():
+    from stepbystep.plots.stacking import seed_spread
+
+    with pytest.raises(TypeError, match="non-empty dict"):
+        seed_spread({})
+    with pytest.raises(ValueError, match="same number of steps"):
+        seed_spread({"a": [_run(True, 0, steps=3), _run(True, 0, steps=4)]})

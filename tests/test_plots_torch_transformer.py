@@ -89,6 +89,14 @@ def test_model_comparison_draws_losses_parameters_and_times():
     assert [t.get_text() for t in time_ax.get_xticklabels()] == ["ours", "theirs"]
 
 
+def test_model_comparison_names_the_second_curve():
+    fig = model_comparison(_runs(), parameters={"ours": 1, "theirs": 1}, seconds={"ours": 1.0, "theirs": 1.0},
+                           val_label="validation")
+    loss_ax = fig.axes[0]
+    labels = [t.get_text() for t in loss_ax.get_legend().get_texts()]
+    assert "ours: validation (last 0.1000)" in labels and loss_ax.get_title() == "training and validation losses"
+
+
 def test_model_comparison_needs_the_same_names_in_every_dict():
     with pytest.raises(ValueError, match="parameters must be a dict"):
         model_comparison(_runs(), parameters={"ours": 1}, seconds={"ours": 1.0, "theirs": 1.0})

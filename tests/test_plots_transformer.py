@@ -68,8 +68,21 @@ def test_loss_comparison_draws_a_bar_per_label_and_dots_for_draws():
 def test_loss_comparison_log_scale_needs_positive_losses():
     fig = loss_comparison({"zeros": 1.0, "model": torch.tensor(0.01)}, log=True)
     assert fig.axes[0].get_xscale() == "log"
+    assert fig.axes[0].get_xlim()[0] < 0.01 < 1.0 < fig.axes[0].get_xlim()[1]
     with pytest.raises(ValueError, match="log scale needs positive losses; 'model' has 0.0"):
         loss_comparison({"zeros": 1.0, "model": 0.0}, log=True)
+
+
+def test_loss_comparison_on_a_log_scale_draws_points_not_bars():
+    """A bar on a log axis starts wherever the axis starts: its length means nothing."""
+    fig = loss_comparison({"zeros": 1.0, "model": 0.012, "draws": [0.02, 0.04]}, log=True)
+    (ax,) = fig.axes
+    assert not ax.patches  # no bars
+    points, dots = ax.collections
+    assert sorted(points.get_offsets()[:, 0]) == pytest.approx([0.012, 0.03, 1.0])  # one per row, at its mean
+    assert dict(zip(points.get_offsets()[:, 1], points.get_offsets()[:, 0])) == pytest.approx({2: 1.0, 1: 0.012, 0: 0.03})
+    assert sorted(dots.get_offsets()[:, 0]) == pytest.approx([0.02, 0.04])
+    assert sorted(t.get_text() for t in ax.texts) == ["0.0120", "0.0300 (mean of 2)", "1.0000"]
 
 
 @pytest.mark.parametrize("losses, error", [({}, TypeError), ([0.1], TypeError), ({"a": float("nan")}, ValueError),

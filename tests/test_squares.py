@@ -1,10 +1,10 @@
-"""Square corners: shapes, seeding, geometry of the directions, and the train/test datasets."""
+"""Square corners: shapes, seeding, geometry of the directions, and the train/validation/test sets."""
 import numpy as np
 import pytest
 import torch
 from torch.utils.data import TensorDataset
 
-from stepbystep.data import generate_sequences, square_datasets
+from stepbystep.data import generate_sequences, square_datasets, square_splits
 
 CLOCKWISE = np.array([[-1, -1], [-1, 1], [1, 1], [1, -1]])
 
@@ -135,3 +135,41 @@ def test_datasets_reject_bad_arguments():
         square_datasets(n_train=0)
     with pytest.raises(TypeError, match="test_seed must be an int or None, got float"):
         square_datasets(test_seed=1.0)
+
+
+def test_splits_keep_the_training_and_test_sets_of_square_datasets():
+    train_data, val_data, test_data = square_splits(n_train=16, n_val=8, n_test=8)
+    old_train, old_test = square_datasets(n_train=16, n_test=8)
+    for new, old in ((train_data, old_train), (test_data, old_test)):
+        assert all(torch.equal(a, b) for a, b in zip(new.tensors, old.tensors))
+
+
+def test_validation_set_is_drawn_like_the_test_set_with_its_own_seed():
+    _, val_data, _ = square_splits(n_train=16, n_val=8, n_test=8, val_seed=19)
+    val_points, _ = generate_sequences(8, seed=19)
+    expected = torch.tensor(np.stack(val_points), dtype=torch.float32)  # (8, 4, 2)
+    source, target = val_data.tensors
+    assert source.shape == (8, 2, 2) and target.shape == (8, 2, 2) and source.dtype == torch.float32
+    torch.testing.assert_close(source, expected[:, :2])
+    torch.testing.assert_close(target, expected[:, 2:])
+
+
+def test_the_three_sets_share_no_point():
+    train_data, val_data, test_data = square_splits(n_train=64, n_val=64, n_test=64)
+    train = train_data.tensors[0].reshape(-1, 2)  # (256, 2)
+    val = torch.cat(val_data.tensors, dim=1).reshape(-1, 2)  # (256, 2)
+    test = torch.cat(test_data.tensors, dim=1).reshape(-1, 2)  # (256, 2)
+    for a, b in ((val, train), (val, test), (test, train)):
+        assert torch.cdist(a, b).min() > 1e-6
+
+
+def test_splits_reject_bad_arguments_and_equal_seeds():
+    with pytest.raises(ValueError, match="n_val must be at least 1, got 0"):
+        square_splits(n_val=0)
+    with pytest.raises(TypeError, match="val_seed must be an int or None, got str"):
+        square_splits(val_seed="19")
+    with pytest.raises(ValueError, match="the three seeds must differ"):
+        square_splits(val_seed=13)
+    with pytest.raises(ValueError, match="the three seeds must differ"):
+        square_splits(val_seed=17)
+    square_splits(n_train=2, n_val=2, n_test=2, train_seed=None, val_seed=None, test_seed=None)  # fresh entropy

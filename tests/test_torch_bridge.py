@@ -415,14 +415,44 @@ def test_transformer_model_greedy_feeds_its_predictions_back():
         _assert_close(model.decode(fed_back, memory), greedy)
 
 
-def test_trg_masks_is_pytorchs_blocked_causal_mask_as_a_buffer():
+def test_causal_blocked_mask_is_pytorchs_causal_mask_as_a_buffer():
     model = TransformerModel(_small_transformer(), input_len=2, target_len=4, n_features=2)
-    assert model.trg_masks.dtype == torch.bool and model.trg_masks.shape == (4, 4)
+    mask = model.causal_blocked_mask
+    assert mask.dtype == torch.bool and mask.shape == (4, 4)
     additive = nn.Transformer.generate_square_subsequent_mask(4)  # (4, 4), -inf = blocked
-    assert torch.equal(model.trg_masks, torch.isinf(additive))
-    assert "trg_masks" in dict(model.named_buffers())
-    assert "trg_masks" not in model.state_dict()  # rebuilt, not stored
-    assert model.to("meta").trg_masks.device.type == "meta"
+    assert torch.equal(mask, torch.isinf(additive))
+    assert torch.equal(mask, ~subsequent_mask(4)[0])  # the negation of our keep-mask trg_masks
+    assert "causal_blocked_mask" in dict(model.named_buffers())
+    assert "causal_blocked_mask" not in model.state_dict()  # rebuilt, not stored
+    assert model.to("meta").causal_blocked_mask.device.type == "meta"
+
+
+def test_the_two_causal_masks_have_different_names_for_opposite_meanings():
+    """``EncoderDecoderTransf.trg_masks`` keeps (True = may attend); ``TransformerModel`` blocks."""
+    ours = _model_pair_for_masks()
+    theirs = TransformerModel(_small_transformer(), input_len=2, target_len=3, n_features=2)
+    assert not hasattr(theirs, "trg_masks")
+    assert torch.equal(ours.trg_masks[0], ~theirs.causal_blocked_mask)
+
+
+def _model_pair_for_masks():
+    encoder = EncoderTransf(EncoderLayer(3, 6, 10), n_layers=1)
+    decoder = DecoderTransf(DecoderLayer(3, 6, 10), n_layers=1)
+    return EncoderDecoderTransf(encoder, decoder, input_len=2, target_len=3, n_features=2)
+
+
+def test_decoding_uses_the_blocked_mask_not_a_keep_mask():
+    """Greedy decoding and teacher forcing agree only if the causal mask is read as blocked."""
+    torch.manual_seed(4)
+    model = TransformerModel(nn.Transformer(6, 3, 1, 1, 10, dropout=0.0, batch_first=True), 2, 3, 2).eval()
+    X = torch.randn(2, 5, 2)
+    with torch.no_grad():
+        greedy = model(X[:, :2])  # (2, 3, 2)
+        memory = model.encode(X[:, :2])
+        fed_back = torch.cat([X[:, 1:2], greedy[:, :2]], dim=1)  # (2, 3, 2)
+        _assert_close(model.decode(fed_back, memory), greedy)
+        model.causal_blocked_mask = ~model.causal_blocked_mask  # a keep-mask where a blocked one belongs
+        assert not torch.allclose(model.decode(fed_back, memory), greedy, atol=1e-3, equal_nan=True)
 
 
 def test_transformer_model_rejects_what_it_cannot_wrap():

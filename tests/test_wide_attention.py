@@ -172,3 +172,18 @@ def test_multi_head_errors():
     assert plain_values(torch.randn(1, 2, 4)).shape == (1, 2, 4)
     with pytest.raises(RuntimeError, match="call init_keys"):
         _multi()(torch.randn(1, 2, 2))
+
+
+def test_wide_alias_is_the_same_class_and_keeps_heads_first():
+    from stepbystep.models import NarrowMultiHeadAttention, WideMultiHeadAttention
+    from stepbystep.models.wide_attention import WideMultiHeadAttention as from_module
+
+    assert WideMultiHeadAttention is MultiHeadAttention and from_module is MultiHeadAttention
+    assert WideMultiHeadAttention is not NarrowMultiHeadAttention
+    assert "WideMultiHeadAttention" in MultiHeadAttention.__doc__
+    assert "NarrowMultiHeadAttention" in MultiHeadAttention.__doc__
+    wide = WideMultiHeadAttention(3, 4)
+    x = torch.randn(2, 5, 4)  # (N, L, d_model)
+    wide.init_keys(x)
+    wide(x)
+    assert wide.alphas.shape == (3, 2, 5, 5)  # (n_heads, N, L_q, L_k): heads first

@@ -9,7 +9,7 @@ import numpy as np
 import torch
 from torch.utils.data import TensorDataset
 
-__all__ = ["generate_sequences", "square_datasets"]
+__all__ = ["generate_sequences", "square_datasets", "square_splits"]
 
 # the corners of [-1, 1]² in clockwise order (x to the right, y up)
 BASIC_CORNERS = np.array([[-1.0, -1.0], [-1.0, 1.0], [1.0, 1.0], [1.0, -1.0]])
@@ -69,11 +69,25 @@ def generate_sequences(n=128, variable_len=False, seed=13):
     return points, directions
 
 
+def _full_sequences(n, seed):
+    """``n`` whole sequences ``(n, 4, 2)`` as a float32 tensor, drawn with ``seed``."""
+    points, _ = generate_sequences(n, seed=seed)
+    return torch.as_tensor(np.stack(points), dtype=torch.float32)  # (n, 4, 2)
+
+
+def _source_target(n, seed):
+    """``(source, target)`` pairs for evaluation: the first two corners and the last two."""
+    full = _full_sequences(n, seed)  # (n, 4, 2)
+    return TensorDataset(full[:, :2].clone(), full[:, 2:].clone())  # (n, 2, 2), (n, 2, 2)
+
+
 def square_datasets(n_train=256, n_test=128, train_seed=13, test_seed=17):
     """Training and test sets of square corners for the encoder-decoder models.
 
     The two sets are drawn from different seeds, and the test set is built from its own
     (test) points: the original material built its "test" set from the training points.
+    To tune or monitor a model on data other than the test set, use ``square_splits``, which
+    adds a validation set drawn with a third seed.
 
     Returns:
         ``(train_data, test_data)``, both float32 ``TensorDataset``:
@@ -83,17 +97,36 @@ def square_datasets(n_train=256, n_test=128, train_seed=13, test_seed=17):
           corners ``(n_train, 2, 2)``;
         * ``test_data`` holds ``(source, target)``: the first two corners ``(n_test, 2, 2)``
           and the last two ``(n_test, 2, 2)``. The encoder-decoder models in eval mode accept
-          just the source and predict greedily, so the test set doubles as the validation
-          set (a trainer evaluates in eval mode).
+          just the source and predict greedily (a trainer evaluates in eval mode).
     """
     _check_count("n_train", n_train, 1)
     _check_count("n_test", n_test, 1)
     _check_seed("train_seed", train_seed)
     _check_seed("test_seed", test_seed)
-    train_points, _ = generate_sequences(n_train, seed=train_seed)
-    test_points, _ = generate_sequences(n_test, seed=test_seed)
-    full_train = torch.as_tensor(np.stack(train_points), dtype=torch.float32)  # (n_train, 4, 2)
-    full_test = torch.as_tensor(np.stack(test_points), dtype=torch.float32)  # (n_test, 4, 2)
+    full_train = _full_sequences(n_train, train_seed)  # (n_train, 4, 2)
     train_data = TensorDataset(full_train, full_train[:, 2:].clone())  # (n_train, 4, 2), (n_train, 2, 2)
-    test_data = TensorDataset(full_test[:, :2].clone(), full_test[:, 2:].clone())  # (n_test, 2, 2), (n_test, 2, 2)
-    return train_data, test_data
+    return train_data, _source_target(n_test, test_seed)
+
+
+def square_splits(n_train=256, n_val=128, n_test=128, train_seed=13, val_seed=19, test_seed=17):
+    """Training, validation and test sets of square corners, each drawn with its own seed.
+
+    The training and test sets are exactly ``square_datasets(n_train, n_test, train_seed,
+    test_seed)``. The validation set is drawn like them (the same distribution) with
+    ``val_seed`` and has the test set's form, ``(source, target)`` pairs ``(n_val, 2, 2)``:
+    a trainer evaluates on it after every epoch, and the test set stays untouched until the
+    final evaluation.
+
+    Returns:
+        ``(train_data, val_data, test_data)``, float32 ``TensorDataset``.
+
+    Raises:
+        ValueError: when two of the seeds are equal (two sets would share their draws).
+    """
+    _check_count("n_val", n_val, 1)
+    _check_seed("val_seed", val_seed)
+    seeds = {"train_seed": train_seed, "val_seed": val_seed, "test_seed": test_seed}
+    if None not in seeds.values() and len(set(seeds.values())) < 3:
+        raise ValueError(f"the three seeds must differ, so that the sets are drawn independently; got {seeds}")
+    train_data, test_data = square_datasets(n_train, n_test, train_seed, test_seed)
+    return train_data, _source_target(n_val, val_seed), test_data

@@ -55,8 +55,7 @@ def _check_gaussian_scores(answer):
         return "your kernel is too narrow by a factor √2: check the 2 in 2σ²."
     if torch.allclose(weights, torch.softmax(-(distance**2) / (2 * sigma), dim=-1), atol=1e-5):
         return "you divide by 2σ, not 2σ²: the width has to be squared."
-    gap = (weights - expected).abs().max()
-    return f"softmax of your scores differs from the Gaussian weights by up to {gap:.3f}"
+    return "the softmax of your scores is not the Gaussian kernel weights"
 
 
 gaussian_scores = Exercise(
@@ -91,9 +90,8 @@ def _check_loo_error(answer):
             continue
         in_sample = float(((nadaraya_watson(x, x, y, sigma)[0] - y) ** 2).mean())
         if abs(error - in_sample) <= 1e-4 * max(1.0, in_sample):
-            return (f"at σ = {sigma} you return {error:.4f}, the in-sample error: each point still "
-                    f"attends to itself (leave-one-out gives {expected:.4f})")
-        return f"at σ = {sigma} the leave-one-out MSE is {expected:.4f}, your function returned {error:.4f}"
+            return f"at σ = {sigma} you return the in-sample error: each point still attends to itself"
+        return f"at σ = {sigma} your function returned {error:.4f}, which is not the leave-one-out MSE"
     return None
 
 
@@ -119,7 +117,7 @@ def _loo_sigma_solution():
     return answer  # the noisier set needs the wider kernel: it averages more points
 
 
-def _close(a, b, ratio=1.2):
+def _close(a, b, ratio=1.2):  # within 20%: a finer or shifted grid of widths also passes
     return a > 0 and b > 0 and max(a / b, b / a) <= ratio
 
 
@@ -135,7 +133,7 @@ def _check_loo_sigma(answer):
     if _close(given[low], expected[high]) and _close(given[high], expected[low]):
         return "your two widths are swapped: which data set needs more averaging?"
     wrong = [n for n in _NOISE_LEVELS if not _close(given[n], expected[n])]
-    return "; ".join(f"for noise {n} leave-one-out picks σ ≈ {expected[n]:.3f}, you gave {given[n]:.3f}"
+    return "; ".join(f"for noise {n} your σ = {given[n]:.3f} is not the width leave-one-out picks on LOO_SIGMA_GRID"
                      for n in wrong)
 
 

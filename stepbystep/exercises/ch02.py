@@ -47,7 +47,13 @@ def _check_causal_mask(make_mask):
             return "your mask is inverted: True must mean 'may attend', so the lower triangle is True"
         if not mask[0].diagonal().all():
             return "a query must be allowed to attend to itself: the diagonal must be True"
-        return f"for size {size} expected\n{expected[0].int()}\ngot\n{mask[0].int()}"
+        sees_the_future = bool((mask & ~expected).any())
+        hides_the_past = bool((~mask & expected).any())
+        if sees_the_future and hides_the_past:
+            return f"for size {size} your mask lets queries read some later keys and hides some earlier ones"
+        if sees_the_future:
+            return f"for size {size} your mask lets a query read a key that comes after it"
+        return f"for size {size} your mask hides from a query a key that does not come after it"
     return None
 
 
@@ -93,9 +99,9 @@ def _check_masked_attention(attention):
             return "masked keys still get weight: fill their scores with -inf (or a very negative number) before the softmax"
         unscaled = torch.softmax(q @ k.transpose(-2, -1), dim=-1)  # (N, L_q, L_k)
         if mask is None and torch.allclose(weights, unscaled, atol=1e-5):
-            return "the weights are right for unscaled scores: divide q·k by √d_k before the softmax"
+            return "your weights are those of unscaled dot products: the scores are missing their scaling"
         if not torch.allclose(weights, expected_weights, atol=1e-5):
-            return f"the weights {label} differ from softmax(q kᵀ / √d_k) by up to {(weights - expected_weights).abs().max():.4f}"
+            return f"the weights {label} are not softmax(q kᵀ / √d_k)"
         if not torch.allclose(context, expected_context, atol=1e-5):
             return f"the weights are right but the context {label} is not: it is weights @ v"
     return None
@@ -139,7 +145,7 @@ def _check_shift_rotation(rotation):
             if torch.allclose(moved, table[: max_len - k, 2 * pair: 2 * pair + 2], atol=1e-5) and k * omega > 1e-3:
                 return "your matrix leaves the pair where it was: it must depend on the angle omega * k"
             return (f"for pair {pair} (omega={omega:.4g}) and k={k}, R @ [sin(ωt), cos(ωt)] is not "
-                    f"[sin(ω(t+k)), cos(ω(t+k))]: off by up to {(moved - shifted).abs().max():.4f}")
+                    f"[sin(ω(t+k)), cos(ω(t+k))]: your result is off by up to {(moved - shifted).abs().max():.4f}")
     return None
 
 

@@ -9,7 +9,7 @@ In the notebook::
 """
 import torch
 
-from ..models import MultiHeadAttention, MultiHeadedAttention
+from ..models import NarrowMultiHeadAttention, WideMultiHeadAttention
 from .exercise import Exercise
 
 __all__ = ["split_heads", "wide_parameter_count", "fused_weights"]
@@ -45,8 +45,8 @@ def _check_split_heads(answer):
             )
         if not torch.allclose(got, expected):
             return (
-                f"for x of shape {shape} and n_heads={n_heads}, head 1 of position 0 should be "
-                f"x[0, 0, d_k:2*d_k] = {expected[0, 1, 0].tolist()}, got {got[0, 1, 0].tolist()}"
+                f"for x of shape {shape} and n_heads={n_heads} the shape is right, but some head does "
+                "not hold its own consecutive chunk of d_k features at every position"
             )
     return None
 
@@ -54,8 +54,8 @@ def _check_split_heads(answer):
 split_heads = Exercise(
     "split d_model into heads",
     _check_split_heads,
-    "view x as (N, L, n_heads, d_k) first (each vector cut into n_heads chunks), "
-    "then transpose the L and n_heads dimensions",
+    "two steps: first cut every position's vector into n_heads pieces (one more dimension), "
+    "then bring the head dimension in front of the positions",
     _split_heads_solution,
 )
 
@@ -75,7 +75,7 @@ def _check_wide_parameter_count(answer):
     if not callable(answer):
         return f"expected a function wide_parameter_count(n_heads, d_model), got {type(answer).__name__}"
     for n_heads, d_model in ((1, 4), (3, 6), (4, 12), (2, 5)):
-        expected = _count_parameters(MultiHeadAttention(n_heads, d_model))
+        expected = _count_parameters(WideMultiHeadAttention(n_heads, d_model))
         got = answer(n_heads, d_model)
         if got == expected:
             continue
@@ -84,16 +84,16 @@ def _check_wide_parameter_count(answer):
         if got == narrow:
             return (
                 f"for n_heads={n_heads}, d_model={d_model} you returned {got}, the narrow count, which "
-                f"does not grow with the heads; MultiHeadAttention has {expected} parameters"
+                "does not grow with the heads; wide heads have more"
             )
         if got == no_biases:
             return (
                 f"for n_heads={n_heads}, d_model={d_model} you returned {got}, which leaves out the "
-                f"biases; MultiHeadAttention has {expected} parameters"
+                "biases"
             )
         return (
-            f"for n_heads={n_heads}, d_model={d_model} you returned {got!r}; "
-            f"MultiHeadAttention has {expected} parameters"
+            f"for n_heads={n_heads}, d_model={d_model} you returned {got!r}, which is not the number "
+            "of parameters of WideMultiHeadAttention(n_heads, d_model)"
         )
     return None
 
@@ -101,8 +101,9 @@ def _check_wide_parameter_count(answer):
 wide_parameter_count = Exercise(
     "count the parameters of wide heads",
     _check_wide_parameter_count,
-    "every wide head has three (d_model -> d_model) layers with biases, and linear_out maps "
-    "the concatenated heads (n_heads * d_model features) back to d_model",
+    "list the linear layers of a wide module (print(WideMultiHeadAttention(2, 4)) shows them) and "
+    "count each one's weights and biases; which of them are repeated per head, and how many "
+    "features does the output layer read?",
     _wide_parameter_count_solution,
 )
 
@@ -120,8 +121,8 @@ def _check_fused_weights(answer):
     query = torch.randn(2, 3, 6, generator=generator)  # (N, L_q, d_model)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
-        teaching = MultiHeadedAttention(3, 6, dropout=0.0).eval()
-        fused = MultiHeadedAttention(3, 6, dropout=0.0, store_alphas=False).eval()
+        teaching = NarrowMultiHeadAttention(3, 6, dropout=0.0).eval()
+        fused = NarrowMultiHeadAttention(3, 6, dropout=0.0, store_alphas=False).eval()
     fused.load_state_dict(teaching.state_dict())
     with torch.no_grad():
         teaching.init_keys(key)
@@ -135,11 +136,11 @@ def _check_fused_weights(answer):
         return f"the weights should be (N, n_heads, L_q, L_k) = {tuple(expected.shape)}, got {tuple(got.shape)}"
     sums = got.sum(dim=-1)  # (N, h, L_q)
     if not torch.allclose(sums, torch.ones_like(sums), atol=1e-5):
-        return "each row (one query, all keys) should sum to 1: take the softmax over the last dimension"
+        return "each row of weights (one query, all keys) should sum to 1, and yours do not"
     if not torch.allclose(got, expected, atol=1e-5):
         return (
             "the rows sum to 1 but differ from the weights the teaching path stores; "
-            "are the scores scaled by sqrt(d_k)?"
+            "are the scores scaled by sqrt(d_k), and only once?"
         )
     return None
 
@@ -147,7 +148,7 @@ def _check_fused_weights(answer):
 fused_weights = Exercise(
     "recover the weights the fused kernel does not keep",
     _check_fused_weights,
-    "after init_keys, mha.score_function(query) gives the scaled scores (N, n_heads, L_q, L_k); "
-    "the weights are their softmax over the keys",
+    "the fused path skips only the step that keeps the weights, not the module's other methods: "
+    "read NarrowMultiHeadAttention.attn and see which of its steps you can call yourself",
     _fused_weights_solution,
 )

@@ -45,7 +45,7 @@ def _check_stack_parameter_count(answer):
         case = f"n_layers={n_layers}, d_model={d_model}, ff_units={ff_units}, norm_first={norm_first}"
         final_norm = 2 * d_model
         if norm_first and got == expected - final_norm:
-            return f"for {case} you left out the stack's final layer norm ({final_norm} parameters)"
+            return f"for {case} you left out the stack's final layer norm"
         if not norm_first and got == expected + final_norm:
             return f"for {case} you added a final layer norm, but a norm-last stack has none"
         if got in (expected - n_layers * 4 * d_model, expected - n_layers * 4 * d_model - final_norm):
@@ -53,16 +53,15 @@ def _check_stack_parameter_count(answer):
         if n_layers > 1 and got in ((expected - final_norm * norm_first) // n_layers,
                                     (expected - final_norm * norm_first) // n_layers + final_norm * norm_first):
             return f"for {case} you counted one layer: the stack holds n_layers independent copies"
-        return f"for {case} EncoderTransf has {expected} parameters, you returned {got!r}"
+        return f"for {case} you returned {got!r}, which is not the number of parameters of EncoderTransf"
     return None
 
 
 stack_parameter_count = Exercise(
     "count the parameters of an encoder stack",
     _check_stack_parameter_count,
-    "one layer = attention (four d_model × d_model layers with biases) + feed-forward (two layers "
-    "with biases) + two layer norms (scale and shift); the stack holds n_layers copies and, when "
-    "norm-first, one more layer norm at the end",
+    "count one EncoderLayer first, module by module (print(EncoderLayer(2, 4, 8)) lists them), then "
+    "ask what the stack adds around its copies, and for which placement",
     _stack_parameter_count_solution,
 )
 
@@ -109,16 +108,15 @@ def _check_masked_batch_norm(answer):
     real = x[mask]  # (n_real, 3)
     unbiased = (x - real.mean(0)) / torch.sqrt(real.var(0) + 1e-5) * mask.unsqueeze(-1)  # (N, L, D)
     if torch.allclose(got, unbiased, atol=1e-4):
-        return "normalisation layers use the biased variance (divide by n, not n - 1): var(unbiased=False)"
-    gap = (got - expected)[mask].abs().max()
-    return f"the real tokens differ from a batch norm over the real tokens by up to {gap:.3f}"
+        return "your variance divides by n - 1; normalisation layers use the biased variance, which divides by n"
+    return "the real tokens are not normalised with the statistics of the real tokens"
 
 
 masked_batch_norm = Exercise(
     "batch norm that ignores the padding",
     _check_masked_batch_norm,
-    "x[mask] picks the real tokens as an (n_real, D) matrix: take each feature's mean and biased "
-    "variance over its rows, normalise x with them, then multiply by the mask to zero the padding",
+    "boolean indexing with the mask keeps the real tokens only: take the statistics from those, "
+    "and check what the padding positions hold at the end",
     _masked_batch_norm_solution,
 )
 
@@ -150,16 +148,15 @@ def _check_layer_norm_pair(answer):
         return "you get NaN when a == b (0 / 0): the ε under the square root is what prevents it"
     for index in range(len(a)):
         if not torch.allclose(got[index], expected[index], atol=1e-4):
-            want = ", ".join(f"{v:.4f}" for v in expected[index].tolist())
             have = ", ".join(f"{v:.4f}" for v in got[index].tolist())
-            return f"for a = {a[index]:g}, b = {b[index]:g} layer norm gives [{want}], you returned [{have}]"
+            return f"for a = {a[index]:g}, b = {b[index]:g} you returned [{have}], which is not their layer norm"
     return None
 
 
 layer_norm_pair = Exercise(
     "layer norm of two features, in closed form",
     _check_layer_norm_pair,
-    "the mean of a and b is (a + b) / 2, so they sit ±(a - b) / 2 from it and the (biased) variance "
-    "is ((a - b) / 2)²; divide by sqrt(variance + ε) and keep ε = 1e-5",
+    "start from the mean of the pair: how far from it is each value, and what is the (biased) "
+    "variance then? Keep the ε of the formula: it is what matters when a and b nearly coincide",
     _layer_norm_pair_solution,
 )

@@ -53,14 +53,12 @@ def _variant_losses(model, full):
         no_mask = F.mse_loss(model.decode(full[:, input_len - 1 : -1]), target).item()
         unshifted = F.mse_loss(model.decode(target, target_mask=model.trg_masks), target).item()
     return {
-        greedy: "that is the greedy loss: in eval mode model(...) decodes from its own predictions; "
-                "call model.encode and model.decode yourself to feed the true (shifted) target",
+        greedy: "that is the greedy loss: in eval mode model(...) feeds the decoder its own "
+                "predictions, not the true (shifted) target",
         no_mask: "the decoder ran without the causal mask, so each position could read the next "
-                 "input, the very corner it must predict: pass target_mask=model.trg_masks",
-        unshifted: "the decoder read the target itself instead of the target shifted right by one "
-                   "(the last source corner, then all but the last target corner)",
+                 "input, the very corner it must predict",
+        unshifted: "the decoder read the target itself instead of the target shifted right by one",
     }
-
 
 
 def _check_teacher_forced_loss(answer):
@@ -78,25 +76,26 @@ def _check_teacher_forced_loss(answer):
                 return f"teacher_forced_loss should return the loss as a float, got {type(returned).__name__}"
             if model.training != start_training:
                 mode = "training" if start_training else "eval"
-                return (f"the model was in {mode} mode and your function left it in the other: remember "
-                        "model.training first and call model.train(was_training) at the end")
+                return f"the model was in {mode} mode and your function left it in the other mode"
             if abs(got - expected) <= 1e-6:
                 continue
             if abs(as_number(answer(model.train(start_training), full)) - got) > 1e-7:  # a second call
-                return "two calls on the same batch gave different losses: dropout is still on, call model.eval() first"
+                return "two calls on the same batch gave different losses: dropout is still on"
             for value, problem in _variant_losses(model, full).items():
                 if abs(got - value) <= 1e-6:
                     return problem
-            return f"expected a loss of {expected:.6f} on the checker's batch, got {got:.6f}"
+            return (f"on the checker's batch your function returned {got:.6f}, which is not the loss of "
+                    "teacher-forced predictions with dropout off")
     return None
 
 
 teacher_forced_loss = Exercise(
     "the teacher-forced loss without dropout",
     _check_teacher_forced_loss,
-    "in eval mode, model.encode(full[:, :input_len]), then model.decode(full[:, input_len-1:-1], "
-    "target_mask=model.trg_masks) predicts every target corner at once; compare with "
-    "full[:, input_len:] using the MSE",
+    "remember model.training, then model.eval() switches dropout off; model.encode(full[:, :input_len]), "
+    "then model.decode(full[:, input_len-1:-1], target_mask=model.trg_masks) predicts every target "
+    "corner at once; compare with full[:, input_len:] using the MSE, and restore the mode with "
+    "model.train(was_training)",
     _teacher_forced_loss_solution,
 )
 
@@ -126,22 +125,25 @@ def _check_corner_baseline(answer):
     if torch.allclose(got, expected):
         return None
     if torch.allclose(got, -source):
-        return ("these are the mirrored noisy points, which carry the source's noise over: "
-                "snap each point to its exact corner (every coordinate is -1 or 1) first")
+        return ("these are the mirrored noisy points (the mirror baseline), which carry the source's "
+                "noise over; the exercise asks for exact corners")
     if torch.allclose(got, -expected):
-        return "these are the source corners themselves: the target corners are the opposite ones"
+        return "these are the exact corners of the source itself, not the corners that follow it"
     if torch.allclose(got, expected.flip(1)):
-        return ("the right corners in the wrong order: the first target corner is opposite the "
-                "first source corner, the second opposite the second")
-    return (f"for the source corners {_rounded(source[0])} the prediction should be "
-            f"{_rounded(expected[0])}, got {_rounded(got[0])}")
+        return "the right corners in the wrong order"
+    wrong = int((~torch.isclose(got, expected).all(dim=-1).all(dim=-1)).nonzero()[0])  # the first wrong square
+    exact = bool(torch.isclose(got[wrong].abs(), torch.ones(())).all())
+    what = ("made of exact corners, but not the two that follow the source" if exact
+            else "not made of exact corners of the square (the noise-free points)")
+    return (f"for the source corners {_rounded(source[wrong])} your prediction {_rounded(got[wrong])} "
+            f"is {what}")
 
 
 corner_baseline = Exercise(
     "the nearest-corner baseline",
     _check_corner_baseline,
-    "the square is centred on the origin, so the corner opposite c is -c; and the exact corner "
-    "nearest a noisy point has the signs of its coordinates (torch.sign)",
+    "every coordinate of an exact corner is -1 or 1, and the noise never moves a point across an "
+    "axis; the square is centred on the origin, so the corner opposite c is -c",
     _corner_baseline_solution,
 )
 
@@ -173,18 +175,16 @@ def _check_greedy_decode(answer):
     for i in range(model.target_len):
         if not torch.allclose(got[:, i], expected[:, i], atol=1e-5):
             if i == 0:
-                return ("the first predicted corner differs: start the decoder from the last source "
-                        "corner, source[:, -1:], after model.encode(source), with the mask trg_masks[:, :1, :1]")
-            return (f"the corners before corner {i} are right, corner {i} differs: append each new "
-                    "prediction (the last position of decode's output) to the decoder's inputs and "
-                    f"decode the longer sequence again, with the mask trg_masks[:, :{i + 1}, :{i + 1}]")
+                return "the first predicted corner differs from model.predict's"
+            return f"the corners before corner {i} match model.predict's, corner {i} differs"
     return None
 
 
 greedy_decode = Exercise(
     "greedy decoding by hand",
     _check_greedy_decode,
-    "model.encode(source) once; then, target_len times, model.decode(inputs, target_mask=...) and "
-    "torch.cat the last output position onto inputs",
+    "model.encode(source) once; start the decoder's inputs from the last source corner, source[:, -1:]; "
+    "then, target_len times, model.decode(inputs, target_mask=...) with the mask sliced to the inputs' "
+    "length, and torch.cat the last output position onto inputs",
     _greedy_decode_solution,
 )

@@ -8,6 +8,8 @@ In the notebook::
     ch06.pytorch_masks.check(my_pytorch_masks)
     ch06.pytorch_masks.solution()
 """
+import itertools
+
 import torch
 from torch import nn
 
@@ -43,7 +45,7 @@ def _mask_cases():
         yield source_mask, subsequent_mask(target_len)  # (1, L_t, L_t)
 
 
-def _check_one_mask(name, got, keep, expected):
+def _check_one_mask(name, got, keep, expected, unchanged_note=""):
     if not isinstance(got, torch.Tensor):
         return f"{name} should be a tensor, got {type(got).__name__}"
     if tuple(got.shape) != tuple(expected.shape):
@@ -56,10 +58,11 @@ def _check_one_mask(name, got, keep, expected):
     if torch.equal(got, keep.reshape(expected.shape)):
         return (
             f"{name} is our keep-mask unchanged: PyTorch reads True as *blocked*, so every query "
-            "would attend exactly where it must not (the original material's bug)"
+            f"would attend exactly where it must not{unchanged_note}"
         )
     if not torch.equal(got, expected):
-        return f"{name} should be {expected.int().tolist()} (1 = blocked), got {got.int().tolist()}"
+        return (f"{name} has the right shape and dtype but not the right values: got "
+                f"{got.int().tolist()} (1 = True), and PyTorch reads True as blocked")
     return None
 
 
@@ -71,7 +74,8 @@ def _check_pytorch_masks(answer):
         if not isinstance(got, (tuple, list)) or len(got) != 2:
             return "return a pair (key_padding_mask, attn_mask)"
         problem = _check_one_mask(
-            "key_padding_mask", got[0], source_mask, to_key_padding_mask(source_mask)
+            "key_padding_mask", got[0], source_mask, to_key_padding_mask(source_mask),
+            " (the mistake the book's TransformerModel makes with its source mask)",
         ) or _check_one_mask("attn_mask", got[1], target_mask, to_torch_attn_mask(target_mask))
         if problem:
             shapes = f"a source mask {tuple(source_mask.shape)} and a target mask {tuple(target_mask.shape)}"
@@ -111,20 +115,27 @@ def _diagnose_copy(ours, theirs, before):
     q, k, v = ours.linear_query, ours.linear_key, ours.linear_value
     weight, bias = theirs.in_proj_weight, theirs.in_proj_bias
     if all(torch.equal(p, before[name]) for name, p in theirs.named_parameters()):
-        return "PyTorch's module still has its own weights: copy ours into its parameters in place (.copy_)"
+        return "PyTorch's module still has its own weights: nothing was copied into its parameters"
     if torch.equal(weight, before["in_proj_weight"]):
-        return "in_proj_weight was not copied: it holds the query, key and value weights, stacked"
+        return "in_proj_weight was not copied"
     if torch.equal(weight, torch.cat([q.weight.T, k.weight.T, v.weight.T])):
-        return "the weights are transposed: nn.Linear and in_proj_weight both store (out, in), copy them as they are"
+        return "in_proj_weight holds our weights transposed"
     if not torch.equal(weight, torch.cat([q.weight, k.weight, v.weight])):
-        return "in_proj_weight should stack the query, key and value weights, in that order, along dim 0"
+        if _is_reordering(weight, [q.weight, k.weight, v.weight]):
+            return "in_proj_weight holds our three projection weights, but not in the order PyTorch reads them"
+        return "in_proj_weight does not hold our query, key and value projection weights"
     if not torch.equal(bias, torch.cat([q.bias, k.bias, v.bias])):
-        return "in_proj_bias should stack the query, key and value biases, in that order"
+        return "in_proj_bias does not hold our query, key and value biases in the order PyTorch reads them"
     if not torch.equal(theirs.out_proj.weight, ours.linear_out.weight) or not torch.equal(
         theirs.out_proj.bias, ours.linear_out.bias
     ):
-        return "the output layer out_proj (weight and bias) should be a copy of linear_out"
+        return "the output layer out_proj (its weight or its bias) differs from our linear_out"
     return None
+
+
+def _is_reordering(stacked, parts):
+    """Whether ``stacked`` is ``torch.cat`` of ``parts`` in some other order."""
+    return any(torch.equal(stacked, torch.cat(order)) for order in itertools.permutations(parts))
 
 
 def _check_copy_attention(answer):
@@ -200,7 +211,8 @@ def _check_matching_transformer(answer):
             if not isinstance(got, nn.Transformer):
                 return f"{where}: expected an nn.Transformer, got {type(got).__name__}"
             if not got.batch_first:
-                return f"{where}: the nn.Transformer reads (L, N, F) sequences; build it with batch_first=True"
+                return (f"{where}: this nn.Transformer reads its inputs sequence-first, (L, N, F), and "
+                        "our sequences are (N, L, F)")
             wrapper = TransformerModel(got, ours.input_len, ours.target_len, ours.n_features)
             try:
                 copy_to_torch(ours, wrapper)

@@ -139,13 +139,18 @@ class KernelRegression(nn.Module):
     module to any device and are not trained. σ is parametrised by its logarithm,
     ``sigma = exp(log_sigma)``, so gradient descent can never push it to zero or below.
 
-    In training mode a query does not attend to a key at its own position: that is the
-    leave-one-out objective. Without it a point would predict itself best with σ → 0 (its own
-    weight → 1), and training would shrink σ to nothing. In eval mode every key is used, as a
-    finished model should. (Like dropout, the module behaves differently in the two modes.)
+    In training mode each query is a training point and does not attend to itself: the key at
+    its own index gets no weight, which is the leave-one-out objective. Without it a point would
+    predict itself best with σ → 0 (its own weight → 1), and training would shrink σ to nothing.
+    The point is left out by its index, not by its value, so a second training point at the
+    same x still counts. In eval mode every key is used, as a finished model should. (Like
+    dropout, the module behaves differently in the two modes.)
 
-    ``forward(queries)`` takes ``(n_q,)`` and returns predictions ``(n_q,)``; the weights of the
-    last call are kept in ``self.alphas`` ``(n_q, n_k)``.
+    ``forward(queries, key_index=None)``: ``queries`` ``(n_q,)``; ``key_index`` ``(n_q,)``
+    integers, the index among the keys of each query (a mini-batch of training points). In
+    training mode without ``key_index`` the queries must be all the keys, in order: query ``i``
+    is key ``i``. In eval mode ``key_index`` is ignored. Returns predictions ``(n_q,)``; the
+    weights of the last call are kept in ``self.alphas`` ``(n_q, n_k)``.
     """
 
     def __init__(self, keys, values, sigma=1.0):
@@ -166,11 +171,37 @@ class KernelRegression(nn.Module):
         """The current width ``exp(log_sigma)`` (a 0-d tensor, differentiable)."""
         return self.log_sigma.exp()
 
-    def forward(self, queries):
+    def _own_index(self, queries, key_index):
+        """The index among the keys of each query in training mode: ``(n_q,)`` long."""
+        n_keys = self.keys.shape[0]
+        if key_index is None:
+            if queries.shape != self.keys.shape or not torch.equal(queries, self.keys):
+                raise ValueError(
+                    f"in training mode the queries must be the {n_keys} training inputs in order (query i is "
+                    f"key i), or come with key_index, the index of each query among the keys; got "
+                    f"{queries.shape[0]} queries without key_index"
+                )
+            return torch.arange(n_keys, device=queries.device)  # (n_k,)
+        if not isinstance(key_index, torch.Tensor) or key_index.dtype.is_floating_point or key_index.dtype == torch.bool:
+            got = key_index.dtype if isinstance(key_index, torch.Tensor) else type(key_index).__name__
+            raise TypeError(f"key_index must be an integer tensor (one key index per query), got {got}")
+        if key_index.shape != queries.shape:
+            raise ValueError(f"key_index needs one index per query, shape {tuple(queries.shape)}, "
+                             f"got {tuple(key_index.shape)}")
+        if key_index.numel() and not (0 <= int(key_index.min()) and int(key_index.max()) < n_keys):
+            raise ValueError(f"key_index must be in 0..{n_keys - 1}, got values from {int(key_index.min())} "
+                             f"to {int(key_index.max())}")
+        if not torch.equal(queries, self.keys[key_index]):
+            raise ValueError("each query must be the training input at its key_index (query i = keys[key_index[i]])")
+        return key_index.long()  # (n_q,)
+
+    def forward(self, queries, key_index=None):
         _check_points("queries", queries)
         mask = None
         if self.training:
-            mask = queries[:, None] != self.keys[None, :]  # (n_q, n_k): leave the point itself out
+            own = self._own_index(queries, key_index)  # (n_q,)
+            keys = torch.arange(self.keys.shape[0], device=queries.device)  # (n_k,)
+            mask = own[:, None] != keys[None, :]  # (n_q, n_k): leave the point itself out, by index
         predictions, weights = nadaraya_watson(queries, self.keys, self.values, self.sigma, mask)
         self.alphas = weights.detach()  # (n_q, n_k)
         return predictions  # (n_q,)

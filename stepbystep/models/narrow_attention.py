@@ -1,4 +1,10 @@
-"""Narrow multi-headed attention: d_model split into n_heads chunks of size d_k."""
+"""Narrow multi-headed attention: d_model split into n_heads chunks of size d_k.
+
+``NarrowMultiHeadAttention`` is another name for ``MultiHeadedAttention`` (the same class): the
+book's name differs by two letters from the wide ``MultiHeadAttention`` (alias
+``WideMultiHeadAttention``), which takes the same positional arguments ``(n_heads, d_model)``
+but keeps its weights in the opposite layout.
+"""
 import math
 
 import torch
@@ -8,11 +14,17 @@ from torch import nn
 from .masks import check_mask
 from .scaled_dot_product import masked_softmax
 
-__all__ = ["MultiHeadedAttention"]
+__all__ = ["MultiHeadedAttention", "NarrowMultiHeadAttention"]
 
 
 class MultiHeadedAttention(nn.Module):
     """Multi-headed attention where each head sees a ``d_k = d_model // n_heads`` chunk.
+
+    Also available as ``NarrowMultiHeadAttention`` (the same class). Do not confuse it with the
+    wide ``MultiHeadAttention`` (alias ``WideMultiHeadAttention``): same positional arguments
+    ``(n_heads, d_model)``, but there every head is full-size and ``alphas`` is
+    ``(n_heads, N, L_q, L_k)``, heads first; here ``alphas`` is ``(N, n_heads, L_q, L_k)``,
+    batch first.
 
     The four projections are ``(d_model, d_model)`` whatever the number of heads: one
     projection computes every head at once and ``make_chunks`` splits its output.
@@ -163,3 +175,8 @@ class MultiHeadedAttention(nn.Module):
 
     def extra_repr(self):
         return f"n_heads={self.n_heads}, d_model={self.d_model}, d_k={self.d_k}, store_alphas={self.store_alphas}"
+
+
+# The book's name differs from the wide ``MultiHeadAttention`` by two letters; this one says what
+# it is. The same class, not a subclass: isinstance checks and state dicts are shared.
+NarrowMultiHeadAttention = MultiHeadedAttention

@@ -33,12 +33,13 @@ class PositionalEncoding(nn.Module):
     Args:
         max_len: the longest sequence the table covers.
         d_model: the size of each element's vector.
-        scale_input: multiply ``x`` by ``√d_model`` before adding the encoding, as the book
-            (and the paper, for its embeddings) does. Keep ``True`` for the square-corners
-            models, whose inputs are small projections of 2-D points: the scaling makes them
-            comparable to the encoding, whose values lie in [-1, 1]. Pass ``False`` for token
-            embeddings: ``nn.Embedding`` starts with standard deviation 1 and scaling it by
-            ``√d_model`` drowns the encoding (see COURSE.md).
+        scale_input: multiply ``x`` by ``√d_model`` before adding the encoding. The rule is
+            to make the input and the encoding (entries in [-1, 1], RMS 1/√2) comparable in
+            size. The paper multiplies its embeddings by ``√d_model`` because their weights
+            start small (standard deviation about ``1/√d_model``); the book keeps the
+            multiplication for the square corners (raw or projected), and so does the course
+            (``True``). Pass ``False`` for token embeddings: ``nn.Embedding`` starts with
+            standard deviation 1, and scaling it by ``√d_model`` drowns the encoding.
 
     Buffers:
         pe: the table, ``(1, max_len, d_model)``; a non-persistent buffer, so it follows

@@ -31,8 +31,10 @@ class TransformerModel(nn.Module):
     ``nn.Transformer`` does not have).
 
     Buffers:
-        trg_masks: the causal mask in PyTorch's convention, ``(target_len, target_len)`` bool,
-            ``True`` = blocked (the opposite of ours), ready to pass as ``tgt_mask``.
+        causal_blocked_mask: the causal mask in PyTorch's convention, ``(target_len,
+            target_len)`` bool, ``True`` = blocked, ready to pass as ``tgt_mask``. It is the
+            negation of ``EncoderDecoderTransf.trg_masks`` ``(1, target_len, target_len)``,
+            whose ``True`` means "may attend"; the different name keeps the two apart.
 
     Masks: ``source_mask`` is our ``(N, 1, input_len)`` keep-mask; it is converted with
     ``to_key_padding_mask`` and passed as both ``src_key_padding_mask`` and
@@ -56,7 +58,7 @@ class TransformerModel(nn.Module):
         self.target_len = target_len
         self.n_features = n_features
         causal = to_torch_attn_mask(subsequent_mask(target_len))  # (L_t, L_t), True = blocked
-        self.register_buffer("trg_masks", causal, persistent=False)
+        self.register_buffer("causal_blocked_mask", causal, persistent=False)
         self.proj = nn.Linear(n_features, d_model)
         self.linear = nn.Linear(d_model, n_features)
         self.pe = PositionalEncoding(max(input_len, target_len), d_model, scale_input=scale_input)
@@ -79,7 +81,7 @@ class TransformerModel(nn.Module):
         return self.transf.encoder(self.preprocess(source_seq), src_key_padding_mask=padding)
 
     def decode(self, shifted_target_seq, memory, source_mask=None):
-        """Decode ``(N, L, n_features)`` against ``memory`` under the causal mask ``trg_masks[:L, :L]``.
+        """Decode ``(N, L, n_features)`` against ``memory`` under the causal mask ``causal_blocked_mask[:L, :L]``.
 
         ``source_mask`` is our keep-mask ``(N, 1, input_len)``. Returns ``(N, L, n_features)``.
         """
@@ -88,7 +90,7 @@ class TransformerModel(nn.Module):
         outputs = self.transf.decoder(
             self.preprocess(shifted_target_seq),
             memory,
-            tgt_mask=self.trg_masks[:length, :length],  # (L, L), True = blocked
+            tgt_mask=self.causal_blocked_mask[:length, :length],  # (L, L), True = blocked
             memory_key_padding_mask=padding,
         )  # (N, L, d_model)
         return self.linear(outputs)  # (N, L, n_features)

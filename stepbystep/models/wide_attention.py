@@ -4,6 +4,11 @@ A wide head projects its input to the full ``d_model``; ``MultiHeadAttention`` r
 ``n_heads`` such heads side by side and mixes their concatenated contexts with one linear
 layer. (Narrow heads, ``MultiHeadedAttention``, split ``d_model`` into chunks instead.)
 
+The book's two names differ by two letters, share a positional signature
+``(n_heads, d_model)`` and keep their weights in opposite layouts, so the package also offers
+a name that says which is which: ``WideMultiHeadAttention`` is ``MultiHeadAttention`` (the
+same class), as ``NarrowMultiHeadAttention`` is ``MultiHeadedAttention``.
+
 Both follow the book's two-step use: ``init_keys(keys)`` projects the keys (and values),
 then ``forward(query, mask)`` attends to them; for self-attention pass the same tensor to
 both. The submodules are created in the book's order, so seeded constructions reproduce
@@ -17,7 +22,7 @@ from torch import nn
 from .masks import check_mask
 from .scaled_dot_product import masked_softmax
 
-__all__ = ["Attention", "MultiHeadAttention"]
+__all__ = ["Attention", "MultiHeadAttention", "WideMultiHeadAttention"]
 
 
 def _check_positive_int(name, value):
@@ -114,6 +119,11 @@ class Attention(nn.Module):
 class MultiHeadAttention(nn.Module):
     """Wide multi-head attention: ``n_heads`` full-size ``Attention`` heads, then ``linear_out``.
 
+    Also available as ``WideMultiHeadAttention`` (the same class). Do not confuse it with the
+    narrow ``MultiHeadedAttention`` (alias ``NarrowMultiHeadAttention``): same positional
+    arguments ``(n_heads, d_model)``, but a different parameter count and the opposite layout
+    of ``alphas``, heads first here, batch first there.
+
     Every head projects its input to ``d_model``; the ``n_heads`` contexts are concatenated
     ``(N, L_q, n_heads * d_model)`` and ``linear_out`` brings them back to ``d_model``. So the
     parameters grow with the number of heads (narrow heads keep them constant).
@@ -127,7 +137,7 @@ class MultiHeadAttention(nn.Module):
             ``input_dim`` must then equal ``d_model``.
 
     Property ``alphas``: every head's weights stacked along a FIRST dimension, as in the book:
-    ``(n_heads, N, L_q, L_k)``. (The narrow ``MultiHeadedAttention`` keeps
+    ``(n_heads, N, L_q, L_k)``, heads before the batch. (The narrow ``MultiHeadedAttention`` keeps
     ``(N, n_heads, L_q, L_k)``; ``alphas.transpose(0, 1)`` converts.) ``None`` before the
     first forward.
 
@@ -174,3 +184,8 @@ class MultiHeadAttention(nn.Module):
 
     def extra_repr(self):
         return f"n_heads={self.n_heads}, d_model={self.d_model}"
+
+
+# The book's name differs from the narrow ``MultiHeadedAttention`` by two letters; this one says
+# what it is. The same class, not a subclass: isinstance checks and state dicts are shared.
+WideMultiHeadAttention = MultiHeadAttention

@@ -2,6 +2,7 @@
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
+from matplotlib.ticker import MaxNLocator
 
 __all__ = ["sinusoids", "encoding_heatmap", "relative_shift", "position_distances"]
 
@@ -16,6 +17,11 @@ def _as_table(table):
     if table.ndim != 2:
         raise ValueError(f"expected an encoding table of shape (max_len, d_model), got {table.shape}")
     return table
+
+
+def _integer_ticks(axis):
+    """Positions are whole numbers: tick an axis at integers only."""
+    axis.set_major_locator(MaxNLocator(integer=True))
 
 
 def _check_dims(dims, d_model):
@@ -39,6 +45,7 @@ def sinusoids(table, dims=(0, 1, 2, 3)):
         ax.set_ylim(-1.15, 1.15)
         ax.set_ylabel(f"dim {dim}\n({'sin' if dim % 2 == 0 else 'cos'})")
     axes[-1, 0].set_xlabel("position")
+    _integer_ticks(axes[-1, 0].xaxis)  # the panels share the x axis
     axes[0, 0].set_title("Each dimension is a wave over the positions")
     return fig
 
@@ -50,6 +57,7 @@ def encoding_heatmap(table):
     fig, ax = plt.subplots(figsize=(2.5 + 0.35 * d_model, 1.5 + 0.12 * max_len), layout="constrained")
     image = ax.imshow(table, cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto")
     ax.set_xticks(range(d_model))
+    _integer_ticks(ax.yaxis)
     ax.set_xlabel("dimension")
     ax.set_ylabel("position")
     ax.set_title("Positional encoding")
@@ -99,7 +107,9 @@ def position_distances(table, references=(0, 5, 10)):
     reference positions to all the others (right).
 
     The distance between positions ``s`` and ``t`` depends only on ``t - s`` (every diagonal of
-    the heatmap is constant): the encoding tells the model how far apart two elements are.
+    the heatmap is constant): the encoding tells the model how far apart two elements are. It
+    does not grow steadily with the offset, though: the fastest (sin, cos) pair turns one
+    radian per position and comes back near its start every 2π ≈ 6.3 positions.
     Returns the Figure."""
     table = _as_table(table)
     max_len = table.shape[0]
@@ -109,14 +119,15 @@ def position_distances(table, references=(0, 5, 10)):
     distances = np.linalg.norm(table[:, None, :] - table[None, :, :], axis=-1)  # (max_len, max_len)
     fig, (heat_ax, line_ax) = plt.subplots(1, 2, figsize=(10, 4), layout="constrained")
     image = heat_ax.imshow(distances, cmap="magma")
-    heat_ax.xaxis.get_major_locator().set_params(integer=True)
-    heat_ax.yaxis.get_major_locator().set_params(integer=True)
+    _integer_ticks(heat_ax.xaxis)
+    _integer_ticks(heat_ax.yaxis)
     heat_ax.set_xlabel("position")
     heat_ax.set_ylabel("position")
     heat_ax.set_title("distance between two positions")
     fig.colorbar(image, ax=heat_ax)
     for reference in references:
         line_ax.plot(range(max_len), distances[reference], marker=".", label=f"from position {reference}")
+    _integer_ticks(line_ax.xaxis)
     line_ax.set_xlabel("position")
     line_ax.set_ylabel("distance")
     line_ax.set_title("distance from a few positions")

@@ -1,6 +1,7 @@
 """Several training runs on one set of axes: their training and test loss curves."""
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.ticker import MaxNLocator
 
 __all__ = ["compare_runs"]
 
@@ -25,6 +26,7 @@ def compare_runs(runs, test_label="test"):
             ax.plot(np.arange(1, len(test) + 1), test, color=color, ls="--",
                     label=f"{name}: {test_label} (last {test[-1]:.4f})")
     ax.set_yscale("log")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # epochs are whole numbers
     ax.set_xlabel("epoch")
     ax.set_ylabel("loss")
     ax.set_title(f"Training and {test_label} losses")

@@ -1,9 +1,10 @@
-"""Figures about depth: a quantity per layer of a stack, and gradient norms per layer during training."""
+"""Figures about depth: a quantity per layer of a stack, gradient norms per layer during training, and
+the spread of training runs over seeds."""
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.ticker import MaxNLocator
 
-__all__ = ["depth_profile", "gradient_norms_by_layer"]
+__all__ = ["depth_profile", "gradient_norms_by_layer", "seed_spread"]
 
 
 def depth_profile(curves, ylabel, title=None, xlabel="layer", first=1, log=True):
@@ -86,4 +87,45 @@ def gradient_norms_by_layer(runs, fig=None):
     axes[0, 0].legend(fontsize=7, loc="upper left")
     if np.shape(runs[-1].norms)[1] <= 8:  # one legend entry per layer: only while they fit
         axes[1, -1].legend(fontsize=7, ncol=2, loc="upper right")
+    return fig
+
+
+def seed_spread(groups):
+    """Training runs of several settings, each repeated over seeds: what the seeds agree on.
+
+    ``groups`` maps a setting's label to its runs (``GradientNormRun``s of one setting, one per
+    seed, all of the same length). Left: for each setting, the median loss over the seeds at
+    every step (line) and the band from the lowest to the highest seed; right: every seed's
+    final loss (dots) and their median (a bar), one column per setting. Both on a log scale.
+    Returns the Figure.
+    """
+    if not isinstance(groups, dict) or not groups:
+        raise TypeError("seed_spread expects a non-empty dict {setting label: [runs, one per seed]}")
+    fig, (curves, finals) = plt.subplots(1, 2, figsize=(10.5, 3.4), layout="constrained",
+                                         gridspec_kw={"width_ratios": [1.6, 1]})
+    for column, (label, runs) in enumerate(groups.items()):
+        runs = _check_runs(runs)
+        lengths = {len(run.losses) for run in runs}
+        if len(lengths) != 1:
+            raise ValueError(f"setting {label!r}: the runs must have the same number of steps, got {sorted(lengths)}")
+        losses = np.stack([np.asarray(run.losses, dtype=float) for run in runs])  # (seeds, steps)
+        steps = np.arange(losses.shape[1])
+        color = f"C{column}"
+        median = np.median(losses, axis=0)  # (steps,)
+        curves.fill_between(steps, losses.min(axis=0), losses.max(axis=0), color=color, alpha=0.2, lw=0)
+        curves.plot(steps, median, color=color, label=f"{label} ({len(runs)} seeds)")
+        final = losses[:, -1]  # (seeds,)
+        spread = np.linspace(-0.12, 0.12, len(final)) if len(final) > 1 else np.zeros(1)
+        finals.plot(column + spread, final, "o", color=color, alpha=0.7)
+        finals.plot([column - 0.25, column + 0.25], [np.median(final)] * 2, color="black", lw=2)
+    curves.set_yscale("log")
+    curves.set_xlabel("step")
+    curves.set_ylabel("training loss")
+    curves.set_title("median over seeds, band: lowest to highest seed")
+    curves.legend(fontsize=8)
+    finals.set_yscale("log")
+    finals.set_xticks(range(len(groups)), [label.replace(", ", ",\n") for label in groups], fontsize=8)
+    finals.set_xlim(-0.5, len(groups) - 0.5)
+    finals.set_ylabel("final loss")
+    finals.set_title("final loss of each seed (bar: median)")
     return fig

@@ -90,16 +90,18 @@ def _check_names(name, values, names):
         raise ValueError(f"{name} must be a dict with the runs' names {names} in that order, got {got}")
 
 
-def model_comparison(runs, parameters, seconds):
+def model_comparison(runs, parameters, seconds, val_label="test"):
     """Several models trained the same way: loss curves, parameter counts and training times.
 
     Args:
-        runs: maps a model's name to ``(train_losses, test_losses)``, per-epoch sequences.
+        runs: maps a model's name to ``(train_losses, val_losses)``, per-epoch sequences.
         parameters: maps the same names, in the same order, to parameter counts.
         seconds: maps the same names to training wall times in seconds.
+        val_label: what the second curve of each run was measured on (``"validation"`` or
+            ``"test"``), used in the legend and the title.
 
-    Three axes: every loss curve on one log-scale axes (training solid, test dashed, one
-    colour a model, the legend giving each final test loss), then one bar per model for the
+    Three axes: every loss curve on one log-scale axes (training solid, the other dashed, one
+    colour a model, the legend giving each final value), then one bar per model for the
     parameters and one for the time. Returns the Figure.
     """
     if not isinstance(runs, dict) or not runs:
@@ -118,12 +120,12 @@ def model_comparison(runs, parameters, seconds):
         loss_ax.plot(np.arange(1, len(train) + 1), train, color=color, label=f"{name}: training")
         if len(test):
             loss_ax.plot(np.arange(1, len(test) + 1), test, color=color, ls="--",
-                         label=f"{name}: test (last {test[-1]:.4f})")
+                         label=f"{name}: {val_label} (last {test[-1]:.4f})")
     loss_ax.set_yscale("log")
     loss_ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     loss_ax.set_xlabel("epoch")
     loss_ax.set_ylabel("loss")
-    loss_ax.set_title("training and test losses")
+    loss_ax.set_title(f"training and {val_label} losses")
     loss_ax.legend(fontsize=8)
     positions = np.arange(len(names))
     for ax, values, label, fmt in ((param_ax, parameters, "parameters", "{:,.0f}"),

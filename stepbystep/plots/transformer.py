@@ -1,7 +1,8 @@
 """The whole Transformer: its data flow, losses side by side, and its three kinds of attention.
 
 * ``transformer_diagram``: the boxes and arrows of an ``EncoderDecoderTransf``, with its sizes;
-* ``loss_comparison``: one bar per loss (a mode, a model or a baseline), draws shown as dots;
+* ``loss_comparison``: one row per loss (a mode, a model or a baseline): bars on a linear
+  axis, points on a log axis, draws shown as dots;
 * ``transformer_attention``: encoder self-, decoder self- and cross-attention of a few
   sequences, every head, next to the sequence's corners.
 """
@@ -115,11 +116,13 @@ def transformer_diagram(model):
 
 # ----------------------------------------------------------------------------- losses side by side
 def loss_comparison(losses, title=None, xlabel="loss", log=False):
-    """Horizontal bars comparing losses: ``losses`` maps a label to a float or to several floats.
+    """Losses side by side, one row each: ``losses`` maps a label to a float or to several floats.
 
-    A single value is one bar; several values (e.g. the same batch under several dropout
-    draws) give a bar at their mean with each value drawn as a dot. Each bar is labelled with
-    its value (or mean). ``log=True`` uses a log scale, for losses of different magnitudes.
+    On a linear axis a single value is one bar from zero; several values (e.g. the same batch
+    under several dropout draws) give a bar at their mean with each value drawn as a dot.
+    ``log=True`` uses a log scale, for losses of different magnitudes, and draws each mean as a
+    point instead of a bar: a log axis has no zero, so the length of a bar on it would depend
+    only on where the axis happens to start. Each row is labelled with its value (or mean).
     Returns the Figure.
     """
     if not isinstance(losses, dict) or not losses:
@@ -135,21 +138,31 @@ def loss_comparison(losses, title=None, xlabel="loss", log=False):
     labels = list(values)
     positions = np.arange(len(labels))[::-1]  # the first label on top
     means = np.array([values[label].mean() for label in labels])
+    colors = [f"C{i}" for i in range(len(labels))]
     fig, ax = plt.subplots(figsize=(7, 0.9 + 0.55 * len(labels)), layout="constrained")
-    ax.barh(positions, means, height=0.6, color=[f"C{i}" for i in range(len(labels))], alpha=0.6)
+    if log:
+        ax.grid(axis="x", which="both", color="0.9", lw=0.8)
+        ax.set_axisbelow(True)
+        ax.scatter(means, positions, s=60, color=colors, zorder=3)
+    else:
+        ax.barh(positions, means, height=0.6, color=colors, alpha=0.6)
     for position, label, mean in zip(positions, labels, means):
         draws = values[label]
         text = f"{mean:.4f}"
         if draws.size > 1:
-            offsets = np.linspace(-0.2, 0.2, draws.size)  # spread the dots over the bar's height
-            ax.scatter(draws, position + offsets, color="black", s=10, zorder=3)
+            offsets = np.linspace(-0.2, 0.2, draws.size)  # spread the dots over the row's height
+            ax.scatter(draws, position + offsets, color="black", s=10, zorder=4)
             text += f" (mean of {draws.size})"
-        ax.annotate(text, (draws.max(), position), xytext=(6, 0), textcoords="offset points",
+        ax.annotate(text, (draws.max(), position), xytext=(8, 0), textcoords="offset points",
                     va="center", fontsize=8)
+    largest = max(float(v.max()) for v in values.values())
     if log:
         ax.set_xscale("log")
-    largest = max(float(v.max()) for v in values.values())
-    ax.set_xlim(right=largest * (4.0 if log else 1.4))  # room for the labels
+        smallest = min(float(v.min()) for v in values.values())
+        ax.set_xlim(smallest / 1.5, largest * 4.0)  # room for the labels
+        ax.set_ylim(positions.min() - 0.6, positions.max() + 0.6)
+    else:
+        ax.set_xlim(right=largest * 1.4)  # room for the labels
     ax.set_yticks(positions, labels)
     ax.set_xlabel(xlabel)
     if title:

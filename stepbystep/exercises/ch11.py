@@ -1,0 +1,164 @@
+"""Chapter 11's "Your turn": cutting patches by hand, counting tokens, and mean pooling.
+
+In the notebook::
+
+    from stepbystep.exercises import ch11
+    ch11.patchify.check(my_patchify)
+    ch11.patchify.hint()
+    ch11.patchify.solution()
+"""
+import numbers
+
+import torch
+
+from ..models.vit import patchify as _patchify
+from .exercise import Exercise
+
+__all__ = ["patchify", "token_count", "mean_pooling"]
+
+
+# ----------------------------------------------------------------------------- 1. patches by hand
+def _patchify_solution(images, patch_size):
+    n, channels = images.shape[:2]
+    p = patch_size
+    blocks = images.unfold(2, p, p).unfold(3, p, p)  # (N, C, H/p, W/p, p, p): rows of patches, columns, pixels
+    blocks = blocks.permute(0, 2, 3, 1, 4, 5)  # (N, H/p, W/p, C, p, p): patch first, then its pixels
+    return blocks.reshape(n, -1, channels * p * p)  # (N, n_patches, C·p·p), patches row by row
+
+
+def _patchify_cases():
+    generator = torch.Generator().manual_seed(11)
+    return [(torch.rand(2, 1, 12, 12, generator=generator), 4),
+            (torch.rand(3, 1, 8, 8, generator=generator), 2),
+            (torch.rand(2, 3, 6, 6, generator=generator), 3),
+            (torch.rand(1, 2, 4, 8, generator=generator), 4)]
+
+
+def _same_rows_in_other_order(got, wanted):
+    """Whether ``got`` holds the same rows (patches) as ``wanted``, in another order."""
+    return sorted(map(tuple, got.tolist())) == sorted(map(tuple, wanted.tolist()))
+
+
+def _same_values_per_row(got, wanted):
+    """Whether each row of ``got`` holds the values of the same row of ``wanted``, shuffled."""
+    return torch.equal(got.sort(dim=-1).values, wanted.sort(dim=-1).values)
+
+
+def _check_patchify(answer):
+    if not callable(answer):
+        return f"expected a function patchify(images, patch_size), got {type(answer).__name__}"
+    for images, p in _patchify_cases():
+        n, channels, height, width = images.shape
+        got = answer(images.clone(), p)
+        where = f"for images of shape {tuple(images.shape)} and patch_size {p}"
+        if not isinstance(got, torch.Tensor):
+            return f"{where}: expected a tensor (N, n_patches, C·p·p), got {type(got).__name__}"
+        wanted = _patchify(images, p)  # (N, n_patches, C·p·p)
+        if got.shape != wanted.shape:
+            if got.numel() == wanted.numel():
+                return (f"{where}: the shape {tuple(got.shape)} holds the right number of values but should be "
+                        "(N, n_patches, C·p·p): one row per patch, each patch flattened")
+            return (f"{where}: got shape {tuple(got.shape)}, which cannot hold every pixel exactly once; "
+                    "the shape should be (N, n_patches, C·p·p)")
+        got = got.detach().to(wanted.dtype)
+        if torch.equal(got, wanted):
+            continue
+        for image in range(n):
+            if not _same_rows_in_other_order(got[image], wanted[image]):
+                continue
+            return (f"{where}: every patch is there, but the patches are not in the convolution's order "
+                    "(patches numbered row by row, left to right)")
+        if _same_values_per_row(got.flatten(0, 1), wanted.flatten(0, 1)):
+            return (f"{where}: each patch holds the right pixels, but flattened in another order than a "
+                    "convolution's weights (channel, then row, then column)")
+        return f"{where}: the patches do not hold the right pixels"
+    return None
+
+
+patchify = Exercise(
+    "cutting patches by hand",
+    _check_patchify,
+    "Tensor.unfold(dim, size, step) cuts one dimension into windows and adds a dimension for the window; "
+    "unfold the height, then the width, then move the channel dimension next to the pixels before reshaping",
+    _patchify_solution,
+)
+
+
+# ----------------------------------------------------------------------------- 2. counting tokens
+def _token_count_solution(img_size, patch_size):
+    patches_per_side = img_size // patch_size
+    return patches_per_side ** 2 + 1  # every patch, and the CLS token
+
+
+_TOKEN_CASES = ((12, 4), (12, 2), (12, 6), (224, 16), (224, 14), (384, 16), (12, 12), (30, 5))
+
+
+def _check_token_count(answer):
+    if not callable(answer):
+        return f"expected a function n_tokens(img_size, patch_size), got {type(answer).__name__}"
+    for img_size, patch_size in _TOKEN_CASES:
+        got = answer(img_size, patch_size)
+        where = f"a {img_size}x{img_size} image in {patch_size}x{patch_size} patches"
+        if isinstance(got, torch.Tensor) and got.numel() == 1:
+            got = got.item()
+        if isinstance(got, bool) or not isinstance(got, numbers.Integral):
+            return f"for {where}: expected a whole number of tokens (an int), got {got!r}"
+        wanted = _token_count_solution(img_size, patch_size)
+        if got == wanted:
+            continue
+        if got == wanted - 1:
+            return f"for {where}: the count leaves out a token that the encoder reads besides the patches"
+        if got == img_size // patch_size + 1 or got == img_size // patch_size:
+            return (f"for {where}: the count grows like the patches along one side; patches tile the image in "
+                    "two directions")
+        return f"for {where}: the count is not right"
+    return None
+
+
+token_count = Exercise(
+    "counting the tokens",
+    _check_token_count,
+    "count the patches along one side, then over the whole square image, and remember what the ViT puts "
+    "in front of the patch tokens",
+    _token_count_solution,
+)
+
+
+# ----------------------------------------------------------------------------- 3. mean pooling
+def _mean_pooling_solution(states):
+    return states[:, 1:].mean(dim=1)  # (N, d_model): the patch tokens' states averaged, CLS left out
+
+
+def _pooling_cases():
+    generator = torch.Generator().manual_seed(3)
+    return [torch.randn(4, 10, 16, generator=generator), torch.randn(2, 5, 8, generator=generator)]
+
+
+def _check_mean_pooling(answer):
+    if not callable(answer):
+        return f"expected a function pool(states), got {type(answer).__name__}"
+    for states in _pooling_cases():
+        n, n_tokens, d_model = states.shape
+        got = answer(states.clone())
+        where = f"for states of shape {tuple(states.shape)}"
+        if not isinstance(got, torch.Tensor):
+            return f"{where}: expected a tensor (N, d_model), got {type(got).__name__}"
+        if got.shape != (n, d_model):
+            return f"{where}: expected one vector per image, (N, d_model), got shape {tuple(got.shape)}"
+        got = got.detach()
+        if torch.allclose(got, states[:, 0]):
+            return f"{where}: this is the CLS token's state (CLS pooling); average the patch tokens instead"
+        if torch.allclose(got, states.mean(dim=1), atol=1e-6):
+            return f"{where}: the average includes the CLS token's state; mean pooling averages the patch tokens"
+        if not torch.allclose(got, _mean_pooling_solution(states), atol=1e-6):
+            return f"{where}: the result is not the mean of the patch tokens' states"
+    return None
+
+
+mean_pooling = Exercise(
+    "mean pooling instead of the CLS token",
+    _check_mean_pooling,
+    "states is (N, 1 + n_patches, d_model) and position 0 is the CLS token: slice it off, then average over "
+    "the token dimension",
+    _mean_pooling_solution,
+)

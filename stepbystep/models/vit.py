@@ -1,0 +1,231 @@
+"""The Vision Transformer: an image cut into patches, read as a sequence by a Transformer encoder.
+
+After the book's chapter 10 (Godoy, *Deep Learning with PyTorch Step-by-Step*) and Dosovitskiy
+et al. (2021), "An Image is Worth 16x16 Words". The image is cut into square patches; each
+patch, flattened, is projected to ``d_model`` features (a strided convolution does both at
+once); a learned **CLS** token is put in front of the patch tokens; the encoder reads the whole
+sequence; and a linear head classifies the image from the CLS token's final state.
+"""
+import numbers
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+__all__ = ["PatchEmbed", "ViT", "patchify", "cls_attention", "confusion_matrix"]
+
+
+def _check_positive_int(name, value):
+    if not isinstance(value, numbers.Integral) or isinstance(value, bool):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if value < 1:
+        raise ValueError(f"{name} must be a positive int, got {value}")
+
+
+def _check_patch_size(img_size, patch_size):
+    _check_positive_int("img_size", img_size)
+    _check_positive_int("patch_size", patch_size)
+    if img_size % patch_size != 0:
+        raise ValueError(f"img_size must be divisible by patch_size to cut whole patches, got img_size={img_size} "
+                         f"and patch_size={patch_size} (remainder {img_size % patch_size})")
+
+
+def _check_images(images, in_channels=None, img_size=None):
+    """``images`` must be a ``(N, C, H, W)`` tensor, with the expected channels and size if given."""
+    if not isinstance(images, torch.Tensor):
+        raise TypeError(f"expected images as a tensor (N, C, H, W), got {type(images).__name__}")
+    if images.dim() != 4:
+        raise ValueError(f"expected images of shape (N, C, H, W) (4 dimensions), got {images.dim()} "
+                         f"dimensions, shape {tuple(images.shape)}")
+    if in_channels is not None and images.shape[1] != in_channels:
+        raise ValueError(f"expected images with {in_channels} channel(s), got {images.shape[1]} "
+                         f"(shape {tuple(images.shape)})")
+    if img_size is not None and tuple(images.shape[-2:]) != (img_size, img_size):
+        raise ValueError(f"expected images of {img_size}x{img_size} pixels, got "
+                         f"{images.shape[-2]}x{images.shape[-1]} (shape {tuple(images.shape)})")
+
+
+def patchify(images, patch_size):
+    """Cut images ``(N, C, H, W)`` into flattened patches ``(N, n_patches, C·p·p)`` with ``unfold``.
+
+    Patches are numbered row by row, left to right (``n_patches = (H/p)·(W/p)``), and each one
+    is flattened channel first, then row, then column: the order of a convolution's weights
+    ``(out, C, p, p)``. So ``patchify(x, p) @ conv.weight.flatten(1).T + conv.bias`` equals
+    ``PatchEmbed``'s output for that convolution.
+    """
+    _check_images(images)
+    _check_positive_int("patch_size", patch_size)
+    height, width = images.shape[-2:]
+    for side, name in ((height, "height"), (width, "width")):
+        if side % patch_size != 0:
+            raise ValueError(f"the image {name} must be divisible by patch_size, got {name} {side} and "
+                             f"patch_size {patch_size}")
+    columns = F.unfold(images, kernel_size=patch_size, stride=patch_size)  # (N, C·p·p, n_patches)
+    return columns.transpose(1, 2)  # (N, n_patches, C·p·p)
+
+
+class PatchEmbed(nn.Module):
+    """Patch embeddings by a strided convolution: ``(N, C, H, W)`` -> ``(N, n_patches, embed_dim)``.
+
+    A ``Conv2d(in_channels, embed_dim, kernel_size=patch_size, stride=patch_size)`` sees each
+    patch exactly once, with no overlap, and computes ``embed_dim`` weighted sums of its pixels:
+    a linear projection of every flattened patch (see ``patchify``). Its output grid
+    ``(N, embed_dim, H/p, W/p)`` is flattened into a sequence, one token per patch, row by row.
+
+    Args (the book's names and defaults, those of ViT-Base on 224x224 images):
+        img_size: width and height of the (square) images; must be divisible by ``patch_size``.
+        patch_size: width and height of a patch.
+        in_channels: channels of the images (3 for RGB, 1 for grey).
+        embed_dim: features per token (the encoder's ``d_model``).
+        dilation: kept for the book's signature; patches are contiguous, so only 1 is allowed.
+
+    Attributes: ``num_patches`` (the book's name; ``n_patches`` too) and ``grid_size``
+    (patches per side).
+    """
+
+    def __init__(self, img_size=224, patch_size=16, in_channels=3, embed_dim=768, dilation=1):
+        super().__init__()
+        _check_patch_size(img_size, patch_size)
+        _check_positive_int("in_channels", in_channels)
+        _check_positive_int("embed_dim", embed_dim)
+        if dilation != 1:
+            raise ValueError(f"dilation must be 1 (patches are contiguous pixels), got {dilation!r}")
+        self.img_size = img_size
+        self.patch_size = patch_size
+        self.in_channels = in_channels
+        self.embed_dim = embed_dim
+        self.grid_size = img_size // patch_size
+        self.num_patches = self.n_patches = self.grid_size ** 2
+        self.proj = nn.Conv2d(in_channels, embed_dim, kernel_size=patch_size, stride=patch_size)
+
+    def forward(self, x):
+        _check_images(x, self.in_channels, self.img_size)
+        grid = self.proj(x)  # (N, embed_dim, H/p, W/p)
+        return grid.flatten(2).transpose(1, 2)  # (N, n_patches, embed_dim)
+
+    def extra_repr(self):
+        return f"img_size={self.img_size}, patch_size={self.patch_size}, n_patches={self.n_patches}"
+
+
+class ViT(nn.Module):
+    """A Vision Transformer classifier: patch embeddings, a CLS token, an encoder, a linear head.
+
+    Args:
+        encoder: an ``EncoderTransf`` (its ``d_model`` sets the token size; its own sinusoidal
+            positional encoding is applied to the sequence, as in the book). Its ``max_len``
+            must cover ``1 + n_patches`` tokens.
+        img_size, in_channels, patch_size: the images (square, ``img_size`` divisible by
+            ``patch_size``).
+        n_outputs: number of classes (one logit each).
+        learned_positions: also add a learned position embedding ``pos_embed``
+            ``(1, 1 + n_patches, d_model)``, as the paper does. It starts at zero and is created
+            last, so with the same seed the other parameters, and the outputs at
+            initialisation, are the book's.
+
+    Creation order (as in the book, so seeded constructions give its numbers): ``mlp`` (the
+    head), ``embed`` (``PatchEmbed``), ``cls_token`` (zeros, ``(1, 1, d_model)``), then
+    ``pos_embed``.
+
+    ``forward(X)``: ``X`` ``(N, in_channels, img_size, img_size)``; returns logits
+    ``(N, n_outputs)``, computed from the CLS token's state alone.
+    """
+
+    def __init__(self, encoder, img_size, in_channels, patch_size, n_outputs, learned_positions=True):
+        super().__init__()
+        if not isinstance(encoder, nn.Module) or not hasattr(encoder, "d_model"):
+            raise TypeError(f"expected an encoder module with a d_model attribute (an EncoderTransf), "
+                            f"got {type(encoder).__name__}")
+        _check_patch_size(img_size, patch_size)
+        _check_positive_int("in_channels", in_channels)
+        _check_positive_int("n_outputs", n_outputs)
+        n_tokens = 1 + (img_size // patch_size) ** 2
+        max_len = getattr(getattr(encoder, "pe", None), "max_len", None)
+        if max_len is not None and n_tokens > max_len:
+            raise ValueError(f"the encoder's positional encoding covers max_len={max_len} tokens, but "
+                             f"{img_size}x{img_size} images in {patch_size}x{patch_size} patches give "
+                             f"{n_tokens} (the CLS token and {n_tokens - 1} patches)")
+        self.d_model = encoder.d_model
+        self.n_outputs = n_outputs
+        self.learned_positions = bool(learned_positions)
+        self.encoder = encoder
+        # creation order as in the book: head, patch embeddings, CLS token; then our addition
+        self.mlp = nn.Linear(encoder.d_model, n_outputs)
+        self.embed = PatchEmbed(img_size, patch_size, in_channels, encoder.d_model)
+        self.cls_token = nn.Parameter(torch.zeros(1, 1, encoder.d_model))
+        if self.learned_positions:
+            self.pos_embed = nn.Parameter(torch.zeros(1, n_tokens, encoder.d_model))  # starts at zero: a no-op
+        else:
+            self.pos_embed = None
+
+    @property
+    def n_tokens(self):
+        """Tokens the encoder reads: the CLS token and one per patch."""
+        return 1 + self.embed.n_patches
+
+    def preprocess(self, X):
+        """Images ``(N, C, H, W)`` -> the encoder's input ``(N, 1 + n_patches, d_model)``."""
+        src = self.embed(X)  # (N, n_patches, d_model)
+        cls_tokens = self.cls_token.expand(X.size(0), -1, -1)  # (N, 1, d_model): one copy per image
+        src = torch.cat((cls_tokens, src), dim=1)  # (N, 1 + n_patches, d_model)
+        if self.pos_embed is not None:
+            src = src + self.pos_embed  # (N, 1 + n_patches, d_model)
+        return src
+
+    def encode(self, source):
+        """The encoder's states for ``source`` ``(N, 1 + n_patches, d_model)``; returns the CLS
+        state ``(N, d_model)``, the only one the head reads."""
+        states = self.encoder(source)  # (N, 1 + n_patches, d_model)
+        return states[:, 0]  # (N, d_model)
+
+    def forward(self, X):
+        src = self.preprocess(X)  # (N, 1 + n_patches, d_model)
+        cls_state = self.encode(src)  # (N, d_model)
+        return self.mlp(cls_state)  # (N, n_outputs)
+
+
+def cls_attention(model, images, layer=-1):
+    """Classify ``images`` and return where the CLS token looked, patch by patch.
+
+    Runs ``model`` (a ``ViT`` whose encoder layers store their attention weights) in eval mode,
+    without gradients, on the model's device, restoring its mode afterwards. Reads the
+    ``alphas`` ``(N, h, 1 + n_patches, 1 + n_patches)`` of encoder layer ``layer`` and keeps
+    the CLS query's row over the patch keys, laid out as the image's patch grid.
+
+    Returns ``(logits, attention)``: ``logits`` ``(N, n_outputs)`` and ``attention``
+    ``(N, n_heads, grid, grid)``, both on the CPU. A row's weight on the CLS token itself is
+    left out, so each ``attention[i, head]`` sums to at most 1.
+    """
+    if not isinstance(model, ViT):
+        raise TypeError(f"expected a ViT, got {type(model).__name__}")
+    _check_images(images, model.embed.in_channels, model.embed.img_size)
+    attention_layer = model.encoder.layers[layer].self_attn_heads
+    if not attention_layer.store_alphas:
+        raise ValueError("this encoder layer keeps no attention weights (store_alphas=False)")
+    device = next(model.parameters()).device
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            logits = model(images.to(device))  # (N, n_outputs)
+    finally:
+        model.train(was_training)
+    alphas = attention_layer.alphas  # (N, h, 1 + n_patches, 1 + n_patches)
+    grid = model.embed.grid_size
+    attention = alphas[:, :, 0, 1:].reshape(alphas.shape[0], alphas.shape[1], grid, grid)  # (N, h, g, g)
+    return logits.cpu(), attention.cpu()
+
+
+def confusion_matrix(labels, predictions, n_classes):
+    """Counts ``(n_classes, n_classes)``: row = true class, column = predicted class (int64)."""
+    labels = torch.as_tensor(labels).flatten().long().cpu()
+    predictions = torch.as_tensor(predictions).flatten().long().cpu()
+    if labels.shape != predictions.shape:
+        raise ValueError(f"labels and predictions must be equally long, got {labels.numel()} and "
+                         f"{predictions.numel()}")
+    _check_positive_int("n_classes", n_classes)
+    for name, values in (("labels", labels), ("predictions", predictions)):
+        if values.numel() and not (0 <= int(values.min()) and int(values.max()) < n_classes):
+            raise ValueError(f"{name} must be classes in 0..{n_classes - 1}, got values from "
+                             f"{int(values.min())} to {int(values.max())}")
+    counts = torch.bincount(labels * n_classes + predictions, minlength=n_classes * n_classes)
+    return counts.view(n_classes, n_classes)
