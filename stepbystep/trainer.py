@@ -5,7 +5,9 @@ A learner who read "Deep Learning with PyTorch Step-by-Step" finds the same meth
 hooks). What changed is what happens at the edges: a progress bar, batches moved whole to the
 device, seeded runs that continue exactly where they stopped (across checkpoints too), atomic
 and safe checkpoint files, and clear errors before anything goes wrong deep inside PyTorch.
+Plotting libraries are imported only when a figure is drawn.
 """
+import copy
 import math
 from datetime import datetime
 
@@ -16,8 +18,9 @@ from torch.optim import lr_scheduler
 from tqdm.auto import trange
 
 from .checkpoint import atomic_save, safe_load
-from .devices import default_device, move_to
-from .plots.training import loss_curves
+from .checks import check_choice, check_instance, check_positive_int, check_positive_number
+from .containers import map_structure
+from .devices import default_device, evaluating, move_to
 from .seeding import get_rng_state, set_rng_state
 from .seeding import set_seed as seed_everything
 
@@ -26,34 +29,52 @@ __all__ = ["StepByStep"]
 # Schedulers whose schedule is written in optimizer steps rather than epochs.
 _PER_BATCH_SCHEDULERS = (lr_scheduler.OneCycleLR, lr_scheduler.CyclicLR)
 _INTERVALS = ("batch", "epoch")
+_CHECKPOINT_KEYS = ("epoch", "model_state_dict", "optimizer_state_dict", "scheduler_state_dict",
+                    "loss", "val_loss", "learning_rates", "rng_state")
 
 
-def _positive_number(name, value):
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-        raise ValueError(f"{name} must be a positive number, got {value!r}")
-    return value
+def _split_batch(batch):
+    """A loader's batch -> ``(x, y)``, refusing anything that is not a pair."""
+    if not isinstance(batch, (tuple, list)) or len(batch) != 2:
+        length = f" of length {len(batch)}" if hasattr(batch, "__len__") else ""
+        raise TypeError(f"loaders must yield (x, y) batches, got {type(batch).__name__}{length}")
+    return batch
 
 
 def _to_numpy(output):
-    """Model output (a tensor, or a tuple/list/dict of them) -> NumPy arrays of the same nesting."""
-    if isinstance(output, torch.Tensor):
-        return output.detach().cpu().numpy()
-    if isinstance(output, dict):
-        return {key: _to_numpy(value) for key, value in output.items()}
-    if isinstance(output, (tuple, list)):
-        return type(output)(_to_numpy(value) for value in output)
-    return output
+    """Model output (tensors in any nesting of tuples, lists and dicts) -> NumPy, same nesting."""
+    return map_structure(lambda leaf: leaf.detach().cpu().numpy() if isinstance(leaf, torch.Tensor) else leaf,
+                         output)
+
+
+def _numpy_to_tensor(leaf):
+    """A NumPy array becomes a tensor (floats in the default dtype); anything else is kept."""
+    if isinstance(leaf, np.ndarray):
+        tensor = torch.as_tensor(leaf)
+        return tensor.to(torch.get_default_dtype()) if tensor.is_floating_point() else tensor
+    return leaf
+
+
+def _append_leaf(recorded, new):
+    if isinstance(recorded, np.ndarray) and isinstance(new, np.ndarray):
+        return np.concatenate([recorded, new])  # along the batch dimension
+    return new  # None stays None; anything else is not batched
 
 
 def _concat(recorded, new):
     """Append a hook's new output to what it recorded before, along the batch dimension."""
-    if recorded is None:
-        return new
-    if isinstance(new, np.ndarray):
-        return np.concatenate([recorded, new])
-    if isinstance(new, tuple):
-        return tuple(_concat(old, fresh) for old, fresh in zip(recorded, new))
-    return new
+    return new if recorded is None else map_structure(_append_leaf, recorded, new)
+
+
+def _check_optimizer(model, optimizer):
+    check_instance("optimizer", optimizer, torch.optim.Optimizer, "a torch.optim.Optimizer")
+    owned = {id(p) for p in model.parameters()}
+    foreign = sum(id(p) not in owned for group in optimizer.param_groups for p in group["params"])
+    if foreign:
+        raise ValueError(
+            f"the optimizer updates {foreign} tensor(s) that are not parameters of this model: "
+            "build it from model.parameters() (after rebuilding a model, rebuild its optimizer too)"
+        )
 
 
 class StepByStep:
@@ -82,19 +103,10 @@ class StepByStep:
     """
 
     def __init__(self, model, loss_fn, optimizer, device=None):
-        if not isinstance(model, nn.Module):
-            raise TypeError(f"model must be an nn.Module, got {type(model).__name__}")
+        check_instance("model", model, nn.Module, "an nn.Module")
         if not callable(loss_fn):
             raise TypeError(f"loss_fn must be callable, as loss_fn(prediction, y), got {type(loss_fn).__name__}")
-        if not isinstance(optimizer, torch.optim.Optimizer):
-            raise TypeError(f"optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}")
-        owned = {id(p) for p in model.parameters()}
-        foreign = sum(id(p) not in owned for group in optimizer.param_groups for p in group["params"])
-        if foreign:
-            raise ValueError(
-                f"the optimizer updates {foreign} tensor(s) that are not parameters of this model: "
-                "build it from model.parameters() (after rebuilding a model, rebuild its optimizer too)"
-            )
+        _check_optimizer(model, optimizer)
         self.model = model
         self.loss_fn = loss_fn
         self.optimizer = optimizer
@@ -121,9 +133,10 @@ class StepByStep:
     # ----------------------------------------------------------------------------- set-up
     def to(self, device):
         """Move the model (and any optimizer state) to ``device``; returns the trainer."""
+        check_instance("device", device, (str, int, torch.device), "like 'cpu', 'cuda', 'cuda:1' or 'mps'")
         try:
             device = torch.device(device)
-        except (RuntimeError, TypeError) as error:
+        except RuntimeError as error:
             raise ValueError(f"device must be like 'cpu', 'cuda', 'cuda:1' or 'mps', got {device!r}") from error
         self.model.to(device)
         self.device = device
@@ -157,15 +170,14 @@ class StepByStep:
         validation loader.
         """
         if not (hasattr(scheduler, "step") and hasattr(scheduler, "optimizer")):
-            raise TypeError(f"expected a learning-rate scheduler from torch.optim.lr_scheduler, "
+            raise TypeError(f"scheduler must be a learning-rate scheduler from torch.optim.lr_scheduler, "
                             f"got {type(scheduler).__name__}")
         if scheduler.optimizer is not self.optimizer:
             raise ValueError("the scheduler was built on another optimizer: build it on this trainer's "
                              "optimizer (sbs.optimizer)")
         if interval is None:
             interval = "batch" if isinstance(scheduler, _PER_BATCH_SCHEDULERS) else "epoch"
-        if interval not in _INTERVALS:
-            raise ValueError(f"interval must be 'batch', 'epoch' or None, got {interval!r}")
+        check_choice("interval", interval, (*_INTERVALS, None))
         if isinstance(scheduler, lr_scheduler.ReduceLROnPlateau) and interval != "epoch":
             raise ValueError("ReduceLROnPlateau follows the validation loss, which exists once per epoch: "
                              "use interval='epoch'")
@@ -174,14 +186,14 @@ class StepByStep:
 
     def set_clip_grad_value(self, clip_value):
         """Clip every gradient element to ``[-clip_value, clip_value]`` before each step."""
-        self.clip_value = _positive_number("clip_value", clip_value)
+        self.clip_value = check_positive_number("clip_value", clip_value)
 
     def set_clip_grad_norm(self, max_norm, norm_type=2):
         """Rescale the gradients so their total ``norm_type``-norm is at most ``max_norm``.
 
         Combined with ``set_clip_grad_value``, values are clipped first, then the norm.
         """
-        self.clip_norm = (_positive_number("max_norm", max_norm), _positive_number("norm_type", norm_type))
+        self.clip_norm = (check_positive_number("max_norm", max_norm), check_positive_number("norm_type", norm_type))
 
     def remove_clip(self):
         """Stop clipping gradients (both kinds)."""
@@ -205,13 +217,6 @@ class StepByStep:
             return self.model(*x)
         return self.model(x)
 
-    @staticmethod
-    def _split(batch):
-        if not isinstance(batch, (tuple, list)) or len(batch) != 2:
-            raise TypeError("loaders must yield (x, y) batches, got "
-                            f"{type(batch).__name__}{'' if not hasattr(batch, '__len__') else f' of length {len(batch)}'}")
-        return batch
-
     def _clip_gradients(self):
         if self.clip_value is None and self.clip_norm is None:
             return
@@ -225,9 +230,9 @@ class StepByStep:
     def _train_epoch(self, epoch):
         """One pass over the training loader; returns the mean batch loss."""
         self.model.train()
-        total, n_batches = 0.0, 0
+        total, n_done = 0.0, 0
         for batch_index, batch in enumerate(self.train_loader, start=1):
-            x, y = move_to(self._split(batch), self.device)
+            x, y = move_to(_split_batch(batch), self.device)
             loss = self.loss_fn(self._forward(x), y)
             value = loss.item()
             if not math.isfinite(value):
@@ -244,18 +249,17 @@ class StepByStep:
             if self.scheduler is not None and self.scheduler_interval == "batch":
                 self.scheduler.step()
             total += value
-            n_batches += 1
-        if n_batches == 0:
+            n_done += 1
+        if n_done == 0:
             raise ValueError("the training loader yielded no batches")
-        return total / n_batches
+        return total / n_done
 
     def _validate(self):
         """Mean batch loss over the validation loader, in eval mode and without gradients."""
-        self.model.eval()
         total, n_batches = 0.0, 0
-        with torch.no_grad():
+        with evaluating(self.model):
             for batch in self.val_loader:
-                x, y = move_to(self._split(batch), self.device)
+                x, y = move_to(_split_batch(batch), self.device)
                 total += self.loss_fn(self._forward(x), y).item()
                 n_batches += 1
         if n_batches == 0:
@@ -285,8 +289,7 @@ class StepByStep:
         Ctrl-C stops after cleaning up: every completed epoch stays in the history. The model
         is left in eval mode.
         """
-        if isinstance(n_epochs, bool) or not isinstance(n_epochs, int) or n_epochs < 1:
-            raise ValueError(f"n_epochs must be a positive int, got {n_epochs!r}")
+        check_positive_int("n_epochs", n_epochs)
         if self.train_loader is None:
             raise RuntimeError("no data to train on: call set_loaders(train_loader, val_loader=None) first")
         if isinstance(self.scheduler, lr_scheduler.ReduceLROnPlateau) and self.val_loader is None:
@@ -326,29 +329,14 @@ class StepByStep:
     def predict(self, x):
         """The model's output for ``x`` as NumPy, computed in eval mode without gradients.
 
-        The model's mode is restored afterwards. Tensors keep their dtype (token ids stay
+        Every submodule's mode is restored afterwards. Tensors keep their dtype (token ids stay
         integers); NumPy floating arrays become PyTorch's default float dtype, other NumPy
-        arrays keep theirs. ``x`` may be a tuple or dict, as for the loaders.
+        arrays keep theirs. ``x`` may be a tuple or dict, as for the loaders; the output may be
+        a tensor or any nesting of them (tuples, named tuples, lists, dicts), kept as it is.
         """
-        def as_tensor(value):
-            if isinstance(value, np.ndarray):
-                tensor = torch.as_tensor(value)
-                return tensor.to(torch.get_default_dtype()) if tensor.is_floating_point() else tensor
-            return value
-
-        if isinstance(x, dict):
-            x = {key: as_tensor(value) for key, value in x.items()}
-        elif isinstance(x, (tuple, list)):
-            x = type(x)(as_tensor(value) for value in x)
-        else:
-            x = as_tensor(x)
-        was_training = self.model.training
-        self.model.eval()
-        try:
-            with torch.no_grad():
-                output = self._forward(move_to(x, self.device))
-        finally:
-            self.model.train(was_training)
+        x = map_structure(_numpy_to_tensor, x)
+        with evaluating(self.model):
+            output = self._forward(move_to(x, self.device))
         return _to_numpy(output)
 
     def count_parameters(self):
@@ -357,6 +345,8 @@ class StepByStep:
 
     def plot_losses(self):
         """Training and validation losses per epoch; returns the Figure."""
+        from .plots.training import loss_curves
+
         return loss_curves(self.losses, self.val_losses)
 
     def loader_apply(self, loader, func, reduce="sum"):
@@ -365,24 +355,17 @@ class StepByStep:
         Each call returns a tensor; the results are stacked and summed (``reduce='sum'``) or
         averaged (``'mean'``) over batches.
         """
-        if reduce not in ("sum", "mean"):
-            raise ValueError(f"reduce must be 'sum' or 'mean', got {reduce!r}")
+        check_choice("reduce", reduce, ("sum", "mean"))
         with torch.no_grad():
-            results = [torch.as_tensor(func(*move_to(self._split(batch), self.device))) for batch in loader]
+            results = [torch.as_tensor(func(*move_to(_split_batch(batch), self.device))) for batch in loader]
         if not results:
             raise ValueError("the loader yielded no batches")
         stacked = torch.stack(results)  # (n_batches, ...)
         return stacked.sum(dim=0) if reduce == "sum" else stacked.float().mean(dim=0)
 
     # ----------------------------------------------------------------------------- hooks
-    def attach_hooks(self, layers_to_hook, hook_fn=None):
-        """Register forward hooks on the named layers (names as in ``model.named_modules()``).
-
-        Without ``hook_fn``, each layer's outputs in eval mode (``predict``, validation) are
-        recorded in ``self.visualization[name]`` as NumPy, concatenated over calls along the
-        batch dimension; a layer that returns a tuple is recorded as a tuple of arrays (``None``
-        entries kept). With ``hook_fn(module, inputs, outputs)``, that function is registered.
-        """
+    def _layers(self, layers_to_hook):
+        """Layer names (one string or a list) -> ``{name: module}``, refusing unknown names."""
         if isinstance(layers_to_hook, str):
             layers_to_hook = [layers_to_hook]
         modules = dict(self.model.named_modules())
@@ -390,12 +373,23 @@ class StepByStep:
         if unknown:
             available = ", ".join(name for name in modules if name) or "none"
             raise ValueError(f"no layer named {unknown} in the model; its layers are: {available}")
-        for name in layers_to_hook:
+        return {name: modules[name] for name in layers_to_hook}
+
+    def attach_hooks(self, layers_to_hook, hook_fn=None):
+        """Register forward hooks on the named layers (names as in ``model.named_modules()``).
+
+        Without ``hook_fn``, each layer's outputs in eval mode (``predict``, validation) are
+        recorded in ``self.visualization[name]`` as NumPy, concatenated over calls along the
+        batch dimension. A layer that returns a tuple, named tuple, list or dict is recorded in
+        the same container, each tensor concatenated (``None`` entries kept). With
+        ``hook_fn(module, inputs, outputs)``, that function is registered.
+        """
+        for name, module in self._layers(layers_to_hook).items():
             if name in self.handles:
                 self.handles.pop(name).remove()
             self.visualization[name] = None
             hook = hook_fn if hook_fn is not None else self._recorder(name)
-            self.handles[name] = modules[name].register_forward_hook(hook)
+            self.handles[name] = module.register_forward_hook(hook)
 
     def _recorder(self, name):
         def record(module, inputs, outputs):
@@ -431,11 +425,13 @@ class StepByStep:
 
         Set the loaders (and the scheduler, if the run had one) first: the next ``train`` call
         continues the saved random streams, the train loader's shuffling included. Files are
-        read with ``weights_only=True``: one that would run code is refused.
+        read with ``weights_only=True``: one that would run code is refused. Everything is
+        checked before anything changes: a refused checkpoint leaves the trainer as it was.
         """
         checkpoint = safe_load(path, map_location=self.device)
-        self.model.load_state_dict(checkpoint["model_state_dict"])
-        self.optimizer.load_state_dict(checkpoint["optimizer_state_dict"])
+        missing = [key for key in _CHECKPOINT_KEYS if not isinstance(checkpoint, dict) or key not in checkpoint]
+        if missing:
+            raise ValueError(f"{str(path)!r} is not a StepByStep checkpoint: it lacks {missing}")
         saved_scheduler = checkpoint["scheduler_state_dict"]
         if (saved_scheduler is None) != (self.scheduler is None):
             raise ValueError(
@@ -443,10 +439,31 @@ class StepByStep:
                 + " a learning-rate scheduler and this trainer has " + ("one" if self.scheduler else "none")
                 + ": call set_lr_scheduler(...) to match before load_checkpoint"
             )
-        if saved_scheduler is not None:
-            self.scheduler.load_state_dict(saved_scheduler)
+        previous = self._module_states()
+        try:
+            self.model.load_state_dict(checkpoint["model_state_dict"])
+            self.optimizer.load_state_dict(checkpoint["optimizer_state_dict"])
+            if saved_scheduler is not None:
+                self.scheduler.load_state_dict(saved_scheduler)
+        except Exception:
+            self._restore_module_states(previous)
+            raise
         self.total_epochs = checkpoint["epoch"]
         self.losses = list(checkpoint["loss"])
         self.val_losses = list(checkpoint["val_loss"])
         self.learning_rates = list(checkpoint["learning_rates"])
         self._rng_state = checkpoint["rng_state"]
+
+    def _module_states(self):
+        """Copies of the model's, optimizer's and scheduler's states, to roll back a failed load."""
+        return {
+            "model": copy.deepcopy(self.model.state_dict()),
+            "optimizer": copy.deepcopy(self.optimizer.state_dict()),
+            "scheduler": None if self.scheduler is None else copy.deepcopy(self.scheduler.state_dict()),
+        }
+
+    def _restore_module_states(self, states):
+        self.model.load_state_dict(states["model"])
+        self.optimizer.load_state_dict(states["optimizer"])
+        if states["scheduler"] is not None:
+            self.scheduler.load_state_dict(states["scheduler"])

@@ -1,7 +1,9 @@
 """StepByStep: the book's API, plus seeds, resuming, safe checkpoints, errors, schedulers, clipping, hooks."""
+import copy
 import os
 import pickle
 import sys
+from collections import namedtuple
 
 import numpy as np
 import pytest
@@ -286,9 +288,9 @@ def test_train_before_set_loaders_names_set_loaders():
         sbs.train(1)
 
 
-@pytest.mark.parametrize("n_epochs", [0, -1, 1.5, True])
-def test_bad_epoch_counts_are_rejected(n_epochs):
-    with pytest.raises(ValueError, match="n_epochs must be a positive int"):
+@pytest.mark.parametrize("n_epochs, error", [(0, ValueError), (-1, ValueError), (1.5, TypeError), (True, TypeError)])
+def test_bad_epoch_counts_are_rejected(n_epochs, error):
+    with pytest.raises(error, match="n_epochs must be a positive int"):
         _trainer().train(n_epochs)
 
 
@@ -513,5 +515,126 @@ def test_loader_apply_sums_or_averages_over_batches():
     assert counts[0] == 32 and counts[1] == (_data(32).tensors[1] > 0).sum()
     means = sbs.loader_apply(loader, lambda x, y: torch.tensor(float(len(x))), reduce="mean")
     assert means.item() == 8.0
-    with pytest.raises(ValueError, match="'sum' or 'mean'"):
+    with pytest.raises(ValueError, match="reduce must be one of 'sum', 'mean', got 'max'"):
         sbs.loader_apply(loader, lambda x, y: x, reduce="max")
+
+
+def test_hooks_keep_every_batch_of_layers_returning_containers():
+    Pair = namedtuple("Pair", ["doubled", "nothing"])
+    wrappers = {"tuple": lambda d: (d, None), "list": lambda d: [d, None],
+                "dict": lambda d: {"doubled": d, "nothing": None}, "namedtuple": lambda d: Pair(d, None)}
+
+    class Wrapping(nn.Module):
+        def __init__(self, kind):
+            super().__init__()
+            self.wrap = wrappers[kind]
+
+        def forward(self, x):
+            return self.wrap(2 * x)
+
+    class Model(nn.Module):
+        def __init__(self, kind):
+            super().__init__()
+            self.linear = nn.Linear(3, 3)
+            self.wrapping = Wrapping(kind)
+
+        def forward(self, x):
+            out = self.wrapping(self.linear(x))
+            return out["doubled"] if isinstance(out, dict) else out[0]
+
+    x1, x2 = torch.randn(4, 3), torch.randn(2, 3)
+    for kind in wrappers:
+        torch.manual_seed(0)
+        model = Model(kind)
+        sbs = StepByStep(model, nn.MSELoss(), torch.optim.SGD(model.parameters(), lr=0.1))
+        sbs.attach_hooks("wrapping")
+        sbs.predict(x1)
+        sbs.predict(x2)
+        recorded = sbs.visualization["wrapping"]
+        expected = 2 * model.linear(torch.cat([x1, x2])).detach().numpy()  # (6, 3)
+        assert type(recorded) is type(wrappers[kind](None)), kind
+        doubled = recorded["doubled"] if kind == "dict" else recorded[0]
+        nothing = recorded["nothing"] if kind == "dict" else recorded[1]
+        np.testing.assert_allclose(doubled, expected, rtol=1e-6, err_msg=kind)
+        assert nothing is None
+
+
+def test_predict_returns_a_namedtuple_output_as_the_same_namedtuple():
+    Output = namedtuple("Output", ["prediction", "weights"])
+
+    class Named(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = nn.Linear(3, 2)
+
+        def forward(self, x):
+            return Output(self.linear(x), torch.softmax(self.linear(x), dim=-1))
+
+    model = Named()
+    sbs = StepByStep(model, nn.MSELoss(), torch.optim.SGD(model.parameters(), lr=0.1))
+    out = sbs.predict(torch.randn(5, 3))
+    assert type(out) is Output
+    assert isinstance(out.prediction, np.ndarray) and out.prediction.shape == out.weights.shape == (5, 2)
+
+
+# ----------------------------------------------------------------------------- refused checkpoints
+def _trainer_state(sbs):
+    return {
+        "model": {k: v.clone() for k, v in sbs.model.state_dict().items()},
+        "optimizer": copy.deepcopy(sbs.optimizer.state_dict()),
+        "histories": (list(sbs.losses), list(sbs.val_losses), list(sbs.learning_rates)),
+        "epochs": sbs.total_epochs,
+    }
+
+
+def _assert_same_state(before, after):
+    assert before["model"].keys() == after["model"].keys()
+    for key in before["model"]:
+        assert torch.equal(before["model"][key], after["model"][key]), key
+    assert before["histories"] == after["histories"] and before["epochs"] == after["epochs"]
+    old, new = before["optimizer"], after["optimizer"]
+    assert old["param_groups"] == new["param_groups"] and old["state"].keys() == new["state"].keys()
+    for index, state in old["state"].items():
+        for name, value in state.items():
+            assert torch.equal(torch.as_tensor(value), torch.as_tensor(new["state"][index][name])), (index, name)
+
+
+def test_a_checkpoint_refused_for_its_scheduler_leaves_the_trainer_unchanged(tmp_path):
+    saved = _trainer(seed=1, optimizer="adam")
+    saved.set_lr_scheduler(torch.optim.lr_scheduler.StepLR(saved.optimizer, step_size=1))
+    saved.train(2, progress=False)
+    saved.save_checkpoint(tmp_path / "run.pt")
+
+    sbs = _trainer(optimizer="adam")  # no scheduler, and a history of its own
+    sbs.train(1, progress=False)
+    before = _trainer_state(sbs)
+    with pytest.raises(ValueError, match="set_lr_scheduler"):
+        sbs.load_checkpoint(tmp_path / "run.pt")
+    _assert_same_state(before, _trainer_state(sbs))
+
+
+def test_a_checkpoint_whose_optimizer_does_not_fit_rolls_the_model_back(tmp_path):
+    """The model's weights load, then the optimizer's groups do not match: nothing stays half-loaded."""
+    saved = _trainer(seed=1, optimizer="adam")
+    saved.train(1, progress=False)
+    saved.save_checkpoint(tmp_path / "run.pt")
+
+    model = _model()
+    two_groups = torch.optim.Adam([{"params": model[0].parameters()}, {"params": model[3].parameters()}], lr=0.01)
+    sbs = StepByStep(model, nn.MSELoss(), two_groups)
+    sbs.set_loaders(DataLoader(_data(), batch_size=16))
+    sbs.train(1, progress=False)
+    before = _trainer_state(sbs)
+    with pytest.raises(ValueError, match="parameter group"):
+        sbs.load_checkpoint(tmp_path / "run.pt")
+    _assert_same_state(before, _trainer_state(sbs))
+
+
+def test_a_file_that_is_not_a_checkpoint_is_refused_before_anything_changes(tmp_path):
+    torch.save({"weights": torch.zeros(3)}, tmp_path / "other.pt")
+    sbs = _trainer()
+    sbs.train(1, progress=False)
+    before = _trainer_state(sbs)
+    with pytest.raises(ValueError, match=r"not a StepByStep checkpoint: it lacks \['epoch', 'model_state_dict'"):
+        sbs.load_checkpoint(tmp_path / "other.pt")
+    _assert_same_state(before, _trainer_state(sbs))
