@@ -1,9 +1,12 @@
 """StepByStep: the book's API, plus seeds, resuming, safe checkpoints, errors, schedulers, clipping, hooks."""
 import copy
+import io
 import os
 import pickle
 import sys
+import zipfile
 from collections import namedtuple
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -638,3 +641,94 @@ def test_a_file_that_is_not_a_checkpoint_is_refused_before_anything_changes(tmp_
     with pytest.raises(ValueError, match=r"not a StepByStep checkpoint: it lacks \['epoch', 'model_state_dict'"):
         sbs.load_checkpoint(tmp_path / "other.pt")
     _assert_same_state(before, _trainer_state(sbs))
+
+
+# ----------------------------------------------------------------------------- the book's checkpoints
+def _book_checkpoint(sbs, val_losses):
+    """The dict the book's save_checkpoint writes: NumPy float64 losses, no scheduler, rates or streams."""
+    return {
+        "epoch": 3,
+        "model_state_dict": sbs.model.state_dict(),
+        "optimizer_state_dict": sbs.optimizer.state_dict(),
+        "loss": [np.float64(0.5), np.float64(0.25), np.float64(0.125)],
+        "val_loss": val_losses,
+    }
+
+
+def _as_numpy1_file(path):
+    """Rewrite a torch.save file so its pickle names NumPy's scalar reconstructor as NumPy 1 did."""
+    source = zipfile.ZipFile(io.BytesIO(path.read_bytes()))
+    rewritten = io.BytesIO()
+    with zipfile.ZipFile(rewritten, "w", zipfile.ZIP_STORED) as target:
+        for item in source.infolist():
+            data = source.read(item)
+            if item.filename.endswith("data.pkl"):
+                assert b"numpy._core.multiarray\nscalar" in data
+                data = data.replace(b"numpy._core.multiarray\nscalar", b"numpy.core.multiarray\nscalar")
+            target.writestr(item, data)
+    path.write_bytes(rewritten.getvalue())
+
+
+@pytest.mark.parametrize("numpy_names", ["numpy2", "numpy1"])
+@pytest.mark.parametrize("val_losses", [[np.float64(0.6), np.float64(0.3), np.float64(0.2)], [None, None, None]],
+                         ids=["validated", "without-validation"])
+def test_a_checkpoint_written_by_the_books_class_loads_and_training_continues(tmp_path, val_losses, numpy_names):
+    book = _trainer(seed=3)
+    path = tmp_path / "book.pt"
+    torch.save(_book_checkpoint(book, val_losses), path)
+    if numpy_names == "numpy1":
+        _as_numpy1_file(path)
+
+    sbs = _trainer()
+    sbs.set_lr_scheduler(torch.optim.lr_scheduler.StepLR(sbs.optimizer, step_size=1, gamma=0.5))
+    sbs.load_checkpoint(path)
+    assert sbs.total_epochs == 3
+    assert sbs.losses == [0.5, 0.25, 0.125] and all(type(loss) is float for loss in sbs.losses)
+    assert sbs.val_losses == ([0.6, 0.3, 0.2] if val_losses[0] is not None else [])
+    assert sbs.learning_rates == []
+    for loaded, written in zip(sbs.model.parameters(), book.model.parameters()):
+        assert torch.equal(loaded, written)
+    sbs.train(1, progress=False)
+    assert sbs.total_epochs == 4 and len(sbs.losses) == 4 and len(sbs.learning_rates) == 4
+
+
+def test_numpy_arrays_and_other_objects_are_still_refused(tmp_path):
+    sbs = _trainer()
+    checkpoint = _book_checkpoint(sbs, [None] * 3)
+    checkpoint["loss"] = np.array([0.5, 0.25, 0.125])  # an array, not a scalar
+    torch.save(checkpoint, tmp_path / "array.pt")
+    with pytest.raises(pickle.UnpicklingError, match="refusing to load"):
+        sbs.load_checkpoint(tmp_path / "array.pt")
+    checkpoint["loss"] = [Fraction(1, 2)]  # any other class
+    torch.save(checkpoint, tmp_path / "object.pt")
+    with pytest.raises(pickle.UnpicklingError, match="refusing to load"):
+        sbs.load_checkpoint(tmp_path / "object.pt")
+
+
+# ----------------------------------------------------------------------------- warm restarts
+def test_warm_restarts_step_every_batch_with_the_fractional_epoch():
+    sbs = _trainer()
+    base, eta_min, t_0 = 0.05, 0.001, 2
+    restarts = torch.optim.lr_scheduler.CosineAnnealingWarmRestarts(sbs.optimizer, T_0=t_0, eta_min=eta_min)
+    sbs.set_lr_scheduler(restarts)
+    assert sbs.scheduler_interval == "batch"
+    sbs.train(3, progress=False)
+    epochs = np.arange(12) / 4  # 4 batches an epoch: step k starts at epoch k / 4
+    expected = eta_min + (base - eta_min) * (1 + np.cos(np.pi * (epochs % t_0) / t_0)) / 2
+    np.testing.assert_allclose(sbs.learning_rates, expected, rtol=1e-6)
+
+
+def test_warm_restarts_can_still_step_once_per_epoch():
+    sbs = _trainer()
+    restarts = torch.optim.lr_scheduler.CosineAnnealingWarmRestarts(sbs.optimizer, T_0=2)
+    sbs.set_lr_scheduler(restarts, interval="epoch")
+    sbs.train(2, progress=False)
+    assert sbs.learning_rates[:4] == [0.05] * 4 and len(set(sbs.learning_rates[4:])) == 1
+
+
+def test_warm_restarts_per_batch_need_a_loader_with_a_length():
+    sbs = _trainer()
+    sbs.set_lr_scheduler(torch.optim.lr_scheduler.CosineAnnealingWarmRestarts(sbs.optimizer, T_0=2))
+    sbs.set_loaders(batch for batch in sbs.train_loader)  # a generator has no len()
+    with pytest.raises(TypeError, match=r"needs len\(train_loader\)"):
+        sbs.train(1, progress=False)
