@@ -549,7 +549,7 @@ def test_hooks_keep_every_batch_of_layers_returning_containers():
     for kind in wrappers:
         torch.manual_seed(0)
         model = Model(kind)
-        sbs = StepByStep(model, nn.MSELoss(), torch.optim.SGD(model.parameters(), lr=0.1))
+        sbs = StepByStep(model, nn.MSELoss(), torch.optim.SGD(model.parameters(), lr=0.1), device="cpu")
         sbs.attach_hooks("wrapping")
         sbs.predict(x1)
         sbs.predict(x2)

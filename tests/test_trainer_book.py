@@ -1,6 +1,9 @@
 """The rest of the book's StepByStep API: correct, loader_apply as the book calls it, clipping
 during backprop, the learning-rate range test, captured gradients and parameters,
-set_optimizer, image normalisation, filter and output figures, and add_graph."""
+set_optimizer, image normalisation, filter and output figures, and add_graph.
+
+Trainers whose expected values are computed by hand here run on the CPU; loader_apply with
+correct runs on the default device, so a GPU run checks that both move the batches."""
 import numpy as np
 import pytest
 import torch
@@ -22,7 +25,7 @@ def _regression(n=64, seed=0):
 def _trainer(model=None, lr=0.05, momentum=0.9):
     torch.manual_seed(0)
     model = model if model is not None else nn.Sequential(nn.Linear(3, 8), nn.Dropout(0.2), nn.ReLU(), nn.Linear(8, 1))
-    sbs = StepByStep(model, nn.MSELoss(), torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum))
+    sbs = StepByStep(model, nn.MSELoss(), torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum), device="cpu")
     sbs.set_loaders(DataLoader(_regression(), batch_size=16, shuffle=True, generator=torch.Generator()))
     return sbs
 
@@ -43,7 +46,7 @@ class _Fixed(nn.Module):
 
 def _fixed_trainer(outputs):
     model = _Fixed(outputs)
-    return StepByStep(model, nn.MSELoss(), torch.optim.SGD(model.parameters(), lr=0.1))
+    return StepByStep(model, nn.MSELoss(), torch.optim.SGD(model.parameters(), lr=0.1), device="cpu")
 
 
 # ----------------------------------------------------------------------------- correct
@@ -70,7 +73,7 @@ def test_correct_binary_takes_a_final_sigmoid_output_as_the_probability():
     with torch.no_grad():
         model[0].weight.fill_(1.0)
         model[0].bias.fill_(0.0)
-    sbs = StepByStep(model, nn.BCELoss(), torch.optim.SGD(model.parameters(), lr=0.1))
+    sbs = StepByStep(model, nn.BCELoss(), torch.optim.SGD(model.parameters(), lr=0.1), device="cpu")
     x = torch.tensor([[0.5], [-0.5], [1.5]])  # probabilities .62, .38, .82
     y = torch.tensor([1, 1, 1])
     assert sbs.correct(x, y, threshold=0.7).tolist() == [[0, 0], [1, 3]]  # a second sigmoid would give 3
@@ -126,7 +129,7 @@ def test_clip_backprop_clamps_gradients_as_they_are_computed_and_can_be_removed(
     model = nn.Linear(3, 2)
     x, y = 10 * torch.randn(8, 3), torch.randn(8, 2)
     raw = _raw_gradients(model, x, y)
-    sbs = StepByStep(model, nn.MSELoss(), torch.optim.SGD(model.parameters(), lr=1.0))
+    sbs = StepByStep(model, nn.MSELoss(), torch.optim.SGD(model.parameters(), lr=1.0), device="cpu")
     sbs.set_clip_backprop(0.1)
     sbs.set_clip_backprop(0.5)  # replaces the hooks rather than stacking a second clamp
     for clipped, gradient in zip(_raw_gradients(model, x, y), raw):
@@ -233,7 +236,7 @@ def test_capture_gradients_records_every_steps_gradient_per_parameter():
     model = nn.Sequential(nn.Linear(3, 2), nn.ReLU(), nn.Linear(2, 1))
     x, y = torch.randn(8, 3), torch.randn(8, 1)
     raw = _raw_gradients(model, x, y)
-    sbs = StepByStep(model, nn.MSELoss(), torch.optim.SGD(model.parameters(), lr=0.1))
+    sbs = StepByStep(model, nn.MSELoss(), torch.optim.SGD(model.parameters(), lr=0.1), device="cpu")
     sbs.capture_gradients("0")
     sbs.set_loaders([(x, y)])
     sbs.train(3, progress=False)
@@ -333,7 +336,7 @@ class _Convolutional(nn.Module):
 def _conv_trainer():
     torch.manual_seed(0)
     model = _Convolutional()
-    return StepByStep(model, nn.CrossEntropyLoss(), torch.optim.SGD(model.parameters(), lr=0.1))
+    return StepByStep(model, nn.CrossEntropyLoss(), torch.optim.SGD(model.parameters(), lr=0.1), device="cpu")
 
 
 def test_visualize_filters_draws_one_image_per_filter_and_channel():
