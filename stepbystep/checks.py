@@ -60,11 +60,15 @@ def check_non_negative_int(name, value):
     return value
 
 
-def check_positive_number(name, value):
-    """``value`` must be a real number (int or float, NumPy ones too, bools not), finite and > 0."""
+def check_positive_number(name, value, allow_infinity=False):
+    """``value`` must be a real number (int or float, NumPy ones too, bools not) above 0.
+
+    It must be finite too, unless ``allow_infinity`` (for a norm order, where inf means the
+    largest absolute value).
+    """
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a positive number, got {_type_name(value)} {value!r}")
-    if not (math.isfinite(value) and value > 0):
+    if not (value > 0 and (math.isfinite(value) or allow_infinity)):
         raise ValueError(f"{name} must be a positive number, got {value!r}")
     return value
 

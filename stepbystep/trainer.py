@@ -307,9 +307,11 @@ class StepByStep:
     def set_clip_grad_norm(self, max_norm, norm_type=2):
         """Rescale the gradients so their total ``norm_type``-norm is at most ``max_norm``.
 
-        Combined with ``set_clip_grad_value``, values are clipped first, then the norm.
+        ``norm_type=float('inf')`` bounds the largest absolute gradient. Combined with
+        ``set_clip_grad_value``, values are clipped first, then the norm.
         """
-        self.clip_norm = (check_positive_number("max_norm", max_norm), check_positive_number("norm_type", norm_type))
+        self.clip_norm = (check_positive_number("max_norm", max_norm),
+                          check_positive_number("norm_type", norm_type, allow_infinity=True))
 
     def set_clip_backprop(self, clip_value):
         """Clamp every parameter's gradient to ``[-clip_value, clip_value]`` during backprop.

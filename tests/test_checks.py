@@ -57,6 +57,14 @@ def test_positive_number_refuses_wrong_types_and_values(value, error):
         check_positive_number("lr", value)
 
 
+def test_positive_number_allows_infinity_only_when_asked():
+    assert check_positive_number("norm_type", float("inf"), allow_infinity=True) == float("inf")
+    with pytest.raises(ValueError, match="norm_type must be a positive number, got nan"):
+        check_positive_number("norm_type", float("nan"), allow_infinity=True)
+    with pytest.raises(ValueError, match="norm_type must be a positive number, got -inf"):
+        check_positive_number("norm_type", float("-inf"), allow_infinity=True)
+
+
 def test_fraction_is_open_unless_one_is_allowed():
     assert check_fraction("threshold", 0.5) == 0.5
     assert check_fraction("alpha", 1, allow_one=True) == 1

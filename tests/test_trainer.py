@@ -448,6 +448,18 @@ def test_clipping_setters_combine_in_any_order_and_can_be_removed(clips):
         torch.testing.assert_close(moved, grad)
 
 
+def test_clip_grad_norm_accepts_the_infinity_norm():
+    torch.manual_seed(0)
+    model = nn.Linear(3, 2)
+    x, y = 10 * torch.randn(8, 3), torch.randn(8, 2)
+    sbs = StepByStep(model, nn.MSELoss(), torch.optim.SGD(model.parameters(), lr=1.0), device="cpu")
+    sbs.set_clip_grad_norm(0.5, norm_type=float("inf"))
+    raw = _raw_gradients(model, x, y)
+    largest = max(g.abs().max().item() for g in raw)
+    for moved, grad in zip(_one_step_update(sbs, x, y), raw):
+        torch.testing.assert_close(moved, grad * 0.5 / (largest + 1e-6))
+
+
 def test_clip_values_must_be_positive():
     sbs = _trainer()
     with pytest.raises(ValueError, match="clip_value must be a positive number"):
