@@ -4,6 +4,7 @@ import pickle
 import tempfile
 from pathlib import Path
 
+import numpy as np
 import torch
 
 __all__ = ["atomic_save", "safe_load"]
@@ -29,17 +30,31 @@ def atomic_save(obj, path):
         raise
 
 
+# The book's checkpoints store their losses as NumPy float scalars. Unpickling one calls NumPy's
+# scalar reconstructor with a dtype; both are allowed, under the reconstructor's NumPy 1 and
+# NumPy 2 names, and only for the float dtypes. No other NumPy object (arrays included) is.
+_NUMPY_SCALAR = np.float64(0).__reduce__()[0]
+_NUMPY_SCALAR_GLOBALS = [
+    (_NUMPY_SCALAR, "numpy.core.multiarray.scalar"),
+    (_NUMPY_SCALAR, "numpy._core.multiarray.scalar"),
+    np.dtype,
+    *(type(np.dtype(float_type)) for float_type in (np.float16, np.float32, np.float64)),
+]
+
+
 def safe_load(path, map_location):
     """Load a checkpoint with ``weights_only=True`` onto ``map_location``.
 
-    Only tensors, numbers, strings and containers of them are accepted: a file that would
-    import or call anything while unpickling is refused with ``pickle.UnpicklingError``.
+    Only tensors, numbers (NumPy float scalars too), strings and containers of them are
+    accepted: a file that would import or call anything else while unpickling is refused with
+    ``pickle.UnpicklingError``.
     """
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no checkpoint at {str(path)!r}")
     try:
-        return torch.load(path, map_location=map_location, weights_only=True)
+        with torch.serialization.safe_globals(_NUMPY_SCALAR_GLOBALS):
+            return torch.load(path, map_location=map_location, weights_only=True)
     except pickle.UnpicklingError as error:
         raise pickle.UnpicklingError(
             f"refusing to load {str(path)!r}: it holds objects other than tensors, numbers, "

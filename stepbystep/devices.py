@@ -1,7 +1,13 @@
-"""Picking a device and moving whole batches (tensors inside tuples, lists and dicts) onto it."""
-import torch
+"""Where and how a model runs: picking a device, moving whole batches onto it, evaluating."""
+from contextlib import contextmanager
 
-__all__ = ["default_device", "move_to"]
+import torch
+from torch import nn
+
+from .checks import check_instance
+from .containers import map_structure
+
+__all__ = ["default_device", "move_to", "evaluating"]
 
 
 def default_device():
@@ -19,12 +25,24 @@ def move_to(batch, device):
     Tuples (named ones included), lists and dicts are walked recursively; anything that is not a
     tensor (an int, a string, ``None``) is passed through untouched.
     """
-    if isinstance(batch, torch.Tensor):
-        return batch.to(device)
-    if isinstance(batch, dict):
-        return type(batch)((key, move_to(value, device)) for key, value in batch.items())
-    if isinstance(batch, tuple) and hasattr(batch, "_fields"):  # a namedtuple
-        return type(batch)(*(move_to(value, device) for value in batch))
-    if isinstance(batch, (list, tuple)):
-        return type(batch)(move_to(value, device) for value in batch)
-    return batch
+    return map_structure(lambda leaf: leaf.to(device) if isinstance(leaf, torch.Tensor) else leaf, batch)
+
+
+@contextmanager
+def evaluating(model):
+    """Run the ``with`` block with ``model`` in eval mode and gradients off, then put it back.
+
+    Dropout is off and batch norm uses its running statistics inside the block. On leaving
+    (even through an error) every submodule gets back the mode it had, so a model that was
+    training, or one with a frozen submodule kept in eval mode, continues as it was. Unlike
+    ``torch.inference_mode``, the outputs are ordinary tensors that later code may use freely.
+    """
+    check_instance("model", model, nn.Module, "an nn.Module")
+    modes = [(module, module.training) for module in model.modules()]
+    model.eval()
+    try:
+        with torch.no_grad():
+            yield model
+    finally:
+        for module, training in modes:
+            module.training = training

@@ -10,6 +10,8 @@ import random
 import numpy as np
 import torch
 
+from .checks import check_non_negative_int
+
 __all__ = ["set_seed", "get_rng_state", "set_rng_state", "loader_generator"]
 
 
@@ -28,8 +30,7 @@ def set_seed(seed=42, loader=None):
 
     Also asks cuDNN for deterministic kernels, so seeded runs on a GPU repeat too.
     """
-    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
-        raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+    check_non_negative_int("seed", seed)
     torch.manual_seed(seed)  # seeds the CPU and every CUDA/MPS device
     np.random.seed(seed)
     random.seed(seed)

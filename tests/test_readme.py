@@ -1,16 +1,27 @@
-"""The README's "use stepbystep in your own notebook" example runs as written and does what it says."""
+"""The README's "use stepbystep in your own notebook" example runs as written and does what it
+says; its "differences from the book" table and the trainer's docstring list the same ones;
+its install instructions name the distribution pyproject.toml builds."""
 import re
 from pathlib import Path
 
 import numpy as np
+import pytest
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+from stepbystep import StepByStep
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+
+
+def _section(title):
+    """The text of the README's ``## title`` section, up to the next ``## `` heading."""
+    text = README.read_text()
+    assert f"\n## {title}\n" in text, f"no '## {title}' section in the README"
+    return re.split(r"\n## ", text.split(f"\n## {title}\n", 1)[1], maxsplit=1)[0]
 
 
 def _example_code():
-    text = README.read_text()
-    section = text.split("## Use stepbystep in your own notebook", 1)[1]
-    blocks = re.findall(r"```python\n(.*?)```", section, flags=re.DOTALL)
+    blocks = re.findall(r"```python\n(.*?)```", _section("Use stepbystep in your own notebook"), flags=re.DOTALL)
     assert len(blocks) == 1, f"expected one python example in the section, found {len(blocks)}"
     return blocks[0]
 
@@ -27,3 +38,21 @@ def test_readme_example_trains_saves_and_predicts(tmp_path, monkeypatch, capsys)
     predicted = namespace["predicted_targets"]
     assert isinstance(predicted, np.ndarray) and predicted.shape == (4, 2, 2)
     assert "parameters, test loss" in capsys.readouterr().out
+
+
+def test_the_differences_table_and_the_docstring_list_the_same_differences():
+    in_readme = re.findall(r"^\| \*\*(.+?)\*\* \|", _section("Differences from the book"), flags=re.MULTILINE)
+    in_docstring = re.findall(r"^\s+- (.+?): ", StepByStep.__doc__.split("Differences from the book", 1)[1],
+                              flags=re.MULTILINE)
+    assert len(in_readme) >= 9
+    assert in_readme == in_docstring
+
+
+def test_the_install_instructions_name_the_distribution_that_pyproject_builds():
+    tomllib = pytest.importorskip("tomllib")
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    name = project["name"]
+    assert name != "stepbystep"  # that name on PyPI is an unrelated project
+    assert f"{name}[lab]" in project["optional-dependencies"]["dev"]  # the extra refers to this project
+    assert f"`{name}`" in _section("Two commands")  # "By hand with pip" is a subsection of it
+    assert "pip install stepbystep`" in _section("Two commands")  # the warning against the PyPI name

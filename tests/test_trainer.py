@@ -1,7 +1,12 @@
 """StepByStep: the book's API, plus seeds, resuming, safe checkpoints, errors, schedulers, clipping, hooks."""
+import copy
+import io
 import os
 import pickle
 import sys
+import zipfile
+from collections import namedtuple
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -286,9 +291,9 @@ def test_train_before_set_loaders_names_set_loaders():
         sbs.train(1)
 
 
-@pytest.mark.parametrize("n_epochs", [0, -1, 1.5, True])
-def test_bad_epoch_counts_are_rejected(n_epochs):
-    with pytest.raises(ValueError, match="n_epochs must be a positive int"):
+@pytest.mark.parametrize("n_epochs, error", [(0, ValueError), (-1, ValueError), (1.5, TypeError), (True, TypeError)])
+def test_bad_epoch_counts_are_rejected(n_epochs, error):
+    with pytest.raises(error, match="n_epochs must be a positive int"):
         _trainer().train(n_epochs)
 
 
@@ -443,6 +448,18 @@ def test_clipping_setters_combine_in_any_order_and_can_be_removed(clips):
         torch.testing.assert_close(moved, grad)
 
 
+def test_clip_grad_norm_accepts_the_infinity_norm():
+    torch.manual_seed(0)
+    model = nn.Linear(3, 2)
+    x, y = 10 * torch.randn(8, 3), torch.randn(8, 2)
+    sbs = StepByStep(model, nn.MSELoss(), torch.optim.SGD(model.parameters(), lr=1.0), device="cpu")
+    sbs.set_clip_grad_norm(0.5, norm_type=float("inf"))
+    raw = _raw_gradients(model, x, y)
+    largest = max(g.abs().max().item() for g in raw)
+    for moved, grad in zip(_one_step_update(sbs, x, y), raw):
+        torch.testing.assert_close(moved, grad * 0.5 / (largest + 1e-6))
+
+
 def test_clip_values_must_be_positive():
     sbs = _trainer()
     with pytest.raises(ValueError, match="clip_value must be a positive number"):
@@ -513,5 +530,217 @@ def test_loader_apply_sums_or_averages_over_batches():
     assert counts[0] == 32 and counts[1] == (_data(32).tensors[1] > 0).sum()
     means = sbs.loader_apply(loader, lambda x, y: torch.tensor(float(len(x))), reduce="mean")
     assert means.item() == 8.0
-    with pytest.raises(ValueError, match="'sum' or 'mean'"):
+    with pytest.raises(ValueError, match="reduce must be one of 'sum', 'mean', got 'max'"):
         sbs.loader_apply(loader, lambda x, y: x, reduce="max")
+
+
+def test_hooks_keep_every_batch_of_layers_returning_containers():
+    Pair = namedtuple("Pair", ["doubled", "nothing"])
+    wrappers = {"tuple": lambda d: (d, None), "list": lambda d: [d, None],
+                "dict": lambda d: {"doubled": d, "nothing": None}, "namedtuple": lambda d: Pair(d, None)}
+
+    class Wrapping(nn.Module):
+        def __init__(self, kind):
+            super().__init__()
+            self.wrap = wrappers[kind]
+
+        def forward(self, x):
+            return self.wrap(2 * x)
+
+    class Model(nn.Module):
+        def __init__(self, kind):
+            super().__init__()
+            self.linear = nn.Linear(3, 3)
+            self.wrapping = Wrapping(kind)
+
+        def forward(self, x):
+            out = self.wrapping(self.linear(x))
+            return out["doubled"] if isinstance(out, dict) else out[0]
+
+    x1, x2 = torch.randn(4, 3), torch.randn(2, 3)
+    for kind in wrappers:
+        torch.manual_seed(0)
+        model = Model(kind)
+        sbs = StepByStep(model, nn.MSELoss(), torch.optim.SGD(model.parameters(), lr=0.1), device="cpu")
+        sbs.attach_hooks("wrapping")
+        sbs.predict(x1)
+        sbs.predict(x2)
+        recorded = sbs.visualization["wrapping"]
+        expected = 2 * model.linear(torch.cat([x1, x2])).detach().numpy()  # (6, 3)
+        assert type(recorded) is type(wrappers[kind](None)), kind
+        doubled = recorded["doubled"] if kind == "dict" else recorded[0]
+        nothing = recorded["nothing"] if kind == "dict" else recorded[1]
+        np.testing.assert_allclose(doubled, expected, rtol=1e-6, err_msg=kind)
+        assert nothing is None
+
+
+def test_predict_returns_a_namedtuple_output_as_the_same_namedtuple():
+    Output = namedtuple("Output", ["prediction", "weights"])
+
+    class Named(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = nn.Linear(3, 2)
+
+        def forward(self, x):
+            return Output(self.linear(x), torch.softmax(self.linear(x), dim=-1))
+
+    model = Named()
+    sbs = StepByStep(model, nn.MSELoss(), torch.optim.SGD(model.parameters(), lr=0.1))
+    out = sbs.predict(torch.randn(5, 3))
+    assert type(out) is Output
+    assert isinstance(out.prediction, np.ndarray) and out.prediction.shape == out.weights.shape == (5, 2)
+
+
+# ----------------------------------------------------------------------------- refused checkpoints
+def _trainer_state(sbs):
+    return {
+        "model": {k: v.clone() for k, v in sbs.model.state_dict().items()},
+        "optimizer": copy.deepcopy(sbs.optimizer.state_dict()),
+        "histories": (list(sbs.losses), list(sbs.val_losses), list(sbs.learning_rates)),
+        "epochs": sbs.total_epochs,
+    }
+
+
+def _assert_same_state(before, after):
+    assert before["model"].keys() == after["model"].keys()
+    for key in before["model"]:
+        assert torch.equal(before["model"][key], after["model"][key]), key
+    assert before["histories"] == after["histories"] and before["epochs"] == after["epochs"]
+    old, new = before["optimizer"], after["optimizer"]
+    assert old["param_groups"] == new["param_groups"] and old["state"].keys() == new["state"].keys()
+    for index, state in old["state"].items():
+        for name, value in state.items():
+            assert torch.equal(torch.as_tensor(value), torch.as_tensor(new["state"][index][name])), (index, name)
+
+
+def test_a_checkpoint_refused_for_its_scheduler_leaves_the_trainer_unchanged(tmp_path):
+    saved = _trainer(seed=1, optimizer="adam")
+    saved.set_lr_scheduler(torch.optim.lr_scheduler.StepLR(saved.optimizer, step_size=1))
+    saved.train(2, progress=False)
+    saved.save_checkpoint(tmp_path / "run.pt")
+
+    sbs = _trainer(optimizer="adam")  # no scheduler, and a history of its own
+    sbs.train(1, progress=False)
+    before = _trainer_state(sbs)
+    with pytest.raises(ValueError, match="set_lr_scheduler"):
+        sbs.load_checkpoint(tmp_path / "run.pt")
+    _assert_same_state(before, _trainer_state(sbs))
+
+
+def test_a_checkpoint_whose_optimizer_does_not_fit_rolls_the_model_back(tmp_path):
+    """The model's weights load, then the optimizer's groups do not match: nothing stays half-loaded."""
+    saved = _trainer(seed=1, optimizer="adam")
+    saved.train(1, progress=False)
+    saved.save_checkpoint(tmp_path / "run.pt")
+
+    model = _model()
+    two_groups = torch.optim.Adam([{"params": model[0].parameters()}, {"params": model[3].parameters()}], lr=0.01)
+    sbs = StepByStep(model, nn.MSELoss(), two_groups)
+    sbs.set_loaders(DataLoader(_data(), batch_size=16))
+    sbs.train(1, progress=False)
+    before = _trainer_state(sbs)
+    with pytest.raises(ValueError, match="parameter group"):
+        sbs.load_checkpoint(tmp_path / "run.pt")
+    _assert_same_state(before, _trainer_state(sbs))
+
+
+def test_a_file_that_is_not_a_checkpoint_is_refused_before_anything_changes(tmp_path):
+    torch.save({"weights": torch.zeros(3)}, tmp_path / "other.pt")
+    sbs = _trainer()
+    sbs.train(1, progress=False)
+    before = _trainer_state(sbs)
+    with pytest.raises(ValueError, match=r"not a StepByStep checkpoint: it lacks \['epoch', 'model_state_dict'"):
+        sbs.load_checkpoint(tmp_path / "other.pt")
+    _assert_same_state(before, _trainer_state(sbs))
+
+
+# ----------------------------------------------------------------------------- the book's checkpoints
+def _book_checkpoint(sbs, val_losses):
+    """The dict the book's save_checkpoint writes: NumPy float64 losses, no scheduler, rates or streams."""
+    return {
+        "epoch": 3,
+        "model_state_dict": sbs.model.state_dict(),
+        "optimizer_state_dict": sbs.optimizer.state_dict(),
+        "loss": [np.float64(0.5), np.float64(0.25), np.float64(0.125)],
+        "val_loss": val_losses,
+    }
+
+
+def _as_numpy1_file(path):
+    """Rewrite a torch.save file so its pickle names NumPy's scalar reconstructor as NumPy 1 did."""
+    source = zipfile.ZipFile(io.BytesIO(path.read_bytes()))
+    rewritten = io.BytesIO()
+    with zipfile.ZipFile(rewritten, "w", zipfile.ZIP_STORED) as target:
+        for item in source.infolist():
+            data = source.read(item)
+            if item.filename.endswith("data.pkl"):
+                assert b"numpy._core.multiarray\nscalar" in data
+                data = data.replace(b"numpy._core.multiarray\nscalar", b"numpy.core.multiarray\nscalar")
+            target.writestr(item, data)
+    path.write_bytes(rewritten.getvalue())
+
+
+@pytest.mark.parametrize("numpy_names", ["numpy2", "numpy1"])
+@pytest.mark.parametrize("val_losses", [[np.float64(0.6), np.float64(0.3), np.float64(0.2)], [None, None, None]],
+                         ids=["validated", "without-validation"])
+def test_a_checkpoint_written_by_the_books_class_loads_and_training_continues(tmp_path, val_losses, numpy_names):
+    book = _trainer(seed=3)
+    path = tmp_path / "book.pt"
+    torch.save(_book_checkpoint(book, val_losses), path)
+    if numpy_names == "numpy1":
+        _as_numpy1_file(path)
+
+    sbs = _trainer()
+    sbs.set_lr_scheduler(torch.optim.lr_scheduler.StepLR(sbs.optimizer, step_size=1, gamma=0.5))
+    sbs.load_checkpoint(path)
+    assert sbs.total_epochs == 3
+    assert sbs.losses == [0.5, 0.25, 0.125] and all(type(loss) is float for loss in sbs.losses)
+    assert sbs.val_losses == ([0.6, 0.3, 0.2] if val_losses[0] is not None else [])
+    assert sbs.learning_rates == []
+    for loaded, written in zip(sbs.model.parameters(), book.model.parameters()):
+        assert torch.equal(loaded, written)
+    sbs.train(1, progress=False)
+    assert sbs.total_epochs == 4 and len(sbs.losses) == 4 and len(sbs.learning_rates) == 4
+
+
+def test_numpy_arrays_and_other_objects_are_still_refused(tmp_path):
+    sbs = _trainer()
+    checkpoint = _book_checkpoint(sbs, [None] * 3)
+    checkpoint["loss"] = np.array([0.5, 0.25, 0.125])  # an array, not a scalar
+    torch.save(checkpoint, tmp_path / "array.pt")
+    with pytest.raises(pickle.UnpicklingError, match="refusing to load"):
+        sbs.load_checkpoint(tmp_path / "array.pt")
+    checkpoint["loss"] = [Fraction(1, 2)]  # any other class
+    torch.save(checkpoint, tmp_path / "object.pt")
+    with pytest.raises(pickle.UnpicklingError, match="refusing to load"):
+        sbs.load_checkpoint(tmp_path / "object.pt")
+
+
+# ----------------------------------------------------------------------------- warm restarts
+def test_warm_restarts_step_every_batch_with_the_fractional_epoch():
+    sbs = _trainer()
+    base, eta_min, t_0 = 0.05, 0.001, 2
+    restarts = torch.optim.lr_scheduler.CosineAnnealingWarmRestarts(sbs.optimizer, T_0=t_0, eta_min=eta_min)
+    sbs.set_lr_scheduler(restarts)
+    assert sbs.scheduler_interval == "batch"
+    sbs.train(3, progress=False)
+    epochs = np.arange(12) / 4  # 4 batches an epoch: step k starts at epoch k / 4
+    expected = eta_min + (base - eta_min) * (1 + np.cos(np.pi * (epochs % t_0) / t_0)) / 2
+    np.testing.assert_allclose(sbs.learning_rates, expected, rtol=1e-6)
+
+
+def test_warm_restarts_can_still_step_once_per_epoch():
+    sbs = _trainer()
+    restarts = torch.optim.lr_scheduler.CosineAnnealingWarmRestarts(sbs.optimizer, T_0=2)
+    sbs.set_lr_scheduler(restarts, interval="epoch")
+    sbs.train(2, progress=False)
+    assert sbs.learning_rates[:4] == [0.05] * 4 and len(set(sbs.learning_rates[4:])) == 1
+
+
+def test_warm_restarts_per_batch_need_a_loader_with_a_length():
+    sbs = _trainer()
+    sbs.set_lr_scheduler(torch.optim.lr_scheduler.CosineAnnealingWarmRestarts(sbs.optimizer, T_0=2))
+    sbs.set_loaders(batch for batch in sbs.train_loader)  # a generator has no len()
+    with pytest.raises(TypeError, match=r"needs len\(train_loader\)"):
+        sbs.train(1, progress=False)

@@ -1,7 +1,7 @@
-"""Training curves: the loss of every epoch, for training and validation."""
+"""Training curves: the loss of every epoch, and the loss against the learning rate."""
 import matplotlib.pyplot as plt
 
-__all__ = ["loss_curves"]
+__all__ = ["loss_curves", "lr_range_curve"]
 
 
 def loss_curves(losses, val_losses=()):
@@ -23,4 +23,25 @@ def loss_curves(losses, val_losses=()):
     ax.set_xlabel("epoch")
     ax.set_ylabel("loss")
     ax.legend()
+    return fig
+
+
+def lr_range_curve(tracking, log_scale=True, ax=None):
+    """The smoothed loss against the learning rate of a range test; returns the Figure.
+
+    ``tracking`` is ``{'loss': [...], 'lr': [...]}`` as ``StepByStep.lr_range_test`` returns it.
+    A geometric sweep reads best on a log axis (``log_scale``). Draws on ``ax`` when given.
+    """
+    if len(tracking["lr"]) != len(tracking["loss"]):
+        raise ValueError(f"tracking must hold one loss per learning rate, got {len(tracking['loss'])} losses "
+                         f"and {len(tracking['lr'])} rates")
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(6, 4), layout="constrained")
+    else:
+        fig = ax.get_figure()
+    ax.plot(tracking["lr"], tracking["loss"], color="tab:blue")
+    if log_scale:
+        ax.set_xscale("log")
+    ax.set_xlabel("learning rate")
+    ax.set_ylabel("smoothed loss")
     return fig

@@ -1,0 +1,111 @@
+"""Argument checks with one convention for the whole package.
+
+A value of the wrong type raises ``TypeError``; a value of the right type that is out of range
+or not among the allowed choices raises ``ValueError``. Every message reads
+``"<name> must be <what was expected>, got <what arrived>"``, so a learner sees at once which
+argument is wrong and how to fix it. Each check returns the value, so it can be used inline:
+``self.clip_value = check_positive_number("clip_value", clip_value)``.
+"""
+import math
+import numbers
+
+import torch
+
+__all__ = [
+    "check_instance",
+    "check_positive_int",
+    "check_non_negative_int",
+    "check_positive_number",
+    "check_fraction",
+    "check_choice",
+    "check_tensor",
+]
+
+
+def _type_name(value):
+    return type(value).__name__
+
+
+def check_instance(name, value, types, expected=None):
+    """``value`` must be an instance of ``types`` (a class or a tuple of classes), else TypeError.
+
+    ``expected`` words the requirement in the message (by default the class names).
+    """
+    if not isinstance(value, types):
+        if expected is None:
+            classes = types if isinstance(types, tuple) else (types,)
+            expected = "of type " + " or ".join(cls.__name__ for cls in classes)
+        raise TypeError(f"{name} must be {expected}, got {_type_name(value)}")
+    return value
+
+
+def _check_int(name, value, expected):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be {expected}, got {_type_name(value)} {value!r}")
+
+
+def check_positive_int(name, value):
+    """``value`` must be an int (NumPy ints too, bools not) of at least 1."""
+    _check_int(name, value, "a positive int")
+    if value < 1:
+        raise ValueError(f"{name} must be a positive int, got {value!r}")
+    return value
+
+
+def check_non_negative_int(name, value):
+    """``value`` must be an int (NumPy ints too, bools not) of at least 0."""
+    _check_int(name, value, "a non-negative int")
+    if value < 0:
+        raise ValueError(f"{name} must be a non-negative int, got {value!r}")
+    return value
+
+
+def check_positive_number(name, value, allow_infinity=False):
+    """``value`` must be a real number (int or float, NumPy ones too, bools not) above 0.
+
+    It must be finite too, unless ``allow_infinity`` (for a norm order, where inf means the
+    largest absolute value).
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a positive number, got {_type_name(value)} {value!r}")
+    if not (value > 0 and (math.isfinite(value) or allow_infinity)):
+        raise ValueError(f"{name} must be a positive number, got {value!r}")
+    return value
+
+
+def check_fraction(name, value, allow_one=False):
+    """``value`` must be a real number in (0, 1), or in (0, 1] with ``allow_one``."""
+    interval = "(0, 1]" if allow_one else "(0, 1)"
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a number in {interval}, got {_type_name(value)} {value!r}")
+    if not (0 < value < 1 or (allow_one and value == 1)):
+        raise ValueError(f"{name} must be a number in {interval}, got {value!r}")
+    return value
+
+
+def check_choice(name, value, choices):
+    """``value`` must be one of ``choices``, else ValueError listing them."""
+    if value not in choices:
+        listed = ", ".join(repr(choice) for choice in choices)
+        raise ValueError(f"{name} must be one of {listed}, got {value!r}")
+    return value
+
+
+def check_tensor(name, value, ndim=None, dtype=None):
+    """``value`` must be a tensor, with ``ndim`` dimensions and a ``dtype`` when given.
+
+    ``ndim`` and ``dtype`` may be one value or a tuple of allowed ones. A non-tensor or a
+    wrong dtype (the elements' type) raises TypeError; a wrong number of dimensions ValueError.
+    """
+    check_instance(name, value, torch.Tensor, "a tensor")
+    if dtype is not None:
+        dtypes = dtype if isinstance(dtype, tuple) else (dtype,)
+        if value.dtype not in dtypes:
+            wanted = " or ".join(str(d) for d in dtypes)
+            raise TypeError(f"{name} must be a tensor of dtype {wanted}, got {value.dtype}")
+    if ndim is not None:
+        dims = ndim if isinstance(ndim, tuple) else (ndim,)
+        if value.dim() not in dims:
+            wanted = " or ".join(f"{d}-D" for d in dims)
+            raise ValueError(f"{name} must be a {wanted} tensor, got shape {tuple(value.shape)}")
+    return value

@@ -1,0 +1,48 @@
+"""evaluating(model): eval mode and no gradients inside, every submodule's mode restored after."""
+import pytest
+import torch
+from torch import nn
+
+from stepbystep import evaluating
+
+
+def _model():
+    return nn.Sequential(nn.Linear(2, 2), nn.Dropout(0.5), nn.BatchNorm1d(2))
+
+
+def test_inside_the_model_evaluates_without_gradients():
+    model = _model()
+    with evaluating(model) as same:
+        assert same is model
+        assert not any(module.training for module in model.modules())
+        assert not torch.is_grad_enabled()
+        output = model(torch.randn(4, 2))
+    assert not output.requires_grad
+    assert torch.is_grad_enabled()
+    output.add_(1)  # an ordinary tensor, unlike an inference-mode one
+
+
+def test_each_submodule_gets_back_its_own_mode():
+    model = _model()
+    model[2].eval()  # a frozen batch norm inside a training model
+    with evaluating(model):
+        pass
+    assert model.training and model[0].training and model[1].training and not model[2].training
+    model.eval()
+    with evaluating(model):
+        pass
+    assert not any(module.training for module in model.modules())
+
+
+def test_the_mode_is_restored_after_an_error():
+    model = _model()
+    with pytest.raises(RuntimeError, match="boom"):
+        with evaluating(model):
+            raise RuntimeError("boom")
+    assert all(module.training for module in model.modules())
+
+
+def test_only_modules_are_accepted():
+    with pytest.raises(TypeError, match="model must be an nn.Module, got function"):
+        with evaluating(lambda x: x):
+            pass
