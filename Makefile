@@ -55,9 +55,12 @@ notebooks: $(INSTALLED)
 			--update-metadata '$(NB_METADATA)' --execute "$$py"; \
 	done
 
-# A browsable HTML copy of the executed course in site/ (open site/index.html).
+# The course as a website in site/ (open site/index.html), for reading before installing:
+# Sphinx with MyST-NB renders README.md and the committed, executed notebooks (nothing is
+# re-executed, nothing downloaded); its configuration is notebooks/_site/conf.py.
 html: $(INSTALLED)
-	$(PY) -m stepbystep.static_site notebooks site
+	$(VENV)/bin/sphinx-build -b html -q -c notebooks/_site . site
+	@echo "The site is in site/: open site/index.html"
 
 # Speed as ratios against PyTorch, measured side by side; writes benchmarks/RESULTS.md.
 bench: $(INSTALLED)
