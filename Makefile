@@ -8,10 +8,18 @@ PY := $(VENV)/bin/python
 # machines) instead of resolving the open range in pyproject.toml to a large CUDA build.
 TORCH_SPEC ?= torch==2.13.0
 INSTALLED := $(VENV)/.installed
+# JupyterLab's settings overrides for this environment only ({sys.prefix}/share/jupyter/lab/
+# settings), never the learner's home: the first start does not ask whether to fetch Jupyter's
+# news (the course needs no network once installed), and Markdown files such as the course's
+# first page, notebooks/README.md, open rendered rather than in the text editor.
+LAB_OVERRIDES := $(VENV)/share/jupyter/lab/settings/overrides.json
+NO_NEWS := "@jupyterlab/apputils-extension:notification": {"fetchNews": "false"}
+RENDERED_MARKDOWN := "@jupyterlab/docmanager-extension:plugin": {"defaultViewers": {"markdown": "Markdown Preview"}}
+LAB_SETTINGS := {$(NO_NEWS), $(RENDERED_MARKDOWN)}
 
 .PHONY: lab test test-other-cpu test-breakage sync notebooks html bench install clean
 
-install: $(INSTALLED)
+install: $(INSTALLED) $(LAB_OVERRIDES)
 
 $(INSTALLED): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -19,14 +27,19 @@ $(INSTALLED): pyproject.toml
 	$(PY) -m pip install --quiet -e ".[dev]"
 	touch $@
 
+$(LAB_OVERRIDES): $(INSTALLED) Makefile
+	mkdir -p $(@D)
+	echo '$(LAB_SETTINGS)' > $@
+
 # Jupyter refuses to run as root unless told; containers and CI machines often are root.
+# JupyterLab serves notebooks/ and opens its README.md, the learner's first page.
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
-lab: $(INSTALLED)
-	$(VENV)/bin/jupyter lab $(ALLOW_ROOT) notebooks/
+lab: install
+	$(VENV)/bin/jupyter lab $(ALLOW_ROOT) --ServerApp.root_dir=notebooks notebooks/README.md
 
 # Unit tests, then every chapter re-executed and compared with its committed outputs: strict
 # nbval, the literal command of the README (conftest.py adds the sanitising rules and the kernel).
-test: $(INSTALLED)
+test: install
 	$(PY) -m pytest tests/
 	$(PY) -m pytest --nbval notebooks/
 
@@ -60,9 +73,12 @@ notebooks: $(INSTALLED)
 			--update-metadata '$(NB_METADATA)' --execute "$$py"; \
 	done
 
-# A browsable HTML copy of the executed course in site/ (open site/index.html).
+# The course as a website in site/ (open site/index.html), for reading before installing:
+# Sphinx with MyST-NB renders README.md and the committed, executed notebooks (nothing is
+# re-executed, nothing downloaded); its configuration is notebooks/_site/conf.py.
 html: $(INSTALLED)
-	$(PY) -m stepbystep.static_site notebooks site
+	$(VENV)/bin/sphinx-build -b html -q -c notebooks/_site . site
+	@echo "The site is in site/: open site/index.html"
 
 # Speed as ratios against PyTorch, measured side by side; writes benchmarks/RESULTS.md.
 bench: $(INSTALLED)
