@@ -25,6 +25,9 @@ $(INSTALLED): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install --quiet "$(TORCH_SPEC)"
 	$(PY) -m pip install --quiet -e ".[dev]"
+	@# The distribution was called `stepbystep` before it became `stepbystep-course`: drop the
+	@# old name's leftover entry from a .venv made before the rename (the files stay).
+	$(PY) -m pip uninstall --quiet --yes stepbystep 2>/dev/null || true
 	touch $@
 
 $(LAB_OVERRIDES): $(INSTALLED) Makefile

@@ -1,5 +1,5 @@
 # %% [markdown]
-# # Chapter 06: PyTorch's `nn.Transformer`
+# # Chapter 06: PyTorch's nn.Transformer
 #
 # Chapters 02 to 05 built the Transformer from its parts. PyTorch ships one too:
 # `nn.Transformer`, with `nn.TransformerEncoderLayer`, `nn.TransformerDecoderLayer` and

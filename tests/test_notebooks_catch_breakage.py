@@ -26,7 +26,7 @@ BREAKS = [
      "scores = -(distance**2) / (2 * sigma**2)", "scores = -(distance**2) / (2 * sigma)",
      "01_kernel_regression"),
     ("training-step-skipped", "trainer.py",
-     "            self.optimizer.step()\n", "            pass  # broken: no update\n",
+     "[\"lr\"])\n            self.optimizer.step()\n", "[\"lr\"])\n            pass  # broken: no update\n",
      "01_kernel_regression"),
     ("scores-not-scaled", "models/scaled_dot_product.py",
      "scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)", "scores = q @ k.transpose(-2, -1)",
