@@ -43,6 +43,10 @@ __all__ = [
     "heads_explorer_state",
     "gradient_norms_explorer",
     "date_translator",
+    "sampling_explorer",
+    "sampling_explorer_state",
+    "vit_explorer",
+    "vit_explorer_state",
     "FigureBox",
 ]
 
@@ -213,8 +217,9 @@ def heads_explorer_state(n_heads, d_model=12, seq_len=4, seed=0):
     projected queries and keys, only split differently.
 
     Returns a dict: ``n_heads``, ``d_k``, ``narrow_parameters`` and ``wide_parameters`` (the
-    parameter counts of ``MultiHeadedAttention`` and of the wide ``MultiHeadAttention``
-    with as many heads), and ``alphas``, the self-attention weights ``(n_heads, L, L)``.
+    parameter counts of the narrow ``MultiHeadedAttention`` and of the wide
+    ``MultiHeadAttention`` with as many heads, alias ``NarrowMultiHeadAttention`` and
+    ``WideMultiHeadAttention``), and ``alphas``, the self-attention weights ``(n_heads, L, L)``.
     """
     if not isinstance(d_model, int) or isinstance(d_model, bool) or d_model < 1:
         raise ValueError(f"d_model must be a positive int, got {d_model!r}")
@@ -366,3 +371,172 @@ def date_translator(model, src_vocab, tgt_vocab, text="Tue 10 Jul 2007", head=No
     container.text = box_text
     container.label = label
     return container
+
+
+# ----------------------------------------------------------------------------- chapter 11: the ViT explorer
+from .models.vit import cls_attention as _cls_attention  # noqa: E402
+from .plots.vit import cls_attention_overlay as _cls_attention_overlay  # noqa: E402
+
+
+def vit_explorer_state(model, images, index, head=None, labels=None):
+    """What the ViT widget shows for image ``index`` and ``head`` (``None``: the heads' mean).
+
+    Classifies ``images[index]`` (``images`` ``(N, C, H, W)``) with ``cls_attention`` (eval
+    mode, no gradients, the model's mode restored) and returns a dict: ``image`` ``(C, H, W)``,
+    ``attention`` ``(grid, grid)``, the CLS token's attention over the patches in the last
+    encoder layer (one head, or the mean of the heads), ``probabilities`` ``(n_outputs,)``
+    (softmax of the logits), ``prediction`` (an int) and ``label`` (``labels[index]`` as an
+    int, or ``None`` without labels).
+    """
+    if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(images):
+        raise ValueError(f"index must be an int in 0..{len(images) - 1}, got {index!r}")
+    n_heads = model.encoder.layers[-1].self_attn_heads.n_heads
+    if head is not None and (isinstance(head, bool) or not isinstance(head, int) or not 0 <= head < n_heads):
+        raise ValueError(f"head must be None (the mean) or an int in 0..{n_heads - 1}, got {head!r}")
+    image = images[index]  # (C, H, W)
+    logits, attention = _cls_attention(model, image[None])  # (1, n_outputs), (1, h, grid, grid)
+    probabilities = logits[0].softmax(dim=-1)  # (n_outputs,)
+    return {
+        "image": image.detach().cpu(),
+        "attention": attention[0].mean(dim=0) if head is None else attention[0, head],  # (grid, grid)
+        "probabilities": probabilities,
+        "prediction": int(probabilities.argmax()),
+        "label": None if labels is None else int(labels[index]),
+    }
+
+
+def _vit_message(state, index, class_names):
+    def name(label):
+        return html.escape(class_names[label], quote=False) if class_names else str(label)
+
+    prediction = state["prediction"]
+    message = (f"image {index}: predicted <b>{name(prediction)}</b> "
+               f"(probability {state['probabilities'][prediction]:.3f})")
+    if state["label"] is not None:
+        verdict = "right" if state["label"] == prediction else "<span style='color: firebrick'>wrong</span>"
+        message += f", true class {name(state['label'])}: {verdict}"
+    return message
+
+
+def vit_explorer(model, images, labels=None, class_names=None, index=0, head=None):
+    """Pick an image and a head: see the ViT's prediction and where its CLS token looks.
+
+    A slider picks the image (``images`` ``(N, C, H, W)``, grey ones are drawn), a dropdown
+    one head of the last encoder layer or their mean; the label gives the prediction, its
+    probability and (with ``labels``) whether it is right; the figure shows the image and the
+    CLS attention laid over its patches (``vit_explorer_state`` computes it all). Returns a
+    ``VBox``; its ``figure`` attribute is the figure redrawn in place, its ``slider``, ``heads``
+    and ``label`` attributes the controls and the label.
+    """
+    n_heads = model.encoder.layers[-1].self_attn_heads.n_heads
+    slider = widgets.IntSlider(value=index, min=0, max=len(images) - 1, description="image",
+                               continuous_update=False)
+    heads = widgets.Dropdown(options=[("mean of the heads", None)] + [(f"head {h}", h) for h in range(n_heads)],
+                             value=head, description="head")
+    label = widgets.HTML()
+    output = widgets.Output()
+    figure = Figure(figsize=(6.4, 3.4), layout="constrained")
+
+    def redraw(_change=None):
+        state = vit_explorer_state(model, images, slider.value, heads.value, labels)
+        figure.clear()
+        image_ax, overlay_ax = figure.subplots(1, 2)
+        image_ax.imshow(state["image"][0].numpy(), cmap="gray", vmin=0.0, vmax=1.0, interpolation="nearest")
+        image_ax.set_xticks([])
+        image_ax.set_yticks([])
+        image_ax.set_title(f"image {slider.value}", fontsize=9)
+        which = "mean of the heads" if heads.value is None else f"head {heads.value}"
+        overlay = _cls_attention_overlay(state["image"][0], state["attention"], overlay_ax,
+                                         title=f"CLS attention, {which}")
+        figure.colorbar(overlay, ax=overlay_ax, shrink=0.8)
+        label.value = _vit_message(state, slider.value, class_names)
+        _show(output, figure)
+
+    slider.observe(redraw, names="value")
+    heads.observe(redraw, names="value")
+    redraw()
+    box = FigureBox([widgets.HBox([slider, heads]), label, output], figure)
+    box.slider = slider
+    box.heads = heads
+    box.label = label
+    return box
+
+
+# [sampling explorer: chapter 09]
+def sampling_explorer_state(model, vocab, prompt="March", temperature=1.0, top_k=None, top_p=None, n_samples=5,
+                            seed=0):
+    """What the sampling widget shows for a decoder-only ``model`` and a partial text ``prompt``.
+
+    The next-token distribution after ``<sos>`` + ``prompt`` (at ``temperature``; at 0 the
+    plain softmax is drawn), which tokens the settings keep (``sampling_distribution``), and
+    ``n_samples`` continuations drawn with these settings from a ``torch.Generator`` seeded
+    with ``seed`` (the same settings always give the same samples).
+
+    Returns a dict: ``probs`` ``(V,)``, ``kept`` ``(V,)`` bool, ``samples`` a list of
+    ``(text, iso, well_formed, consistent)``: the text written before ``=``, the ISO date after
+    it (``None`` without one), whether the stream is well-formed and whether its date is the
+    one the text writes.
+    """
+    from .data.date_completions import EOS, is_consistent, is_well_formed, prompt_ids, split_stream
+    from .models.generation import generate, next_token_logits, sampling_distribution
+
+    ids = prompt_ids(prompt, vocab, separator=False)
+    logits = next_token_logits(model, ids).float()  # (V,)
+    probs = torch.softmax(logits / (temperature or 1.0), dim=-1)  # (V,)
+    kept = sampling_distribution(logits.unsqueeze(0), temperature, top_k, top_p)[0] > 0  # (V,)
+    generator = torch.Generator(device=logits.device).manual_seed(seed)
+    new_tokens = min(model.max_len - len(ids), 40)
+    streams = generate(model, [ids] * n_samples, new_tokens, temperature=temperature, top_k=top_k, top_p=top_p,
+                       eos_id=EOS, generator=generator)  # (n_samples, L + T)
+    samples = []
+    for row in streams.cpu():
+        text, iso, _ = split_stream(row, vocab)
+        well_formed = is_well_formed(row, vocab)
+        samples.append((text, iso, well_formed, well_formed and is_consistent(text, iso)))
+    return {"probs": probs.cpu(), "kept": kept.cpu(), "samples": samples}
+
+
+def _samples_html(samples):
+    lines = []
+    for text, iso, well_formed, consistent in samples:
+        stream = html.escape(text if iso is None else f"{text} = {iso}", quote=False)
+        verdict = "✓ right" if consistent else ("well-formed, wrong date" if well_formed else "✗ not well-formed")
+        lines.append(f"<code>{stream}</code> &nbsp; <i>{verdict}</i>")
+    return "<br>".join(lines)
+
+
+def sampling_explorer(model, vocab, prompt="March", n_samples=5, seed=0):
+    """Sliders for temperature, top-k and top-p over a decoder-only model's next token.
+
+    Draws the next-token distribution after ``prompt`` with the tokens the settings keep in
+    orange (``token_distribution``) and lists ``n_samples`` sampled continuations, each marked
+    right, well-formed but wrong, or not well-formed (``sampling_explorer_state``). top-k 0
+    and top-p 1 switch those filters off. Returns a ``VBox``; its ``figure`` is redrawn in
+    place, ``temperature``, ``top_k``, ``top_p`` are the sliders and ``samples`` the list.
+    """
+    from .plots.sampling import token_distribution as _token_distribution
+
+    temperature = widgets.FloatSlider(value=1.0, min=0.0, max=2.0, step=0.1, description="temperature",
+                                      continuous_update=False)
+    top_k = widgets.IntSlider(value=0, min=0, max=20, description="top-k (0: off)", continuous_update=False)
+    top_p = widgets.FloatSlider(value=1.0, min=0.05, max=1.0, step=0.05, description="top-p",
+                                continuous_update=False)
+    samples = widgets.HTML()
+    output = widgets.Output()
+    figure = Figure(figsize=(8, 3), layout="constrained")
+
+    def redraw(_change=None):
+        state = sampling_explorer_state(model, vocab, prompt, temperature.value, top_k.value or None,
+                                        None if top_p.value >= 1 else top_p.value, n_samples, seed)
+        title = (f"after {prompt!r}: T = {temperature.value:g}, top-k {top_k.value or 'off'}, "
+                 f"top-p {top_p.value if top_p.value < 1 else 'off'} ({int(state['kept'].sum())} tokens kept)")
+        _token_distribution(state["probs"], vocab, state["kept"], title=title, fig=figure)
+        samples.value = _samples_html(state["samples"])
+        _show(output, figure)
+
+    for control in (temperature, top_k, top_p):
+        control.observe(redraw, names="value")
+    redraw()
+    box = FigureBox([widgets.HBox([temperature, top_k, top_p]), output, samples], figure)
+    box.temperature, box.top_k, box.top_p, box.samples = temperature, top_k, top_p, samples
+    return box

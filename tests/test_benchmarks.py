@@ -2,7 +2,7 @@
 import nbformat
 import pytest
 
-from benchmarks import attention, course, layers, run, trainer_overhead
+from benchmarks import attention, course, generation, layers, run, trainer_overhead
 from benchmarks.timing import compare, ratio_row
 
 
@@ -42,7 +42,7 @@ def test_trainer_benchmark_checks_both_loops_did_the_same_work():
     assert rows[0]["goal"] == trainer_overhead.GOAL
 
 
-@pytest.mark.parametrize("module", [attention, layers], ids=["attention", "layers"])
+@pytest.mark.parametrize("module", [attention, layers, generation], ids=["attention", "layers", "generation"])
 def test_ratio_benchmarks_run(module):
     _check_ratio_rows(module.run(quick=True))
 

@@ -46,6 +46,10 @@ BREAKS = [
     ("patches-read-column-by-column", "models/vit.py",
      "return grid.flatten(2).transpose(1, 2)", "return grid.transpose(2, 3).flatten(2).transpose(1, 2)",
      "11_vision_transformer"),
+    ("kv-cache-never-read", "models/kv_cache.py",
+     "    keys, values = cache.append(layer, new_keys, new_values)  # (N, h, t, d_k) each\n",
+     "    cache.append(layer, new_keys, new_values)\n    keys, values = new_keys, new_values\n",
+     "09_decoder_only"),
 ]
 
 

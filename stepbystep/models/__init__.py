@@ -12,7 +12,7 @@ from .masks import (
 )
 from .scaled_dot_product import masked_softmax, scaled_dot_product
 from .positional_encoding import PositionalEncoding, sinusoidal_table
-from .narrow_attention import MultiHeadedAttention
+from .narrow_attention import MultiHeadedAttention, NarrowMultiHeadAttention
 from .layers import DecoderLayer, EncoderLayer, SubLayerWrapper, feed_forward
 from .transformer import DecoderTransf, EncoderDecoderTransf, EncoderTransf
 from .torch_bridge import TransformerModel, copy_to_torch
@@ -27,7 +27,7 @@ from .kernel_regression import (
     nadaraya_watson,
 )
 # [wide attention: chapter 02]
-from .wide_attention import Attention, MultiHeadAttention
+from .wide_attention import Attention, MultiHeadAttention, WideMultiHeadAttention
 from .self_attention_models import (
     DecoderPe,
     DecoderSelfAttn,
@@ -42,3 +42,18 @@ from .decoding import beam_search, greedy_decode, sequence_log_probs, translate
 from .metrics import SequenceCrossEntropy, masked_accuracy, sequence_accuracy, sequence_cross_entropy
 # [translate: chapter 08]
 from .alignment import Translation, check_text, translate_with_alignment
+# [vision transformer: chapter 11]
+from .vit import PatchEmbed, ViT, cls_attention, confusion_matrix, patchify
+# [decoder-only: chapter 09]
+from .kv_cache import KVCache, cached_self_attention
+from .decoder_only import IGNORE_INDEX, DecoderOnlyLayer, DecoderOnlyTransformer, completion_loss
+from .generation import (
+    generate,
+    left_pad,
+    next_token_logits,
+    sampling_distribution,
+    step_logits,
+    time_per_token,
+    top_k_filter,
+    top_p_filter,
+)

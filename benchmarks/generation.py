@@ -1,0 +1,60 @@
+"""Generation with and without the KV cache: 256 new tokens, d_model 64, 2 layers, CPU, one thread.
+
+Without the cache every step runs the whole stream through the model again, so step ``t``
+costs about ``t`` tokens of work; with it a step feeds one token and computes one row of
+attention per layer. Both write the same tokens (greedy, no ``eos_id``, so both run all 256
+steps). Timed with ``torch.utils.benchmark.Timer`` (its own warm-up, one thread).
+"""
+import torch
+from torch.utils.benchmark import Timer
+
+from stepbystep.models import DecoderOnlyTransformer, generate
+
+GOAL = 5.0  # the cache should make generation at least 5x faster
+PROMPT_LENGTH, NEW_TOKENS = 16, 256
+QUICK_NEW_TOKENS = 8
+
+
+def _model(max_len):
+    torch.manual_seed(0)
+    return DecoderOnlyTransformer(64, d_model=64, n_heads=4, ff_units=128, n_layers=2, dropout=0.0,
+                                  max_len=max_len).eval()
+
+
+def timings(new_tokens=NEW_TOKENS, prompt_length=PROMPT_LENGTH, repeats=3):
+    """Median seconds of one ``generate`` call with and without the cache: ``{use_cache: seconds}``.
+
+    The model is untrained (the cost does not depend on the weights); its ``max_len`` is the
+    prompt plus the new tokens. Runs on the CPU with one torch thread.
+    """
+    model = _model(prompt_length + new_tokens)
+    prompt = torch.randint(4, 64, (1, prompt_length), generator=torch.Generator().manual_seed(0))
+    medians = {}
+    for use_cache in (True, False):
+        timer = Timer(stmt="generate(model, prompt, new_tokens, temperature=0, use_cache=use_cache)",
+                      globals={"generate": generate, "model": model, "prompt": prompt,
+                               "new_tokens": new_tokens, "use_cache": use_cache},
+                      num_threads=1, label="generation", description=f"use_cache={use_cache}")
+        medians[use_cache] = timer.timeit(repeats).median
+    return medians
+
+
+def speedup(new_tokens=NEW_TOKENS, prompt_length=PROMPT_LENGTH, repeats=3):
+    """How many times faster generation is with the cache: uncached time / cached time."""
+    medians = timings(new_tokens, prompt_length, repeats)
+    return medians[False] / medians[True]
+
+
+def run(quick=False):
+    """One row for ``benchmarks.run``'s ratio table: cached / uncached (goal: at most 1 / GOAL)."""
+    new_tokens = QUICK_NEW_TOKENS if quick else NEW_TOKENS
+    medians = timings(new_tokens, repeats=1 if quick else 3)
+    ratio = medians[True] / medians[False]
+    return [{"case": f"{new_tokens} new tokens after {PROMPT_LENGTH}, d_model=64, 2 layers, 1 thread",
+             "ours": "KV cache", "reference": "no cache (recompute)",
+             "ours_ms": 1000 * medians[True], "reference_ms": 1000 * medians[False],
+             "ratio": ratio, "goal": 1 / GOAL, "met": ratio <= 1 / GOAL}]
+
+
+if __name__ == "__main__":
+    print(f"KV cache speed-up for {NEW_TOKENS} new tokens: {speedup():.1f}x (goal >= {GOAL:.0f}x)")

@@ -1,0 +1,200 @@
+"""Chapter 08's dates as one stream of characters, for a decoder-only model (chapter 09).
+
+A pair ``("Tue 10 Jul 2007", "2007-07-10")`` becomes the stream
+
+    <sos> T u e ␣ 1 0 ␣ J u l ␣ 2 0 0 7 = 2 0 0 7 - 0 7 - 1 0 <eos>
+
+The **prompt** is ``<sos>``, the text and the separator ``=``; the **completion** is the ISO
+date and ``<eos>``. A model trained on such streams translates by continuing a prompt, and,
+when its loss also covered the text, writes dates of its own from a partial text ("March").
+"""
+import re
+from datetime import date
+
+import torch
+from torch.nn.utils.rnn import pad_sequence
+from torch.utils.data import Dataset
+
+from .dates import CASES, DATE_PATTERNS, FIRST_DATE, LAST_DATE, has_weekday, render_date
+from .tokens import EOS, PAD, SOS, Vocab
+
+__all__ = [
+    "SEPARATOR",
+    "IGNORE_INDEX",
+    "completion_vocab",
+    "prompt_ids",
+    "stream_ids",
+    "completion_targets",
+    "CompletionDataset",
+    "completion_collate",
+    "split_stream",
+    "is_well_formed",
+    "is_consistent",
+    "complete_dates",
+]
+
+SEPARATOR = "="  # between the text and its ISO form; no date text contains it
+IGNORE_INDEX = -100  # a target that adds no loss (PyTorch's cross_entropy default ignore_index)
+_ISO = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def completion_vocab(pairs):
+    """A character ``Vocab`` for the streams of ``pairs``: every character of the texts and ISO
+    dates, and ``SEPARATOR``."""
+    pairs = list(pairs)
+    if not pairs:
+        raise ValueError("completion_vocab needs at least one (text, iso) pair")
+    return Vocab.from_texts([text + SEPARATOR + iso for text, iso in pairs])
+
+
+def _check_vocab(vocab):
+    if not isinstance(vocab, Vocab):
+        raise TypeError(f"vocab must be a Vocab, got {type(vocab).__name__}")
+    if SEPARATOR not in vocab.stoi:
+        raise ValueError(f"the vocabulary has no separator {SEPARATOR!r}: build it with completion_vocab")
+
+
+def prompt_ids(text, vocab, separator=True):
+    """The prompt's ids: ``<sos>``, the text's characters and (``separator``) the ``=``.
+
+    Without the separator the prompt is a partial text for the model to continue.
+    """
+    _check_vocab(vocab)
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    ids = [SOS] + (vocab.encode(text) if text else [])
+    return ids + [vocab.stoi[SEPARATOR]] * bool(separator)
+
+
+def stream_ids(text, iso, vocab):
+    """The whole stream's ids: ``<sos>`` text ``=`` iso ``<eos>``."""
+    return prompt_ids(text, vocab) + vocab.encode(iso) + [EOS]
+
+
+def completion_targets(stream, prompt_length):
+    """The next-token targets of a stream ``(L,)``, with the prompt's masked: ``(L - 1,)``.
+
+    Position ``i`` predicts token ``i + 1``. The first ``prompt_length`` tokens are the prompt
+    (``<sos>``, the text, ``=``): the targets that are prompt tokens, the first
+    ``prompt_length - 1``, become ``IGNORE_INDEX`` and add no loss; the completion's remain.
+    """
+    stream = torch.as_tensor(stream, dtype=torch.long)
+    if stream.dim() != 1 or not 1 <= prompt_length < stream.shape[0]:
+        raise ValueError(f"expected a 1-D stream longer than its prompt, got shape {tuple(stream.shape)} "
+                         f"and prompt_length={prompt_length!r}")
+    targets = stream[1:].clone()  # (L - 1,)
+    targets[:prompt_length - 1] = IGNORE_INDEX
+    return targets
+
+
+class CompletionDataset(Dataset):
+    """(text, iso) pairs as streams: ``dataset[i]`` is ``(inputs (L,), targets (L,))``, int64.
+
+    ``inputs`` is the stream without its last token, ``targets`` the stream without its first
+    (the next token at every position). ``completion_only=True`` replaces the prompt's targets
+    by ``IGNORE_INDEX``, so the loss covers only the ISO date and ``<eos>``, as in instruction
+    tuning; ``False`` keeps every target, as in pre-training a language model.
+    """
+
+    def __init__(self, pairs, vocab, completion_only=True):
+        _check_vocab(vocab)
+        pairs = list(pairs)
+        if not pairs:
+            raise ValueError("CompletionDataset needs at least one (text, iso) pair")
+        self.pairs = pairs
+        self.vocab = vocab
+        self.completion_only = bool(completion_only)
+        self.inputs, self.targets = [], []
+        for text, iso in pairs:
+            stream = stream_ids(text, iso, vocab)  # L + 1 ids
+            targets = stream[1:]
+            if completion_only:  # as completion_targets: the prompt is <sos>, the text and "="
+                targets = [IGNORE_INDEX] * (len(text) + 1) + targets[len(text) + 1:]
+            self.inputs.append(torch.tensor(stream[:-1]))
+            self.targets.append(torch.tensor(targets))
+
+    def __len__(self):
+        return len(self.pairs)
+
+    def __getitem__(self, index):
+        return self.inputs[index], self.targets[index]
+
+
+def completion_collate(batch, pad_id=PAD):
+    """A list of ``(inputs, targets)`` -> ``(inputs (N, L), targets (N, L))``, padded on the right.
+
+    The inputs are padded with ``pad_id``, the targets with ``IGNORE_INDEX``: padding adds no
+    loss. The trainer calls ``model(inputs)`` and ``loss_fn(logits, targets)``.
+    """
+    inputs, targets = zip(*batch)
+    return (pad_sequence(list(inputs), batch_first=True, padding_value=pad_id),  # (N, L)
+            pad_sequence(list(targets), batch_first=True, padding_value=IGNORE_INDEX))  # (N, L)
+
+
+def split_stream(ids, vocab):
+    """A generated stream -> ``(text, iso, ended)``: the characters before and after the first
+    ``=`` (``iso`` is ``None`` without one) and whether it ended with ``<eos>``. Specials other
+    than ``<eos>`` are left out; what follows ``<eos>`` is ignored."""
+    if isinstance(ids, torch.Tensor):
+        ids = ids.tolist()
+    ids = list(ids)
+    ended = EOS in ids
+    if ended:
+        ids = ids[:ids.index(EOS)]
+    stream = vocab.decode([i for i in ids if i not in (PAD, SOS)])
+    text, separator, iso = stream.partition(SEPARATOR)
+    return text, (iso if separator else None), ended
+
+
+def _iso_date(iso):
+    if iso is None or not _ISO.fullmatch(iso):
+        return None
+    try:
+        day = date.fromisoformat(iso)
+    except ValueError:  # 2001-02-30
+        return None
+    return day if FIRST_DATE <= day <= LAST_DATE else None
+
+
+def is_well_formed(ids, vocab):
+    """Whether a generated stream reads ``text=YYYY-MM-DD<eos>``: a text, one separator, a real
+    date of the data set's range, and the end."""
+    text, iso, ended = split_stream(ids, vocab)
+    return ended and bool(text.strip()) and _iso_date(iso) is not None
+
+
+def is_consistent(text, iso):
+    """Whether ``iso`` is the date ``text`` writes: some pattern of ``DATE_PATTERNS``, in some
+    case of ``CASES``, writes that date as ``text`` (any weekday: the data set's texts may name
+    a wrong one)."""
+    day = _iso_date(iso)
+    if day is None or not isinstance(text, str):
+        return False
+    for pattern in DATE_PATTERNS:
+        weekdays = [None, *range(7)] if has_weekday(pattern) else [None]
+        for weekday in weekdays:
+            for case in CASES:
+                if render_date(day, pattern, case, weekday) == text:
+                    return True
+    return False
+
+
+def complete_dates(model, texts, vocab, batch_size=500):
+    """Translate ``texts`` by letting a decoder-only ``model`` complete ``<sos> text =`` greedily.
+
+    Batched (left-padded prompts, KV cache), at most 11 new tokens (the ISO date and
+    ``<eos>``). Returns one string per text: what the model wrote before ``<eos>``.
+    """
+    from ..models.generation import generate  # the models import the data package
+
+    if isinstance(texts, str):
+        raise TypeError("complete_dates expects a list of texts; for one text, wrap it in a list")
+    texts = list(texts)
+    outputs = []
+    for start in range(0, len(texts), batch_size):
+        chunk = texts[start:start + batch_size]
+        prompts = [prompt_ids(text, vocab) for text in chunk]
+        generated = generate(model, prompts, 11, temperature=0, eos_id=EOS)  # (n, L + T)
+        width = max(map(len, prompts))
+        outputs += [split_stream(row[width:], vocab)[0] for row in generated]
+    return outputs

@@ -1,0 +1,170 @@
+"""Chapter 09's "Your turn": top-k filtering, one cached attention step, the completion-only targets.
+
+In the notebook::
+
+    from stepbystep.exercises import ch09
+    ch09.top_k.check(my_top_k)
+    ch09.top_k.hint()
+    ch09.top_k.solution()
+"""
+import math
+
+import torch
+
+from ..data.date_completions import IGNORE_INDEX, completion_targets
+from ..models.generation import top_k_filter
+from ..models.narrow_attention import MultiHeadedAttention
+from .exercise import Exercise
+
+__all__ = ["top_k", "cached_step", "completion_mask"]
+
+
+# ----------------------------------------------------------------------------- 1. top-k filtering
+def _top_k_solution(logits, k):
+    kth_best = logits.topk(k, dim=-1).values[..., -1:]  # (N, 1): the k-th largest logit of each row
+    return logits.masked_fill(logits < kth_best, float("-inf"))  # the others can never be drawn
+
+
+def _check_top_k(answer):
+    if not callable(answer):
+        return f"expected a function top_k(logits, k), got {type(answer).__name__}"
+    generator = torch.Generator().manual_seed(9)
+    logits = torch.randn(4, 12, generator=generator) * 2  # (4, 12): no ties
+    for k in (1, 3, 12):
+        got = answer(logits.clone(), k)
+        if not isinstance(got, torch.Tensor) or got.shape != logits.shape:
+            shape = tuple(got.shape) if isinstance(got, torch.Tensor) else type(got).__name__
+            return f"return a tensor of the logits' shape {tuple(logits.shape)}, got {shape}"
+        wanted = top_k_filter(logits, k)
+        kept = torch.isfinite(got)
+        if not torch.equal(kept.sum(dim=-1), torch.full((4,), k)):
+            return f"with k={k} every row should keep k tokens (finite logits), yours keeps {kept.sum(dim=-1).tolist()}"
+        if not torch.equal(kept, torch.isfinite(wanted)):
+            return f"with k={k} the right number of tokens is kept, but not the most likely ones in every row"
+        if not torch.equal(got[kept], logits[kept]):
+            return "the kept logits must stay as they are: only the others change"
+        if not torch.all(got[~kept] == float("-inf")):
+            return "the left-out logits should be -inf, so that softmax gives them probability 0"
+    return None
+
+
+top_k = Exercise(
+    "top-k filtering",
+    _check_top_k,
+    "torch.topk gives each row's k largest values; compare every logit with the smallest of them "
+    "(keepdim, or index with [..., -1:]) and fill the smaller ones with float('-inf')",
+    _top_k_solution,
+)
+
+
+# ----------------------------------------------------------------------------- 2. one cached step
+def _cached_step_solution(attention, x_new, keys, values):
+    q = attention.make_chunks(attention.linear_query(x_new))  # (N, h, 1, d_k): the new token's query
+    keys = torch.cat([keys, attention.make_chunks(attention.linear_key(x_new))], dim=2)  # (N, h, t + 1, d_k)
+    values = torch.cat([values, attention.make_chunks(attention.linear_value(x_new))], dim=2)  # (N, h, t + 1, d_k)
+    weights = torch.softmax(q @ keys.transpose(-2, -1) / math.sqrt(attention.d_k), dim=-1)  # (N, h, 1, t + 1)
+    return attention.output_function(weights @ values), keys, values  # (N, 1, d_model), keys, values
+
+
+def _cached_case():
+    """A small attention module and a stream: the cache holds its first 5 tokens, the 6th is new."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(9)
+        attention = MultiHeadedAttention(2, 8, dropout=0.0).eval()
+    x = torch.randn(2, 6, 8, generator=torch.Generator().manual_seed(10))  # (N, t + 1, d_model)
+    with torch.no_grad():
+        keys = attention.make_chunks(attention.linear_key(x[:, :5]))  # (N, h, 5, d_k)
+        values = attention.make_chunks(attention.linear_value(x[:, :5]))  # (N, h, 5, d_k)
+        attention.init_keys(x)
+        full = attention(x, torch.ones(1, 6, 6, dtype=torch.bool).tril())[:, -1:]  # (N, 1, d_model)
+    return attention, x, keys, values, full
+
+
+def _check_cached_step(answer):
+    if not callable(answer):
+        return f"expected a function cached_step(attention, x_new, keys, values), got {type(answer).__name__}"
+    attention, x, keys, values, full = _cached_case()
+    with torch.no_grad():
+        result = answer(attention, x[:, 5:], keys.clone(), values.clone())
+    if not isinstance(result, tuple) or len(result) != 3:
+        return "return three things: the output for the new token, and the keys and values with it appended"
+    output, new_keys, new_values = result
+    if not all(isinstance(t, torch.Tensor) for t in result):
+        return "the output, keys and values should all be tensors"
+    if tuple(new_keys.shape) != (2, 2, 6, 4) or tuple(new_values.shape) != (2, 2, 6, 4):
+        return (f"the cache held 5 tokens and one arrived: keys and values should be (N, h, 6, d_k) = (2, 2, 6, 4), "
+                f"got {tuple(new_keys.shape)} and {tuple(new_values.shape)}")
+    if not torch.allclose(new_keys[:, :, :5], keys, atol=1e-6) or not torch.allclose(new_values[:, :, :5], values,
+                                                                                       atol=1e-6):
+        return "the cached keys and values must stay first, unchanged: append the new ones after them (dim=2)"
+    if tuple(output.shape) != (2, 1, 8):
+        return f"the output should be one row per sequence, (N, 1, d_model) = (2, 1, 8), got {tuple(output.shape)}"
+    if torch.allclose(output, full, atol=1e-5):
+        return None
+    if torch.allclose(output, _unscaled(attention, x[:, 5:], new_keys, new_values), atol=1e-5):
+        return "the scores must be divided by √d_k, as in every attention of the course"
+    return "the output differs from the last row of attention over the whole stream"
+
+
+def _unscaled(attention, x_new, keys, values):
+    q = attention.make_chunks(attention.linear_query(x_new))
+    weights = torch.softmax(q @ keys.transpose(-2, -1), dim=-1)
+    return attention.output_function(weights @ values)
+
+
+cached_step = Exercise(
+    "one cached attention step",
+    _check_cached_step,
+    "project the new token with the module's own linear_query, linear_key and linear_value (make_chunks splits "
+    "the heads), torch.cat its key and value to the cache along the token dimension, then one row of scaled "
+    "dot-product attention; output_function merges the heads. No mask is needed: every cached token is in the past",
+    _cached_step_solution,
+)
+
+
+# ----------------------------------------------------------------------------- 3. the completion mask
+def _completion_mask_solution(stream, prompt_length):
+    targets = stream[1:].clone()  # position i predicts token i + 1
+    targets[:prompt_length - 1] = -100  # the targets that are prompt tokens add no loss
+    return targets
+
+
+_STREAMS = ((torch.tensor([1, 40, 41, 9, 42, 20, 5, 6, 7, 2]), 5),
+            (torch.tensor([1, 33, 9, 42, 12, 13, 2]), 4))
+
+
+def _check_completion_mask(answer):
+    if not callable(answer):
+        return f"expected a function completion_targets(stream, prompt_length), got {type(answer).__name__}"
+    for stream, prompt_length in _STREAMS:
+        got = answer(stream.clone(), prompt_length)
+        if not isinstance(got, torch.Tensor):
+            return f"return a tensor of targets, got {type(got).__name__}"
+        wanted = completion_targets(stream, prompt_length)
+        if got.shape != wanted.shape:
+            return (f"a stream of {len(stream)} tokens has {len(wanted)} next-token targets (the last token "
+                    f"predicts nothing), got {len(got)}")
+        counted = got != IGNORE_INDEX
+        if torch.equal(got, stream[1:]):
+            return "every target is counted: the prompt's targets should be IGNORE_INDEX (-100)"
+        if torch.equal(counted, wanted != IGNORE_INDEX) and not torch.equal(got[counted], wanted[counted]):
+            return "the right targets are counted, but they are not the next tokens: shift the stream by one"
+        if not torch.equal(counted, wanted != IGNORE_INDEX):
+            n_wanted = int((wanted != IGNORE_INDEX).sum())
+            if int(counted.sum()) == n_wanted + 1:
+                return "one prompt token too many is counted: is the separator '=' a target of the loss?"
+            if int(counted.sum()) == n_wanted - 1:
+                return "one completion token is ignored: the first one, predicted from the separator, must count"
+            return "the counted positions are not the completion's"
+        if not torch.equal(got, wanted):
+            return "the counted positions are right, but their targets are not the next tokens"
+    return None
+
+
+completion_mask = Exercise(
+    "the completion-only targets",
+    _check_completion_mask,
+    "the targets are the stream shifted left by one (stream[1:]); the first prompt_length tokens are the prompt, "
+    "so the targets that are prompt tokens are the first prompt_length - 1: set them to -100",
+    _completion_mask_solution,
+)

@@ -1,0 +1,282 @@
+"""Generation: writing with a decoder-only model, one token at a time, greedily or by sampling.
+
+At every step the model gives logits for the next token. ``temperature`` divides them (below 1
+sharpens the distribution, above 1 flattens it, 0 is greedy: the arg-max); ``top_k`` keeps the
+``k`` most likely tokens; ``top_p`` keeps the *nucleus*, the fewest most likely tokens whose
+probabilities add up to at least ``p`` (Holtzman et al. 2020, "The Curious Case of Neural Text
+Degeneration"). The kept tokens' probabilities are renormalised and one is drawn, from a
+``torch.Generator`` when one is given, so a seeded generator repeats its samples.
+"""
+import contextlib
+import numbers
+import time
+
+import torch
+from torch.nn.utils.rnn import pad_sequence
+
+__all__ = [
+    "check_sampling",
+    "top_k_filter",
+    "top_p_filter",
+    "sampling_distribution",
+    "sample_next",
+    "left_pad",
+    "generate",
+    "next_token_logits",
+    "time_per_token",
+    "step_logits",
+]
+
+
+def check_sampling(temperature=1.0, top_k=None, top_p=None):
+    """Raise a clear error for an invalid ``temperature``, ``top_k`` or ``top_p``."""
+    if isinstance(temperature, bool) or not isinstance(temperature, numbers.Real):
+        raise TypeError(f"temperature must be a number, got {type(temperature).__name__}")
+    if not temperature >= 0 or temperature == float("inf"):
+        raise ValueError(f"temperature must be 0 (greedy) or positive and finite, got {temperature!r}")
+    if top_k is not None:
+        if isinstance(top_k, bool) or not isinstance(top_k, numbers.Integral):
+            raise TypeError(f"top_k must be None or an int, got {type(top_k).__name__}")
+        if top_k < 1:
+            raise ValueError(f"top_k must be at least 1 (keep one token or more), got {top_k}")
+    if top_p is not None:
+        if isinstance(top_p, bool) or not isinstance(top_p, numbers.Real):
+            raise TypeError(f"top_p must be None or a number, got {type(top_p).__name__}")
+        if not 0 < top_p <= 1:
+            raise ValueError(f"top_p must be in (0, 1]: above 0 to keep a token, at most 1 (keep all), got {top_p!r}")
+
+
+def top_k_filter(logits, k):
+    """Keep the ``k`` largest logits of each row ``(N, V)``, set the others to ``-inf``.
+
+    Exactly ``k`` survive (``torch.topk``'s choice among ties); ``k >= V`` keeps everything.
+    """
+    if k >= logits.shape[-1]:
+        return logits
+    kept = logits.topk(k, dim=-1).indices  # (N, k)
+    keep = torch.zeros_like(logits, dtype=torch.bool).scatter(-1, kept, True)  # (N, V)
+    return logits.masked_fill(~keep, float("-inf"))
+
+
+def top_p_filter(logits, p):
+    """Keep each row's nucleus: the fewest most likely tokens whose probabilities reach ``p``.
+
+    ``logits`` ``(N, V)``; the tokens outside the nucleus get ``-inf``. Sorted by probability,
+    a token is kept when the probability of the tokens before it is still below ``p``, so the
+    most likely token is always kept and ``p = 1`` keeps every token.
+    """
+    probs = torch.softmax(logits.float(), dim=-1)  # (N, V)
+    sorted_probs, order = probs.sort(dim=-1, descending=True)  # (N, V), (N, V)
+    before = sorted_probs.cumsum(dim=-1) - sorted_probs  # (N, V): the mass of the more likely tokens
+    keep_sorted = before < p  # (N, V)
+    keep_sorted[..., 0] = True  # the most likely token, whatever rounding does
+    keep = torch.zeros_like(keep_sorted).scatter(-1, order, keep_sorted)  # (N, V), original order
+    return logits.masked_fill(~keep, float("-inf"))
+
+
+def sampling_distribution(logits, temperature=1.0, top_k=None, top_p=None):
+    """The distribution a token is drawn from: ``(N, V)`` logits -> ``(N, V)`` probabilities.
+
+    Temperature first, then top-k, then top-p (on the tempered probabilities); the tokens left
+    out get probability 0 and the kept ones are renormalised. ``temperature=0`` puts all the
+    probability on the arg-max (greedy), whatever ``top_k`` and ``top_p`` say.
+    """
+    check_sampling(temperature, top_k, top_p)
+    logits = logits.float()
+    if temperature == 0:
+        return torch.zeros_like(logits).scatter(-1, logits.argmax(dim=-1, keepdim=True), 1.0)
+    logits = logits / temperature
+    if top_k is not None:
+        logits = top_k_filter(logits, top_k)
+    if top_p is not None:
+        logits = top_p_filter(logits, top_p)
+    return torch.softmax(logits, dim=-1)  # (N, V)
+
+
+def sample_next(logits, temperature=1.0, top_k=None, top_p=None, generator=None):
+    """Draw one token id per row from ``sampling_distribution``: ``(N, V)`` -> ``(N,)``.
+
+    ``temperature=0`` takes the arg-max and draws nothing (the generator is not advanced).
+    """
+    if temperature == 0:
+        check_sampling(temperature, top_k, top_p)
+        return logits.argmax(dim=-1)  # (N,)
+    probs = sampling_distribution(logits, temperature, top_k, top_p)  # (N, V)
+    return torch.multinomial(probs, 1, generator=generator).squeeze(-1)  # (N,)
+
+
+def left_pad(sequences, pad_id):
+    """Sequences of ids (lists or 1-D tensors, lengths may differ) -> ``(N, L)``, padded on the left.
+
+    Generation appends new tokens on the right, so the prompts end together at the last column.
+    """
+    rows = [torch.as_tensor(seq, dtype=torch.long).flip(0) for seq in sequences]
+    return pad_sequence(rows, batch_first=True, padding_value=pad_id).flip(1)  # (N, L)
+
+
+def _as_batch(prompt_ids, pad_id):
+    """The prompt(s) as a ``(N, L)`` long tensor, and whether a single sequence was given."""
+    if isinstance(prompt_ids, torch.Tensor):
+        if prompt_ids.is_floating_point() or prompt_ids.is_complex() or prompt_ids.dtype == torch.bool:
+            raise TypeError(f"prompt_ids must hold integer token ids, got dtype {prompt_ids.dtype}")
+        if prompt_ids.dim() == 1:
+            return prompt_ids.unsqueeze(0).long(), True
+        if prompt_ids.dim() == 2:
+            return prompt_ids.long(), False
+        raise ValueError(f"prompt_ids must be (L,) or (N, L), got shape {tuple(prompt_ids.shape)}")
+    if not isinstance(prompt_ids, (list, tuple)) or not prompt_ids:
+        raise TypeError("prompt_ids must be a tensor (L,) or (N, L), a list of ids, or a list of sequences "
+                        f"of ids; got {type(prompt_ids).__name__ if prompt_ids else 'an empty list'}")
+    if all(isinstance(i, numbers.Integral) and not isinstance(i, bool) for i in prompt_ids):
+        return torch.tensor([list(prompt_ids)], dtype=torch.long), True
+    lengths = {len(seq) for seq in prompt_ids}
+    if 0 in lengths:
+        raise ValueError("every prompt needs at least one token, got an empty one")
+    if len(lengths) > 1 and pad_id is None:
+        raise ValueError("prompts of different lengths need padding, but the model has pad_id=None")
+    return left_pad(prompt_ids, 0 if pad_id is None else pad_id), False
+
+
+def _check_generation(model, prompt, max_new_tokens, eos_id, generator):
+    if not (isinstance(model, torch.nn.Module) and hasattr(model, "new_cache") and hasattr(model, "max_len")):
+        raise TypeError(f"model must be a decoder-only model (a DecoderOnlyTransformer), got {type(model).__name__}")
+    if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, numbers.Integral):
+        raise TypeError(f"max_new_tokens must be an int, got {type(max_new_tokens).__name__}")
+    if max_new_tokens < 1:
+        raise ValueError(f"max_new_tokens must be at least 1, got {max_new_tokens}")
+    if prompt.shape[1] == 0:
+        raise ValueError("the prompt is empty: give at least one token (e.g. <sos>)")
+    if prompt.shape[1] > model.max_len:
+        raise ValueError(f"the prompt has {prompt.shape[1]} tokens, more than the model's max_len={model.max_len}")
+    if prompt.shape[1] + max_new_tokens > model.max_len:
+        raise ValueError(f"a prompt of {prompt.shape[1]} tokens plus max_new_tokens={max_new_tokens} exceeds the "
+                         f"model's max_len={model.max_len}: ask for at most {model.max_len - prompt.shape[1]} "
+                         "new tokens")
+    if eos_id is not None:
+        if isinstance(eos_id, bool) or not isinstance(eos_id, numbers.Integral) or not 0 <= eos_id < model.vocab_size:
+            raise ValueError(f"eos_id must be None or an id in 0..{model.vocab_size - 1}, got {eos_id!r}")
+        if model.pad_id is None:
+            raise ValueError("stopping at eos_id pads the finished rows, but the model has pad_id=None")
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
+
+
+def _steps(model, prompt, max_new_tokens, choose, eos_id, use_cache):
+    """Yield ``(next_ids (N,), logits (N, V))`` step by step; the caller appends and stops."""
+    n = prompt.shape[0]
+    cache = model.new_cache() if use_cache else None
+    finished = torch.zeros(n, dtype=torch.bool, device=prompt.device)  # (N,)
+    ids, new = prompt, prompt
+    for _ in range(max_new_tokens):
+        if use_cache:
+            logits = model(new, cache=cache)[:, -1]  # (N, V): only the new tokens go in
+        else:
+            logits = model(ids)[:, -1]  # (N, V): the whole stream again
+        next_ids = choose(logits)  # (N,)
+        if eos_id is not None:
+            next_ids = next_ids.masked_fill(finished, model.pad_id)  # finished rows keep padding
+            finished = finished | (next_ids == eos_id)
+        new = next_ids.unsqueeze(1)  # (N, 1)
+        if not use_cache:
+            ids = torch.cat([ids, new], dim=1)  # (N, t + 1): the stream to run again
+        yield next_ids, logits
+        if eos_id is not None and finished.all():
+            return
+
+
+@contextlib.contextmanager
+def _inference(model):
+    """Run the block with ``model`` in eval mode and inference mode (no gradients); restore its mode after."""
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.inference_mode():  # no_grad, and no version counters: cheaper per small op
+            yield
+    finally:
+        model.train(was_training)
+
+
+def generate(model, prompt_ids, max_new_tokens, temperature=1.0, top_k=None, top_p=None, eos_id=None,
+             use_cache=True, generator=None):
+    """Continue each prompt with up to ``max_new_tokens`` tokens; returns the prompt then the new ids.
+
+    Args:
+        model: a ``DecoderOnlyTransformer`` (put in eval mode, without gradients, for the call).
+        prompt_ids: one prompt (a list of ids or a 1-D tensor) or a batch: a ``(N, L)`` tensor,
+            or a list of sequences of ids whose lengths may differ. A batch of different
+            lengths is **padded on the left** with the model's ``pad_id``; the model neither
+            attends to padding nor counts it in positions, so each row is generated as it
+            would be alone, and all rows write their new tokens in the same columns.
+        max_new_tokens: how many tokens to add at most; prompt plus new tokens must fit in the
+            model's ``max_len``.
+        temperature, top_k, top_p: how the next token is chosen (``sampling_distribution``);
+            ``temperature=0`` is greedy.
+        eos_id: a row that writes it is finished: its later tokens are ``pad_id``; generation
+            stops when every row is finished.
+        use_cache: keep every layer's keys and values (``KVCache``) so that each step feeds
+            only the new token; ``False`` runs the whole stream through the model at each step.
+            Both give the same tokens (and the same logits, to rounding).
+        generator: a ``torch.Generator`` (on the model's device) to draw from; seeded, it
+            repeats its samples.
+
+    Returns ``(L + T,)`` for one prompt, ``(N, L + T)`` for a batch (``T <= max_new_tokens``
+    new tokens; a batch of different lengths comes back left-padded).
+    """
+    prompt, single = _as_batch(prompt_ids, getattr(model, "pad_id", None))
+    _check_generation(model, prompt, max_new_tokens, eos_id, generator)
+    check_sampling(temperature, top_k, top_p)
+    prompt = prompt.to(next(model.parameters()).device)
+
+    def choose(logits):
+        return sample_next(logits, temperature, top_k, top_p, generator)
+
+    with _inference(model):
+        new_ids = [next_ids for next_ids, _ in _steps(model, prompt, max_new_tokens, choose, eos_id, use_cache)]
+    output = torch.cat([prompt, torch.stack(new_ids, dim=1)], dim=1)  # (N, L + T)
+    return output[0] if single else output
+
+
+def next_token_logits(model, prompt_ids):
+    """The model's logits for the token that follows each prompt: ``(V,)`` for one prompt,
+    ``(N, V)`` for a batch (left-padded as in ``generate``). Eval mode, no gradients."""
+    prompt, single = _as_batch(prompt_ids, getattr(model, "pad_id", None))
+    _check_generation(model, prompt, 1, None, None)
+    prompt = prompt.to(next(model.parameters()).device)
+    with _inference(model):
+        logits = model(prompt)[:, -1]  # (N, V)
+    return logits[0] if single else logits
+
+
+def time_per_token(model, prompt_ids, max_new_tokens, use_cache=True):
+    """Seconds each greedy step takes, with or without the cache: a list of ``max_new_tokens`` floats.
+
+    Step ``i`` writes the token at position ``L + i``. Without the cache a step's cost grows
+    with the stream it reruns; with it, a step feeds one token and reads one row of attention.
+    """
+    prompt, _ = _as_batch(prompt_ids, getattr(model, "pad_id", None))
+    _check_generation(model, prompt, max_new_tokens, None, None)
+    prompt = prompt.to(next(model.parameters()).device)
+    times = []
+    with _inference(model):
+        steps = _steps(model, prompt, max_new_tokens, lambda logits: logits.argmax(dim=-1), None, use_cache)
+        while True:
+            start = time.perf_counter()
+            try:
+                next(steps)
+            except StopIteration:
+                break
+            times.append(time.perf_counter() - start)
+    return times
+
+
+def step_logits(model, prompt_ids, max_new_tokens, use_cache=True):
+    """The logits of every greedy step, ``(N, T, V)``, and the ids ``(N, L + T)``: for comparing
+    the cached and uncached paths."""
+    prompt, _ = _as_batch(prompt_ids, getattr(model, "pad_id", None))
+    _check_generation(model, prompt, max_new_tokens, None, None)
+    prompt = prompt.to(next(model.parameters()).device)
+    with _inference(model):
+        steps = list(_steps(model, prompt, max_new_tokens, lambda logits: logits.argmax(dim=-1), None, use_cache))
+    ids = torch.cat([prompt] + [next_ids.unsqueeze(1) for next_ids, _ in steps], dim=1)  # (N, L + T)
+    return torch.stack([logits for _, logits in steps], dim=1), ids  # (N, T, V), (N, L + T)
+

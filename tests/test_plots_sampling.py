@@ -1,0 +1,62 @@
+"""Chapter 09's figures draw what they are given and refuse what does not fit."""
+import matplotlib.pyplot as plt
+import pytest
+import torch
+
+from stepbystep import plots
+from stepbystep.data import CompletionDataset, completion_vocab, date_pairs
+
+
+@pytest.fixture(scope="module")
+def vocab():
+    return completion_vocab(date_pairs(300, seed=0))
+
+
+def test_completion_stream_greys_the_ignored_targets(vocab):
+    inputs, targets = CompletionDataset([("Tue 10 Jul 2007", "2007-07-10")], vocab)[0]
+    fig = plots.completion_stream(inputs, targets, vocab)
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    assert texts.count("—") == len("Tue 10 Jul 2007") + 1  # the text and "=": ignored targets
+    assert "<eos>" in texts and "<sos>" in texts
+    with pytest.raises(ValueError, match="one shape"):
+        plots.completion_stream(inputs, targets[:-1], vocab)
+
+
+def test_stream_attention(vocab):
+    weights = torch.softmax(torch.randn(2, 5, 5), dim=-1)
+    fig = plots.stream_attention(weights, list("abcde"), first_row=2)
+    assert len(fig.axes[0].get_yticklabels()) == 3
+    with pytest.raises(ValueError, match="expected weights"):
+        plots.stream_attention(weights, list("abc"))
+
+
+def test_distributions_and_filters(vocab):
+    logits = torch.randn(len(vocab))
+    probs = torch.softmax(logits, dim=-1)
+    kept = probs >= probs.sort(descending=True).values[2]
+    fig = plots.token_distribution(probs, vocab, kept, title="x", top=10)
+    bars = fig.axes[0].patches
+    assert len(bars) == 10
+    assert sum(bar.get_facecolor() != bars[-1].get_facecolor() for bar in bars) == 3  # three kept, in colour
+    same = plots.token_distribution(probs, vocab, kept, fig=fig)
+    assert same is fig and len(fig.axes) == 1
+    fig = plots.temperature_effect(logits, vocab, [0, 0.5, 1, 2])
+    assert len(fig.axes) == 4 and fig.axes[0].patches[0].get_height() == 1.0
+    fig = plots.filtering_effect(probs, vocab, {"top-k 3": kept, "all": torch.ones_like(kept)})
+    assert "3 kept" in fig.axes[0].get_title()
+
+
+def test_smoothed_targets_and_comparisons():
+    fig = plots.smoothed_targets(64, 5, 0.1)
+    assert "0.902" in fig.axes[1].get_title()
+    with pytest.raises(ValueError, match="target"):
+        plots.smoothed_targets(64, 64, 0.1)
+    fig = plots.run_comparison({"a": {"x": 1, "y": 2}, "b": {"x": 2, "y": 1}}, {"x": "X", "y": "Y"})
+    assert len(fig.axes) == 2
+
+
+def test_token_times():
+    fig = plots.token_times([0.001] * 5, [0.001 * i for i in range(1, 6)], prompt_length=3)
+    lines = fig.axes[0].get_lines()
+    assert len(lines) == 2 and list(lines[0].get_xdata()) == [3, 4, 5, 6, 7]
+    plt.close(fig)
