@@ -6,6 +6,7 @@ from datetime import date
 import pytest
 
 from stepbystep.data import CASES, DATE_PATTERNS, REFERENCE_DATES, date_datasets, date_pairs, render_date, split_dates
+from stepbystep.data import date_pairs_by_length, pattern_lengths
 from stepbystep.data.dates import FIRST_DATE, LAST_DATE, N_DAYS, has_weekday, ordinal_suffix, random_dates
 
 ISO = re.compile(r"^\d{4}-\d{2}-\d{2}$")
@@ -193,3 +194,59 @@ def test_ordinal_next_to_quoted_text():
     """{ord} beside a quoted word must not turn two quotes into an escaped quote."""
     assert render_date(date(2001, 3, 3), "d{ord}' of 'MMMM y") == "3rd of March 2001"
     assert render_date(date(2001, 3, 22), "'the 'd{ord}") == "the 22nd"
+
+
+def test_pattern_lengths_cover_every_text():
+    assert pattern_lengths("y/MM/dd") == (10, 10)
+    assert pattern_lengths("d MMM yy") == (8, 9)
+    assert pattern_lengths("EEEE, MMMM d, y") == (19, 29)  # "Friday, May 1, 2015" .. "Wednesday, September 20, 2034"
+    pairs = date_pairs(3000, seed=2)
+    for text, iso in pairs[:40]:
+        day = date.fromisoformat(iso)
+        for pattern in DATE_PATTERNS:
+            low, high = pattern_lengths(pattern)
+            for case in CASES:
+                assert low <= len(render_date(day, pattern, case)) <= high
+
+
+BINS = [(8, 12), (18, 22), (27, 29)]
+
+
+def test_pairs_by_length_fill_every_bin_from_the_given_days():
+    _, val_days = split_dates(0.1, seed=0)
+    triples = date_pairs_by_length(BINS, 50, dates=val_days, seed=1)
+    assert len(triples) == 150
+    allowed = {day.isoformat() for day in val_days}
+    for index, (text, iso, pattern) in enumerate(triples):
+        shortest, longest = BINS[index // 50]
+        assert shortest <= len(text) <= longest
+        assert iso in allowed and pattern in DATE_PATTERNS
+        day = date.fromisoformat(iso)
+        assert any(render_date(day, pattern, case, weekday) == text for case in CASES for weekday in (None, *range(7)))
+    assert triples == date_pairs_by_length(BINS, 50, dates=val_days, seed=1)
+    assert triples != date_pairs_by_length(BINS, 50, dates=val_days, seed=2)
+
+
+def test_pairs_by_length_follow_the_distribution_given_the_length():
+    """Within a bin, patterns come as often as date_pairs writes them at those lengths."""
+    natural = [(text, iso) for text, iso in date_pairs(20_000, seed=3) if 18 <= len(text) <= 22]
+    drawn = date_pairs_by_length([(18, 22)], len(natural), seed=4)
+    def share_with_weekday(texts):
+        names = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+        return sum(text[:3].lower() in names for text in texts) / len(texts)
+    assert abs(share_with_weekday([t for t, _ in natural]) - share_with_weekday([t for t, _, _ in drawn])) < 0.05
+    natural_upper = sum(text.isupper() for text, _ in natural) / len(natural)
+    drawn_upper = sum(text.isupper() for text, _, _ in drawn) / len(drawn)
+    assert abs(natural_upper - drawn_upper) < 0.04
+
+
+def test_pairs_by_length_reject_bad_bins():
+    with pytest.raises(ValueError, match="bins must"):
+        date_pairs_by_length([], 5)
+    with pytest.raises(ValueError, match="shortest <= longest"):
+        date_pairs_by_length([(12, 8)], 5)
+    with pytest.raises(ValueError, match="no pattern writes"):
+        date_pairs_by_length([(40, 50)], 5)
+    with pytest.raises(ValueError, match="non-negative int"):
+        date_pairs_by_length([(8, 12)], -1)
+    assert date_pairs_by_length([(8, 12)], 0) == []

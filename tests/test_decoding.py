@@ -69,6 +69,27 @@ def test_beam_search_escapes_the_greedy_trap():
     assert scores.item() == pytest.approx(math.log(0.36), abs=1e-4)
 
 
+# Greedy takes 'a' (0.36) then <eos> (0.4): 0.144. A beam of two keeps 'b c' (0.34 · 0.55 = 0.187) and
+# 'b d' (0.34 · 0.45 = 0.153) over 'a <eos>' (0.144), but after 'c' or 'd' <eos> has probability 0.2 only.
+C, D = 5, 6
+BEAM_LOSES = table({SOS: {A: 0.36, B: 0.34, D: 0.30}, A: {EOS: 0.4, C: 0.3, D: 0.3}, B: {C: 0.55, D: 0.45},
+                    C: {EOS: 0.2, C: 0.4, D: 0.4}, D: {EOS: 0.2, C: 0.4, D: 0.4}}, size=7)
+
+
+def test_beam_search_can_score_below_greedy():
+    """Not a bug: a beam may drop greedy's path when other beginnings score higher, and end worse."""
+    model = MarkovModel(BEAM_LOSES.unsqueeze(0))
+    source = torch.zeros(1, 1, dtype=torch.long)
+    greedy = greedy_decode(model, source, SOS, EOS, 6)
+    assert greedy.tolist() == [[A, EOS]]
+    beam = beam_search(model, source, SOS, EOS, 6, beam_width=2)
+    assert beam[0, 0].item() == B  # greedy's first token was dropped at the second step
+    greedy_score = sequence_log_probs(model, source, greedy, SOS, EOS)
+    beam_score = sequence_log_probs(model, source, beam, SOS, EOS)
+    assert greedy_score.item() == pytest.approx(math.log(0.144), abs=1e-4)
+    assert beam_score.item() < greedy_score.item() - 1.0
+
+
 def test_length_penalty_normalises_by_length():
     model = MarkovModel(SHORT_OR_LONG.unsqueeze(0))
     source = torch.zeros(1, 1, dtype=torch.long)
@@ -138,3 +159,19 @@ def test_translate_strings():
         translate(model, "", vocab, vocab)
     with pytest.raises(ValueError, match="max_len=8"):
         translate(model, "abcdabcda", vocab, vocab)
+
+
+def test_translate_in_sorted_batches_keeps_the_order_and_the_outputs():
+    vocab = Vocab("abcd")
+    torch.manual_seed(0)
+    model = TokenTransformer(len(vocab), len(vocab), d_model=16, n_heads=2, ff_units=16, n_layers=1, max_len=8)
+    with torch.no_grad():
+        model.generator.weight.mul_(5.0)  # varied outputs, so a mixed-up order would show
+    texts = ["dcbaab", "a", "abc", "dd", "cabdca", "b", "bbbb", "acd"]
+    one_batch = translate(model, texts, vocab, vocab, batch_size=100)
+    assert translate(model, texts, vocab, vocab, batch_size=3) == one_batch  # other batches, same outputs
+    assert [translate(model, text, vocab, vocab) for text in texts] == one_batch  # each alone, same outputs
+    assert translate(model, texts, vocab, vocab, batch_size=2, beam_width=2) == \
+        [translate(model, text, vocab, vocab, beam_width=2) for text in texts]
+    with pytest.raises(ValueError, match="batch_size"):
+        translate(model, texts, vocab, vocab, batch_size=0)

@@ -17,6 +17,14 @@ def test_new_pattern_solution_passes():
 
 def test_new_pattern_fixed_suffix_is_caught():
     _fails_with(ch08.new_pattern, "'the' d'rd of' MMMM, y", "the 1rd of May, 1979")
+    _fails_with(ch08.new_pattern, "'the' d'rd of' MMMM, y", "suffix is wrong")
+
+
+def test_new_pattern_messages_do_not_give_the_pattern_away():
+    for answer in ("d MMMM y", "'the' d'rd of' MMMM, y", "'the 'd{ord}' of 'MMMM,y", "'The' d{ord} 'of' MMMM, y"):
+        message = repr(ch08.new_pattern.check(answer))
+        assert "{ord}" not in message and "MMMM" not in message and "was wanted" not in message
+    _fails_with(ch08.new_pattern, "'The' d{ord} 'of' MMMM, y", "capitals")
 
 
 def test_new_pattern_unquoted_words_are_caught():
@@ -39,11 +47,13 @@ def test_century_rule_solution_passes():
 
 def test_century_rule_off_by_one_boundary_is_caught():
     _fails_with(ch08.century_rule, lambda yy: (2000 if yy <= 50 else 1900) + yy, "the boundary")
+    assert "1950" not in repr(ch08.century_rule.check(lambda yy: (2000 if yy <= 50 else 1900) + yy))
 
 
-def test_century_rule_reference_mistake_is_caught():
-    """The reference material's model read "09" as 1990: reversed digits, another century."""
-    _fails_with(ch08.century_rule, lambda yy: 1900 + yy, "full_year(0) should be 2000, got 1900")
+def test_century_rule_placeholder_is_caught_without_the_answer():
+    """The placeholder puts every year in the 1900s (the reference model's 1990 for "09" is no rule)."""
+    _fails_with(ch08.century_rule, lambda yy: 1900 + yy, "full_year(0) returned 1900, which is not what the rule gives")
+    assert "2000" not in repr(ch08.century_rule.check(lambda yy: 1900 + yy))
 
 
 def test_century_rule_needs_ints():
@@ -67,6 +77,14 @@ def test_reading_positions_wrong_axis_is_caught():
     _fails_with(ch08.reading_positions, lambda t: t.weights.mean(dim=0).argmax(dim=0).tolist(), "the last dimension")
 
 
+def test_reading_positions_wrong_answer_does_not_show_the_positions():
+    translation = ch08._translations()[0]
+    wanted = ch08.reading_positions._solution(translation)
+    result = ch08.reading_positions.check(lambda t: [0] * t.weights.shape[1])
+    assert not result and "not the most-read source position" in repr(result)
+    assert str(wanted) not in repr(result)
+
+
 def test_reading_positions_placeholder_is_caught():
     _fails_with(ch08.reading_positions, lambda t: None, "list of ints")
 
@@ -78,3 +96,49 @@ def test_reading_positions_solution_on_a_hand_made_map():
     hand_made = type(translation)(translation.text, translation.translation, translation.source_tokens,
                                   translation.output_tokens, weights, ())
     assert ch08.reading_positions._solution(hand_made) == [4] * 11
+
+
+# ----------------------------------------------------------------------------- confidence
+def _by_hand(shift=True, stop_at_eos=True, exponentiate=True):
+    def confidence(model, source, generated, sos_id, eos_id):
+        start = torch.full_like(generated[:, :1], sos_id)
+        target_in = torch.cat([start, generated[:, :-1]], dim=1) if shift else generated
+        with torch.no_grad():
+            log_probs = model(source, target_in).log_softmax(-1)
+        token = log_probs.gather(-1, generated.unsqueeze(-1)).squeeze(-1)
+        if stop_at_eos:
+            is_eos = (generated == eos_id).long()
+            token = token * ((is_eos.cumsum(1) - is_eos) == 0)
+        total = token.sum(1)
+        return total.exp() if exponentiate else total
+    return confidence
+
+
+def test_confidence_solution_passes():
+    assert ch08.confidence.check(ch08.confidence._solution)
+    assert ch08.confidence.check(_by_hand())
+
+
+def test_confidence_matches_sequence_log_probs_on_a_case():
+    from stepbystep.models import sequence_log_probs
+
+    model, source, generated = ch08._confidence_case()
+    expected = sequence_log_probs(model, source, generated, 1, 2).exp()
+    torch.testing.assert_close(ch08.confidence._solution(model, source, generated, 1, 2), expected)
+
+
+def test_confidence_mistakes_are_caught():
+    _fails_with(ch08.confidence, _by_hand(exponentiate=False), "log-probabilities")
+    _fails_with(ch08.confidence, _by_hand(stop_at_eos=False), "stop after the first <eos>")
+    _fails_with(ch08.confidence, _by_hand(shift=False), "shifted by one")
+    _fails_with(ch08.confidence, lambda m, s, g, sos, eos: torch.ones(len(g)), "not the model's")
+    _fails_with(ch08.confidence, lambda m, s, g, sos, eos: torch.ones(3), "one probability per output row")
+    _fails_with(ch08.confidence, None, "expected a function")
+
+
+def test_confidence_checker_leaves_the_global_rng_alone():
+    torch.manual_seed(5)
+    before = torch.rand(3)
+    torch.manual_seed(5)
+    ch08.confidence.check(ch08.confidence._solution)
+    assert torch.equal(torch.rand(3), before)

@@ -4,6 +4,7 @@ import torch
 import torch.nn.functional as F
 
 from stepbystep.models import SequenceCrossEntropy, masked_accuracy, sequence_accuracy, sequence_cross_entropy
+from stepbystep.models.metrics import wilson_interval
 
 PAD, EOS = 0, 2
 
@@ -57,3 +58,28 @@ def test_sequence_accuracy_needs_the_eos():
     assert sequence_accuracy(torch.tensor([[3, EOS]]), targets) == 0.0  # stopped too early
     with pytest.raises(ValueError, match="predictions"):
         sequence_accuracy(torch.tensor([[3, EOS]]), torch.tensor([[3, EOS], [3, EOS]]))
+
+
+def test_wilson_interval_known_values():
+    low, high = wilson_interval(40, 1000)  # a textbook case: 4% of 1,000
+    assert low == pytest.approx(0.02951, abs=1e-4) and high == pytest.approx(0.05401, abs=1e-4)
+    low, high = wilson_interval(0, 1000)  # nothing seen: the interval still has room above 0
+    assert low == 0.0 and high == pytest.approx(0.003827, abs=1e-5)
+    low, high = wilson_interval(10, 10)
+    assert high == 1.0 and low == pytest.approx(0.7225, abs=1e-4)
+
+
+def test_wilson_interval_contains_the_rate_and_narrows_with_n():
+    for successes, n in [(1, 3), (5, 100), (500, 1000), (999, 1000)]:
+        low, high = wilson_interval(successes, n)
+        assert 0.0 <= low <= successes / n <= high <= 1.0
+    assert (lambda a, b: a[1] - a[0] > b[1] - b[0])(wilson_interval(4, 100), wilson_interval(40, 1000))
+    wide, narrow = wilson_interval(40, 1000, z=2.576), wilson_interval(40, 1000, z=1.0)
+    assert wide[0] < narrow[0] and wide[1] > narrow[1]
+
+
+@pytest.mark.parametrize("successes, n, error", [(5, 0, ValueError), (11, 10, ValueError), (-1, 10, ValueError),
+                                                 (1.5, 10, TypeError), (True, 10, TypeError)])
+def test_wilson_interval_rejects_bad_counts(successes, n, error):
+    with pytest.raises(error, match="successes|n must"):
+        wilson_interval(successes, n)

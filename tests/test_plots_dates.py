@@ -61,13 +61,33 @@ def test_date_errors():
     fig = plots.date_errors(texts, targets, predictions)
     by_length, by_field = fig.axes
     assert "3 wrong of 4" in by_length.get_title()
-    heights = {int(round(bar.get_x() + bar.get_width() / 2)): bar.get_height() for bar in by_length.patches}
-    assert heights == {10: 50.0, 12: 100.0, 29: 100.0}  # "3 May 1979" right, "5 April 09" wrong
+    labels = [label.get_text() for label in by_length.get_xticklabels()]
+    heights = dict(zip(labels, (bar.get_height() for bar in by_length.patches)))
+    assert heights == {"10": 50.0, "12": 100.0, "29": 100.0}  # "3 May 1979" right, "5 April 09" wrong
     fields = {label.get_text(): bar.get_height() for label, bar in zip(by_field.get_xticklabels(), by_field.patches)}
     assert fields == {"year": 2, "month": 0, "day": 0, "format": 1}
     assert by_length.get_ylabel() and by_field.get_xlabel()
 
 
+def test_date_errors_by_bins_with_wilson_intervals():
+    texts = ["3 May 1979"] * 8 + ["Wednesday, September 20, 2034"] * 4 + ["1 March 2001"]
+    targets = ["1979-05-03"] * 8 + ["2034-09-20"] * 4 + ["2001-03-01"]
+    predictions = ["1979-05-03"] * 8 + ["2043-09-20", "2034-09-20", "2034-09-20", "2034-09-20"] + ["2001-03-01"]
+    fig = plots.date_errors(texts, targets, predictions, bins=[(8, 12), (13, 26), (27, 29)])
+    by_length = fig.axes[0]
+    assert [label.get_text() for label in by_length.get_xticklabels()] == ["8-12", "13-26", "27-29"]
+    assert [bar.get_height() for bar in by_length.patches] == [0.0, 0.0, 25.0]
+    assert [text.get_text() for text in by_length.texts] == ["0/9", "0/0", "1/4"]
+    from stepbystep.models.metrics import wilson_interval
+    low, high = wilson_interval(1, 4)
+    (bars_errors,) = [c for c in by_length.containers if hasattr(c, "errorbar") and c.errorbar is not None]
+    segments = bars_errors.errorbar.lines[2][0].get_segments()
+    assert segments[2][0][1] == pytest.approx(100 * low) and segments[2][1][1] == pytest.approx(100 * high)
+    assert segments[0][1][1] > 0  # no error among 9 still leaves room above 0
+
+
 def test_date_errors_checks_lengths():
     with pytest.raises(ValueError, match="equally long"):
         plots.date_errors(["3 May 1979"], ["1979-05-03"], [])
+    with pytest.raises(ValueError, match="bins"):
+        plots.date_errors(["3 May 1979"], ["1979-05-03"], ["1979-05-03"], bins=[(12, 8)])

@@ -15,7 +15,7 @@ Rules that keep every text unambiguous:
 - **ordinals**: ``{ord}`` in a pattern stands for the right English suffix (1st, 2nd, 3rd,
   11th, 22nd); one pattern writes "th" after every day, as people sloppily do ("21th").
 
-People also name the wrong day of the week (the reference material's "Saturday May 9 2018":
+People also name the wrong day of the week (the reference model's "Saturday May 9 2018":
 9 May 2018 was a Wednesday). The weekday never changes the ISO date, so a fraction
 ``WRONG_WEEKDAY_RATE`` of the pairs whose pattern names one names a random weekday instead.
 """
@@ -42,6 +42,8 @@ __all__ = [
     "date_pairs",
     "split_dates",
     "date_datasets",
+    "pattern_lengths",
+    "date_pairs_by_length",
     "ERROR_KINDS",
     "wrong_fields",
 ]
@@ -86,7 +88,8 @@ CASES = {"as written": 0.7, "lower": 0.1, "upper": 0.1, "title": 0.1}
 # Of the pairs whose pattern names a weekday, the fraction that names a random one instead.
 WRONG_WEEKDAY_RATE = 0.1
 
-# The reference material's eight test dates and what they mean.
+# The eight test dates of chapter 08's reference model (a public character-level Transformer
+# notebook for date translation) and what they mean.
 REFERENCE_DATES = {
     "3 May 1979": "1979-05-03",
     "5 April 09": "2009-04-05",
@@ -229,6 +232,86 @@ def date_datasets(n_train=40_000, n_val=2_000, val_fraction=0.1, seed=0):
     train_seed, val_seed = np.random.SeedSequence(seed).spawn(2)
     return (date_pairs(n_train, seed=train_seed, dates=train_dates),
             date_pairs(n_val, seed=val_seed, dates=val_dates))
+
+
+def _length_table(pattern):
+    """How long ``pattern``'s text is, by ``(month, two-digit day, weekday written)``.
+
+    A text's length depends only on these three (the year has a fixed width in the range, and
+    a case never changes the length of an English text), so the 1st and the 28th of every
+    month, with every weekday written, cover all the lengths. ``weekday`` is ``None`` in the
+    keys of a pattern that names none.
+    """
+    weekdays = range(7) if has_weekday(pattern) else (None,)
+    return {(month, day >= 10, weekday): len(render_date(date(2001, month, day), pattern, weekday=weekday))
+            for month in range(1, 13) for day in (1, 28) for weekday in weekdays}
+
+
+def pattern_lengths(pattern):
+    """The shortest and the longest text ``pattern`` writes, over every day, case and weekday."""
+    lengths = _length_table(pattern).values()
+    return min(lengths), max(lengths)
+
+
+def _length_bin(bin_):
+    if isinstance(bin_, list):
+        bin_ = tuple(bin_)
+    if (not isinstance(bin_, tuple) or len(bin_) != 2
+            or not all(isinstance(n, int) and not isinstance(n, bool) for n in bin_) or not 1 <= bin_[0] <= bin_[1]):
+        raise ValueError(f"bins must hold (shortest, longest) pairs of ints with 1 <= shortest <= longest, "
+                         f"got {bin_!r}")
+    return bin_
+
+
+def date_pairs_by_length(bins, n_per_bin, dates=None, seed=0):
+    """``n_per_bin`` texts in every length bin, each with its ISO date and its pattern.
+
+    ``bins`` is a list of inclusive ``(shortest, longest)`` source lengths, such as
+    ``[(8, 12), (27, 29)]``. In each bin the triples ``(text, iso, pattern)`` follow the
+    distribution of ``date_pairs`` (a uniform day from ``dates``, or from the whole range, a
+    uniform pattern, a case, sometimes a wrong weekday) *given* that the text's length falls in
+    the bin: a draw of another length is thrown away. Patterns that never reach the bin are
+    left out of the draw and a draw's length is looked up before its text is written, which
+    saves work and changes nothing else: even the rare long texts come quickly. Returns the
+    triples bin after bin, in order. One generator seeded with ``seed`` draws everything.
+    """
+    _check_count("n_per_bin", n_per_bin)
+    if not isinstance(bins, (list, tuple)) or not bins:
+        raise ValueError(f"bins must be a non-empty list of (shortest, longest) lengths, got {bins!r}")
+    bins = [_length_bin(bin_) for bin_ in bins]
+    if dates is None:
+        dates = [FIRST_DATE + timedelta(days=offset) for offset in range(N_DAYS)]
+    dates = list(dates)
+    if not dates:
+        raise ValueError("dates must hold at least one datetime.date to draw from, got none")
+    tables = {pattern: _length_table(pattern) for pattern in DATE_PATTERNS}
+    ranges = {pattern: (min(table.values()), max(table.values())) for pattern, table in tables.items()}
+    names_weekday = {pattern: has_weekday(pattern) for pattern in DATE_PATTERNS}
+    rng = np.random.default_rng(seed)
+    triples = []
+    for shortest, longest in bins:
+        patterns = [pattern for pattern, (low, high) in ranges.items() if low <= longest and high >= shortest]
+        if not patterns:
+            raise ValueError(f"no pattern writes a text of {shortest} to {longest} characters")
+        kept = []
+        while len(kept) < n_per_bin:
+            chunk = 4 * (n_per_bin - len(kept)) + 64
+            days = rng.integers(0, len(dates), size=chunk)  # (chunk,)
+            chosen = rng.integers(0, len(patterns), size=chunk)  # (chunk,)
+            cases = rng.choice(list(CASES), size=chunk, p=list(CASES.values()))  # (chunk,)
+            careless = rng.random(size=chunk) < WRONG_WEEKDAY_RATE  # (chunk,)
+            weekdays = rng.integers(0, 7, size=chunk)  # (chunk,)
+            for index, choice, case, wrong, weekday in zip(days, chosen, cases, careless, weekdays):
+                day, pattern = dates[index], patterns[choice]
+                named = names_weekday[pattern]
+                weekday = int(weekday) if wrong and named else None
+                key = (day.month, day.day >= 10, (day.weekday() if weekday is None else weekday) if named else None)
+                if shortest <= tables[pattern][key] <= longest:
+                    kept.append((render_date(day, pattern, str(case), weekday), day.isoformat(), pattern))
+                    if len(kept) == n_per_bin:
+                        break
+        triples.extend(kept)
+    return triples
 
 
 ERROR_KINDS = ("year", "month", "day", "format")

@@ -1,5 +1,5 @@
-"""Chapter 08's "Your turn": a new date pattern, the two-digit-year rule, and reading an
-alignment map as numbers.
+"""Chapter 08's "Your turn": a new date pattern, the two-digit-year rule, reading an alignment
+map as numbers, and the model's confidence in its own output.
 
 In the notebook::
 
@@ -8,15 +8,17 @@ In the notebook::
     ch08.new_pattern.solution()
 """
 import numbers
+import re
 from datetime import date
 
 import torch
 
 from ..data.dates import ordinal_suffix, render_date
 from ..models.alignment import Translation
+from ..models.decoding import sequence_log_probs
 from .exercise import Exercise
 
-__all__ = ["new_pattern", "century_rule", "reading_positions"]
+__all__ = ["new_pattern", "century_rule", "reading_positions", "confidence"]
 
 
 # ----------------------------------------------------------------------------- 1. a new pattern
@@ -32,6 +34,9 @@ _PATTERN_DAYS = (date(2001, 3, 3), date(1979, 5, 1), date(2016, 8, 21), date(200
                  date(2049, 12, 31), date(1988, 11, 11))
 
 
+_SUFFIX = re.compile(r"(\d)(st|nd|rd|th)\b", re.IGNORECASE)
+
+
 def _check_new_pattern(answer):
     if not isinstance(answer, str):
         return f"expected a Babel pattern (a str), got {type(answer).__name__}"
@@ -44,8 +49,12 @@ def _check_new_pattern(answer):
         wanted = _wanted(day)
         if got != wanted:
             if got.replace(" ", "") == wanted.replace(" ", ""):
-                return f"for {day} it gives {got!r}, {wanted!r} was wanted: check the spaces"
-            return f"for {day} it gives {got!r}, but {wanted!r} was wanted"
+                return f"for {day} it writes {got!r}: the words are right, check the spaces"
+            if got.lower() == wanted.lower():
+                return f"for {day} it writes {got!r}: check the capitals"
+            if _SUFFIX.sub(r"\1", got) == _SUFFIX.sub(r"\1", wanted):
+                return f"for {day} it writes {got!r}: the day's suffix is wrong for this day"
+            return f"for {day} it writes {got!r}, not in the form 'the 3rd of March, 2001'"
     return None
 
 
@@ -72,8 +81,8 @@ def _check_century_rule(answer):
         if isinstance(got, bool) or not isinstance(got, numbers.Integral):
             return f"full_year({two_digits}) should be an int, got {got!r}"
         if got != wanted:
-            boundary = " (the boundary: 49 is 2049, 50 is 1950)" if two_digits in (49, 50) else ""
-            return f"full_year({two_digits}) should be {wanted}, got {got}{boundary}"
+            where = " (look at the boundary between the two centuries)" if two_digits in (49, 50) else ""
+            return f"full_year({two_digits}) returned {got}, which is not what the rule gives{where}"
     return None
 
 
@@ -122,7 +131,8 @@ def _check_reading_positions(answer):
             heads = [translation.weights[head].argmax(dim=-1).tolist() for head in range(translation.weights.shape[0])]
             if list(got) in heads:
                 return "that is one head's choice: average the heads first (mean over dimension 0)"
-            return f"for {translation.text!r} expected {wanted}, got {list(got)}"
+            wrong = sum(a != b for a, b in zip(got, wanted))
+            return f"for {translation.text!r}, {wrong} of the {n_out} positions are not the most-read source position"
     return None
 
 
@@ -131,4 +141,77 @@ reading_positions = Exercise(
     _check_reading_positions,
     "translation.weights is (n_heads, L_out, L_s): average over the heads, then take the arg-max over the source",
     _reading_positions_solution,
+)
+
+
+# ----------------------------------------------------------------------------- 4. confidence
+def _confidence_solution(model, source_ids, generated, sos_id, eos_id):
+    model.eval()
+    start = torch.full_like(generated[:, :1], sos_id)  # (N, 1)
+    target_in = torch.cat([start, generated[:, :-1]], dim=1)  # (N, L): the decoder reads <sos> y_1 ...
+    with torch.no_grad():
+        log_probs = model(source_ids, target_in).log_softmax(dim=-1)  # (N, L, V)
+    token = log_probs.gather(-1, generated.unsqueeze(-1)).squeeze(-1)  # (N, L): log p of each written token
+    is_eos = (generated == eos_id).long()  # (N, L)
+    up_to_eos = (is_eos.cumsum(dim=1) - is_eos) == 0  # (N, L): up to and including the first <eos>
+    return (token * up_to_eos).sum(dim=1).exp()  # (N,)
+
+
+_SOS, _EOS, _PAD = 1, 2, 0
+
+
+def _confidence_case():
+    """A small untrained model and outputs with <eos> at different places (padding after it)."""
+    from ..models.token_transformer import TokenTransformer  # a tiny model: no trained one needed
+
+    generator = torch.Generator().manual_seed(8)
+    state = torch.random.get_rng_state()
+    try:
+        torch.manual_seed(8)
+        model = TokenTransformer(9, 7, d_model=16, n_heads=2, ff_units=32, n_layers=1, dropout=0.0, max_len=8)
+    finally:
+        torch.random.set_rng_state(state)  # leave the learner's random stream alone
+    with torch.no_grad():
+        model.generator.weight.mul_(6.0)  # peaked distributions: clearly different probabilities
+    source = torch.randint(4, 9, (4, 5), generator=generator)  # (4, 5)
+    generated = torch.tensor([[4, 5, 6, _EOS, _PAD, _PAD], [5, _EOS, _PAD, _PAD, _PAD, _PAD],
+                              [6, 6, 4, 5, 4, _EOS], [4, 4, 4, 4, 4, 4]])  # (4, 6): the last never ends
+    return model, source, generated
+
+
+def _check_confidence(answer):
+    if not callable(answer):
+        return (f"expected a function confidence(model, source_ids, generated, sos_id, eos_id), "
+                f"got {type(answer).__name__}")
+    model, source, generated = _confidence_case()
+    got = answer(model, source, generated, _SOS, _EOS)
+    if not isinstance(got, torch.Tensor):
+        try:
+            got = torch.as_tensor(got, dtype=torch.float)
+        except (TypeError, ValueError):
+            return f"return a tensor of probabilities (N,), got {type(got).__name__}"
+    got = got.detach().float().reshape(-1)
+    if got.numel() != len(generated):
+        return f"expected one probability per output row ({len(generated)}), got {got.numel()} numbers"
+    wanted = sequence_log_probs(model, source, generated, _SOS, _EOS)  # (N,): compared on the log scale,
+    if torch.allclose(got, wanted, rtol=0, atol=1e-3):  # where tiny probabilities still differ
+        return "these look like log-probabilities: return the probability itself"
+    if (got < 0).any() or (got > 1).any() or not torch.isfinite(got).all():
+        return "a probability lies between 0 and 1: some of yours do not"
+    close = (got.clamp_min(1e-38).log() - wanted).abs() < 1e-3  # (N,)
+    if close.all():
+        return None
+    if close[2:].all() and not close[:2].any():
+        return "right for the outputs that fill their row, wrong where <pad> follows <eos>: stop after the first <eos>"
+    return ("your probabilities are not the model's: does the decoder read <sos> and the output shifted by one, "
+            "and do you stop after the first <eos>?")
+
+
+confidence = Exercise(
+    "the model's confidence in its output",
+    _check_confidence,
+    "the decoder must read <sos> y_1 ... y_(L-1) to predict y_1 ... y_L; take log_softmax of the logits, pick "
+    "each written token's log-probability with gather, keep only the positions up to and including the first "
+    "eos_id (a cumulative sum helps), sum, and exponentiate",
+    _confidence_solution,
 )

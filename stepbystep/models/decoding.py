@@ -154,28 +154,41 @@ def sequence_log_probs(model, source_ids, generated, sos_id, eos_id):
     return (token_log_probs * before_eos).sum(dim=1)  # (N,)
 
 
-def translate(model, texts, src_vocab, tgt_vocab, max_len=None, beam_width=1):
+def translate(model, texts, src_vocab, tgt_vocab, max_len=None, beam_width=1, batch_size=1000):
     """Turn strings into the model's output strings: encode, pad, decode, decode back to text.
 
     ``texts`` is one string or a list of them. Unknown characters become ``<unk>``; an empty
     text, or one longer than the model's ``max_len``, raises ``ValueError``. ``max_len`` caps
     the output (default: the model's). ``beam_width`` 1 decodes greedily, more uses
-    ``beam_search``. Returns a string, or a list of strings for a list.
+    ``beam_search``. Returns a string, or a list of strings for a list, in the order of
+    ``texts``.
+
+    The texts are decoded in batches of at most ``batch_size``, sorted by length, so that a
+    short text is padded only to the length of texts like it rather than to the longest of
+    all: with padding masks the outputs are the same, and the work shrinks (about half, for
+    the dates of chapter 08).
     """
     single = isinstance(texts, str)
     texts = [texts] if single else list(texts)
     if not texts:
         raise ValueError("translate needs at least one text")
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
     model_max = getattr(model, "max_len", None)
     max_len = model_max if max_len is None else max_len
     device = next(model.parameters()).device
     ids = [torch.tensor(src_vocab.encode(text, max_len=model_max)) for text in texts]
-    source = torch.nn.utils.rnn.pad_sequence(ids, batch_first=True, padding_value=src_vocab.pad_id)  # (N, L_s)
-    source = source.to(device)
-    if beam_width == 1:
-        generated = greedy_decode(model, source, tgt_vocab.sos_id, tgt_vocab.eos_id, max_len, tgt_vocab.pad_id)
-    else:
-        generated = beam_search(model, source, tgt_vocab.sos_id, tgt_vocab.eos_id, max_len,
-                                beam_width=beam_width, pad_id=tgt_vocab.pad_id)
-    outputs = [tgt_vocab.decode(row) for row in generated.cpu()]  # generated: (N, L)
+    order = sorted(range(len(texts)), key=lambda index: len(ids[index]))  # similar lengths side by side
+    outputs = [None] * len(texts)
+    for start in range(0, len(order), batch_size):
+        chosen = order[start:start + batch_size]
+        source = torch.nn.utils.rnn.pad_sequence([ids[index] for index in chosen], batch_first=True,
+                                                 padding_value=src_vocab.pad_id).to(device)  # (n, L_s)
+        if beam_width == 1:
+            generated = greedy_decode(model, source, tgt_vocab.sos_id, tgt_vocab.eos_id, max_len, tgt_vocab.pad_id)
+        else:
+            generated = beam_search(model, source, tgt_vocab.sos_id, tgt_vocab.eos_id, max_len,
+                                    beam_width=beam_width, pad_id=tgt_vocab.pad_id)
+        for index, row in zip(chosen, generated.cpu()):  # generated: (n, L)
+            outputs[index] = tgt_vocab.decode(row)
     return outputs[0] if single else outputs

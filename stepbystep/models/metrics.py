@@ -1,11 +1,16 @@
-"""Loss and accuracies for sequences of tokens, where padding must not count."""
+"""Loss and accuracies for sequences of tokens, where padding must not count, and how sure a
+measured rate is (``wilson_interval``)."""
+import math
+import numbers
+
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from ..data.tokens import EOS, PAD
 
-__all__ = ["sequence_cross_entropy", "SequenceCrossEntropy", "masked_accuracy", "sequence_accuracy"]
+__all__ = ["sequence_cross_entropy", "SequenceCrossEntropy", "masked_accuracy", "sequence_accuracy",
+           "wilson_interval"]
 
 
 def _check_logits(logits, targets):
@@ -86,3 +91,27 @@ def sequence_accuracy(predicted_ids, target_ids, pad_id=PAD, eos_id=EOS):
     target = F.pad(_up_to_eos(target_ids, pad_id, eos_id), (0, length - target_ids.shape[1]),
                    value=pad_id)  # (N, L)
     return (predicted == target).all(dim=1).float().mean().item()
+
+
+def wilson_interval(successes, n, z=1.959963984540054):
+    """Wilson score interval ``(low, high)`` for a rate measured as ``successes`` out of ``n``.
+
+    ``z`` is the normal quantile of the confidence level (the default gives 95%). Unlike the
+    textbook ``p ± z·√(p(1-p)/n)``, the interval stays inside [0, 1] and does not collapse to a
+    point when nothing (or everything) succeeded: 0 errors out of 1,000 still leaves room for
+    a rate up to about 0.4%. Wilson, "Probable Inference, the Law of Succession, and
+    Statistical Inference" (1927).
+    """
+    for name, value in (("successes", successes), ("n", n)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if n < 1 or not 0 <= successes <= n:
+        raise ValueError(f"expected 0 <= successes <= n and n >= 1, got successes={successes}, n={n}")
+    if not z > 0:
+        raise ValueError(f"z must be positive, got {z!r}")
+    rate = successes / n
+    centre = (rate + z**2 / (2 * n)) / (1 + z**2 / n)
+    half_width = z / (1 + z**2 / n) * math.sqrt(rate * (1 - rate) / n + z**2 / (4 * n**2))
+    low = 0.0 if successes == 0 else max(0.0, centre - half_width)  # exact ends, not rounding residues
+    high = 1.0 if successes == n else min(1.0, centre + half_width)
+    return low, high

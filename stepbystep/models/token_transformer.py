@@ -29,12 +29,13 @@ class TokenTransformer(nn.Module):
             (the causal mask stays): padding is then read like any other token, which
             chapter 07 uses to show what the masks are for.
         scale_embeddings: multiply the embeddings by ``√d_model`` before adding the
-            positional encoding, as the paper does. Off by default, on purpose: ``nn.Embedding``
+            positional encoding, as the paper does. The rule is to make the input and the
+            encoding comparable in size; the paper's factor suits embedding weights that start
+            small (std about ``1/√d_model``). Off by default, on purpose: ``nn.Embedding``
             starts with standard deviation 1, so its vectors already have the size of the
             sinusoids (values in [-1, 1]); multiplied by ``√d_model`` (8 for d_model 64) they
             drown the positions, and a model that must know *where* each token sits (to
-            reverse, to read a date) learns much slower (COURSE.md measured 60% vs 98% on dates).
-            The paper's scaling belongs with embeddings initialised at std ``1/√d_model``.
+            reverse, to read a date) learns much slower (chapter 07 measures it on the digits).
             ``True`` exists to show the pitfall.
         embedding_std: draw both embeddings from ``N(0, embedding_std²)`` instead of PyTorch's
             ``N(0, 1)``. Smaller embeddings make the positions relatively louder, which helps

@@ -6,6 +6,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from ..data.dates import ERROR_KINDS, wrong_fields
+from ..models.metrics import wilson_interval
 
 __all__ = ["alignment_map", "alignment_maps", "date_errors"]
 
@@ -77,14 +78,20 @@ def alignment_maps(translations, head=None, n_cols=2):
     return fig
 
 
-def date_errors(texts, targets, predictions):
+def _bin_label(shortest, longest):
+    return str(shortest) if shortest == longest else f"{shortest}-{longest}"
+
+
+def date_errors(texts, targets, predictions, bins=None):
     """What a date model gets wrong: its error rate by source length, and which fields are wrong.
 
     ``texts``, ``targets`` (ISO dates) and ``predictions`` are equally long lists of strings.
-    Left: for every source length, the share of wrong translations (the number of examples of
-    that length written above each bar). Right: the wrong translations counted by the field
-    they get wrong (``wrong_fields``: one translation may count for several fields).
-    Returns the Figure.
+    Left: the share of wrong translations in each length bin, with its Wilson 95% interval
+    (``wilson_interval``) as an error bar and ``wrong/examples`` written above the bar.
+    ``bins`` is a list of inclusive ``(shortest, longest)`` lengths; ``None`` gives every
+    observed length its own bin. Texts outside every bin are left out of the left panel.
+    Right: the wrong translations counted by the field they get wrong (``wrong_fields``: one
+    translation may count for several fields). Returns the Figure.
     """
     texts, targets, predictions = list(texts), list(targets), list(predictions)
     if not len(texts) == len(targets) == len(predictions) or not texts:
@@ -94,18 +101,35 @@ def date_errors(texts, targets, predictions):
     wrong = np.array([target != predicted for target, predicted in zip(targets, predictions)])  # (n,)
     fields = Counter(field for target, predicted, bad in zip(targets, predictions, wrong) if bad
                      for field in wrong_fields(target, predicted))
+    if bins is None:
+        bins = [(int(length), int(length)) for length in np.unique(lengths)]
+    bins = [tuple(bin_) for bin_ in bins]
+    if not bins or any(len(bin_) != 2 or bin_[0] > bin_[1] for bin_ in bins):
+        raise ValueError(f"bins must be a non-empty list of (shortest, longest) lengths, got {bins!r}")
 
     fig, (by_length, by_field) = plt.subplots(1, 2, figsize=(11, 3.6), layout="constrained",
                                               gridspec_kw={"width_ratios": [3, 1]})
-    observed = np.unique(lengths)  # (n_lengths,)
-    counts = np.array([(lengths == length).sum() for length in observed])  # (n_lengths,)
-    error_rate = np.array([wrong[lengths == length].mean() for length in observed]) * 100  # (n_lengths,)
-    bars = by_length.bar(observed, error_rate, color="tab:red")
-    by_length.bar_label(bars, labels=[str(count) for count in counts], fontsize=7, color="gray")
-    by_length.set_xlabel("source length (characters); gray: number of examples")
+    counts, errors, rates, lows, highs = [], [], [], [], []
+    for shortest, longest in bins:
+        inside = (lengths >= shortest) & (lengths <= longest)  # (n,)
+        n, k = int(inside.sum()), int(wrong[inside].sum())
+        low, high = wilson_interval(k, n) if n else (0.0, 0.0)
+        counts.append(n)
+        errors.append(k)
+        rates.append(100 * k / n if n else 0.0)
+        lows.append(100 * low)
+        highs.append(100 * high)
+    rates, lows, highs = np.array(rates), np.array(lows), np.array(highs)
+    positions = np.arange(len(bins))
+    bars = by_length.bar(positions, rates, color="tab:red",
+                         yerr=np.vstack([rates - lows, highs - rates]), capsize=3, ecolor="black")
+    by_length.bar_label(bars, labels=[f"{k}/{n}" for k, n in zip(errors, counts)], fontsize=7, color="gray",
+                        padding=2)
+    by_length.set_xticks(positions, [_bin_label(*bin_) for bin_ in bins], fontsize=8)
+    by_length.set_xlabel("source length (characters); gray: wrong/examples; bars: Wilson 95% interval")
     by_length.set_ylabel("wrong translations (%)")
     by_length.set_title(f"{wrong.sum()} wrong of {len(wrong)} ({100 * wrong.mean():.2f}%)")
-    by_length.set_ylim(0, max(1.0, error_rate.max() * 1.25))
+    by_length.set_ylim(0, max(1.0, highs.max() * 1.2))
 
     by_field.bar(ERROR_KINDS, [fields[kind] for kind in ERROR_KINDS], color="tab:red")
     by_field.set_xlabel("wrong field")
@@ -113,4 +137,3 @@ def date_errors(texts, targets, predictions):
     by_field.set_title("which part is wrong")
     by_field.yaxis.get_major_locator().set_params(integer=True)
     return fig
-
