@@ -8,13 +8,13 @@ and the model predicts every next token from the ones before it (Radford et al. 
 import functools
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from ..data.date_completions import IGNORE_INDEX
 from .kv_cache import KVCache, cached_mask, cached_self_attention
 from .layers import EncoderLayer
 from .masks import subsequent_mask
+from .metrics import sequence_cross_entropy
 from .positional_encoding import PositionalEncoding
 
 __all__ = ["DecoderOnlyLayer", "DecoderOnlyTransformer", "IGNORE_INDEX", "completion_loss"]
@@ -220,12 +220,4 @@ def completion_loss(logits, targets, label_smoothing=0.0):
     ``F.cross_entropy``'s (Szegedy et al. 2016): the target gets ``1 - ε + ε/V`` of the
     probability, every other token ``ε/V``.
     """
-    for name, value in (("logits", logits), ("targets", targets)):
-        if not isinstance(value, torch.Tensor):
-            raise TypeError(f"{name} must be a tensor, got {type(value).__name__}")
-    if logits.dim() != 3 or targets.dim() != 2 or logits.shape[:2] != targets.shape:
-        raise ValueError(f"expected logits (N, L, V) and targets (N, L), got {tuple(logits.shape)} "
-                         f"and {tuple(targets.shape)}")
-    vocab_size = logits.shape[-1]
-    return F.cross_entropy(logits.reshape(-1, vocab_size), targets.reshape(-1),  # (N·L, V), (N·L,)
-                           ignore_index=IGNORE_INDEX, label_smoothing=label_smoothing)
+    return sequence_cross_entropy(logits, targets, pad_id=IGNORE_INDEX, label_smoothing=label_smoothing)
