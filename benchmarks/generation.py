@@ -3,12 +3,14 @@
 Without the cache every step runs the whole stream through the model again, so step ``t``
 costs about ``t`` tokens of work; with it a step feeds one token and computes one row of
 attention per layer. Both write the same tokens (greedy, no ``eos_id``, so both run all 256
-steps). Timed with ``torch.utils.benchmark.Timer`` (its own warm-up, one thread).
+steps). Timed with ``benchmarks.timing.compare`` on one thread: the two runs alternate, so a
+slow moment of a shared machine lands on both rather than on one, and the medians are compared.
 """
 import torch
-from torch.utils.benchmark import Timer
 
 from stepbystep.models import DecoderOnlyTransformer, generate
+
+from .timing import compare
 
 GOAL = 5.0  # the cache should make generation at least 5x faster
 PROMPT_LENGTH, NEW_TOKENS = 16, 256
@@ -21,25 +23,26 @@ def _model(max_len):
                                   max_len=max_len).eval()
 
 
-def timings(new_tokens=NEW_TOKENS, prompt_length=PROMPT_LENGTH, repeats=3):
+def timings(new_tokens=NEW_TOKENS, prompt_length=PROMPT_LENGTH, repeats=5):
     """Median seconds of one ``generate`` call with and without the cache: ``{use_cache: seconds}``.
 
     The model is untrained (the cost does not depend on the weights); its ``max_len`` is the
-    prompt plus the new tokens. Runs on the CPU with one torch thread.
+    prompt plus the new tokens. Runs on the CPU with one torch thread; the two calls alternate
+    (``compare``), after one untimed warm-up each.
     """
     model = _model(prompt_length + new_tokens)
     prompt = torch.randint(4, 64, (1, prompt_length), generator=torch.Generator().manual_seed(0))
-    medians = {}
-    for use_cache in (True, False):
-        timer = Timer(stmt="generate(model, prompt, new_tokens, temperature=0, use_cache=use_cache)",
-                      globals={"generate": generate, "model": model, "prompt": prompt,
-                               "new_tokens": new_tokens, "use_cache": use_cache},
-                      num_threads=1, label="generation", description=f"use_cache={use_cache}")
-        medians[use_cache] = timer.timeit(repeats).median
-    return medians
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return compare({use_cache: (lambda use_cache=use_cache: generate(model, prompt, new_tokens, temperature=0,
+                                                                          use_cache=use_cache))
+                        for use_cache in (True, False)}, repeats=repeats)
+    finally:
+        torch.set_num_threads(threads)
 
 
-def speedup(new_tokens=NEW_TOKENS, prompt_length=PROMPT_LENGTH, repeats=3):
+def speedup(new_tokens=NEW_TOKENS, prompt_length=PROMPT_LENGTH, repeats=5):
     """How many times faster generation is with the cache: uncached time / cached time."""
     medians = timings(new_tokens, prompt_length, repeats)
     return medians[False] / medians[True]
@@ -48,7 +51,7 @@ def speedup(new_tokens=NEW_TOKENS, prompt_length=PROMPT_LENGTH, repeats=3):
 def run(quick=False):
     """One row for ``benchmarks.run``'s ratio table: cached / uncached (goal: at most 1 / GOAL)."""
     new_tokens = QUICK_NEW_TOKENS if quick else NEW_TOKENS
-    medians = timings(new_tokens, repeats=1 if quick else 3)
+    medians = timings(new_tokens, repeats=1 if quick else 5)
     ratio = medians[True] / medians[False]
     return [{"case": f"{new_tokens} new tokens after {PROMPT_LENGTH}, d_model=64, 2 layers, 1 thread",
              "ours": "KV cache", "reference": "no cache (recompute)",

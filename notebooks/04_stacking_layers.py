@@ -574,10 +574,13 @@ fig = seed_spread(by_setting)
 # - norm-last without warm-up ends above 0.2 in at least four of the five seeds, and its median
 #   final loss is more than ten times the median with warm-up; the gradient of its lower layers
 #   at the end is, at the median, less than a hundredth of the warm-up runs';
-# - at initialisation the pattern of section 8 holds in every seed: norm-first gradients lie
-#   within a factor of 1.5 of each other and are smaller in the last layer than in the first;
-#   norm-last gradients are larger in the last layer than in layers 3 and 4, smallest in one of
-#   layers 2 to 4, and more uneven than norm-first's.
+# - at initialisation the coarse pattern of section 8 holds in every seed: norm-first
+#   gradients lie within a factor of 1.5 of each other; norm-last gradients are larger in the
+#   last layer than in layers 3 and 4, and more uneven than norm-first's;
+# - its finer details hold in four seeds of five only: the norm-first gradients are smaller in
+#   the last layer than in the first, and the norm-last ones are smallest in one of layers 2 to
+#   4. (In the fifth seed the norm-first gradients are nearly flat, dipping in the middle, and
+#   the norm-last ones grow steadily from layer 1 to the output.)
 
 # %%
 finals = {label: np.array([run.losses[-1] for run in group]) for label, group in by_setting.items()}
@@ -586,11 +589,15 @@ first_flat, last_flat, last_warm = "norm-first, no warm-up", "norm-last, no warm
 assert (finals[first_flat] < 0.05).all() and (finals[last_warm] < 0.05).all(), finals
 assert (finals[last_flat] > 0.2).sum() >= 4 and np.median(finals[last_flat]) > 10 * np.median(finals[last_warm]), finals
 assert np.median(lowers[last_flat]) < 0.01 * np.median(lowers[last_warm]), lowers
+first_shrinks, last_dips = 0, 0  # seeds where the finer details of section 8 hold
 for first_run, last_run in zip(by_setting[first_flat], by_setting[last_flat]):  # the same seed, both placements
     g_first, g_last = first_run.norms[0], last_run.norms[0]  # (6,) each: at initialisation
-    assert g_first.max() / g_first.min() < 1.5 and g_first[0] > g_first[-1], g_first
-    assert g_last[-1] > 1.1 * g_last[2:4].max() and g_last.argmin() in (1, 2, 3), g_last
+    assert g_first.max() / g_first.min() < 1.5, g_first
+    assert g_last[-1] > 1.1 * g_last[2:4].max(), g_last
     assert g_last.max() / g_last.min() > g_first.max() / g_first.min(), (g_first, g_last)
+    first_shrinks += int(g_first[0] > g_first[-1])
+    last_dips += int(g_last.argmin() in (1, 2, 3))
+assert first_shrinks == 4 and last_dips == 4, (first_shrinks, last_dips)
 
 # %% [markdown]
 # So, in this toy setting, a norm-last stack trained at the full learning rate from the first

@@ -163,15 +163,27 @@ assert changes["batch_first=True"] < 1e-6, f"expected sequence 0 not to move, go
 # Read sequence-first, each "sequence" PyTorch sees holds one element of each of our four
 # sequences, so attention mixes them and sequence 0's output depends on sequence 3 (it moves
 # by more than 0.01, checked above). Read batch first, the sequences are independent, as they
-# should be: sequence 0 does not move (by less than $10^{-6}$). The package's wrapper refuses a
-# sequence-first transformer outright:
+# should be: sequence 0 does not move (by less than $10^{-6}$).
+#
+# The package's `TransformerModel` wrapper (below) takes our batch-first sequences whatever the
+# layout of the `nn.Transformer` inside. Around a sequence-first one it transposes them to
+# $(L, N, d_{model})$ on the way in and back on the way out, as the book's wrapper does, so the
+# sequences stay independent:
 
 # %%
 # NBVAL_CHECK_OUTPUT
-try:
-    TransformerModel(small, input_len=2, target_len=2, n_features=2)
-except ValueError as error:
-    print(f"ValueError: {error}")
+corner_batch = torch.randn(4, 2, 2, generator=generator)  # (N, L_s, F): four batch-first sources
+other_corners = corner_batch.clone()
+other_corners[3] += 1.0  # change sequence 3 only
+with torch.random.fork_rng(devices=[]):  # the wrapper's own layers draw from a stream of their own
+    torch.manual_seed(0)
+    wrapped = TransformerModel(small, input_len=2, target_len=2, n_features=2).eval()
+with torch.no_grad():
+    wrapped_moved = (wrapped(other_corners)[0] - wrapped(corner_batch)[0]).abs().max().item()
+print(f"sequence-first transformer in the wrapper: sequence 0 moved when sequence 3 changed: {wrapped_moved > 1e-6}")
+
+# %%
+assert wrapped_moved < 1e-6, f"expected sequence 0 not to move inside the wrapper, got {wrapped_moved:.2e}"
 
 # %% [markdown]
 # ## Three ways to write a mask
@@ -401,18 +413,24 @@ except ValueError as error:
 # To train `nn.Transformer` on chapter 05's task, it needs what it lacks. The package's
 # `TransformerModel(transformer, input_len, target_len, n_features)` adds them around it, as
 # `EncoderDecoderTransf` does around our stacks: `proj` maps the 2 features to $d_{model}$,
-# `pe` adds the positional encoding, `linear` maps $d_{model}$ back to 2 features. It converts
-# the masks and decodes the same way: teacher forcing in training, greedy decoding in
-# evaluation. Its causal mask is a buffer in PyTorch's convention, `True` = blocked, ready for
-# `tgt_mask`, so it has its own name, `causal_blocked_mask`: `EncoderDecoderTransf.trg_masks`
-# holds the same mask as a keep-mask, and one name for opposite meanings would invite exactly
-# the mistake above.
+# `pe` adds the positional encoding, `linear` maps $d_{model}$ back to 2 features. Like the
+# book's wrapper, it also normalises the encoded inputs with a `LayerNorm`, `norm`, before the
+# transformer sees them; our `EncoderDecoderTransf` has no such norm, and `input_norm=False`
+# leaves it out. It converts the masks and decodes the same way: teacher forcing in training,
+# greedy decoding in evaluation. Its causal mask is a buffer in PyTorch's convention, `True` =
+# blocked, ready for `tgt_mask`, so it has its own name, `causal_blocked_mask`:
+# `EncoderDecoderTransf.trg_masks` holds the same mask as a keep-mask, and one name for
+# opposite meanings would invite exactly the mistake above.
 
 # %%
 # NBVAL_CHECK_OUTPUT
 wrapper = TransformerModel(nn.Transformer(6, 3, 1, 1, 10, batch_first=True), input_len=2, target_len=2, n_features=2)
 print(f"TransformerModel.causal_blocked_mask (True = blocked):\n{wrapper.causal_blocked_mask}")
 print(f"the negation of our trg_masks: {torch.equal(wrapper.causal_blocked_mask, ~subsequent_mask(2)[0])}")
+book_transformer = nn.Transformer(d_model=6, nhead=3, num_encoder_layers=1, num_decoder_layers=1, dim_feedforward=20)
+for input_norm in (True, False):  # the book's chapter-10 model, with and without the input norm
+    n_book = sum(p.numel() for p in TransformerModel(book_transformer, 2, 2, 2, input_norm=input_norm).parameters())
+    print(f"the book's model with input_norm={input_norm}: {n_book} parameters")
 
 # %% [markdown]
 # The data and loaders are chapter 05's: 256 training sequences in batches of 16, and the
@@ -439,9 +457,10 @@ ours = build_transformer(dropout=0.1, seed=42)
 print(f"final norms: encoder {ours.encoder.norm is not None}, decoder {ours.decoder.norm is not None}")
 
 # %% [markdown]
-# Its twin around `nn.Transformer` needs `batch_first=True` and, to be the same architecture,
-# `norm_first=True`. Norm-first stacks have final norms in both libraries, so the two models
-# have the same parameters, one for one. Rather than initialise the twin separately, we copy
+# Its twin around `nn.Transformer` needs, to be the same architecture, `norm_first=True`, and
+# the wrapper without its input norm (`input_norm=False`); `batch_first=True` spares the
+# transposes. Norm-first stacks have final norms in both libraries, so the two models have
+# the same parameters, one for one. Rather than initialise the twin separately, we copy
 # our initial weights into it: both start from the same point, and any difference after
 # training comes from the libraries, not the luck of the initialisation.
 
@@ -451,7 +470,7 @@ def build_twin(model, dropout):
     """A ``TransformerModel`` with ``model``'s architecture and a copy of its current weights."""
     transformer = nn.Transformer(d_model=6, nhead=3, num_encoder_layers=2, num_decoder_layers=2,
                                  dim_feedforward=10, dropout=dropout, batch_first=True, norm_first=True)
-    twin = TransformerModel(transformer, input_len=2, target_len=2, n_features=2)
+    twin = TransformerModel(transformer, input_len=2, target_len=2, n_features=2, input_norm=False)
     return copy_to_torch(model, twin)
 
 
@@ -641,7 +660,8 @@ fig = plots.timing_bars(timings, title="one encoder layer, eval mode, (16, 128, 
 #   projection, no output layer. Its defaults: sequence-first tensors (`batch_first=False`),
 #   norm-last layers (`norm_first=False`), and a final `LayerNorm` on each stack.
 # - Sequence-first by mistake does not fail: attention silently mixes the sequences of a
-#   batch. The `TransformerModel` wrapper insists on `batch_first=True`.
+#   batch. The `TransformerModel` wrapper takes batch-first sequences and transposes them
+#   for a sequence-first transformer, as the book's does.
 # - PyTorch's boolean masks mean **blocked** where ours mean **may attend**; padding goes in a
 #   separate `key_padding_mask` $(N, L_k)$; float masks are added to the scores ($0$ or
 #   $-\infty$). Convert explicitly (`to_torch_attn_mask`, `to_key_padding_mask`,
@@ -694,7 +714,8 @@ ch06.copy_attention.check(my_copy_attention)
 # %% [markdown]
 # **3. The matching `nn.Transformer`.** Write `my_matching_transformer(model)` that builds an
 # `nn.Transformer` with the architecture of our `EncoderDecoderTransf` `model` (built with
-# final norms), so that `copy_to_torch(model, TransformerModel(...))` accepts it. Read the
+# final norms) that reads our batch-first tensors as they are, so that
+# `copy_to_torch(model, TransformerModel(..., input_norm=False))` accepts it. Read the
 # sizes from the model, not from this chapter. The placeholder leaves most arguments at
 # PyTorch's defaults, and several of them do not fit.
 

@@ -29,6 +29,7 @@
 # %%
 import copy
 import functools
+import statistics
 import time
 
 import torch
@@ -83,11 +84,11 @@ torch.set_num_threads(1)  # the tensors here are tiny: one thread beats coordina
 # The data is chapter 08's: `date_datasets` with the same seed splits the days into the same
 # training and validation days, and draws the same 2,000 validation pairs (they do not depend
 # on how many training pairs we ask for). We ask for fewer training pairs than chapter 08's
-# 32,000, to keep the training short.
+# 32,000, and show each of them twice (two epochs), to keep the training short.
 
 # %%
 # NBVAL_CHECK_OUTPUT
-train_pairs, val_pairs = date_datasets(n_train=19_200, n_val=2_000, seed=0)
+train_pairs, val_pairs = date_datasets(n_train=12_800, n_val=2_000, seed=0)
 train_dates = {iso for _, iso in train_pairs}
 val_dates = {iso for _, iso in val_pairs}
 print(f"{len(train_pairs):,} training pairs on {len(train_dates):,} days, "
@@ -212,15 +213,15 @@ print(f"logits {tuple(logits.shape)}; positions 0-9 unchanged by later tokens: {
 # ## Training
 #
 # Adam with a linear warm-up over 100 steps to $7 \cdot 10^{-3}$, then a linear decay to zero
-# at the end of one epoch (600 steps of 32 streams), as in chapter 08, and the gradients'
+# at the end of the second epoch (800 steps of 32 streams), as in chapter 08, and the gradients'
 # norm clipped at 1 (`set_clip_grad_norm`), which steadies the large steps of such a short,
 # fast schedule. The same recipe serves every run of this chapter, so we wrap it in a
 # function.
 
 # %%
-def make_trainer(model, loader, lr=7e-3, warmup_steps=100, loss_fn=completion_loss, val=None):
-    """StepByStep for one epoch over ``loader``: warm-up, then a linear decay to zero; clipping."""
-    total_steps = len(loader)
+def make_trainer(model, loader, lr=7e-3, warmup_steps=100, loss_fn=completion_loss, val=None, n_epochs=1):
+    """StepByStep for ``n_epochs`` over ``loader``: warm-up, then a linear decay to zero; clipping."""
+    total_steps = n_epochs * len(loader)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     scheduler = SequentialLR(optimizer, [
         LinearLR(optimizer, start_factor=1 / warmup_steps, total_iters=warmup_steps),
@@ -233,13 +234,13 @@ def make_trainer(model, loader, lr=7e-3, warmup_steps=100, loss_fn=completion_lo
     return sbs
 
 
-sbs = make_trainer(model, train_loader)
+sbs = make_trainer(model, train_loader, n_epochs=2)
 device = sbs.device  # where the trainer put the model: the GPU if there is one
 
 # %%
 # NBVAL_IGNORE_OUTPUT
 start = time.perf_counter()
-sbs.train(1)
+sbs.train(2)
 training_seconds = time.perf_counter() - start
 print(f"training took {training_seconds:.0f} s on {sbs.device}")
 print(f"training loss {sbs.losses[-1]:.4f}, validation loss {sbs.val_losses[-1]:.4f}")
@@ -269,7 +270,7 @@ for (text, iso), predicted in zip(REFERENCE_DATES.items(), reference):
     print(f"{text:>22} -> {predicted}  {'right' if predicted == iso else 'WRONG, expected ' + iso}")
 
 # %%
-assert accuracy >= 0.90, f"expected at least 90% exact match on held-out dates, got {accuracy:.2%}"
+assert accuracy >= 0.98, f"expected at least 98% exact match on held-out dates, got {accuracy:.2%}"
 assert n_reference >= 6, f"expected at least 6 of the 8 reference dates right, got {n_reference}"
 
 # %% [markdown]
@@ -296,7 +297,7 @@ print(f"chapter 09: {ch09_parameters:,} parameters (2 decoder-only layers, one v
 rows = [
     ("", "chapter 08: encoder-decoder", "chapter 09: decoder-only"),
     ("parameters", f"{ch08_parameters:,}", f"{ch09_parameters:,}"),
-    ("training", "1,000 steps of 64 pairs", f"{len(train_loader)} steps of 32 streams"),
+    ("training", "1,000 steps of 64 pairs", f"{sbs.total_epochs * len(train_loader)} steps of 32 streams"),
     ("training time (this machine)", "see chapter 08", f"{training_seconds:.0f} s"),
     ("exact match, held-out dates", "≥ 99.5% (checked there)", f"{accuracy:.2%}"),
     ("reference dates", "8 of 8 (checked there)", f"{n_reference} of 8"),
@@ -306,10 +307,11 @@ for row in rows:
 
 # %% [markdown]
 # The decoder-only model has fewer than half the parameters (it has no cross-attention and
-# two layers instead of four) and about a third of the training (600 steps of 32 streams
-# against 1,000 of 64 pairs). It translates most held-out dates: the check above asks for at
-# least 90% and 6 of the 8 references, a bound that holds from one seed and machine to the
-# next, where chapter 08 checks 99.5% and 8 of 8. Which dates does it miss?
+# two layers instead of four) and less than half of the training (800 steps of 32 streams
+# against 1,000 of 64 pairs). It translates almost every held-out date: the check above asks
+# for at least 98% and 6 of the 8 references, a bound with room for other machines and seeds
+# (after one epoch instead of two, the model is still learning fast, and the smallest change
+# to the run, such as a lower learning rate, moves the result by several points), where chapter 08 checks 99.5% and 8 of 8. Which dates does it miss?
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -629,11 +631,18 @@ print(f"last 50 tokens: {1000 * sum(cached_times[-50:]) / 50:.2f} ms per token w
 fig = plots.token_times(cached_times, uncached_times, prompt_length=len(long_prompt))
 
 # %%
-assert sum(uncached_times[-50:]) > 1.5 * sum(cached_times[-50:]), "expected the cache to be faster on long streams"
+cached_start, cached_end = statistics.median(cached_times[:50]), statistics.median(cached_times[-50:])
+uncached_end = statistics.median(uncached_times[-50:])
+assert cached_end < 1.5 * cached_start, (
+    f"expected a flat cost per token with the cache: {1000 * cached_start:.2f} ms, then {1000 * cached_end:.2f} ms")
+assert uncached_end > 1.5 * cached_end, (
+    f"expected the cache faster on long streams: {1000 * cached_end:.2f} ms vs {1000 * uncached_end:.2f} ms")
 
 # %% [markdown]
 # Without the cache, a step's cost grows with the stream it reruns; with it, the cost stays
-# almost flat (the one row of attention grows, but slowly). The cache changes *when* things are
+# almost flat (the one row of attention grows, but slowly). The check above compares medians
+# (a busy machine adds spikes): with the cache, the last 50 tokens cost less than 1.5 times
+# the first 50; without it, the last 50 cost more than 1.5 times what they cost with it. The cache changes *when* things are
 # computed, never *what*: the trained model writes the same tokens with and without it, and
 # its logits agree to rounding, for a batch of prompts of different lengths too.
 
@@ -652,8 +661,8 @@ torch.testing.assert_close(cached_logits, uncached_logits, atol=1e-4, rtol=0)
 # - A **completion-only loss** (`IGNORE_INDEX` on the prompt's targets) trains the model to
 #   answer, not to write prompts: this is how instruction tuning works.
 # - On chapter 08's dates, a two-layer decoder-only model with fewer than half the
-#   parameters translates most held-out dates; a causal reader finds some things harder, such
-#   as the number of digits of a day it has not finished reading.
+#   parameters translates at least 98% of the held-out dates; a causal reader finds some
+#   things harder, such as the number of digits of a day it has not finished reading.
 # - **Temperature** sharpens or flattens the next-token distribution; **top-k** and **top-p**
 #   cut its tail before drawing; a seeded `torch.Generator` repeats the samples.
 # - **Tied embeddings** save $V \cdot d_{model}$ parameters; with 64 characters the saving is
@@ -712,5 +721,5 @@ ch09.completion_mask.check(my_completion_targets)
 # `embedding_std=0.3` a logit is the dot product of a unit-variance state with a small
 # embedding. Train the tied model with `embedding_std=1.0`, then with 0.1, for the same 100
 # steps: which learns faster, and why do the positions care? Or train our model for more
-# steps (two epochs): how close does it get to chapter 08's 99.5%? (No checker: compare the
+# steps (three epochs): how close does it get to chapter 08's 99.5%? (No checker: compare the
 # numbers.)

@@ -281,3 +281,37 @@ def test_the_teaching_path_caches_the_same_way():
     uncached, uncached_ids = step_logits(teaching, PROMPTS, 10, use_cache=False)
     torch.testing.assert_close(cached, uncached, atol=1e-5, rtol=0)
     assert torch.equal(cached_ids, uncached_ids)
+
+
+def test_the_cache_holds_every_chunk_in_order_and_counts_real_tokens():
+    cache = KVCache(1)
+    chunks = [torch.randn(2, 3, n, 4) for n in (5, 1, 20, 1, 1)]
+    with torch.no_grad():
+        for chunk in chunks:
+            cache.add_tokens(torch.ones(2, chunk.shape[2], dtype=torch.bool))
+            keys, values = cache.append(0, chunk, 2 * chunk)
+    expected = torch.cat(chunks, dim=2)
+    assert torch.equal(keys, expected) and torch.equal(values, 2 * expected)
+    assert cache.length == 28 and cache.keep.shape == (2, 28) and cache.n_real.tolist() == [28, 28]
+    with torch.no_grad():  # padding arrives late: the counts follow it
+        cache.add_tokens(torch.tensor([[True], [False]]))
+    assert cache.padded and cache.n_real.tolist() == [29, 28]
+
+
+def test_gradients_flow_through_the_cache():
+    cache = KVCache(1)
+    first = torch.randn(1, 2, 3, 4, requires_grad=True)
+    cache.add_tokens(torch.ones(1, 3, dtype=torch.bool))
+    cache.append(0, first, first)
+    cache.add_tokens(torch.ones(1, 1, dtype=torch.bool))
+    keys, _ = cache.append(0, torch.randn(1, 2, 1, 4), torch.randn(1, 2, 1, 4))
+    keys.sum().backward()
+    assert torch.equal(first.grad, torch.ones_like(first))  # the gradient reaches the first keys
+
+
+def test_generation_skips_the_range_check_only_for_its_own_ids(model):
+    cache = model.new_cache()
+    with pytest.raises(ValueError, match="ids hold values"):
+        model(torch.tensor([[1, 999]]), cache=cache)
+    out = generate(model, [1, 5, 6], 5, temperature=0)
+    assert torch.equal(out, generate(model, [1, 5, 6], 5, temperature=0, use_cache=False))

@@ -77,7 +77,56 @@ def test_wrong_d_model_names_the_expected_shape():
 
 
 def test_bad_sizes_are_rejected():
-    with pytest.raises(ValueError, match="d_model"):
+    with pytest.raises(ValueError, match="d_model must be a positive int, got 0"):
         PositionalEncoding(10, 0)
-    with pytest.raises(ValueError, match="max_len"):
+    with pytest.raises(TypeError, match="max_len must be a positive int, got float 2.5"):
         PositionalEncoding(2.5, 4)
+
+
+def _float32_table(max_len, d_model):
+    """The table computed step by step in float32, written out here: angles t·ω rounded to float32."""
+    t = torch.arange(max_len, dtype=torch.float32)[:, None]  # (max_len, 1)
+    omega = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32) * (-math.log(10000.0) / d_model))
+    table = torch.empty(max_len, d_model)
+    table[:, 0::2], table[:, 1::2] = torch.sin(t * omega), torch.cos(t * omega)
+    return table
+
+
+@pytest.mark.parametrize("max_len, d_model", [(100, 6), (100, 512), (5000, 16)])
+def test_the_table_is_computed_in_float32_as_in_the_book(max_len, d_model):
+    """Bit for bit: a float64 table differs by up to 1e-7·max_len, enough to move trained numbers."""
+    table = sinusoidal_table(max_len, d_model)
+    assert table.dtype == torch.float32
+    assert torch.equal(table, _float32_table(max_len, d_model))
+
+
+# ----------------------------------------------------------------------------- the book's state dicts
+def test_our_state_dicts_carry_no_table():
+    assert list(PositionalEncoding(10, 4).state_dict()) == []
+
+
+def test_a_book_state_dict_with_its_table_loads_strictly():
+    """The book's PositionalEncoding stores its table as a persistent buffer ``pe``."""
+    pe = PositionalEncoding(max_len=100, d_model=6)
+    book_state = {"pe": _float32_table(100, 6).unsqueeze(0)}  # (1, 100, 6), as the book stores it
+    result = pe.load_state_dict(book_state, strict=True)
+    assert not result.missing_keys and not result.unexpected_keys
+    assert "pe" in book_state  # the caller's dict is left as it was
+    precise = {"pe": _float32_table(100, 6).double().unsqueeze(0)}  # another precision loads too
+    precise["pe"][0, 99] += 5e-6
+    pe.load_state_dict(precise, strict=True)
+    torch.testing.assert_close(pe.pe, _float32_table(100, 6).unsqueeze(0), rtol=0, atol=0)  # ours is kept
+
+
+def test_a_wrong_table_is_refused_with_a_clear_message():
+    pe = PositionalEncoding(max_len=10, d_model=4)
+    shifted = {"pe": sinusoidal_table(11, 4)[1:].unsqueeze(0)}  # positions 1..10 instead of 0..9
+    with pytest.raises(ValueError, match=r"'pe' must hold the sinusoidal table .* differs from it by up to"):
+        pe.load_state_dict(shifted)
+    with pytest.raises(ValueError, match=r"'pe' must be the positional table of shape \(1, 10, 4\) "
+                                         r"\(max_len=10, d_model=4\), got shape \(1, 100, 4\)"):
+        pe.load_state_dict({"pe": sinusoidal_table(100, 4).unsqueeze(0)})
+    with pytest.raises(TypeError, match="'pe' must be a tensor, got list"):
+        pe.load_state_dict({"pe": [0.0]})
+    with pytest.raises(ValueError, match="'pe' must hold the sinusoidal table"):
+        pe.load_state_dict({"pe": sinusoidal_table(10, 4).unsqueeze(0) + 1e-3}, strict=False)

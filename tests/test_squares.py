@@ -38,12 +38,61 @@ def test_same_seed_same_data_and_different_seeds_differ():
     assert not np.allclose(np.stack(first), np.stack(other))
 
 
+# The book's generator (Daniel Voigt Godoy, *Deep Learning with PyTorch Step-by-Step*,
+# data_generation/square_sequences.py) gives these values; chapter 8 draws n=128 with seed 13,
+# chapters 9-10 draw n=256 with seed 13 for training and the default n=128 with seed 17 for
+# testing. Printed to 8 decimals, as NumPy shows float64 arrays.
+BOOK_N128_SEED13_FIRST_TWO = np.array([
+    [[1.03487506, 0.96613817], [0.80546093, -0.91690943], [-0.82507582, -0.94988627], [-0.86696831, 0.93424827]],
+    [[1.0184946, -1.06510565], [0.88794931, 0.96533932], [-1.09113448, 0.92538647], [-1.07709685, -1.04139537]],
+])
+BOOK_N256_SEED13_FIRST = np.array(
+    [[-0.97083595, 0.96103445], [-0.95248123, -1.00723632], [1.12690581, -0.9742751], [0.83357436, 0.98782536]]
+)
+BOOK_N256_SEED13_DIRECTIONS_0_TO_9 = [0, 1, 1, 1, 0, 1, 1, 1, 0, 1]
+BOOK_N128_SEED17_FIRST = np.array(
+    [[0.97752013, -0.77840985], [-1.01542584, -0.97123928], [-0.9420639, 1.09332502], [1.16696183, 1.17172395]]
+)
+
+
+def test_the_data_are_the_books():
+    points, directions = generate_sequences(n=128, seed=13)
+    np.testing.assert_allclose(np.stack(points[:2]), BOOK_N128_SEED13_FIRST_TWO, rtol=0, atol=5e-9)
+    assert directions[:2].tolist() == [1, 0]  # clockwise from [1, 1]; counter-clockwise from [1, -1]
+    points, directions = generate_sequences(n=256, seed=13)
+    np.testing.assert_allclose(points[0], BOOK_N256_SEED13_FIRST, rtol=0, atol=5e-9)
+    assert directions[:10].tolist() == BOOK_N256_SEED13_DIRECTIONS_0_TO_9
+    assert len(points) == 256 and int(directions.sum()) == 123  # the book's 256 directions: 123 clockwise
+    points, _ = generate_sequences(seed=17)
+    np.testing.assert_allclose(points[0], BOOK_N128_SEED17_FIRST, rtol=0, atol=5e-9)
+
+
+def test_a_counter_clockwise_sequence_is_the_clockwise_path_from_its_base_reversed():
+    """The book reverses the whole clockwise path, so direction 0 starts one corner before the base."""
+    points, directions = generate_sequences(n=64, seed=13)
+    bases = np.random.RandomState(13).randint(0, 4, size=64)  # the first draw: the base corners
+    for sequence, direction, base in zip(points, directions, bases):
+        start = base if direction == 1 else (base - 1) % 4
+        assert _corner_index(sequence)[0] == start
+
+
+def test_variable_lengths_are_the_books_too():
+    """Lengths are drawn between the bases and the directions, as in the book."""
+    points, directions = generate_sequences(n=50, variable_len=True, seed=13)
+    rng = np.random.RandomState(13)
+    rng.randint(0, 4, size=50)  # bases
+    lengths = rng.randint(2, 5, size=50)
+    assert [len(p) for p in points] == lengths.tolist()
+    assert np.array_equal(directions, rng.randint(0, 2, size=50))
+
+
 def test_global_random_states_are_untouched():
     np.random.seed(0)
     torch.manual_seed(0)
     numpy_state = np.random.get_state()
     torch_state = torch.get_rng_state()
     generate_sequences(n=50, variable_len=True, seed=3)
+    generate_sequences(n=5, seed=None)
     square_datasets(n_train=8, n_test=4)
     after = np.random.get_state()
     assert after[0] == numpy_state[0] and np.array_equal(after[1], numpy_state[1]) and after[2:] == numpy_state[2:]
@@ -87,12 +136,14 @@ def test_variable_lengths_keep_the_first_corners_of_the_path():
 @pytest.mark.parametrize(
     "kwargs, error, message",
     [
-        ({"n": 0}, ValueError, "n must be at least 1, got 0"),
-        ({"n": 2.5}, TypeError, "n must be an int, got float"),
-        ({"n": True}, TypeError, "n must be an int, got bool"),
-        ({"variable_len": "yes"}, TypeError, "variable_len must be True or False"),
-        ({"seed": -1}, ValueError, "seed must be non-negative"),
+        ({"n": 0}, ValueError, "n must be a positive int, got 0"),
+        ({"n": 2.5}, TypeError, "n must be a positive int, got float 2.5"),
+        ({"n": True}, TypeError, "n must be a positive int, got bool"),
+        ({"variable_len": "yes"}, TypeError, "variable_len must be True or False, got str"),
+        ({"seed": -1}, ValueError, "seed must be a non-negative int, got -1"),
+        ({"seed": 2**32}, ValueError, r"seed must be at most 2\*\*32 - 1 \(a legacy NumPy seed\), got 4294967296"),
         ({"seed": "13"}, TypeError, "seed must be an int or None, got str"),
+        ({"seed": 13.0}, TypeError, "seed must be an int or None, got float"),
     ],
 )
 def test_generate_sequences_rejects_bad_arguments(kwargs, error, message):
@@ -131,7 +182,7 @@ def test_test_set_is_not_built_from_the_training_points():
 
 
 def test_datasets_reject_bad_arguments():
-    with pytest.raises(ValueError, match="n_train must be at least 1, got 0"):
+    with pytest.raises(ValueError, match="n_train must be a positive int, got 0"):
         square_datasets(n_train=0)
     with pytest.raises(TypeError, match="test_seed must be an int or None, got float"):
         square_datasets(test_seed=1.0)
@@ -164,7 +215,7 @@ def test_the_three_sets_share_no_point():
 
 
 def test_splits_reject_bad_arguments_and_equal_seeds():
-    with pytest.raises(ValueError, match="n_val must be at least 1, got 0"):
+    with pytest.raises(ValueError, match="n_val must be a positive int, got 0"):
         square_splits(n_val=0)
     with pytest.raises(TypeError, match="val_seed must be an int or None, got str"):
         square_splits(val_seed="19")

@@ -237,7 +237,7 @@ def _model_pair(s, norm_first, n_features, dropout=0.1):
     transformer = nn.Transformer(
         s.d_model, s.n_heads, s.n_layers, s.n_layers, s.ff_units, dropout, batch_first=True, norm_first=norm_first
     )
-    theirs = TransformerModel(transformer, s.source_len, s.target_len, n_features)
+    theirs = TransformerModel(transformer, s.source_len, s.target_len, n_features, input_norm=False)
     return ours, copy_to_torch(ours, theirs)
 
 
@@ -370,13 +370,13 @@ def test_mismatched_models_raise_value_error():
     s = Sizes(n_heads=3, d_k=2, ff_units=10, n=1, source_len=2, target_len=2, pads=[0], n_layers=1, seed=0)
     ours, _ = _model_pair(s, norm_first=True, n_features=2)
     with pytest.raises(ValueError, match="input_len differs: ours has 2, PyTorch's has 3"):
-        copy_to_torch(ours, TransformerModel(_small_transformer(), 3, 2, 2))
+        copy_to_torch(ours, TransformerModel(_small_transformer(), 3, 2, 2, input_norm=False))
     with pytest.raises(ValueError, match="n_features differs"):
-        copy_to_torch(ours, TransformerModel(_small_transformer(), 2, 2, 3))
+        copy_to_torch(ours, TransformerModel(_small_transformer(), 2, 2, 3, input_norm=False))
     with pytest.raises(ValueError, match="scale_input differs"):
-        copy_to_torch(ours, TransformerModel(_small_transformer(), 2, 2, 2, scale_input=False))
+        copy_to_torch(ours, TransformerModel(_small_transformer(), 2, 2, 2, scale_input=False, input_norm=False))
     with pytest.raises(ValueError, match="norm_first differs"):
-        copy_to_torch(ours, TransformerModel(_small_transformer(norm_first=False), 2, 2, 2))
+        copy_to_torch(ours, TransformerModel(_small_transformer(norm_first=False), 2, 2, 2, input_norm=False))
     without_norms = EncoderDecoderTransf(
         EncoderTransf(EncoderLayer(3, 6, 10), max_len=2, final_norm=False),
         DecoderTransf(DecoderLayer(3, 6, 10), max_len=2, final_norm=False),
@@ -385,7 +385,9 @@ def test_mismatched_models_raise_value_error():
         2,
     )
     with pytest.raises(ValueError, match="final norm differs: ours has none"):
-        copy_to_torch(without_norms, TransformerModel(_small_transformer(), 2, 2, 2))
+        copy_to_torch(without_norms, TransformerModel(_small_transformer(), 2, 2, 2, input_norm=False))
+    with pytest.raises(ValueError, match="the book's input LayerNorm.*build it with input_norm=False"):
+        copy_to_torch(ours, TransformerModel(_small_transformer(), 2, 2, 2))  # input_norm=True, the default
 
 
 def test_transformer_model_shapes_in_training_and_eval():
@@ -456,8 +458,6 @@ def test_decoding_uses_the_blocked_mask_not_a_keep_mask():
 
 
 def test_transformer_model_rejects_what_it_cannot_wrap():
-    with pytest.raises(ValueError, match="batch_first=True"):
-        TransformerModel(nn.Transformer(6, 3, 1, 1, 10, batch_first=False), 2, 2, 2)
     with pytest.raises(TypeError, match="expected an nn.Transformer, got TransformerEncoder"):
         TransformerModel(nn.TransformerEncoder(nn.TransformerEncoderLayer(6, 3, batch_first=True), 1), 2, 2, 2)
 

@@ -393,3 +393,86 @@ def test_add_graph_traces_the_first_training_batch_into_the_writer():
     sbs.train_loader = None
     with pytest.raises(RuntimeError, match="set_loaders"):
         sbs.add_graph()
+
+
+# ----------------------------------------------------------------------------- trained numbers: the book's loop
+def _tiny_transformer():
+    """A one-layer encoder-decoder on the square corners, dropout on: every random stream is used."""
+    from stepbystep.models import DecoderLayer, DecoderTransf, EncoderDecoderTransf, EncoderLayer, EncoderTransf
+
+    torch.manual_seed(42)
+    encoder = EncoderTransf(EncoderLayer(n_heads=2, d_model=4, ff_units=8, dropout=0.1), n_layers=1)
+    decoder = DecoderTransf(DecoderLayer(n_heads=2, d_model=4, ff_units=8, dropout=0.1), n_layers=1)
+    model = EncoderDecoderTransf(encoder, decoder, input_len=2, target_len=2, n_features=2)
+    for p in model.parameters():  # the book's chapter-10 initialisation
+        if p.dim() > 1:
+            nn.init.xavier_uniform_(p)
+    return model
+
+
+def _square_loaders():
+    from stepbystep.data import square_datasets
+
+    train_data, test_data = square_datasets(n_train=64, n_test=32, train_seed=13, test_seed=17)
+    generator = torch.Generator()  # the book's loader: shuffled with its own generator
+    return DataLoader(train_data, batch_size=16, shuffle=True, generator=generator), DataLoader(test_data, batch_size=16)
+
+
+def _reference_training(epochs_per_call, seed=42):
+    """The book's training loop written out in plain PyTorch: every call reseeds every stream.
+
+    Seeds as the book's ``set_seed``: PyTorch, NumPy, Python and the loader's generator; then per
+    epoch a training pass (train mode, forward, loss, backward, step, zero the gradients) and a
+    validation pass (eval mode, no gradients), each loss the mean of its batch losses.
+    """
+    import random
+
+    model = _tiny_transformer()
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+    train_loader, val_loader = _square_loaders()
+    loss_fn = nn.MSELoss()
+    losses, val_losses = [], []
+    for n_epochs in epochs_per_call:
+        torch.manual_seed(seed)
+        np.random.seed(seed)
+        random.seed(seed)
+        train_loader.generator.manual_seed(seed)
+        for _ in range(n_epochs):
+            batch_losses = []
+            for x, y in train_loader:
+                model.train()
+                loss = loss_fn(model(x), y)
+                loss.backward()
+                optimizer.step()
+                optimizer.zero_grad()
+                batch_losses.append(loss.item())
+            losses.append(np.mean(batch_losses))
+            with torch.no_grad():
+                model.eval()
+                val_losses.append(np.mean([loss_fn(model(x), y).item() for x, y in val_loader]))
+    return model, losses, val_losses
+
+
+def _trained_with_stepbystep(epochs_per_call, seed=42):
+    model = _tiny_transformer()
+    sbs = StepByStep(model, nn.MSELoss(), torch.optim.Adam(model.parameters(), lr=0.01), device="cpu")
+    sbs.set_loaders(*_square_loaders())
+    for n_epochs in epochs_per_call:
+        sbs.train(n_epochs, seed=seed, progress=False)  # an explicit seed reseeds, as the book's train does
+    return model, sbs.losses, sbs.val_losses
+
+
+@pytest.mark.parametrize("epochs_per_call", [[3], [2, 1]])
+def test_training_gives_the_numbers_of_the_books_loop(epochs_per_call):
+    """Same seed, same loader generator, same steps: the same losses and weights, to 1e-6.
+
+    The book's ``train(n, seed=42)`` reseeds at every call; ``train(n, seed=42)`` does too here.
+    """
+    ours, losses, val_losses = _trained_with_stepbystep(epochs_per_call)
+    reference, expected, expected_val = _reference_training(epochs_per_call)
+    assert len(losses) == len(val_losses) == 3
+    np.testing.assert_allclose(losses, expected, rtol=0, atol=1e-6)
+    np.testing.assert_allclose(val_losses, expected_val, rtol=0, atol=1e-6)
+    for (name, p), q in zip(ours.named_parameters(), reference.parameters()):
+        torch.testing.assert_close(p, q, rtol=0, atol=1e-6, msg=name)
+    assert losses[-1] < losses[0]  # it did train

@@ -10,6 +10,9 @@ from stepbystep.models import (
     EncoderDecoderTransf,
     EncoderLayer,
     EncoderTransf,
+    PositionalEncoding,
+    TransformerModel,
+    copy_to_torch,
     subsequent_mask,
 )
 
@@ -147,3 +150,121 @@ def test_training_smoke_test_on_the_squares():
     with torch.no_grad():
         test_mse = loss_fn(model(source), target).item()
     assert test_mse < 0.1
+
+
+# ----------------------------------------------------------------------------- the book's state dicts
+def _with_book_tables(model):
+    """``model``'s state dict with the ``pe`` tables the book's PositionalEncoding also stores."""
+    state = model.state_dict()
+    for name, module in model.named_modules():
+        if isinstance(module, PositionalEncoding):
+            state[f"{name}.pe"] = module.pe.clone()  # (1, max_len, d_model)
+    return state
+
+
+def test_a_book_state_dict_loads_strictly_into_the_encoder_decoder():
+    source = _model(seed=1)
+    state = _with_book_tables(source)
+    assert {"encoder.pe.pe", "decoder.pe.pe"} <= set(state)
+    target = _model(seed=2)
+    target.load_state_dict(state, strict=True)
+    for (name, ours), theirs in zip(target.state_dict().items(), source.state_dict().values()):
+        assert torch.equal(ours, theirs), name
+    assert not any(key.endswith("pe.pe") for key in target.state_dict())  # ours still store no table
+    state["decoder.pe.pe"] = state["decoder.pe.pe"].flip(1)  # the positions reversed
+    with pytest.raises(ValueError, match="'decoder.pe.pe' must hold the sinusoidal table"):
+        target.load_state_dict(state)
+
+
+# ----------------------------------------------------------------------------- TransformerModel, the book's wrapper
+def _book_transformer(batch_first=False, dropout=0.1):
+    """The ``nn.Transformer`` of the book's chapter 10: d_model 6, 3 heads, one layer each, 20 units."""
+    return nn.Transformer(d_model=6, nhead=3, num_encoder_layers=1, num_decoder_layers=1,
+                          dim_feedforward=20, dropout=dropout, batch_first=batch_first)
+
+
+@pytest.mark.filterwarnings("ignore:enable_nested_tensor is True")
+def test_transformer_model_has_the_books_input_norm_by_default():
+    book = TransformerModel(_book_transformer(), input_len=2, target_len=2, n_features=2)
+    assert book.input_norm and isinstance(book.norm, nn.LayerNorm) and book.norm.normalized_shape == (6,)
+    assert sum(p.numel() for p in book.parameters()) == 1164  # the book's chapter-10 count
+    plain = TransformerModel(_book_transformer(), input_len=2, target_len=2, n_features=2, input_norm=False)
+    assert not plain.input_norm and plain.norm is None
+    assert sum(p.numel() for p in plain.parameters()) == 1152
+    x = torch.randn(5, 2, 2)
+    with torch.no_grad():
+        torch.testing.assert_close(book.preprocess(x), book.norm(book.pe(book.proj(x))))
+        torch.testing.assert_close(plain.preprocess(x), plain.pe(plain.proj(x)))
+    with pytest.raises(TypeError, match="input_norm must be True or False, got str"):
+        TransformerModel(_book_transformer(), 2, 2, 2, input_norm="yes")
+
+
+@pytest.mark.filterwarnings("ignore:enable_nested_tensor is True")
+def test_transformer_model_state_dict_keys_are_the_books_less_the_table():
+    keys = list(TransformerModel(_book_transformer(), 2, 2, 2).state_dict())
+    assert keys[-6:] == ["proj.weight", "proj.bias", "linear.weight", "linear.bias", "norm.weight", "norm.bias"]
+    assert all(key.startswith("transf.") for key in keys[:-6])
+    assert "pe.pe" not in keys and "causal_blocked_mask" not in keys
+    plain = list(TransformerModel(_book_transformer(), 2, 2, 2, input_norm=False).state_dict())
+    assert plain == keys[:-2]
+
+
+@pytest.mark.filterwarnings("ignore:enable_nested_tensor is True")
+def test_a_seeded_transformer_model_draws_its_weights_in_the_books_order():
+    """The book creates proj, then linear; the encoding and the norm draw nothing."""
+    torch.manual_seed(42)
+    model = TransformerModel(_book_transformer(), input_len=2, target_len=2, n_features=2)
+    torch.manual_seed(42)
+    _book_transformer()
+    proj, linear = nn.Linear(2, 6), nn.Linear(6, 2)
+    after = torch.rand(1)
+    for ours, expected in ((model.proj, proj), (model.linear, linear)):
+        assert torch.equal(ours.weight, expected.weight) and torch.equal(ours.bias, expected.bias)
+    torch.manual_seed(42)
+    TransformerModel(_book_transformer(), input_len=2, target_len=2, n_features=2)
+    assert torch.equal(torch.rand(1), after)  # the same number of draws in all
+
+
+@pytest.mark.filterwarnings("ignore:enable_nested_tensor is True")
+def test_a_book_state_dict_loads_strictly_into_the_transformer_model():
+    torch.manual_seed(0)
+    source = TransformerModel(_book_transformer(), input_len=2, target_len=2, n_features=2)
+    state = _with_book_tables(source)
+    assert "pe.pe" in state and "norm.weight" in state
+    torch.manual_seed(1)
+    target = TransformerModel(_book_transformer(), input_len=2, target_len=2, n_features=2)
+    target.load_state_dict(state, strict=True)
+    X = torch.randn(4, 4, 2)
+    torch.testing.assert_close(target.eval()(X), source.eval()(X), rtol=0, atol=0)
+    state["pe.pe"] = torch.zeros_like(state["pe.pe"])
+    with pytest.raises(ValueError, match="'pe.pe' must hold the sinusoidal table"):
+        target.load_state_dict(state)
+
+
+@pytest.mark.parametrize("input_norm", [True, False])
+@pytest.mark.filterwarnings("ignore:enable_nested_tensor is True")
+def test_a_sequence_first_transformer_computes_what_a_batch_first_one_does(input_norm):
+    """The book builds nn.Transformer sequence-first; the wrapper transposes for it."""
+    torch.manual_seed(3)
+    seq_first = TransformerModel(_book_transformer(dropout=0.0), 2, 2, 2, input_norm=input_norm)
+    batch_first = TransformerModel(_book_transformer(batch_first=True, dropout=0.0), 2, 2, 2, input_norm=input_norm)
+    batch_first.load_state_dict(seq_first.state_dict())
+    X = torch.randn(5, 4, 2)
+    source_mask = torch.ones(5, 1, 2, dtype=torch.bool)
+    source_mask[1, 0, 0] = False
+    for mode in ("train", "eval"):
+        getattr(seq_first, mode)(), getattr(batch_first, mode)()
+        inputs = X if mode == "train" else X[:, :2]
+        torch.testing.assert_close(seq_first(inputs, source_mask), batch_first(inputs, source_mask), atol=1e-6, rtol=0)
+    assert seq_first.encode(X[:, :2]).shape == (5, 2, 6)  # the memory is batch-first either way
+
+
+@pytest.mark.filterwarnings("ignore:enable_nested_tensor is True")
+def test_copy_to_torch_needs_the_transformer_model_without_the_input_norm():
+    ours = _model(dropout=0.0, n_layers=1)
+    transformer = nn.Transformer(6, 3, 1, 1, 10, dropout=0.0, batch_first=True, norm_first=True)
+    with pytest.raises(ValueError, match="build it with input_norm=False"):
+        copy_to_torch(ours, TransformerModel(transformer, 2, 2, 2))
+    twin = copy_to_torch(ours, TransformerModel(transformer, 2, 2, 2, input_norm=False))
+    X = torch.randn(3, 2, 2)
+    torch.testing.assert_close(twin.eval()(X), ours.eval()(X), atol=1e-5, rtol=0)

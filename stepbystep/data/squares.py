@@ -9,62 +9,67 @@ import numpy as np
 import torch
 from torch.utils.data import TensorDataset
 
+from ..checks import check_instance, check_non_negative_int, check_positive_int
+
 __all__ = ["generate_sequences", "square_datasets", "square_splits"]
 
 # the corners of [-1, 1]² in clockwise order (x to the right, y up)
 BASIC_CORNERS = np.array([[-1.0, -1.0], [-1.0, 1.0], [1.0, 1.0], [1.0, -1.0]])
 NOISE_STD = 0.1
-
-
-def _check_count(name, value, minimum):
-    if not isinstance(value, numbers.Integral) or isinstance(value, bool):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < minimum:
-        raise ValueError(f"{name} must be at least {minimum}, got {value}")
+MAX_SEED = 2**32 - 1  # the largest seed np.random.RandomState takes
 
 
 def _check_seed(name, seed):
+    """``None`` or an int in ``0..2**32 - 1``, the seeds ``np.random.RandomState`` takes."""
     if seed is None:
         return
-    if not isinstance(seed, numbers.Integral) or isinstance(seed, bool):
-        raise TypeError(f"{name} must be an int or None, got {type(seed).__name__}")
-    if seed < 0:
-        raise ValueError(f"{name} must be non-negative, got {seed}")
+    check_instance(name, seed, numbers.Integral, "an int or None")
+    check_non_negative_int(name, seed)
+    if seed > MAX_SEED:
+        raise ValueError(f"{name} must be at most 2**32 - 1 (a legacy NumPy seed), got {seed}")
 
 
 def generate_sequences(n=128, variable_len=False, seed=13):
-    """Draw ``n`` noisy square-corner sequences.
+    """Draw ``n`` noisy square-corner sequences: the book's data, draw for draw.
 
-    Each sequence starts at a random corner of [-1, 1]² and visits the corners in order,
-    clockwise (direction ``1``: ``[-1,-1] -> [-1,1] -> [1,1] -> [1,-1]``, wrapping around) or
-    counter-clockwise (direction ``0``: the reverse order). Every point gets Gaussian noise
-    with standard deviation 0.1.
+    Each sequence visits the corners of [-1, 1]² in order, clockwise (direction ``1``:
+    ``[-1,-1] -> [-1,1] -> [1,1] -> [1,-1]``, wrapping around) or counter-clockwise (direction
+    ``0``: the reverse order), and every point gets Gaussian noise with standard deviation 0.1.
+
+    The draws are those of the book's ``generate_sequences`` (Daniel Voigt Godoy, *Deep
+    Learning with PyTorch Step-by-Step*, chapters 8-10), in the same order and from the same
+    legacy generator, so the same arguments give exactly the book's data: a base corner per
+    sequence, a length per sequence when ``variable_len``, a direction per sequence, then each
+    sequence's noise. A clockwise sequence starts at its base corner; a counter-clockwise one
+    is the clockwise path from its base read backwards, so it starts at the corner before the
+    base. Unlike the book, the draws come from a private ``np.random.RandomState(seed)``:
+    NumPy's global random state (and PyTorch's) is left untouched.
 
     Args:
         n: number of sequences.
         variable_len: ``False`` gives every sequence all four corners. ``True`` gives each a
-            random length of 2, 3 or 4: the first corners along its path are kept (the
-            starting corner, then the next ones in its direction), the rest dropped.
-        seed: seed of the generator's own ``np.random.default_rng``; the global NumPy and
-            PyTorch random states are left untouched. ``None`` draws fresh entropy.
+            random length of 2, 3 or 4: the first corners along its path are kept, the rest
+            dropped.
+        seed: seed of the private ``np.random.RandomState``, an int in ``0..2**32 - 1``;
+            ``None`` draws fresh entropy.
 
     Returns:
-        ``(points, directions)``: a list of ``n`` float arrays of shape ``(length, 2)``
+        ``(points, directions)``: a list of ``n`` float64 arrays of shape ``(length, 2)``
         (``(4, 2)`` unless ``variable_len``) and an int array ``(n,)`` of directions.
     """
-    _check_count("n", n, 1)
-    if not isinstance(variable_len, (bool, np.bool_)):
-        raise TypeError(f"variable_len must be True or False, got {variable_len!r}")
+    check_positive_int("n", n)
+    check_instance("variable_len", variable_len, (bool, np.bool_), "True or False")
     _check_seed("seed", seed)
-    rng = np.random.default_rng(seed)
-    starts = rng.integers(0, 4, size=n)  # (n,)
-    lengths = rng.integers(2, 5, size=n) if variable_len else np.full(n, 4)  # (n,)
-    directions = rng.integers(0, 2, size=n)  # (n,)
-    steps = np.where(directions == 1, 1, -1)  # (n,): +1 walks the clockwise order forwards
-    order = (starts[:, None] + steps[:, None] * np.arange(4)) % 4  # (n, 4) corner indices
+    rng = np.random.RandomState(seed)
+    bases = rng.randint(0, 4, size=n)  # (n,)
+    lengths = rng.randint(2, 5, size=n) if variable_len else np.full(n, 4)  # (n,)
+    directions = rng.randint(0, 2, size=n)  # (n,)
+    # corner indices (n, 4): clockwise from the base, or that path reversed
+    clockwise = (bases[:, None] + np.arange(4)) % 4
+    order = np.where(directions[:, None] == 1, clockwise, clockwise[:, ::-1])
     points = []
     for corners, length in zip(order, lengths):
-        noise = rng.normal(0.0, NOISE_STD, size=(length, 2))  # (length, 2)
+        noise = rng.standard_normal((length, 2)) * NOISE_STD  # (length, 2)
         points.append(BASIC_CORNERS[corners[:length]] + noise)  # (length, 2)
     return points, directions
 
@@ -99,8 +104,8 @@ def square_datasets(n_train=256, n_test=128, train_seed=13, test_seed=17):
           and the last two ``(n_test, 2, 2)``. The encoder-decoder models in eval mode accept
           just the source and predict greedily (a trainer evaluates in eval mode).
     """
-    _check_count("n_train", n_train, 1)
-    _check_count("n_test", n_test, 1)
+    check_positive_int("n_train", n_train)
+    check_positive_int("n_test", n_test)
     _check_seed("train_seed", train_seed)
     _check_seed("test_seed", test_seed)
     full_train = _full_sequences(n_train, train_seed)  # (n_train, 4, 2)
@@ -123,7 +128,7 @@ def square_splits(n_train=256, n_val=128, n_test=128, train_seed=13, val_seed=19
     Raises:
         ValueError: when two of the seeds are equal (two sets would share their draws).
     """
-    _check_count("n_val", n_val, 1)
+    check_positive_int("n_val", n_val)
     _check_seed("val_seed", val_seed)
     seeds = {"train_seed": train_seed, "val_seed": val_seed, "test_seed": test_seed}
     if None not in seeds.values() and len(set(seeds.values())) < 3:

@@ -213,7 +213,7 @@ def _check_matching_transformer(answer):
             if not got.batch_first:
                 return (f"{where}: this nn.Transformer reads its inputs sequence-first, (L, N, F), and "
                         "our sequences are (N, L, F)")
-            wrapper = TransformerModel(got, ours.input_len, ours.target_len, ours.n_features)
+            wrapper = TransformerModel(got, ours.input_len, ours.target_len, ours.n_features, input_norm=False)
             try:
                 copy_to_torch(ours, wrapper)
             except ValueError as error:

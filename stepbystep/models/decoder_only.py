@@ -132,6 +132,8 @@ class DecoderOnlyTransformer(nn.Module):
             held = "" if cache is None else f" after the {seen} tokens in the cache"
             raise ValueError(f"{ids.shape[1]} tokens{held} make a stream of {seen + ids.shape[1]}, "
                              f"more than the model's max_len={self.max_len}")
+        if cache is not None and cache.own_ids:  # the model's own choices: in range by construction
+            return
         low, high = (int(value) for value in torch.aminmax(ids))
         if low < 0 or high >= self.vocab_size:
             raise ValueError(f"ids hold values from {low} to {high}; this model has ids 0..{self.vocab_size - 1}")

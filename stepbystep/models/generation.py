@@ -177,7 +177,9 @@ def _steps(model, prompt, max_new_tokens, choose, eos_id, use_cache):
             next_ids = next_ids.masked_fill(finished, model.pad_id)  # finished rows keep padding
             finished = finished | (next_ids == eos_id)
         new = next_ids.unsqueeze(1)  # (N, 1)
-        if not use_cache:
+        if use_cache:
+            cache.own_ids = True  # from now on the model reads only ids it chose: no range to check
+        else:
             ids = torch.cat([ids, new], dim=1)  # (N, t + 1): the stream to run again
         yield next_ids, logits
         if eos_id is not None and finished.all():

@@ -27,6 +27,9 @@ class KVCache:
             padding are never attended to.
         padded: whether any of the ``t`` tokens is padding (if not, no mask is needed).
         length: ``t``, the number of tokens (padding included) seen so far.
+        own_ids: ``False`` (default) while the next ids come from outside; ``generate`` sets it
+            once the prompt is in, when every new id is one the model chose itself (an
+            arg-max or a draw over its vocabulary), so the model skips checking their range.
 
     Build an empty one with ``model.new_cache()`` (or ``KVCache(n_layers)``) and pass it to
     the model's ``forward(ids, cache=cache)`` at every step: the model records the new tokens
@@ -40,6 +43,7 @@ class KVCache:
         self.values = [None] * n_layers
         self.keep = None
         self.padded = False
+        self.own_ids = False
 
     @property
     def length(self):

@@ -4,6 +4,8 @@ import math
 import torch
 from torch import nn
 
+from ..checks import check_positive_int
+
 __all__ = ["PositionalEncoding", "sinusoidal_table"]
 
 
@@ -13,18 +15,24 @@ def sinusoidal_table(max_len, d_model):
     Dimension pair ``(2i, 2i + 1)`` holds ``(sin(t·ω_i), cos(t·ω_i))`` for position ``t``,
     with angular speed ``ω_i = 10000^(-2i / d_model)``. An odd ``d_model`` has one more
     sine column than cosine columns (the last dimension is a lone sine).
+
+    The table is computed in float32, step by step as in the book (Daniel Voigt Godoy, *Deep
+    Learning with PyTorch Step-by-Step*, chapter 9): ``ω`` as ``exp(2i·(-ln 10000 / d_model))``,
+    the angles ``t·ω`` rounded to float32, then their sines and cosines. The table therefore
+    equals the book's bit for bit (a float64 computation differs from it by up to about
+    ``1e-7·max_len``, enough for seeded trainings to drift apart), and so do the numbers of
+    models trained with it.
     """
-    for name, value in (("max_len", max_len), ("d_model", d_model)):
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise ValueError(f"{name} must be a positive int, got {value!r}")
-    position = torch.arange(max_len, dtype=torch.float64).unsqueeze(1)  # (max_len, 1)
-    even_dims = torch.arange(0, d_model, 2, dtype=torch.float64)  # (ceil(d/2),)
+    max_len = int(check_positive_int("max_len", max_len))
+    d_model = int(check_positive_int("d_model", d_model))
+    position = torch.arange(max_len, dtype=torch.float32).unsqueeze(1)  # (max_len, 1)
+    even_dims = torch.arange(0, d_model, 2, dtype=torch.float32)  # (ceil(d/2),)
     angular_speed = torch.exp(even_dims * (-math.log(10000.0) / d_model))  # (ceil(d/2),)
     angles = position * angular_speed  # (max_len, ceil(d/2))
-    table = torch.zeros(max_len, d_model, dtype=torch.float64)
+    table = torch.zeros(max_len, d_model)
     table[:, 0::2] = torch.sin(angles)
     table[:, 1::2] = torch.cos(angles[:, : d_model // 2])  # odd d_model: one cosine fewer
-    return table.float()
+    return table
 
 
 class PositionalEncoding(nn.Module):
@@ -44,6 +52,13 @@ class PositionalEncoding(nn.Module):
     Buffers:
         pe: the table, ``(1, max_len, d_model)``; a non-persistent buffer, so it follows
             ``.to(device)`` but is rebuilt rather than stored in checkpoints.
+
+    Loading the book's state dicts: the book's ``PositionalEncoding`` (Daniel Voigt Godoy,
+    *Deep Learning with PyTorch Step-by-Step*, chapter 9) stores its table as a persistent
+    buffer, so its state dicts carry a ``pe`` entry that ours do not. ``load_state_dict``
+    (``strict=True`` included) accepts that entry when it holds this module's table (to within
+    ``1e-6 + 2e-7·max_len``, the gap to a table computed in another precision) and then drops
+    it; a table of another shape or with other values raises ``ValueError``.
 
     Shapes: ``forward(x)`` takes ``x`` ``(N, L, d_model)`` with ``L <= max_len`` and returns
     ``(N, L, d_model)``: ``x·√d_model + pe[:, :L]`` (or ``x + pe[:, :L]`` without scaling).
@@ -73,6 +88,31 @@ class PositionalEncoding(nn.Module):
         if self.scale_input:
             x = x * math.sqrt(self.d_model)  # (N, L, d_model)
         return x + self.pe[:, :length].to(x.dtype)  # (N, L, d_model)
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        key = prefix + "pe"
+        if key in state_dict:  # a book state dict; load_state_dict hands us its own copy
+            self._check_stored_table(key, state_dict.pop(key))
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+
+    def _check_stored_table(self, key, stored):
+        if not isinstance(stored, torch.Tensor):
+            raise TypeError(f"state dict entry {key!r} must be a tensor, got {type(stored).__name__}")
+        expected = tuple(self.pe.shape)
+        if tuple(stored.shape) != expected:
+            raise ValueError(
+                f"state dict entry {key!r} must be the positional table of shape {expected} "
+                f"(max_len={self.max_len}, d_model={self.d_model}), got shape {tuple(stored.shape)}; "
+                "build the PositionalEncoding with the max_len and d_model the stored model had"
+            )
+        ours = sinusoidal_table(self.max_len, self.d_model).double().unsqueeze(0)  # (1, max_len, d_model)
+        gap = (stored.detach().to("cpu", torch.float64) - ours).abs().max().item()
+        tolerance = 1e-6 + 2e-7 * self.max_len  # a table computed another way (e.g. in float64)
+        if not gap <= tolerance:
+            raise ValueError(
+                f"state dict entry {key!r} must hold the sinusoidal table of \"Attention Is All You "
+                f"Need\" (within {tolerance:.1e}), got a table that differs from it by up to {gap:.3g}"
+            )
 
     def extra_repr(self):
         return f"max_len={self.max_len}, d_model={self.d_model}, scale_input={self.scale_input}"

@@ -8,6 +8,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..checks import check_instance
 from .layers import DecoderLayer, EncoderLayer
 from .masks import check_mask, subsequent_mask, to_key_padding_mask, to_torch_attn_mask
 from .narrow_attention import MultiHeadedAttention
@@ -19,16 +20,30 @@ __all__ = ["TransformerModel", "copy_to_torch"]
 
 
 class TransformerModel(nn.Module):
-    """``EncoderDecoderTransf``'s twin built around PyTorch's ``nn.Transformer``.
+    """The book's wrapper around PyTorch's ``nn.Transformer`` for sequences of feature vectors.
+
+    As in the book (Daniel Voigt Godoy, *Deep Learning with PyTorch Step-by-Step*, chapter 10),
+    ``preprocess`` projects each element to ``d_model``, adds the positional encoding and
+    normalises the result with a ``nn.LayerNorm`` (``norm``) before ``nn.Transformer`` sees it.
+    With ``input_norm=False`` it leaves that norm out and becomes ``EncoderDecoderTransf``'s
+    twin: ``copy_to_torch`` copies one into the other and both compute the same function.
 
     Args:
-        transformer: an ``nn.Transformer`` built with ``batch_first=True``.
+        transformer: an ``nn.Transformer``. Sequences here are batch-first ``(N, L, F)``; one
+            built with ``batch_first=False`` (PyTorch's default, as in the book) gets them
+            transposed to ``(L, N, d_model)`` on the way in and back on the way out, as the
+            book's wrapper does, so its dropout draws and results are the book's.
         input_len, target_len, n_features: as in ``EncoderDecoderTransf``.
         scale_input: passed to the positional encoding ``pe`` (see ``PositionalEncoding``).
+        input_norm: ``True`` (default, the book's model) normalises the encoded inputs with
+            ``norm``; ``False`` leaves it out (``norm`` is ``None``).
 
     Attributes: ``transf`` (the ``nn.Transformer``), ``proj`` (``n_features -> d_model``),
     ``linear`` (``d_model -> n_features``), ``pe`` (``PositionalEncoding``, which
-    ``nn.Transformer`` does not have).
+    ``nn.Transformer`` does not have) and ``norm`` (``nn.LayerNorm(d_model)`` or ``None``),
+    created in the book's order, so a seeded construction draws the book's weights. The book's
+    state dicts load with ``load_state_dict(strict=True)`` (see ``PositionalEncoding`` for its
+    stored ``pe`` table).
 
     Buffers:
         causal_blocked_mask: the causal mask in PyTorch's convention, ``(target_len,
@@ -38,20 +53,17 @@ class TransformerModel(nn.Module):
 
     Masks: ``source_mask`` is our ``(N, 1, input_len)`` keep-mask; it is converted with
     ``to_key_padding_mask`` and passed as both ``src_key_padding_mask`` and
-    ``memory_key_padding_mask``. ``forward(X, source_mask=None)`` behaves as in
+    ``memory_key_padding_mask`` (the book passes only the first, so its decoder still attends
+    to padded source positions). ``forward(X, source_mask=None)`` behaves as in
     ``EncoderDecoderTransf`` (teacher forcing in training, greedy in eval) and returns
     ``(N, target_len, n_features)``.
     """
 
-    def __init__(self, transformer, input_len, target_len, n_features, scale_input=True):
+    def __init__(self, transformer, input_len, target_len, n_features, scale_input=True, input_norm=True):
         super().__init__()
         if not isinstance(transformer, nn.Transformer):
             raise TypeError(f"expected an nn.Transformer, got {type(transformer).__name__}")
-        if not transformer.batch_first:
-            raise ValueError(
-                "expected an nn.Transformer built with batch_first=True (our sequences are "
-                "(N, L, F)), got batch_first=False"
-            )
+        check_instance("input_norm", input_norm, bool, "True or False")
         d_model = transformer.d_model
         self.transf = transformer
         self.input_len = input_len
@@ -59,13 +71,21 @@ class TransformerModel(nn.Module):
         self.n_features = n_features
         causal = to_torch_attn_mask(subsequent_mask(target_len))  # (L_t, L_t), True = blocked
         self.register_buffer("causal_blocked_mask", causal, persistent=False)
+        # creation order as in the book: proj, linear, pe, norm
         self.proj = nn.Linear(n_features, d_model)
         self.linear = nn.Linear(d_model, n_features)
         self.pe = PositionalEncoding(max(input_len, target_len), d_model, scale_input=scale_input)
+        self.norm = nn.LayerNorm(d_model) if input_norm else None
+
+    @property
+    def input_norm(self):
+        """Whether ``preprocess`` ends with the book's ``LayerNorm`` (``norm``)."""
+        return self.norm is not None
 
     def preprocess(self, seq):
-        """Project ``(N, L, n_features)`` to ``d_model`` and add the positional encoding."""
-        return self.pe(self.proj(seq))  # (N, L, d_model)
+        """Project ``(N, L, n_features)`` to ``d_model``, add the positional encoding and (by default) normalise."""
+        encoded = self.pe(self.proj(seq))  # (N, L, d_model)
+        return encoded if self.norm is None else self.norm(encoded)
 
     @staticmethod
     def _key_padding(source_mask, n, length):
@@ -75,10 +95,15 @@ class TransformerModel(nn.Module):
         check_mask(source_mask, n, 1, length)
         return to_key_padding_mask(source_mask.bool()).expand(n, length)  # (N, L_s), True = pad
 
+    def _swap(self, x):
+        """``(N, L, D)`` <-> ``(L, N, D)`` for an ``nn.Transformer`` built sequence-first; else ``x``."""
+        return x if self.transf.batch_first else x.transpose(0, 1)
+
     def encode(self, source_seq, source_mask=None):
         """Encode ``source_seq`` ``(N, input_len, n_features)``; returns the memory ``(N, input_len, d_model)``."""
         padding = self._key_padding(source_mask, *source_seq.shape[:2])  # (N, L_s) or None
-        return self.transf.encoder(self.preprocess(source_seq), src_key_padding_mask=padding)
+        memory = self.transf.encoder(self._swap(self.preprocess(source_seq)), src_key_padding_mask=padding)
+        return self._swap(memory)  # (N, L_s, d_model)
 
     def decode(self, shifted_target_seq, memory, source_mask=None):
         """Decode ``(N, L, n_features)`` against ``memory`` under the causal mask ``causal_blocked_mask[:L, :L]``.
@@ -88,12 +113,12 @@ class TransformerModel(nn.Module):
         length = shifted_target_seq.shape[1]
         padding = self._key_padding(source_mask, *memory.shape[:2])  # (N, L_s) or None
         outputs = self.transf.decoder(
-            self.preprocess(shifted_target_seq),
-            memory,
+            self._swap(self.preprocess(shifted_target_seq)),
+            self._swap(memory),
             tgt_mask=self.causal_blocked_mask[:length, :length],  # (L, L), True = blocked
             memory_key_padding_mask=padding,
-        )  # (N, L, d_model)
-        return self.linear(outputs)  # (N, L, n_features)
+        )  # (N, L, d_model), or (L, N, d_model) sequence-first
+        return self.linear(self._swap(outputs))  # (N, L, n_features)
 
     def _greedy(self, source_seq, memory, source_mask=None):
         inputs = source_seq[:, -1:]  # (N, 1, F)
@@ -210,6 +235,11 @@ def _copy_stack(ours, theirs, copy_layer):
 
 
 def _copy_model(ours, theirs):
+    if theirs.norm is not None:
+        raise ValueError(
+            "the TransformerModel normalises its encoded inputs (the book's input LayerNorm), "
+            "which EncoderDecoderTransf does not; build it with input_norm=False"
+        )
     for what in ("input_len", "target_len", "n_features"):
         if getattr(ours, what) != getattr(theirs, what):
             raise _differ(what, getattr(ours, what), getattr(theirs, what))
@@ -240,7 +270,8 @@ def copy_to_torch(ours, theirs):
     ``nn.TransformerEncoderLayer``; ``DecoderLayer`` -> ``nn.TransformerDecoderLayer``;
     ``EncoderTransf`` -> ``nn.TransformerEncoder``; ``DecoderTransf`` -> ``nn.TransformerDecoder``;
     ``EncoderDecoderTransf`` -> ``TransformerModel`` (its ``nn.Transformer`` always has final
-    norms, so build ours with ``final_norm=True``).
+    norms, so build ours with ``final_norm=True``; build the ``TransformerModel`` with
+    ``input_norm=False``, since ours has no norm after the positional encoding).
 
     Afterwards, in eval mode, both compute the same outputs given the same masks written in
     each convention (ours: ``(N, 1, L)`` / ``(1, L, L)`` keep-masks; PyTorch's:
