@@ -27,7 +27,7 @@ from .models import scaled_dot_product as _scaled_dot_product
 from .models import subsequent_mask as _subsequent_mask
 from .models.alignment import translate_with_alignment as _translate_with_alignment
 from .models.kernel_regression import best_sigma as _best_sigma
-from .models.kernel_regression import kernel_fit as _kernel_fit
+from .widget_states import kernel_fit as _kernel_fit
 from .plots.dates import alignment_map as _alignment_map
 from .plots.heads import head_maps as _head_maps
 from .plots.kernel_regression import kernel_dashboard as _kernel_dashboard

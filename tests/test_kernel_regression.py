@@ -5,14 +5,8 @@ import pytest
 import torch
 
 from stepbystep.data import make_regression_data
-from stepbystep.models import (
-    KernelRegression,
-    best_sigma,
-    gaussian_kernel,
-    kernel_fit,
-    leave_one_out_error,
-    nadaraya_watson,
-)
+from stepbystep.models import KernelRegression, best_sigma, gaussian_kernel, leave_one_out_error, nadaraya_watson
+from stepbystep.widget_states import kernel_fit
 
 
 @pytest.fixture

@@ -10,7 +10,8 @@ import functools
 import torch
 from torch import nn
 
-from ..data.date_completions import IGNORE_INDEX
+from ..data.special_tokens import IGNORE_INDEX
+from ..devices import evaluating
 from .kv_cache import KVCache, cached_mask, cached_self_attention
 from .layers import EncoderLayer
 from .masks import subsequent_mask
@@ -196,16 +197,14 @@ class DecoderOnlyTransformer(nn.Module):
         predicts token ``i + 1``) reads each earlier token; rows sum to 1.
         """
         attention = self.layers[layer].self_attn_heads
-        stored, was_training = attention.store_alphas, self.training
+        stored = attention.store_alphas
         attention.store_alphas = True
-        self.eval()
         try:
-            with torch.no_grad():
+            with evaluating(self):
                 self(ids)
             return attention.alphas
         finally:
             attention.store_alphas = stored
-            self.train(was_training)
 
     def extra_repr(self):
         return (f"vocab_size={self.vocab_size}, max_len={self.max_len}, pad_id={self.pad_id}, "

@@ -11,7 +11,6 @@ computes them that way: it is numerically stable (a far-away query does not turn
 every kernel value underflows) and it is the form that chapter 02 generalises.
 """
 import math
-from collections import namedtuple
 
 import numpy as np
 import torch
@@ -25,8 +24,6 @@ __all__ = [
     "leave_one_out_error",
     "best_sigma",
     "KernelRegression",
-    "KernelFit",
-    "kernel_fit",
 ]
 
 
@@ -209,15 +206,3 @@ class KernelRegression(nn.Module):
     def extra_repr(self):
         return f"n_keys={self.keys.shape[0]}, sigma={float(self.sigma):.4f}"
 
-
-KernelFit = namedtuple("KernelFit", ["sigma", "predictions", "weights", "loo_error"])
-KernelFit.__doc__ = """One width's fit: predictions ``(n_q,)`` and weights ``(n_q, n_k)`` at the
-queries, and the leave-one-out error on the training points (a float)."""
-
-
-def kernel_fit(x_train, y_train, queries, sigma):
-    """Everything the σ widget shows for one width: predictions, weights and leave-one-out error."""
-    with torch.no_grad():
-        predictions, weights = nadaraya_watson(queries, x_train, y_train, sigma)
-        loo = leave_one_out_error(x_train, y_train, float(sigma))
-    return KernelFit(float(sigma), predictions, weights, float(loo))
