@@ -458,7 +458,7 @@ def test_decoding_uses_the_blocked_mask_not_a_keep_mask():
 def test_transformer_model_rejects_what_it_cannot_wrap():
     with pytest.raises(ValueError, match="batch_first=True"):
         TransformerModel(nn.Transformer(6, 3, 1, 1, 10, batch_first=False), 2, 2, 2)
-    with pytest.raises(TypeError, match="expected an nn.Transformer, got TransformerEncoder"):
+    with pytest.raises(TypeError, match="transformer must be an nn.Transformer, got TransformerEncoder"):
         TransformerModel(nn.TransformerEncoder(nn.TransformerEncoderLayer(6, 3, batch_first=True), 1), 2, 2, 2)
 
 
