@@ -287,8 +287,8 @@ class StepByStep:
             raise TypeError(f"scheduler must be a learning-rate scheduler from torch.optim.lr_scheduler, "
                             f"got {type(scheduler).__name__}")
         if scheduler.optimizer is not self.optimizer:
-            raise ValueError("the scheduler was built on another optimizer: build it on this trainer's "
-                             "optimizer (sbs.optimizer)")
+            raise ValueError("scheduler must be built on this trainer's optimizer (sbs.optimizer), "
+                             "got one built on another optimizer")
         if interval is None:
             interval = "batch" if isinstance(scheduler, _PER_BATCH_SCHEDULERS) else "epoch"
         check_choice("interval", interval, (*_INTERVALS, None))

@@ -181,3 +181,15 @@ def test_translate_in_sorted_batches_keeps_the_order_and_the_outputs():
         [translate(model, text, vocab, vocab, beam_width=2) for text in texts]
     with pytest.raises(ValueError, match="batch_size must be a positive int, got 0"):
         translate(model, texts, vocab, vocab, batch_size=0)
+
+
+def test_decoding_gives_every_submodule_its_own_mode_back():
+    """Decoding runs inside stepbystep.evaluating: a frozen (eval-mode) part stays frozen after it."""
+    model = random_model()
+    model.train()
+    model.encoder.eval()  # e.g. a frozen, pre-trained encoder
+    source = torch.randint(4, 8, (2, 5))
+    greedy_decode(model, source, SOS, EOS, 6)
+    beam_search(model, source, SOS, EOS, 6)
+    assert model.training and model.decoder.training and not model.encoder.training
+    assert not any(module.training for module in model.encoder.modules())
