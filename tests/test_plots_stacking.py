@@ -118,8 +118,10 @@ def test_gradient_norms_by_layer_redraws_in_place():
 
 
 def test_gradient_norms_by_layer_rejects_other_things():
-    with pytest.raises(TypeError, match="GradientNormRun"):
+    with pytest.raises(TypeError, match="runs must be a GradientNormRun .* got list holding ndarray"):
         gradient_norms_by_layer([np.zeros((3, 2))])
+    with pytest.raises(ValueError, match="runs must be a GradientNormRun or a non-empty list of them"):
+        gradient_norms_by_layer([])
 
 
 def test_seed_spread_draws_the_median_band_and_final_losses():

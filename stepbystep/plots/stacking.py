@@ -38,11 +38,14 @@ def depth_profile(curves, ylabel, title=None, xlabel="layer", first=1, log=True)
 
 
 def _check_runs(runs):
-    runs = [runs] if hasattr(runs, "norms") else list(runs)
-    if not runs or not all(hasattr(run, "norms") and hasattr(run, "losses") for run in runs):
-        raise TypeError("runs must be a GradientNormRun or a non-empty list of them (see stepbystep.gradient_norms), "
-                        f"got {type(runs).__name__}")
-    return runs
+    expected = "a GradientNormRun or a non-empty list of them (see stepbystep.gradient_norms)"
+    listed = [runs] if hasattr(runs, "norms") else list(runs)
+    wrong = [type(run).__name__ for run in listed if not (hasattr(run, "norms") and hasattr(run, "losses"))]
+    if wrong:
+        raise TypeError(f"runs must be {expected}, got {type(runs).__name__} holding {', '.join(wrong)}")
+    if not listed:
+        raise ValueError(f"runs must be {expected}, got an empty {type(runs).__name__}")
+    return listed
 
 
 def gradient_norms_by_layer(runs, fig=None):
