@@ -48,8 +48,9 @@ def alibi_bias_at(slopes, query_positions, key_positions):
     check_tensor("query_positions", query_positions, ndim=(1, 2))
     check_tensor("key_positions", key_positions, ndim=(1, 2))
     distance = (query_positions.unsqueeze(-1) - key_positions.unsqueeze(-2)).abs()  # (N?, L_q, L_k)
-    distance = distance.to(slopes.dtype).unsqueeze(-3)  # (N?, 1, L_q, L_k): one for every head
-    return -slopes.view(-1, 1, 1) * distance  # (N?, h, L_q, L_k)
+    # negated before the conversion, so the diagonal is 0 rather than -0 (for integer positions)
+    negative = (-distance).to(slopes.dtype).unsqueeze(-3)  # (N?, 1, L_q, L_k): one for every head
+    return slopes.view(-1, 1, 1) * negative  # (N?, h, L_q, L_k): -slope x distance
 
 
 def alibi_bias(n_heads, length_q, length_k=None):

@@ -212,7 +212,7 @@ def length_generalization(results, lengths, train_length):
     ax.set_ylabel("accuracy (all positions)")
     ax.set_title("Trained on one length, tested on longer ones (mean; bars: lowest to highest seed)",
                  fontsize=10)
-    ax.legend(fontsize=8, loc="lower left")
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
     return fig
 
 
@@ -238,7 +238,7 @@ def accuracy_by_position(by_position, train_length, chance=None):
     ax.set_xlabel("position in the test sequence")
     ax.set_ylabel("accuracy")
     ax.set_title("Where each scheme stops working", fontsize=10)
-    ax.legend(fontsize=8, loc="lower left", ncol=5)
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
     return fig
 
 
