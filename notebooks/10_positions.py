@@ -113,7 +113,7 @@ print(f"the learned table: {TEST_LENGTHS[-1]} rows x 32 = {TEST_LENGTHS[-1] * 32
 # computed, not learned, so it exists for every position, even one never seen in training.
 #
 # A **learned** table (`LearnedPositionalEmbedding`) has the same shape but its rows are
-# parameters, drawn small at first (standard deviation 0.02, as GPT-2 and BERT do) and trained
+# parameters, drawn small at first (standard deviation 0.02, as BERT does) and trained
 # with the rest of the model: $64 \times 32 = 2{,}048$ numbers here. A row learns only from the
 # sequences long enough to reach it, and a position past the last row has no vector at all:
 
@@ -150,8 +150,8 @@ print(alibi_bias(4, 5)[0])  # head 0 of 4: slope 1/4
 # %% [markdown]
 # Each row is a query, each column a key; the diagonal (a token and itself) is 0 and every step
 # back costs one more slope. The upper triangle is the future: a causal model never reads it,
-# so its bias does not matter. With 8 heads over 12 positions, the steep heads look only at the
-# last few tokens and the shallow ones almost evenly far back:
+# so its bias does not matter. With 8 heads over 12 positions, the steep heads push down every
+# key but the last few, and the shallow ones hardly mind the distance at all:
 
 # %%
 fig = plots.alibi_heads(alibi_bias(8, 12), alibi_slopes(8))
@@ -184,7 +184,8 @@ fig = plots.rope_rotation(rotary, vector, range(13), pairs=(0, 1))
 # = q \cdot R\big((n - m)\theta\big)\,k,$$
 #
 # so the score of a query at $m$ and a key at $n$ depends on $n - m$ only. The same $q$ and $k$
-# placed at $(m, n)$ and at $(m + s, n + s)$ give the same score:
+# placed at $(m, n)$ and at $(m + s, n + s)$ give the same score. Here the key sits at 0, 7 or
+# 30 and the query further and further after it, as in a causal model:
 
 # %%
 generator = torch.Generator().manual_seed(0)
@@ -197,7 +198,7 @@ def rope_score(m, n):
 
 
 distances = torch.arange(40)
-scores_by_start = {f"query at {start}": torch.tensor([rope_score(start, start + d) for d in distances.tolist()])
+scores_by_start = {f"key at {start}": torch.tensor([rope_score(start + d, start) for d in distances.tolist()])
                    for start in (0, 7, 30)}
 fig = plots.rope_scores(scores_by_start, distances)
 
@@ -205,12 +206,14 @@ fig = plots.rope_scores(scores_by_start, distances)
 x = torch.randn(50, 8, generator=generator)
 torch.testing.assert_close(rotary(x).norm(dim=-1), x.norm(dim=-1), atol=1e-5, rtol=0)  # lengths kept
 for shifted in list(scores_by_start.values())[1:]:
-    torch.testing.assert_close(shifted, scores_by_start["query at 0"], atol=1e-5, rtol=0)  # offset only
+    torch.testing.assert_close(shifted, scores_by_start["key at 0"], atol=1e-5, rtol=0)  # offset only
+scores = scores_by_start["key at 0"]
+assert scores[10:].max() > scores[:2].max() + 0.3, "expected a far key to score above the nearest ones"
 
 # %% [markdown]
 # The three curves lie on top of each other. The score is not a simple function of the
-# distance, though: each pair contributes a wave, fast for pair 0 and slow for the last, and a
-# far key can score as high as a near one. Only training decides which offsets the model
+# distance, though: each pair contributes a wave, fast for pair 0 and slow for the last, and
+# here a key 10 or more positions back scores higher than the two nearest ones (checked). Only training decides which offsets the model
 # learns to prefer.
 #
 # ## The task: repeat the previous token
@@ -236,8 +239,8 @@ print(f"targets {targets[0].tolist()}")
 # ## The experiment
 #
 # For each scheme and each of 3 seeds, the same recipe: 100 steps of 32 sequences of 16
-# tokens, Adam with a short warm-up to $10^{-2}$ and a linear decay to zero, gradients clipped
-# at norm 1. The seed fixes both the model's initial weights and the training batches. Then
+# tokens, Adam with a warm-up over 10 steps to $10^{-2}$ and a linear decay to zero. The seed
+# fixes both the model's initial weights and the training batches. Then
 # every model is scored on the same 256 test sequences of each length, 16, 32 and 64: the
 # accuracy is the share of positions (all but the first) whose most likely output is the
 # right token.
@@ -367,7 +370,7 @@ assert highest["none"][2] < lowest["none"][0], f"expected no positions to fall a
 # - **RoPE** holds at 32 tokens (at least 95%) but falls behind ALiBi at 64. Its scores depend
 #   on the offset only, and the offset it needs, 1, was seen in training; what it never saw
 #   are the **far** offsets, 16 to 63. Training never pushed their scores down, and as the
-#   score curve above showed, a far key can score as high as a near one.
+#   score curve above showed, a far key can score higher than a near one.
 # - **None** falls further at every longer length: its accuracy at 64 tokens is below its
 #   accuracy at 16 in every seed.
 #

@@ -22,9 +22,8 @@ class LearnedPositionalEmbedding(nn.Module):
         max_len: the number of rows, one per position ``0 .. max_len - 1``; a longer sequence
             raises a ``ValueError`` (there is no row to look up).
         d_model: the size of each row.
-        std: the rows start from ``N(0, std²)`` (GPT-2 and BERT draw theirs with a small
-            standard deviation, about 0.01-0.02). A row that no training sequence reaches keeps
-            this initial value.
+        std: the rows start from ``N(0, std²)`` (BERT starts from 0.02). A row that no training
+            sequence reaches keeps this initial value (with no weight decay).
 
     Parameters: ``weight`` ``(max_len, d_model)``, ``max_len × d_model`` numbers.
 
