@@ -22,6 +22,8 @@ from .tokens import (
 )
 # [line images: chapter 11]
 from .line_images import LINE_CLASSES, LINE_NOISE, generate_dataset, line_datasets, line_pixels
+# [lag copy: chapter 10]
+from .lag_copy import FIRST_TOKEN, lag_copy_accuracy, lag_copy_batch
 
 _LAZY = {
     # [dates: chapter 08]

@@ -42,7 +42,7 @@ from .alignment import Translation, translate_with_alignment
 from .vit import PatchEmbed, ViT, cls_attention, confusion_matrix, patchify
 # [decoder-only: chapter 09]
 from .kv_cache import KVCache, cached_self_attention
-from .decoder_only import IGNORE_INDEX, DecoderOnlyLayer, DecoderOnlyTransformer, completion_loss
+from .decoder_only import IGNORE_INDEX, POSITION_SCHEMES, DecoderOnlyLayer, DecoderOnlyTransformer, completion_loss
 from .generation import (
     generate,
     left_pad,
@@ -53,6 +53,10 @@ from .generation import (
     top_k_filter,
     top_p_filter,
 )
+# [positions: chapter 10]
+from .learned_positions import LearnedPositionalEmbedding
+from .alibi import alibi_bias, alibi_bias_at, alibi_slopes
+from .rotary import RotaryEmbedding, rotary_frequencies, rotate_pairs
 
 
 def __getattr__(name):
