@@ -13,7 +13,7 @@ batches, on any machine.
 import torch
 
 from ..checks import check_instance, check_positive_int
-from .date_completions import IGNORE_INDEX
+from .special_tokens import IGNORE_INDEX
 
 __all__ = ["lag_copy_batch", "lag_copy_accuracy", "FIRST_TOKEN"]
 
