@@ -15,6 +15,7 @@ __all__ = [
     "check_instance",
     "check_positive_int",
     "check_non_negative_int",
+    "check_int_range",
     "check_positive_number",
     "check_fraction",
     "check_choice",
@@ -57,6 +58,18 @@ def check_non_negative_int(name, value):
     _check_int(name, value, "a non-negative int")
     if value < 0:
         raise ValueError(f"{name} must be a non-negative int, got {value!r}")
+    return value
+
+
+def check_int_range(name, value, low, high=None):
+    """``value`` must be an int (NumPy ints too, bools not) from ``low`` to ``high``, both included.
+
+    ``high=None`` leaves it unbounded above.
+    """
+    expected = f"an int >= {low}" if high is None else f"an int from {low} to {high}"
+    _check_int(name, value, expected)
+    if value < low or (high is not None and value > high):
+        raise ValueError(f"{name} must be {expected}, got {value!r}")
     return value
 
 

@@ -18,6 +18,7 @@ import torch
 from torch import nn
 from torch.optim.lr_scheduler import LambdaLR
 
+from .checks import check_non_negative_int, check_positive_int, check_positive_number
 from .data.squares import square_datasets
 from .models.layers import EncoderLayer
 from .models.transformer import EncoderTransf
@@ -91,11 +92,6 @@ def _one_thread():
         torch.set_num_threads(n_threads)
 
 
-def _check_int(name, value, minimum):
-    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-        raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
-
-
 def layer_gradient_norms(n_layers=6, norm_first=True, steps=50, lr=0.03, warmup_steps=0,
                          d_model=16, n_heads=2, ff_units=32, n_samples=64, seed=0):
     """Train a stack of ``n_layers`` encoder layers for ``steps`` steps, recording gradient norms.
@@ -110,12 +106,11 @@ def layer_gradient_norms(n_layers=6, norm_first=True, steps=50, lr=0.03, warmup_
     of the square-corners task. Returns a ``GradientNormRun``; ``norms[0]`` is the gradient at
     initialisation.
     """
-    _check_int("n_layers", n_layers, 1)
-    _check_int("steps", steps, 1)
-    _check_int("warmup_steps", warmup_steps, 0)
-    _check_int("n_samples", n_samples, 1)
-    if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not lr > 0:
-        raise ValueError(f"lr must be a positive number, got {lr!r}")
+    check_positive_int("n_layers", n_layers)
+    check_positive_int("steps", steps)
+    check_non_negative_int("warmup_steps", warmup_steps)
+    check_positive_int("n_samples", n_samples)
+    check_positive_number("lr", lr)
     train_data, _ = square_datasets(n_train=n_samples)
     full, target = train_data.tensors  # (n, 4, 2), (n, 2, 2)
     source = full[:, :2]  # (n, 2, 2): the first two corners

@@ -11,6 +11,7 @@ Plotting libraries are imported only when a figure is drawn.
 import copy
 import functools
 import math
+from collections.abc import Callable, Iterable
 from datetime import datetime
 
 import numpy as np
@@ -203,8 +204,7 @@ class StepByStep:
 
     def __init__(self, model, loss_fn, optimizer, device=None):
         check_instance("model", model, nn.Module, "an nn.Module")
-        if not callable(loss_fn):
-            raise TypeError(f"loss_fn must be callable, as loss_fn(prediction, y), got {type(loss_fn).__name__}")
+        check_instance("loss_fn", loss_fn, Callable, "callable, as loss_fn(prediction, y)")
         _check_optimizer(model, optimizer)
         self.model = model
         self.loss_fn = loss_fn
@@ -257,9 +257,7 @@ class StepByStep:
         for name, loader in (("train_loader", train_loader), ("val_loader", val_loader)):
             if loader is None and name == "val_loader":
                 continue
-            if loader is None or not hasattr(loader, "__iter__"):
-                raise TypeError(f"{name} must be an iterable of (x, y) batches, such as a DataLoader; "
-                                f"got {type(loader).__name__}")
+            check_instance(name, loader, Iterable, "an iterable of (x, y) batches, such as a DataLoader")
         self.train_loader = train_loader
         self.val_loader = val_loader
 
@@ -289,8 +287,8 @@ class StepByStep:
             raise TypeError(f"scheduler must be a learning-rate scheduler from torch.optim.lr_scheduler, "
                             f"got {type(scheduler).__name__}")
         if scheduler.optimizer is not self.optimizer:
-            raise ValueError("the scheduler was built on another optimizer: build it on this trainer's "
-                             "optimizer (sbs.optimizer)")
+            raise ValueError("scheduler must be built on this trainer's optimizer (sbs.optimizer), "
+                             "got one built on another optimizer")
         if interval is None:
             interval = "batch" if isinstance(scheduler, _PER_BATCH_SCHEDULERS) else "epoch"
         check_choice("interval", interval, (*_INTERVALS, None))
@@ -492,8 +490,7 @@ class StepByStep:
         training. Afterwards the model's weights, buffers and modes and the optimizer's state
         are what they were. Returns ``(tracking, fig)``, ``tracking = {'loss': [...], 'lr': [...]}``.
         """
-        if not hasattr(data_loader, "__iter__"):
-            raise TypeError(f"data_loader must be an iterable of (x, y) batches, got {type(data_loader).__name__}")
+        check_instance("data_loader", data_loader, Iterable, "an iterable of (x, y) batches")
         check_positive_number("end_lr", end_lr)
         check_positive_int("num_iter", num_iter)
         check_choice("step_mode", step_mode, ("exp", "linear"))
@@ -501,7 +498,7 @@ class StepByStep:
         groups = self.optimizer.param_groups
         start_lr = groups[0]["lr"]
         if not start_lr > 0:
-            raise ValueError(f"the optimizer's learning rate is where the test starts, so it must be positive; "
+            raise ValueError(f"the optimizer's learning rate must be positive (the test starts there), "
                              f"got {start_lr!r}")
         base_lrs = [group["lr"] for group in groups]
         saved_model = copy.deepcopy(self.model.state_dict())
@@ -613,8 +610,7 @@ class StepByStep:
         which passes the batches as they come (``sbs.correct`` moves them itself).
         """
         check_choice("reduce", reduce, ("sum", "mean"))
-        if not callable(func):
-            raise TypeError(f"func must be callable as func(x, y), got {type(func).__name__}")
+        check_instance("func", func, Callable, "callable as func(x, y)")
         results = []
         with torch.no_grad():
             for batch in loader:

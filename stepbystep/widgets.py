@@ -17,8 +17,15 @@ import torch
 from IPython.display import clear_output, display
 from matplotlib.figure import Figure
 
+from .checks import check_non_negative_int, check_positive_int
+from .data.date_completions import EOS as _EOS
+from .data.date_completions import is_consistent as _is_consistent
+from .data.date_completions import is_well_formed as _is_well_formed
+from .data.date_completions import prompt_ids as _prompt_ids
+from .data.date_completions import split_stream as _split_stream
 from .data.regression import make_regression_data as _make_regression_data
 from .data.regression import regression_grid as _regression_grid
+from .devices import evaluating as _evaluating
 from .gradient_norms import layer_gradient_norms as _layer_gradient_norms
 from .models import MultiHeadAttention as _MultiHeadAttention
 from .models import MultiHeadedAttention as _MultiHeadedAttention
@@ -26,13 +33,19 @@ from .models import padding_mask as _padding_mask
 from .models import scaled_dot_product as _scaled_dot_product
 from .models import subsequent_mask as _subsequent_mask
 from .models.alignment import translate_with_alignment as _translate_with_alignment
+from .models.generation import generate as _generate
+from .models.generation import next_token_logits as _next_token_logits
+from .models.generation import sampling_distribution as _sampling_distribution
 from .models.kernel_regression import best_sigma as _best_sigma
-from .models.kernel_regression import kernel_fit as _kernel_fit
+from .models.vit import cls_attention as _cls_attention
+from .widget_states import kernel_fit as _kernel_fit
 from .plots.dates import alignment_map as _alignment_map
 from .plots.heads import head_maps as _head_maps
 from .plots.kernel_regression import kernel_dashboard as _kernel_dashboard
 from .plots.masks import mask_and_weights as _mask_and_weights
+from .plots.sampling import token_distribution as _token_distribution
 from .plots.stacking import gradient_norms_by_layer as _gradient_norms_by_layer
+from .plots.vit import cls_attention_overlay as _cls_attention_overlay
 
 __all__ = [
     "sigma_explorer",
@@ -127,9 +140,11 @@ def mask_explorer_weights(length, causal=False, n_padded=0, seed=0, d_k=4):
 
     Returns ``(mask, weights)``, both ``(L, L)``; ``mask`` is bool, ``True`` = may attend.
     """
-    if not isinstance(length, int) or not 1 <= length <= MASK_EXPLORER_MAX_LEN:
+    check_non_negative_int("length", length)
+    if not 1 <= length <= MASK_EXPLORER_MAX_LEN:
         raise ValueError(f"length must be an int in 1..{MASK_EXPLORER_MAX_LEN}, got {length!r}")
-    if not isinstance(n_padded, int) or not 0 <= n_padded < length:
+    check_non_negative_int("n_padded", n_padded)
+    if n_padded >= length:
         raise ValueError(f"n_padded must be an int in 0..{length - 1} (one real element at least), got {n_padded!r}")
     generator = torch.Generator().manual_seed(seed)
     queries = torch.randn(1, MASK_EXPLORER_MAX_LEN, d_k, generator=generator)[:, :length]  # (1, L, d_k)
@@ -198,8 +213,7 @@ def mask_explorer(seed=0):
 
 def divisors(n):
     """The positive divisors of ``n`` in increasing order: the head counts ``d_model`` allows."""
-    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
-        raise ValueError(f"n must be a positive int, got {n!r}")
+    check_positive_int("n", n)
     return [k for k in range(1, n + 1) if n % k == 0]
 
 
@@ -221,17 +235,17 @@ def heads_explorer_state(n_heads, d_model=12, seq_len=4, seed=0):
     ``MultiHeadAttention`` with as many heads, alias ``NarrowMultiHeadAttention`` and
     ``WideMultiHeadAttention``), and ``alphas``, the self-attention weights ``(n_heads, L, L)``.
     """
-    if not isinstance(d_model, int) or isinstance(d_model, bool) or d_model < 1:
-        raise ValueError(f"d_model must be a positive int, got {d_model!r}")
+    check_positive_int("d_model", d_model)
+    check_positive_int("n_heads", n_heads)
     if n_heads not in divisors(d_model):
         raise ValueError(f"n_heads must divide d_model={d_model} ({divisors(d_model)}), got {n_heads!r}")
     generator = torch.Generator().manual_seed(seed)
     x = 2 * torch.randn(1, seq_len, d_model, generator=generator)  # (1, L, d_model)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        narrow = _MultiHeadedAttention(n_heads, d_model, dropout=0.0).eval()
+        narrow = _MultiHeadedAttention(n_heads, d_model, dropout=0.0)
         wide = _MultiHeadAttention(n_heads, d_model)
-    with torch.no_grad():
+    with _evaluating(narrow):
         narrow.init_keys(x)
         narrow(x)
     return {
@@ -374,10 +388,6 @@ def date_translator(model, src_vocab, tgt_vocab, text="Tue 10 Jul 2007", head=No
 
 
 # ----------------------------------------------------------------------------- chapter 11: the ViT explorer
-from .models.vit import cls_attention as _cls_attention  # noqa: E402
-from .plots.vit import cls_attention_overlay as _cls_attention_overlay  # noqa: E402
-
-
 def vit_explorer_state(model, images, index, head=None, labels=None):
     """What the ViT widget shows for image ``index`` and ``head`` (``None``: the heads' mean).
 
@@ -388,11 +398,14 @@ def vit_explorer_state(model, images, index, head=None, labels=None):
     (softmax of the logits), ``prediction`` (an int) and ``label`` (``labels[index]`` as an
     int, or ``None`` without labels).
     """
-    if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(images):
+    check_non_negative_int("index", index)
+    if index >= len(images):
         raise ValueError(f"index must be an int in 0..{len(images) - 1}, got {index!r}")
     n_heads = model.encoder.layers[-1].self_attn_heads.n_heads
-    if head is not None and (isinstance(head, bool) or not isinstance(head, int) or not 0 <= head < n_heads):
-        raise ValueError(f"head must be None (the mean) or an int in 0..{n_heads - 1}, got {head!r}")
+    if head is not None:
+        check_non_negative_int("head", head)
+        if head >= n_heads:
+            raise ValueError(f"head must be None (the mean) or an int in 0..{n_heads - 1}, got {head!r}")
     image = images[index]  # (C, H, W)
     logits, attention = _cls_attention(model, image[None])  # (1, n_outputs), (1, h, grid, grid)
     probabilities = logits[0].softmax(dim=-1)  # (n_outputs,)
@@ -477,22 +490,19 @@ def sampling_explorer_state(model, vocab, prompt="March", temperature=1.0, top_k
     it (``None`` without one), whether the stream is well-formed and whether its date is the
     one the text writes.
     """
-    from .data.date_completions import EOS, is_consistent, is_well_formed, prompt_ids, split_stream
-    from .models.generation import generate, next_token_logits, sampling_distribution
-
-    ids = prompt_ids(prompt, vocab, separator=False)
-    logits = next_token_logits(model, ids).float()  # (V,)
+    ids = _prompt_ids(prompt, vocab, separator=False)
+    logits = _next_token_logits(model, ids).float()  # (V,)
     probs = torch.softmax(logits / (temperature or 1.0), dim=-1)  # (V,)
-    kept = sampling_distribution(logits.unsqueeze(0), temperature, top_k, top_p)[0] > 0  # (V,)
+    kept = _sampling_distribution(logits.unsqueeze(0), temperature, top_k, top_p)[0] > 0  # (V,)
     generator = torch.Generator(device=logits.device).manual_seed(seed)
     new_tokens = min(model.max_len - len(ids), 40)
-    streams = generate(model, [ids] * n_samples, new_tokens, temperature=temperature, top_k=top_k, top_p=top_p,
-                       eos_id=EOS, generator=generator)  # (n_samples, L + T)
+    streams = _generate(model, [ids] * n_samples, new_tokens, temperature=temperature, top_k=top_k, top_p=top_p,
+                        eos_id=_EOS, generator=generator)  # (n_samples, L + T)
     samples = []
     for row in streams.cpu():
-        text, iso, _ = split_stream(row, vocab)
-        well_formed = is_well_formed(row, vocab)
-        samples.append((text, iso, well_formed, well_formed and is_consistent(text, iso)))
+        text, iso, _ = _split_stream(row, vocab)
+        well_formed = _is_well_formed(row, vocab)
+        samples.append((text, iso, well_formed, well_formed and _is_consistent(text, iso)))
     return {"probs": probs.cpu(), "kept": kept.cpu(), "samples": samples}
 
 
@@ -514,8 +524,6 @@ def sampling_explorer(model, vocab, prompt="March", n_samples=5, seed=0):
     and top-p 1 switch those filters off. Returns a ``VBox``; its ``figure`` is redrawn in
     place, ``temperature``, ``top_k``, ``top_p`` are the sliders and ``samples`` the list.
     """
-    from .plots.sampling import token_distribution as _token_distribution
-
     temperature = widgets.FloatSlider(value=1.0, min=0.0, max=2.0, step=0.1, description="temperature",
                                       continuous_update=False)
     top_k = widgets.IntSlider(value=0, min=0, max=20, description="top-k (0: off)", continuous_update=False)
@@ -540,3 +548,87 @@ def sampling_explorer(model, vocab, prompt="March", n_samples=5, seed=0):
     box = FigureBox([widgets.HBox([temperature, top_k, top_p]), output, samples], figure)
     box.temperature, box.top_k, box.top_p, box.samples = temperature, top_k, top_p, samples
     return box
+
+
+# [position explorer: chapter 10]
+def position_explorer_state(head=0, base=10000.0, n_heads=8, length=16, d_head=16, seed=0):
+    """What the chapter-10 widget shows: ALiBi's bias for one head and RoPE's score for one base.
+
+    ALiBi: head ``head`` of ``n_heads`` (its slope from ``alibi_slopes``), the bias
+    ``-slope × distance`` for distances ``0 .. length-1`` and the causal attention over
+    ``length`` positions that the bias alone gives (every content score equal). RoPE: a fixed
+    random vector ``v`` ``(d_head,)`` (seeded by ``seed``) used as query and key; its score with
+    itself ``d`` positions apart, ``rotate(v, d) · v / √d_head`` (by ``RotaryEmbedding(d_head,
+    base)``), and the causal attention a sequence of that one vector gets from those scores.
+
+    Returns a dict: ``head``, ``slope`` and ``base`` (floats and ints as given), ``distances``
+    ``(length,)``, ``alibi_bias`` and ``rope_scores`` ``(length,)``, ``alibi_attention`` and
+    ``rope_attention`` ``(length, length)``, rows summing to 1.
+    """
+    from .checks import check_positive_int
+    from .models.alibi import alibi_bias, alibi_slopes
+    from .models.rotary import RotaryEmbedding
+
+    check_positive_int("n_heads", n_heads)
+    check_positive_int("length", length)
+    if isinstance(head, bool) or not isinstance(head, int) or not 0 <= head < n_heads:
+        raise ValueError(f"head must be an int in 0..{n_heads - 1}, got {head!r}")
+    rotary = RotaryEmbedding(d_head, base=base, max_len=length)
+    causal = torch.ones(length, length, dtype=torch.bool).tril()  # (L, L)
+    slope = float(alibi_slopes(n_heads)[head])
+    distances = torch.arange(length)  # (L,)
+    bias = alibi_bias(n_heads, length)[head]  # (L, L)
+    alibi_attention = torch.softmax(bias.masked_fill(~causal, float("-inf")), dim=-1)  # (L, L)
+    vector = torch.randn(d_head, generator=torch.Generator().manual_seed(seed))  # (d_head,)
+    with torch.no_grad():
+        placed = rotary(vector.expand(length, d_head), distances)  # (L, d_head): v at positions 0..L-1
+    scores = placed @ placed.T / d_head ** 0.5  # (L, L): depends on i - j only
+    rope_attention = torch.softmax(scores.masked_fill(~causal, float("-inf")), dim=-1)  # (L, L)
+    return {
+        "head": head,
+        "slope": slope,
+        "base": base,
+        "distances": distances,
+        "alibi_bias": -slope * distances.float(),
+        "rope_scores": scores[:, 0],  # (L,): query at d, key at 0
+        "alibi_attention": alibi_attention,
+        "rope_attention": rope_attention,
+    }
+
+
+def position_explorer(n_heads=8, length=16, d_head=16, seed=0):
+    """Sliders for ALiBi's head (its slope) and RoPE's base, redrawing the bias or score against
+    the distance and the attention pattern each gives (``position_explorer_state`` computes it;
+    ``plots.position_explorer_figure`` draws it). Returns a ``VBox``; its ``figure`` is redrawn
+    in place, ``head`` and ``base`` are the sliders and ``label`` the line under them."""
+    import math
+
+    from .models.rotary import rotary_frequencies as _rotary_frequencies
+    from .plots.positions import position_explorer_figure as _position_explorer_figure
+
+    head = widgets.IntSlider(value=0, min=0, max=n_heads - 1, description="ALiBi head", continuous_update=False)
+    base = widgets.FloatLogSlider(value=10000.0, base=10, min=1, max=5, step=0.25, description="RoPE base",
+                                  readout_format=".4g", continuous_update=False)
+    label = widgets.HTML()
+    output = widgets.Output()
+    figure = Figure(figsize=(9, 5.6), layout="constrained")
+
+    def redraw(_change=None):
+        state = position_explorer_state(head.value, base.value, n_heads, length, d_head, seed)
+        _position_explorer_figure(state, figure)
+        reach = int((state["alibi_attention"][-1] > 0.01).sum())
+        slowest = 2 * math.pi / float(_rotary_frequencies(d_head, base.value)[-1])  # positions per turn
+        label.value = (f"ALiBi head {head.value} of {n_heads}, slope {state['slope']:.4g}: the last query gives "
+                       f"more than 1% of its attention to {reach} of {length} keys. RoPE base {base.value:.4g}: "
+                       f"the slowest pair needs {slowest:.4g} positions for a full turn.")
+        _show(output, figure)
+
+    head.observe(redraw, names="value")
+    base.observe(redraw, names="value")
+    redraw()
+    box = FigureBox([widgets.HBox([head, base]), label, output], figure)
+    box.head, box.base, box.label = head, base, label
+    return box
+
+
+__all__ += ["position_explorer", "position_explorer_state"]

@@ -100,16 +100,18 @@ def test_complete_dates_returns_one_string_per_text(vocab):
     model = DecoderOnlyTransformer(len(vocab), d_model=16, n_heads=2, ff_units=32, dropout=0.0, max_len=48)
     outputs = complete_dates(model, ["3 May 1979", "Tue 10 Jul 2007", "1 March 2001"], vocab, batch_size=2)
     assert len(outputs) == 3 and all(isinstance(output, str) and len(output) <= 11 for output in outputs)
-    with pytest.raises(TypeError, match="list of texts"):
+    with pytest.raises(TypeError, match="texts must be a list of texts, got one str"):
         complete_dates(model, "3 May 1979", vocab)
 
 
 def test_errors():
-    with pytest.raises(ValueError, match="no separator"):
+    with pytest.raises(ValueError, match="vocab must hold the separator '='"):
         prompt_ids("3 May", Vocab("3 May"))
-    with pytest.raises(TypeError, match="Vocab"):
+    with pytest.raises(TypeError, match="vocab must be a Vocab, got dict"):
         CompletionDataset(PAIRS, {"=": 4})
-    with pytest.raises(ValueError, match="at least one"):
+    with pytest.raises(ValueError, match=r"pairs must hold at least one \(text, iso\) pair"):
         completion_vocab([])
-    with pytest.raises(ValueError, match="longer than its prompt"):
+    with pytest.raises(ValueError, match="prompt_length must be an int from 1 to 2, got 3"):
         completion_targets(torch.tensor([1, 2, 3]), 3)
+    with pytest.raises(ValueError, match=r"stream must be a 1-D tensor, got shape \(1, 3\)"):
+        completion_targets(torch.tensor([[1, 2, 3]]), 1)

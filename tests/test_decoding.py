@@ -141,12 +141,18 @@ def test_decoders_restore_the_mode_and_need_no_grad():
 def test_decoding_errors():
     model = random_model()
     source = torch.randint(4, 8, (2, 5))
-    with pytest.raises(ValueError, match="max_len=11"):
+    with pytest.raises(ValueError, match="max_len must be at most the model's max_len=10 .*, got 11"):
         greedy_decode(model, source, SOS, EOS, 11)
-    with pytest.raises(ValueError, match="beam_width"):
+    with pytest.raises(TypeError, match="max_len must be a positive int, got float 5.0"):
+        greedy_decode(model, source, SOS, EOS, 5.0)
+    with pytest.raises(ValueError, match="beam_width must be a positive int, got 0"):
         beam_search(model, source, SOS, EOS, 5, beam_width=0)
-    with pytest.raises(ValueError, match="source_ids"):
+    with pytest.raises(ValueError, match="length_penalty must be a number >= 0, got -1"):
+        beam_search(model, source, SOS, EOS, 5, length_penalty=-1)
+    with pytest.raises(ValueError, match=r"source_ids must be a 2-D tensor, got shape \(5,\)"):
         greedy_decode(model, source[0], SOS, EOS, 5)
+    with pytest.raises(TypeError, match="source_ids must be a tensor, got list"):
+        greedy_decode(model, source.tolist(), SOS, EOS, 5)
 
 
 def test_translate_strings():
@@ -173,5 +179,17 @@ def test_translate_in_sorted_batches_keeps_the_order_and_the_outputs():
     assert [translate(model, text, vocab, vocab) for text in texts] == one_batch  # each alone, same outputs
     assert translate(model, texts, vocab, vocab, batch_size=2, beam_width=2) == \
         [translate(model, text, vocab, vocab, beam_width=2) for text in texts]
-    with pytest.raises(ValueError, match="batch_size"):
+    with pytest.raises(ValueError, match="batch_size must be a positive int, got 0"):
         translate(model, texts, vocab, vocab, batch_size=0)
+
+
+def test_decoding_gives_every_submodule_its_own_mode_back():
+    """Decoding runs inside stepbystep.evaluating: a frozen (eval-mode) part stays frozen after it."""
+    model = random_model()
+    model.train()
+    model.encoder.eval()  # e.g. a frozen, pre-trained encoder
+    source = torch.randint(4, 8, (2, 5))
+    greedy_decode(model, source, SOS, EOS, 6)
+    beam_search(model, source, SOS, EOS, 6)
+    assert model.training and model.decoder.training and not model.encoder.training
+    assert not any(module.training for module in model.encoder.modules())

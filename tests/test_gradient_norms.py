@@ -90,12 +90,13 @@ def test_the_finer_pattern_at_initialisation_holds_in_four_seeds_of_five():
     assert first_shrinks == last_dips == [True, True, False, True, True]
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"n_layers": 0}, "n_layers must be an int >= 1"),
-    ({"steps": 2.0}, "steps must be an int >= 1"),
-    ({"warmup_steps": -1}, "warmup_steps must be an int >= 0"),
-    ({"lr": 0}, "lr must be a positive number"),
+@pytest.mark.parametrize("kwargs, error, message", [
+    ({"n_layers": 0}, ValueError, "n_layers must be a positive int, got 0"),
+    ({"steps": 2.0}, TypeError, "steps must be a positive int, got float 2.0"),
+    ({"warmup_steps": -1}, ValueError, "warmup_steps must be a non-negative int, got -1"),
+    ({"lr": 0}, ValueError, "lr must be a positive number, got 0"),
+    ({"lr": "0.1"}, TypeError, "lr must be a positive number, got str '0.1'"),
 ])
-def test_bad_arguments_are_reported(kwargs, message):
-    with pytest.raises(ValueError, match=message):
+def test_bad_arguments_are_reported(kwargs, error, message):
+    with pytest.raises(error, match=message):
         layer_gradient_norms(**kwargs)

@@ -5,14 +5,8 @@ import pytest
 import torch
 
 from stepbystep.data import make_regression_data
-from stepbystep.models import (
-    KernelRegression,
-    best_sigma,
-    gaussian_kernel,
-    kernel_fit,
-    leave_one_out_error,
-    nadaraya_watson,
-)
+from stepbystep.models import KernelRegression, best_sigma, gaussian_kernel, leave_one_out_error, nadaraya_watson
+from stepbystep.widget_states import kernel_fit
 
 
 @pytest.fixture
@@ -175,7 +169,7 @@ def test_training_mode_rejects_queries_it_cannot_match_to_keys(data):
         model(x[:2], key_index=torch.tensor([0.0, 1.0]))
     with pytest.raises(TypeError, match="key_index must be an integer tensor"):
         model(x[:2], key_index=[0, 1])
-    with pytest.raises(ValueError, match="one index per query"):
+    with pytest.raises(ValueError, match=r"key_index must hold one index per query, shape \(2,\), got \(3,\)"):
         model(x[:2], key_index=torch.tensor([0, 1, 2]))
     with pytest.raises(ValueError, match=r"key_index must be in 0..29"):
         model(x[:2], key_index=torch.tensor([0, 30]))
@@ -206,11 +200,11 @@ def test_kernel_fit_bundles_what_the_widget_shows(data):
 @pytest.mark.parametrize("sigma", [0.0, -1.0, float("nan"), torch.tensor([0.5, -0.5])])
 def test_non_positive_sigma_is_rejected(data, sigma):
     x, y = data
-    with pytest.raises(ValueError, match="sigma is a width and must be > 0"):
+    with pytest.raises(ValueError, match="sigma must be a width > 0, got"):
         leave_one_out_error(x, y, sigma)
-    with pytest.raises(ValueError, match="must be > 0"):
+    with pytest.raises(ValueError, match="sigma must be a width > 0"):
         KernelRegression(x, y, sigma=sigma if not isinstance(sigma, torch.Tensor) else -1.0)
-    with pytest.raises(ValueError, match="must be > 0"):
+    with pytest.raises(ValueError, match="sigma must be a width > 0"):
         gaussian_kernel(x, sigma)
 
 
@@ -222,19 +216,21 @@ def test_sigma_of_the_wrong_type_is_rejected(data):
 
 def test_mismatched_shapes_are_rejected(data):
     x, y = data
-    with pytest.raises(ValueError, match="one value per key"):
+    with pytest.raises(ValueError, match=r"values must hold one value per key, shape \(30,\), got \(29,\)"):
         nadaraya_watson(x, x, y[:-1], 0.5)
-    with pytest.raises(ValueError, match="queries must be 1-D"):
+    with pytest.raises(ValueError, match=r"queries must be a 1-D tensor, got shape \(30, 1\)"):
         nadaraya_watson(x[:, None], x, y, 0.5)
-    with pytest.raises(ValueError, match=r"mask must be a bool tensor of shape \(30, 30\)"):
+    with pytest.raises(ValueError, match=r"mask must have shape \(30, 30\) \(queries, keys\), got \(30, 29\)"):
         nadaraya_watson(x, x, y, 0.5, torch.ones(30, 29, dtype=torch.bool))
+    with pytest.raises(TypeError, match="mask must be a tensor of dtype torch.bool, got torch.int64"):
+        nadaraya_watson(x, x, y, 0.5, torch.ones(30, 30, dtype=torch.long))
     with pytest.raises(ValueError, match="single width"):
         nadaraya_watson(x, x, y, torch.tensor([0.5, 1.0]))
-    with pytest.raises(ValueError, match="x and y need the same shape"):
+    with pytest.raises(ValueError, match=r"y must have the shape of x \(30,\), got \(29,\)"):
         leave_one_out_error(x, y[:-1], 0.5)
-    with pytest.raises(ValueError, match="at least 2 points"):
+    with pytest.raises(ValueError, match="x must hold at least 2 points for leave-one-out, got 1"):
         leave_one_out_error(x[:1], y[:1], 0.5)
-    with pytest.raises(ValueError, match="one value per key"):
+    with pytest.raises(ValueError, match="values must hold one value per key"):
         KernelRegression(x, y[:-1])
-    with pytest.raises(TypeError, match="floating-point"):
+    with pytest.raises(TypeError, match="queries must be a floating-point tensor, got torch.int64"):
         KernelRegression(x, y)(torch.arange(3))

@@ -119,7 +119,9 @@ def test_decoder_layer_is_causal(norm_first):
 
 
 def test_bad_sizes_name_the_value():
-    with pytest.raises(ValueError, match="ff_units"):
+    with pytest.raises(ValueError, match="ff_units must be a positive int, got 0"):
         EncoderLayer(2, 4, 0)
+    with pytest.raises(TypeError, match="n_heads must be a positive int, got float 2.0"):
+        EncoderLayer(2.0, 4, 8)
     with pytest.raises(ValueError, match=r"d_model=5.*n_heads=2"):
         DecoderLayer(2, 5, 8)

@@ -125,12 +125,12 @@ def test_line_datasets_scaled_and_split():
 
 
 @pytest.mark.parametrize("kwargs, error, message", [
-    ({"n_images": 0}, ValueError, "n_images must be at least 1"),
-    ({"n_images": 2.5}, TypeError, "n_images must be an int"),
-    ({"img_size": 1}, ValueError, "img_size must be at least 2"),
-    ({"noise": 255}, ValueError, "noise must be between 0 and 254"),
-    ({"binary": "yes"}, TypeError, "binary must be True or False"),
-    ({"seed": -1}, ValueError, "seed must be at least 0"),
+    ({"n_images": 0}, ValueError, "n_images must be a positive int, got 0"),
+    ({"n_images": 2.5}, TypeError, "n_images must be a positive int, got float 2.5"),
+    ({"img_size": 1}, ValueError, "img_size must be an int >= 2, got 1"),
+    ({"noise": 255}, ValueError, "noise must be an int from 0 to 254, got 255"),
+    ({"binary": "yes"}, TypeError, "binary must be True or False, got str"),
+    ({"seed": -1}, ValueError, "seed must be a non-negative int, got -1"),
 ])
 def test_bad_arguments_are_clear_errors(kwargs, error, message):
     with pytest.raises(error, match=message):
@@ -138,7 +138,7 @@ def test_bad_arguments_are_clear_errors(kwargs, error, message):
 
 
 def test_line_pixels_rejects_bad_starts_and_directions():
-    with pytest.raises(ValueError, match="start must be between -11 and 11"):
+    with pytest.raises(ValueError, match="start must be an int from -11 to 11, got 12"):
         line_pixels(12, 0, 12)
-    with pytest.raises(ValueError, match="direction must be between 0 and 2"):
+    with pytest.raises(ValueError, match="direction must be an int from 0 to 2, got 3"):
         line_pixels(3, 3, 12)

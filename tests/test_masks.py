@@ -33,9 +33,10 @@ def test_subsequent_mask_is_built_on_the_requested_device():
     assert subsequent_mask(3, device="meta").device.type == "meta"
 
 
-@pytest.mark.parametrize("size", [0, -2, 2.0, True, "3"])
-def test_subsequent_mask_rejects_sizes_that_are_not_positive_ints(size):
-    with pytest.raises(ValueError, match="positive int"):
+@pytest.mark.parametrize("size, error", [(0, ValueError), (-2, ValueError), (2.0, TypeError), (True, TypeError),
+                                         ("3", TypeError)])
+def test_subsequent_mask_rejects_sizes_that_are_not_positive_ints(size, error):
+    with pytest.raises(error, match="size must be a positive int, got"):
         subsequent_mask(size)
 
 
@@ -48,9 +49,9 @@ def test_padding_mask_marks_the_pad_ids_false():
 
 
 def test_padding_mask_rejects_bad_input():
-    with pytest.raises(TypeError, match="list"):
+    with pytest.raises(TypeError, match="ids must be a tensor, got list"):
         padding_mask([[1, 0]])
-    with pytest.raises(ValueError, match=r"\(N, L\).*\(4,\)"):
+    with pytest.raises(ValueError, match=r"ids must be a 2-D tensor, got shape \(4,\)"):
         padding_mask(torch.tensor([1, 2, 0, 0]))
 
 
@@ -67,7 +68,7 @@ def test_check_mask_names_the_expected_shape(shape):
 
 
 def test_check_mask_rejects_non_tensors_and_float_masks():
-    with pytest.raises(TypeError, match="tensor"):
+    with pytest.raises(TypeError, match="mask must be a tensor, got list"):
         check_mask([[[True]]], 1, 1, 1)
     with pytest.raises(TypeError, match="from_additive_mask"):
         check_mask(torch.zeros(1, 1, 3), 1, 1, 3)
@@ -146,31 +147,31 @@ def test_passing_our_keep_mask_unconverted_would_block_the_wrong_keys():
 
 
 def test_converters_reject_wrong_shapes():
-    with pytest.raises(ValueError, match="to_key_padding_mask"):
+    with pytest.raises(ValueError, match=r"mask must be shared by the batch.*use to_key_padding_mask"):
         to_torch_attn_mask(torch.ones(2, 3, 3, dtype=torch.bool))  # per-sequence masks
-    with pytest.raises(ValueError, match=r"\(1, L_q, L_k\) or \(L_q, L_k\), got \(3,\)"):
+    with pytest.raises(ValueError, match=r"mask must have shape \(1, L_q, L_k\) or \(L_q, L_k\), got \(3,\)"):
         to_torch_attn_mask(torch.ones(3, dtype=torch.bool))
-    with pytest.raises(ValueError, match=r"\(L_q, L_k\), got \(4, 3, 3\)"):
+    with pytest.raises(ValueError, match=r"attn_mask must be a 2-D tensor, got shape \(4, 3, 3\)"):
         from_torch_attn_mask(torch.zeros(4, 3, 3, dtype=torch.bool))  # PyTorch's (N*heads, L, L)
-    with pytest.raises(ValueError, match=r"\(N, 1, L\), got \(2, 3, 5\)"):
+    with pytest.raises(ValueError, match=r"source_mask must have shape \(N, 1, L\), got \(2, 3, 5\)"):
         to_key_padding_mask(torch.ones(2, 3, 5, dtype=torch.bool))
-    with pytest.raises(ValueError, match=r"\(N, L\), got \(2, 1, 5\)"):
+    with pytest.raises(ValueError, match=r"key_padding_mask must be a 2-D tensor, got shape \(2, 1, 5\)"):
         from_key_padding_mask(torch.zeros(2, 1, 5, dtype=torch.bool))
 
 
 @pytest.mark.parametrize(
-    "converter",
+    "converter, argument",
     [
-        to_torch_attn_mask,
-        from_torch_attn_mask,
-        to_key_padding_mask,
-        from_key_padding_mask,
-        to_additive_mask,
-        from_additive_mask,
+        (to_torch_attn_mask, "mask"),
+        (from_torch_attn_mask, "attn_mask"),
+        (to_key_padding_mask, "source_mask"),
+        (from_key_padding_mask, "key_padding_mask"),
+        (to_additive_mask, "mask"),
+        (from_additive_mask, "additive"),
     ],
 )
-def test_converters_reject_non_tensors(converter):
-    with pytest.raises(TypeError, match=f"{converter.__name__}.*list"):
+def test_converters_reject_non_tensors(converter, argument):
+    with pytest.raises(TypeError, match=f"^{argument} must be a tensor, got list"):
         converter([[True, False]])
 
 
@@ -185,7 +186,7 @@ def test_keep_mask_converters_refuse_float_masks(converter):
 def test_from_converters_refuse_the_wrong_dtype():
     with pytest.raises(TypeError, match="from_additive_mask"):
         from_torch_attn_mask(torch.zeros(3, 3))
-    with pytest.raises(TypeError, match="float"):
+    with pytest.raises(TypeError, match="additive must be a float mask, got dtype torch.bool"):
         from_additive_mask(subsequent_mask(3))
 
 

@@ -3,10 +3,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from stepbystep.data.special_tokens import EOS, PAD
 from stepbystep.models import SequenceCrossEntropy, masked_accuracy, sequence_accuracy, sequence_cross_entropy
 from stepbystep.models.metrics import wilson_interval
-
-PAD, EOS = 0, 2
 
 
 def one_hot_logits(ids, vocab_size=6):
@@ -27,17 +26,19 @@ def test_loss_ignores_padding():
 
 
 def test_loss_shape_errors():
-    with pytest.raises(ValueError, match=r"\(N, L, V\)"):
+    with pytest.raises(ValueError, match=r"logits must be a 3-D tensor, got shape \(2, 4\)"):
         sequence_cross_entropy(torch.randn(2, 4), torch.zeros(2, dtype=torch.long))
-    with pytest.raises(ValueError, match=r"\(N, L, V\)"):
+    with pytest.raises(ValueError, match=r"targets must be \(N, L\) to match logits \(N, L, V\) = \(2, 4, 6\), got \(2, 3\)"):
         sequence_cross_entropy(torch.randn(2, 4, 6), torch.zeros(2, 3, dtype=torch.long))
+    with pytest.raises(TypeError, match="targets must be a tensor, got list"):
+        sequence_cross_entropy(torch.randn(2, 4, 6), [[0] * 4] * 2)
 
 
 def test_masked_accuracy_counts_only_real_tokens():
     targets = torch.tensor([[3, 4, 2, 0], [5, 2, 0, 0]])
     predicted = torch.tensor([[3, 5, 2, 1], [5, 2, 4, 4]])  # one mistake, padding positions wrong
     assert masked_accuracy(one_hot_logits(predicted), targets) == pytest.approx(4 / 5)
-    with pytest.raises(ValueError, match="padding"):
+    with pytest.raises(ValueError, match="targets must hold at least one token that is not padding"):
         masked_accuracy(one_hot_logits(predicted), torch.zeros(2, 4, dtype=torch.long))
 
 
@@ -56,7 +57,7 @@ def test_sequence_accuracy_needs_the_eos():
     targets = torch.tensor([[3, 4, EOS]])
     assert sequence_accuracy(torch.tensor([[3, 4]]), targets) == 0.0  # stopped without <eos>
     assert sequence_accuracy(torch.tensor([[3, EOS]]), targets) == 0.0  # stopped too early
-    with pytest.raises(ValueError, match="predictions"):
+    with pytest.raises(ValueError, match=r"target_ids must hold one row per prediction \(1\), got 2"):
         sequence_accuracy(torch.tensor([[3, EOS]]), torch.tensor([[3, EOS], [3, EOS]]))
 
 
@@ -78,8 +79,13 @@ def test_wilson_interval_contains_the_rate_and_narrows_with_n():
     assert wide[0] < narrow[0] and wide[1] > narrow[1]
 
 
-@pytest.mark.parametrize("successes, n, error", [(5, 0, ValueError), (11, 10, ValueError), (-1, 10, ValueError),
-                                                 (1.5, 10, TypeError), (True, 10, TypeError)])
-def test_wilson_interval_rejects_bad_counts(successes, n, error):
-    with pytest.raises(error, match="successes|n must"):
+@pytest.mark.parametrize("successes, n, error, message", [
+    (5, 0, ValueError, "n must be a positive int, got 0"),
+    (11, 10, ValueError, "successes must be an int from 0 to 10, got 11"),
+    (-1, 10, ValueError, "successes must be an int from 0 to 10, got -1"),
+    (1.5, 10, TypeError, "successes must be an int from 0 to 10, got float 1.5"),
+    (True, 10, TypeError, "successes must be an int from 0 to 10, got bool True"),
+])
+def test_wilson_interval_rejects_bad_counts(successes, n, error, message):
+    with pytest.raises(error, match=message):
         wilson_interval(successes, n)

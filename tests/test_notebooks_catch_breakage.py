@@ -50,6 +50,10 @@ BREAKS = [
      "    keys, values = cache.append(layer, new_keys, new_values)  # (N, h, t, d_k) each\n",
      "    cache.append(layer, new_keys, new_values)\n    keys, values = new_keys, new_values\n",
      "09_decoder_only"),
+    ("10-rope-angle-not-proportional-to-position", "models/rotary.py",
+     "angles = torch.arange(max_len, dtype=torch.float64, device=device).unsqueeze(1) * theta",
+     "angles = torch.arange(max_len, dtype=torch.float64, device=device).unsqueeze(1) ** 1.5 * theta",
+     "10_positions"),
 ]
 
 

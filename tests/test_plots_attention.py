@@ -30,10 +30,10 @@ def test_attention_maps_one_panel_per_map():
 
 @pytest.mark.parametrize("shape", [(4,), (2, 3, 4, 5)])
 def test_wrong_shapes_are_rejected(shape):
-    with pytest.raises(ValueError, match="expects weights of shape"):
+    with pytest.raises(ValueError, match="weights must be of shape"):
         (attention_map if len(shape) == 1 else attention_maps)(torch.rand(shape))
 
 
 def test_titles_must_match_maps():
-    with pytest.raises(ValueError, match="2 titles for 3 maps"):
+    with pytest.raises(ValueError, match="titles must be 3 strings, one per map, got 2"):
         attention_maps(torch.rand(3, 2, 2), titles=["a", "b"])

@@ -23,9 +23,11 @@ def test_head_chunks_draws_the_whole_matrix_and_one_panel_per_head():
     assert [t.get_text() for t in heads[1].get_xticklabels()] == ["2", "3"]
 
 
-@pytest.mark.parametrize("n_heads", [4, 0, 2.0])
-def test_head_chunks_rejects_a_head_count_that_does_not_divide_d_model(n_heads):
-    with pytest.raises(ValueError, match="divisor of d_model=6"):
+@pytest.mark.parametrize("n_heads, error, match", [(4, ValueError, "positive divisor of d_model=6, got 4"),
+                                                    (0, ValueError, "n_heads must be a positive int, got 0"),
+                                                    (2.0, TypeError, "n_heads must be a positive int, got float")])
+def test_head_chunks_rejects_a_head_count_that_does_not_divide_d_model(n_heads, error, match):
+    with pytest.raises(error, match=match):
         head_chunks(torch.zeros(3, 6), n_heads)
 
 
@@ -85,5 +87,5 @@ def test_head_maps_redraws_a_figure_in_place():
 def test_head_maps_checks_shapes_and_titles():
     with pytest.raises(ValueError, match="n_heads, L_q, L_k"):
         head_maps(torch.rand(3, 3))
-    with pytest.raises(ValueError, match="1 titles for 2 maps"):
+    with pytest.raises(ValueError, match="titles must be 2 strings, one per map, got 1"):
         head_maps(torch.rand(2, 3, 3), titles=["a"])

@@ -68,7 +68,7 @@ def test_mask_and_weights_side_by_side_with_the_row_outlined():
     weights = torch.softmax(torch.randn(4, 4).masked_fill(~mask[0], float("-inf")), dim=-1)  # (4, 4)
     fig = mask_and_weights(mask, weights, query_row=1)
     mask_ax, weights_ax, colorbar = fig.axes
-    np.testing.assert_allclose(weights_ax.images[0].get_array(), weights.numpy())
+    np.testing.assert_allclose(weights_ax.collections[0].get_array(), weights.numpy())
     assert len(mask_ax.patches) == 1 and len(weights_ax.patches) == 1  # the outlined row
     assert "query 1" in weights_ax.get_title() and "2 keys visible" in weights_ax.get_title()
 
@@ -79,7 +79,7 @@ def test_mask_and_weights_redraws_in_place():
     same = mask_and_weights(torch.ones(1, 2, 2, dtype=torch.bool), torch.full((2, 2), 0.5), fig=fig)
     assert same is fig
     assert len(fig.axes) == 3  # cleared, not stacked
-    assert fig.axes[1].images[0].get_array().shape == (2, 2)
+    assert fig.axes[1].collections[0].get_array().shape == (2, 2)
 
 
 def test_mask_and_weights_rejects_bad_input():
@@ -151,8 +151,10 @@ def test_compare_runs_solid_training_dashed_test_with_last_test_loss():
 
 
 def test_compare_runs_rejects_bad_runs():
-    with pytest.raises(TypeError, match="non-empty dict"):
+    with pytest.raises(ValueError, match="runs must be a non-empty dict"):
         compare_runs({})
+    with pytest.raises(TypeError, match=r"runs must be a dict of name -> \(train, test\) losses, got list"):
+        compare_runs([([1.0], [1.0])])
     with pytest.raises(ValueError, match="pair"):
         compare_runs({"a": ([1.0],)})
 

@@ -118,8 +118,10 @@ def test_gradient_norms_by_layer_redraws_in_place():
 
 
 def test_gradient_norms_by_layer_rejects_other_things():
-    with pytest.raises(TypeError, match="GradientNormRun"):
+    with pytest.raises(TypeError, match="runs must be a GradientNormRun .* got list holding ndarray"):
         gradient_norms_by_layer([np.zeros((3, 2))])
+    with pytest.raises(ValueError, match="runs must be a GradientNormRun or a non-empty list of them"):
+        gradient_norms_by_layer([])
 
 
 def test_seed_spread_draws_the_median_band_and_final_losses():
@@ -144,7 +146,9 @@ def test_seed_spread_draws_the_median_band_and_final_losses():
 def test_seed_spread_rejects_empty_or_uneven_groups():
     from stepbystep.plots.stacking import seed_spread
 
-    with pytest.raises(TypeError, match="non-empty dict"):
+    with pytest.raises(ValueError, match="groups must be a non-empty dict"):
         seed_spread({})
+    with pytest.raises(TypeError, match="groups must be a dict of setting label -> runs, one per seed, got list"):
+        seed_spread([_run(True, 0)])
     with pytest.raises(ValueError, match="same number of steps"):
         seed_spread({"a": [_run(True, 0, steps=3), _run(True, 0, steps=4)]})

@@ -25,7 +25,7 @@ def test_padded_batch_shows_tokens_and_masks():
     assert titles[0].startswith("source (3, 3)") and titles[1].startswith("target_in (3, 4)")
     assert titles[3] == "target mask of sequence 1"
     assert sum(text.get_text() == "<pad>" for text in fig.axes[0].texts) == 3
-    drawn = fig.axes[3].images[0].get_array()
+    drawn = fig.axes[3].collections[0].get_array()
     assert np.array_equal(np.asarray(drawn), target_mask[1].float().numpy())
     assert [label.get_text() for label in fig.axes[3].get_xticklabels()] == ["<sos>", "a", "<eos>", "<pad>"]
     assert fig.axes[0].get_xlabel() == "position" and fig.axes[3].get_ylabel() == "query (decoder input)"

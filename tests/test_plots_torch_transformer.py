@@ -38,7 +38,7 @@ def test_mask_conventions_of_a_causal_mask_writes_each_convention():
 
 def test_mask_conventions_colours_every_panel_by_the_keep_mask():
     fig = mask_conventions(subsequent_mask(4))
-    images = [ax.images[0].get_array() for ax in fig.axes]
+    images = [ax.collections[0].get_array() for ax in fig.axes]
     expected = subsequent_mask(4)[0].float().numpy()
     for image in images:
         assert (image == expected).all()
@@ -102,8 +102,10 @@ def test_model_comparison_needs_the_same_names_in_every_dict():
         model_comparison(_runs(), parameters={"ours": 1}, seconds={"ours": 1.0, "theirs": 1.0})
     with pytest.raises(ValueError, match="seconds"):
         model_comparison(_runs(), parameters={"ours": 1, "theirs": 1}, seconds={"theirs": 1.0, "ours": 1.0})
-    with pytest.raises(TypeError):
+    with pytest.raises(ValueError, match="runs must be a non-empty dict"):
         model_comparison({}, parameters={}, seconds={})
+    with pytest.raises(TypeError, match="parameters must be a dict with the runs' names"):
+        model_comparison(_runs(), parameters=[1, 1], seconds={"ours": 1.0, "theirs": 1.0})
 
 
 def test_timing_bars_labels_each_time_and_ratio():
@@ -118,7 +120,8 @@ def test_timing_bars_labels_each_time_and_ratio():
 @pytest.mark.parametrize("seconds, unit, error", [
     ({"a": 0.0}, "ms", ValueError),
     ({"a": 1.0}, "hours", ValueError),
-    ({}, "ms", TypeError),
+    ({}, "ms", ValueError),
+    ([0.1], "ms", TypeError),
 ])
 def test_timing_bars_rejects_bad_input(seconds, unit, error):
     with pytest.raises(error):

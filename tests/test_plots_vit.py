@@ -46,9 +46,11 @@ def test_patch_grid_draws_the_grid_and_the_sequence():
     np.testing.assert_array_equal(patches[5].images[0].get_array(), image[0, 4:8, 8:12].numpy())
 
 
-@pytest.mark.parametrize("patch_size", [5, 0])
-def test_patch_grid_rejects_patches_that_do_not_tile(patch_size):
-    with pytest.raises(ValueError, match="dividing the image's 12x12 pixels"):
+@pytest.mark.parametrize("patch_size, error, match", [(5, ValueError, "dividing the image's 12x12 pixels"),
+                                                      (0, ValueError, "patch_size must be a positive int, got 0"),
+                                                      (4.0, TypeError, "patch_size must be a positive int, got float")])
+def test_patch_grid_rejects_patches_that_do_not_tile(patch_size, error, match):
+    with pytest.raises(error, match=match):
         patch_grid(torch.zeros(12, 12), patch_size)
 
 

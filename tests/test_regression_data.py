@@ -55,16 +55,17 @@ def test_grid_spans_the_range_with_the_true_curve():
     assert torch.allclose(y_true, 2 * torch.sin(x_grid) + x_grid)
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"n": 0}, "n must be a positive integer"),
-    ({"n": 2.5}, "n must be a positive integer"),
-    ({"noise": -0.1}, "noise is a standard deviation"),
+@pytest.mark.parametrize("kwargs, error, message", [
+    ({"n": 0}, ValueError, "n must be a positive int, got 0"),
+    ({"n": 2.5}, TypeError, "n must be a positive int, got float 2.5"),
+    ({"noise": -0.1}, ValueError, r"noise must be a standard deviation \(a number >= 0\), got -0.1"),
+    ({"noise": "0.5"}, TypeError, r"noise must be a standard deviation \(a number >= 0\), got str"),
 ])
-def test_bad_arguments_are_rejected(kwargs, message):
-    with pytest.raises(ValueError, match=message):
+def test_bad_arguments_are_rejected(kwargs, error, message):
+    with pytest.raises(error, match=message):
         make_regression_data(**kwargs)
 
 
 def test_grid_needs_two_points():
-    with pytest.raises(ValueError, match="n_points must be an integer >= 2"):
+    with pytest.raises(ValueError, match="n_points must be an int >= 2, got 1"):
         regression_grid(1)

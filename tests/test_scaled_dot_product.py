@@ -137,7 +137,7 @@ def test_masked_softmax_accepts_0_1_masks_and_refuses_float_masks():
     torch.testing.assert_close(masked_softmax(scores, mask), masked_softmax(scores, mask.bool()))
     with pytest.raises(TypeError, match="from_additive_mask"):
         masked_softmax(scores, torch.tensor([[0.0, float("-inf"), 0.0]]))
-    with pytest.raises(TypeError, match="list"):
+    with pytest.raises(TypeError, match="mask must be a tensor, got list"):
         masked_softmax(scores, [[True, False, True]])
 
 
@@ -147,9 +147,9 @@ def test_errors_name_what_was_expected_and_what_arrived():
         scaled_dot_product(q, k.tolist(), v)
     with pytest.raises(ValueError, match=r"q must have shape \(N, L, d\), got \(3, 5\)"):
         scaled_dot_product(q[0], k, v)
-    with pytest.raises(ValueError, match="same last dimension d_k, got 5 and 4"):
+    with pytest.raises(ValueError, match="k must have the last dimension d_k=5 of q, got 4"):
         scaled_dot_product(q, k[..., :4], v)
-    with pytest.raises(ValueError, match="same length L_k, got 4 and 2"):
+    with pytest.raises(ValueError, match="v must have the length L_k=4 of k, got 2"):
         scaled_dot_product(q, k, v[:, :2])
     with pytest.raises(ValueError, match=r"leading dimensions.*\(2,\), \(3,\) and \(3,\)"):
         scaled_dot_product(q, torch.randn(3, 4, 5), torch.randn(3, 4, 6))

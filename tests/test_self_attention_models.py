@@ -160,11 +160,11 @@ def test_wrong_inputs_and_mismatched_parts():
         model(torch.randn(3, 2, 2))  # teacher forcing needs the target too
     with pytest.raises(ValueError, match=r"\(N, 4, 2\) or \(N, 2, 2\).*\(3, 4, 3\)"):
         model.eval()(torch.randn(3, 4, 3))
-    with pytest.raises(ValueError, match=r"input_len 5 exceeds.*max_len 2"):
+    with pytest.raises(ValueError, match="input_len must be at most the positional encoding's max_len=2, got 5"):
         EncoderDecoderSelfAttn(model.encoder, model.decoder, input_len=5, target_len=2)
-    with pytest.raises(ValueError, match="same d_model, got 2 and 4"):
+    with pytest.raises(ValueError, match="decoder must have the encoder's d_model=2, got 4"):
         EncoderDecoderSelfAttn(EncoderSelfAttn(1, 2, 4), DecoderSelfAttn(1, 4, 4, n_features=2), 2, 2)
-    with pytest.raises(ValueError, match="same n_features, got 3 and 2"):
+    with pytest.raises(ValueError, match=r"decoder must have the encoder's n_features=3 \(both read the same points\), got 2"):
         EncoderDecoderSelfAttn(EncoderSelfAttn(1, 2, 4, n_features=3), DecoderSelfAttn(1, 2, 4), 2, 2)
     with pytest.raises(ValueError, match="target_len must be a positive int, got 0"):
         EncoderDecoderSelfAttn(EncoderSelfAttn(1, 2, 4), DecoderSelfAttn(1, 2, 4), 2, 0)

@@ -417,6 +417,43 @@ def test_transformer_model_greedy_feeds_its_predictions_back():
         _assert_close(model.decode(fed_back, memory), greedy)
 
 
+def test_both_seq2seq_models_share_one_greedy_loop(monkeypatch):
+    """TransformerModel and our EncoderDecoderTransf decode through seq2seq.greedy_sequence."""
+    from stepbystep.models import build_transformer, seq2seq
+
+    calls = []
+
+    def counting(decode, first, target_len):
+        calls.append(target_len)
+        return real(decode, first, target_len)
+
+    real = seq2seq.greedy_sequence
+    monkeypatch.setattr(seq2seq, "greedy_sequence", counting)
+    monkeypatch.setattr("stepbystep.models.torch_bridge.greedy_sequence", counting)
+    torch.manual_seed(1)
+    theirs = TransformerModel(_small_transformer(), input_len=2, target_len=3, n_features=2).eval()
+    ours = build_transformer(seed=0).eval()
+    X = torch.randn(4, 5, 2)
+    with torch.no_grad():
+        assert theirs(X).shape == (4, 3, 2) and theirs.predict(X[:, :2]).shape == (4, 3, 2)
+        assert ours(X[:, :4]).shape == (4, 2, 2) and ours.predict(X[:, :2]).shape == (4, 2, 2)
+    assert calls == [3, 3, 2, 2]
+
+
+def test_greedy_sequence_feeds_each_prediction_back():
+    from stepbystep.models.seq2seq import greedy_sequence
+
+    seen = []
+
+    def decode(inputs):  # (N, L, 1): predicts "the last input plus one" at every position
+        seen.append(inputs[0, :, 0].tolist())
+        return inputs + 1
+
+    out = greedy_sequence(decode, torch.zeros(1, 1, 1), 3)  # (1, 3, 1)
+    assert out[0, :, 0].tolist() == [1.0, 2.0, 3.0]
+    assert seen == [[0.0], [0.0, 1.0], [0.0, 1.0, 2.0]]
+
+
 def test_causal_blocked_mask_is_pytorchs_causal_mask_as_a_buffer():
     model = TransformerModel(_small_transformer(), input_len=2, target_len=4, n_features=2)
     mask = model.causal_blocked_mask
@@ -458,7 +495,7 @@ def test_decoding_uses_the_blocked_mask_not_a_keep_mask():
 
 
 def test_transformer_model_rejects_what_it_cannot_wrap():
-    with pytest.raises(TypeError, match="expected an nn.Transformer, got TransformerEncoder"):
+    with pytest.raises(TypeError, match="transformer must be an nn.Transformer, got TransformerEncoder"):
         TransformerModel(nn.TransformerEncoder(nn.TransformerEncoderLayer(6, 3, batch_first=True), 1), 2, 2, 2)
 
 

@@ -78,18 +78,18 @@ def test_xavier_bound_holds_in_the_built_model():
             assert parameter.abs().max() <= math.sqrt(6 / (fan_in + fan_out)), name
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"seed": -1}, "seed must be None or a non-negative int"),
-    ({"seed": 1.5}, "seed must be None or a non-negative int"),
-    ({"n_features": 0}, "n_features must be a positive int, got 0"),
-    ({"input_len": "2"}, "input_len must be a positive int, got '2'"),
-    ({"d_model": 7}, "d_model must be divisible by n_heads"),
+@pytest.mark.parametrize("kwargs, error, message", [
+    ({"seed": -1}, ValueError, "seed must be a non-negative int, got -1"),
+    ({"seed": 1.5}, TypeError, "seed must be a non-negative int, got float 1.5"),
+    ({"n_features": 0}, ValueError, "n_features must be a positive int, got 0"),
+    ({"input_len": "2"}, TypeError, "input_len must be a positive int, got str '2'"),
+    ({"d_model": 7}, ValueError, "d_model must be divisible by n_heads"),
 ])
-def test_bad_arguments_are_named(kwargs, message):
-    with pytest.raises(ValueError, match=message):
+def test_bad_arguments_are_named(kwargs, error, message):
+    with pytest.raises(error, match=message):
         build_transformer(**kwargs)
 
 
 def test_xavier_init_rejects_a_non_module():
-    with pytest.raises(TypeError, match="expected an nn.Module, got Tensor"):
+    with pytest.raises(TypeError, match="model must be an nn.Module, got Tensor"):
         xavier_init_(torch.zeros(3, 3))

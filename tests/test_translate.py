@@ -70,21 +70,25 @@ def test_unknown_characters_become_unk(setup):
 @pytest.mark.parametrize("text", ["", "   "])
 def test_empty_text_is_refused(setup, text):
     model, src_vocab, tgt_vocab = setup
-    with pytest.raises(ValueError, match="the text is empty"):
+    with pytest.raises(ValueError, match="text must hold a character other than spaces, got '"):
         translate_with_alignment(model, text, src_vocab, tgt_vocab)
 
 
 def test_too_long_text_is_refused(setup):
     model, src_vocab, tgt_vocab = setup
-    with pytest.raises(ValueError, match="33 characters, but this model reads at most 32"):
+    with pytest.raises(ValueError, match="text must be at most 32 characters long for this model, got 33"):
         translate_with_alignment(model, "x" * 33, src_vocab, tgt_vocab)
+    with pytest.raises(TypeError, match="text must be a str, got int"):
+        translate_with_alignment(model, 19790503, src_vocab, tgt_vocab)
 
 
 def test_check_text():
     check_text("3 May 1979", 10)
-    with pytest.raises(TypeError, match="a str"):
+    with pytest.raises(TypeError, match=r"text must be the text of a date \(a str\), got int"):
         check_text(19790503, 10)
-    with pytest.raises(ValueError, match="at most 5"):
+    with pytest.raises(ValueError, match="the text is empty: type a date"):
+        check_text("  ", 10)
+    with pytest.raises(ValueError, match="the text has 10 characters, but this model reads at most 5"):
         check_text("3 May 1979", 5)
 
 

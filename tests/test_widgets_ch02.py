@@ -63,7 +63,7 @@ def _controls(box):
 
 
 def _shown_weights(box):
-    return box.figure.axes[1].images[0].get_array()
+    return box.figure.axes[1].collections[0].get_array()  # the weights heatmap's QuadMesh
 
 
 def test_controls_redraw_the_figure_and_the_summary():

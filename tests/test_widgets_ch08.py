@@ -46,7 +46,8 @@ def test_typing_a_date_redraws_translation_and_map(setup):
     assert plt.get_fignums() == []  # built without pyplot: no stray static figure
 
 
-@pytest.mark.parametrize("text, message", [("", "the text is empty"), ("1" * 40, "reads at most 32")])
+@pytest.mark.parametrize("text, message", [("", "text must hold a character other than spaces"),
+                                           ("1" * 40, "text must be at most 32 characters long")])
 def test_unreadable_text_shows_the_reason(setup, text, message):
     model, src_vocab, tgt_vocab = setup
     widget = date_translator(model, src_vocab, tgt_vocab)

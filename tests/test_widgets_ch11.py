@@ -48,12 +48,16 @@ def test_state_keeps_the_models_mode(setup):
     model.eval()
 
 
-@pytest.mark.parametrize("index, head, message", [(6, None, "index must be an int in 0..5"),
-                                                  (-1, None, "index must be"), (0, 4, "head must be None"),
-                                                  (0, "0", "head must be None")])
-def test_state_rejects_bad_choices(setup, index, head, message):
+@pytest.mark.parametrize("index, head, error, message", [
+    (6, None, ValueError, "index must be an int in 0..5"),
+    (-1, None, ValueError, "index must be a non-negative int, got -1"),
+    (1.0, None, TypeError, "index must be a non-negative int, got float"),
+    (0, 4, ValueError, "head must be None"),
+    (0, "0", TypeError, "head must be a non-negative int, got str"),
+])
+def test_state_rejects_bad_choices(setup, index, head, error, message):
     model, images, _ = setup
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(error, match=message):
         vit_explorer_state(model, images, index, head)
 
 

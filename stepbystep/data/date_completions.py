@@ -15,8 +15,10 @@ import torch
 from torch.nn.utils.rnn import pad_sequence
 from torch.utils.data import Dataset
 
+from ..checks import check_instance, check_int_range, check_tensor
 from .dates import CASES, DATE_PATTERNS, FIRST_DATE, LAST_DATE, has_weekday, render_date
-from .tokens import EOS, PAD, SOS, Vocab
+from .special_tokens import EOS, IGNORE_INDEX, PAD, SOS
+from .tokens import Vocab
 
 __all__ = [
     "SEPARATOR",
@@ -34,7 +36,6 @@ __all__ = [
 ]
 
 SEPARATOR = "="  # between the text and its ISO form; no date text contains it
-IGNORE_INDEX = -100  # a target that adds no loss (PyTorch's cross_entropy default ignore_index)
 _ISO = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
@@ -43,15 +44,15 @@ def completion_vocab(pairs):
     dates, and ``SEPARATOR``."""
     pairs = list(pairs)
     if not pairs:
-        raise ValueError("completion_vocab needs at least one (text, iso) pair")
+        raise ValueError("pairs must hold at least one (text, iso) pair, got none")
     return Vocab.from_texts([text + SEPARATOR + iso for text, iso in pairs])
 
 
 def _check_vocab(vocab):
-    if not isinstance(vocab, Vocab):
-        raise TypeError(f"vocab must be a Vocab, got {type(vocab).__name__}")
+    check_instance("vocab", vocab, Vocab, "a Vocab")
     if SEPARATOR not in vocab.stoi:
-        raise ValueError(f"the vocabulary has no separator {SEPARATOR!r}: build it with completion_vocab")
+        raise ValueError(f"vocab must hold the separator {SEPARATOR!r} (build it with completion_vocab), "
+                         f"got {vocab!r}")
 
 
 def prompt_ids(text, vocab, separator=True):
@@ -60,8 +61,7 @@ def prompt_ids(text, vocab, separator=True):
     Without the separator the prompt is a partial text for the model to continue.
     """
     _check_vocab(vocab)
-    if not isinstance(text, str):
-        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    check_instance("text", text, str, "a str")
     ids = [SOS] + (vocab.encode(text) if text else [])
     return ids + [vocab.stoi[SEPARATOR]] * bool(separator)
 
@@ -78,10 +78,8 @@ def completion_targets(stream, prompt_length):
     (``<sos>``, the text, ``=``): the targets that are prompt tokens, the first
     ``prompt_length - 1``, become ``IGNORE_INDEX`` and add no loss; the completion's remain.
     """
-    stream = torch.as_tensor(stream, dtype=torch.long)
-    if stream.dim() != 1 or not 1 <= prompt_length < stream.shape[0]:
-        raise ValueError(f"expected a 1-D stream longer than its prompt, got shape {tuple(stream.shape)} "
-                         f"and prompt_length={prompt_length!r}")
+    stream = check_tensor("stream", torch.as_tensor(stream, dtype=torch.long), ndim=1)
+    check_int_range("prompt_length", prompt_length, 1, stream.shape[0] - 1)  # the stream is longer than its prompt
     targets = stream[1:].clone()  # (L - 1,)
     targets[:prompt_length - 1] = IGNORE_INDEX
     return targets
@@ -100,7 +98,7 @@ class CompletionDataset(Dataset):
         _check_vocab(vocab)
         pairs = list(pairs)
         if not pairs:
-            raise ValueError("CompletionDataset needs at least one (text, iso) pair")
+            raise ValueError("pairs must hold at least one (text, iso) pair, got none")
         self.pairs = pairs
         self.vocab = vocab
         self.completion_only = bool(completion_only)
@@ -188,7 +186,7 @@ def complete_dates(model, texts, vocab, batch_size=500):
     from ..models.generation import generate  # the models import the data package
 
     if isinstance(texts, str):
-        raise TypeError("complete_dates expects a list of texts; for one text, wrap it in a list")
+        raise TypeError("texts must be a list of texts, got one str: wrap it in a list")
     texts = list(texts)
     outputs = []
     for start in range(0, len(texts), batch_size):

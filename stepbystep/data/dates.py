@@ -27,6 +27,15 @@ import numpy as np
 from babel import Locale
 from babel.dates import format_date, tokenize_pattern, untokenize_pattern
 
+from ..checks import (
+    check_choice,
+    check_fraction,
+    check_instance,
+    check_int_range,
+    check_non_negative_int,
+    check_positive_int,
+)
+
 __all__ = [
     "FIRST_DATE",
     "LAST_DATE",
@@ -46,6 +55,7 @@ __all__ = [
     "date_pairs_by_length",
     "ERROR_KINDS",
     "wrong_fields",
+    "check_text",
 ]
 
 FIRST_DATE = date(1950, 1, 1)
@@ -104,8 +114,7 @@ REFERENCE_DATES = {
 
 def ordinal_suffix(day):
     """The English ordinal suffix of a day of the month: 1 -> 'st', 12 -> 'th', 22 -> 'nd'."""
-    if isinstance(day, bool) or not isinstance(day, (int, np.integer)) or not 1 <= day <= 31:
-        raise ValueError(f"day must be an int from 1 to 31, got {day!r}")
+    check_int_range("day", day, 1, 31)
     if 11 <= day <= 13:
         return "th"
     return {1: "st", 2: "nd", 3: "rd"}.get(day % 10, "th")
@@ -154,27 +163,19 @@ def render_date(day, pattern, case="as written", weekday=None):
     ``'upper'`` or ``'title'``. ``weekday`` (0 = Monday .. 6 = Sunday) writes that day of the
     week instead of the true one, as a careless writer might.
     """
-    if not isinstance(day, date):
-        raise TypeError(f"day must be a datetime.date, got {type(day).__name__}")
-    if not isinstance(pattern, str) or not pattern:
-        raise ValueError(f"pattern must be a non-empty Babel date pattern, got {pattern!r}")
-    if case not in CASES:
-        raise ValueError(f"case must be one of {list(CASES)}, got {case!r}")
+    check_instance("day", day, date, "a datetime.date")
+    check_instance("pattern", pattern, str, "a Babel date pattern (a str)")
+    if not pattern:
+        raise ValueError("pattern must be a non-empty Babel date pattern, got ''")
+    check_choice("case", case, tuple(CASES))
     if weekday is not None:
-        if isinstance(weekday, bool) or not isinstance(weekday, (int, np.integer)) or not 0 <= weekday <= 6:
-            raise ValueError(f"weekday must be an int from 0 (Monday) to 6 (Sunday), got {weekday!r}")
-        weekday = int(weekday)
+        weekday = int(check_int_range("weekday", weekday, 0, 6))  # 0 = Monday .. 6 = Sunday
     return _apply_case(format_date(day, _babel_pattern(pattern, day, weekday), locale=_LOCALE), case)
-
-
-def _check_count(name, n):
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
-        raise ValueError(f"{name} must be a non-negative int, got {n!r}")
 
 
 def random_dates(n, seed=0):
     """``n`` days drawn uniformly (with replacement) from ``FIRST_DATE`` to ``LAST_DATE``."""
-    _check_count("n", n)
+    check_non_negative_int("n", n)
     offsets = np.random.default_rng(seed).integers(0, N_DAYS, size=n)  # (n,)
     return [FIRST_DATE + timedelta(days=int(offset)) for offset in offsets]
 
@@ -187,7 +188,7 @@ def date_pairs(n, seed=0, dates=None):
     and, for ``WRONG_WEEKDAY_RATE`` of the patterns that name a weekday, a random weekday to
     write instead of the true one; all from one generator seeded with ``seed``.
     """
-    _check_count("n", n)
+    check_non_negative_int("n", n)
     rng = np.random.default_rng(seed)
     if dates is None:
         days = [FIRST_DATE + timedelta(days=int(offset)) for offset in rng.integers(0, N_DAYS, size=n)]
@@ -214,8 +215,7 @@ def split_dates(val_fraction=0.1, seed=0):
     A random ``val_fraction`` of the days is kept for validation: a model trained on the other
     days never saw these dates, in any pattern.
     """
-    if not 0 < val_fraction < 1:
-        raise ValueError(f"val_fraction must be between 0 and 1 (exclusive), got {val_fraction!r}")
+    check_fraction("val_fraction", val_fraction)
     order = np.random.default_rng(seed).permutation(N_DAYS)  # (N_DAYS,)
     n_val = round(val_fraction * N_DAYS)
     days = [FIRST_DATE + timedelta(days=int(offset)) for offset in order]
@@ -254,13 +254,11 @@ def pattern_lengths(pattern):
 
 
 def _length_bin(bin_):
-    if isinstance(bin_, list):
-        bin_ = tuple(bin_)
-    if (not isinstance(bin_, tuple) or len(bin_) != 2
-            or not all(isinstance(n, int) and not isinstance(n, bool) for n in bin_) or not 1 <= bin_[0] <= bin_[1]):
-        raise ValueError(f"bins must hold (shortest, longest) pairs of ints with 1 <= shortest <= longest, "
-                         f"got {bin_!r}")
-    return bin_
+    check_instance("a bin", bin_, (tuple, list), "a (shortest, longest) pair")
+    if len(bin_) != 2:
+        raise ValueError(f"a bin must be a (shortest, longest) pair, got {bin_!r}")
+    shortest = check_positive_int("shortest", bin_[0])
+    return shortest, check_int_range("longest", bin_[1], shortest)  # shortest <= longest
 
 
 def date_pairs_by_length(bins, n_per_bin, dates=None, seed=0):
@@ -275,8 +273,9 @@ def date_pairs_by_length(bins, n_per_bin, dates=None, seed=0):
     saves work and changes nothing else: even the rare long texts come quickly. Returns the
     triples bin after bin, in order. One generator seeded with ``seed`` draws everything.
     """
-    _check_count("n_per_bin", n_per_bin)
-    if not isinstance(bins, (list, tuple)) or not bins:
+    check_non_negative_int("n_per_bin", n_per_bin)
+    check_instance("bins", bins, (list, tuple), "a list of (shortest, longest) lengths")
+    if not bins:
         raise ValueError(f"bins must be a non-empty list of (shortest, longest) lengths, got {bins!r}")
     bins = [_length_bin(bin_) for bin_ in bins]
     if dates is None:
@@ -330,3 +329,14 @@ def wrong_fields(target, prediction):
         return ("format",)
     return tuple(field for field, true, predicted in zip(ERROR_KINDS, target.split("-"), prediction.split("-"))
                  if true != predicted)
+
+
+def check_text(text, max_len):
+    """Refuse what a model cannot read as a date: a non-string, an empty text, or more than ``max_len``
+    characters (``None``: no limit)."""
+    check_instance("text", text, str, "the text of a date (a str)")
+    if not text.strip():
+        raise ValueError("the text is empty: type a date, such as 'Tue 10 Jul 2007'")
+    if max_len is not None and len(text) > max_len:
+        raise ValueError(f"the text has {len(text)} characters, but this model reads at most {max_len}: "
+                         f"{text[:max_len]!r}...")

@@ -17,25 +17,17 @@ that is not black.
 No download: everything is drawn from a private ``np.random.RandomState``; the global NumPy
 and PyTorch streams are never touched. With ``noise=0`` the same seed gives the book's images.
 """
-import numbers
-
 import numpy as np
 import torch
 from torch.utils.data import TensorDataset
+
+from ..checks import check_instance, check_int_range, check_non_negative_int, check_positive_int
 
 __all__ = ["LINE_CLASSES", "LINE_NOISE", "generate_dataset", "line_datasets", "line_pixels"]
 
 LINE_CLASSES = ("horizontal or vertical", "diagonal /", "diagonal \\")
 LINE_VALUE = 255  # the pixels of the line
 LINE_NOISE = 64  # by default, background pixels are uniform integers in 0..64, a quarter of the line
-
-
-def _check_int(name, value, minimum, maximum=None):
-    if not isinstance(value, numbers.Integral) or isinstance(value, bool):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < minimum or (maximum is not None and value > maximum):
-        wanted = f"at least {minimum}" if maximum is None else f"between {minimum} and {maximum}"
-        raise ValueError(f"{name} must be {wanted}, got {value}")
 
 
 def line_pixels(start, direction, img_size=12):
@@ -47,9 +39,9 @@ def line_pixels(start, direction, img_size=12):
     1 the rising diagonal ``/`` and 2 the falling diagonal ``\\``, each until it leaves the image.
     Returns two int arrays of the same length.
     """
-    _check_int("img_size", img_size, 2)
-    _check_int("start", start, -(img_size - 1), img_size - 1)
-    _check_int("direction", direction, 0, 2)
+    check_int_range("img_size", img_size, 2)
+    check_int_range("start", start, -(img_size - 1), img_size - 1)
+    check_int_range("direction", direction, 0, 2)
     last = img_size - 1
     if start > 0:  # a row on the left edge; the line goes right
         row = int(start)
@@ -86,12 +78,11 @@ def generate_dataset(img_size=12, n_images=1000, binary=False, seed=17, noise=LI
         ``(images, labels)``: ``images`` uint8 ``(n_images, 1, img_size, img_size)`` with
         values 0-255 and ``labels`` int64 ``(n_images,)``.
     """
-    _check_int("img_size", img_size, 2)
-    _check_int("n_images", n_images, 1)
-    _check_int("seed", seed, 0)
-    _check_int("noise", noise, 0, LINE_VALUE - 1)
-    if not isinstance(binary, (bool, np.bool_)):
-        raise TypeError(f"binary must be True or False, got {binary!r}")
+    check_int_range("img_size", img_size, 2)
+    check_positive_int("n_images", n_images)
+    check_non_negative_int("seed", seed)
+    check_int_range("noise", noise, 0, LINE_VALUE - 1)
+    check_instance("binary", binary, (bool, np.bool_), "True or False")
     rng = np.random.RandomState(seed)
     starts = rng.randint(-(img_size - 1), img_size, size=n_images)  # (n,)
     directions = rng.randint(0, 3, size=n_images)  # (n,)
@@ -118,8 +109,8 @@ def line_datasets(n_train=800, n_val=200, img_size=12, noise=LINE_NOISE, seed=17
         ``(train_data, val_data)``: ``TensorDataset``s of float32 images in ``[0, 1]``
         ``(N, 1, img_size, img_size)`` and int64 labels ``(N,)``.
     """
-    _check_int("n_train", n_train, 1)
-    _check_int("n_val", n_val, 1)
+    check_positive_int("n_train", n_train)
+    check_positive_int("n_val", n_val)
     images, labels = generate_dataset(img_size, n_train + n_val, binary=False, seed=seed, noise=noise)
     x = torch.as_tensor(images, dtype=torch.float32) / LINE_VALUE  # (n, 1, s, s), in [0, 1]
     y = torch.as_tensor(labels)  # (n,), int64

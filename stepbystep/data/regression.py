@@ -3,8 +3,12 @@
 The points are returned sorted by x, so that neighbouring indices are neighbouring positions:
 a weights matrix drawn as a heatmap then reads left to right along the x axis.
 """
+import numbers
+
 import numpy as np
 import torch
+
+from ..checks import check_instance, check_int_range, check_positive_int
 
 __all__ = ["make_regression_data", "true_function", "regression_grid"]
 
@@ -26,10 +30,10 @@ def make_regression_data(n=50, noise=0.5, seed=42):
 
     Returns ``(x_train, y_train)``: float32 tensors of shape ``(n,)``.
     """
-    if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 1:
-        raise ValueError(f"n must be a positive integer, got {n!r}")
+    check_positive_int("n", n)
+    check_instance("noise", noise, numbers.Real, "a standard deviation (a number >= 0)")
     if not noise >= 0:
-        raise ValueError(f"noise is a standard deviation and must be >= 0, got {noise!r}")
+        raise ValueError(f"noise must be a standard deviation (a number >= 0), got {noise!r}")
     rng = np.random.default_rng(seed)
     x = np.sort(rng.uniform(*X_RANGE, size=n))  # (n,)
     y = true_function(x) + noise * rng.standard_normal(n)  # (n,)
@@ -41,7 +45,6 @@ def regression_grid(n_points=200):
 
     Returns ``(x_grid, y_true)``: float32 tensors of shape ``(n_points,)``.
     """
-    if not isinstance(n_points, (int, np.integer)) or isinstance(n_points, bool) or n_points < 2:
-        raise ValueError(f"n_points must be an integer >= 2, got {n_points!r}")
+    check_int_range("n_points", n_points, 2)
     x_grid = torch.linspace(*X_RANGE, n_points)  # (n_points,)
     return x_grid, true_function(x_grid)

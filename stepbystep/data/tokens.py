@@ -6,13 +6,15 @@ starts the decoder's input, ``<eos>`` ends a target, ``<unk>`` stands for any sy
 vocabulary does not know. ``pad_collate`` turns a list of (source, target) id tensors into the
 ``(x, y)`` batch the trainer expects.
 """
-import numbers
 import string
 
 import numpy as np
 import torch
 from torch.nn.utils.rnn import pad_sequence
 from torch.utils.data import Dataset
+
+from ..checks import check_fraction, check_instance, check_int_range, check_positive_int
+from .special_tokens import EOS, PAD, SOS, SPECIALS, UNK
 
 __all__ = [
     "Vocab",
@@ -23,8 +25,6 @@ __all__ = [
     "pad_collate",
 ]
 
-PAD, SOS, EOS, UNK = 0, 1, 2, 3
-SPECIALS = ("<pad>", "<sos>", "<eos>", "<unk>")
 SYMBOLS = string.digits + string.ascii_lowercase  # the reversal tasks' alphabet
 
 
@@ -61,7 +61,7 @@ class Vocab:
     def from_texts(cls, texts):
         """A character vocabulary holding every character of ``texts``, in sorted order."""
         if isinstance(texts, str):
-            raise TypeError("from_texts expects a list of strings, got one string: wrap it in a list")
+            raise TypeError("texts must be a list of strings, got one str: wrap it in a list")
         return cls(sorted(set("".join(texts))))
 
     def __len__(self):
@@ -101,12 +101,12 @@ class Vocab:
         """
         if isinstance(ids, (torch.Tensor, np.ndarray)):
             if ids.ndim != 1:
-                raise ValueError(f"decode expects one sequence of ids (1-D), got shape {tuple(ids.shape)}")
+                raise ValueError(f"ids must be one sequence of ids (1-D), got shape {tuple(ids.shape)}")
             ids = ids.tolist()
         symbols = []
         for index in ids:
             if not 0 <= index < len(self):
-                raise ValueError(f"id {index} is outside this vocabulary's range 0..{len(self) - 1}")
+                raise ValueError(f"ids must be in this vocabulary's range 0..{len(self) - 1}, got {index}")
             if strip_specials:
                 if index == EOS:
                     break
@@ -116,24 +116,15 @@ class Vocab:
         return self.sep.join(symbols)
 
 
-def _check_int(name, value, minimum):
-    if not isinstance(value, numbers.Integral) or isinstance(value, bool):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < minimum:
-        raise ValueError(f"{name} must be at least {minimum}, got {value}")
-
-
 def reverse_digits_dataset(n, length=16, n_symbols=10, seed=0):
     """``n`` pairs ``(source, target)``: a random string of ``length`` digits and its reverse.
 
     ``n_symbols`` (at most 36) picks the alphabet: the first ``n_symbols`` of ``0-9a-z``.
     Seeded with its own generator.
     """
-    _check_int("n", n, 1)
-    _check_int("length", length, 1)
-    _check_int("n_symbols", n_symbols, 2)
-    if n_symbols > len(SYMBOLS):
-        raise ValueError(f"n_symbols must be at most {len(SYMBOLS)}, got {n_symbols}")
+    check_positive_int("n", n)
+    check_positive_int("length", length)
+    check_int_range("n_symbols", n_symbols, 2, len(SYMBOLS))
     rng = np.random.default_rng(seed)
     alphabet = np.array(list(SYMBOLS[:n_symbols]))
     draws = rng.integers(0, n_symbols, size=(n, length))  # (n, length)
@@ -148,9 +139,9 @@ def reverse_words_dataset(n, min_len=10, max_len=20, seed=0):
     guess from spelling and must really read and reverse every letter. Seeded with its own
     generator.
     """
-    _check_int("n", n, 1)
-    _check_int("min_len", min_len, 1)
-    _check_int("max_len", max_len, min_len)
+    check_positive_int("n", n)
+    check_positive_int("min_len", min_len)
+    check_int_range("max_len", max_len, min_len)
     rng = np.random.default_rng(seed)
     letters = np.array(list(string.ascii_lowercase))
     lengths = rng.integers(min_len, max_len + 1, size=n)  # (n,)
@@ -164,11 +155,10 @@ def train_val_split(pairs, val_fraction=0.2, seed=0):
     Duplicated sources are kept once, then a seeded shuffle puts ``val_fraction`` of them
     in the validation list, so an exact-match score on it is never a memory test.
     """
-    if not 0 < val_fraction < 1:
-        raise ValueError(f"val_fraction must be between 0 and 1, got {val_fraction!r}")
+    check_fraction("val_fraction", val_fraction)
     unique = list({source: (source, target) for source, target in pairs}.values())
     if len(unique) < 2:
-        raise ValueError(f"need at least two distinct sources to split, got {len(unique)}")
+        raise ValueError(f"pairs must hold at least two distinct sources to split, got {len(unique)}")
     order = np.random.default_rng(seed).permutation(len(unique))
     n_val = min(max(1, round(val_fraction * len(unique))), len(unique) - 1)
     val = [unique[i] for i in order[:n_val]]
@@ -186,9 +176,11 @@ class Seq2SeqDataset(Dataset):
     def __init__(self, pairs, src_vocab, tgt_vocab):
         pairs = list(pairs)
         if not pairs:
-            raise ValueError("Seq2SeqDataset needs at least one (source, target) pair")
-        if not all(isinstance(pair, (tuple, list)) and len(pair) == 2 for pair in pairs):
-            raise TypeError("Seq2SeqDataset expects (source, target) pairs")
+            raise ValueError("pairs must hold at least one (source, target) pair, got none")
+        for index, pair in enumerate(pairs):
+            check_instance(f"pairs[{index}]", pair, (tuple, list), "a (source, target) pair")
+            if len(pair) != 2:
+                raise ValueError(f"pairs[{index}] must be a (source, target) pair, got {len(pair)} items")
         self.pairs = pairs
         self.src_vocab = src_vocab
         self.tgt_vocab = tgt_vocab

@@ -6,6 +6,7 @@
 """
 import torch
 
+from ..checks import check_tensor
 from ..data.regression import make_regression_data
 from ..models.kernel_regression import leave_one_out_error, nadaraya_watson
 from .exercise import Exercise
@@ -23,12 +24,6 @@ def _sample_points(seed=0):
     return queries, keys
 
 
-def _as_tensor(result, name):
-    if not isinstance(result, torch.Tensor):
-        raise TypeError(f"{name} should return a tensor, got {type(result).__name__}")
-    return result.detach().float()
-
-
 # ---------------------------------------------------------------------------------- exercise 1
 def _gaussian_scores_solution(queries, keys, sigma):
     distance = queries[:, None] - keys[None, :]  # (n_q, n_k)
@@ -41,7 +36,7 @@ def _check_gaussian_scores(answer):
         return f"expected a function scores(queries, keys, sigma), got {type(answer).__name__}"
     queries, keys = _sample_points()
     sigma = 1.5
-    scores = _as_tensor(answer(queries, keys, sigma), "your function")
+    scores = check_tensor("what your function returns", answer(queries, keys, sigma)).detach().float()
     if scores.shape != (7, 9):
         return f"for 7 queries and 9 keys the scores should have shape (7, 9), got {tuple(scores.shape)}"
     weights = torch.softmax(scores, dim=-1)  # (7, 9)

@@ -13,6 +13,7 @@ import itertools
 import torch
 from torch import nn
 
+from ..devices import evaluating
 from ..models import (
     DecoderLayer,
     DecoderTransf,
@@ -218,9 +219,8 @@ def _check_matching_transformer(answer):
                 copy_to_torch(ours, wrapper)
             except ValueError as error:
                 return f"{where}: copy_to_torch refused it: {error}"
-            wrapper.eval()
             source = torch.randn(3, ours.input_len, ours.n_features)  # (N, L_s, F)
-            with torch.no_grad():
+            with evaluating(wrapper), evaluating(ours):
                 same = torch.allclose(wrapper(source), ours(source), atol=1e-5)
             if not same:
                 return f"{where}: the weights copy over but the predictions differ"

@@ -11,13 +11,12 @@ import numbers
 
 import torch
 
+from ..data.special_tokens import EOS, PAD
 from ..models.metrics import masked_accuracy as _masked_accuracy
 from ..models.metrics import sequence_accuracy as _sequence_accuracy
 from .exercise import Exercise, as_number
 
 __all__ = ["masked_accuracy", "exact_match", "best_output"]
-
-PAD, EOS = 0, 2
 
 
 def _number_problem(name, value):

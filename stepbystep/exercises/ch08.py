@@ -14,6 +14,7 @@ from datetime import date
 import torch
 
 from ..data.dates import ordinal_suffix, render_date
+from ..data.special_tokens import EOS, PAD, SOS
 from ..models.alignment import Translation
 from ..models.decoding import sequence_log_probs
 from .exercise import Exercise
@@ -157,9 +158,6 @@ def _confidence_solution(model, source_ids, generated, sos_id, eos_id):
     return (token * up_to_eos).sum(dim=1).exp()  # (N,)
 
 
-_SOS, _EOS, _PAD = 1, 2, 0
-
-
 def _confidence_case():
     """A small untrained model and outputs with <eos> at different places (padding after it)."""
     from ..models.token_transformer import TokenTransformer  # a tiny model: no trained one needed
@@ -174,8 +172,8 @@ def _confidence_case():
     with torch.no_grad():
         model.generator.weight.mul_(6.0)  # peaked distributions: clearly different probabilities
     source = torch.randint(4, 9, (4, 5), generator=generator)  # (4, 5)
-    generated = torch.tensor([[4, 5, 6, _EOS, _PAD, _PAD], [5, _EOS, _PAD, _PAD, _PAD, _PAD],
-                              [6, 6, 4, 5, 4, _EOS], [4, 4, 4, 4, 4, 4]])  # (4, 6): the last never ends
+    generated = torch.tensor([[4, 5, 6, EOS, PAD, PAD], [5, EOS, PAD, PAD, PAD, PAD],
+                              [6, 6, 4, 5, 4, EOS], [4, 4, 4, 4, 4, 4]])  # (4, 6): the last never ends
     return model, source, generated
 
 
@@ -184,7 +182,7 @@ def _check_confidence(answer):
         return (f"expected a function confidence(model, source_ids, generated, sos_id, eos_id), "
                 f"got {type(answer).__name__}")
     model, source, generated = _confidence_case()
-    got = answer(model, source, generated, _SOS, _EOS)
+    got = answer(model, source, generated, SOS, EOS)
     if not isinstance(got, torch.Tensor):
         try:
             got = torch.as_tensor(got, dtype=torch.float)
@@ -193,7 +191,7 @@ def _check_confidence(answer):
     got = got.detach().float().reshape(-1)
     if got.numel() != len(generated):
         return f"expected one probability per output row ({len(generated)}), got {got.numel()} numbers"
-    wanted = sequence_log_probs(model, source, generated, _SOS, _EOS)  # (N,): compared on the log scale,
+    wanted = sequence_log_probs(model, source, generated, SOS, EOS)  # (N,): compared on the log scale,
     if torch.allclose(got, wanted, rtol=0, atol=1e-3):  # where tiny probabilities still differ
         return "these look like log-probabilities: return the probability itself"
     if (got < 0).any() or (got > 1).any() or not torch.isfinite(got).all():

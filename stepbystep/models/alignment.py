@@ -8,9 +8,11 @@ from dataclasses import dataclass
 
 import torch
 
+from ..checks import check_instance
+from ..devices import evaluating
 from .decoding import greedy_decode
 
-__all__ = ["Translation", "check_text", "translate_with_alignment"]
+__all__ = ["Translation", "translate_with_alignment"]
 
 
 @dataclass(frozen=True)
@@ -35,17 +37,6 @@ class Translation:
     unknown: tuple
 
 
-def check_text(text, max_len):
-    """Refuse what a model cannot read: a non-string, an empty text, or more than ``max_len`` characters."""
-    if not isinstance(text, str):
-        raise TypeError(f"expected the text of a date (a str), got {type(text).__name__}")
-    if not text.strip():
-        raise ValueError("the text is empty: type a date, such as 'Tue 10 Jul 2007'")
-    if max_len is not None and len(text) > max_len:
-        raise ValueError(f"the text has {len(text)} characters, but this model reads at most {max_len}: "
-                         f"{text[:max_len]!r}...")
-
-
 def translate_with_alignment(model, text, src_vocab, tgt_vocab, layer=-1, max_len=None):
     """Translate ``text`` greedily and return a :class:`Translation` with its cross-attention.
 
@@ -57,7 +48,12 @@ def translate_with_alignment(model, text, src_vocab, tgt_vocab, layer=-1, max_le
     The model is left in the mode it was in.
     """
     model_max = getattr(model, "max_len", None)
-    check_text(text, model_max)
+    check_instance("text", text, str, "a str")
+    if not text.strip():
+        raise ValueError(f"text must hold a character other than spaces, got {text!r}")
+    if model_max is not None and len(text) > model_max:
+        raise ValueError(f"text must be at most {model_max} characters long for this model, got {len(text)}: "
+                         f"{text[:model_max]!r}...")
     max_len = model_max if max_len is None else max_len
     device = next(model.parameters()).device
     source = torch.tensor([src_vocab.encode(text)], device=device)  # (1, L_s)
@@ -70,13 +66,8 @@ def translate_with_alignment(model, text, src_vocab, tgt_vocab, layer=-1, max_le
     target_in = torch.cat([start, generated[:-1]]).unsqueeze(0)  # (1, L_out)
 
     attention = model.decoder.layers[layer].cross_attn_heads
-    was_training = model.training
-    model.eval()
-    try:
-        with torch.no_grad():
-            model(source, target_in)  # (1, L_out, V): we only need the weights it stores
-    finally:
-        model.train(was_training)
+    with evaluating(model):
+        model(source, target_in)  # (1, L_out, V): we only need the weights it stores
     if attention.alphas is None:
         raise RuntimeError("this model's cross-attention keeps no weights (store_alphas=False): "
                            "set store_alphas = True on its attention modules to see the alignment")

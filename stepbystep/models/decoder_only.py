@@ -10,14 +10,24 @@ import functools
 import torch
 from torch import nn
 
-from ..data.date_completions import IGNORE_INDEX
+from ..checks import check_choice, check_positive_number
+from ..data.special_tokens import IGNORE_INDEX
+from ..devices import evaluating
+from .alibi import alibi_bias_at, alibi_slopes
 from .kv_cache import KVCache, cached_mask, cached_self_attention
 from .layers import EncoderLayer
+from .learned_positions import LearnedPositionalEmbedding
 from .masks import subsequent_mask
 from .metrics import sequence_cross_entropy
 from .positional_encoding import PositionalEncoding
+from .rotary import RotaryEmbedding
 
-__all__ = ["DecoderOnlyLayer", "DecoderOnlyTransformer", "IGNORE_INDEX", "completion_loss"]
+__all__ = ["DecoderOnlyLayer", "DecoderOnlyTransformer", "IGNORE_INDEX", "POSITION_SCHEMES", "completion_loss"]
+
+# How a decoder-only model tells positions apart (chapter 10): added to the embeddings
+# ("sinusoidal", "learned"), inside the attention ("alibi": a bias on the scores; "rope": a
+# rotation of queries and keys), or not at all ("none": only the causal mask tells order).
+POSITION_SCHEMES = ("sinusoidal", "learned", "alibi", "rope", "none")
 
 
 class DecoderOnlyLayer(EncoderLayer):
@@ -35,13 +45,31 @@ class DecoderOnlyLayer(EncoderLayer):
     ``KVCache``, ``x`` holds only the new tokens and ``mask`` is ``(N or 1, L, t)`` over every
     token the cache holds, or ``None`` when all of them may be read (``cached_mask``); the
     self-attention reads and extends the cache's entry ``layer``.
-    Returns ``(N, L, d_model)``.
+
+    Positions inside the attention (chapter 10): ``rotary`` (a ``RotaryEmbedding``, given at
+    construction) rotates the queries and keys at ``positions`` (``(L,)`` or ``(N, L)``;
+    ``None``: ``0 .. L-1``); ``bias`` ``(h, L, t)`` or ``(N, h, L, t)`` is added to the scores
+    (ALiBi). Returns ``(N, L, d_model)``.
     """
 
-    def forward(self, x, mask=None, cache=None, layer=0):
-        if cache is None:
+    def __init__(self, n_heads, d_model, ff_units, dropout=0.1, norm_first=True, store_alphas=True, rotary=None):
+        super().__init__(n_heads, d_model, ff_units, dropout, norm_first=norm_first, store_alphas=store_alphas)
+        self.self_attn_heads.set_rotary(rotary)
+
+    def _attend(self, x, mask, bias, positions):
+        """Self-attention over ``x`` (the normalised input): keys and queries at ``positions``."""
+        self.self_attn_heads.init_keys(x, positions)
+        return self.self_attn_heads(x, mask, bias=bias, positions=positions)  # (N, L, d_model)
+
+    def forward(self, x, mask=None, cache=None, layer=0, bias=None, positions=None):
+        uses_positions = bias is not None or self.self_attn_heads.rotary is not None
+        if cache is None and not uses_positions:
             return super().forward(x, mask)  # (N, L, d_model)
-        step = functools.partial(cached_self_attention, self.self_attn_heads, cache=cache, layer=layer, mask=mask)
+        if cache is None:
+            step = functools.partial(self._attend, mask=mask, bias=bias, positions=positions)
+        else:
+            step = functools.partial(cached_self_attention, self.self_attn_heads, cache=cache, layer=layer, mask=mask,
+                                     bias=bias, positions=positions)
         att = self.sublayers[0](x, sublayer=step)  # (N, L, d_model)
         return self.sublayers[1](att, sublayer=self.ffn)  # (N, L, d_model)
 
@@ -49,16 +77,17 @@ class DecoderOnlyLayer(EncoderLayer):
 class DecoderOnlyTransformer(nn.Module):
     """A decoder-only Transformer over token ids: ids in, next-token logits out.
 
-    Token embedding plus sinusoidal positional encoding, ``n_layers`` ``DecoderOnlyLayer``
-    (norm-first by default), a final ``LayerNorm`` (norm-first layers leave the residual
-    stream un-normalised; norm-last layers end with a norm and get none) and an output layer
-    giving one logit per vocabulary entry at every position.
+    Token embedding plus (by default) sinusoidal positional encoding, ``n_layers``
+    ``DecoderOnlyLayer`` (norm-first by default), a final ``LayerNorm`` (norm-first layers
+    leave the residual stream un-normalised; norm-last layers end with a norm and get none) and
+    an output layer giving one logit per vocabulary entry at every position.
 
     Args:
         vocab_size: number of token ids (special tokens included).
         d_model, n_heads, ff_units, n_layers, dropout, norm_first: the layers' sizes, as in
             ``EncoderLayer``.
-        max_len: the longest stream the model reads (its positional encoding's length).
+        max_len: the longest stream the model reads (its positional encoding's length, the
+            learned table's number of rows).
         pad_id: the padding id. Padding is never attended to, and each row's positions count
             its real tokens only, so a prompt padded on the left gets the same positions as on
             its own (``generate`` relies on it). ``None``: no padding, positions ``0..L-1``.
@@ -75,6 +104,24 @@ class DecoderOnlyTransformer(nn.Module):
         store_alphas: ``True`` keeps every layer's attention weights in
             ``layers[i].self_attn_heads.alphas`` (the teaching path); ``False`` (default) uses
             the fused kernel. Both compute the same outputs.
+        position_scheme: how the model tells positions apart (chapter 10), one of
+            ``POSITION_SCHEMES``:
+
+            - ``"sinusoidal"`` (default): the fixed table of Vaswani et al. 2017, "Attention
+              Is All You Need", added to the embeddings (``self.pe``, a ``PositionalEncoding``);
+            - ``"learned"``: a trainable table of ``max_len`` rows added to the embeddings, as in
+              GPT-2 and BERT (``self.pe``, a ``LearnedPositionalEmbedding``);
+            - ``"alibi"``: nothing added; every attention layer adds ``-slope × distance`` to its
+              scores, one slope per head (Press, Smith and Lewis 2022, "Train Short, Test Long";
+              ``self.alibi_slopes``, a buffer);
+            - ``"rope"``: nothing added; every attention layer rotates its queries and keys by
+              their positions (Su et al. 2021, "RoFormer"; ``self.rotary``, a
+              ``RotaryEmbedding`` shared by the layers, with ``rope_base``);
+            - ``"none"``: no position information at all, only the causal mask.
+
+            Every scheme counts positions the same way, over each row's real tokens (see
+            ``token_positions``), so left padding, ``generate`` and the cache work with all of them.
+        rope_base: the ``base`` of the rotary embedding (``"rope"`` only).
 
     ``forward(ids, cache=None)``: ``ids`` ``(N, L)`` integer ids -> logits ``(N, L, V)``;
     position ``i``'s logits predict token ``i + 1`` from tokens ``0..i`` (causal). With a
@@ -83,8 +130,11 @@ class DecoderOnlyTransformer(nn.Module):
     """
 
     def __init__(self, vocab_size, d_model=64, n_heads=4, ff_units=128, n_layers=2, dropout=0.1, max_len=64,
-                 pad_id=0, norm_first=True, tie_weights=True, embedding_std=None, store_alphas=False):
+                 pad_id=0, norm_first=True, tie_weights=True, embedding_std=None, store_alphas=False,
+                 position_scheme="sinusoidal", rope_base=10000.0):
         super().__init__()
+        check_choice("position_scheme", position_scheme, POSITION_SCHEMES)
+        check_positive_number("rope_base", rope_base)
         for name, value in (("vocab_size", vocab_size), ("d_model", d_model), ("n_layers", n_layers),
                             ("max_len", max_len)):
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
@@ -96,6 +146,7 @@ class DecoderOnlyTransformer(nn.Module):
         self.d_model = d_model
         self.n_layers = n_layers
         self.max_len = max_len
+        self.position_scheme = position_scheme
         self.pad_id = pad_id
         self.norm_first = bool(norm_first)
         self.tie_weights = bool(tie_weights)
@@ -104,9 +155,23 @@ class DecoderOnlyTransformer(nn.Module):
             if isinstance(embedding_std, bool) or not isinstance(embedding_std, (int, float)) or not embedding_std > 0:
                 raise ValueError(f"embedding_std must be None or a positive number, got {embedding_std!r}")
             nn.init.normal_(self.embed.weight, std=embedding_std)
-        self.pe = PositionalEncoding(max_len, d_model, scale_input=False)
+        self.pe = None  # what is added to the embeddings, if anything
+        self.rotary = None
+        if position_scheme == "sinusoidal":
+            self.pe = PositionalEncoding(max_len, d_model, scale_input=False)
+        elif position_scheme == "learned":
+            self.pe = LearnedPositionalEmbedding(max_len, d_model)
+        elif position_scheme == "alibi":
+            self.register_buffer("alibi_slopes", alibi_slopes(n_heads), persistent=False)  # (n_heads,)
+        elif position_scheme == "rope":
+            if d_model % n_heads == 0 and (d_model // n_heads) % 2 != 0:
+                raise ValueError(f"position_scheme 'rope' needs an even d_model // n_heads (the dimensions go in "
+                                 f"pairs), got d_model={d_model} and n_heads={n_heads}")
+            self.rotary = RotaryEmbedding(d_model // n_heads, base=rope_base, max_len=max_len) \
+                if d_model % n_heads == 0 else None  # (an indivisible d_model is refused by the layers)
         self.layers = nn.ModuleList([
-            DecoderOnlyLayer(n_heads, d_model, ff_units, dropout, norm_first=norm_first, store_alphas=store_alphas)
+            DecoderOnlyLayer(n_heads, d_model, ff_units, dropout, norm_first=norm_first, store_alphas=store_alphas,
+                             rotary=self.rotary)
             for _ in range(n_layers)
         ])
         self.norm = nn.LayerNorm(d_model) if self.norm_first else None
@@ -145,24 +210,47 @@ class DecoderOnlyTransformer(nn.Module):
         keep = ids != self.pad_id  # (N, L)
         return keep, not bool(keep.all())
 
-    def embed_tokens(self, ids, keep, earlier=0):
-        """Token embedding plus the encoding of each token's position, ``(N, L, d_model)``.
+    @staticmethod
+    def token_positions(ids, keep, earlier=0):
+        """Each token's position: ``(L,)`` when every row has the same, else ``(N, L)`` longs.
 
         A token's position is the number of real tokens before it in its row: ``earlier``
         (an int, or ``(N,)`` counts from a cache) plus those among ``ids`` before it. Padding
-        does not move the positions. ``keep`` ``(N, L)`` marks the real tokens; ``None`` means
-        there is no padding, so the positions are simply ``earlier .. earlier + L - 1``.
+        does not move the positions (leading padding gets position 0; it is never read).
+        ``keep`` ``(N, L)`` marks the real tokens; ``None`` means there is no padding, so the
+        positions are simply ``earlier .. earlier + L - 1``.
         """
-        embedded = self.embed(ids)  # (N, L, d_model)
         if keep is None and isinstance(earlier, int):
-            return embedded + self.pe.pe[:, earlier:earlier + ids.shape[1]].to(embedded.dtype)  # (N, L, d_model)
+            return torch.arange(earlier, earlier + ids.shape[1], device=ids.device)  # (L,)
         if keep is None:
             keep = torch.ones_like(ids, dtype=torch.bool)
         positions = keep.long().cumsum(dim=1) - 1  # (N, L): real tokens before, this one excluded
         if isinstance(earlier, torch.Tensor):
             earlier = earlier.unsqueeze(1)  # (N, 1)
-        positions = (positions + earlier).clamp(min=0)  # leading padding: position 0, never read
+        return (positions + earlier).clamp(min=0)  # (N, L)
+
+    def embed_tokens(self, ids, keep, earlier=0, positions=None):
+        """Token embedding plus, for ``"sinusoidal"`` and ``"learned"``, the vector of each
+        token's position (``token_positions``, or ``positions`` when given), ``(N, L, d_model)``.
+        The other schemes add nothing here: their positions act inside the attention.
+        """
+        embedded = self.embed(ids)  # (N, L, d_model)
+        if self.pe is None:
+            return embedded  # (N, L, d_model)
+        if positions is None:
+            positions = self.token_positions(ids, keep, earlier)  # (L,) or (N, L)
+        if isinstance(self.pe, LearnedPositionalEmbedding):
+            return self.pe(embedded, positions)  # (N, L, d_model)
+        if positions.dim() == 1:
+            return embedded + self.pe.pe[:, positions].to(embedded.dtype)  # (N, L, d_model)
         return embedded + self.pe.pe[0, positions].to(embedded.dtype)  # (N, L, d_model)
+
+    def attention_bias(self, query_positions, key_positions):
+        """The score bias the attention layers add: ALiBi's ``-slope × distance``, ``(h, L_q, L_k)``
+        or ``(N, h, L_q, L_k)``; ``None`` for every other scheme."""
+        if self.position_scheme != "alibi":
+            return None
+        return alibi_bias_at(self.alibi_slopes, query_positions, key_positions)
 
     def logits(self, states):
         """The output layer: states ``(N, L, d_model)`` -> logits ``(N, L, V)``."""
@@ -173,19 +261,26 @@ class DecoderOnlyTransformer(nn.Module):
         keep, padded = self._keep(ids)  # (N, L), bool
         length = ids.shape[1]
         if cache is None:
-            x = self.embed_tokens(ids, keep if padded else None)  # (N, L, d_model)
+            positions = self.token_positions(ids, keep if padded else None)  # (L,) or (N, L)
+            x = self.embed_tokens(ids, None, positions=positions)  # (N, L, d_model)
+            bias = self.attention_bias(positions, positions)  # None, or (h or N, h, L, L)
             mask = subsequent_mask(length, device=ids.device)  # (1, L, L)
             if padded:
                 mask = mask & keep.unsqueeze(1)  # (N, L, L): no padding keys
             for layer in self.layers:
-                x = layer(x, mask)  # (N, L, d_model)
+                x = layer(x, mask, bias=bias, positions=positions)  # (N, L, d_model)
         else:
             earlier = cache.n_real if cache.padded else cache.length  # (N,) counts, or one int
             padded = cache.add_tokens(keep, padded)  # now: any padding in the whole stream?
-            x = self.embed_tokens(ids, keep if padded else None, earlier)  # (N, L, d_model)
+            positions = self.token_positions(ids, keep if padded else None, earlier)  # (L,) or (N, L)
+            x = self.embed_tokens(ids, None, positions=positions)  # (N, L, d_model)
+            bias = None
+            if self.position_scheme == "alibi":  # the new rows' distances to every token in the cache
+                every = self.token_positions(cache.keep, cache.keep if padded else None)  # (t,) or (N, t)
+                bias = self.attention_bias(positions, every)  # (h or N, h, L, t)
             mask = cached_mask(cache.keep if padded else None, length, cache.length)  # (N or 1, L, t) or None
             for index, layer in enumerate(self.layers):
-                x = layer(x, mask, cache=cache, layer=index)  # (N, L, d_model)
+                x = layer(x, mask, cache=cache, layer=index, bias=bias, positions=positions)  # (N, L, d_model)
         if self.norm is not None:
             x = self.norm(x)
         return self.logits(x)  # (N, L, V)
@@ -198,20 +293,18 @@ class DecoderOnlyTransformer(nn.Module):
         predicts token ``i + 1``) reads each earlier token; rows sum to 1.
         """
         attention = self.layers[layer].self_attn_heads
-        stored, was_training = attention.store_alphas, self.training
+        stored = attention.store_alphas
         attention.store_alphas = True
-        self.eval()
         try:
-            with torch.no_grad():
+            with evaluating(self):
                 self(ids)
             return attention.alphas
         finally:
             attention.store_alphas = stored
-            self.train(was_training)
 
     def extra_repr(self):
         return (f"vocab_size={self.vocab_size}, max_len={self.max_len}, pad_id={self.pad_id}, "
-                f"tie_weights={self.tie_weights}")
+                f"tie_weights={self.tie_weights}, position_scheme={self.position_scheme!r}")
 
 
 def completion_loss(logits, targets, label_smoothing=0.0):

@@ -10,7 +10,9 @@ import functools
 import torch
 import torch.nn.functional as F
 
-from ..data.tokens import PAD
+from ..checks import check_positive_int, check_tensor
+from ..data.special_tokens import PAD
+from ..devices import evaluating
 
 __all__ = ["greedy_decode", "beam_search", "sequence_log_probs", "translate"]
 
@@ -18,27 +20,20 @@ __all__ = ["greedy_decode", "beam_search", "sequence_log_probs", "translate"]
 def _check_arguments(model, source_ids, max_len):
     if not (hasattr(model, "encode") and hasattr(model, "decode")):
         raise TypeError(f"model must have encode and decode methods (a TokenTransformer), got {type(model).__name__}")
-    if not isinstance(source_ids, torch.Tensor) or source_ids.dim() != 2:
-        shape = tuple(source_ids.shape) if isinstance(source_ids, torch.Tensor) else type(source_ids).__name__
-        raise ValueError(f"source_ids must be a tensor of ids (N, L_s), got {shape}")
-    if not isinstance(max_len, int) or isinstance(max_len, bool) or max_len < 1:
-        raise ValueError(f"max_len must be a positive int, got {max_len!r}")
+    check_tensor("source_ids", source_ids, ndim=2)  # (N, L_s)
+    check_positive_int("max_len", max_len)
     model_max = getattr(model, "max_len", None)
     if model_max is not None and max_len > model_max:
-        raise ValueError(f"max_len={max_len} is more than the model can read back (its max_len={model_max})")
+        raise ValueError(f"max_len must be at most the model's max_len={model_max} (what it can read back), "
+                         f"got {max_len}")
 
 
 def _inference(function):
-    """Run ``function(model, ...)`` in eval mode and without gradients; restore the model's mode."""
+    """Run ``function(model, ...)`` inside ``evaluating(model)``: eval mode, no gradients, mode restored."""
     @functools.wraps(function)
     def wrapper(model, *args, **kwargs):
-        was_training = model.training
-        model.eval()
-        try:
-            with torch.no_grad():
-                return function(model, *args, **kwargs)
-        finally:
-            model.train(was_training)
+        with evaluating(model):
+            return function(model, *args, **kwargs)
     return wrapper
 
 
@@ -91,10 +86,9 @@ def beam_search(model, source_ids, sos_id, eos_id, max_len, beam_width=4, length
     without ``<sos>``, padded with ``pad_id`` after ``<eos>``, as ``greedy_decode`` does.
     """
     _check_arguments(model, source_ids, max_len)
-    if not isinstance(beam_width, int) or isinstance(beam_width, bool) or beam_width < 1:
-        raise ValueError(f"beam_width must be a positive int, got {beam_width!r}")
-    if length_penalty < 0:
-        raise ValueError(f"length_penalty must be >= 0, got {length_penalty!r}")
+    check_positive_int("beam_width", beam_width)
+    if not length_penalty >= 0:
+        raise ValueError(f"length_penalty must be a number >= 0, got {length_penalty!r}")
     n, width, device = source_ids.shape[0], beam_width, source_ids.device
     memory, source_mask = model.encode(source_ids)  # (N, L_s, d_model), (N, 1, L_s)
     memory = memory.repeat_interleave(width, dim=0)  # (N·B, L_s, d_model)
@@ -141,8 +135,7 @@ def sequence_log_probs(model, source_ids, generated, sos_id, eos_id):
     ``eos_id`` (the whole row if there is none); what follows is ignored. Returns ``(N,)``.
     Use it to compare the outputs of two decoders on the model's own scale.
     """
-    if not isinstance(generated, torch.Tensor) or generated.dim() != 2:
-        raise ValueError("generated must be a tensor of ids (N, L)")
+    check_tensor("generated", generated, ndim=2)  # (N, L)
     memory, source_mask = model.encode(source_ids)  # (N, L_s, d_model), (N, 1, L_s)
     start = torch.full_like(generated[:, :1], sos_id)  # (N, 1)
     target_in = torch.cat([start, generated[:, :-1]], dim=1)  # (N, L)
@@ -171,9 +164,8 @@ def translate(model, texts, src_vocab, tgt_vocab, max_len=None, beam_width=1, ba
     single = isinstance(texts, str)
     texts = [texts] if single else list(texts)
     if not texts:
-        raise ValueError("translate needs at least one text")
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+        raise ValueError("texts must hold at least one text, got none")
+    check_positive_int("batch_size", batch_size)
     model_max = getattr(model, "max_len", None)
     max_len = model_max if max_len is None else max_len
     device = next(model.parameters()).device

@@ -11,12 +11,12 @@ computes them that way: it is numerically stable (a far-away query does not turn
 every kernel value underflows) and it is the form that chapter 02 generalises.
 """
 import math
-from collections import namedtuple
 
 import numpy as np
 import torch
 from torch import nn
 
+from ..checks import check_instance, check_tensor
 from .scaled_dot_product import masked_softmax
 
 __all__ = [
@@ -25,30 +25,32 @@ __all__ = [
     "leave_one_out_error",
     "best_sigma",
     "KernelRegression",
-    "KernelFit",
-    "kernel_fit",
 ]
 
 
 def _check_sigma(sigma):
     """``sigma`` as a float tensor (kept differentiable), after checking that every value is > 0."""
-    if isinstance(sigma, bool) or not isinstance(sigma, (torch.Tensor, np.ndarray, int, float)):
-        raise TypeError(f"sigma must be a positive number, array or tensor, got {type(sigma).__name__}")
+    check_instance("sigma", sigma, (torch.Tensor, np.ndarray, int, float), "a positive number, array or tensor")
+    if isinstance(sigma, bool):
+        raise TypeError(f"sigma must be a positive number, array or tensor, got bool {sigma}")
     sigma = torch.as_tensor(sigma)
     if not torch.is_floating_point(sigma):
         sigma = sigma.to(torch.get_default_dtype())
     if not bool(torch.all(sigma > 0)):
-        raise ValueError(f"sigma is a width and must be > 0, got {sigma.detach().cpu().tolist()}")
+        raise ValueError(f"sigma must be a width > 0, got {sigma.detach().cpu().tolist()}")
     return sigma
 
 
 def _check_points(name, t):
-    if not isinstance(t, torch.Tensor):
-        raise TypeError(f"{name} must be a tensor, got {type(t).__name__}")
-    if t.dim() != 1:
-        raise ValueError(f"{name} must be 1-D (one scalar per point), got shape {tuple(t.shape)}")
+    """``t`` must be a 1-D floating-point tensor: one scalar per point."""
+    check_tensor(name, t, ndim=1)
     if not torch.is_floating_point(t):
         raise TypeError(f"{name} must be a floating-point tensor, got {t.dtype}")
+
+
+def _check_values(keys, values):
+    if values.shape != keys.shape:
+        raise ValueError(f"values must hold one value per key, shape {tuple(keys.shape)}, got {tuple(values.shape)}")
 
 
 def gaussian_kernel(distance, sigma):
@@ -57,8 +59,7 @@ def gaussian_kernel(distance, sigma):
     Its constant factor ``1/(σ√(2π))`` is left out on purpose: it cancels when the weights are
     normalised to sum to 1. ``distance`` is a tensor of any shape; ``sigma > 0``.
     """
-    if not isinstance(distance, torch.Tensor):
-        raise TypeError(f"distance must be a tensor, got {type(distance).__name__}")
+    check_tensor("distance", distance)
     sigma = _check_sigma(sigma)
     return torch.exp(-(distance**2) / (2 * sigma**2))
 
@@ -76,18 +77,16 @@ def nadaraya_watson(queries, keys, values, sigma, mask=None):
     """
     for name, t in (("queries", queries), ("keys", keys), ("values", values)):
         _check_points(name, t)
-    if keys.shape != values.shape:
-        raise ValueError(f"keys and values need one value per key, got shapes {tuple(keys.shape)} "
-                         f"and {tuple(values.shape)}")
+    _check_values(keys, values)
     sigma = _check_sigma(sigma)
     if sigma.dim() != 0:
         raise ValueError(f"sigma must be a single width, got shape {tuple(sigma.shape)}; "
                          "use leave_one_out_error for a grid of widths")
     if mask is not None:
         expected = (queries.shape[0], keys.shape[0])
-        if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool or tuple(mask.shape) != expected:
-            got = f"{mask.dtype} {tuple(mask.shape)}" if isinstance(mask, torch.Tensor) else type(mask).__name__
-            raise ValueError(f"mask must be a bool tensor of shape {expected} (queries, keys), got {got}")
+        check_tensor("mask", mask, dtype=torch.bool)
+        if tuple(mask.shape) != expected:
+            raise ValueError(f"mask must have shape {expected} (queries, keys), got {tuple(mask.shape)}")
     distance = queries[:, None] - keys[None, :]  # (n_q, n_k)
     scores = -(distance**2) / (2 * sigma**2)  # (n_q, n_k)
     weights = masked_softmax(scores, mask)  # (n_q, n_k)
@@ -106,10 +105,10 @@ def leave_one_out_error(x, y, sigmas):
     """
     _check_points("x", x)
     _check_points("y", y)
-    if x.shape != y.shape:
-        raise ValueError(f"x and y need the same shape, got {tuple(x.shape)} and {tuple(y.shape)}")
+    if y.shape != x.shape:
+        raise ValueError(f"y must have the shape of x {tuple(x.shape)}, got {tuple(y.shape)}")
     if x.shape[0] < 2:
-        raise ValueError(f"leave-one-out needs at least 2 points, got {x.shape[0]}")
+        raise ValueError(f"x must hold at least 2 points for leave-one-out, got {x.shape[0]}")
     sigmas = _check_sigma(sigmas).to(x.device, x.dtype)
     if sigmas.dim() > 1:
         raise ValueError(f"sigmas must be a number or a 1-D tensor, got shape {tuple(sigmas.shape)}")
@@ -127,7 +126,7 @@ def best_sigma(x, y, sigmas):
     """The width in ``sigmas`` (1-D) with the smallest leave-one-out error: ``(sigma, error)`` floats."""
     errors = leave_one_out_error(x, y, sigmas)  # (S,)
     if errors.dim() != 1:
-        raise ValueError("best_sigma needs a 1-D tensor of candidate widths")
+        raise ValueError("sigmas must be a 1-D tensor of candidate widths, got a single width")
     best = int(torch.argmin(errors))
     return float(torch.as_tensor(sigmas)[best]), float(errors[best])
 
@@ -157,9 +156,7 @@ class KernelRegression(nn.Module):
         super().__init__()
         _check_points("keys", keys)
         _check_points("values", values)
-        if keys.shape != values.shape:
-            raise ValueError(f"keys and values need one value per key, got shapes {tuple(keys.shape)} "
-                             f"and {tuple(values.shape)}")
+        _check_values(keys, values)
         sigma = float(_check_sigma(sigma))
         self.register_buffer("keys", keys.detach().clone())  # (n_k,)
         self.register_buffer("values", values.detach().clone().to(keys.dtype))  # (n_k,)
@@ -182,11 +179,11 @@ class KernelRegression(nn.Module):
                     f"{queries.shape[0]} queries without key_index"
                 )
             return torch.arange(n_keys, device=queries.device)  # (n_k,)
-        if not isinstance(key_index, torch.Tensor) or key_index.dtype.is_floating_point or key_index.dtype == torch.bool:
-            got = key_index.dtype if isinstance(key_index, torch.Tensor) else type(key_index).__name__
-            raise TypeError(f"key_index must be an integer tensor (one key index per query), got {got}")
+        check_instance("key_index", key_index, torch.Tensor, "an integer tensor (one key index per query)")
+        if key_index.dtype.is_floating_point or key_index.dtype == torch.bool:
+            raise TypeError(f"key_index must be an integer tensor (one key index per query), got {key_index.dtype}")
         if key_index.shape != queries.shape:
-            raise ValueError(f"key_index needs one index per query, shape {tuple(queries.shape)}, "
+            raise ValueError(f"key_index must hold one index per query, shape {tuple(queries.shape)}, "
                              f"got {tuple(key_index.shape)}")
         if key_index.numel() and not (0 <= int(key_index.min()) and int(key_index.max()) < n_keys):
             raise ValueError(f"key_index must be in 0..{n_keys - 1}, got values from {int(key_index.min())} "
@@ -209,15 +206,3 @@ class KernelRegression(nn.Module):
     def extra_repr(self):
         return f"n_keys={self.keys.shape[0]}, sigma={float(self.sigma):.4f}"
 
-
-KernelFit = namedtuple("KernelFit", ["sigma", "predictions", "weights", "loo_error"])
-KernelFit.__doc__ = """One width's fit: predictions ``(n_q,)`` and weights ``(n_q, n_k)`` at the
-queries, and the leave-one-out error on the training points (a float)."""
-
-
-def kernel_fit(x_train, y_train, queries, sigma):
-    """Everything the σ widget shows for one width: predictions, weights and leave-one-out error."""
-    with torch.no_grad():
-        predictions, weights = nadaraya_watson(queries, x_train, y_train, sigma)
-        loo = leave_one_out_error(x_train, y_train, float(sigma))
-    return KernelFit(float(sigma), predictions, weights, float(loo))

@@ -97,7 +97,7 @@ def cached_mask(keep, n_new, total=None):
     return causal if keep is None else causal & keep.unsqueeze(1)  # (N or 1, n_new, t)
 
 
-def cached_self_attention(attention, x, cache, layer, mask):
+def cached_self_attention(attention, x, cache, layer, mask, bias=None, positions=None):
     """One self-attention step with a cache, using ``attention``'s own projections.
 
     ``attention`` is a ``MultiHeadedAttention``; ``x`` ``(N, L_new, d_model)`` the new tokens'
@@ -105,22 +105,35 @@ def cached_self_attention(attention, x, cache, layer, mask):
     ``layer`` this layer's index in it; ``mask`` ``(N or 1, L_new, t)`` from ``cached_mask``,
     or ``None`` when every cached token may be read.
 
+    Position schemes inside the attention (chapter 10): ``positions`` ``(L_new,)`` or
+    ``(N, L_new)`` are the new tokens' positions; with a rotary embedding (RoPE) their queries
+    and keys are rotated there, and the cache keeps the rotated keys (a key's rotation depends
+    on its own position only, so it never changes). ``bias`` ``(1 or N, h, L_new, t)`` is added
+    to the new rows' scores (ALiBi: ``-slope × distance`` from each new token to every cached
+    one).
+
     Only the new tokens are projected: their queries, keys and values. The keys and values go
     into the cache; the queries attend to every cached key (``L_new`` rows of attention,
     one row when generating). Returns ``(N, L_new, d_model)``, what ``attention(x, mask)``
     would give for these rows after ``init_keys`` on the whole sequence. Written out (scores,
     masked softmax, weighted values); when there is no mask and ``attention`` uses the fused
-    path (``store_alphas=False``), ``F.scaled_dot_product_attention`` computes the same.
+    path (``store_alphas=False``), ``F.scaled_dot_product_attention`` computes the same, with
+    ``bias`` as its additive mask.
     """
-    query = attention.make_chunks(attention.linear_query(x))  # (N, h, L_new, d_k)
-    new_keys = attention.make_chunks(attention.linear_key(x))  # (N, h, L_new, d_k)
+    query = attention.rotate(attention.make_chunks(attention.linear_query(x)), positions)  # (N, h, L_new, d_k)
+    new_keys = attention.rotate(attention.make_chunks(attention.linear_key(x)), positions)  # (N, h, L_new, d_k)
     new_values = attention.make_chunks(attention.linear_value(x))  # (N, h, L_new, d_k)
     keys, values = cache.append(layer, new_keys, new_values)  # (N, h, t, d_k) each
+    if bias is not None:
+        bias = bias.to(query.dtype)  # (1 or N, h, L_new, t)
     if mask is None and not attention.store_alphas:  # nothing to mask: PyTorch's fused kernel, same result
         dropout_p = attention.dropout.p if attention.training else 0.0
-        context = F.scaled_dot_product_attention(query, keys, values, dropout_p=dropout_p)  # (N, h, L_new, d_k)
+        context = F.scaled_dot_product_attention(query, keys, values, attn_mask=bias,
+                                                 dropout_p=dropout_p)  # (N, h, L_new, d_k)
         return attention.output_function(context)  # (N, L_new, d_model)
     scores = query @ keys.transpose(-2, -1) / math.sqrt(attention.d_k)  # (N, h, L_new, t)
+    if bias is not None:
+        scores = scores + bias  # (N, h, L_new, t)
     mask = None if mask is None else mask.unsqueeze(1)  # (N or 1, 1, L_new, t): one mask for every head
     weights = masked_softmax(scores, mask)  # (N, h, L_new, t)
     context = attention.dropout(weights) @ values  # (N, h, L_new, d_k)

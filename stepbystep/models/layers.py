@@ -1,6 +1,7 @@
 """Sublayer wrappers and the Transformer's encoder and decoder layers."""
 from torch import nn
 
+from ..checks import check_positive_int
 from .narrow_attention import MultiHeadedAttention
 
 __all__ = ["SubLayerWrapper", "EncoderLayer", "DecoderLayer", "feed_forward"]
@@ -51,8 +52,7 @@ class SubLayerWrapper(nn.Module):
 
 def _check_sizes(n_heads, d_model, ff_units):
     for name, value in (("n_heads", n_heads), ("d_model", d_model), ("ff_units", ff_units)):
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise ValueError(f"{name} must be a positive int, got {value!r}")
+        check_positive_int(name, value)
 
 
 class EncoderLayer(nn.Module):

@@ -13,10 +13,13 @@ a blocked-mask is expected.
 """
 import torch
 
+from ..checks import check_positive_int, check_tensor
+
 __all__ = [
     "subsequent_mask",
     "padding_mask",
     "check_mask",
+    "as_keep_mask",
     "to_torch_attn_mask",
     "from_torch_attn_mask",
     "to_key_padding_mask",
@@ -28,18 +31,14 @@ __all__ = [
 
 def subsequent_mask(size, device=None):
     """Causal keep-mask ``(1, size, size)``: query ``i`` may attend to keys ``0..i``."""
-    if not isinstance(size, int) or isinstance(size, bool) or size < 1:
-        raise ValueError(f"subsequent_mask expects a positive int size, got {size!r}")
+    check_positive_int("size", size)
     ones = torch.ones(size, size, dtype=torch.bool, device=device)  # (L, L)
     return torch.tril(ones).unsqueeze(0)  # (1, L, L)
 
 
 def padding_mask(ids, pad_id=0):
     """Source keep-mask ``(N, 1, L)`` from token ids ``(N, L)``: ``False`` at padding."""
-    if not isinstance(ids, torch.Tensor):
-        raise TypeError(f"padding_mask expects a tensor of token ids, got {type(ids).__name__}")
-    if ids.dim() != 2:
-        raise ValueError(f"padding_mask expects token ids of shape (N, L), got {tuple(ids.shape)}")
+    check_tensor("ids", ids, ndim=2)  # (N, L)
     return (ids != pad_id).unsqueeze(1)  # (N, 1, L)
 
 
@@ -48,96 +47,80 @@ def check_mask(mask, n, l_q, l_k):
 
     Accepted shapes are ``(1 or n, 1 or l_q, l_k)``; a mask must be boolean (or 0/1).
     """
-    if not isinstance(mask, torch.Tensor):
-        raise TypeError(f"mask must be a tensor, got {type(mask).__name__}")
-    expected = f"(1 or {n}, 1 or {l_q}, {l_k})"
-    if mask.dim() != 3:
-        raise ValueError(f"mask must have shape {expected}, got {tuple(mask.shape)}")
-    m_n, m_q, m_k = mask.shape
+    as_keep_mask(mask)
+    m_n, m_q, m_k = mask.shape if mask.dim() == 3 else (None, None, None)
     if m_n not in (1, n) or m_q not in (1, l_q) or m_k != l_k:
-        raise ValueError(f"mask must have shape {expected}, got {tuple(mask.shape)}")
-    if mask.dtype != torch.bool and mask.is_floating_point():
-        raise TypeError(
-            "mask must be boolean (True = may attend); for an additive float mask "
-            "use from_additive_mask first"
-        )
+        raise ValueError(f"mask must have shape (1 or {n}, 1 or {l_q}, {l_k}), got {tuple(mask.shape)}")
 
 
-def _check_tensor(name, mask):
-    if not isinstance(mask, torch.Tensor):
-        raise TypeError(f"{name} expects a mask tensor, got {type(mask).__name__}")
+def as_keep_mask(mask, name="mask"):
+    """``mask`` (bool or 0/1 integers, ``True`` = may attend) as a bool tensor of the same shape.
+
+    A float mask is refused (TypeError): an additive mask (``0`` keep, ``-inf`` block) cast to
+    bool would come out inverted, so it must go through ``from_additive_mask`` first.
+    """
+    check_tensor(name, mask)
+    if mask.is_floating_point():
+        raise TypeError(f"{name} must be a boolean keep-mask (True = may attend), got dtype {mask.dtype}; "
+                        "for an additive float mask use from_additive_mask first")
+    return mask.bool()
 
 
 def _blocked(mask, name):
-    """Our keep-mask (bool or 0/1) as PyTorch's blocked-mask (``True`` = may not attend).
-
-    A float mask is refused: an additive mask (``0`` keep, ``-inf`` block) cast to bool would
-    come out inverted, so it must go through ``from_additive_mask`` first.
-    """
-    _check_tensor(name, mask)
-    if mask.is_floating_point():
-        raise TypeError(
-            f"{name} expects a boolean keep-mask (True = may attend), got dtype {mask.dtype}; "
-            "for an additive float mask use from_additive_mask first"
-        )
-    return ~mask.bool()
+    """Our keep-mask (bool or 0/1) as PyTorch's blocked-mask (``True`` = may not attend)."""
+    return ~as_keep_mask(mask, name)
 
 
 def to_torch_attn_mask(mask):
     """Target keep-mask ``(1, L_q, L_k)`` or ``(L_q, L_k)`` -> PyTorch bool ``attn_mask``
     ``(L_q, L_k)`` where ``True`` means blocked."""
-    blocked = _blocked(mask, "to_torch_attn_mask")
+    blocked = _blocked(mask, "mask")
     if blocked.dim() == 3:
         if mask.shape[0] != 1:
             raise ValueError(
-                "to_torch_attn_mask expects a mask shared by the batch, shape (1, L_q, L_k); "
+                "mask must be shared by the batch, shape (1, L_q, L_k), "
                 f"got {tuple(mask.shape)}. Per-sequence masks are key padding masks: "
                 "use to_key_padding_mask"
             )
         blocked = blocked[0]  # (L_q, L_k)
     if blocked.dim() != 2:
-        raise ValueError(f"expected a mask of shape (1, L_q, L_k) or (L_q, L_k), got {tuple(mask.shape)}")
+        raise ValueError(f"mask must have shape (1, L_q, L_k) or (L_q, L_k), got {tuple(mask.shape)}")
     return blocked  # (L_q, L_k)
 
 
 def from_torch_attn_mask(attn_mask):
     """PyTorch bool ``attn_mask`` ``(L_q, L_k)`` (``True`` = blocked) -> our ``(1, L_q, L_k)``."""
-    _check_tensor("from_torch_attn_mask", attn_mask)
+    check_tensor("attn_mask", attn_mask, ndim=2)  # (L_q, L_k)
     if attn_mask.dtype != torch.bool:
-        raise TypeError("from_torch_attn_mask expects a bool mask; for float masks use from_additive_mask")
-    if attn_mask.dim() != 2:
-        raise ValueError(
-            f"from_torch_attn_mask expects an attn_mask of shape (L_q, L_k), got {tuple(attn_mask.shape)}"
-        )
+        raise TypeError(f"attn_mask must be a bool mask (True = blocked), got dtype {attn_mask.dtype}; "
+                        "for float masks use from_additive_mask")
     return (~attn_mask).unsqueeze(0)  # (1, L_q, L_k)
 
 
 def to_key_padding_mask(source_mask):
     """Source keep-mask ``(N, 1, L)`` -> PyTorch ``key_padding_mask`` ``(N, L)``, ``True`` = pad."""
-    blocked = _blocked(source_mask, "to_key_padding_mask")  # (N, 1, L)
+    blocked = _blocked(source_mask, "source_mask")  # (N, 1, L)
     if blocked.dim() != 3 or blocked.shape[1] != 1:
-        raise ValueError(f"expected a source mask of shape (N, 1, L), got {tuple(source_mask.shape)}")
+        raise ValueError(f"source_mask must have shape (N, 1, L), got {tuple(source_mask.shape)}")
     return blocked[:, 0, :]  # (N, L)
 
 
 def from_key_padding_mask(key_padding_mask):
     """PyTorch ``key_padding_mask`` ``(N, L)`` (``True`` = pad) -> our ``(N, 1, L)``."""
-    _check_tensor("from_key_padding_mask", key_padding_mask)
-    if key_padding_mask.dim() != 2:
-        raise ValueError(f"expected a key padding mask of shape (N, L), got {tuple(key_padding_mask.shape)}")
+    check_tensor("key_padding_mask", key_padding_mask, ndim=2)  # (N, L)
     return (~key_padding_mask.bool()).unsqueeze(1)  # (N, 1, L)
 
 
 def to_additive_mask(mask, dtype=torch.float32):
     """Keep-mask -> additive float mask of the same shape: ``0`` to keep, ``-inf`` to block."""
-    blocked = _blocked(mask, "to_additive_mask")
+    blocked = _blocked(mask, "mask")
     additive = torch.zeros(mask.shape, dtype=dtype, device=mask.device)
     return additive.masked_fill(blocked, float("-inf"))
 
 
 def from_additive_mask(additive):
     """Additive float mask (``0`` keep, ``-inf`` block) -> keep-mask of the same shape."""
-    _check_tensor("from_additive_mask", additive)
+    check_tensor("additive", additive)
     if not additive.is_floating_point():
-        raise TypeError(f"expected a float mask, got dtype {additive.dtype}")
+        raise TypeError(f"additive must be a float mask, got dtype {additive.dtype}")
     return torch.isfinite(additive)

@@ -1,25 +1,23 @@
 """Loss and accuracies for sequences of tokens, where padding must not count, and how sure a
 measured rate is (``wilson_interval``)."""
 import math
-import numbers
 
-import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..data.tokens import EOS, PAD
+from ..checks import check_int_range, check_positive_int, check_positive_number, check_tensor
+from ..data.special_tokens import EOS, PAD
 
 __all__ = ["sequence_cross_entropy", "SequenceCrossEntropy", "masked_accuracy", "sequence_accuracy",
            "wilson_interval"]
 
 
 def _check_logits(logits, targets):
-    for name, value in (("logits", logits), ("targets", targets)):
-        if not isinstance(value, torch.Tensor):
-            raise TypeError(f"{name} must be a tensor, got {type(value).__name__}")
-    if logits.dim() != 3 or targets.dim() != 2 or logits.shape[:2] != targets.shape:
-        raise ValueError(f"expected logits (N, L, V) and targets (N, L), got {tuple(logits.shape)} "
-                         f"and {tuple(targets.shape)}")
+    check_tensor("logits", logits, ndim=3)  # (N, L, V)
+    check_tensor("targets", targets, ndim=2)  # (N, L)
+    if logits.shape[:2] != targets.shape:
+        raise ValueError(f"targets must be (N, L) to match logits (N, L, V) = {tuple(logits.shape)}, "
+                         f"got {tuple(targets.shape)}")
 
 
 def sequence_cross_entropy(logits, targets, pad_id=PAD, label_smoothing=0.0):
@@ -59,7 +57,7 @@ def masked_accuracy(logits, targets, pad_id=PAD):
     _check_logits(logits, targets)
     keep = targets != pad_id  # (N, L)
     if not keep.any():
-        raise ValueError("every target is padding: there is nothing to score")
+        raise ValueError("targets must hold at least one token that is not padding, got only padding")
     correct = (logits.argmax(dim=-1) == targets) & keep  # (N, L)
     return (correct.sum() / keep.sum()).item()
 
@@ -79,11 +77,11 @@ def sequence_accuracy(predicted_ids, target_ids, pad_id=PAD, eos_id=EOS):
     and the shorter is padded with ``pad_id``. A prediction that stops too early, runs on
     past the target's end or never produces ``<eos>`` does not match.
     """
-    for name, value in (("predicted_ids", predicted_ids), ("target_ids", target_ids)):
-        if not isinstance(value, torch.Tensor) or value.dim() != 2:
-            raise ValueError(f"{name} must be a tensor of ids (N, L)")
+    check_tensor("predicted_ids", predicted_ids, ndim=2)  # (N, L_p)
+    check_tensor("target_ids", target_ids, ndim=2)  # (N, L_t)
     if predicted_ids.shape[0] != target_ids.shape[0]:
-        raise ValueError(f"got {predicted_ids.shape[0]} predictions for {target_ids.shape[0]} targets")
+        raise ValueError(f"target_ids must hold one row per prediction ({predicted_ids.shape[0]}), "
+                         f"got {target_ids.shape[0]}")
     target_ids = target_ids.to(predicted_ids.device)
     length = max(predicted_ids.shape[1], target_ids.shape[1])
     predicted = F.pad(_up_to_eos(predicted_ids, pad_id, eos_id), (0, length - predicted_ids.shape[1]),
@@ -102,13 +100,9 @@ def wilson_interval(successes, n, z=1.959963984540054):
     a rate up to about 0.4%. Wilson, "Probable Inference, the Law of Succession, and
     Statistical Inference" (1927).
     """
-    for name, value in (("successes", successes), ("n", n)):
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-            raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if n < 1 or not 0 <= successes <= n:
-        raise ValueError(f"expected 0 <= successes <= n and n >= 1, got successes={successes}, n={n}")
-    if not z > 0:
-        raise ValueError(f"z must be positive, got {z!r}")
+    check_positive_int("n", n)
+    check_int_range("successes", successes, 0, n)
+    check_positive_number("z", z)
     rate = successes / n
     centre = (rate + z**2 / (2 * n)) / (1 + z**2 / n)
     half_width = z / (1 + z**2 / n) * math.sqrt(rate * (1 - rate) / n + z**2 / (4 * n**2))

@@ -8,6 +8,7 @@ Submodules are created in the book's order, so seeded constructions reproduce it
 """
 from torch import nn
 
+from ..checks import check_instance, check_positive_int
 from .masks import subsequent_mask
 from .positional_encoding import PositionalEncoding
 from .seq2seq import GreedySeq2Seq
@@ -154,26 +155,22 @@ class EncoderDecoderSelfAttn(GreedySeq2Seq):
     def __init__(self, encoder, decoder, input_len, target_len):
         super().__init__()
         for name, module in (("encoder", encoder), ("decoder", decoder)):
-            if not isinstance(module, nn.Module) or not hasattr(module, "d_model"):
+            check_instance(name, module, nn.Module, "an nn.Module")
+            if not hasattr(module, "d_model"):
                 raise TypeError(f"{name} must be a module with a d_model attribute, got {type(module).__name__}")
         if not hasattr(decoder, "n_features"):
             raise TypeError(f"decoder must have an n_features attribute, got {type(decoder).__name__}")
-        if encoder.d_model != decoder.d_model:
-            raise ValueError(
-                f"encoder and decoder need the same d_model, got {encoder.d_model} and {decoder.d_model}"
-            )
+        if decoder.d_model != encoder.d_model:
+            raise ValueError(f"decoder must have the encoder's d_model={encoder.d_model}, got {decoder.d_model}")
         encoder_features = getattr(encoder, "n_features", decoder.n_features)
-        if encoder_features != decoder.n_features:
-            raise ValueError(
-                "encoder and decoder read the same points, so they need the same n_features, "
-                f"got {encoder_features} and {decoder.n_features}"
-            )
+        if decoder.n_features != encoder_features:
+            raise ValueError(f"decoder must have the encoder's n_features={encoder_features} (both read the same "
+                             f"points), got {decoder.n_features}")
         for name, value, module in (("input_len", input_len, encoder), ("target_len", target_len, decoder)):
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
+            check_positive_int(name, value)
             pe = getattr(module, "pe", None)
             if pe is not None and value > pe.max_len:
-                raise ValueError(f"{name} {value} exceeds the positional encoding's max_len {pe.max_len}")
+                raise ValueError(f"{name} must be at most the positional encoding's max_len={pe.max_len}, got {value}")
         self.encoder = encoder
         self.decoder = decoder
         self.input_len = input_len

@@ -2,16 +2,33 @@
 import torch
 from torch import nn
 
-__all__ = ["GreedySeq2Seq", "check_sequences"]
+from ..checks import check_instance
+
+__all__ = ["GreedySeq2Seq", "check_sequences", "greedy_sequence"]
 
 
-def check_sequences(X, lengths, n_features):
+def check_sequences(X, lengths, n_features, name="X"):
     """Raise a clear error unless ``X`` is ``(N, L, n_features)`` with ``L`` in ``lengths``."""
     expected = " or ".join(f"(N, {n}, {n_features})" for n in lengths)
-    if not isinstance(X, torch.Tensor):
-        raise TypeError(f"expected a tensor of shape {expected}, got {type(X).__name__}")
+    check_instance(name, X, torch.Tensor, f"a tensor of shape {expected}")
     if X.dim() != 3 or X.shape[1] not in lengths or X.shape[2] != n_features:
-        raise ValueError(f"expected X of shape {expected}, got {tuple(X.shape)}")
+        raise ValueError(f"{name} must have shape {expected}, got {tuple(X.shape)}")
+
+
+def greedy_sequence(decode, first, target_len):
+    """Greedy decoding of a sequence of feature vectors: each prediction is fed back as the next input.
+
+    ``decode(inputs)`` maps the inputs so far ``(N, i+1, F)`` to the decoder's outputs
+    ``(N, i+1, F)``; its last position is the next prediction. ``first`` ``(N, 1, F)`` (the
+    last source element) starts it. Returns the ``target_len`` predictions ``(N, target_len, F)``.
+    """
+    inputs = first  # (N, 1, F)
+    preds = []
+    for _ in range(target_len):
+        out = decode(inputs)  # (N, i+1, F)
+        preds.append(out[:, -1:])  # (N, 1, F)
+        inputs = torch.cat([inputs, out[:, -1:].detach()], dim=1)  # (N, i+2, F)
+    return torch.cat(preds, dim=1)  # (N, target_len, F)
 
 
 class GreedySeq2Seq(nn.Module):
@@ -31,14 +48,12 @@ class GreedySeq2Seq(nn.Module):
     """
 
     def _greedy(self, source_seq, source_mask=None):
-        """Greedy decoding after ``encode``: each prediction is fed back as the next input."""
-        inputs = source_seq[:, -1:]  # (N, 1, F): the last source element starts it
-        preds = []
-        for i in range(self.target_len):
-            out = self.decode(inputs, source_mask, self.trg_masks[:, : i + 1, : i + 1])  # (N, i+1, F)
-            preds.append(out[:, -1:])  # (N, 1, F)
-            inputs = torch.cat([inputs, out[:, -1:].detach()], dim=1)  # (N, i+2, F)
-        return torch.cat(preds, dim=1)  # (N, target_len, F)
+        """Greedy decoding after ``encode``, under the causal mask of the inputs so far."""
+        def decode(inputs):  # (N, L, F) -> (N, L, F)
+            length = inputs.shape[1]
+            return self.decode(inputs, source_mask, self.trg_masks[:, :length, :length])
+
+        return greedy_sequence(decode, source_seq[:, -1:], self.target_len)  # (N, target_len, F)
 
     def predict(self, source_seq, source_mask=None):
         """Greedy prediction of the target from ``source_seq`` ``(N, input_len, n_features)``.
@@ -46,7 +61,7 @@ class GreedySeq2Seq(nn.Module):
         Returns ``(N, target_len, n_features)``. It does not change the train/eval mode: call
         ``model.eval()`` first to switch dropout off.
         """
-        check_sequences(source_seq, (self.input_len,), self.n_features)
+        check_sequences(source_seq, (self.input_len,), self.n_features, "source_seq")
         self.encode(source_seq, source_mask)
         return self._greedy(source_seq, source_mask)
 

@@ -2,11 +2,14 @@
 import torch
 from torch import nn
 
+from ..checks import check_int_range, check_positive_int, check_positive_number, check_tensor
 from .layers import DecoderLayer, EncoderLayer
 from .masks import padding_mask, subsequent_mask
 from .transformer import DecoderTransf, EncoderTransf
 
 __all__ = ["TokenTransformer"]
+
+_ID_DTYPES = (torch.int64, torch.int32)  # the token ids nn.Embedding reads
 
 
 class TokenTransformer(nn.Module):
@@ -57,10 +60,9 @@ class TokenTransformer(nn.Module):
         super().__init__()
         for name, value in (("src_vocab_size", src_vocab_size), ("tgt_vocab_size", tgt_vocab_size),
                             ("max_len", max_len)):
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
-        if pad_id is not None and not (isinstance(pad_id, int) and 0 <= pad_id < src_vocab_size):
-            raise ValueError(f"pad_id must be None or an id in 0..{src_vocab_size - 1}, got {pad_id!r}")
+            check_positive_int(name, value)
+        if pad_id is not None:
+            check_int_range("pad_id", pad_id, 0, src_vocab_size - 1)  # an id of the source vocabulary, or None
         self.src_vocab_size = src_vocab_size
         self.tgt_vocab_size = tgt_vocab_size
         self.d_model = d_model
@@ -70,8 +72,7 @@ class TokenTransformer(nn.Module):
         self.src_embed = nn.Embedding(src_vocab_size, d_model)
         self.tgt_embed = nn.Embedding(tgt_vocab_size, d_model)
         if embedding_std is not None:
-            if not embedding_std > 0:
-                raise ValueError(f"embedding_std must be None or positive, got {embedding_std!r}")
+            check_positive_number("embedding_std", embedding_std)
             nn.init.normal_(self.src_embed.weight, std=embedding_std)
             nn.init.normal_(self.tgt_embed.weight, std=embedding_std)
         encoder_layer = EncoderLayer(n_heads, d_model, ff_units, dropout, norm_first=norm_first)
@@ -81,17 +82,15 @@ class TokenTransformer(nn.Module):
         self.generator = nn.Linear(d_model, tgt_vocab_size)
 
     def _check_ids(self, name, ids, vocab_size):
-        if not isinstance(ids, torch.Tensor):
-            raise TypeError(f"{name} must be a tensor of token ids (N, L), got {type(ids).__name__}")
-        if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
-            raise TypeError(f"{name} must hold integer token ids (e.g. torch.long), got dtype {ids.dtype}")
+        check_tensor(name, ids, dtype=_ID_DTYPES)
         if ids.dim() != 2 or ids.shape[1] == 0:
             raise ValueError(f"{name} must have shape (N, L) with L >= 1, got {tuple(ids.shape)}")
         if ids.shape[1] > self.max_len:
-            raise ValueError(f"{name} has length {ids.shape[1]}, more than the model's max_len={self.max_len}")
+            raise ValueError(f"{name} must be at most the model's max_len={self.max_len} long, "
+                             f"got length {ids.shape[1]}")
         low, high = ids.min().item(), ids.max().item()
         if low < 0 or high >= vocab_size:
-            raise ValueError(f"{name} holds ids from {low} to {high}; this vocabulary has ids 0..{vocab_size - 1}")
+            raise ValueError(f"{name} must hold ids in 0..{vocab_size - 1}, got ids from {low} to {high}")
 
     def source_mask(self, source_ids):
         """Keep-mask ``(N, 1, L_s)``: ``False`` at padding; ``None`` when ``pad_id`` is None."""
@@ -118,7 +117,8 @@ class TokenTransformer(nn.Module):
         """Logits ``(N, L_t, tgt_vocab_size)`` for every position of ``target_in`` ``(N, L_t)``."""
         self._check_ids("target_in", target_in, self.tgt_vocab_size)
         if memory.shape[0] != target_in.shape[0]:
-            raise ValueError(f"memory holds {memory.shape[0]} sequences but target_in {target_in.shape[0]}")
+            raise ValueError(f"memory must hold one sequence per row of target_in ({target_in.shape[0]}), "
+                             f"got {memory.shape[0]}")
         self.decoder.init_keys(memory)
         embedded = self.tgt_embed(target_in)  # (N, L_t, d_model)
         states = self.decoder(embedded, source_mask, self.target_mask(target_in))  # (N, L_t, d_model)

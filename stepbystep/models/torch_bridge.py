@@ -13,7 +13,7 @@ from .layers import DecoderLayer, EncoderLayer
 from .masks import check_mask, subsequent_mask, to_key_padding_mask, to_torch_attn_mask
 from .narrow_attention import MultiHeadedAttention
 from .positional_encoding import PositionalEncoding
-from .seq2seq import check_sequences
+from .seq2seq import check_sequences, greedy_sequence
 from .transformer import DecoderTransf, EncoderDecoderTransf, EncoderTransf
 
 __all__ = ["TransformerModel", "copy_to_torch"]
@@ -61,8 +61,7 @@ class TransformerModel(nn.Module):
 
     def __init__(self, transformer, input_len, target_len, n_features, scale_input=True, input_norm=True):
         super().__init__()
-        if not isinstance(transformer, nn.Transformer):
-            raise TypeError(f"expected an nn.Transformer, got {type(transformer).__name__}")
+        check_instance("transformer", transformer, nn.Transformer, "an nn.Transformer")
         check_instance("input_norm", input_norm, bool, "True or False")
         d_model = transformer.d_model
         self.transf = transformer
@@ -121,20 +120,15 @@ class TransformerModel(nn.Module):
         return self.linear(self._swap(outputs))  # (N, L, n_features)
 
     def _greedy(self, source_seq, memory, source_mask=None):
-        inputs = source_seq[:, -1:]  # (N, 1, F)
-        preds = []
-        for _ in range(self.target_len):
-            out = self.decode(inputs, memory, source_mask)  # (N, i+1, F)
-            preds.append(out[:, -1:])  # (N, 1, F)
-            inputs = torch.cat([inputs, out[:, -1:].detach()], dim=1)  # (N, i+2, F)
-        return torch.cat(preds, dim=1)  # (N, target_len, F)
+        return greedy_sequence(lambda inputs: self.decode(inputs, memory, source_mask), source_seq[:, -1:],
+                               self.target_len)  # (N, target_len, F)
 
     def predict(self, source_seq, source_mask=None):
         """Greedy prediction ``(N, target_len, n_features)`` from ``(N, input_len, n_features)``.
 
         Does not change the train/eval mode: call ``model.eval()`` first.
         """
-        check_sequences(source_seq, (self.input_len,), self.n_features)
+        check_sequences(source_seq, (self.input_len,), self.n_features, "source_seq")
         memory = self.encode(source_seq, source_mask)
         return self._greedy(source_seq, memory, source_mask)
 

@@ -6,6 +6,7 @@ hyper-parameters, construction order and initialisation identical.
 import torch
 from torch import nn
 
+from ..checks import check_instance, check_non_negative_int, check_positive_int
 from .layers import DecoderLayer, EncoderLayer
 from .transformer import DecoderTransf, EncoderDecoderTransf, EncoderTransf
 
@@ -20,8 +21,7 @@ def xavier_init_(model):
     about the same variance going forward and backward through each linear layer. Works in
     place, with the global RNG, in ``model.parameters()`` order; returns ``model``.
     """
-    if not isinstance(model, nn.Module):
-        raise TypeError(f"expected an nn.Module, got {type(model).__name__}")
+    check_instance("model", model, nn.Module, "an nn.Module")
     with torch.no_grad():
         for parameter in model.parameters():
             if parameter.dim() > 1:
@@ -50,10 +50,9 @@ def build_transformer(n_features=2, input_len=2, target_len=2, d_model=6, n_head
     Returns the model, in training mode, on the CPU.
     """
     for name, value in (("n_features", n_features), ("input_len", input_len), ("target_len", target_len)):
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise ValueError(f"{name} must be a positive int, got {value!r}")
-    if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool) or seed < 0):
-        raise ValueError(f"seed must be None or a non-negative int, got {seed!r}")
+        check_positive_int(name, value)
+    if seed is not None:
+        check_non_negative_int("seed", seed)
     if seed is None:
         return _build(n_features, input_len, target_len, d_model, n_heads, ff_units, dropout, n_layers, norm_first)
     with torch.random.fork_rng(devices=[]):

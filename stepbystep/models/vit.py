@@ -6,25 +6,19 @@ patch, flattened, is projected to ``d_model`` features (a strided convolution do
 once); a learned **CLS** token is put in front of the patch tokens; the encoder reads the whole
 sequence; and a linear head classifies the image from the CLS token's final state.
 """
-import numbers
-
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..checks import check_instance, check_positive_int, check_tensor
+from ..devices import evaluating
+
 __all__ = ["PatchEmbed", "ViT", "patchify", "cls_attention", "confusion_matrix"]
 
 
-def _check_positive_int(name, value):
-    if not isinstance(value, numbers.Integral) or isinstance(value, bool):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < 1:
-        raise ValueError(f"{name} must be a positive int, got {value}")
-
-
 def _check_patch_size(img_size, patch_size):
-    _check_positive_int("img_size", img_size)
-    _check_positive_int("patch_size", patch_size)
+    check_positive_int("img_size", img_size)
+    check_positive_int("patch_size", patch_size)
     if img_size % patch_size != 0:
         raise ValueError(f"img_size must be divisible by patch_size to cut whole patches, got img_size={img_size} "
                          f"and patch_size={patch_size} (remainder {img_size % patch_size})")
@@ -32,8 +26,7 @@ def _check_patch_size(img_size, patch_size):
 
 def _check_images(images, in_channels=None, img_size=None):
     """``images`` must be a ``(N, C, H, W)`` tensor, with the expected channels and size if given."""
-    if not isinstance(images, torch.Tensor):
-        raise TypeError(f"expected images as a tensor (N, C, H, W), got {type(images).__name__}")
+    check_tensor("images", images)
     if images.dim() != 4:
         raise ValueError(f"expected images of shape (N, C, H, W) (4 dimensions), got {images.dim()} "
                          f"dimensions, shape {tuple(images.shape)}")
@@ -54,7 +47,7 @@ def patchify(images, patch_size):
     ``PatchEmbed``'s output for that convolution.
     """
     _check_images(images)
-    _check_positive_int("patch_size", patch_size)
+    check_positive_int("patch_size", patch_size)
     height, width = images.shape[-2:]
     for side, name in ((height, "height"), (width, "width")):
         if side % patch_size != 0:
@@ -86,8 +79,8 @@ class PatchEmbed(nn.Module):
     def __init__(self, img_size=224, patch_size=16, in_channels=3, embed_dim=768, dilation=1):
         super().__init__()
         _check_patch_size(img_size, patch_size)
-        _check_positive_int("in_channels", in_channels)
-        _check_positive_int("embed_dim", embed_dim)
+        check_positive_int("in_channels", in_channels)
+        check_positive_int("embed_dim", embed_dim)
         if dilation != 1:
             raise ValueError(f"dilation must be 1 (patches are contiguous pixels), got {dilation!r}")
         self.img_size = img_size
@@ -133,11 +126,11 @@ class ViT(nn.Module):
     def __init__(self, encoder, img_size, in_channels, patch_size, n_outputs, learned_positions=True):
         super().__init__()
         if not isinstance(encoder, nn.Module) or not hasattr(encoder, "d_model"):
-            raise TypeError(f"expected an encoder module with a d_model attribute (an EncoderTransf), "
+            raise TypeError(f"encoder must be a module with a d_model attribute (an EncoderTransf), "
                             f"got {type(encoder).__name__}")
         _check_patch_size(img_size, patch_size)
-        _check_positive_int("in_channels", in_channels)
-        _check_positive_int("n_outputs", n_outputs)
+        check_positive_int("in_channels", in_channels)
+        check_positive_int("n_outputs", n_outputs)
         n_tokens = 1 + (img_size // patch_size) ** 2
         max_len = getattr(getattr(encoder, "pe", None), "max_len", None)
         if max_len is not None and n_tokens > max_len:
@@ -195,20 +188,14 @@ def cls_attention(model, images, layer=-1):
     ``(N, n_heads, grid, grid)``, both on the CPU. A row's weight on the CLS token itself is
     left out, so each ``attention[i, head]`` sums to at most 1.
     """
-    if not isinstance(model, ViT):
-        raise TypeError(f"expected a ViT, got {type(model).__name__}")
+    check_instance("model", model, ViT, "a ViT")
     _check_images(images, model.embed.in_channels, model.embed.img_size)
     attention_layer = model.encoder.layers[layer].self_attn_heads
     if not attention_layer.store_alphas:
         raise ValueError("this encoder layer keeps no attention weights (store_alphas=False)")
     device = next(model.parameters()).device
-    was_training = model.training
-    model.eval()
-    try:
-        with torch.no_grad():
-            logits = model(images.to(device))  # (N, n_outputs)
-    finally:
-        model.train(was_training)
+    with evaluating(model):
+        logits = model(images.to(device))  # (N, n_outputs)
     alphas = attention_layer.alphas  # (N, h, 1 + n_patches, 1 + n_patches)
     grid = model.embed.grid_size
     attention = alphas[:, :, 0, 1:].reshape(alphas.shape[0], alphas.shape[1], grid, grid)  # (N, h, g, g)
@@ -220,9 +207,8 @@ def confusion_matrix(labels, predictions, n_classes):
     labels = torch.as_tensor(labels).flatten().long().cpu()
     predictions = torch.as_tensor(predictions).flatten().long().cpu()
     if labels.shape != predictions.shape:
-        raise ValueError(f"labels and predictions must be equally long, got {labels.numel()} and "
-                         f"{predictions.numel()}")
-    _check_positive_int("n_classes", n_classes)
+        raise ValueError(f"predictions must be as many as the labels ({labels.numel()}), got {predictions.numel()}")
+    check_positive_int("n_classes", n_classes)
     for name, values in (("labels", labels), ("predictions", predictions)):
         if values.numel() and not (0 <= int(values.min()) and int(values.max()) < n_classes):
             raise ValueError(f"{name} must be classes in 0..{n_classes - 1}, got values from "

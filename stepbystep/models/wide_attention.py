@@ -19,15 +19,11 @@ import math
 import torch
 from torch import nn
 
+from ..checks import check_positive_int, check_tensor
 from .masks import check_mask
 from .scaled_dot_product import masked_softmax
 
 __all__ = ["Attention", "MultiHeadAttention", "WideMultiHeadAttention"]
-
-
-def _check_positive_int(name, value):
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ValueError(f"{name} must be a positive int, got {value!r}")
 
 
 class Attention(nn.Module):
@@ -51,9 +47,9 @@ class Attention(nn.Module):
 
     def __init__(self, hidden_dim, input_dim=None, proj_values=False):
         super().__init__()
-        _check_positive_int("hidden_dim", hidden_dim)
+        check_positive_int("hidden_dim", hidden_dim)
         if input_dim is not None:
-            _check_positive_int("input_dim", input_dim)
+            check_positive_int("input_dim", input_dim)
         self.d_k = hidden_dim
         self.input_dim = hidden_dim if input_dim is None else input_dim
         self.proj_values = bool(proj_values)
@@ -74,8 +70,7 @@ class Attention(nn.Module):
         return state
 
     def _check_input(self, name, x):
-        if not isinstance(x, torch.Tensor):
-            raise TypeError(f"{name} must be a tensor (N, L, {self.input_dim}), got {type(x).__name__}")
+        check_tensor(name, x)
         if x.dim() != 3 or x.shape[-1] != self.input_dim:
             raise ValueError(f"{name} must have shape (N, L, {self.input_dim}), got {tuple(x.shape)}")
 
@@ -84,8 +79,8 @@ class Attention(nn.Module):
             raise RuntimeError("no keys to attend to: call init_keys(keys) before attending")
         if self.proj_keys.shape[0] != query.shape[0]:
             raise ValueError(
-                f"query batch size {query.shape[0]} does not match the keys' batch size "
-                f"{self.proj_keys.shape[0]}; call init_keys(keys) with this batch"
+                f"query must have the keys' batch size {self.proj_keys.shape[0]}, got {query.shape[0]}; "
+                "call init_keys(keys) with this batch"
             )
 
     def init_keys(self, keys):
@@ -147,12 +142,13 @@ class MultiHeadAttention(nn.Module):
 
     def __init__(self, n_heads, d_model, input_dim=None, proj_values=True):
         super().__init__()
-        _check_positive_int("n_heads", n_heads)
-        _check_positive_int("d_model", d_model)
+        check_positive_int("n_heads", n_heads)
+        check_positive_int("d_model", d_model)
         if not proj_values and input_dim not in (None, d_model):
             raise ValueError(
-                f"without proj_values each head's context has input_dim={input_dim} features, "
-                f"but linear_out expects d_model={d_model}: pass proj_values=True or input_dim={d_model}"
+                f"input_dim must be None or d_model={d_model} without proj_values (each head's context then has "
+                f"input_dim features, and linear_out expects d_model), got input_dim={input_dim}: "
+                f"pass proj_values=True or input_dim={d_model}"
             )
         self.n_heads = n_heads
         self.d_model = d_model

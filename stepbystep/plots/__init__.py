@@ -43,3 +43,13 @@ from .sampling import (
     token_distribution,
     token_times,
 )
+# [plots: chapter 10]
+from .positions import (
+    accuracy_by_position,
+    alibi_heads,
+    length_generalization,
+    position_explorer_figure,
+    position_tables,
+    rope_rotation,
+    rope_scores,
+)

@@ -2,29 +2,16 @@
 import math
 
 import matplotlib.pyplot as plt
-import numpy as np
-import torch
+
+from ._arrays import _as_numpy
+from ._heatmaps import WEIGHTS, heatmap
 
 __all__ = ["attention_map", "attention_maps"]
 
 
-def _as_numpy(weights):
-    if isinstance(weights, torch.Tensor):
-        weights = weights.detach().cpu().numpy()
-    return np.asarray(weights, dtype=float)
-
-
 def _draw_map(ax, weights, query_labels, key_labels, title, annotate):
-    """Draw one ``(L_q, L_k)`` map on ``ax``: rows are queries, columns are keys."""
-    n_q, n_k = weights.shape
-    image = ax.imshow(weights, cmap="viridis", vmin=0.0, vmax=1.0, aspect="auto")
-    if annotate:
-        for i in range(n_q):
-            for j in range(n_k):
-                color = "black" if weights[i, j] > 0.6 else "white"
-                ax.text(j, i, f"{weights[i, j]:.2f}", ha="center", va="center", color=color, fontsize=8)
-    ax.set_xticks(range(n_k), key_labels if key_labels is not None else range(n_k))
-    ax.set_yticks(range(n_q), query_labels if query_labels is not None else range(n_q))
+    """Draw one ``(L_q, L_k)`` map on ``ax``: rows are queries, columns are keys. Returns the mesh."""
+    image = heatmap(ax, weights, WEIGHTS, annot=annotate, xticklabels=key_labels, yticklabels=query_labels)
     ax.set_xlabel("key")
     ax.set_ylabel("query")
     if title:
@@ -39,9 +26,9 @@ def attention_map(weights, query_labels=None, key_labels=None, title=None, annot
     annotated with their weight when the map is small (or when ``annotate=True``).
     Returns the Figure.
     """
-    weights = _as_numpy(weights)
+    weights = _as_numpy(weights, float)
     if weights.ndim != 2:
-        raise ValueError(f"attention_map expects weights of shape (L_q, L_k), got {weights.shape}")
+        raise ValueError(f"weights must be of shape (L_q, L_k), got {weights.shape}")
     if annotate is None:
         annotate = weights.size <= 64
     if ax is None:
@@ -60,12 +47,12 @@ def attention_maps(weights, titles=None, query_labels=None, key_labels=None, n_c
     Use it for the heads of one sequence (``alphas[0]`` of shape ``(n_heads, L_q, L_k)``)
     or one head across several sequences. Returns the Figure.
     """
-    weights = _as_numpy(weights)
+    weights = _as_numpy(weights, float)
     if weights.ndim != 3:
-        raise ValueError(f"attention_maps expects weights of shape (n_maps, L_q, L_k), got {weights.shape}")
+        raise ValueError(f"weights must be of shape (n_maps, L_q, L_k), got {weights.shape}")
     n_maps, n_q, n_k = weights.shape
     if titles is not None and len(titles) != n_maps:
-        raise ValueError(f"got {len(titles)} titles for {n_maps} maps")
+        raise ValueError(f"titles must be {n_maps} strings, one per map, got {len(titles)}")
     if annotate is None:
         annotate = n_q * n_k <= 36
     n_cols = min(n_cols, n_maps)

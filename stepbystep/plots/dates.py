@@ -7,6 +7,8 @@ import numpy as np
 
 from ..data.dates import ERROR_KINDS, wrong_fields
 from ..models.metrics import wilson_interval
+from ._arrays import _as_numpy
+from ._heatmaps import WEIGHTS
 
 __all__ = ["alignment_map", "alignment_maps", "date_errors"]
 
@@ -19,7 +21,7 @@ def _shown(tokens):
 
 def _weights(translation, head):
     """The ``(L_out, L_s)`` map to draw: one head, or the mean over heads."""
-    weights = translation.weights.detach().cpu().numpy()  # (h, L_out, L_s)
+    weights = _as_numpy(translation.weights)  # (h, L_out, L_s)
     if head is None:
         return weights.mean(axis=0)  # (L_out, L_s)
     if not -weights.shape[0] <= head < weights.shape[0]:
@@ -29,7 +31,7 @@ def _weights(translation, head):
 
 def _draw_alignment(ax, translation, head):
     weights = _weights(translation, head)  # (L_out, L_s)
-    image = ax.imshow(weights, cmap="viridis", vmin=0.0, vmax=1.0, aspect="auto")
+    image = ax.imshow(weights, aspect="auto", **WEIGHTS)
     ax.set_xticks(range(weights.shape[1]), _shown(translation.source_tokens))
     ax.set_yticks(range(weights.shape[0]), _shown(translation.output_tokens))
     ax.set_xlabel("source character (what the decoder reads)")

@@ -2,6 +2,8 @@
 import matplotlib.pyplot as plt
 import numpy as np
 
+from ._arrays import _as_numpy
+
 __all__ = ["filter_grid", "output_grid"]
 
 
@@ -17,7 +19,7 @@ def filter_grid(weights, layer_name="", **imshow_kwargs):
     filters compare at a glance; ``imshow_kwargs`` override it (``cmap``, ``vmin``, ...).
     Returns the Figure.
     """
-    weights = np.asarray(weights)
+    weights = _as_numpy(weights)
     if weights.ndim != 4:
         raise ValueError(f"weights must be (n_filters, n_channels, kh, kw), got shape {weights.shape}")
     n_filters, n_channels = weights.shape[:2]
@@ -38,7 +40,7 @@ def filter_grid(weights, layer_name="", **imshow_kwargs):
 
 def _label(values, index):
     """``values[index]`` as a short string: an int as it is, other numbers with 2 digits."""
-    value = np.asarray(values)[index].squeeze()
+    value = _as_numpy(values)[index].squeeze()
     value = value.item() if value.size == 1 else value
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
@@ -63,7 +65,7 @@ def output_grid(outputs, n_images=10, y=None, yhat=None):
     shares one grey scale. The first row's titles number the images and, when given, show
     their label ``y`` and prediction ``yhat``. Returns the Figure.
     """
-    rows = [row for name, output in outputs.items() for row in _rows(name, np.asarray(output))]
+    rows = [row for name, output in outputs.items() for row in _rows(name, _as_numpy(output))]
     if not rows:
         raise ValueError("outputs must name at least one recorded layer, got none")
     n_images = min(n_images, *(len(images) for _, images in rows))

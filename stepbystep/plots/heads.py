@@ -1,9 +1,11 @@
 """Multi-head attention figures: chunking d_model into heads, parameter counts, dropout, head maps."""
 import matplotlib.pyplot as plt
 import numpy as np
-import torch
 from matplotlib.patches import Rectangle
 
+from ..checks import check_positive_int
+from ._arrays import _as_numpy
+from ._heatmaps import heatmap
 from .attention import _draw_map
 
 __all__ = ["head_chunks", "head_parameter_counts", "attention_dropout", "head_maps"]
@@ -11,21 +13,11 @@ __all__ = ["head_chunks", "head_parameter_counts", "attention_dropout", "head_ma
 _HEAD_COLORS = plt.get_cmap("tab10").colors
 
 
-def _as_numpy(values):
-    if isinstance(values, torch.Tensor):
-        values = values.detach().cpu().numpy()
-    return np.asarray(values, dtype=float)
-
-
 def _draw_matrix(ax, values, limit, first_column=0):
     """A small annotated heatmap of ``values`` ``(rows, cols)`` on a symmetric colour scale."""
-    n_rows, n_cols = values.shape
-    ax.imshow(values, cmap="coolwarm", vmin=-limit, vmax=limit, aspect="auto")
-    for i in range(n_rows):
-        for j in range(n_cols):
-            ax.text(j, i, f"{values[i, j]:.2f}", ha="center", va="center", fontsize=7)
-    ax.set_xticks(range(n_cols), range(first_column, first_column + n_cols))
-    ax.set_yticks(range(n_rows))
+    style = {"cmap": "coolwarm", "vmin": -limit, "vmax": limit}
+    heatmap(ax, values, style, annot=True, fontsize=7,
+            xticklabels=range(first_column, first_column + values.shape[1]))
     ax.set_ylabel("position")
 
 
@@ -38,11 +30,12 @@ def head_chunks(x, n_heads, name="x"):
     ``name`` labels the matrix in the title (e.g. ``"Q"`` for projected queries).
     Returns the Figure.
     """
-    x = _as_numpy(x)
+    x = _as_numpy(x, float)
     if x.ndim != 2:
-        raise ValueError(f"head_chunks expects one sequence of shape (L, d_model), got {x.shape}")
+        raise ValueError(f"x must be one sequence of shape (L, d_model), got {x.shape}")
     seq_len, d_model = x.shape
-    if not isinstance(n_heads, int) or n_heads < 1 or d_model % n_heads != 0:
+    check_positive_int("n_heads", n_heads)
+    if d_model % n_heads != 0:
         raise ValueError(f"n_heads must be a positive divisor of d_model={d_model}, got {n_heads!r}")
     d_k = d_model // n_heads
     limit = max(float(np.abs(x).max()), 1e-6)
@@ -57,11 +50,12 @@ def head_chunks(x, n_heads, name="x"):
     for head, ax in enumerate(heads):
         color = _HEAD_COLORS[head % len(_HEAD_COLORS)]
         start = head * d_k
-        whole.add_patch(Rectangle((start - 0.5, -0.5), d_k, seq_len, fill=False, edgecolor=color, lw=3))
+        whole.add_patch(Rectangle((start, 0), d_k, seq_len, fill=False, edgecolor=color, lw=3))
         _draw_matrix(ax, x[:, start:start + d_k], limit, first_column=start)
         ax.set_xlabel("feature")
         ax.set_title(f"head {head}: (L, d_k) = ({seq_len}, {d_k})", fontsize=9)
-        for spine in ax.spines.values():
+        for spine in ax.spines.values():  # the heatmap hides the frame: show it in the head's colour
+            spine.set_visible(True)
             spine.set_edgecolor(color)
             spine.set_linewidth(3)
         if head > 0:
@@ -103,7 +97,7 @@ def attention_dropout(weights, dropped, p):
     ``1 / (1 - p)``, so the rows no longer sum to 1; each legend entry gives its row's sum.
     Returns the Figure.
     """
-    weights, dropped = _as_numpy(weights), _as_numpy(dropped)
+    weights, dropped = _as_numpy(weights, float), _as_numpy(dropped, float)
     if dropped.ndim == 1:
         dropped = dropped[None]
     if weights.ndim != 1 or dropped.ndim != 2 or dropped.shape[1] != weights.shape[0]:
@@ -133,14 +127,14 @@ def head_maps(weights, titles=None, n_cols=6, fig=None):
     Like ``attention_maps``, but it can redraw an existing figure in place (``fig``, cleared
     and resized for the new number of maps), which is what a widget needs. Returns the Figure.
     """
-    weights = _as_numpy(weights)
+    weights = _as_numpy(weights, float)
     if weights.ndim != 3:
-        raise ValueError(f"head_maps expects weights of shape (n_heads, L_q, L_k), got {weights.shape}")
+        raise ValueError(f"weights must be of shape (n_heads, L_q, L_k), got {weights.shape}")
     n_maps, n_q, n_k = weights.shape
     if titles is None:
         titles = [f"head {head}" for head in range(n_maps)]
     if len(titles) != n_maps:
-        raise ValueError(f"got {len(titles)} titles for {n_maps} maps")
+        raise ValueError(f"titles must be {n_maps} strings, one per map, got {len(titles)}")
     n_cols = min(n_cols, n_maps)
     n_rows = -(-n_maps // n_cols)
     size = (1.0 + (0.6 + 0.4 * n_k) * n_cols, 0.4 + (0.6 + 0.35 * n_q) * n_rows)

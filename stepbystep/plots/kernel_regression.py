@@ -6,14 +6,9 @@ import numpy as np
 import torch
 
 from ..models.kernel_regression import gaussian_kernel, nadaraya_watson
+from ._arrays import _as_numpy
 
 __all__ = ["kernel_shapes", "kernel_fits", "kernel_weights", "loo_curve", "kernel_dashboard"]
-
-
-def _as_numpy(t):
-    if isinstance(t, torch.Tensor):
-        t = t.detach().cpu().numpy()
-    return np.asarray(t, dtype=float)
 
 
 def _new_axes(ax, figsize):
@@ -52,7 +47,7 @@ def _draw_kernel(ax, sigmas, max_distance):
 
 def _draw_weights(ax, weights, queries, keys, title):
     """Weights ``(n_q, n_k)`` as a heatmap over positions: a row per query, a column per key."""
-    weights, queries, keys = _as_numpy(weights), _as_numpy(queries), _as_numpy(keys)
+    weights, queries, keys = _as_numpy(weights, float), _as_numpy(queries, float), _as_numpy(keys, float)
     if weights.ndim != 2 or weights.shape != (len(queries), len(keys)):
         raise ValueError(f"weights must have shape (n_queries, n_keys) = ({len(queries)}, {len(keys)}), "
                          f"got {weights.shape}")
@@ -75,7 +70,7 @@ def kernel_shapes(sigmas, max_distance=None, ax=None):
 
     ``max_distance`` defaults to three times the largest σ. Returns the Figure.
     """
-    sigmas = [float(s) for s in np.atleast_1d(_as_numpy(sigmas))]
+    sigmas = [float(s) for s in np.atleast_1d(_as_numpy(sigmas, float))]
     if not sigmas or min(sigmas) <= 0:
         raise ValueError(f"sigmas must be positive widths, got {sigmas}")
     fig, ax = _new_axes(ax, (5, 3.2))
@@ -91,17 +86,17 @@ def kernel_fits(x_train, y_train, x_grid, sigmas, y_true=None, n_cols=3):
     mean of ``y_train`` (over-smoothing). ``y_true`` (on ``x_grid``) adds the noise-free curve.
     Returns the Figure.
     """
-    sigmas = [float(s) for s in np.atleast_1d(_as_numpy(sigmas))]
+    sigmas = [float(s) for s in np.atleast_1d(_as_numpy(sigmas, float))]
     n_cols = min(n_cols, len(sigmas))
     n_rows = math.ceil(len(sigmas) / n_cols)
     fig, axes = plt.subplots(n_rows, n_cols, figsize=(3.4 * n_cols, 2.6 * n_rows), squeeze=False,
                              sharex=True, sharey=True, layout="constrained")
     with torch.no_grad():
         fits = [nadaraya_watson(x_grid, x_train, y_train, sigma)[0] for sigma in sigmas]
-    truth = None if y_true is None else _as_numpy(y_true)
+    truth = None if y_true is None else _as_numpy(y_true, float)
     for ax, sigma, predictions in zip(axes.flat, sigmas, fits):
-        _draw_fit(ax, _as_numpy(x_train), _as_numpy(y_train), _as_numpy(x_grid), _as_numpy(predictions),
-                  truth, f"σ = {sigma:.3g}")
+        _draw_fit(ax, _as_numpy(x_train, float), _as_numpy(y_train, float), _as_numpy(x_grid, float),
+                  _as_numpy(predictions, float), truth, f"σ = {sigma:.3g}")
     for ax in axes.flat[len(sigmas):]:
         ax.remove()
     axes.flat[0].legend(fontsize=7, loc="upper left")
@@ -128,7 +123,7 @@ def loo_curve(sigmas, errors, learned_sigma=None, ax=None):
     ``learned_sigma`` (optional) adds a vertical line for the width found by gradient descent.
     Returns the Figure.
     """
-    sigmas, errors = _as_numpy(sigmas), _as_numpy(errors)
+    sigmas, errors = _as_numpy(sigmas, float), _as_numpy(errors, float)
     if sigmas.ndim != 1 or sigmas.shape != errors.shape:
         raise ValueError(f"sigmas and errors must be 1-D of the same length, got {sigmas.shape} and {errors.shape}")
     fig, ax = _new_axes(ax, (5, 3.2))
@@ -159,8 +154,8 @@ def kernel_dashboard(x_train, y_train, x_grid, fit, y_true=None, fig=None):
         fig = plt.figure(figsize=(12, 3.6), layout="constrained")
     fig.clear()
     ax_fit, ax_kernel, ax_weights = fig.subplots(1, 3)
-    _draw_fit(ax_fit, _as_numpy(x_train), _as_numpy(y_train), _as_numpy(x_grid), _as_numpy(fit.predictions),
-              None if y_true is None else _as_numpy(y_true), "fit")
+    _draw_fit(ax_fit, _as_numpy(x_train, float), _as_numpy(y_train, float), _as_numpy(x_grid, float),
+              _as_numpy(fit.predictions, float), None if y_true is None else _as_numpy(y_true, float), "fit")
     ax_fit.legend(fontsize=7, loc="upper left")
     _draw_kernel(ax_kernel, [fit.sigma], max_distance=5.0)
     ax_kernel.set_ylim(-0.05, 1.05)

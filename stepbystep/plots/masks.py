@@ -1,19 +1,12 @@
 """Attention masks drawn as grids, alone or beside the weights they produce."""
 import matplotlib.pyplot as plt
-import numpy as np
-import torch
-from matplotlib.colors import ListedColormap
 from matplotlib.patches import Rectangle
 
+from ..checks import check_non_negative_int
+from ._arrays import _as_numpy
+from ._heatmaps import MASK, WEIGHTS, heatmap
+
 __all__ = ["mask_map", "mask_and_weights"]
-
-_MASK_COLORS = ListedColormap(["#3b3b3b", "#cde8c4"])  # blocked: dark, may attend: light green
-
-
-def _as_numpy(values):
-    if isinstance(values, torch.Tensor):
-        values = values.detach().cpu().numpy()
-    return np.asarray(values)
 
 
 def _as_square(name, values):
@@ -22,24 +15,17 @@ def _as_square(name, values):
     if values.ndim == 3 and values.shape[0] == 1:
         values = values[0]
     if values.ndim != 2:
-        raise ValueError(f"expected {name} of shape (L_q, L_k) or (1, L_q, L_k), got {values.shape}")
+        raise ValueError(f"{name} must be of shape (L_q, L_k) or (1, L_q, L_k), got {values.shape}")
     return values
 
 
 def _highlight_row(ax, row, n_k):
-    ax.add_patch(Rectangle((-0.5, row - 0.5), n_k, 1, fill=False, edgecolor="tab:orange", lw=3))
+    ax.add_patch(Rectangle((0, row), n_k, 1, fill=False, edgecolor="tab:orange", lw=3))
 
 
 def _draw_mask(ax, mask, title):
-    n_q, n_k = mask.shape
-    ax.imshow(mask.astype(float), cmap=_MASK_COLORS, vmin=0, vmax=1)
-    if n_q * n_k <= 144:
-        for i in range(n_q):
-            for j in range(n_k):
-                ax.text(j, i, "1" if mask[i, j] else "0", ha="center", va="center",
-                        color="black" if mask[i, j] else "white", fontsize=8)
-    ax.set_xticks(range(n_k))
-    ax.set_yticks(range(n_q))
+    """The keep-mask ``(L_q, L_k)``, each cell written 1 (may attend) or 0 (blocked)."""
+    heatmap(ax, mask.astype(int), MASK, annot=mask.size <= 144, fmt="d", square=True)
     ax.set_xlabel("key")
     ax.set_ylabel("query")
     ax.set_title(title)
@@ -73,22 +59,17 @@ def mask_and_weights(mask, weights, query_row=None, fig=None):
     if mask.shape != weights.shape:
         raise ValueError(f"mask and weights must have the same shape, got {mask.shape} and {weights.shape}")
     n_q, n_k = weights.shape
-    if query_row is not None and not 0 <= query_row < n_q:
-        raise ValueError(f"query_row must be in 0..{n_q - 1}, got {query_row}")
+    if query_row is not None:
+        check_non_negative_int("query_row", query_row)
+        if query_row >= n_q:
+            raise ValueError(f"query_row must be in 0..{n_q - 1}, got {query_row}")
     if fig is None:
         fig = plt.figure(figsize=(8.5, 3.8), layout="constrained")
     else:
         fig.clear()
     mask_ax, weights_ax = fig.subplots(1, 2)
     _draw_mask(mask_ax, mask, "mask (1 = may attend)")
-    image = weights_ax.imshow(weights, cmap="viridis", vmin=0.0, vmax=1.0)
-    if n_q * n_k <= 144:
-        for i in range(n_q):
-            for j in range(n_k):
-                weights_ax.text(j, i, f"{weights[i, j]:.2f}", ha="center", va="center", fontsize=7,
-                                color="black" if weights[i, j] > 0.6 else "white")
-    weights_ax.set_xticks(range(n_k))
-    weights_ax.set_yticks(range(n_q))
+    image = heatmap(weights_ax, weights, WEIGHTS, annot=weights.size <= 144, fontsize=7, square=True)
     weights_ax.set_xlabel("key")
     weights_ax.set_ylabel("query")
     weights_ax.set_title("attention weights")

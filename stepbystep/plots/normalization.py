@@ -1,17 +1,12 @@
 """Normalisation figures: layer norm step by step, batch norm vs layer norm, and d_model = 2."""
 import matplotlib.pyplot as plt
 import numpy as np
-import torch
+
+from ._arrays import _as_numpy
 
 __all__ = ["layer_norm_by_hand", "batch_vs_layer_norm", "layer_norm_collapse"]
 
 _GROUP_COLORS = ("tab:blue", "tab:orange", "tab:gray", "tab:green", "tab:purple")
-
-
-def _as_numpy(values):
-    if isinstance(values, torch.Tensor):
-        values = values.detach().cpu().numpy()
-    return np.asarray(values, dtype=float)
 
 
 def _token_rows(ax, values, title):
@@ -38,7 +33,7 @@ def layer_norm_by_hand(x, normalised, reference):
     standard deviation; middle: the same after normalising (mean 0, std 1 per token); right:
     the two results against each other, with their largest difference. Returns the Figure.
     """
-    x, normalised, reference = _as_numpy(x), _as_numpy(normalised), _as_numpy(reference)
+    x, normalised, reference = _as_numpy(x, float), _as_numpy(normalised, float), _as_numpy(reference, float)
     if x.ndim != 2 or normalised.shape != x.shape or reference.shape != x.shape:
         raise ValueError(f"expected three (n_tokens, d_model) arrays of one shape, got "
                          f"{x.shape}, {normalised.shape} and {reference.shape}")
@@ -70,10 +65,10 @@ def batch_vs_layer_norm(raw, batch_normed, layer_normed, groups):
     padding). Each panel overlays one histogram per group, every feature of every chosen token;
     the legend gives each group's mean and standard deviation. Returns the Figure.
     """
-    arrays = [_as_numpy(a) for a in (raw, batch_normed, layer_normed)]
+    arrays = [_as_numpy(a, float) for a in (raw, batch_normed, layer_normed)]
     if arrays[0].ndim != 3 or any(a.shape != arrays[0].shape for a in arrays):
         raise ValueError(f"expected three (N, L, d_model) arrays of one shape, got {[a.shape for a in arrays]}")
-    masks = {label: _as_numpy(mask).astype(bool) for label, mask in groups.items()}
+    masks = {label: _as_numpy(mask, bool) for label, mask in groups.items()}
     for label, mask in masks.items():
         if mask.shape != arrays[0].shape[:2]:
             raise ValueError(f"group {label!r}: expected a mask of shape {arrays[0].shape[:2]}, got {mask.shape}")
@@ -107,7 +102,7 @@ def layer_norm_collapse(points, normed, labels, projected_normed=None, label_nam
     after projecting the points to ``d_model`` features, drawn by its first two principal
     components. ``label_names``, optional, names each label in a legend. Returns the Figure.
     """
-    points, normed, labels = _as_numpy(points), _as_numpy(normed), _as_numpy(labels).astype(int)
+    points, normed, labels = _as_numpy(points, float), _as_numpy(normed, float), _as_numpy(labels).astype(int)
     if points.ndim != 2 or points.shape[1] != 2 or normed.shape != points.shape:
         raise ValueError(f"expected points and normed of shape (n, 2), got {points.shape} and {normed.shape}")
     if labels.shape != (len(points),):
@@ -134,7 +129,7 @@ def layer_norm_collapse(points, normed, labels, projected_normed=None, label_nam
         ax.set_ylabel("feature 1")
         ax.set_aspect("equal")
     if projected_normed is not None:
-        projected_normed = _as_numpy(projected_normed)
+        projected_normed = _as_numpy(projected_normed, float)
         if projected_normed.ndim != 2 or len(projected_normed) != len(points):
             raise ValueError(f"expected projected_normed of shape ({len(points)}, d_model), "
                              f"got {projected_normed.shape}")

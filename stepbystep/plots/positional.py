@@ -1,21 +1,21 @@
 """Sinusoidal positional encoding: its waves, its table, shifts as rotations, and distances."""
 import matplotlib.pyplot as plt
 import numpy as np
-import torch
 from matplotlib.ticker import MaxNLocator
+
+from ..checks import check_positive_int
+from ._arrays import _as_numpy
 
 __all__ = ["sinusoids", "encoding_heatmap", "relative_shift", "position_distances"]
 
 
 def _as_table(table):
     """The encoding as a ``(max_len, d_model)`` float array (a ``(1, max_len, d_model)`` buffer too)."""
-    if isinstance(table, torch.Tensor):
-        table = table.detach().cpu().numpy()
-    table = np.asarray(table, dtype=float)
+    table = _as_numpy(table, float)
     if table.ndim == 3 and table.shape[0] == 1:
         table = table[0]
     if table.ndim != 2:
-        raise ValueError(f"expected an encoding table of shape (max_len, d_model), got {table.shape}")
+        raise ValueError(f"table must be an encoding of shape (max_len, d_model), got {table.shape}")
     return table
 
 
@@ -77,8 +77,7 @@ def relative_shift(table, pairs=(0, 1), shift=1, starts=(0, 3, 6)):
     max_len, d_model = table.shape
     pairs = list(pairs)
     _check_dims([2 * p + 1 for p in pairs], d_model)
-    if not isinstance(shift, int) or shift < 1:
-        raise ValueError(f"shift must be a positive int, got {shift!r}")
+    check_positive_int("shift", shift)
     bad = [t for t in starts if not 0 <= t < max_len - shift]
     if bad:
         raise ValueError(f"starts must be in 0..{max_len - shift - 1} so that start + shift is a position, got {bad}")

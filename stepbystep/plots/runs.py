@@ -1,7 +1,9 @@
 """Several training runs on one set of axes: their training and test loss curves."""
 import matplotlib.pyplot as plt
-import numpy as np
 from matplotlib.ticker import MaxNLocator
+
+from ..checks import check_instance
+from ._arrays import _as_numpy
 
 __all__ = ["compare_runs"]
 
@@ -13,17 +15,18 @@ def compare_runs(runs, test_label="test"):
     (e.g. a trainer's ``losses`` and ``val_losses``; the second may be empty). The legend
     reports each run's final test loss. Returns the Figure.
     """
-    if not isinstance(runs, dict) or not runs:
-        raise TypeError(f"compare_runs expects a non-empty dict of name -> (train, test) losses, got {runs!r}")
+    check_instance("runs", runs, dict, "a dict of name -> (train, test) losses")
+    if not runs:
+        raise ValueError("runs must be a non-empty dict of name -> (train, test) losses, got an empty dict")
     fig, ax = plt.subplots(figsize=(6.5, 4), layout="constrained")
     for index, (name, curves) in enumerate(runs.items()):
         if len(curves) != 2:
             raise ValueError(f"run {name!r} must be a pair (train_losses, test_losses), got {len(curves)} items")
-        train, test = (np.asarray(c, dtype=float) for c in curves)
+        train, test = (_as_numpy(c, float) for c in curves)
         color = f"C{index}"
-        ax.plot(np.arange(1, len(train) + 1), train, color=color, label=f"{name}: training")
+        ax.plot(range(1, len(train) + 1), train, color=color, label=f"{name}: training")
         if len(test):
-            ax.plot(np.arange(1, len(test) + 1), test, color=color, ls="--",
+            ax.plot(range(1, len(test) + 1), test, color=color, ls="--",
                     label=f"{name}: {test_label} (last {test[-1]:.4f})")
     ax.set_yscale("log")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # epochs are whole numbers

@@ -4,6 +4,9 @@ import numpy as np
 import torch
 from matplotlib.patches import Patch
 
+from ._arrays import _as_numpy
+from ._heatmaps import WEIGHTS
+
 __all__ = [
     "completion_stream",
     "stream_attention",
@@ -17,12 +20,6 @@ __all__ = [
 
 _SPACE = "␣"
 _PROMPT, _COMPLETION, _IGNORED, _KEPT, _DROPPED = "#c6dbef", "#fdae6b", "#eeeeee", "tab:orange", "#bdbdbd"
-
-
-def _as_numpy(values):
-    if isinstance(values, torch.Tensor):
-        values = values.detach().cpu().numpy()
-    return np.asarray(values)
 
 
 def _symbol(vocab, index):
@@ -81,7 +78,7 @@ def stream_attention(weights, tokens, first_row=0, head=None, fig=None):
     if fig is None:
         fig = plt.figure(figsize=(1.5 + 0.3 * len(tokens), 1.5 + 0.3 * shown.shape[0]), layout="constrained")
     ax = fig.add_subplot()
-    image = ax.imshow(shown, cmap="viridis", vmin=0.0, vmax=1.0, aspect="auto")
+    image = ax.imshow(shown, aspect="auto", **WEIGHTS)
     ax.set_xticks(range(len(labels)), labels)
     ax.set_yticks(range(shown.shape[0]), labels[first_row:])
     ax.set_xlabel("token read (key)")
@@ -93,7 +90,7 @@ def stream_attention(weights, tokens, first_row=0, head=None, fig=None):
 
 def _bars(ax, probs, vocab, kept=None, title=None, top=None):
     """Bars of a ``(V,)`` distribution over the symbols, the kept tokens in colour."""
-    probs = _as_numpy(probs).astype(float)
+    probs = _as_numpy(probs, float)
     order = np.argsort(-probs, kind="stable")
     if top is not None:
         order = order[:top]
@@ -189,7 +186,7 @@ def token_times(cached, uncached, prompt_length=0):
     for times, label, colour in ((uncached, "without cache: the whole stream again", "tab:red"),
                                  (cached, "with the KV cache: one new token", "tab:blue")):
         positions = prompt_length + np.arange(len(times))
-        ax.plot(positions, 1000 * np.asarray(times), label=label, color=colour, lw=1)
+        ax.plot(positions, 1000 * _as_numpy(times, float), label=label, color=colour, lw=1)
     ax.set_xlabel("position of the new token")
     ax.set_ylabel("ms per token")
     ax.set_ylim(bottom=0)

@@ -1,15 +1,11 @@
 """Dot-product scores: how their spread grows with d_k, and what that does to the softmax."""
 import matplotlib.pyplot as plt
 import numpy as np
-import torch
+
+from ..checks import check_instance
+from ._arrays import _as_numpy
 
 __all__ = ["score_variance", "softmax_rows"]
-
-
-def _as_numpy(values):
-    if isinstance(values, torch.Tensor):
-        values = values.detach().cpu().numpy()
-    return np.asarray(values, dtype=float)
 
 
 def score_variance(d_ks, unscaled, scaled):
@@ -19,7 +15,7 @@ def score_variance(d_ks, unscaled, scaled):
     tried and the measured variance of the scores at each. A dashed line marks variance 1.
     Returns the Figure.
     """
-    d_ks, unscaled, scaled = _as_numpy(d_ks), _as_numpy(unscaled), _as_numpy(scaled)
+    d_ks, unscaled, scaled = _as_numpy(d_ks, float), _as_numpy(unscaled, float), _as_numpy(scaled, float)
     if not (d_ks.ndim == unscaled.ndim == scaled.ndim == 1) or not (len(d_ks) == len(unscaled) == len(scaled)):
         raise ValueError(
             "score_variance expects three 1-D sequences of the same length, got shapes "
@@ -46,12 +42,13 @@ def softmax_rows(rows, key_labels=None):
 
     ``rows`` maps a panel title to weights ``(L_k,)``. Returns the Figure.
     """
-    if not isinstance(rows, dict) or not rows:
-        raise TypeError(f"softmax_rows expects a non-empty dict of title -> weights, got {type(rows).__name__}")
-    weights = {title: _as_numpy(w) for title, w in rows.items()}
+    check_instance("rows", rows, dict, "a dict of title -> weights")
+    if not rows:
+        raise ValueError("rows must be a non-empty dict of title -> weights, got an empty dict")
+    weights = {title: _as_numpy(w, float) for title, w in rows.items()}
     for title, w in weights.items():
         if w.ndim != 1:
-            raise ValueError(f"softmax_rows expects 1-D weights (L_k,), got {w.shape} for {title!r}")
+            raise ValueError(f"the weights of {title!r} must be 1-D weights (L_k,), got shape {w.shape}")
     fig, axes = plt.subplots(1, len(weights), figsize=(3.2 * len(weights), 2.8), squeeze=False,
                              sharey=True, layout="constrained")
     for ax, (title, w) in zip(axes.flat, weights.items()):

@@ -3,17 +3,12 @@ import math
 
 import matplotlib.pyplot as plt
 import numpy as np
-import torch
+
+from ._arrays import _as_numpy
 
 __all__ = ["square_sequences", "sequence_predictions"]
 
 _CORNERS = np.array([[-1, -1], [-1, 1], [1, 1], [1, -1], [-1, -1]])  # closed outline
-
-
-def _as_numpy(points):
-    if isinstance(points, torch.Tensor):
-        points = points.detach().cpu().numpy()
-    return np.asarray(points, dtype=float)
 
 
 def _grid(n, n_cols, cell=2.4):
@@ -40,7 +35,7 @@ def square_sequences(sequences, directions=None, n=8, n_cols=4):
     ``directions`` (0 = counter-clockwise, 1 = clockwise) goes into each title.
     Returns the Figure.
     """
-    sequences = _as_numpy(sequences)
+    sequences = _as_numpy(sequences, float)
     if sequences.ndim != 3 or sequences.shape[-1] != 2:
         raise ValueError(f"expected sequences of shape (N, L, 2), got {sequences.shape}")
     n = min(n, len(sequences))
@@ -65,13 +60,13 @@ def sequence_predictions(source, target, predicted=None, n=8, n_cols=4):
 
     ``source`` ``(N, L_s, 2)``, ``target`` and ``predicted`` ``(N, L_t, 2)``. Returns the Figure.
     """
-    source, target = _as_numpy(source), _as_numpy(target)
+    source, target = _as_numpy(source, float), _as_numpy(target, float)
     if source.ndim != 3 or target.ndim != 3 or source.shape[-1] != 2 or target.shape[-1] != 2:
         raise ValueError(
             f"expected source (N, L_s, 2) and target (N, L_t, 2), got {source.shape} and {target.shape}"
         )
     if predicted is not None:
-        predicted = _as_numpy(predicted)
+        predicted = _as_numpy(predicted, float)
         if predicted.shape != target.shape:
             raise ValueError(f"predicted must match target's shape {target.shape}, got {predicted.shape}")
     n = min(n, len(source))

@@ -4,6 +4,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.ticker import MaxNLocator
 
+from ..checks import check_instance
+from ._arrays import _as_numpy
+
 __all__ = ["depth_profile", "gradient_norms_by_layer", "seed_spread"]
 
 
@@ -14,11 +17,12 @@ def depth_profile(curves, ylabel, title=None, xlabel="layer", first=1, log=True)
     scale (``log=True``) shows quantities that shrink or grow geometrically with depth as
     straight lines. Returns the Figure.
     """
+    check_instance("curves", curves, dict, "a dict of label -> values per layer")
     if not curves:
-        raise ValueError("curves is empty: pass a dict {label: values per layer}")
+        raise ValueError("curves must be a non-empty dict of label -> values per layer, got an empty dict")
     fig, ax = plt.subplots(figsize=(6.5, 3.4), layout="constrained")
     for label, values in curves.items():
-        values = np.asarray(values, dtype=float)
+        values = _as_numpy(values, float)
         if values.ndim != 1:
             raise ValueError(f"curve {label!r}: expected one value per layer, got shape {values.shape}")
         ax.plot(np.arange(first, first + len(values)), values, "o-", label=label)
@@ -34,10 +38,14 @@ def depth_profile(curves, ylabel, title=None, xlabel="layer", first=1, log=True)
 
 
 def _check_runs(runs):
-    runs = [runs] if hasattr(runs, "norms") else list(runs)
-    if not runs or not all(hasattr(run, "norms") and hasattr(run, "losses") for run in runs):
-        raise TypeError("expected a GradientNormRun or a list of them (see stepbystep.gradient_norms)")
-    return runs
+    expected = "a GradientNormRun or a non-empty list of them (see stepbystep.gradient_norms)"
+    listed = [runs] if hasattr(runs, "norms") else list(runs)
+    wrong = [type(run).__name__ for run in listed if not (hasattr(run, "norms") and hasattr(run, "losses"))]
+    if wrong:
+        raise TypeError(f"runs must be {expected}, got {type(runs).__name__} holding {', '.join(wrong)}")
+    if not listed:
+        raise ValueError(f"runs must be {expected}, got an empty {type(runs).__name__}")
+    return listed
 
 
 def gradient_norms_by_layer(runs, fig=None):
@@ -57,7 +65,7 @@ def gradient_norms_by_layer(runs, fig=None):
     fig.set_size_inches(size)
     axes = fig.subplots(3, len(runs), squeeze=False, sharey="row")
     for column, run in enumerate(runs):
-        norms = np.asarray(run.norms)  # (steps, n_layers)
+        norms = _as_numpy(run.norms)  # (steps, n_layers)
         steps, n_layers = norms.shape
         layer_numbers = np.arange(1, n_layers + 1)
         colors = plt.get_cmap("viridis")(np.linspace(0.0, 0.9, n_layers))
@@ -99,8 +107,9 @@ def seed_spread(groups):
     final loss (dots) and their median (a bar), one column per setting. Both on a log scale.
     Returns the Figure.
     """
-    if not isinstance(groups, dict) or not groups:
-        raise TypeError("seed_spread expects a non-empty dict {setting label: [runs, one per seed]}")
+    check_instance("groups", groups, dict, "a dict of setting label -> runs, one per seed")
+    if not groups:
+        raise ValueError("groups must be a non-empty dict of setting label -> runs, one per seed, got an empty dict")
     fig, (curves, finals) = plt.subplots(1, 2, figsize=(10.5, 3.4), layout="constrained",
                                          gridspec_kw={"width_ratios": [1.6, 1]})
     for column, (label, runs) in enumerate(groups.items()):
@@ -108,7 +117,7 @@ def seed_spread(groups):
         lengths = {len(run.losses) for run in runs}
         if len(lengths) != 1:
             raise ValueError(f"setting {label!r}: the runs must have the same number of steps, got {sorted(lengths)}")
-        losses = np.stack([np.asarray(run.losses, dtype=float) for run in runs])  # (seeds, steps)
+        losses = np.stack([_as_numpy(run.losses, float) for run in runs])  # (seeds, steps)
         steps = np.arange(losses.shape[1])
         color = f"C{column}"
         median = np.median(losses, axis=0)  # (steps,)

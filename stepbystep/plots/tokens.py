@@ -1,29 +1,25 @@
 """Chapter 07's figures: a padded batch and its masks, a warm-up schedule, reversal attention."""
 import matplotlib.pyplot as plt
 import numpy as np
-import torch
 from matplotlib.colors import ListedColormap
+
+from ._arrays import _as_numpy
+from ._heatmaps import WEIGHTS, heatmap
 
 __all__ = ["padded_batch", "learning_rate_schedule", "reversal_attention"]
 
-_KEEP_COLORS = ListedColormap(["#d9d9d9", "#9ecae1"])  # False (blocked, padding): grey; True: blue
-
-
-def _as_numpy(values):
-    if isinstance(values, torch.Tensor):
-        values = values.detach().cpu().numpy()
-    return np.asarray(values)
+# This chapter's batch figure keeps its own two colours, which its text names: False (padding,
+# blocked): grey; True: blue. Dark text reads on both, which the symbols need.
+_KEEP = {"cmap": ListedColormap(["#d9d9d9", "#9ecae1"]), "vmin": 0, "vmax": 1}
 
 
 def _token_grid(ax, ids, vocab, keep, title):
     """Draw a grid of token ids, each cell labelled with its symbol, coloured by ``keep``."""
-    ax.imshow(keep, cmap=_KEEP_COLORS, vmin=0, vmax=1, aspect="auto")
-    for row in range(ids.shape[0]):
-        for col in range(ids.shape[1]):
-            symbol = vocab.itos[int(ids[row, col])]
-            ax.text(col, row, symbol, ha="center", va="center", fontsize=7 if len(symbol) > 1 else 9)
-    ax.set_xticks(range(ids.shape[1]))
-    ax.set_yticks(range(ids.shape[0]))
+    symbols = np.array([[vocab.itos[int(i)] for i in row] for row in ids])  # (rows, cols)
+    heatmap(ax, keep, _KEEP, annot=symbols, fmt="", fontsize=9)
+    for text in ax.texts:  # special tokens ("<pad>") in a smaller font, to fit their cells
+        if len(text.get_text()) > 1:
+            text.set_fontsize(7)
     ax.set_xlabel("position")
     ax.set_ylabel("sequence")
     ax.set_title(title)
@@ -55,10 +51,9 @@ def padded_batch(source, target_in, target_out, vocab, source_mask, target_mask,
     _token_grid(axes[1], target_in, vocab, (target_in != pad_id).astype(float), f"target_in {target_in.shape}")
     _token_grid(axes[2], target_out, vocab, (target_out != pad_id).astype(float),
                 f"target_out {target_out.shape}")
-    axes[3].imshow(one_mask, cmap=_KEEP_COLORS, vmin=0, vmax=1)
     labels = [vocab.itos[int(i)] for i in target_in[index]]
-    axes[3].set_xticks(range(len(labels)), labels, rotation=90)
-    axes[3].set_yticks(range(len(labels)), labels)
+    heatmap(axes[3], one_mask, _KEEP, xticklabels=labels, yticklabels=labels, square=True)
+    axes[3].tick_params(axis="x", labelrotation=90)
     axes[3].set_xlabel("key (decoder input)")
     axes[3].set_ylabel("query (decoder input)")
     axes[3].set_title(f"target mask of sequence {index}")
@@ -72,7 +67,7 @@ def learning_rate_schedule(learning_rates, steps_per_epoch=None, warmup_steps=No
     ``steps_per_epoch`` draws a dotted line at each epoch's end; ``warmup_steps`` shades the
     warm-up.
     """
-    rates = np.asarray(learning_rates, dtype=float)
+    rates = _as_numpy(learning_rates, float)
     if rates.ndim != 1 or rates.size == 0:
         raise ValueError("learning_rates must be a non-empty list of numbers, one per step")
     fig, ax = plt.subplots(figsize=(8, 3), layout="constrained")
@@ -97,7 +92,7 @@ def reversal_attention(alphas, source_tokens, output_tokens, title=None):
     where output ``t`` would read source ``L_s - 1 - t``, the symbol it has to write. Returns
     the Figure.
     """
-    alphas = _as_numpy(alphas).astype(float)
+    alphas = _as_numpy(alphas, float)
     if alphas.ndim == 2:
         alphas = alphas[None]
     if alphas.ndim != 3:
@@ -109,7 +104,7 @@ def reversal_attention(alphas, source_tokens, output_tokens, title=None):
     fig, axes = plt.subplots(1, n_heads, figsize=(0.6 + 0.3 * n_src * n_heads, 0.9 + 0.3 * n_out),
                              squeeze=False, layout="constrained")
     for head, ax in enumerate(axes[0]):
-        image = ax.imshow(alphas[head], cmap="viridis", vmin=0, vmax=1)
+        image = ax.imshow(alphas[head], **WEIGHTS)
         rows = np.arange(min(n_out, n_src))
         ax.plot(n_src - 1 - rows, rows, color="white", ls="--", lw=1, alpha=0.7)
         ax.set_xticks(range(n_src), list(source_tokens), fontsize=7)

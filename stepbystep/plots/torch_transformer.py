@@ -2,40 +2,32 @@
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
-from matplotlib.colors import ListedColormap
 from matplotlib.ticker import MaxNLocator
 
+from ..checks import check_choice, check_instance, check_tensor
 from ..models.masks import to_additive_mask, to_key_padding_mask, to_torch_attn_mask
+from ._arrays import _as_numpy
+from ._heatmaps import MASK, heatmap
 
 __all__ = ["mask_conventions", "model_comparison", "timing_bars"]
-
-_BLOCKED_COLORS = ListedColormap(["#3b3b3b", "#cde8c4"])  # blocked: dark, may attend: light green
 
 
 def _mask_kind(mask):
     """``"target"`` for ``(L_q, L_k)`` / ``(1, L_q, L_k)`` masks, ``"source"`` for ``(N, 1, L)``."""
-    if not isinstance(mask, torch.Tensor):
-        raise TypeError(f"mask_conventions expects a keep-mask tensor, got {type(mask).__name__}")
+    check_tensor("mask", mask, dtype=torch.bool)
     if mask.dim() == 2 or (mask.dim() == 3 and mask.shape[0] == 1):
         return "target"
     if mask.dim() == 3 and mask.shape[1] == 1:
         return "source"
     raise ValueError(
-        "mask_conventions expects a target mask (1, L_q, L_k) or (L_q, L_k), or a source mask "
-        f"(N, 1, L); got {tuple(mask.shape)}"
+        "mask must be a target mask (1, L_q, L_k) or (L_q, L_k), or a source mask "
+        f"(N, 1, L), got shape {tuple(mask.shape)}"
     )
 
 
 def _draw_cells(ax, keep, labels, title, xlabel, ylabel):
     """Colour ``keep`` ``(rows, cols)`` (light = may attend) and write each cell's ``labels``."""
-    n_rows, n_cols = keep.shape
-    ax.imshow(keep.astype(float), cmap=_BLOCKED_COLORS, vmin=0, vmax=1)
-    for i in range(n_rows):
-        for j in range(n_cols):
-            ax.text(j, i, labels[i][j], ha="center", va="center", fontsize=8,
-                    color="black" if keep[i, j] else "white")
-    ax.set_xticks(range(n_cols))
-    ax.set_yticks(range(n_rows))
+    heatmap(ax, keep.astype(int), MASK, annot=np.array(labels), fmt="", square=True)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=10)
@@ -73,21 +65,22 @@ def mask_conventions(mask):
         torch_title = f"PyTorch key_padding_mask {tuple(blocked.shape)}\nTrue = blocked"
         ylabel = "sequence"
     additive = to_additive_mask(keep.bool())  # (rows, cols): 0 keep, -inf block
-    keep = keep.bool().cpu().numpy()
+    keep = _as_numpy(keep.bool())
     fig, axes = plt.subplots(1, 3, figsize=(3 * (1.2 + 0.45 * keep.shape[1]), 1.8 + 0.45 * keep.shape[0]),
                              layout="constrained")
     _draw_cells(axes[0], keep, _labels(keep, lambda v: "T" if v else "F"), ours_title, "key", ylabel)
-    _draw_cells(axes[1], keep, _labels(blocked.cpu().numpy(), lambda v: "T" if v else "F"),
+    _draw_cells(axes[1], keep, _labels(_as_numpy(blocked), lambda v: "T" if v else "F"),
                 torch_title, "key", ylabel)
-    _draw_cells(axes[2], keep, _labels(additive.cpu().numpy(), _float_label),
+    _draw_cells(axes[2], keep, _labels(_as_numpy(additive), _float_label),
                 f"additive float mask {tuple(additive.shape)}\n0 = keep, -inf = blocked", "key", ylabel)
     return fig
 
 
 def _check_names(name, values, names):
-    if not isinstance(values, dict) or list(values) != names:
-        got = list(values) if isinstance(values, dict) else type(values).__name__
-        raise ValueError(f"{name} must be a dict with the runs' names {names} in that order, got {got}")
+    expected = f"a dict with the runs' names {names} in that order"
+    check_instance(name, values, dict, expected)
+    if list(values) != names:
+        raise ValueError(f"{name} must be {expected}, got {list(values)}")
 
 
 def model_comparison(runs, parameters, seconds, val_label="test"):
@@ -104,8 +97,9 @@ def model_comparison(runs, parameters, seconds, val_label="test"):
     colour a model, the legend giving each final value), then one bar per model for the
     parameters and one for the time. Returns the Figure.
     """
-    if not isinstance(runs, dict) or not runs:
-        raise TypeError(f"model_comparison expects a non-empty dict of name -> (train, test) losses, got {runs!r}")
+    check_instance("runs", runs, dict, "a dict of name -> (train, test) losses")
+    if not runs:
+        raise ValueError("runs must be a non-empty dict of name -> (train, test) losses, got an empty dict")
     names = list(runs)
     _check_names("parameters", parameters, names)
     _check_names("seconds", seconds, names)
@@ -116,7 +110,7 @@ def model_comparison(runs, parameters, seconds, val_label="test"):
     for name, color in zip(names, colors):
         if len(runs[name]) != 2:
             raise ValueError(f"run {name!r} must be a pair (train_losses, test_losses), got {len(runs[name])} items")
-        train, test = (np.asarray(curve, dtype=float) for curve in runs[name])
+        train, test = (_as_numpy(curve, float) for curve in runs[name])
         loss_ax.plot(np.arange(1, len(train) + 1), train, color=color, label=f"{name}: training")
         if len(test):
             loss_ax.plot(np.arange(1, len(test) + 1), test, color=color, ls="--",
@@ -148,13 +142,13 @@ def timing_bars(seconds, title="time per call", unit="ms"):
     ratio to the fastest path. Returns the Figure.
     """
     scales = {"s": 1.0, "ms": 1e3, "µs": 1e6}
-    if unit not in scales:
-        raise ValueError(f"unit must be one of {list(scales)}, got {unit!r}")
-    if not isinstance(seconds, dict) or not seconds:
-        raise TypeError(f"timing_bars expects a non-empty dict of label -> seconds, got {seconds!r}")
+    check_choice("unit", unit, scales)
+    check_instance("seconds", seconds, dict, "a dict of label -> seconds")
+    if not seconds:
+        raise ValueError("seconds must be a non-empty dict of label -> seconds, got an empty dict")
     times = np.asarray(list(seconds.values()), dtype=float)
     if not np.all(times > 0):
-        raise ValueError(f"every time must be positive, got {seconds}")
+        raise ValueError(f"seconds must hold positive times, got {seconds}")
     fig, ax = plt.subplots(figsize=(7, 0.8 + 0.5 * len(times)), layout="constrained")
     positions = np.arange(len(times))
     bars = ax.barh(positions, times * scales[unit], color=[f"C{i}" for i in range(len(times))])

@@ -10,8 +10,9 @@ import numbers
 
 import matplotlib.pyplot as plt
 import numpy as np
-import torch
 
+from ..checks import check_instance
+from ._arrays import _as_numpy
 from .attention import _draw_map
 from .sequences import _square_axes
 
@@ -20,12 +21,6 @@ __all__ = ["transformer_diagram", "loss_comparison", "transformer_attention"]
 _ENCODER_COLOR = "#dbe9f6"
 _DECODER_COLOR = "#fde4cf"
 _DATA_COLOR = "#eeeeee"
-
-
-def _as_numpy(values):
-    if isinstance(values, torch.Tensor):
-        values = values.detach().cpu().numpy()
-    return np.asarray(values, dtype=float)
 
 
 # ----------------------------------------------------------------------------- the diagram
@@ -125,11 +120,12 @@ def loss_comparison(losses, title=None, xlabel="loss", log=False):
     only on where the axis happens to start. Each row is labelled with its value (or mean).
     Returns the Figure.
     """
-    if not isinstance(losses, dict) or not losses:
-        raise TypeError(f"loss_comparison expects a non-empty dict of label -> loss(es), got {type(losses).__name__}")
+    check_instance("losses", losses, dict, "a dict of label -> loss(es)")
+    if not losses:
+        raise ValueError("losses must be a non-empty dict of label -> loss(es), got an empty dict")
     values = {}
     for label, value in losses.items():
-        array = np.atleast_1d(_as_numpy(value))
+        array = np.atleast_1d(_as_numpy(value, float))
         if array.ndim != 1 or array.size == 0 or not np.all(np.isfinite(array)):
             raise ValueError(f"the loss(es) of {label!r} must be finite numbers, got {value!r}")
         if log and np.any(array <= 0):
@@ -172,7 +168,7 @@ def loss_comparison(losses, title=None, xlabel="loss", log=False):
 
 # ----------------------------------------------------------------------------- attention side by side
 def _check_alphas(name, alphas, n_heads=None):
-    alphas = _as_numpy(alphas)
+    alphas = _as_numpy(alphas, float)
     if alphas.ndim != 4:
         raise ValueError(f"{name} weights must be (N, n_heads, L_q, L_k), got shape {alphas.shape}")
     if n_heads is not None and alphas.shape[1] != n_heads:
@@ -181,7 +177,7 @@ def _check_alphas(name, alphas, n_heads=None):
 
 
 def _check_shape(name, values, shape):
-    values = _as_numpy(values)
+    values = _as_numpy(values, float)
     if values.shape != shape:
         raise ValueError(f"{name} should have shape {shape} to match the encoder weights, got {values.shape}")
     return values
@@ -231,7 +227,8 @@ def transformer_attention(encoder, decoder, cross, source, target=None, predicte
     target = None if target is None else _check_shape("target", target, (n, target_len, 2))
     predicted = None if predicted is None else _check_shape("predicted", predicted, (n, target_len, 2))
     indices = list(indices)
-    if not indices or not all(isinstance(i, numbers.Integral) and 0 <= i < n for i in indices):
+    if not indices or not all(isinstance(i, numbers.Integral) and not isinstance(i, bool) and 0 <= i < n
+                              for i in indices):
         raise ValueError(f"indices must be a non-empty list of sequence numbers in [0, {n}), got {indices}")
 
     source_labels = [f"$x_{i}$" for i in range(source_len)]

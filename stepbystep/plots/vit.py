@@ -1,8 +1,10 @@
 """Chapter 11's figures: line images, patches, token counts, a confusion matrix, CLS attention."""
 import matplotlib.pyplot as plt
 import numpy as np
-import torch
 from matplotlib.patches import Rectangle
+
+from ..checks import check_positive_int
+from ._arrays import _as_numpy
 
 __all__ = [
     "line_samples",
@@ -14,15 +16,9 @@ __all__ = [
 ]
 
 
-def _as_numpy(values):
-    if isinstance(values, torch.Tensor):
-        values = values.detach().cpu().numpy()
-    return np.asarray(values, dtype=float)
-
-
 def _one_image(image):
     """A grey image as ``(H, W)`` from ``(H, W)`` or ``(1, H, W)``."""
-    image = _as_numpy(image)
+    image = _as_numpy(image, float)
     if image.ndim == 3 and image.shape[0] == 1:
         image = image[0]
     if image.ndim != 2:
@@ -42,7 +38,7 @@ def line_samples(images, labels, class_names, n_per_class=4):
     ``images`` ``(N, 1, H, W)`` or ``(N, H, W)`` in [0, 1], ``labels`` ``(N,)``; the first
     ``n_per_class`` images of each class are shown, the row titled with the class's name.
     """
-    images, labels = _as_numpy(images), _as_numpy(labels).astype(int)
+    images, labels = _as_numpy(images, float), _as_numpy(labels).astype(int)
     if images.ndim == 4:
         images = images[:, 0]
     n_classes = len(class_names)
@@ -68,7 +64,8 @@ def patch_grid(image, patch_size):
     """
     image = _one_image(image)
     height, width = image.shape
-    if not isinstance(patch_size, int) or patch_size < 1 or height % patch_size or width % patch_size:
+    check_positive_int("patch_size", patch_size)
+    if height % patch_size or width % patch_size:
         raise ValueError(f"patch_size must be a positive int dividing the image's {height}x{width} pixels, "
                          f"got {patch_size!r}")
     rows, cols = height // patch_size, width // patch_size
@@ -99,7 +96,9 @@ def tokens_by_patch_size(img_size, patch_sizes):
     Only patch sizes that divide ``img_size`` are allowed. Both counts are drawn on a log scale.
     """
     patch_sizes = list(patch_sizes)
-    bad = [p for p in patch_sizes if not isinstance(p, int) or p < 1 or img_size % p]
+    for size in patch_sizes:
+        check_positive_int("every patch size", size)
+    bad = [p for p in patch_sizes if img_size % p]
     if bad or not patch_sizes:
         raise ValueError(f"patch sizes must be positive ints dividing img_size={img_size}, got {patch_sizes}")
     tokens = np.array([(img_size // p) ** 2 + 1 for p in patch_sizes])
@@ -125,9 +124,9 @@ def confusion_heatmap(confusion, class_names, title="confusion matrix"):
     shows its count; the colour is the share of its row, so a perfect classifier is a bright
     diagonal whatever the class sizes. Returns the Figure.
     """
-    import seaborn as sns  # imported here: only this figure needs it
+    import seaborn as sns  # imported here: importing the plots stays light
 
-    counts = _as_numpy(confusion)
+    counts = _as_numpy(confusion, float)
     n_classes = len(class_names)
     if counts.shape != (n_classes, n_classes):
         raise ValueError(f"expected a ({n_classes}, {n_classes}) matrix for {n_classes} classes, got {counts.shape}")
@@ -152,7 +151,7 @@ def cls_attention_overlay(image, attention, ax, title=None, alpha=0.55):
     the overlay's image (for a colour bar).
     """
     image = _one_image(image)
-    attention = _as_numpy(attention)
+    attention = _as_numpy(attention, float)
     if attention.ndim != 2:
         raise ValueError(f"expected one head's attention over the patch grid (grid, grid), got {attention.shape}")
     height, width = image.shape
@@ -183,7 +182,7 @@ def cls_attention_maps(images, attention, titles=None):
     One row per image: the image itself, then one overlay per head. ``titles``: one line per
     image (e.g. its true and predicted class), shown above its first panel.
     """
-    images, attention = _as_numpy(images), _as_numpy(attention)
+    images, attention = _as_numpy(images, float), _as_numpy(attention, float)
     if attention.ndim != 4 or len(images) != len(attention):
         raise ValueError(f"expected images (n, 1, H, W) and attention (n, n_heads, grid, grid) for the same n, "
                          f"got {images.shape} and {attention.shape}")

@@ -1,0 +1,509 @@
+# %% [markdown]
+# # Chapter 10: where is each token? Learned, sinusoidal, ALiBi and rotary positions
+#
+# Attention is blind to order: shuffle the keys and the values together and every query gets
+# the same answer (chapter 03). Chapter 02 gave the model its positions the way Vaswani et al.
+# did in "Attention Is All You Need" (2017): a fixed **sinusoidal** table added to the inputs.
+# Models built since then mostly do something else, and they choose mostly for one reason: how
+# the model behaves on sequences **longer than any it saw in training**.
+#
+# This chapter puts four answers side by side in chapter 09's decoder-only Transformer, built
+# from the course's pieces as we built them following Daniel Voigt Godoy, *Deep Learning with
+# PyTorch Step-by-Step* ("the book"), chapters 9 and 10:
+#
+# - **sinusoidal**: a fixed table added to the embeddings (Vaswani et al. 2017);
+# - **learned**: a trainable table, one row per position, added to the embeddings, as in BERT
+#   (Devlin et al. 2019, "BERT: Pre-training of Deep Bidirectional Transformers for Language
+#   Understanding") and GPT-2 (Radford et al. 2019, "Language Models are Unsupervised
+#   Multitask Learners");
+# - **ALiBi**: nothing added to the embeddings; each attention head lowers a key's score in
+#   proportion to its distance (Press, Smith and Lewis, "Train Short, Test Long: Attention
+#   with Linear Biases Enables Input Length Extrapolation", ICLR 2022);
+# - **RoPE**: nothing added either; queries and keys are rotated by an angle that grows with
+#   their position (Su et al., "RoFormer: Enhanced Transformer with Rotary Position
+#   Embedding", 2021).
+#
+# and a fifth, **none**, with no position information but the causal mask.
+#
+# By the end of this chapter you will be able to:
+#
+# - say where each scheme puts the position (**added to the input** or **inside the
+#   attention**) and what it costs in parameters;
+# - compute ALiBi's **slopes** and **bias**, and pass it to the fused attention kernel as a
+#   float mask;
+# - rotate a query **pair by pair** with RoPE, and show why its scores depend on the **offset**
+#   between two tokens only;
+# - train the same small model with each scheme, test it on sequences **2× and 4× longer**
+#   than in training, and read the result over several seeds;
+# - explain what a learned table does with a position it never trained.
+
+# %%
+import copy
+
+import torch
+from torch.optim.lr_scheduler import LambdaLR
+
+from stepbystep import plots
+from stepbystep.data.lag_copy import FIRST_TOKEN, lag_copy_accuracy, lag_copy_batch
+from stepbystep.exercises import ch10
+from stepbystep.models import (
+    IGNORE_INDEX,
+    POSITION_SCHEMES,
+    DecoderOnlyTransformer,
+    LearnedPositionalEmbedding,
+    RotaryEmbedding,
+    alibi_bias,
+    alibi_slopes,
+    completion_loss,
+    sinusoidal_table,
+    step_logits,
+)
+from stepbystep.widgets import position_explorer
+
+torch.set_num_threads(1)  # the tensors here are tiny: one thread beats coordinating several
+
+# %% [markdown]
+# ## Two places to put a position
+#
+# A position can enter the model in two places.
+#
+# - **Added to the input.** The token's embedding gets a vector that depends on its position,
+#   before the first layer: the sinusoidal and the learned tables. Every later layer sees the
+#   position mixed into the token's own vector.
+# - **Inside the attention.** The embeddings carry no position at all; every attention layer
+#   uses the positions of the query and the key when it scores them: ALiBi adds a bias to the
+#   score, RoPE rotates the query and the key. Only the **offset** between the two tokens
+#   matters to the score, never where they sit.
+#
+# `DecoderOnlyTransformer` takes `position_scheme`, one of `POSITION_SCHEMES`. With the same
+# sizes, only the learned table adds parameters:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+VOCAB_SIZE, LAG, TRAIN_LENGTH = 16, 1, 16
+TEST_LENGTHS = (TRAIN_LENGTH, 2 * TRAIN_LENGTH, 4 * TRAIN_LENGTH)  # 1x, 2x and 4x the training length
+
+
+def build(scheme, seed=0):
+    """The chapter's model: 2 layers, d_model 32, 4 heads; room for 4x the training length."""
+    torch.manual_seed(seed)
+    return DecoderOnlyTransformer(VOCAB_SIZE, d_model=32, n_heads=4, ff_units=64, n_layers=2, dropout=0.0,
+                                  max_len=TEST_LENGTHS[-1], tie_weights=False, embedding_std=0.3,
+                                  position_scheme=scheme)
+
+
+for scheme in POSITION_SCHEMES:
+    model = build(scheme)
+    print(f"{scheme:>10}: {sum(p.numel() for p in model.parameters()):,} parameters")
+print(f"the learned table: {TEST_LENGTHS[-1]} rows x 32 = {TEST_LENGTHS[-1] * 32:,}")
+
+# %% [markdown]
+# The model is chapter 09's, smaller: $d_{model} = 32$, 4 heads of $d_k = 8$, 2 layers,
+# embeddings drawn with standard deviation 0.3 and never multiplied by $\sqrt{d_{model}}$
+# (chapter 07: otherwise the embeddings drown the positions). Its `max_len` of 64 is the
+# longest stream it will ever read, 4 times the training length of 16. Each row of each
+# batch counts its positions over its own real tokens, so left padding moves no position,
+# whatever the scheme; generation and the KV cache rely on that (the end of the chapter checks
+# it).
+#
+# ## Sinusoidal and learned: a table of positions
+#
+# The sinusoidal table of chapter 02 gives position $t$ the vector whose pair of dimensions
+# $(2i, 2i+1)$ holds $(\sin t\omega_i, \cos t\omega_i)$, with $\omega_i = 10000^{-2i/d}$. It is
+# computed, not learned, so it exists for every position, even one never seen in training.
+#
+# A **learned** table (`LearnedPositionalEmbedding`) has the same shape but its rows are
+# parameters, drawn small at first (standard deviation 0.02, as BERT does) and trained
+# with the rest of the model: $64 \times 32 = 2{,}048$ numbers here. A row learns only from the
+# sequences long enough to reach it, and a position past the last row has no vector at all:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+short_table = LearnedPositionalEmbedding(TRAIN_LENGTH, 32)
+print(f"{sum(p.numel() for p in short_table.parameters()):,} parameters = {TRAIN_LENGTH} x 32")
+try:
+    short_table(torch.zeros(1, 2 * TRAIN_LENGTH, 32))
+except ValueError as error:
+    print(f"ValueError: {error}")
+
+# %% [markdown]
+# So a learned table cannot even be *asked* about a longer sequence. To test one at 2× and 4×
+# the training length, we give it 64 rows and train it on sequences of 16: rows 16 to 63 exist
+# but no training sequence reaches them. They keep their initial random values (we check this
+# after training): at a new position the model reads a vector it never learned to read.
+#
+# ## ALiBi: a penalty on distance
+#
+# ALiBi adds nothing to the embeddings. Head $h$ adds $-m_h \cdot |i - j|$ to the score of
+# query $i$ for key $j$, before the softmax: the further back a key, the lower its score, by
+# a fixed slope $m_h$. The slopes are not learned. For $n$ heads (a power of two) they are the
+# geometric sequence $2^{-8/n}, 2^{-16/n}, \dots, 2^{-8}$: for 8 heads, $\frac12, \frac14,
+# \dots, \frac1{256}$. For other counts the paper takes the slopes of the next smaller power of
+# two and fills in with every other slope of the next larger one:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+for n_heads in (4, 8, 6):
+    print(f"{n_heads} heads: 1 / {[int(1 / slope) for slope in alibi_slopes(n_heads).tolist()]}")
+print(alibi_bias(4, 5)[0])  # head 0 of 4: slope 1/4
+
+# %% [markdown]
+# Each row is a query, each column a key; the diagonal (a token and itself) is 0 and every step
+# back costs one more slope. The upper triangle is the future: a causal model never reads it,
+# so its bias does not matter. With 8 heads over 12 positions, the steep heads push down every
+# key but the last few, and the shallow ones hardly mind the distance at all:
+
+# %%
+fig = plots.alibi_heads(alibi_bias(8, 12), alibi_slopes(8))
+
+# %% [markdown]
+# With the fused kernel (`store_alphas=False`), `F.scaled_dot_product_attention` adds a float
+# `attn_mask` to the scores: `MultiHeadedAttention` passes it the bias where a key may be read
+# and $-\infty$ where the mask forbids it. The teaching path adds the bias to the scores and
+# then applies the masked softmax; both give the same outputs.
+#
+# ## RoPE: a rotation per pair of dimensions
+#
+# RoPE cuts each query and each key ($d_k$ numbers) into $d_k / 2$ pairs $(2i, 2i+1)$ and
+# rotates pair $i$ of the vector at position $p$ by the angle $p\,\theta_i$, with
+# $\theta_i = \text{base}^{-2i/d_k}$ (base 10,000: the sinusoidal table's angular speeds).
+# Pair 0 turns one radian per position; the last pair hardly moves. The values are not
+# rotated. Here is one vector placed at positions 0 to 12, seen through two of its pairs:
+
+# %%
+rotary = RotaryEmbedding(8)
+vector = torch.tensor([1.0, 0.0, 1.0, 0.0, 1.0, 0.0, 1.0, 0.0])
+fig = plots.rope_rotation(rotary, vector, range(13), pairs=(0, 1))
+
+# %% [markdown]
+# Two facts follow from rotating, and both can be checked. A rotation keeps a vector's length,
+# so RoPE never makes a token louder or quieter. And rotations compose: with $R(\varphi)$ the
+# rotation by $\varphi$,
+#
+# $$\big(R(m\theta)\,q\big) \cdot \big(R(n\theta)\,k\big) = q \cdot R(-m\theta)\,R(n\theta)\,k
+# = q \cdot R\big((n - m)\theta\big)\,k,$$
+#
+# so the score of a query at $m$ and a key at $n$ depends on $n - m$ only. The same $q$ and $k$
+# placed at $(m, n)$ and at $(m + s, n + s)$ give the same score. Here the key sits at 0, 7 or
+# 30 and the query further and further after it, as in a causal model:
+
+# %%
+generator = torch.Generator().manual_seed(0)
+q, k = torch.randn(1, 8, generator=generator), torch.randn(1, 8, generator=generator)
+
+
+def rope_score(m, n):
+    """The score of q at position m with k at position n."""
+    return (rotary(q, torch.tensor([m])) @ rotary(k, torch.tensor([n])).T).item()
+
+
+distances = torch.arange(40)
+scores_by_start = {f"key at {start}": torch.tensor([rope_score(start + d, start) for d in distances.tolist()])
+                   for start in (0, 7, 30)}
+fig = plots.rope_scores(scores_by_start, distances)
+
+# %%
+x = torch.randn(50, 8, generator=generator)
+torch.testing.assert_close(rotary(x).norm(dim=-1), x.norm(dim=-1), atol=1e-5, rtol=0)  # lengths kept
+for shifted in list(scores_by_start.values())[1:]:
+    torch.testing.assert_close(shifted, scores_by_start["key at 0"], atol=1e-5, rtol=0)  # offset only
+scores = scores_by_start["key at 0"]
+assert scores[10:].max() > scores[:2].max() + 0.3, "expected a far key to score above the nearest ones"
+
+# %% [markdown]
+# The three curves lie on top of each other. The score is not a simple function of the
+# distance, though: each pair contributes a wave, fast for pair 0 and slow for the last, and
+# here a key 10 or more positions back scores higher than the two nearest ones (checked). Only training decides which offsets the model
+# learns to prefer.
+#
+# ## The task: repeat the previous token
+#
+# To compare the schemes we need a task where the answer depends on *where* tokens are, whose
+# rule is the same at every length. **Lag-copy** is the simplest: the input is a stream of
+# random tokens (ids 1 to 15), and at every position the model must output the token one place
+# back. Random tokens carry no clue about their position, so the model has to find "the
+# previous token" by position alone; and the rule is the same at every length, so a model
+# trained on 16 tokens can be asked about 64. The first position has nothing to repeat: its
+# target is `IGNORE_INDEX` and adds nothing to the loss. Chance is 1 in 15.
+#
+# `lag_copy_batch` draws a batch from a seeded `torch.Generator`, on the fly: there is no
+# dataset, every training step sees new sequences.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+inputs, targets = lag_copy_batch(2, 10, LAG, VOCAB_SIZE, torch.Generator().manual_seed(0))
+print(f"inputs  {inputs[0].tolist()}")
+print(f"targets {targets[0].tolist()}")
+
+# %% [markdown]
+# ## The experiment
+#
+# For each scheme and each of 3 seeds, the same recipe: 100 steps of 32 sequences of 16
+# tokens, Adam with a warm-up over 10 steps to $10^{-2}$ and a linear decay to zero. The seed
+# fixes both the model's initial weights and the training batches. Then
+# every model is scored on the same 256 test sequences of each length, 16, 32 and 64: the
+# accuracy is the share of positions (all but the first) whose most likely output is the
+# right token.
+
+# %%
+STEPS, BATCH_SIZE, LR, SEEDS = 100, 32, 1e-2, (0, 1, 2)
+test_generator = torch.Generator().manual_seed(1234)
+test_sets = {length: lag_copy_batch(256, length, LAG, VOCAB_SIZE, test_generator) for length in TEST_LENGTHS}
+
+
+def train(scheme, seed):
+    """The chapter's recipe for one scheme and one seed; returns the trained model in eval mode."""
+    model = build(scheme, seed)
+    optimizer = torch.optim.Adam(model.parameters(), lr=LR, fused=True)  # one kernel for every weight: faster
+    warmup = 10
+    scheduler = LambdaLR(optimizer, lambda step: min((step + 1) / warmup, (STEPS - step) / (STEPS - warmup)))
+    generator = torch.Generator().manual_seed(100 + seed)  # this run's training batches
+    model.train()
+    for _ in range(STEPS):
+        x, y = lag_copy_batch(BATCH_SIZE, TRAIN_LENGTH, LAG, VOCAB_SIZE, generator)
+        loss = completion_loss(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        scheduler.step()
+    return model.eval()
+
+
+def evaluate(model):
+    """Accuracy at each test length, and the accuracy at each position of the longest test set."""
+    with torch.no_grad():
+        logits = {length: model(x) for length, (x, _) in test_sets.items()}
+    accuracies = [lag_copy_accuracy(logits[length], y) for length, (_, y) in test_sets.items()]
+    x, y = test_sets[TEST_LENGTHS[-1]]
+    right = (logits[TEST_LENGTHS[-1]].argmax(dim=-1) == y).float()  # (256, 64)
+    by_position = right.mean(dim=0).masked_fill(y[0] == IGNORE_INDEX, float("nan"))  # (64,)
+    return accuracies, by_position
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+results, by_position, models = {}, {}, {}
+for scheme in POSITION_SCHEMES:
+    runs = []
+    for seed in SEEDS:
+        model = train(scheme, seed)
+        accuracies, positions = evaluate(model)
+        runs.append(accuracies)
+        if seed == SEEDS[0]:
+            models[scheme], by_position[scheme] = model, positions
+    results[scheme] = torch.tensor(runs)  # (seeds, lengths)
+
+header = "".join(f"{f'{length} tokens':>22}" for length in TEST_LENGTHS)
+print(f"{'scheme':<12}{header}")
+for scheme, runs in results.items():
+    cells = "".join(f"{f'{m:.3f} ({lo:.3f}-{hi:.3f})':>22}"
+                    for m, lo, hi in zip(runs.mean(0).tolist(), runs.min(0).values.tolist(), runs.max(0).values.tolist()))
+    print(f"{scheme:<12}{cells}")
+
+# %% [markdown]
+# Each cell is the mean accuracy over the 3 seeds, with the lowest and highest seed in
+# brackets. The same numbers, drawn:
+
+# %%
+fig = plots.length_generalization(results, TEST_LENGTHS, TRAIN_LENGTH)
+
+# %% [markdown]
+# And the accuracy at each position of the 64-token test sequences, for the seed-0 model of
+# each scheme: where does each one stop working?
+
+# %%
+fig = plots.accuracy_by_position(by_position, TRAIN_LENGTH, chance=1 / (VOCAB_SIZE - FIRST_TOKEN))
+
+# %%
+lowest, highest = ({scheme: getattr(runs, name)(dim=0).values for scheme, runs in results.items()}
+                   for name in ("min", "max"))
+for scheme in ("sinusoidal", "learned", "rope"):
+    assert lowest[scheme][0] >= 0.99, f"expected {scheme} to learn the task (>= 0.99 at 16 tokens), got {lowest[scheme]}"
+assert lowest["alibi"][0] >= 0.95, f"expected ALiBi to learn the task (>= 0.95 at 16 tokens), got {lowest['alibi']}"
+assert 2 / 15 < lowest["none"][0] and highest["none"][0] <= 0.9, \
+    f"expected no positions between twice chance and 0.9 at 16 tokens, got {results['none'][:, 0]}"
+early, late = by_position["none"][1:4].mean(), by_position["none"][12:16].mean()
+assert early > late + 0.1, f"expected no positions to do best at the first positions, got {early:.3f} and {late:.3f}"
+
+# %% [markdown]
+# ### What the papers report, and what this run shows
+#
+# **At the training length**, every scheme with positions learns the task: sinusoidal, learned
+# and RoPE get at least 99% at 16 tokens in every seed, ALiBi at least 95% (the check above).
+# Without positions the model falls short (at most 90%), though it does far better than chance
+# (more than twice it, checked), and best at the first positions of a sequence (by more than 10
+# points over positions 12-15, checked on the seed-0 model). A causal model can infer *some*
+# order from its mask alone: how many tokens a query may read grows with its position, and
+# with few of them the previous token is easy to single out. Kazemnejad et al., "The Impact of
+# Positional Encoding on Length Generalization in Transformers" (NeurIPS 2023), show that such
+# models can represent positions without any encoding.
+#
+# **Past the training length**, Press, Smith and Lewis trained language models on short
+# sequences and tested them on longer ones: with sinusoidal positions the perplexity rose soon
+# past the training length, rotary positions carried a little further before degrading too,
+# and ALiBi kept its perplexity on inputs several times longer than any seen in training. A
+# learned table cannot even be asked, past its last row. Su et al. did not claim that RoPE
+# extrapolates; models that use it reach longer inputs by rescaling the positions to the
+# trained range (Chen et al. 2023, "Extending Context Window of Large Language Models via
+# Positional Interpolation"). Our run:
+
+# %%
+for scheme in ("sinusoidal", "learned"):
+    past = by_position[scheme][TRAIN_LENGTH:]  # the positions never seen in training
+    assert past.mean() < 0.3, f"expected {scheme} to fail past the training length, got {past.mean():.3f} there"
+    assert highest[scheme][2] < 0.45, f"expected {scheme} below 0.45 at 64 tokens, got {highest[scheme]}"
+assert lowest["alibi"][2] >= 0.9, f"expected ALiBi to keep at least 0.9 at 64 tokens, got {lowest['alibi']}"
+assert all(lowest["alibi"][2] > highest[scheme][2] for scheme in ("sinusoidal", "learned", "rope", "none")), \
+    f"expected ALiBi ahead of every other scheme at 64 tokens, got {results}"
+assert lowest["rope"][1] >= 0.95, f"expected RoPE to hold at 32 tokens (>= 0.95), got {lowest['rope']}"
+assert highest["rope"][2] < lowest["alibi"][2], f"expected RoPE below ALiBi at 64 tokens, got {highest['rope']}"
+assert highest["none"][2] < lowest["none"][0], f"expected no positions to fall at 64 tokens, got {results['none']}"
+
+# %% [markdown]
+# - **Sinusoidal and learned** fail at every new position: past position 15 the seed-0 models
+#   are right less than 30% of the time, and the accuracy over whole 64-token sequences stays
+#   below 0.45 in every seed (about a quarter of the positions are the trained ones). For the
+#   learned table this is no surprise: rows 16 to 63 were never trained. The sinusoidal vectors
+#   of positions 16 to 63 are well defined, but the model never learned to read them.
+# - **ALiBi** keeps at least 90% at 64 tokens, in every seed, ahead of every other scheme: its
+#   bias is the same line at every distance, so a query 60 tokens into a sequence sees its
+#   neighbours exactly as one 10 tokens in; the far keys only lose more score.
+# - **RoPE** holds at 32 tokens (at least 95%) but falls behind ALiBi at 64. Its scores depend
+#   on the offset only, and the offset it needs, 1, was seen in training; what it never saw
+#   are the **far** offsets, 16 to 63. Training never pushed their scores down, and as the
+#   score curve above showed, a far key can score higher than a near one.
+# - **None** falls further at every longer length: its accuracy at 64 tokens is below its
+#   accuracy at 16 in every seed.
+#
+# This is one tiny model on one easy task, three seeds: the ranking matches what Press, Smith
+# and Lewis report, but the numbers say nothing about language models.
+#
+# ## What the learned table learned
+#
+# Here is the learned table of the seed-0 model after training, next to the sinusoidal table
+# of the same size, and under each the cosine similarity between every two positions'
+# vectors. The first 16 rows were trained; the rest (below the dashed line) were not:
+
+# %%
+initial_table = build("learned", seed=SEEDS[0]).pe.table  # the same seed: the table before training
+trained_table = models["learned"].pe.table
+fig = plots.position_tables(trained_table, sinusoidal_table(TEST_LENGTHS[-1], 32), TRAIN_LENGTH)
+
+# %%
+# NBVAL_CHECK_OUTPUT
+untouched = torch.equal(trained_table[TRAIN_LENGTH:], initial_table[TRAIN_LENGTH:])
+print(f"rows {TRAIN_LENGTH}-{TEST_LENGTHS[-1] - 1} exactly as initialised: {untouched}")
+print(f"rows 0-{TRAIN_LENGTH - 1} changed by training: {not torch.equal(trained_table[:TRAIN_LENGTH], initial_table[:TRAIN_LENGTH])}")
+
+# %% [markdown]
+# The untrained rows are exactly their random initial values: no gradient ever reached them,
+# and Adam does not move a weight whose gradient has always been zero. The sinusoidal table's
+# similarity depends only on the distance between two positions (its diagonals are constant);
+# the learned one found its own structure in its 16 rows and has none past them.
+#
+# ## Every scheme in the cache and on both attention paths
+#
+# The trained models generate with the KV cache (chapter 09). Under ALiBi the new rows are
+# biased by their distance to every cached key; under RoPE the new queries and keys are rotated
+# at their own positions, and the cache keeps the rotated keys (a key's rotation depends on its
+# own position only, so it never has to change). For a left-padded batch of prompts of
+# different lengths, the cache must give the same tokens and logits as running the whole
+# stream again, and the teaching path (`store_alphas=True`) the same logits as the fused one:
+
+# %%
+prompts = [lag_copy_batch(1, length, LAG, VOCAB_SIZE, torch.Generator().manual_seed(length))[0][0].tolist()
+           for length in (3, 9, 6)]
+for scheme, model in models.items():
+    cached_logits, cached_ids = step_logits(model, prompts, 12, use_cache=True)
+    uncached_logits, uncached_ids = step_logits(model, prompts, 12, use_cache=False)
+    assert torch.equal(cached_ids, uncached_ids), f"{scheme}: the cache changed the greedy outputs"
+    torch.testing.assert_close(cached_logits, uncached_logits, atol=1e-4, rtol=0)
+    teaching = copy.deepcopy(model)
+    for layer in teaching.layers:
+        layer.self_attn_heads.store_alphas = True
+    x = test_sets[TRAIN_LENGTH][0][:8]
+    with torch.no_grad():
+        torch.testing.assert_close(teaching(x), model(x), atol=1e-4, rtol=0)
+
+# %% [markdown]
+# ## Try it
+#
+# The slider on the left picks one of 8 ALiBi heads: the top row shows its bias against the
+# distance and the attention it gives a sequence when every content score is equal (the bias
+# alone). The slider on the right sets RoPE's base: the bottom row shows the score of one
+# random vector with itself, moved further and further away, and the attention a sequence of
+# that one repeated vector gets. A small base turns every pair fast: the score swings up and
+# down with the distance, and the attention spreads over keys far back.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+position_explorer()
+
+# %% [markdown]
+# ## Recap
+#
+# - A position can be **added to the input** (sinusoidal, learned) or used **inside the
+#   attention** (ALiBi, RoPE), where only the offset between a query and a key counts.
+# - A **learned** table costs `max_len × d_model` parameters, has nothing past its last row,
+#   and leaves rows that training never reaches at their random initial values.
+# - **ALiBi** adds $-m_h \cdot$ distance to the scores, with slopes $2^{-8/n}, \dots, 2^{-8}$;
+#   the fused kernel takes it as a float mask with $-\infty$ on the masked keys.
+# - **RoPE** rotates pair $i$ of the queries and keys by $p\,\theta_i$: lengths are kept and the
+#   score depends on the offset only.
+# - On lag-copy, trained on 16 tokens: every scheme with positions learns the task; past the
+#   training length sinusoidal and learned fail at every new position, RoPE holds to 2× but
+#   not 4×, and ALiBi holds at 4×, as Press, Smith and Lewis report for language models.
+# - Every scheme counts positions over each row's real tokens, so left padding, generation and
+#   the KV cache work with all of them.
+
+# %% [markdown]
+# ## Your turn
+#
+# Each exercise has a checker: `.check(answer)` says whether your answer is right and, if not,
+# what is wrong with it; `.hint()` gives a nudge and `.solution()` a worked answer. The cells
+# below run the checkers on placeholders, so they fail until you fill them in.
+#
+# **1. One pair by hand.** Write `my_rotate_pair(a, b, angle)` that returns the pair `(a, b)`
+# rotated by `angle` radians (counter-clockwise), as RoPE rotates each pair of a query.
+
+# %%
+def my_rotate_pair(a, b, angle):
+    return a, b  # replace: the pair after the rotation
+
+
+ch10.rotate_pair.check(my_rotate_pair)
+
+# %% [markdown]
+# **2. ALiBi's slopes.** Write `my_slopes(n_heads)` that returns the slopes of the ALiBi paper
+# for `n_heads` heads, a power of two, steepest first (a list or a tensor).
+
+# %%
+def my_slopes(n_heads):
+    return [1.0] * n_heads  # replace: the paper's slopes
+
+
+ch10.slopes.check(my_slopes)
+
+# %% [markdown]
+# **3. Only the offset.** Write `my_offset_score(q, k, offset, rotary)`: `q` and `k` are
+# `(d,)` vectors and `rotary` a `RotaryEmbedding`. Return the score of `q` at any position
+# $m$ with `k` at $m + $ `offset`, computed with **one** rotation (the checker compares it
+# with both vectors rotated at several $m$).
+
+# %%
+def my_offset_score(q, k, offset, rotary):
+    return (q * k).sum()  # replace: rotate one vector
+
+
+ch10.offset_score.check(my_offset_score)
+
+# %% [markdown]
+# **4. ALiBi for the fused kernel.** Write `my_alibi_mask(n_heads, length)`: the `(n_heads,
+# length, length)` float mask that `F.scaled_dot_product_attention` adds to the scores of a
+# causal self-attention with ALiBi.
+
+# %%
+def my_alibi_mask(n_heads, length):
+    return torch.zeros(n_heads, length, length)  # replace: the bias, and the future masked
+
+
+ch10.alibi_mask.check(my_alibi_mask)

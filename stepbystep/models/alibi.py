@@ -1,0 +1,72 @@
+"""ALiBi: attention with linear biases, positions as a penalty on distance.
+
+Press, Smith and Lewis, "Train Short, Test Long: Attention with Linear Biases Enables Input
+Length Extrapolation" (ICLR 2022). Nothing is added to the embeddings. Each head ``h`` adds
+``-m_h · |i - j|`` to the score of query ``i`` for key ``j``: the farther a key, the lower its
+score, by a fixed slope ``m_h`` per head. The slopes form a geometric sequence, so some heads
+look only at the last few tokens and others far back. Nothing is learned, and a distance never
+seen in training only lowers a score further along the same line.
+"""
+import math
+
+import torch
+
+from ..checks import check_positive_int, check_tensor
+
+__all__ = ["alibi_slopes", "alibi_bias", "alibi_bias_at"]
+
+
+def _power_of_two_slopes(n_heads):
+    start = 2.0 ** (-8.0 / n_heads)  # 2^(-8/n): for 8 heads, 1/2
+    return [start ** (h + 1) for h in range(n_heads)]  # start, start², ..., start^n = 2^-8
+
+
+def alibi_slopes(n_heads):
+    """The heads' slopes ``(n_heads,)``, as in the ALiBi paper.
+
+    For a power of two ``n``: the geometric sequence ``2^(-8/n), 2^(-16/n), ..., 2^(-8)`` (for 8
+    heads ``1/2, 1/4, ..., 1/256``). Otherwise the paper's rule: the slopes of the largest power
+    of two ``k < n``, then every other slope of ``2k`` heads (those that fall between them), the
+    first ``n - k`` of them. For 6 heads: ``1/4, 1/16, 1/64, 1/256``, then ``1/2, 1/8``.
+    """
+    check_positive_int("n_heads", n_heads)
+    closest = 2 ** int(math.floor(math.log2(n_heads)))  # the largest power of two <= n_heads
+    slopes = _power_of_two_slopes(closest)
+    if closest < n_heads:
+        slopes += _power_of_two_slopes(2 * closest)[0::2][: n_heads - closest]
+    return torch.tensor(slopes, dtype=torch.float32)  # (n_heads,)
+
+
+def alibi_bias_at(slopes, query_positions, key_positions):
+    """``-slope × |query position - key position|`` for every head, query and key.
+
+    ``slopes`` ``(h,)``; ``query_positions`` ``(L_q,)`` or ``(N, L_q)`` and ``key_positions``
+    ``(L_k,)`` or ``(N, L_k)``, integers (per row when rows are padded differently). Returns
+    ``(h, L_q, L_k)`` for 1-D positions, ``(N, h, L_q, L_k)`` otherwise, in ``slopes``' dtype.
+    """
+    check_tensor("slopes", slopes, ndim=1)
+    check_tensor("query_positions", query_positions, ndim=(1, 2))
+    check_tensor("key_positions", key_positions, ndim=(1, 2))
+    distance = (query_positions.unsqueeze(-1) - key_positions.unsqueeze(-2)).abs()  # (N?, L_q, L_k)
+    # negated before the conversion, so the diagonal is 0 rather than -0 (for integer positions)
+    negative = (-distance).to(slopes.dtype).unsqueeze(-3)  # (N?, 1, L_q, L_k): one for every head
+    return slopes.view(-1, 1, 1) * negative  # (N?, h, L_q, L_k): -slope x distance
+
+
+def alibi_bias(n_heads, length_q, length_k=None):
+    """The additive ALiBi bias ``(n_heads, L_q, L_k)``: ``-slope_h × distance``.
+
+    The queries are the last ``L_q`` of the ``L_k`` positions (``L_k = L_q`` by default), as in
+    self-attention, or a cache's new rows: query ``i`` sits at position ``L_k - L_q + i`` and
+    key ``j`` at ``j``. The distance is ``|i - j|``: zero on the diagonal, growing by one per
+    step away. A causal model masks the future anyway, so only the past's half is ever used.
+    """
+    check_positive_int("n_heads", n_heads)
+    check_positive_int("length_q", length_q)
+    length_k = length_q if length_k is None else check_positive_int("length_k", length_k)
+    if length_q > length_k:
+        raise ValueError(f"length_q must be at most length_k={length_k} (the queries are the last "
+                         f"positions), got {length_q}")
+    queries = torch.arange(length_k - length_q, length_k)  # (L_q,)
+    keys = torch.arange(length_k)  # (L_k,)
+    return alibi_bias_at(alibi_slopes(n_heads), queries, keys)  # (n_heads, L_q, L_k)

@@ -1,0 +1,122 @@
+"""Rotary position embeddings (RoPE): positions as rotations of the queries and keys.
+
+Su et al., "RoFormer: Enhanced Transformer with Rotary Position Embedding" (2021). Nothing is
+added to the token embeddings. Instead, inside every attention layer, each query and each key
+is cut into pairs of dimensions ``(2i, 2i + 1)`` and pair ``i`` is rotated by the angle
+``position · θ_i``, with ``θ_i = base^(-2i / d_head)`` (the angular speeds of the sinusoidal
+encoding of Vaswani et al. 2017). A rotation keeps a vector's length, and the dot product of a
+query rotated by ``m · θ`` with a key rotated by ``n · θ`` depends on ``m - n`` only: the
+scores see the offset between two tokens, never where they sit.
+"""
+import torch
+from torch import nn
+
+from ..checks import check_instance, check_positive_int, check_positive_number, check_tensor
+
+__all__ = ["RotaryEmbedding", "rotary_frequencies", "rotate_pairs"]
+
+
+def rotary_frequencies(d_head, base=10000.0):
+    """The angular speeds ``θ_i = base^(-2i / d_head)``, ``i = 0 .. d_head/2 - 1``: ``(d_head // 2,)``.
+
+    Pair 0 turns by one radian per position, the last pair slowest.
+    """
+    check_positive_int("d_head", d_head)
+    check_positive_number("base", base)
+    exponents = torch.arange(0, d_head - 1, 2, dtype=torch.float64) / d_head  # (d_head // 2,)
+    return base ** -exponents  # (d_head // 2,) float64
+
+
+def rotate_pairs(x, cos, sin):
+    """Rotate each pair ``(x[..., 2i], x[..., 2i + 1])`` by the angle whose cosine and sine are given.
+
+    ``x`` ``(..., d)`` with ``d`` even; ``cos`` and ``sin`` ``(..., d // 2)``, broadcastable to
+    ``x``'s pairs. Returns ``(..., d)``: ``(a cos - b sin, a sin + b cos)`` for each pair ``(a, b)``.
+    """
+    a, b = x[..., 0::2], x[..., 1::2]  # (..., d // 2) each
+    rotated = torch.stack([a * cos - b * sin, a * sin + b * cos], dim=-1)  # (..., d // 2, 2)
+    return rotated.flatten(-2)  # (..., d): the pairs interleaved again
+
+
+class RotaryEmbedding(nn.Module):
+    """Rotates queries or keys ``(N, n_heads, L, d_head)`` pair by pair at their positions (RoPE).
+
+    Su et al., "RoFormer: Enhanced Transformer with Rotary Position Embedding" (2021). Pair ``i``
+    (dimensions ``2i`` and ``2i + 1``) of the vector at position ``p`` turns by ``p · θ_i``, with
+    ``θ_i = base^(-2i / d_head)``. The module has no parameters: give the same one to every
+    attention layer. Apply it to the projected queries and keys (never the values), before the
+    scores.
+
+    Args:
+        d_head: the size of each head's vectors (even: the dimensions go in pairs).
+        base: sets the angular speeds; a larger base turns the slow pairs more slowly still.
+        max_len: the positions the cached table covers at first; a later position grows it.
+
+    Buffers (not saved in checkpoints: they are rebuilt from ``d_head`` and ``base``):
+        cos, sin: ``(max_len, d_head // 2)``, ``cos(p · θ_i)`` and ``sin(p · θ_i)``.
+
+    ``forward(x, positions=None)``: ``x`` ``(N, n_heads, L, d_head)`` (any leading dimensions,
+    the positions along the one before last); ``positions`` ``None`` (``0 .. L-1``), ``(L,)`` or
+    ``(N, L)`` non-negative integers, one per vector (per row, for rows padded differently).
+    Returns the rotated ``x``, same shape and dtype.
+    """
+
+    def __init__(self, d_head, base=10000.0, max_len=512):
+        super().__init__()
+        check_positive_int("d_head", d_head)
+        if d_head % 2 != 0:
+            raise ValueError(f"d_head must be an even int (the dimensions go in pairs), got {d_head}")
+        check_positive_number("base", base)
+        check_positive_int("max_len", max_len)
+        self.d_head = d_head
+        self.base = float(base)
+        self._build(max_len)
+
+    def _build(self, max_len, device=None):
+        """(Re)compute the cached tables for positions ``0 .. max_len - 1``, in float64 then float32."""
+        theta = rotary_frequencies(self.d_head, self.base).to(device)  # (d_head // 2,)
+        angles = torch.arange(max_len, dtype=torch.float64, device=device).unsqueeze(1) * theta  # (max_len, d/2)
+        self.register_buffer("cos", angles.cos().float(), persistent=False)  # (max_len, d_head // 2)
+        self.register_buffer("sin", angles.sin().float(), persistent=False)  # (max_len, d_head // 2)
+
+    @property
+    def max_len(self):
+        return self.cos.shape[0]
+
+    def angles(self, positions):
+        """The rotation angles ``positions · θ`` ``(..., d_head // 2)``, in float64 for plots and checks."""
+        positions = torch.as_tensor(positions, dtype=torch.float64)
+        return positions.unsqueeze(-1) * rotary_frequencies(self.d_head, self.base)
+
+    def _positions(self, x, positions):
+        length = x.shape[-2]
+        if positions is None:
+            return torch.arange(length, device=x.device)  # (L,)
+        check_tensor("positions", positions, ndim=(1, 2))
+        if positions.is_floating_point() or positions.dtype == torch.bool:
+            raise TypeError(f"positions must hold integer positions, got dtype {positions.dtype}")
+        if positions.shape[-1] != length:
+            raise ValueError(f"positions must have one entry per vector, (L,) or (N, L) with L = {length}, "
+                             f"got shape {tuple(positions.shape)}")
+        if positions.numel() and int(positions.min()) < 0:
+            raise ValueError(f"positions must be non-negative, got a minimum of {int(positions.min())}")
+        return positions.to(x.device)
+
+    def forward(self, x, positions=None):
+        check_instance("x", x, torch.Tensor, "a tensor (N, n_heads, L, d_head)")
+        if x.dim() < 2 or x.shape[-1] != self.d_head:
+            raise ValueError(f"x must have shape (..., L, {self.d_head}), got {tuple(x.shape)}")
+        positions = self._positions(x, positions)  # (L,) or (N, L)
+        if positions.numel() and int(positions.max()) >= self.max_len:
+            self._build(max(int(positions.max()) + 1, 2 * self.max_len), device=self.cos.device)
+        if self.cos.device != x.device:  # a table left behind by .to(): follow the input
+            self._build(self.max_len, device=x.device)
+        cos = self.cos[positions].to(x.dtype)  # (L, d/2) or (N, L, d/2)
+        sin = self.sin[positions].to(x.dtype)
+        if positions.dim() == 2 and x.dim() == 4:
+            cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)  # (N, 1, L, d/2): the same for every head
+        return rotate_pairs(x, cos, sin)
+
+    def extra_repr(self):
+        return f"d_head={self.d_head}, base={self.base:g}, max_len={self.max_len}"
+

@@ -1,0 +1,269 @@
+"""Chapter 10's figures: four ways to tell positions apart, and how far each one carries."""
+import math
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+from matplotlib.ticker import MaxNLocator
+
+__all__ = [
+    "position_tables",
+    "alibi_heads",
+    "rope_rotation",
+    "rope_scores",
+    "length_generalization",
+    "accuracy_by_position",
+    "position_explorer_figure",
+]
+
+SCHEME_COLOURS = {"sinusoidal": "tab:blue", "learned": "tab:orange", "alibi": "tab:green", "rope": "tab:red",
+                  "none": "tab:gray"}
+
+
+def _as_numpy(values):
+    if isinstance(values, torch.Tensor):
+        values = values.detach().cpu().numpy()
+    return np.asarray(values, dtype=float)
+
+
+def _table(name, table):
+    table = _as_numpy(table)
+    if table.ndim == 3 and table.shape[0] == 1:
+        table = table[0]
+    if table.ndim != 2:
+        raise ValueError(f"{name} must be a table of shape (max_len, d_model), got shape {table.shape}")
+    return table
+
+
+def _cosine_similarity(table):
+    norms = np.linalg.norm(table, axis=1, keepdims=True)
+    unit = table / np.maximum(norms, 1e-12)
+    return unit @ unit.T  # (max_len, max_len)
+
+
+def position_tables(learned, sinusoidal, trained_rows):
+    """A trained learned table against the sinusoidal one: the tables (top) and the cosine
+    similarity between every two positions' vectors (bottom).
+
+    ``learned`` and ``sinusoidal`` ``(max_len, d_model)``; ``trained_rows``: how many rows
+    training reached (a dashed line marks where the untrained rows start). Returns the Figure.
+    """
+    learned, sinusoidal = _table("learned", learned), _table("sinusoidal", sinusoidal)
+    if learned.shape != sinusoidal.shape:
+        raise ValueError(f"learned and sinusoidal must have the same shape, got {learned.shape} and {sinusoidal.shape}")
+    max_len = learned.shape[0]
+    if isinstance(trained_rows, bool) or not isinstance(trained_rows, int) or not 0 < trained_rows <= max_len:
+        raise ValueError(f"trained_rows must be an int in 1..{max_len}, got {trained_rows!r}")
+    fig, axes = plt.subplots(2, 2, figsize=(10, 8), layout="constrained")
+    for column, (name, table) in enumerate((("learned, after training", learned), ("sinusoidal", sinusoidal))):
+        limit = np.abs(table).max()
+        image = axes[0, column].imshow(table, cmap="RdBu_r", vmin=-limit, vmax=limit, aspect="auto",
+                                       interpolation="nearest")
+        axes[0, column].set_title(f"{name}: one row per position", fontsize=10)
+        axes[0, column].set_xlabel("dimension")
+        axes[0, column].set_ylabel("position")
+        fig.colorbar(image, ax=axes[0, column], shrink=0.8)
+        similarity = axes[1, column].imshow(_cosine_similarity(table), cmap="viridis", vmin=-1, vmax=1,
+                                            interpolation="nearest")
+        axes[1, column].set_title("cosine similarity of two positions' vectors", fontsize=10)
+        axes[1, column].set_xlabel("position")
+        axes[1, column].set_ylabel("position")
+        fig.colorbar(similarity, ax=axes[1, column], shrink=0.8)
+        if column == 0 and trained_rows < max_len:
+            edge = trained_rows - 0.5
+            axes[0, 0].axhline(edge, color="black", ls="--", lw=1)
+            axes[0, 0].text(0, edge + 0.5, " never trained below", va="top", fontsize=8)
+            axes[1, 0].axhline(edge, color="white", ls="--", lw=1)
+            axes[1, 0].axvline(edge, color="white", ls="--", lw=1)
+        for ax in axes[:, column]:
+            ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    return fig
+
+
+def alibi_heads(bias, slopes=None, fig=None):
+    """ALiBi's bias matrix per head: ``bias`` ``(n_heads, L, L)`` (``alibi_bias``), future masked.
+
+    One heatmap per head, query rows and key columns, with the future (above the diagonal)
+    blank because a causal model never reads it. ``slopes`` ``(n_heads,)`` label the panels.
+    Returns the Figure.
+    """
+    bias = _as_numpy(bias)
+    if bias.ndim != 3 or bias.shape[1] != bias.shape[2]:
+        raise ValueError(f"bias must have shape (n_heads, L, L), got {bias.shape}")
+    n_heads, length = bias.shape[0], bias.shape[1]
+    columns = min(n_heads, 4)
+    rows = math.ceil(n_heads / columns)
+    if fig is None:
+        fig = plt.figure(figsize=(2.6 * columns + 1, 2.5 * rows + 0.3), layout="constrained")
+    axes = np.atleast_1d(fig.subplots(rows, columns, squeeze=False)).ravel()
+    future = np.triu(np.ones((length, length), dtype=bool), k=1)
+    lowest = bias[:, ~future].min()
+    for head, ax in enumerate(axes):
+        if head >= n_heads:
+            ax.axis("off")
+            continue
+        image = ax.imshow(np.ma.masked_array(bias[head], future), cmap="Greens_r", vmin=lowest, vmax=0,
+                          interpolation="nearest")
+        slope = "" if slopes is None else f": slope 1/{1 / float(slopes[head]):g}"
+        ax.set_title(f"head {head}{slope}", fontsize=9)
+        ax.set_xticks([])
+        ax.set_yticks([])
+    axes[0].set_ylabel("query position")
+    axes[0].set_xlabel("key position")
+    fig.colorbar(image, ax=list(axes[:n_heads]), shrink=0.8, label="bias added to the score")
+    return fig
+
+
+def rope_rotation(rotary, vector, positions, pairs=(0, 1)):
+    """How RoPE turns one vector as its position moves: one panel per pair of dimensions.
+
+    ``rotary`` a ``RotaryEmbedding``; ``vector`` ``(d_head,)``; ``positions`` the positions to
+    place it at. In each panel, the pair's two numbers at every position, numbered: the points
+    lie on one circle (a rotation keeps the length), each turning by the pair's angle per step
+    (pair 0 fastest). Returns the Figure.
+    """
+    vector = torch.as_tensor(vector, dtype=torch.float32)
+    if vector.shape != (rotary.d_head,):
+        raise ValueError(f"vector must have shape ({rotary.d_head},), got {tuple(vector.shape)}")
+    pairs = list(pairs)
+    bad = [p for p in pairs if not 0 <= p < rotary.d_head // 2]
+    if bad:
+        raise ValueError(f"pairs must be in 0..{rotary.d_head // 2 - 1}, got {bad}")
+    positions = torch.as_tensor(list(positions), dtype=torch.long)
+    rotated = rotary(vector.expand(len(positions), -1), positions).numpy()  # (P, d_head)
+    fig, axes = plt.subplots(1, len(pairs), figsize=(3.7 * len(pairs), 3.8), squeeze=False, layout="constrained")
+    circle = np.linspace(0, 2 * np.pi, 200)
+    for ax, pair in zip(axes[0], pairs):
+        a, b = rotated[:, 2 * pair], rotated[:, 2 * pair + 1]
+        radius = float(np.hypot(a[0], b[0]))
+        ax.plot(radius * np.cos(circle), radius * np.sin(circle), color="lightgray", lw=1, zorder=0)
+        ax.plot(a, b, color="tab:red", lw=0.8, alpha=0.5)
+        ax.scatter(a, b, s=16, color="tab:red", zorder=3)
+        for position, x, y in zip(positions.tolist(), a, b):
+            ax.annotate(str(position), (x, y), textcoords="offset points", xytext=(4, 3), fontsize=7)
+        ax.annotate("", xy=(a[0], b[0]), xytext=(0, 0), arrowprops=dict(arrowstyle="->", color="black"))
+        theta = float(rotary.angles(torch.tensor(1))[pair])
+        ax.set_title(f"pair {pair} (dims {2 * pair}, {2 * pair + 1}): {theta:.3g} rad per position", fontsize=9)
+        limit = 1.3 * radius
+        ax.set_xlim(-limit, limit)
+        ax.set_ylim(-limit, limit)
+        ax.set_aspect("equal")
+        ax.set_xlabel(f"dim {2 * pair}")
+        ax.set_ylabel(f"dim {2 * pair + 1}")
+    return fig
+
+
+def rope_scores(scores_by_start, distances, fig=None):
+    """The RoPE score of one query and one key against their distance, from several starts.
+
+    ``scores_by_start`` maps a label (e.g. "query at 0") to ``(D,)`` scores for ``distances``
+    ``(D,)``. The curves lie on top of each other: the score depends on the distance only.
+    Returns the Figure.
+    """
+    distances = _as_numpy(distances)
+    if fig is None:
+        fig = plt.figure(figsize=(7, 3.2), layout="constrained")
+    ax = fig.add_subplot()
+    styles = ["-", "--", ":", "-."]
+    for index, (label, scores) in enumerate(scores_by_start.items()):
+        scores = _as_numpy(scores)
+        if scores.shape != distances.shape:
+            raise ValueError(f"the scores for {label!r} must have the distances' shape {distances.shape}, "
+                             f"got {scores.shape}")
+        ax.plot(distances, scores, styles[index % len(styles)], lw=2.5 - 0.5 * index, label=label)
+    ax.axhline(0, color="lightgray", lw=1, zorder=0)
+    ax.set_xlabel("distance from query to key (positions)")
+    ax.set_ylabel("score q·k after rotation")
+    ax.set_title("RoPE: the same query and key, placed further and further apart", fontsize=10)
+    ax.legend(fontsize=8)
+    return fig
+
+
+def _summary(accuracies):
+    values = _as_numpy(accuracies)  # (seeds, lengths)
+    if values.ndim != 2:
+        raise ValueError(f"each scheme's accuracies must be (seeds, lengths), got shape {values.shape}")
+    return values.mean(axis=0), values.min(axis=0), values.max(axis=0)
+
+
+def length_generalization(results, lengths, train_length):
+    """Accuracy against the test length, one line per scheme: the mean over seeds, and a bar
+    from the lowest seed to the highest.
+
+    ``results`` maps a scheme to ``(seeds, lengths)`` accuracies; ``lengths`` the test lengths;
+    a dotted line marks ``train_length``. Returns the Figure.
+    """
+    lengths = list(lengths)
+    fig, ax = plt.subplots(figsize=(7, 3.8), layout="constrained")
+    offsets = np.linspace(-0.04, 0.04, max(len(results), 1))
+    for offset, (scheme, accuracies) in zip(offsets, results.items()):
+        mean, low, high = _summary(accuracies)
+        if mean.shape != (len(lengths),):
+            raise ValueError(f"{scheme}: expected accuracies for {len(lengths)} lengths, got {mean.shape[0]}")
+        x = np.array(lengths, dtype=float) * (1 + offset)  # a small shift, so the bars do not hide each other
+        ax.errorbar(x, mean, yerr=[mean - low, high - mean], marker="o", capsize=3,
+                    color=SCHEME_COLOURS.get(scheme), label=scheme)
+    ax.axvline(train_length, color="black", ls=":", lw=1)
+    ax.text(train_length, 0.02, " training length", fontsize=8)
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(lengths, [str(length) for length in lengths])
+    ax.set_ylim(0, 1.04)
+    ax.set_xlabel("test length (tokens)")
+    ax.set_ylabel("accuracy (all positions)")
+    ax.set_title("Trained on one length, tested on longer ones (mean; bars: lowest to highest seed)",
+                 fontsize=10)
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    return fig
+
+
+def accuracy_by_position(by_position, train_length, chance=None):
+    """Accuracy at each position of long test sequences, one line per scheme.
+
+    ``by_position`` maps a scheme to ``(L,)`` accuracies (``NaN`` where nothing is counted);
+    a dotted line marks ``train_length`` and a grey one the ``chance`` level. Returns the Figure.
+    """
+    fig, ax = plt.subplots(figsize=(8, 3.6), layout="constrained")
+    for scheme, accuracy in by_position.items():
+        accuracy = _as_numpy(accuracy)
+        if accuracy.ndim != 1:
+            raise ValueError(f"{scheme}: expected one accuracy per position (L,), got shape {accuracy.shape}")
+        ax.plot(np.arange(len(accuracy)), accuracy, color=SCHEME_COLOURS.get(scheme), label=scheme, lw=1.5)
+    ax.axvspan(-0.5, train_length - 0.5, color="lightgray", alpha=0.4, lw=0)
+    ax.text(train_length / 2, 1.06, "trained positions", ha="center", fontsize=8)
+    if chance is not None:
+        ax.axhline(chance, color="gray", ls="--", lw=1)
+        ax.text(ax.get_xlim()[1], chance, "chance ", ha="right", va="bottom", fontsize=8, color="gray")
+    ax.set_ylim(0, 1.12)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel("position in the test sequence")
+    ax.set_ylabel("accuracy")
+    ax.set_title("Where each scheme stops working", fontsize=10)
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    return fig
+
+
+def position_explorer_figure(state, fig):
+    """Draw ``position_explorer_state``'s dict on ``fig`` (cleared first): ALiBi's bias against
+    the distance and the attention it gives (top), RoPE's score against the distance and its
+    attention (bottom). Returns the Figure."""
+    fig.clear()
+    axes = fig.subplots(2, 2, width_ratios=[1.6, 1])
+    distances = _as_numpy(state["distances"])
+    bias_ax, alibi_map, score_ax, rope_map = axes[0, 0], axes[0, 1], axes[1, 0], axes[1, 1]
+    bias_ax.plot(distances, _as_numpy(state["alibi_bias"]), marker=".", color="tab:green")
+    bias_ax.set_title(f"ALiBi head {state['head']}: slope {state['slope']:.4g}, bias = -slope × distance",
+                      fontsize=9)
+    bias_ax.set_ylabel("bias")
+    score_ax.plot(distances, _as_numpy(state["rope_scores"]), marker=".", color="tab:red")
+    score_ax.set_title(f"RoPE, base {state['base']:.4g}: score of one vector with itself, moved", fontsize=9)
+    score_ax.set_ylabel("score")
+    score_ax.set_xlabel("distance (positions)")
+    for ax, key, cmap, title in ((alibi_map, "alibi_attention", "Greens", "ALiBi attention (no content)"),
+                                 (rope_map, "rope_attention", "Reds", "RoPE attention (one repeated vector)")):
+        ax.imshow(_as_numpy(state[key]), cmap=cmap, vmin=0, vmax=1, interpolation="nearest")
+        ax.set_title(title, fontsize=9)
+        ax.set_xticks([])
+        ax.set_yticks([])
+        ax.set_ylabel("query")
+        ax.set_xlabel("key")
+    return fig

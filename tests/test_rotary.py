@@ -1,0 +1,95 @@
+"""RoPE (Su et al. 2021): a rotation per pair of dimensions, so norms are kept and scores see offsets only."""
+import math
+
+import pytest
+import torch
+
+from stepbystep.models import RotaryEmbedding, rotary_frequencies, rotate_pairs
+
+
+def test_frequencies_follow_the_sinusoidal_speeds():
+    theta = rotary_frequencies(8, base=10000.0)
+    assert theta.shape == (4,)
+    torch.testing.assert_close(theta, torch.tensor([10000.0 ** (-2 * i / 8) for i in range(4)], dtype=torch.float64))
+    assert theta[0] == 1.0  # pair 0 turns one radian per position
+
+
+def test_one_pair_is_rotated_by_position_times_theta():
+    rotary = RotaryEmbedding(4, base=100.0)
+    x = torch.tensor([[1.0, 0.0, 0.0, 1.0]])  # (L=1, d): pair 0 along its first axis, pair 1 along its second
+    out = rotary(x, torch.tensor([3]))
+    theta1 = 100.0 ** -0.5
+    expected = torch.tensor([[math.cos(3), math.sin(3), -math.sin(3 * theta1), math.cos(3 * theta1)]])
+    torch.testing.assert_close(out, expected, atol=1e-6, rtol=0)
+
+
+def test_rotate_pairs_by_hand():
+    x = torch.tensor([2.0, 1.0])
+    out = rotate_pairs(x, torch.tensor([0.0]), torch.tensor([1.0]))  # a quarter turn
+    torch.testing.assert_close(out, torch.tensor([-1.0, 2.0]))
+
+
+def test_position_zero_changes_nothing_and_values_keep_their_shape():
+    rotary = RotaryEmbedding(8)
+    x = torch.randn(2, 3, 5, 8)
+    out = rotary(x)
+    assert out.shape == x.shape and out.dtype == x.dtype
+    torch.testing.assert_close(out[:, :, 0], x[:, :, 0])
+
+
+@pytest.mark.parametrize("base", [10.0, 10000.0])
+def test_rotation_preserves_norms(base):
+    rotary = RotaryEmbedding(16, base=base)
+    x = torch.randn(3, 2, 40, 16, generator=torch.Generator().manual_seed(0))
+    torch.testing.assert_close(rotary(x).norm(dim=-1), x.norm(dim=-1), atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("shift", [1, 7, 100])
+def test_scores_depend_only_on_the_offset(shift):
+    """The same q and k placed at (m, n) and at (m + s, n + s) give the same score, to 1e-5."""
+    rotary = RotaryEmbedding(16, base=10000.0)
+    generator = torch.Generator().manual_seed(1)
+    q, k = torch.randn(1, 16, generator=generator), torch.randn(1, 16, generator=generator)
+    for m, n in [(0, 0), (3, 1), (5, 9), (20, 2)]:
+        score = rotary(q, torch.tensor([m])) @ rotary(k, torch.tensor([n])).T
+        shifted = rotary(q, torch.tensor([m + shift])) @ rotary(k, torch.tensor([n + shift])).T
+        torch.testing.assert_close(shifted, score, atol=1e-5, rtol=0)
+
+
+def test_per_row_positions_rotate_each_row_at_its_own_positions():
+    rotary = RotaryEmbedding(8)
+    x = torch.randn(2, 3, 4, 8)
+    positions = torch.tensor([[0, 0, 1, 2], [0, 1, 2, 3]])  # row 0 left-padded by one
+    out = rotary(x, positions)
+    torch.testing.assert_close(out[0], rotary(x[0], torch.tensor([0, 0, 1, 2])))
+    torch.testing.assert_close(out[1], rotary(x[1]))
+
+
+def test_the_table_grows_for_a_later_position_and_is_not_saved():
+    rotary = RotaryEmbedding(4, max_len=8)
+    x = torch.randn(1, 1, 4)
+    out = rotary(x, torch.tensor([20]))
+    assert rotary.max_len >= 21
+    small = RotaryEmbedding(4, max_len=64)
+    torch.testing.assert_close(out, small(x, torch.tensor([20])))
+    assert rotary.state_dict() == {} and list(rotary.parameters()) == []
+
+
+def test_bad_arguments_are_refused():
+    with pytest.raises(ValueError, match="d_head must be an even int"):
+        RotaryEmbedding(5)
+    with pytest.raises(ValueError, match="base must be a positive number"):
+        RotaryEmbedding(4, base=0)
+    with pytest.raises(TypeError, match="d_head must be a positive int"):
+        RotaryEmbedding(4.0)
+    rotary = RotaryEmbedding(4)
+    with pytest.raises(ValueError, match=r"x must have shape \(\.\.\., L, 4\)"):
+        rotary(torch.randn(2, 3, 6))
+    with pytest.raises(ValueError, match="one entry per vector"):
+        rotary(torch.randn(2, 3, 4), torch.arange(4))
+    with pytest.raises(ValueError, match="non-negative"):
+        rotary(torch.randn(2, 3, 4), torch.tensor([0, -1, 2]))
+    with pytest.raises(TypeError, match="integer positions"):
+        rotary(torch.randn(2, 3, 4), torch.tensor([0.0, 1.0, 2.0]))
+    with pytest.raises(TypeError, match="x must be a tensor"):
+        rotary([1.0, 2.0, 3.0, 4.0])
