@@ -10,7 +10,7 @@ import functools
 import torch
 from torch import nn
 
-from ..checks import check_choice, check_positive_number
+from ..checks import check_choice, check_int_range, check_positive_int, check_positive_number
 from ..data.special_tokens import IGNORE_INDEX
 from ..devices import evaluating
 from .alibi import alibi_bias_at, alibi_slopes
@@ -137,11 +137,9 @@ class DecoderOnlyTransformer(nn.Module):
         check_positive_number("rope_base", rope_base)
         for name, value in (("vocab_size", vocab_size), ("d_model", d_model), ("n_layers", n_layers),
                             ("max_len", max_len)):
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
-        if pad_id is not None and not (isinstance(pad_id, int) and not isinstance(pad_id, bool)
-                                       and 0 <= pad_id < vocab_size):
-            raise ValueError(f"pad_id must be None or an id in 0..{vocab_size - 1}, got {pad_id!r}")
+            check_positive_int(name, value)
+        if pad_id is not None:
+            check_int_range("pad_id", pad_id, 0, vocab_size - 1)
         self.vocab_size = vocab_size
         self.d_model = d_model
         self.n_layers = n_layers

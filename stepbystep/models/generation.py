@@ -7,12 +7,13 @@ probabilities add up to at least ``p`` (Holtzman et al. 2020, "The Curious Case 
 Degeneration"). The kept tokens' probabilities are renormalised and one is drawn, from a
 ``torch.Generator`` when one is given, so a seeded generator repeats its samples.
 """
-import contextlib
 import numbers
 import time
 
 import torch
 from torch.nn.utils.rnn import pad_sequence
+
+from ..devices import evaluating
 
 __all__ = [
     "check_sampling",
@@ -186,18 +187,6 @@ def _steps(model, prompt, max_new_tokens, choose, eos_id, use_cache):
             return
 
 
-@contextlib.contextmanager
-def _inference(model):
-    """Run the block with ``model`` in eval mode and inference mode (no gradients); restore its mode after."""
-    was_training = model.training
-    model.eval()
-    try:
-        with torch.inference_mode():  # no_grad, and no version counters: cheaper per small op
-            yield
-    finally:
-        model.train(was_training)
-
-
 def generate(model, prompt_ids, max_new_tokens, temperature=1.0, top_k=None, top_p=None, eos_id=None,
              use_cache=True, generator=None):
     """Continue each prompt with up to ``max_new_tokens`` tokens; returns the prompt then the new ids.
@@ -232,7 +221,7 @@ def generate(model, prompt_ids, max_new_tokens, temperature=1.0, top_k=None, top
     def choose(logits):
         return sample_next(logits, temperature, top_k, top_p, generator)
 
-    with _inference(model):
+    with evaluating(model), torch.inference_mode():  # no version counters: cheaper per small op
         new_ids = [next_ids for next_ids, _ in _steps(model, prompt, max_new_tokens, choose, eos_id, use_cache)]
     output = torch.cat([prompt, torch.stack(new_ids, dim=1)], dim=1)  # (N, L + T)
     return output[0] if single else output
@@ -244,7 +233,7 @@ def next_token_logits(model, prompt_ids):
     prompt, single = _as_batch(prompt_ids, getattr(model, "pad_id", None))
     _check_generation(model, prompt, 1, None, None)
     prompt = prompt.to(next(model.parameters()).device)
-    with _inference(model):
+    with evaluating(model), torch.inference_mode():
         logits = model(prompt)[:, -1]  # (N, V)
     return logits[0] if single else logits
 
@@ -259,7 +248,7 @@ def time_per_token(model, prompt_ids, max_new_tokens, use_cache=True):
     _check_generation(model, prompt, max_new_tokens, None, None)
     prompt = prompt.to(next(model.parameters()).device)
     times = []
-    with _inference(model):
+    with evaluating(model), torch.inference_mode():
         steps = _steps(model, prompt, max_new_tokens, lambda logits: logits.argmax(dim=-1), None, use_cache)
         while True:
             start = time.perf_counter()
@@ -277,7 +266,7 @@ def step_logits(model, prompt_ids, max_new_tokens, use_cache=True):
     prompt, _ = _as_batch(prompt_ids, getattr(model, "pad_id", None))
     _check_generation(model, prompt, max_new_tokens, None, None)
     prompt = prompt.to(next(model.parameters()).device)
-    with _inference(model):
+    with evaluating(model), torch.inference_mode():
         steps = list(_steps(model, prompt, max_new_tokens, lambda logits: logits.argmax(dim=-1), None, use_cache))
     ids = torch.cat([prompt] + [next_ids.unsqueeze(1) for next_ids, _ in steps], dim=1)  # (N, L + T)
     return torch.stack([logits for _, logits in steps], dim=1), ids  # (N, T, V), (N, L + T)

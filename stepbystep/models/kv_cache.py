@@ -11,6 +11,7 @@ import math
 import torch
 import torch.nn.functional as F
 
+from ..checks import check_positive_int
 from .masks import subsequent_mask
 from .scaled_dot_product import masked_softmax
 
@@ -37,8 +38,7 @@ class KVCache:
     """
 
     def __init__(self, n_layers):
-        if not isinstance(n_layers, int) or isinstance(n_layers, bool) or n_layers < 1:
-            raise ValueError(f"n_layers must be a positive int, got {n_layers!r}")
+        check_positive_int("n_layers", n_layers)
         self.keys = [None] * n_layers
         self.values = [None] * n_layers
         self.keep = None

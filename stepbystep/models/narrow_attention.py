@@ -11,6 +11,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..checks import check_positive_int
 from .masks import check_mask
 from .scaled_dot_product import masked_softmax
 
@@ -62,9 +63,8 @@ class MultiHeadedAttention(nn.Module):
 
     def __init__(self, n_heads, d_model, dropout=0.1, store_alphas=True, rotary=None):
         super().__init__()
-        for name, value in (("n_heads", n_heads), ("d_model", d_model)):
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        check_positive_int("n_heads", n_heads)
+        check_positive_int("d_model", d_model)
         if d_model % n_heads != 0:
             raise ValueError(
                 f"d_model must be divisible by n_heads, got d_model={d_model} and n_heads={n_heads}"

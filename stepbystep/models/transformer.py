@@ -3,6 +3,7 @@ import copy
 
 from torch import nn
 
+from ..checks import check_positive_int
 from .masks import subsequent_mask
 from .positional_encoding import PositionalEncoding
 from .seq2seq import GreedySeq2Seq
@@ -24,8 +25,7 @@ class _LayerStack(nn.Module):
         super().__init__()
         if not isinstance(layer, nn.Module) or not hasattr(layer, "d_model"):
             raise TypeError(f"expected a layer module with a d_model attribute, got {type(layer).__name__}")
-        if not isinstance(n_layers, int) or isinstance(n_layers, bool) or n_layers < 1:
-            raise ValueError(f"n_layers must be a positive int, got {n_layers!r}")
+        check_positive_int("n_layers", n_layers)
         self.d_model = layer.d_model
         self.n_layers = n_layers
         self.pe = PositionalEncoding(max_len, self.d_model, scale_input=scale_input)
@@ -119,8 +119,7 @@ class EncoderDecoderTransf(GreedySeq2Seq):
                 f"encoder and decoder need the same d_model, got {encoder.d_model} and {decoder.d_model}"
             )
         for name, value, stack in (("input_len", input_len, encoder), ("target_len", target_len, decoder)):
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
+            check_positive_int(name, value)
             if value > stack.pe.max_len:
                 raise ValueError(f"{name} {value} exceeds the positional encoding's max_len {stack.pe.max_len}")
         self.encoder = encoder

@@ -6,6 +6,8 @@ import numpy as np
 import torch
 from matplotlib.ticker import MaxNLocator
 
+from ._arrays import _as_numpy
+
 __all__ = [
     "position_tables",
     "alibi_heads",
@@ -20,14 +22,8 @@ SCHEME_COLOURS = {"sinusoidal": "tab:blue", "learned": "tab:orange", "alibi": "t
                   "none": "tab:gray"}
 
 
-def _as_numpy(values):
-    if isinstance(values, torch.Tensor):
-        values = values.detach().cpu().numpy()
-    return np.asarray(values, dtype=float)
-
-
 def _table(name, table):
-    table = _as_numpy(table)
+    table = _as_numpy(table, float)
     if table.ndim == 3 and table.shape[0] == 1:
         table = table[0]
     if table.ndim != 2:
@@ -87,7 +83,7 @@ def alibi_heads(bias, slopes=None, fig=None):
     blank because a causal model never reads it. ``slopes`` ``(n_heads,)`` label the panels.
     Returns the Figure.
     """
-    bias = _as_numpy(bias)
+    bias = _as_numpy(bias, float)
     if bias.ndim != 3 or bias.shape[1] != bias.shape[2]:
         raise ValueError(f"bias must have shape (n_heads, L, L), got {bias.shape}")
     n_heads, length = bias.shape[0], bias.shape[1]
@@ -160,13 +156,13 @@ def rope_scores(scores_by_start, distances, fig=None):
     ``(D,)``. The curves lie on top of each other: the score depends on the distance only.
     Returns the Figure.
     """
-    distances = _as_numpy(distances)
+    distances = _as_numpy(distances, float)
     if fig is None:
         fig = plt.figure(figsize=(7, 3.2), layout="constrained")
     ax = fig.add_subplot()
     styles = ["-", "--", ":", "-."]
     for index, (label, scores) in enumerate(scores_by_start.items()):
-        scores = _as_numpy(scores)
+        scores = _as_numpy(scores, float)
         if scores.shape != distances.shape:
             raise ValueError(f"the scores for {label!r} must have the distances' shape {distances.shape}, "
                              f"got {scores.shape}")
@@ -180,7 +176,7 @@ def rope_scores(scores_by_start, distances, fig=None):
 
 
 def _summary(accuracies):
-    values = _as_numpy(accuracies)  # (seeds, lengths)
+    values = _as_numpy(accuracies, float)  # (seeds, lengths)
     if values.ndim != 2:
         raise ValueError(f"each scheme's accuracies must be (seeds, lengths), got shape {values.shape}")
     return values.mean(axis=0), values.min(axis=0), values.max(axis=0)
@@ -224,7 +220,7 @@ def accuracy_by_position(by_position, train_length, chance=None):
     """
     fig, ax = plt.subplots(figsize=(8, 3.6), layout="constrained")
     for scheme, accuracy in by_position.items():
-        accuracy = _as_numpy(accuracy)
+        accuracy = _as_numpy(accuracy, float)
         if accuracy.ndim != 1:
             raise ValueError(f"{scheme}: expected one accuracy per position (L,), got shape {accuracy.shape}")
         ax.plot(np.arange(len(accuracy)), accuracy, color=SCHEME_COLOURS.get(scheme), label=scheme, lw=1.5)
@@ -248,19 +244,19 @@ def position_explorer_figure(state, fig):
     attention (bottom). Returns the Figure."""
     fig.clear()
     axes = fig.subplots(2, 2, width_ratios=[1.6, 1])
-    distances = _as_numpy(state["distances"])
+    distances = _as_numpy(state["distances"], float)
     bias_ax, alibi_map, score_ax, rope_map = axes[0, 0], axes[0, 1], axes[1, 0], axes[1, 1]
-    bias_ax.plot(distances, _as_numpy(state["alibi_bias"]), marker=".", color="tab:green")
+    bias_ax.plot(distances, _as_numpy(state["alibi_bias"], float), marker=".", color="tab:green")
     bias_ax.set_title(f"ALiBi head {state['head']}: slope {state['slope']:.4g}, bias = -slope × distance",
                       fontsize=9)
     bias_ax.set_ylabel("bias")
-    score_ax.plot(distances, _as_numpy(state["rope_scores"]), marker=".", color="tab:red")
+    score_ax.plot(distances, _as_numpy(state["rope_scores"], float), marker=".", color="tab:red")
     score_ax.set_title(f"RoPE, base {state['base']:.4g}: score of one vector with itself, moved", fontsize=9)
     score_ax.set_ylabel("score")
     score_ax.set_xlabel("distance (positions)")
     for ax, key, cmap, title in ((alibi_map, "alibi_attention", "Greens", "ALiBi attention (no content)"),
                                  (rope_map, "rope_attention", "Reds", "RoPE attention (one repeated vector)")):
-        ax.imshow(_as_numpy(state[key]), cmap=cmap, vmin=0, vmax=1, interpolation="nearest")
+        ax.imshow(_as_numpy(state[key], float), cmap=cmap, vmin=0, vmax=1, interpolation="nearest")
         ax.set_title(title, fontsize=9)
         ax.set_xticks([])
         ax.set_yticks([])
