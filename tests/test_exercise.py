@@ -1,5 +1,6 @@
 """The exercise self-check mechanism shared by every chapter."""
 from stepbystep.exercises import Exercise
+from stepbystep.exercises.exercise import expects_function
 
 
 def _square_solution(x):
@@ -50,3 +51,18 @@ def test_solution_prints_source(capsys):
     printed = capsys.readouterr().out
     assert printed.startswith("def _square_solution(x):")
     assert "return x * x" in printed
+
+
+def test_expects_function_answers_a_non_function_before_the_checker_runs():
+    calls = []
+
+    @expects_function("double(x)")
+    def check(answer):
+        calls.append(answer)
+        return None if answer(2) == 4 else "double(2) should be 4"
+
+    assert check(3) == "expected a function double(x), got int"
+    assert calls == []
+    assert check(lambda x: 2 * x) is None
+    assert check(lambda x: x) == "double(2) should be 4"
+    assert check.__name__ == "check"

@@ -9,7 +9,7 @@ import torch
 from ..checks import check_tensor
 from ..data.regression import make_regression_data
 from ..models.kernel_regression import leave_one_out_error, nadaraya_watson
-from .exercise import Exercise
+from .exercise import Exercise, expects_function
 
 __all__ = ["gaussian_scores", "loo_error", "loo_sigma", "LOO_SIGMA_GRID"]
 
@@ -31,9 +31,8 @@ def _gaussian_scores_solution(queries, keys, sigma):
     return -(distance**2) / (2 * sigma**2)  # (n_q, n_k)
 
 
+@expects_function("scores(queries, keys, sigma)")
 def _check_gaussian_scores(answer):
-    if not callable(answer):
-        return f"expected a function scores(queries, keys, sigma), got {type(answer).__name__}"
     queries, keys = _sample_points()
     sigma = 1.5
     scores = check_tensor("what your function returns", answer(queries, keys, sigma)).detach().float()
@@ -71,9 +70,8 @@ def _loo_error_solution(x, y, sigma):
     return ((predictions - y) ** 2).mean()
 
 
+@expects_function("loo_error(x, y, sigma)")
 def _check_loo_error(answer):
-    if not callable(answer):
-        return f"expected a function loo_error(x, y, sigma), got {type(answer).__name__}"
     x, y = make_regression_data(n=30, seed=7)
     for sigma in (0.1, 0.5, 2.0):
         result = torch.as_tensor(answer(x, y, sigma))

@@ -15,7 +15,7 @@ import math
 import torch
 
 from ..models import scaled_dot_product, sinusoidal_table, subsequent_mask
-from .exercise import Exercise
+from .exercise import Exercise, expects_function
 
 __all__ = ["causal_mask", "masked_attention", "shift_rotation"]
 
@@ -27,9 +27,8 @@ def _causal_mask_solution(size):
     return torch.tril(ones).unsqueeze(0)  # (1, L, L)
 
 
+@expects_function("size -> mask")
 def _check_causal_mask(make_mask):
-    if not callable(make_mask):
-        return f"expected a function size -> mask, got {type(make_mask).__name__}"
     for size in (3, 5, 1):
         mask = make_mask(size)
         expected = subsequent_mask(size)  # (1, L, L)
@@ -76,9 +75,8 @@ def _masked_attention_solution(q, k, v, mask=None):
     return context, weights
 
 
+@expects_function("(q, k, v, mask=None) -> (context, weights)")
 def _check_masked_attention(attention):
-    if not callable(attention):
-        return f"expected a function (q, k, v, mask=None) -> (context, weights), got {type(attention).__name__}"
     generator = torch.Generator().manual_seed(2)
     q = torch.randn(2, 3, 16, generator=generator)  # (N, L_q, d_k)
     k = torch.randn(2, 4, 16, generator=generator)  # (N, L_k, d_k)
@@ -124,9 +122,8 @@ def _shift_rotation_solution(omega, k):
     return torch.stack([torch.stack([cos, sin]), torch.stack([-sin, cos])])  # (2, 2)
 
 
+@expects_function("(omega, k) -> (2, 2) tensor")
 def _check_shift_rotation(rotation):
-    if not callable(rotation):
-        return f"expected a function (omega, k) -> (2, 2) tensor, got {type(rotation).__name__}"
     d_model, max_len = 8, 30
     table = sinusoidal_table(max_len, d_model).double()  # (max_len, d_model)
     for pair in range(d_model // 2):

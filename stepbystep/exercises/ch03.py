@@ -10,7 +10,7 @@ In the notebook::
 import torch
 
 from ..models import NarrowMultiHeadAttention, WideMultiHeadAttention
-from .exercise import Exercise
+from .exercise import Exercise, expects_function
 
 __all__ = ["split_heads", "wide_parameter_count", "fused_weights"]
 
@@ -22,9 +22,8 @@ def _split_heads_solution(x, n_heads):
     return x.transpose(1, 2)  # (N, h, L, d_k): heads first, then positions
 
 
+@expects_function("split_heads(x, n_heads)")
 def _check_split_heads(answer):
-    if not callable(answer):
-        return f"expected a function split_heads(x, n_heads), got {type(answer).__name__}"
     generator = torch.Generator().manual_seed(0)
     for shape, n_heads in (((2, 4, 6), 3), ((1, 5, 8), 2), ((3, 2, 4), 4)):  # L != n_heads
         x = torch.randn(*shape, generator=generator)  # (N, L, d_model)
@@ -71,9 +70,8 @@ def _count_parameters(module):
     return sum(p.numel() for p in module.parameters())
 
 
+@expects_function("wide_parameter_count(n_heads, d_model)")
 def _check_wide_parameter_count(answer):
-    if not callable(answer):
-        return f"expected a function wide_parameter_count(n_heads, d_model), got {type(answer).__name__}"
     for n_heads, d_model in ((1, 4), (3, 6), (4, 12), (2, 5)):
         expected = _count_parameters(WideMultiHeadAttention(n_heads, d_model))
         got = answer(n_heads, d_model)
@@ -113,9 +111,8 @@ def _fused_weights_solution(mha, query):
     return torch.softmax(scores, dim=-1)  # (N, h, L_q, L_k): each row sums to 1 over the keys
 
 
+@expects_function("fused_weights(mha, query)")
 def _check_fused_weights(answer):
-    if not callable(answer):
-        return f"expected a function fused_weights(mha, query), got {type(answer).__name__}"
     generator = torch.Generator().manual_seed(0)
     key = torch.randn(2, 5, 6, generator=generator)  # (N, L_k, d_model)
     query = torch.randn(2, 3, 6, generator=generator)  # (N, L_q, d_model)

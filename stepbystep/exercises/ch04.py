@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 
 from ..models import EncoderLayer, EncoderTransf
-from .exercise import Exercise
+from .exercise import Exercise, expects_function
 
 __all__ = ["stack_parameter_count", "masked_batch_norm", "layer_norm_pair"]
 
@@ -33,9 +33,8 @@ def _stack_parameter_count_solution(n_layers, d_model, ff_units, norm_first):
 _STACK_CASES = ((1, 4, 8, True), (3, 6, 10, True), (2, 8, 16, False), (4, 6, 12, False))
 
 
+@expects_function("count(n_layers, d_model, ff_units, norm_first)")
 def _check_stack_parameter_count(answer):
-    if not callable(answer):
-        return f"expected a function count(n_layers, d_model, ff_units, norm_first), got {type(answer).__name__}"
     for n_layers, d_model, ff_units, norm_first in _STACK_CASES:
         layer = EncoderLayer(n_heads=2, d_model=d_model, ff_units=ff_units, norm_first=norm_first)
         expected = _count_parameters(EncoderTransf(layer, n_layers=n_layers))
@@ -83,9 +82,8 @@ def _padded_batch(seed=0):
     return x * mask.unsqueeze(-1), mask  # padding positions hold zeros
 
 
+@expects_function("masked_batch_norm(x, mask)")
 def _check_masked_batch_norm(answer):
-    if not callable(answer):
-        return f"expected a function masked_batch_norm(x, mask), got {type(answer).__name__}"
     x, mask = _padded_batch()
     got = answer(x.clone(), mask.clone())
     if not isinstance(got, torch.Tensor):
@@ -128,9 +126,8 @@ def _layer_norm_pair_solution(a, b, eps=1e-5):
     return torch.stack([first, -first], dim=-1)  # (n, 2): ±1 unless a and b (nearly) coincide
 
 
+@expects_function("layer_norm_pair(a, b)")
 def _check_layer_norm_pair(answer):
-    if not callable(answer):
-        return f"expected a function layer_norm_pair(a, b), got {type(answer).__name__}"
     a = torch.tensor([3.0, -1.0, 0.5, 2.0, 0.001, 7.0])
     b = torch.tensor([1.0, 4.0, 0.5, 2.0005, 0.0, -7.0])
     expected = F.layer_norm(torch.stack([a, b], dim=-1), (2,))  # (n, 2)

@@ -13,7 +13,7 @@ import torch.nn.functional as F
 
 from ..data import generate_sequences
 from ..models import build_transformer
-from .exercise import Exercise, as_number
+from .exercise import Exercise, as_number, expects_function
 
 __all__ = ["teacher_forced_loss", "corner_baseline", "greedy_decode"]
 
@@ -61,9 +61,8 @@ def _variant_losses(model, full):
     }
 
 
+@expects_function("teacher_forced_loss(model, full)")
 def _check_teacher_forced_loss(answer):
-    if not callable(answer):
-        return f"expected a function teacher_forced_loss(model, full), got {type(answer).__name__}"
     full = _squares(16, seed=3)  # (16, 4, 2)
     with torch.random.fork_rng(devices=[]):  # the learner's dropout draws stay out of the global stream
         for start_training in (True, False):
@@ -110,9 +109,8 @@ def _corner_baseline_solution(source):
     return -corners  # (N, 2, 2): the next two corners are opposite the first two, in the same order
 
 
+@expects_function("corner_baseline(source)")
 def _check_corner_baseline(answer):
-    if not callable(answer):
-        return f"expected a function corner_baseline(source), got {type(answer).__name__}"
     source = _squares(32, seed=5)[:, :2]  # (32, 2, 2)
     expected = _corner_baseline_solution(source)
     got = answer(source.clone())
@@ -159,9 +157,8 @@ def _greedy_decode_solution(model, source):
     return inputs[:, 1:]  # (N, target_len, F): the predictions, without the source corner
 
 
+@expects_function("greedy_decode(model, source)")
 def _check_greedy_decode(answer):
-    if not callable(answer):
-        return f"expected a function greedy_decode(model, source), got {type(answer).__name__}"
     source = _squares(8, seed=7)[:, :2]  # (8, 2, 2)
     model = _model(seed=1).eval()
     with torch.no_grad():

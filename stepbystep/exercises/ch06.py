@@ -27,7 +27,7 @@ from ..models import (
     to_key_padding_mask,
     to_torch_attn_mask,
 )
-from .exercise import Exercise
+from .exercise import Exercise, expects_function
 
 __all__ = ["pytorch_masks", "copy_attention", "matching_transformer"]
 
@@ -67,9 +67,8 @@ def _check_one_mask(name, got, keep, expected, unchanged_note=""):
     return None
 
 
+@expects_function("pytorch_masks(source_mask, target_mask)")
 def _check_pytorch_masks(answer):
-    if not callable(answer):
-        return f"expected a function pytorch_masks(source_mask, target_mask), got {type(answer).__name__}"
     for source_mask, target_mask in _mask_cases():
         got = answer(source_mask.clone(), target_mask.clone())
         if not isinstance(got, (tuple, list)) or len(got) != 2:
@@ -139,9 +138,8 @@ def _is_reordering(stacked, parts):
     return any(torch.equal(stacked, torch.cat(order)) for order in itertools.permutations(parts))
 
 
+@expects_function("copy_attention(ours, theirs)")
 def _check_copy_attention(answer):
-    if not callable(answer):
-        return f"expected a function copy_attention(ours, theirs), got {type(answer).__name__}"
     ours, theirs = _attention_pair()
     before = {name: p.detach().clone() for name, p in theirs.named_parameters()}
     answer(ours, theirs)
@@ -198,9 +196,8 @@ def _our_models():
         yield c, EncoderDecoderTransf(encoder, decoder, input_len=2, target_len=2, n_features=2).eval()
 
 
+@expects_function("matching_transformer(model)")
 def _check_matching_transformer(answer):
-    if not callable(answer):
-        return f"expected a function matching_transformer(model), got {type(answer).__name__}"
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(5)
         for config, ours in _our_models():

@@ -14,7 +14,7 @@ import torch
 from ..data.special_tokens import EOS, PAD
 from ..models.metrics import masked_accuracy as _masked_accuracy
 from ..models.metrics import sequence_accuracy as _sequence_accuracy
-from .exercise import Exercise, as_number
+from .exercise import Exercise, as_number, expects_function
 
 __all__ = ["masked_accuracy", "exact_match", "best_output"]
 
@@ -40,9 +40,8 @@ def _masked_accuracy_case():
     return logits, targets
 
 
+@expects_function("masked_accuracy(logits, targets, pad_id)")
 def _check_masked_accuracy(answer):
-    if not callable(answer):
-        return f"expected a function masked_accuracy(logits, targets, pad_id), got {type(answer).__name__}"
     logits, targets = _masked_accuracy_case()
     value = answer(logits, targets, PAD)
     problem = _number_problem("masked_accuracy", value)
@@ -82,9 +81,8 @@ def _exact_match_solution(predicted, targets, eos_id):
     return same.all(dim=1).float().mean().item()
 
 
+@expects_function("exact_match(predicted, targets, eos_id)")
 def _check_exact_match(answer):
-    if not callable(answer):
-        return f"expected a function exact_match(predicted, targets, eos_id), got {type(answer).__name__}"
     targets = torch.tensor([[5, 6, EOS, PAD], [7, EOS, PAD, PAD], [5, 5, 5, EOS], [6, 6, EOS, PAD]])  # (4, 4)
     cases = [  # (what the one-row case is, prediction, target, whether it is a match)
         ("a right output followed by other tokens after <eos>", torch.tensor([[5, 6, EOS, 9]]), targets[:1], True),
@@ -126,9 +124,8 @@ def _best_output_solution(log_probs, lengths, length_penalty):
     return int(scores.argmax())
 
 
+@expects_function("best_output(log_probs, lengths, length_penalty)")
 def _check_best_output(answer):
-    if not callable(answer):
-        return f"expected a function best_output(log_probs, lengths, length_penalty), got {type(answer).__name__}"
     log_probs, lengths = [-1.2, -3.0, -6.0], [1, 4, 9]
     for alpha in (0.0, 1.0, 0.5):
         got = answer(log_probs, lengths, alpha)

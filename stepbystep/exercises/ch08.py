@@ -17,7 +17,7 @@ from ..data.dates import ordinal_suffix, render_date
 from ..data.special_tokens import EOS, PAD, SOS
 from ..models.alignment import Translation
 from ..models.decoding import sequence_log_probs
-from .exercise import Exercise
+from .exercise import Exercise, expects_function
 
 __all__ = ["new_pattern", "century_rule", "reading_positions", "confidence"]
 
@@ -73,9 +73,8 @@ def _century_rule_solution(two_digits):
     return (2000 if two_digits < 50 else 1900) + two_digits  # 00-49 -> 20xx, 50-99 -> 19xx
 
 
+@expects_function("full_year(two_digits)")
 def _check_century_rule(answer):
-    if not callable(answer):
-        return f"expected a function full_year(two_digits), got {type(answer).__name__}"
     for two_digits in range(100):
         got = answer(two_digits)
         wanted = _century_rule_solution(two_digits)
@@ -112,9 +111,8 @@ def _translations():
     return cases
 
 
+@expects_function("reading_positions(translation)")
 def _check_reading_positions(answer):
-    if not callable(answer):
-        return f"expected a function reading_positions(translation), got {type(answer).__name__}"
     for translation in _translations():
         got = answer(translation)
         if isinstance(got, torch.Tensor):
@@ -177,10 +175,8 @@ def _confidence_case():
     return model, source, generated
 
 
+@expects_function("confidence(model, source_ids, generated, sos_id, eos_id)")
 def _check_confidence(answer):
-    if not callable(answer):
-        return (f"expected a function confidence(model, source_ids, generated, sos_id, eos_id), "
-                f"got {type(answer).__name__}")
     model, source, generated = _confidence_case()
     got = answer(model, source, generated, SOS, EOS)
     if not isinstance(got, torch.Tensor):

@@ -14,7 +14,7 @@ import torch
 from ..data.date_completions import IGNORE_INDEX, completion_targets
 from ..models.generation import top_k_filter
 from ..models.narrow_attention import MultiHeadedAttention
-from .exercise import Exercise
+from .exercise import Exercise, expects_function
 
 __all__ = ["top_k", "cached_step", "completion_mask"]
 
@@ -25,9 +25,8 @@ def _top_k_solution(logits, k):
     return logits.masked_fill(logits < kth_best, float("-inf"))  # the others can never be drawn
 
 
+@expects_function("top_k(logits, k)")
 def _check_top_k(answer):
-    if not callable(answer):
-        return f"expected a function top_k(logits, k), got {type(answer).__name__}"
     generator = torch.Generator().manual_seed(9)
     logits = torch.randn(4, 12, generator=generator) * 2  # (4, 12): no ties
     for k in (1, 3, 12):
@@ -80,9 +79,8 @@ def _cached_case():
     return attention, x, keys, values, full
 
 
+@expects_function("cached_step(attention, x_new, keys, values)")
 def _check_cached_step(answer):
-    if not callable(answer):
-        return f"expected a function cached_step(attention, x_new, keys, values), got {type(answer).__name__}"
     attention, x, keys, values, full = _cached_case()
     with torch.no_grad():
         result = answer(attention, x[:, 5:], keys.clone(), values.clone())
@@ -133,9 +131,8 @@ _STREAMS = ((torch.tensor([1, 40, 41, 9, 42, 20, 5, 6, 7, 2]), 5),
             (torch.tensor([1, 33, 9, 42, 12, 13, 2]), 4))
 
 
+@expects_function("completion_targets(stream, prompt_length)")
 def _check_completion_mask(answer):
-    if not callable(answer):
-        return f"expected a function completion_targets(stream, prompt_length), got {type(answer).__name__}"
     for stream, prompt_length in _STREAMS:
         got = answer(stream.clone(), prompt_length)
         if not isinstance(got, torch.Tensor):

@@ -13,7 +13,7 @@ import torch
 
 from ..models.alibi import alibi_bias, alibi_slopes
 from ..models.rotary import RotaryEmbedding
-from .exercise import Exercise
+from .exercise import Exercise, expects_function
 
 __all__ = ["rotate_pair", "slopes", "offset_score", "alibi_mask"]
 
@@ -38,9 +38,8 @@ def _as_pair(result):
         return None
 
 
+@expects_function("rotate_pair(a, b, angle)")
 def _check_rotate_pair(answer):
-    if not callable(answer):
-        return f"expected a function rotate_pair(a, b, angle), got {type(answer).__name__}"
     for a, b, angle in _PAIR_CASES:
         got = _as_pair(answer(a, b, angle))
         if got is None:
@@ -74,9 +73,8 @@ def _slopes_solution(n_heads):
     return torch.tensor([start ** (h + 1) for h in range(n_heads)])
 
 
+@expects_function("slopes(n_heads)")
 def _check_slopes(answer):
-    if not callable(answer):
-        return f"expected a function slopes(n_heads), got {type(answer).__name__}"
     for n_heads in (8, 4, 2, 16, 1):
         got = answer(n_heads)
         try:
@@ -116,9 +114,8 @@ def _offset_score_solution(q, k, offset, rotary):
     return (q * rotary(k.unsqueeze(0), torch.tensor([offset])).squeeze(0)).sum()
 
 
+@expects_function("offset_score(q, k, offset, rotary)")
 def _check_offset_score(answer):
-    if not callable(answer):
-        return f"expected a function offset_score(q, k, offset, rotary), got {type(answer).__name__}"
     generator = torch.Generator().manual_seed(10)
     rotary = RotaryEmbedding(8, base=100.0)
     q, k = torch.randn(8, generator=generator), torch.randn(8, generator=generator)
@@ -157,9 +154,8 @@ def _alibi_mask_solution(n_heads, length):
     return bias.masked_fill(future, float("-inf"))  # what F.scaled_dot_product_attention adds to the scores
 
 
+@expects_function("alibi_mask(n_heads, length)")
 def _check_alibi_mask(answer):
-    if not callable(answer):
-        return f"expected a function alibi_mask(n_heads, length), got {type(answer).__name__}"
     for n_heads, length in ((2, 5), (4, 7)):
         got = answer(n_heads, length)
         if not isinstance(got, torch.Tensor) or not got.is_floating_point():

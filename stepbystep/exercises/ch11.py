@@ -12,7 +12,7 @@ import numbers
 import torch
 
 from ..models.vit import patchify as _patchify
-from .exercise import Exercise
+from .exercise import Exercise, expects_function
 
 __all__ = ["patchify", "token_count", "mean_pooling"]
 
@@ -44,9 +44,8 @@ def _same_values_per_row(got, wanted):
     return torch.equal(got.sort(dim=-1).values, wanted.sort(dim=-1).values)
 
 
+@expects_function("patchify(images, patch_size)")
 def _check_patchify(answer):
-    if not callable(answer):
-        return f"expected a function patchify(images, patch_size), got {type(answer).__name__}"
     for images, p in _patchify_cases():
         n, channels, height, width = images.shape
         got = answer(images.clone(), p)
@@ -93,9 +92,8 @@ def _token_count_solution(img_size, patch_size):
 _TOKEN_CASES = ((12, 4), (12, 2), (12, 6), (224, 16), (224, 14), (384, 16), (12, 12), (30, 5))
 
 
+@expects_function("n_tokens(img_size, patch_size)")
 def _check_token_count(answer):
-    if not callable(answer):
-        return f"expected a function n_tokens(img_size, patch_size), got {type(answer).__name__}"
     for img_size, patch_size in _TOKEN_CASES:
         got = answer(img_size, patch_size)
         where = f"a {img_size}x{img_size} image in {patch_size}x{patch_size} patches"
@@ -134,9 +132,8 @@ def _pooling_cases():
     return [torch.randn(4, 10, 16, generator=generator), torch.randn(2, 5, 8, generator=generator)]
 
 
+@expects_function("pool(states)")
 def _check_mean_pooling(answer):
-    if not callable(answer):
-        return f"expected a function pool(states), got {type(answer).__name__}"
     for states in _pooling_cases():
         n, n_tokens, d_model = states.shape
         got = answer(states.clone())

@@ -1,4 +1,5 @@
 """The ``Exercise`` object: check a learner's answer, hint at what is wrong, reveal a solution."""
+import functools
 import inspect
 import numbers
 import textwrap
@@ -62,6 +63,21 @@ class Exercise:
     def solution(self):
         """Print the worked solution's source code."""
         print(textwrap.dedent(inspect.getsource(self._solution)))
+
+
+def expects_function(signature):
+    """Decorate a checker whose answer is a function: anything else gets one clear message.
+
+    ``signature`` words the function the exercise asks for, e.g. ``"scores(queries, keys, sigma)"``.
+    """
+    def decorate(checker):
+        @functools.wraps(checker)
+        def check(answer):
+            if not callable(answer):
+                return f"expected a function {signature}, got {type(answer).__name__}"
+            return checker(answer)
+        return check
+    return decorate
 
 
 def as_number(value):
