@@ -9,13 +9,13 @@ from ._arrays import _as_numpy
 __all__ = ["sinusoids", "encoding_heatmap", "relative_shift", "position_distances"]
 
 
-def _as_table(table):
+def _as_table(table, name="table"):
     """The encoding as a ``(max_len, d_model)`` float array (a ``(1, max_len, d_model)`` buffer too)."""
     table = _as_numpy(table, float)
     if table.ndim == 3 and table.shape[0] == 1:
         table = table[0]
     if table.ndim != 2:
-        raise ValueError(f"table must be an encoding of shape (max_len, d_model), got {table.shape}")
+        raise ValueError(f"{name} must be an encoding of shape (max_len, d_model), got {table.shape}")
     return table
 
 

@@ -7,6 +7,7 @@ import torch
 from matplotlib.ticker import MaxNLocator
 
 from ._arrays import _as_numpy
+from .positional import _as_table
 
 __all__ = [
     "position_tables",
@@ -22,15 +23,6 @@ SCHEME_COLOURS = {"sinusoidal": "tab:blue", "learned": "tab:orange", "alibi": "t
                   "none": "tab:gray"}
 
 
-def _table(name, table):
-    table = _as_numpy(table, float)
-    if table.ndim == 3 and table.shape[0] == 1:
-        table = table[0]
-    if table.ndim != 2:
-        raise ValueError(f"{name} must be a table of shape (max_len, d_model), got shape {table.shape}")
-    return table
-
-
 def _cosine_similarity(table):
     norms = np.linalg.norm(table, axis=1, keepdims=True)
     unit = table / np.maximum(norms, 1e-12)
@@ -44,7 +36,7 @@ def position_tables(learned, sinusoidal, trained_rows):
     ``learned`` and ``sinusoidal`` ``(max_len, d_model)``; ``trained_rows``: how many rows
     training reached (a dashed line marks where the untrained rows start). Returns the Figure.
     """
-    learned, sinusoidal = _table("learned", learned), _table("sinusoidal", sinusoidal)
+    learned, sinusoidal = _as_table(learned, "learned"), _as_table(sinusoidal, "sinusoidal")
     if learned.shape != sinusoidal.shape:
         raise ValueError(f"learned and sinusoidal must have the same shape, got {learned.shape} and {sinusoidal.shape}")
     max_len = learned.shape[0]
