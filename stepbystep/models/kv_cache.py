@@ -222,7 +222,8 @@ def _attend(tensors, x, cache, layer, mask, bias, positions):
         return F.linear(x, *projection).view(n, length, heads, d_k).transpose(1, 2)
 
     if tensors.qkv is not None:  # one projection for the three: (N, L_new, 3 d_model) -> 3 x (N, h, L_new, d_k)
-        query, new_keys, new_values = F.linear(x, *tensors.qkv).view(n, length, 3, heads, d_k).permute(2, 0, 3, 1, 4)
+        stacked = F.linear(x, *tensors.qkv).view(n, length, 3, heads, d_k)  # (N, L_new, 3, h, d_k)
+        query, new_keys, new_values = stacked.permute(2, 0, 3, 1, 4).unbind(0)  # (N, h, L_new, d_k) each
     else:
         query, new_keys, new_values = chunks(tensors.query), chunks(tensors.key), chunks(tensors.value)
     if rotary is not None:
