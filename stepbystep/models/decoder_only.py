@@ -14,7 +14,7 @@ from ..checks import check_choice, check_int_range, check_positive_int, check_po
 from ..data.special_tokens import IGNORE_INDEX
 from ..devices import evaluating
 from .alibi import alibi_bias_at, alibi_slopes
-from .kv_cache import KVCache, cached_mask, cached_self_attention
+from .kv_cache import KVCache, cached_layer, cached_mask
 from .layers import EncoderLayer
 from .learned_positions import LearnedPositionalEmbedding
 from .masks import subsequent_mask
@@ -44,7 +44,8 @@ class DecoderOnlyLayer(EncoderLayer):
     keep-mask ``(N or 1, L, L)`` (causal and, where there is padding, no padding keys). With a
     ``KVCache``, ``x`` holds only the new tokens and ``mask`` is ``(N or 1, L, t)`` over every
     token the cache holds, or ``None`` when all of them may be read (``cached_mask``); the
-    self-attention reads and extends the cache's entry ``layer``.
+    self-attention reads and extends the cache's entry ``layer`` (``cached_layer`` computes
+    this step).
 
     Positions inside the attention (chapter 10): ``rotary`` (a ``RotaryEmbedding``, given at
     construction) rotates the queries and keys at ``positions`` (``(L,)`` or ``(N, L)``;
@@ -62,14 +63,11 @@ class DecoderOnlyLayer(EncoderLayer):
         return self.self_attn_heads(x, mask, bias=bias, positions=positions)  # (N, L, d_model)
 
     def forward(self, x, mask=None, cache=None, layer=0, bias=None, positions=None):
-        uses_positions = bias is not None or self.self_attn_heads.rotary is not None
-        if cache is None and not uses_positions:
+        if cache is not None:
+            return cached_layer(self, x, cache, layer, mask, bias, positions)  # (N, L, d_model)
+        if bias is None and self.self_attn_heads.rotary is None:
             return super().forward(x, mask)  # (N, L, d_model)
-        if cache is None:
-            step = functools.partial(self._attend, mask=mask, bias=bias, positions=positions)
-        else:
-            step = functools.partial(cached_self_attention, self.self_attn_heads, cache=cache, layer=layer, mask=mask,
-                                     bias=bias, positions=positions)
+        step = functools.partial(self._attend, mask=mask, bias=bias, positions=positions)
         att = self.sublayers[0](x, sublayer=step)  # (N, L, d_model)
         return self.sublayers[1](att, sublayer=self.ffn)  # (N, L, d_model)
 
@@ -235,6 +233,9 @@ class DecoderOnlyTransformer(nn.Module):
         embedded = self.embed(ids)  # (N, L, d_model)
         if self.pe is None:
             return embedded  # (N, L, d_model)
+        if positions is None and keep is None and isinstance(self.pe, PositionalEncoding) and isinstance(earlier, int):
+            table = self.pe.pe[:, earlier:earlier + ids.shape[1]]  # (1, L, d_model): consecutive rows, a slice
+            return embedded + table.to(embedded.dtype)  # (N, L, d_model)
         if positions is None:
             positions = self.token_positions(ids, keep, earlier)  # (L,) or (N, L)
         if isinstance(self.pe, LearnedPositionalEmbedding):
@@ -270,15 +271,17 @@ class DecoderOnlyTransformer(nn.Module):
         else:
             earlier = cache.n_real if cache.padded else cache.length  # (N,) counts, or one int
             padded = cache.add_tokens(keep, padded)  # now: any padding in the whole stream?
-            positions = self.token_positions(ids, keep if padded else None, earlier)  # (L,) or (N, L)
-            x = self.embed_tokens(ids, None, positions=positions)  # (N, L, d_model)
+            positions = None  # sinusoidal or none, no padding: earlier .. earlier + L - 1, never built
+            if padded or self.position_scheme in ("learned", "alibi", "rope"):
+                positions = self.token_positions(ids, keep if padded else None, earlier)  # (L,) or (N, L)
+            x = self.embed_tokens(ids, None, earlier, positions)  # (N, L, d_model)
             bias = None
             if self.position_scheme == "alibi":  # the new rows' distances to every token in the cache
                 every = self.token_positions(cache.keep, cache.keep if padded else None)  # (t,) or (N, t)
                 bias = self.attention_bias(positions, every)  # (h or N, h, L, t)
             mask = cached_mask(cache.keep if padded else None, length, cache.length)  # (N or 1, L, t) or None
-            for index, layer in enumerate(self.layers):
-                x = layer(x, mask, cache=cache, layer=index, bias=bias, positions=positions)  # (N, L, d_model)
+            for index, layer in enumerate(self.layers):  # the layers' cached step, without their module calls
+                x = cached_layer(layer, x, cache, index, mask, bias, positions)  # (N, L, d_model)
         if self.norm is not None:
             x = self.norm(x)
         return self.logits(x)  # (N, L, V)

@@ -1,0 +1,103 @@
+"""The cached layer step: the layer's own computation on the new rows, with gathered parameters."""
+import pytest
+import torch
+
+from stepbystep.models import DecoderOnlyTransformer, KVCache
+from stepbystep.models.decoder_only import DecoderOnlyLayer
+from stepbystep.models.kv_cache import cached_layer, cached_mask
+from stepbystep.models.masks import subsequent_mask
+
+D, HEADS, FF = 16, 2, 32
+
+
+def _layer(norm_first=True, store_alphas=False, dropout=0.0):
+    torch.manual_seed(0)
+    layer = DecoderOnlyLayer(HEADS, D, FF, dropout, norm_first=norm_first, store_alphas=store_alphas)
+    for parameter in layer.parameters():  # norms away from their (1, 0) start, so a skipped norm shows
+        torch.nn.init.normal_(parameter, std=0.3)
+    return layer
+
+
+def _in_pieces(layer, x, sizes):
+    """The layer over ``x`` fed to a cache in consecutive pieces of ``sizes`` tokens: ``(N, L, d)``."""
+    cache, outputs = KVCache(1), []
+    for start, size in zip([0, *torch.tensor(sizes).cumsum(0).tolist()], sizes):
+        cache.add_tokens(torch.ones(x.shape[0], size, dtype=torch.bool))
+        mask = cached_mask(None, size, cache.length)  # (1, size, t) or None
+        outputs.append(cached_layer(layer, x[:, start:start + size], cache, 0, mask))
+    return torch.cat(outputs, dim=1)
+
+
+@pytest.mark.parametrize("norm_first", [True, False])
+@pytest.mark.parametrize("store_alphas", [True, False])
+@pytest.mark.parametrize("grad", [True, False])
+def test_the_cached_step_is_the_layer_on_the_new_rows(norm_first, store_alphas, grad):
+    layer = _layer(norm_first, store_alphas).eval()
+    x = torch.randn(3, 7, D)
+    with torch.set_grad_enabled(grad):
+        whole = layer(x, subsequent_mask(7))  # (3, 7, D): the modules, every row at once
+        pieces = _in_pieces(layer, x, [4, 1, 2])  # the cached step: 4 tokens, then 1, then 2
+    torch.testing.assert_close(pieces, whole, atol=1e-5, rtol=0)
+
+
+def test_gradients_of_a_cached_step_reach_every_parameter():
+    layer = _layer()
+    x = torch.randn(2, 5, D)
+    _in_pieces(layer, x, [3, 1, 1]).pow(2).sum().backward()
+    missing = [name for name, parameter in layer.named_parameters() if parameter.grad is None]
+    assert not missing, f"no gradient reached {missing}"
+    expected = {name: parameter.grad.clone() for name, parameter in layer.named_parameters()}
+    layer.zero_grad()
+    layer(x, subsequent_mask(5)).pow(2).sum().backward()  # the same loss through the modules
+    for name, parameter in layer.named_parameters():
+        torch.testing.assert_close(parameter.grad, expected[name], atol=1e-4, rtol=1e-4, msg=name)
+
+
+def test_the_cache_gathers_again_when_gradients_are_switched_on():
+    layer = _layer()
+    cache = KVCache(1)
+    x = torch.randn(1, 2, D)
+    with torch.no_grad():  # generation: the projections are stacked, no graph
+        cache.add_tokens(torch.ones(1, 1, dtype=torch.bool))
+        cached_layer(layer, x[:, :1], cache, 0)
+    assert cache.layer_tensors(0, layer).attention.qkv is None  # asked with gradients on: gathered again
+    cache.add_tokens(torch.ones(1, 1, dtype=torch.bool))
+    cached_layer(layer, x[:, 1:], cache, 0).sum().backward()
+    assert layer.self_attn_heads.linear_query.weight.grad is not None
+    with torch.no_grad():
+        assert cache.layer_tensors(0, layer).attention.qkv[0].shape == (3 * D, D)
+
+
+def test_dropout_acts_in_training_mode_only():
+    layer = _layer(dropout=0.5)
+    x = torch.randn(2, 6, D)
+    layer.eval()
+    reference = _in_pieces(layer, x, [6])
+    layer.train()
+    torch.manual_seed(1)
+    dropped = _in_pieces(layer, x, [6])
+    torch.manual_seed(1)
+    assert torch.equal(_in_pieces(layer, x, [6]), dropped)  # seeded: the same units dropped
+    assert not torch.allclose(dropped, reference)
+    layer.eval()
+    torch.testing.assert_close(_in_pieces(layer, x, [6]), reference, atol=0, rtol=0)
+
+
+def test_the_cache_keeps_no_mask_until_padding_arrives():
+    cache = KVCache(1)
+    assert cache.keep is None and cache.n_real is None
+    cache.add_tokens(torch.ones(2, 3, dtype=torch.bool))
+    assert cache.keep.shape == (2, 3) and bool(cache.keep.all()) and not cache.padded
+    cache.add_tokens(torch.tensor([[True, False]] * 2))
+    assert cache.padded and cache.keep.tolist() == [[True, True, True, True, False]] * 2
+    assert cache.n_real.tolist() == [4, 4] and cache.length == 5
+
+
+def test_consecutive_positions_take_a_slice_of_the_sinusoidal_table():
+    torch.manual_seed(0)
+    model = DecoderOnlyTransformer(12, d_model=D, n_heads=HEADS, ff_units=FF, max_len=20).eval()
+    ids = torch.randint(1, 12, (2, 4))
+    sliced = model.embed_tokens(ids, None, 5)  # positions 5..8, never built
+    indexed = model.embed_tokens(ids, None, positions=torch.arange(5, 9))
+    assert torch.equal(sliced, indexed)
+    torch.testing.assert_close(sliced - model.embed(ids), model.pe.pe[:, 5:9].expand(2, -1, -1), atol=1e-6, rtol=0)
