@@ -63,7 +63,9 @@ def lab(tmp_path_factory):
     tracker.write_text('{"windowingMode": "none"}')
     env = dict(os.environ, JUPYTER_CONFIG_DIR=str(root / "config"), JUPYTER_DATA_DIR=str(root / "data"),
                JUPYTERLAB_SETTINGS_DIR=str(root / "settings"), JUPYTERLAB_WORKSPACES_DIR=str(root / "workspaces"),
-               JUPYTER_RUNTIME_DIR=str(root / "runtime"))
+               JUPYTER_RUNTIME_DIR=str(root / "runtime"),
+               # the kernels import the package of this checkout, whatever else is installed
+               PYTHONPATH=os.pathsep.join(filter(None, [str(NOTEBOOKS.parent), os.environ.get("PYTHONPATH")])))
     server = subprocess.Popen(
         [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
          f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={course}",
