@@ -91,11 +91,12 @@ print(f"gradient at block 1 / gradient at block 20: with the skip {with_skip[0] 
 # %% [markdown]
 # The claim, checked: without the skip the first block gets less than a thousandth of the
 # gradient of the last one; with it, every block's gradient is within a factor of 10 of every
-# other's.
+# other's, and the first block gets more than the last.
 
 # %%
 assert without_skip[0] / without_skip[-1] < 1e-3, f"plain stack: ratio {without_skip[0] / without_skip[-1]:.1e}"
 assert max(with_skip) / min(with_skip) < 10, f"residual stack: spread {max(with_skip) / min(with_skip):.1f}"
+assert with_skip[0] > with_skip[-1], f"residual stack: block 1 {with_skip[0]:.3f}, block 20 {with_skip[-1]:.3f}"
 
 # %%
 fig = plots.depth_profile({"x + F(x) (residual)": with_skip, "F(x) (plain)": without_skip},
@@ -449,7 +450,7 @@ for corner in (0, 3):
 #
 # Does the placement of the norm matter for training? We take a **6-layer** encoder stack
 # (`d_model = 16`, 2 heads, no dropout) that reads the first two corners of a square and
-# predicts the last two, and train it on 64 squares with Adam for 50 full-batch steps at a
+# predicts the last two, and train it on 64 squares with Adam for 35 full-batch steps at a
 # learning rate of 0.03. At every step we record the norm of the gradient of each layer's
 # parameters, and the loss. `layer_gradient_norms` does exactly this (read it in
 # `stepbystep/gradient_norms.py`); the gradient at step 0 is the one at initialisation.
@@ -462,7 +463,7 @@ for corner in (0, 3):
 
 # %%
 def experiment(norm_first, warmup, seed=0):
-    return layer_gradient_norms(n_layers=6, norm_first=norm_first, steps=50, lr=0.03, warmup_steps=warmup, seed=seed)
+    return layer_gradient_norms(n_layers=6, norm_first=norm_first, steps=35, lr=0.03, warmup_steps=warmup, seed=seed)
 
 
 runs = [experiment(norm_first, warmup) for norm_first in (True, False) for warmup in (0, 20)]
@@ -544,7 +545,7 @@ for run in runs[:2]:  # norm-first, without and with warm-up: the spread across 
 #
 # A single seeded run could be a lucky or unlucky draw. We repeat the three runs the argument
 # rests on, norm-first without warm-up and norm-last with and without it, with seeds 1 to 4
-# (seed 0 is the run above): twelve more runs of 50 steps, a few seconds each.
+# (seed 0 is the run above): twelve more runs of 35 steps.
 
 # %%
 seeds = [0, 1, 2, 3, 4]
@@ -589,7 +590,7 @@ first_flat, last_flat, last_warm = "norm-first, no warm-up", "norm-last, no warm
 assert (finals[first_flat] < 0.05).all() and (finals[last_warm] < 0.05).all(), finals
 assert (finals[last_flat] > 0.2).sum() >= 4 and np.median(finals[last_flat]) > 10 * np.median(finals[last_warm]), finals
 assert np.median(lowers[last_flat]) < 0.01 * np.median(lowers[last_warm]), lowers
-first_shrinks, last_dips = 0, 0  # seeds where the finer details of section 8 hold
+first_shrinks, last_dips, exceptions = 0, 0, []  # seeds where the finer details of section 8 hold, or not
 for first_run, last_run in zip(by_setting[first_flat], by_setting[last_flat]):  # the same seed, both placements
     g_first, g_last = first_run.norms[0], last_run.norms[0]  # (6,) each: at initialisation
     assert g_first.max() / g_first.min() < 1.5, g_first
@@ -597,7 +598,11 @@ for first_run, last_run in zip(by_setting[first_flat], by_setting[last_flat]):  
     assert g_last.max() / g_last.min() > g_first.max() / g_first.min(), (g_first, g_last)
     first_shrinks += int(g_first[0] > g_first[-1])
     last_dips += int(g_last.argmin() in (1, 2, 3))
-assert first_shrinks == 4 and last_dips == 4, (first_shrinks, last_dips)
+    if not (g_first[0] > g_first[-1] and g_last.argmin() in (1, 2, 3)):
+        exceptions.append((g_first, g_last))
+assert first_shrinks == 4 and last_dips == 4 and len(exceptions) == 1, (first_shrinks, last_dips, exceptions)
+g_first, g_last = exceptions[0]  # the fifth seed: nearly flat with a dip, and growing all the way up
+assert g_first.max() / g_first.min() < 1.1 and 0 < g_first.argmin() < 5 and (np.diff(g_last) > 0).all(), exceptions
 
 # %% [markdown]
 # So, in this toy setting, a norm-last stack trained at the full learning rate from the first
@@ -625,7 +630,7 @@ assert first_shrinks == 4 and last_dips == 4, (first_shrinks, last_dips)
 # NBVAL_IGNORE_OUTPUT
 from stepbystep.widgets import gradient_norms_explorer
 
-gradient_norms_explorer(runs=runs)
+gradient_norms_explorer(runs=runs, steps=35)
 
 # %% [markdown]
 # ## Recap
@@ -703,7 +708,7 @@ ch04.layer_norm_pair.check(layer_norm_pair)
 
 # %% [markdown]
 # **4. Warm-up, longer or shorter.** With `layer_gradient_norms(n_layers=6, norm_first=False,
-# warmup_steps=w)`, try a few warm-up lengths `w` (and a few `seed`s). How short can the
+# steps=35, warmup_steps=w)`, try a few warm-up lengths `w` (and a few `seed`s). How short can the
 # warm-up be before the norm-last stack gets stuck again? Does an 8-layer stack need a longer one?
 # Then the other side: with `norm_first=True` and no warm-up, raise `lr` (0.1, then 0.3). Does the
 # norm-first stack still train in every seed? (No checker: compare a few seeds of each setting,

@@ -78,11 +78,12 @@ def batch_vs_layer_norm(raw, batch_normed, layer_normed, groups):
         bins = np.linspace(values.min(), values.max() + 1e-6, 41)
         for (label, mask), color in zip(masks.items(), _GROUP_COLORS):
             chosen = values[mask].ravel()  # (tokens in the group * d_model,)
-            ax.hist(chosen, bins=bins, color=color, alpha=0.55, label=f"{label}: {_group_summary(chosen)}")
+            ax.hist(chosen, bins=bins, color=color, alpha=0.55, histtype="stepfilled",  # one patch, not one a bar
+                    label=f"{label}: {_group_summary(chosen)}")
         ax.set_xlabel("value")
         ax.set_ylabel("count")
         ax.set_title(title)
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=7, loc="upper right")
     return fig
 
 
