@@ -473,7 +473,8 @@ torch.testing.assert_close(greedy, model.predict(source_seq), atol=1e-5, rtol=0)
 # Real sequences have different lengths. To stack them in one tensor we **pad** the short
 # ones, here with zeros at the end. The padded positions are not data, so no query should
 # attend to them: a **source mask** `(N, 1, L)` is `False` at the padding, and the same row
-# serves every query of the sequence. Let us make sequences of 2, 3 or 4 corners:
+# serves every query of the sequence. Let us draw four sequences of random lengths, from 2 to
+# 4 corners (this draw gives three of 4 corners and one of 2):
 
 # %%
 # NBVAL_CHECK_OUTPUT

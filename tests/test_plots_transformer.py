@@ -61,7 +61,7 @@ def test_loss_comparison_draws_a_bar_per_label_and_dots_for_draws():
     assert widths == pytest.approx([0.01, 0.03])
     (dots,) = ax.collections
     assert sorted(dots.get_offsets()[:, 0]) == pytest.approx([0.02, 0.03, 0.04])
-    assert sorted(t.get_text() for t in ax.texts) == ["0.0100", "0.0300 (mean of 3)"]
+    assert sorted(t.get_text() for t in ax.texts) == ["0.0100", "mean of the 3 dots: 0.0300"]
     assert ax.get_xlabel() == "MSE" and ax.get_title() == "one batch"
     assert ax.get_xscale() == "linear"
 
@@ -83,7 +83,7 @@ def test_loss_comparison_on_a_log_scale_draws_points_not_bars():
     assert sorted(points.get_offsets()[:, 0]) == pytest.approx([0.012, 0.03, 1.0])  # one per row, at its mean
     assert dict(zip(points.get_offsets()[:, 1], points.get_offsets()[:, 0])) == pytest.approx({2: 1.0, 1: 0.012, 0: 0.03})
     assert sorted(dots.get_offsets()[:, 0]) == pytest.approx([0.02, 0.04])
-    assert sorted(t.get_text() for t in ax.texts) == ["0.0120", "0.0300 (mean of 2)", "1.0000"]
+    assert sorted(t.get_text() for t in ax.texts) == ["0.0120", "1.0000", "mean of the 2 dots: 0.0300"]
 
 
 @pytest.mark.parametrize("losses, error", [({}, ValueError), ([0.1], TypeError), ({"a": float("nan")}, ValueError),

@@ -36,7 +36,7 @@ def attention_map(weights, query_labels=None, key_labels=None, title=None, annot
     else:
         fig = ax.figure
     image = _draw_map(ax, weights, query_labels, key_labels, title, annotate)
-    fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
+    fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04, label="attention weight")
     return fig
 
 
@@ -67,7 +67,7 @@ def attention_maps(weights, titles=None, query_labels=None, key_labels=None, n_c
         image = _draw_map(ax, weights[index], query_labels, key_labels, title, annotate)
     for ax in spare:
         ax.remove()
-    fig.colorbar(image, ax=used, fraction=0.03, pad=0.02)
+    fig.colorbar(image, ax=used, fraction=0.03, pad=0.02, label="attention weight")
     if suptitle:
         fig.suptitle(suptitle)
     return fig

@@ -149,5 +149,5 @@ def head_maps(weights, titles=None, n_cols=6, fig=None):
         image = _draw_map(ax, head_weights, None, None, title, annotate)
     for ax in axes.flat[n_maps:]:
         ax.remove()
-    fig.colorbar(image, ax=used, fraction=0.03, pad=0.02)
+    fig.colorbar(image, ax=used, fraction=0.03, pad=0.02, label="attention weight")
     return fig

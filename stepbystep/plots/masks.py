@@ -73,7 +73,7 @@ def mask_and_weights(mask, weights, query_row=None, fig=None):
     weights_ax.set_xlabel("key")
     weights_ax.set_ylabel("query")
     weights_ax.set_title("attention weights")
-    fig.colorbar(image, ax=weights_ax, fraction=0.046, pad=0.04)
+    fig.colorbar(image, ax=weights_ax, fraction=0.046, pad=0.04, label="attention weight")
     if query_row is not None:
         _highlight_row(mask_ax, query_row, n_k)
         _highlight_row(weights_ax, query_row, n_k)

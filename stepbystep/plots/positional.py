@@ -61,7 +61,7 @@ def encoding_heatmap(table):
     ax.set_xlabel("dimension")
     ax.set_ylabel("position")
     ax.set_title("Positional encoding")
-    fig.colorbar(image, ax=ax)
+    fig.colorbar(image, ax=ax, label="value (red +, blue -)")
     return fig
 
 
@@ -123,7 +123,7 @@ def position_distances(table, references=(0, 5, 10)):
     heat_ax.set_xlabel("position")
     heat_ax.set_ylabel("position")
     heat_ax.set_title("distance between two positions")
-    fig.colorbar(image, ax=heat_ax)
+    fig.colorbar(image, ax=heat_ax, label="distance")
     for reference in references:
         line_ax.plot(range(max_len), distances[reference], marker=".", label=f"from position {reference}")
     _integer_ticks(line_ax.xaxis)

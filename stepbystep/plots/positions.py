@@ -50,13 +50,13 @@ def position_tables(learned, sinusoidal, trained_rows):
         axes[0, column].set_title(f"{name}: one row per position", fontsize=10)
         axes[0, column].set_xlabel("dimension")
         axes[0, column].set_ylabel("position")
-        fig.colorbar(image, ax=axes[0, column], shrink=0.8)
+        fig.colorbar(image, ax=axes[0, column], shrink=0.8, label="entry (red +, blue -)")
         similarity = axes[1, column].imshow(_cosine_similarity(table), cmap="viridis", vmin=-1, vmax=1,
                                             interpolation="nearest")
         axes[1, column].set_title("cosine similarity of two positions' vectors", fontsize=10)
         axes[1, column].set_xlabel("position")
         axes[1, column].set_ylabel("position")
-        fig.colorbar(similarity, ax=axes[1, column], shrink=0.8)
+        fig.colorbar(similarity, ax=axes[1, column], shrink=0.8, label="cosine similarity")
         if column == 0 and trained_rows < max_len:
             edge = trained_rows - 0.5
             axes[0, 0].axhline(edge, color="black", ls="--", lw=1)
@@ -127,8 +127,10 @@ def rope_rotation(rotary, vector, positions, pairs=(0, 1)):
         ax.plot(radius * np.cos(circle), radius * np.sin(circle), color="lightgray", lw=1, zorder=0)
         ax.plot(a, b, color="tab:red", lw=0.8, alpha=0.5)
         ax.scatter(a, b, s=16, color="tab:red", zorder=3)
-        for position, x, y in zip(positions.tolist(), a, b):
-            ax.annotate(str(position), (x, y), textcoords="offset points", xytext=(4, 3), fontsize=7)
+        for position, x, y in zip(positions.tolist(), a, b):  # each number just outside its point
+            angle = math.atan2(y, x)
+            ax.annotate(str(position), (x, y), textcoords="offset points", fontsize=7, ha="center", va="center",
+                        xytext=(9 * math.cos(angle), 9 * math.sin(angle)))
         ax.annotate("", xy=(a[0], b[0]), xytext=(0, 0), arrowprops=dict(arrowstyle="->", color="black"))
         theta = float(rotary.angles(torch.tensor(1))[pair])
         ax.set_title(f"pair {pair} (dims {2 * pair}, {2 * pair + 1}): {theta:.3g} rad per position", fontsize=9)
@@ -220,7 +222,8 @@ def accuracy_by_position(by_position, train_length, chance=None):
     ax.text(train_length / 2, 1.06, "trained positions", ha="center", fontsize=8)
     if chance is not None:
         ax.axhline(chance, color="gray", ls="--", lw=1)
-        ax.text(ax.get_xlim()[1], chance, "chance ", ha="right", va="bottom", fontsize=8, color="gray")
+        ax.text(-0.5, chance, " chance", ha="left", va="bottom", fontsize=8, color="gray")  # inside the
+        # trained positions, where every line runs far above chance
     ax.set_ylim(0, 1.12)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("position in the test sequence")

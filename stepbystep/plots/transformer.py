@@ -148,7 +148,8 @@ def loss_comparison(losses, title=None, xlabel="loss", log=False):
         if draws.size > 1:
             offsets = np.linspace(-0.2, 0.2, draws.size)  # spread the dots over the row's height
             ax.scatter(draws, position + offsets, color="black", s=10, zorder=4)
-            text += f" (mean of {draws.size})"
+            # said in full: next to the largest dot, a bare number would read as that dot's value
+            text = f"mean of the {draws.size} dots: {mean:.4f}"
         ax.annotate(text, (draws.max(), position), xytext=(8, 0), textcoords="offset points",
                     va="center", fontsize=8)
     largest = max(float(v.max()) for v in values.values())
