@@ -15,7 +15,7 @@ from matplotlib.collections import QuadMesh  # noqa: E402
 from stepbystep import plots  # noqa: E402
 from stepbystep.data import Seq2SeqDataset, Vocab, pad_collate  # noqa: E402
 from stepbystep.models import TokenTransformer, subsequent_mask  # noqa: E402
-from stepbystep.plots._arrays import _as_numpy  # noqa: E402
+from stepbystep.plots._arrays import _as_2d, _as_numpy  # noqa: E402
 from stepbystep.plots._heatmaps import MASK, WEIGHTS, heatmap  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,6 +48,15 @@ def test_as_numpy_keeps_the_element_type_unless_asked():
     assert _as_numpy(torch.tensor([3, 1]), float).dtype == np.float64
     half = _as_numpy(torch.tensor([0.5, 0.25], dtype=torch.bfloat16))  # NumPy has no bfloat16
     assert half.dtype == np.float32 and half.tolist() == [0.5, 0.25]
+
+
+def test_as_2d_drops_a_leading_one_and_refuses_other_shapes():
+    table = torch.arange(6.0).reshape(1, 2, 3)
+    assert _as_2d(table, "table", "(max_len, d_model)").tolist() == [[0, 1, 2], [3, 4, 5]]
+    assert _as_2d([[1, 2]], "image", "(H, W)").dtype == float
+    for bad in (np.zeros(4), np.zeros((2, 2, 2)), np.zeros((1, 1, 2, 2))):
+        with pytest.raises(ValueError, match=r"image must have shape \(H, W\) or \(1, H, W\), got"):
+            _as_2d(bad, "image", "(H, W)")
 
 
 def test_importing_the_plots_loads_no_seaborn():

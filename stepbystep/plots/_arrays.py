@@ -16,3 +16,14 @@ def _as_numpy(values, dtype=None):
             values = values.float()
         values = values.numpy()
     return np.asarray(values, dtype=dtype)
+
+
+def _as_2d(values, name, shape):
+    """``values`` as a 2-D float array: one ``shape`` (e.g. ``"(H, W)"``), or the same with a
+    leading dimension of 1 (a batch of one image, a ``(1, max_len, d_model)`` buffer)."""
+    values = _as_numpy(values, float)
+    if values.ndim == 3 and values.shape[0] == 1:
+        values = values[0]
+    if values.ndim != 2:
+        raise ValueError(f"{name} must have shape {shape} or (1, {shape[1:-1]}), got {values.shape}")
+    return values

@@ -4,19 +4,14 @@ import numpy as np
 from matplotlib.ticker import MaxNLocator
 
 from ..checks import check_positive_int
-from ._arrays import _as_numpy
+from ._arrays import _as_2d
 
 __all__ = ["sinusoids", "encoding_heatmap", "relative_shift", "position_distances"]
 
 
 def _as_table(table, name="table"):
     """The encoding as a ``(max_len, d_model)`` float array (a ``(1, max_len, d_model)`` buffer too)."""
-    table = _as_numpy(table, float)
-    if table.ndim == 3 and table.shape[0] == 1:
-        table = table[0]
-    if table.ndim != 2:
-        raise ValueError(f"{name} must be an encoding of shape (max_len, d_model), got {table.shape}")
-    return table
+    return _as_2d(table, name, "(max_len, d_model)")
 
 
 def _integer_ticks(axis):

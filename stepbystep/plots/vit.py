@@ -4,7 +4,7 @@ import numpy as np
 from matplotlib.patches import Rectangle
 
 from ..checks import check_positive_int
-from ._arrays import _as_numpy
+from ._arrays import _as_2d, _as_numpy
 
 __all__ = [
     "line_samples",
@@ -18,12 +18,7 @@ __all__ = [
 
 def _one_image(image):
     """A grey image as ``(H, W)`` from ``(H, W)`` or ``(1, H, W)``."""
-    image = _as_numpy(image, float)
-    if image.ndim == 3 and image.shape[0] == 1:
-        image = image[0]
-    if image.ndim != 2:
-        raise ValueError(f"expected one grey image (H, W) or (1, H, W), got shape {image.shape}")
-    return image
+    return _as_2d(image, "image", "(H, W)")
 
 
 def _show_image(ax, image, vmax=1.0):
