@@ -223,9 +223,10 @@ print(f"{sum(p.numel() for p in model.parameters()):,} parameters")
 # - **gradient clipping** (`set_clip_grad_norm(1.0)`): when a mini-batch gives an unusually
 #   large gradient, its norm is scaled down to 1, so one bad batch cannot throw such large
 #   steps off course;
-# - `fused=True`: Adam updates all the model's parameter tensors in one pass instead of a loop
-#   of small operations per tensor. The same algorithm, in a fraction of the time on a CPU,
-#   where the optimizer would otherwise take a noticeable share of a step this small.
+# - `fused=True`, as in chapter 07: Adam updates all the model's parameter tensors in one pass
+#   instead of a loop of small operations per tensor. The same algorithm, in a fraction of the
+#   time on a CPU, where the optimizer would otherwise take a noticeable share of a step this
+#   small.
 
 # %%
 n_epochs, warmup_steps = 3, 100
