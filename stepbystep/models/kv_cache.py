@@ -89,7 +89,8 @@ class KVCache:
         return self.padded
 
     def layer_tensors(self, index, layer):
-        """``LayerTensors.of(layer)``, gathered at the first step of entry ``index`` and reused."""
+        """``LayerTensors.of(layer)``, gathered at entry ``index``'s first step and reused (gathered
+        again for another layer or when gradients were switched on or off since)."""
         tensors = self._tensors[index]
         if tensors is None or tensors.layer is not layer or tensors.grad != torch.is_grad_enabled():
             tensors = self._tensors[index] = LayerTensors.of(layer)
