@@ -4,7 +4,7 @@ import numpy as np
 from matplotlib.colors import ListedColormap
 
 from ._arrays import _as_numpy
-from ._heatmaps import WEIGHTS
+from ._heatmaps import WEIGHTS, heatmap
 
 __all__ = ["padded_batch", "learning_rate_schedule", "reversal_attention"]
 
@@ -13,34 +13,13 @@ __all__ = ["padded_batch", "learning_rate_schedule", "reversal_attention"]
 _KEEP = {"cmap": ListedColormap(["#d9d9d9", "#9ecae1"]), "vmin": 0, "vmax": 1}
 
 
-def _keep_grid(ax, keep, xticklabels=None, yticklabels=None, square=False):
-    """Draw the 0/1 map ``keep`` ``(rows, cols)`` in the two colours above, row 0 on top.
-
-    The look of the course's ``heatmap`` (one tick per cell, centred; no frame), drawn with
-    matplotlib alone: this chapter's only annotated maps then do not import seaborn, which
-    took longer than drawing the whole figure.
-    """
-    n_rows, n_cols = keep.shape
-    ax.pcolormesh(keep, **_KEEP)
-    ax.set_xlim(0, n_cols)
-    ax.set_ylim(n_rows, 0)
-    if square:
-        ax.set_aspect("equal")
-    ax.set_xticks(np.arange(n_cols) + 0.5, range(n_cols) if xticklabels is None else xticklabels)
-    ax.set_yticks(np.arange(n_rows) + 0.5, range(n_rows) if yticklabels is None else yticklabels)
-    ax.tick_params(length=0)
-    for spine in ax.spines.values():
-        spine.set_visible(False)
-
-
 def _token_grid(ax, ids, vocab, keep, title):
     """Draw a grid of token ids, each cell labelled with its symbol, coloured by ``keep``."""
-    _keep_grid(ax, keep)
-    for row, sequence in enumerate(ids):
-        for column, token in enumerate(sequence):
-            symbol = vocab.itos[int(token)]  # special tokens ("<pad>") in a smaller font, to fit
-            ax.text(column + 0.5, row + 0.5, symbol, ha="center", va="center", color=".15",
-                    fontsize=9 if len(symbol) == 1 else 7)
+    symbols = np.array([[vocab.itos[int(i)] for i in row] for row in ids])  # (rows, cols)
+    heatmap(ax, keep, _KEEP, annot=symbols, fmt="", fontsize=9)
+    for text in ax.texts:  # special tokens ("<pad>") in a smaller font, to fit their cells
+        if len(text.get_text()) > 1:
+            text.set_fontsize(7)
     ax.set_xlabel("position")
     ax.set_ylabel("sequence")
     ax.set_title(title)
@@ -73,7 +52,7 @@ def padded_batch(source, target_in, target_out, vocab, source_mask, target_mask,
     _token_grid(axes[2], target_out, vocab, (target_out != pad_id).astype(float),
                 f"target_out {target_out.shape}")
     labels = [vocab.itos[int(i)] for i in target_in[index]]
-    _keep_grid(axes[3], one_mask, xticklabels=labels, yticklabels=labels, square=True)
+    heatmap(axes[3], one_mask, _KEEP, xticklabels=labels, yticklabels=labels, square=True)
     axes[3].tick_params(axis="x", labelrotation=90)
     axes[3].set_xlabel("key (decoder input)")
     axes[3].set_ylabel("query (decoder input)")
