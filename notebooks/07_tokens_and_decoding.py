@@ -259,12 +259,16 @@ assert digit_exact == 1.0, f"expected every validation string reversed exactly, 
 # ## How the model reverses: cross-attention
 #
 # To write output $t$ (counting from 0), the decoder must read source digit $15 - t$. If its
-# cross-attention does the reading, the weights should lie on the **anti-diagonal**. The last
-# call of `greedy_decode` ran the decoder on `<sos>` and all 16 digits, so the weights it
-# left behind in `model.decoder.layers[-1].cross_attn_heads.alphas`, $(N, h, L_t, L_s)$,
-# cover every output position. Rows are labelled with the token each position wrote.
+# cross-attention does the reading, the weights should lie on the **anti-diagonal**. To see
+# them we run the decoder once more on what it wrote, `<sos>` and the 16 digits: the weights
+# it leaves in `model.decoder.layers[-1].cross_attn_heads.alphas`, $(N, h, L_t, L_s)$, cover
+# every output position. (`greedy_decode` itself feeds only the newest token at each step and
+# keeps what it computed for the earlier ones, a cache that chapter 09 explains, so its last
+# step leaves one row.) Rows are labelled with the token each position wrote.
 
 # %%
+with torch.no_grad():
+    digit_model.decode(generated[:, :-1], memory, source_mask)  # (300, 17, 14): <sos> and the 16 digits, read again
 cross = digit_model.decoder.layers[-1].cross_attn_heads.alphas  # (300, 2, 17, 16)
 fig = plots.reversal_attention(cross[0], digit_val[0][0], digit_vocab.decode(greedy[0]) + "⏎",
                                title="cross-attention while reversing (⏎ = <eos>)")

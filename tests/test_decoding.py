@@ -193,3 +193,23 @@ def test_decoding_gives_every_submodule_its_own_mode_back():
     beam_search(model, source, SOS, EOS, 6)
     assert model.training and model.decoder.training and not model.encoder.training
     assert not any(module.training for module in model.encoder.modules())
+
+
+@pytest.mark.parametrize("norm_first", [True, False])
+def test_greedy_with_the_cache_writes_what_it_writes_without(norm_first):
+    source = torch.randint(4, 9, (16, 7), generator=torch.Generator().manual_seed(0))
+    source[::3, 5:] = PAD  # some shorter sources
+    for scale, eos_bias in ((4.0, 0.0), (1.0, 2.0)):  # long varied outputs; outputs ending at different steps
+        torch.manual_seed(3)
+        model = TokenTransformer(9, 9, d_model=16, n_heads=2, ff_units=32, n_layers=2, dropout=0.1, max_len=12,
+                                 norm_first=norm_first)
+        with torch.no_grad():
+            model.generator.weight.mul_(scale)
+            model.generator.bias[EOS] += eos_bias
+        cached = greedy_decode(model, source, SOS, EOS, 12)
+        assert torch.equal(cached, greedy_decode(model, source, SOS, EOS, 12, use_cache=False))
+        assert model.training  # back in its mode (dropout was off while decoding)
+        if eos_bias:
+            assert (cached == EOS).any(dim=1).all() and (cached == PAD).any()  # all ended, not all at once
+        else:
+            assert cached.shape == (16, 12) and len({tuple(row) for row in cached.tolist()}) >= 3

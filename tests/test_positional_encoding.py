@@ -130,3 +130,21 @@ def test_a_wrong_table_is_refused_with_a_clear_message():
         pe.load_state_dict({"pe": [0.0]})
     with pytest.raises(ValueError, match="'pe' must hold the sinusoidal table"):
         pe.load_state_dict({"pe": sinusoidal_table(10, 4).unsqueeze(0) + 1e-3}, strict=False)
+
+
+def test_start_adds_the_rows_of_the_later_positions():
+    encoding = PositionalEncoding(10, 4, scale_input=False)
+    x = torch.randn(2, 3, 4)
+    torch.testing.assert_close(encoding(x, start=5), x + sinusoidal_table(10, 4)[5:8], atol=0, rtol=0)
+    whole = encoding(torch.zeros(1, 10, 4))
+    pieces = torch.cat([encoding(torch.zeros(1, 6, 4)), encoding(torch.zeros(1, 4, 4), start=6)], dim=1)
+    assert torch.equal(pieces, whole)  # two pieces read one after the other = the whole sequence
+
+
+def test_a_start_past_max_len_or_not_an_int_is_refused():
+    with pytest.raises(ValueError, match=r"sequence length 11 exceeds.*max_len 10"):
+        PositionalEncoding(10, 4)(torch.zeros(1, 2, 4), start=9)
+    with pytest.raises(ValueError, match="start must be a non-negative int, got -1"):
+        PositionalEncoding(10, 4)(torch.zeros(1, 2, 4), start=-1)
+    with pytest.raises(TypeError, match="start must be a non-negative int, got float 1.0"):
+        PositionalEncoding(10, 4)(torch.zeros(1, 2, 4), start=1.0)

@@ -118,3 +118,41 @@ def test_trains_on_a_tiny_copy_task():
         losses.append(loss.item())
     assert losses[-1] < 0.5 * losses[0]
     assert all(p.grad is not None for p in model.parameters())
+
+
+@pytest.mark.parametrize("norm_first", [True, False])
+@pytest.mark.parametrize("store_alphas", [True, False])
+def test_decoding_with_a_cache_gives_the_rows_of_the_whole_target(norm_first, store_alphas):
+    model = make_model(norm_first=norm_first)
+    for attention in model.modules():
+        if hasattr(attention, "store_alphas"):
+            attention.store_alphas = store_alphas
+    source = random_ids(3, 7, 9)
+    source[0, 4:] = 0  # padding in the first source
+    target_in = random_ids(3, 6, 11, seed=1)
+    target_in[1, 3] = 0  # padding inside a target: never attended to, with or without the cache
+    with torch.no_grad():
+        memory, source_mask = model.encode(source)
+        whole = model.decode(target_in, memory, source_mask)  # (3, 6, 11)
+        cache = model.new_cache()
+        pieces = [model.decode(target_in[:, :2], memory, source_mask, cache=cache)]  # two tokens at once, then one by one
+        pieces += [model.decode(target_in[:, t:t + 1], memory, source_mask, cache=cache) for t in range(2, 6)]
+    assert cache.length == 6 and cache.keys[0].shape == (3, 2, 6, 8)
+    torch.testing.assert_close(torch.cat(pieces, dim=1), whole, atol=1e-5, rtol=0)
+
+
+def test_the_cache_reads_memory_once_and_refuses_what_it_cannot_hold():
+    model = make_model()
+    source, target_in = random_ids(2, 5, 9), random_ids(2, 12, 11)
+    with torch.no_grad():
+        memory, source_mask = model.encode(source)
+        cache = model.new_cache()
+        model.decode(target_in[:, :1], memory, source_mask, cache=cache)
+        projected = model.decoder.layers[0].cross_attn_heads.proj_key
+        model.decode(target_in[:, 1:2], memory, source_mask, cache=cache)
+        assert model.decoder.layers[0].cross_attn_heads.proj_key is projected  # not projected again
+        model.decode(target_in[:, 2:12], memory, source_mask, cache=cache)
+        with pytest.raises(ValueError, match=r"sequence length 13 exceeds the positional encoding's max_len 12"):
+            model.decode(target_in[:, :1], memory, source_mask, cache=cache)
+        with pytest.raises(TypeError, match="cache must be a KVCache from model.new_cache\\(\\), got dict"):
+            model.decode(target_in[:, :1], memory, source_mask, cache={})

@@ -4,13 +4,16 @@ When a decoder-only model writes one token at a time, the keys and values of the
 already read do not change: causal attention never lets an old token see a new one. So each
 attention layer can keep them (the *cache*) and, for a new token, project only that token's
 query, key and value, append the key and value to the cache, and compute one row of attention.
-Without the cache every step runs the whole sequence through the model again.
+Without the cache every step runs the whole sequence through the model again. The decoder of an
+encoder-decoder (chapters 07-08) keeps its self-attention's keys and values the same way
+(``cached_decoder_layer``); its cross-attention reads the encoder's states, projected once.
 
 One new token makes tiny tensors: a step's cost is then mostly Python (module calls, attribute
 lookups), not arithmetic. So ``cached_layer`` computes a layer with ``torch.nn.functional`` on
 the parameters the cache gathered at the first step (``LayerTensors``), and without gradients
 it projects queries, keys and values with one stacked matrix.
 """
+import functools
 import math
 from typing import NamedTuple
 
@@ -22,7 +25,7 @@ from ..checks import check_positive_int
 from .masks import subsequent_mask
 from .scaled_dot_product import masked_softmax
 
-__all__ = ["KVCache", "cached_layer", "cached_mask", "cached_self_attention"]
+__all__ = ["KVCache", "cached_decoder_layer", "cached_layer", "cached_mask", "cached_self_attention"]
 
 
 class KVCache:
@@ -270,6 +273,24 @@ def cached_layer(layer, x, cache, index, mask=None, bias=None, positions=None):
     hidden = _dropout(F.relu(F.linear(inner, *tensors.hidden)), hidden_p)  # (N, L_new, ff_units)
     x = x + _dropout(F.linear(hidden, *tensors.out), feed_p)  # (N, L_new, d_model)
     return x if norm_first else F.layer_norm(x, *tensors.feed_norm)
+
+
+def cached_decoder_layer(layer, x, cache, index, source_mask=None, mask=None):
+    """An encoder-decoder ``DecoderLayer`` on the new target tokens with a cache.
+
+    ``x`` ``(N, L_new, d_model)`` in and out. The layer's own wrappers run as in its
+    ``forward``: the self-attention is ``cached_self_attention`` (the new tokens' keys and
+    values join the cache at entry ``index``; ``mask`` as from ``cached_mask``), the
+    cross-attention reads the encoder states its ``init_keys`` projected once, and the
+    feed-forward network sees only the new rows. Decoding batches of texts is arithmetic on
+    large tensors, so plain module calls cost little here.
+    """
+    attend, cross, feed = layer.sublayers
+    self_attention = functools.partial(cached_self_attention, layer.self_attn_heads, cache=cache, layer=index,
+                                       mask=mask)
+    x = attend(x, sublayer=self_attention)  # (N, L_new, d_model)
+    x = cross(x, sublayer=layer.cross_attn_heads, mask=source_mask)  # (N, L_new, d_model)
+    return feed(x, sublayer=layer.ffn)  # (N, L_new, d_model)
 
 
 def _dropout(x, p):

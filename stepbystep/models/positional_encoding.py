@@ -4,7 +4,7 @@ import math
 import torch
 from torch import nn
 
-from ..checks import check_positive_int
+from ..checks import check_non_negative_int, check_positive_int
 
 __all__ = ["PositionalEncoding", "sinusoidal_table"]
 
@@ -60,8 +60,9 @@ class PositionalEncoding(nn.Module):
     ``1e-6 + 2e-7·max_len``, the gap to a table computed in another precision) and then drops
     it; a table of another shape or with other values raises ``ValueError``.
 
-    Shapes: ``forward(x)`` takes ``x`` ``(N, L, d_model)`` with ``L <= max_len`` and returns
-    ``(N, L, d_model)``: ``x·√d_model + pe[:, :L]`` (or ``x + pe[:, :L]`` without scaling).
+    Shapes: ``forward(x, start=0)`` takes ``x`` ``(N, L, d_model)`` with ``start + L <= max_len``
+    and returns ``(N, L, d_model)``: ``x·√d_model + pe[:, start:start + L]`` (or without the
+    scaling).
     """
 
     def __init__(self, max_len, d_model, scale_input=True):
@@ -72,22 +73,25 @@ class PositionalEncoding(nn.Module):
         table = sinusoidal_table(max_len, d_model)  # (max_len, d_model)
         self.register_buffer("pe", table.unsqueeze(0), persistent=False)  # (1, max_len, d_model)
 
-    def forward(self, x):
+    def forward(self, x, start=0):
+        """``x`` plus the rows of positions ``start .. start + L - 1`` (``start`` > 0: tokens that
+        follow ``start`` earlier ones, as when a decoder with a cache reads one new token)."""
         if not isinstance(x, torch.Tensor):
             raise TypeError(f"PositionalEncoding expects a tensor (N, L, d_model), got {type(x).__name__}")
         if x.dim() != 3 or x.shape[-1] != self.d_model:
             raise ValueError(
                 f"PositionalEncoding expects x of shape (N, L, {self.d_model}), got {tuple(x.shape)}"
             )
+        check_non_negative_int("start", start)
         length = x.shape[1]
-        if length > self.max_len:
+        if start + length > self.max_len:
             raise ValueError(
-                f"sequence length {length} exceeds the positional encoding's max_len {self.max_len}; "
+                f"sequence length {start + length} exceeds the positional encoding's max_len {self.max_len}; "
                 "build it with a larger max_len"
             )
         if self.scale_input:
             x = x * math.sqrt(self.d_model)  # (N, L, d_model)
-        return x + self.pe[:, :length].to(x.dtype)  # (N, L, d_model)
+        return x + self.pe[:, start:start + length].to(x.dtype)  # (N, L, d_model)
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
         key = prefix + "pe"

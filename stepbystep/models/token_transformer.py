@@ -2,7 +2,8 @@
 import torch
 from torch import nn
 
-from ..checks import check_int_range, check_positive_int, check_positive_number, check_tensor
+from ..checks import check_instance, check_int_range, check_positive_int, check_positive_number, check_tensor
+from .kv_cache import KVCache
 from .layers import DecoderLayer, EncoderLayer
 from .masks import padding_mask, subsequent_mask
 from .transformer import DecoderTransf, EncoderTransf
@@ -48,7 +49,8 @@ class TokenTransformer(nn.Module):
         ``forward(source_ids, target_in)``: ``(N, L_s)`` and ``(N, L_t)`` integer ids ->
         logits ``(N, L_t, tgt_vocab_size)``.
         ``encode(source_ids)`` -> ``(memory (N, L_s, d_model), source_mask (N, 1, L_s) or None)``.
-        ``decode(target_in, memory, source_mask)`` -> logits ``(N, L_t, tgt_vocab_size)``.
+        ``decode(target_in, memory, source_mask, cache=None)`` -> logits ``(N, L_t, tgt_vocab_size)``
+        (with a ``new_cache()``, ``target_in`` holds only the new tokens: see ``decode``).
 
     Attention weights of the last call (before dropout, rows sum to 1): the cross-attention of
     the last decoder layer is ``model.decoder.layers[-1].cross_attn_heads.alphas``,
@@ -113,15 +115,33 @@ class TokenTransformer(nn.Module):
         memory = self.encoder(embedded, source_mask)  # (N, L_s, d_model)
         return memory, source_mask
 
-    def decode(self, target_in, memory, source_mask=None):
-        """Logits ``(N, L_t, tgt_vocab_size)`` for every position of ``target_in`` ``(N, L_t)``."""
+    def new_cache(self):
+        """An empty ``KVCache`` for ``decode(..., cache=cache)``: one entry per decoder layer."""
+        return KVCache(self.decoder.n_layers)
+
+    def decode(self, target_in, memory, source_mask=None, cache=None):
+        """Logits ``(N, L_t, tgt_vocab_size)`` for every position of ``target_in`` ``(N, L_t)``.
+
+        With ``cache`` (from ``new_cache``, one per decoding of one batch), ``target_in`` holds
+        only the tokens that follow those the cache has seen, e.g. the one just written: the
+        decoder reads the earlier ones' keys and values from the cache instead of running them
+        again, and the cross-attention projects ``memory`` once, at the cache's first step. The
+        logits are the rows the whole target would give.
+        """
         self._check_ids("target_in", target_in, self.tgt_vocab_size)
         if memory.shape[0] != target_in.shape[0]:
             raise ValueError(f"memory must hold one sequence per row of target_in ({target_in.shape[0]}), "
                              f"got {memory.shape[0]}")
-        self.decoder.init_keys(memory)
         embedded = self.tgt_embed(target_in)  # (N, L_t, d_model)
-        states = self.decoder(embedded, source_mask, self.target_mask(target_in))  # (N, L_t, d_model)
+        if cache is None:
+            self.decoder.init_keys(memory)
+            states = self.decoder(embedded, source_mask, self.target_mask(target_in))  # (N, L_t, d_model)
+        else:
+            check_instance("cache", cache, KVCache, "a KVCache from model.new_cache()")
+            if cache.length == 0:
+                self.decoder.init_keys(memory)
+            keep = None if self.pad_id is None else target_in != self.pad_id  # (N, L_t)
+            states = self.decoder.cached_forward(embedded, source_mask, cache, keep)  # (N, L_t, d_model)
         return self.generator(states)  # (N, L_t, tgt_vocab_size)
 
     def forward(self, source_ids, target_in):
