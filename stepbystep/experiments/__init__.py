@@ -1,0 +1,1 @@
+"""Chapter experiments too long for a notebook cell, each tested."""
