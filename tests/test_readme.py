@@ -1,13 +1,11 @@
 """The README's "use stepbystep in your own notebook" example runs as written and does what it
-says; its "differences from the book" table and the trainer's docstring list the same ones;
-its install instructions name the distribution pyproject.toml builds."""
+says; its install instructions name the distribution pyproject.toml builds."""
 import re
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from stepbystep import StepByStep
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -38,14 +36,6 @@ def test_readme_example_trains_saves_and_predicts(tmp_path, monkeypatch, capsys)
     predicted = namespace["predicted_targets"]
     assert isinstance(predicted, np.ndarray) and predicted.shape == (4, 2, 2)
     assert "parameters, test loss" in capsys.readouterr().out
-
-
-def test_the_differences_table_and_the_docstring_list_the_same_differences():
-    in_readme = re.findall(r"^\| \*\*(.+?)\*\* \|", _section("Differences from the book"), flags=re.MULTILINE)
-    in_docstring = re.findall(r"^\s+- (.+?): ", StepByStep.__doc__.split("Differences from the book", 1)[1],
-                              flags=re.MULTILINE)
-    assert len(in_readme) >= 9
-    assert in_readme == in_docstring
 
 
 def test_the_install_instructions_name_the_distribution_that_pyproject_builds():
