@@ -683,3 +683,8 @@ def test_set_optimizer_drops_the_scheduler_callback_and_keeps_the_others():
     sbs.set_optimizer(torch.optim.Adam(sbs.model.parameters(), lr=0.003))
     assert sbs.scheduler is None
     assert [type(c) for c in sbs.callbacks] == [_Recorder, GradientClipping]
+
+
+def test_only_callbacks_join_the_loop():
+    with pytest.raises(TypeError, match="callback must be a stepbystep.training.Callback, got function"):
+        _trainer().add_callback(lambda trainer: None)

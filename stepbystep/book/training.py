@@ -30,15 +30,16 @@ __all__ = ["StepByStep", "ChannelNormalizer", "from_book"]
 BOOK_KEYS = ("epoch", "model_state_dict", "optimizer_state_dict", "loss", "val_loss")
 
 
-def from_book(checkpoint, scheduler, path):
-    """A checkpoint dict in our format: the book's files become one with no rates or streams.
+def from_book(checkpoint, scheduler):
+    """A checkpoint the book's class wrote, in our format: no rates, no streams; others as they are.
 
     A book file holds no scheduler: the trainer's own (if any) keeps its state. The book
     appends a ``None`` validation loss for every epoch trained without a validation loader.
     """
-    if isinstance(checkpoint, dict) and "scheduler_state_dict" in checkpoint:
+    is_book = (isinstance(checkpoint, dict) and "scheduler_state_dict" not in checkpoint
+               and all(key in checkpoint for key in BOOK_KEYS))
+    if not is_book:
         return checkpoint
-    check_keys(checkpoint, BOOK_KEYS, path)
     return {**checkpoint,
             "scheduler_state_dict": None if scheduler is None else scheduler.state_dict(),
             "val_loss": [loss for loss in checkpoint["val_loss"] if loss is not None],
@@ -263,4 +264,5 @@ class StepByStep(core.StepByStep):
         The book's files hold no scheduler, rates or streams: a scheduler set here carries on,
         and the next ``train`` seeds with 42.
         """
-        restore_checkpoint(self, from_book(safe_load(path, map_location=self.device), self.scheduler, path))
+        checkpoint = from_book(safe_load(path, map_location=self.device), self.scheduler)
+        restore_checkpoint(self, check_keys(checkpoint, path))

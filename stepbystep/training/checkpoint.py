@@ -23,16 +23,19 @@ def save_checkpoint(trainer, path):
     }, path)
 
 
-def check_keys(checkpoint, keys, path):
-    missing = [key for key in keys if not isinstance(checkpoint, dict) or key not in checkpoint]
+def check_keys(checkpoint, path):
+    """``checkpoint`` if it holds everything ``save_checkpoint`` writes; a ValueError naming what it lacks."""
+    missing = [key for key in KEYS if not isinstance(checkpoint, dict) or key not in checkpoint]
     if missing:
-        raise ValueError(f"{str(path)!r} is not a StepByStep checkpoint: it lacks {missing}")
+        from_the_book = set(missing) <= set(KEYS[5:])  # the book's class writes the first five only
+        hint = " (the book's files load with stepbystep.book.training.StepByStep)" if from_the_book else ""
+        raise ValueError(f"{str(path)!r} is not a StepByStep checkpoint: it lacks {missing}{hint}")
     return checkpoint
 
 
 def read_checkpoint(path, device):
     """The checkpoint at ``path``, on ``device``, read with ``weights_only=True`` and checked."""
-    return check_keys(safe_load(path, map_location=device), KEYS, path)
+    return check_keys(safe_load(path, map_location=device), path)
 
 
 def restore_checkpoint(trainer, checkpoint):

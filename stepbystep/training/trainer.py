@@ -16,6 +16,7 @@ from ..containers import map_structure
 from ..devices import default_device, evaluating, move_to
 from ..seeding import get_rng_state, set_rng_state, set_seed
 from .batches import forward, numpy_to_tensor, split_batch, to_numpy
+from .callbacks import Callback
 from .checkpoint import read_checkpoint, restore_checkpoint, save_checkpoint
 from .clipping import GradientClipping
 from .schedulers import LRScheduler
@@ -111,6 +112,7 @@ class StepByStep:
 
     def add_callback(self, callback):
         """Run ``callback``'s hooks during training, after those of the callbacks added before."""
+        check_instance("callback", callback, Callback, "a stepbystep.training.Callback")
         self.callbacks.append(callback)
 
     def _set_callback(self, kind, callback):
@@ -134,9 +136,11 @@ class StepByStep:
 
     def _clipping(self):
         """The trainer's ``GradientClipping`` callback, added on first use."""
-        if self._find(GradientClipping) is None:
-            self.add_callback(GradientClipping())
-        return self._find(GradientClipping)
+        clipping = self._find(GradientClipping)
+        if clipping is None:
+            clipping = GradientClipping()
+            self.add_callback(clipping)
+        return clipping
 
     def set_clip_grad_norm(self, max_norm, norm_type=2):
         """Rescale the gradients so their total ``norm_type``-norm is at most ``max_norm``."""
@@ -217,7 +221,8 @@ class StepByStep:
         bar = trange(n_epochs, desc="epochs", unit="epoch", disable=not progress)
         try:
             for _ in bar:
-                self._epoch(bar)
+                loss, val_loss = self._epoch()
+                bar.set_postfix(loss=f"{loss:.4f}", **({} if val_loss is None else {"val_loss": f"{val_loss:.4f}"}))
                 if self.should_stop:
                     break
         except KeyboardInterrupt:
@@ -228,8 +233,8 @@ class StepByStep:
             self.model.eval()
             self._call("on_train_end")
 
-    def _epoch(self, bar):
-        """Train and validate once; record the losses, then let the callbacks see them."""
+    def _epoch(self):
+        """Train and validate once, record both losses, let the callbacks see them; returns them."""
         epoch = self.total_epochs + 1
         loss = self._train_epoch(epoch)
         val_loss = self._validate() if self.val_loader is not None else None
@@ -238,7 +243,7 @@ class StepByStep:
             self.val_losses.append(val_loss)
         self.total_epochs = epoch
         self._call("on_epoch_end", epoch, loss, val_loss)
-        bar.set_postfix(loss=f"{loss:.4f}", **({} if val_loss is None else {"val_loss": f"{val_loss:.4f}"}))
+        return loss, val_loss
 
     # ----------------------------------------------------------------------------- using the model
     def predict(self, x):
