@@ -54,6 +54,8 @@ class StepByStep:
         learning_rates: the learning rate (of the first parameter group) of every step.
         total_epochs: how many epochs the model has been trained for, across calls.
         device: the ``torch.device`` the model lives on.
+        callbacks: the callbacks, in the order their hooks run.
+        should_stop: set by a callback to end training after the current epoch.
 
     Seeds: the first ``train`` call seeds every random generator with 42 (or ``seed=``);
     later calls continue the same streams, so ``train(2); train(2)`` repeats ``train(4)``
