@@ -3,8 +3,8 @@ import functools
 
 import numpy as np
 
-from .batches import to_numpy
 from ..containers import map_structure
+from .batches import to_numpy
 
 __all__ = ["Captures", "named_layers"]
 
