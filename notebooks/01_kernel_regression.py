@@ -298,7 +298,7 @@ with torch.no_grad():
 torch.testing.assert_close(full_loss, loo_at_sigma, rtol=1e-5, atol=0)
 
 # %%
-fig = sbs.plot_losses()
+fig = plots.loss_curves(sbs.losses, sbs.val_losses)
 
 # %% [markdown]
 # How close did gradient descent get to the grid's choice? Both are measured with the same

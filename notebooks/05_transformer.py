@@ -219,7 +219,7 @@ assert sbs.val_losses[-1] < sbs.val_losses[0] / 10, (
 assert below >= 40, f"expected the validation loss below the training loss in 40 or more of 50 epochs, got {below}"
 
 # %%
-fig = sbs.plot_losses()
+fig = plots.loss_curves(sbs.losses, sbs.val_losses)
 
 # %% [markdown]
 # The loss falls steeply at first (more than tenfold over the run) and then flattens, with

@@ -306,7 +306,7 @@ print(f"loss: training {sbs_vit.losses[0]:.3f} -> {sbs_vit.losses[-1]:.4f}, "
       f"held-out {sbs_vit.val_losses[0]:.3f} -> {sbs_vit.val_losses[-1]:.4f}")
 
 # %%
-fig = sbs_vit.plot_losses()
+fig = plots.loss_curves(sbs_vit.losses, sbs_vit.val_losses)
 
 # %% [markdown]
 # ## Held-out accuracy and the confusion matrix

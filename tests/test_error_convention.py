@@ -5,6 +5,7 @@ import torch
 from torch import nn
 
 from stepbystep import StepByStep
+from stepbystep.book.training import StepByStep as BookStepByStep
 from stepbystep.data import Vocab, line_pixels, make_regression_data, reverse_digits_dataset, train_val_split
 from stepbystep.data.dates import date_pairs, render_date
 from stepbystep.gradient_norms import layer_gradient_norms
@@ -22,9 +23,9 @@ from stepbystep.models import (
 from stepbystep.models.metrics import wilson_interval
 
 
-def _trainer():
+def _trainer(trainer_class=StepByStep):
     model = nn.Linear(2, 1)
-    return StepByStep(model, nn.MSELoss(), torch.optim.SGD(model.parameters(), lr=0.1), device="cpu")
+    return trainer_class(model, nn.MSELoss(), torch.optim.SGD(model.parameters(), lr=0.1), device="cpu")
 
 
 def _token_model():
@@ -52,7 +53,7 @@ WRONG_TYPES = [
     ("lr", lambda: layer_gradient_norms(lr="0.1")),
     ("loss_fn", lambda: StepByStep(nn.Linear(2, 1), "mse", torch.optim.SGD(nn.Linear(2, 1).parameters(), lr=0.1))),
     ("train_loader", lambda: _trainer().set_loaders(3)),
-    ("func", lambda: _trainer().loader_apply([], "correct")),
+    ("func", lambda: _trainer(BookStepByStep).loader_apply([], "correct")),
 ]
 
 WRONG_VALUES = [

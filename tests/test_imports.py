@@ -11,7 +11,7 @@ HEAVY = ("matplotlib", "babel", "ipywidgets")
 
 
 @pytest.mark.parametrize("statement", [
-    "from stepbystep import StepByStep; import stepbystep.trainer",
+    "from stepbystep import StepByStep; import stepbystep.training",
     "import stepbystep.models",
     "import stepbystep.data.tokens; from stepbystep.data import PAD, EOS, IGNORE_INDEX, Vocab",
 ])

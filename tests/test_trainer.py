@@ -1,21 +1,18 @@
-"""StepByStep: the book's API, plus seeds, resuming, safe checkpoints, errors, schedulers, clipping, hooks."""
+"""The StepByStep core: training, seeds, resuming, safe checkpoints, errors, and the callbacks
+that extend the loop (schedulers, clipping, TensorBoard, custom ones)."""
 import copy
-import io
 import os
 import pickle
-import sys
-import zipfile
 from collections import namedtuple
-from fractions import Fraction
 
 import numpy as np
 import pytest
 import torch
-from matplotlib.figure import Figure
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 from stepbystep import StepByStep, set_seed
+from stepbystep.training import Callback, GradientClipping, LRScheduler, TensorBoard
 
 
 def _data(n=64, seed=0):
@@ -96,19 +93,6 @@ def test_count_parameters_counts_trainable_ones_only():
     assert sbs.count_parameters() == 8 + 9
 
 
-def test_plot_losses_returns_a_figure_with_both_curves():
-    sbs = _trainer()
-    with pytest.raises(ValueError, match="train the model first"):
-        sbs.plot_losses()
-    sbs.train(3, progress=False)
-    fig = sbs.plot_losses()
-    assert isinstance(fig, Figure)
-    ax = fig.axes[0]
-    assert [line.get_label() for line in ax.lines] == ["training loss", "validation loss"]
-    np.testing.assert_allclose(ax.lines[0].get_ydata(), sbs.losses)
-    assert ax.get_xlabel() == "epoch" and ax.get_ylabel() == "loss"
-
-
 # ----------------------------------------------------------------------------- progress
 def test_progress_bar_shows_the_latest_losses_and_can_be_turned_off(capsys):
     sbs = _trainer()
@@ -142,10 +126,6 @@ def test_first_call_seeds_with_42_and_an_explicit_seed_reseeds():
     other = _trainer()
     other.train(2, seed=7, progress=False)
     assert other.losses != default.losses
-    again = _trainer()
-    again.set_seed(7)
-    again.train(2, progress=False)
-    assert again.losses == other.losses
 
 
 def test_set_seed_seeds_every_generator():
@@ -283,6 +263,24 @@ def test_predict_turns_numpy_floats_into_the_default_dtype():
     assert out.shape == (2, 1) and out.dtype == np.float32
 
 
+def test_predict_returns_a_namedtuple_output_as_the_same_namedtuple():
+    Output = namedtuple("Output", ["prediction", "weights"])
+
+    class Named(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = nn.Linear(3, 2)
+
+        def forward(self, x):
+            return Output(self.linear(x), torch.softmax(self.linear(x), dim=-1))
+
+    model = Named()
+    sbs = StepByStep(model, nn.MSELoss(), torch.optim.SGD(model.parameters(), lr=0.1))
+    out = sbs.predict(torch.randn(5, 3))
+    assert type(out) is Output
+    assert isinstance(out.prediction, np.ndarray) and out.prediction.shape == out.weights.shape == (5, 2)
+
+
 # ----------------------------------------------------------------------------- errors
 def test_train_before_set_loaders_names_set_loaders():
     model = _model()
@@ -361,17 +359,17 @@ def test_ctrl_c_stops_cleanly_and_keeps_completed_epochs(capsys):
     assert sbs.total_epochs == 3
 
 
-def test_tensorboard_missing_gives_a_clear_import_error(monkeypatch):
-    monkeypatch.setitem(sys.modules, "torch.utils.tensorboard", None)
-    with pytest.raises(ImportError, match="pip install tensorboard"):
-        _trainer().set_tensorboard("run")
-
-
 # ----------------------------------------------------------------------------- schedulers
+def _interval(sbs):
+    """When the trainer's scheduler steps: the interval of its LRScheduler callback."""
+    (scheduler,) = [callback for callback in sbs.callbacks if isinstance(callback, LRScheduler)]
+    return scheduler.interval
+
+
 def test_epoch_scheduler_steps_once_per_epoch_and_rates_are_recorded_per_step():
     sbs = _trainer()
     sbs.set_lr_scheduler(torch.optim.lr_scheduler.StepLR(sbs.optimizer, step_size=1, gamma=0.5))
-    assert sbs.scheduler_interval == "epoch"
+    assert _interval(sbs) == "epoch"
     sbs.train(3, progress=False)
     assert sbs.learning_rates == [0.05] * 4 + [0.025] * 4 + [0.0125] * 4
 
@@ -387,7 +385,7 @@ def test_batch_scheduler_steps_after_every_step():
 def test_one_cycle_steps_per_batch_by_default():
     sbs = _trainer()
     sbs.set_lr_scheduler(torch.optim.lr_scheduler.OneCycleLR(sbs.optimizer, max_lr=0.1, total_steps=8))
-    assert sbs.scheduler_interval == "batch"
+    assert _interval(sbs) == "batch"
     sbs.train(2, progress=False)
     assert len(set(sbs.learning_rates)) == 8
 
@@ -423,29 +421,20 @@ def _raw_gradients(model, x, y):
     return [p.grad.clone() for p in model.parameters()]
 
 
-@pytest.mark.parametrize("clips", [["value"], ["norm"], ["value", "norm"], ["norm", "value"]])
-def test_clipping_setters_combine_in_any_order_and_can_be_removed(clips):
+def test_a_clipping_callback_clips_by_value_then_by_norm():
     torch.manual_seed(0)
     model = nn.Linear(3, 2)
     x, y = 10 * torch.randn(8, 3), torch.randn(8, 2)
-    sbs = StepByStep(model, nn.MSELoss(), torch.optim.SGD(model.parameters(), lr=1.0))
-    for clip in clips:
-        if clip == "value":
-            sbs.set_clip_grad_value(0.5)
-        else:
-            sbs.set_clip_grad_norm(1.0)
-    expected = _raw_gradients(model, x, y)
-    if "value" in clips:
-        expected = [g.clamp(-0.5, 0.5) for g in expected]
-    if "norm" in clips:
-        total = torch.sqrt(sum((g**2).sum() for g in expected))
-        expected = [g * min(1.0, 1.0 / (total.item() + 1e-6)) for g in expected]
+    clipping = GradientClipping(value=0.5, max_norm=1.0)
+    sbs = StepByStep(model, nn.MSELoss(), torch.optim.SGD(model.parameters(), lr=1.0), callbacks=[clipping])
+    expected = [g.clamp(-0.5, 0.5) for g in _raw_gradients(model, x, y)]
+    total = torch.sqrt(sum((g**2).sum() for g in expected))
     for moved, grad in zip(_one_step_update(sbs, x, y), expected):
-        torch.testing.assert_close(moved, grad)
-    sbs.remove_clip()
-    raw = _raw_gradients(model, x, y)
-    for moved, grad in zip(_one_step_update(sbs, x, y), raw):
-        torch.testing.assert_close(moved, grad)
+        torch.testing.assert_close(moved, grad * min(1.0, 1.0 / (total.item() + 1e-6)))
+    sbs.set_clip_grad_norm(2.0)  # the setter changes the same callback rather than adding one
+    assert [c for c in sbs.callbacks if isinstance(c, GradientClipping)] == [clipping] and clipping.max_norm == 2.0
+    with pytest.raises(ValueError, match="max_norm must be a positive number"):
+        sbs.set_clip_grad_norm(-1.0)
 
 
 def test_clip_grad_norm_accepts_the_infinity_norm():
@@ -458,138 +447,6 @@ def test_clip_grad_norm_accepts_the_infinity_norm():
     largest = max(g.abs().max().item() for g in raw)
     for moved, grad in zip(_one_step_update(sbs, x, y), raw):
         torch.testing.assert_close(moved, grad * 0.5 / (largest + 1e-6))
-
-
-def test_clip_values_must_be_positive():
-    sbs = _trainer()
-    with pytest.raises(ValueError, match="clip_value must be a positive number"):
-        sbs.set_clip_grad_value(0)
-    with pytest.raises(ValueError, match="max_norm"):
-        sbs.set_clip_grad_norm(-1.0)
-
-
-# ----------------------------------------------------------------------------- hooks and loader_apply
-class _TupleLayer(nn.Module):
-    """A layer that returns a tuple, like nn.MultiheadAttention's (output, weights)."""
-
-    def forward(self, x):
-        return x * 2, None
-
-
-class _WithTuple(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.linear = nn.Linear(3, 3)
-        self.pair = _TupleLayer()
-
-    def forward(self, x):
-        doubled, _ = self.pair(self.linear(x))
-        return doubled
-
-
-def test_hooks_record_outputs_in_eval_mode_including_tuples():
-    torch.manual_seed(0)
-    model = _WithTuple()
-    sbs = StepByStep(model, nn.MSELoss(), torch.optim.SGD(model.parameters(), lr=0.1))
-    sbs.attach_hooks(["linear", "pair"])
-    x1, x2 = torch.randn(4, 3), torch.randn(2, 3)
-    sbs.predict(x1)
-    sbs.predict(x2)
-    expected = model.linear(torch.cat([x1, x2])).detach().numpy()
-    np.testing.assert_allclose(sbs.visualization["linear"], expected, rtol=1e-6)
-    doubled, nothing = sbs.visualization["pair"]
-    np.testing.assert_allclose(doubled, 2 * expected, rtol=1e-6)
-    assert nothing is None
-    sbs.remove_hooks()
-    sbs.predict(x1)
-    assert sbs.visualization["linear"].shape == (6, 3)  # nothing recorded after removal
-
-
-def test_hooks_skip_training_passes_and_reject_unknown_layers():
-    sbs = _trainer()
-    sbs.attach_hooks(["0"])
-    sbs.set_loaders(sbs.train_loader)  # no validation: every forward pass is a training one
-    sbs.train(1, progress=False)
-    assert sbs.visualization["0"] is None
-    with pytest.raises(ValueError, match=r"no layer named \['nope'\].*0, 1, 2, 3"):
-        sbs.attach_hooks(["nope"])
-
-
-def test_custom_hook_fn_is_registered():
-    sbs = _trainer()
-    seen = []
-    sbs.attach_hooks(["3"], hook_fn=lambda module, inputs, outputs: seen.append(outputs.shape))
-    sbs.predict(torch.randn(5, 3))
-    assert seen == [torch.Size([5, 1])]
-
-
-def test_loader_apply_sums_or_averages_over_batches():
-    sbs = _trainer()
-    loader = DataLoader(_data(32), batch_size=8)
-    counts = sbs.loader_apply(loader, lambda x, y: torch.tensor([len(x), (y > 0).sum()]))
-    assert counts[0] == 32 and counts[1] == (_data(32).tensors[1] > 0).sum()
-    means = sbs.loader_apply(loader, lambda x, y: torch.tensor(float(len(x))), reduce="mean")
-    assert means.item() == 8.0
-    with pytest.raises(ValueError, match="reduce must be one of 'sum', 'mean', got 'max'"):
-        sbs.loader_apply(loader, lambda x, y: x, reduce="max")
-
-
-def test_hooks_keep_every_batch_of_layers_returning_containers():
-    Pair = namedtuple("Pair", ["doubled", "nothing"])
-    wrappers = {"tuple": lambda d: (d, None), "list": lambda d: [d, None],
-                "dict": lambda d: {"doubled": d, "nothing": None}, "namedtuple": lambda d: Pair(d, None)}
-
-    class Wrapping(nn.Module):
-        def __init__(self, kind):
-            super().__init__()
-            self.wrap = wrappers[kind]
-
-        def forward(self, x):
-            return self.wrap(2 * x)
-
-    class Model(nn.Module):
-        def __init__(self, kind):
-            super().__init__()
-            self.linear = nn.Linear(3, 3)
-            self.wrapping = Wrapping(kind)
-
-        def forward(self, x):
-            out = self.wrapping(self.linear(x))
-            return out["doubled"] if isinstance(out, dict) else out[0]
-
-    x1, x2 = torch.randn(4, 3), torch.randn(2, 3)
-    for kind in wrappers:
-        torch.manual_seed(0)
-        model = Model(kind)
-        sbs = StepByStep(model, nn.MSELoss(), torch.optim.SGD(model.parameters(), lr=0.1), device="cpu")
-        sbs.attach_hooks("wrapping")
-        sbs.predict(x1)
-        sbs.predict(x2)
-        recorded = sbs.visualization["wrapping"]
-        expected = 2 * model.linear(torch.cat([x1, x2])).detach().numpy()  # (6, 3)
-        assert type(recorded) is type(wrappers[kind](None)), kind
-        doubled = recorded["doubled"] if kind == "dict" else recorded[0]
-        nothing = recorded["nothing"] if kind == "dict" else recorded[1]
-        np.testing.assert_allclose(doubled, expected, rtol=1e-6, err_msg=kind)
-        assert nothing is None
-
-
-def test_predict_returns_a_namedtuple_output_as_the_same_namedtuple():
-    Output = namedtuple("Output", ["prediction", "weights"])
-
-    class Named(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.linear = nn.Linear(3, 2)
-
-        def forward(self, x):
-            return Output(self.linear(x), torch.softmax(self.linear(x), dim=-1))
-
-    model = Named()
-    sbs = StepByStep(model, nn.MSELoss(), torch.optim.SGD(model.parameters(), lr=0.1))
-    out = sbs.predict(torch.randn(5, 3))
-    assert type(out) is Output
-    assert isinstance(out.prediction, np.ndarray) and out.prediction.shape == out.weights.shape == (5, 2)
 
 
 # ----------------------------------------------------------------------------- refused checkpoints
@@ -655,75 +512,13 @@ def test_a_file_that_is_not_a_checkpoint_is_refused_before_anything_changes(tmp_
     _assert_same_state(before, _trainer_state(sbs))
 
 
-# ----------------------------------------------------------------------------- the book's checkpoints
-def _book_checkpoint(sbs, val_losses):
-    """The dict the book's save_checkpoint writes: NumPy float64 losses, no scheduler, rates or streams."""
-    return {
-        "epoch": 3,
-        "model_state_dict": sbs.model.state_dict(),
-        "optimizer_state_dict": sbs.optimizer.state_dict(),
-        "loss": [np.float64(0.5), np.float64(0.25), np.float64(0.125)],
-        "val_loss": val_losses,
-    }
-
-
-def _as_numpy1_file(path):
-    """Rewrite a torch.save file so its pickle names NumPy's scalar reconstructor as NumPy 1 did."""
-    source = zipfile.ZipFile(io.BytesIO(path.read_bytes()))
-    rewritten = io.BytesIO()
-    with zipfile.ZipFile(rewritten, "w", zipfile.ZIP_STORED) as target:
-        for item in source.infolist():
-            data = source.read(item)
-            if item.filename.endswith("data.pkl"):
-                assert b"numpy._core.multiarray\nscalar" in data
-                data = data.replace(b"numpy._core.multiarray\nscalar", b"numpy.core.multiarray\nscalar")
-            target.writestr(item, data)
-    path.write_bytes(rewritten.getvalue())
-
-
-@pytest.mark.parametrize("numpy_names", ["numpy2", "numpy1"])
-@pytest.mark.parametrize("val_losses", [[np.float64(0.6), np.float64(0.3), np.float64(0.2)], [None, None, None]],
-                         ids=["validated", "without-validation"])
-def test_a_checkpoint_written_by_the_books_class_loads_and_training_continues(tmp_path, val_losses, numpy_names):
-    book = _trainer(seed=3)
-    path = tmp_path / "book.pt"
-    torch.save(_book_checkpoint(book, val_losses), path)
-    if numpy_names == "numpy1":
-        _as_numpy1_file(path)
-
-    sbs = _trainer()
-    sbs.set_lr_scheduler(torch.optim.lr_scheduler.StepLR(sbs.optimizer, step_size=1, gamma=0.5))
-    sbs.load_checkpoint(path)
-    assert sbs.total_epochs == 3
-    assert sbs.losses == [0.5, 0.25, 0.125] and all(type(loss) is float for loss in sbs.losses)
-    assert sbs.val_losses == ([0.6, 0.3, 0.2] if val_losses[0] is not None else [])
-    assert sbs.learning_rates == []
-    for loaded, written in zip(sbs.model.parameters(), book.model.parameters()):
-        assert torch.equal(loaded, written)
-    sbs.train(1, progress=False)
-    assert sbs.total_epochs == 4 and len(sbs.losses) == 4 and len(sbs.learning_rates) == 4
-
-
-def test_numpy_arrays_and_other_objects_are_still_refused(tmp_path):
-    sbs = _trainer()
-    checkpoint = _book_checkpoint(sbs, [None] * 3)
-    checkpoint["loss"] = np.array([0.5, 0.25, 0.125])  # an array, not a scalar
-    torch.save(checkpoint, tmp_path / "array.pt")
-    with pytest.raises(pickle.UnpicklingError, match="refusing to load"):
-        sbs.load_checkpoint(tmp_path / "array.pt")
-    checkpoint["loss"] = [Fraction(1, 2)]  # any other class
-    torch.save(checkpoint, tmp_path / "object.pt")
-    with pytest.raises(pickle.UnpicklingError, match="refusing to load"):
-        sbs.load_checkpoint(tmp_path / "object.pt")
-
-
 # ----------------------------------------------------------------------------- warm restarts
 def test_warm_restarts_step_every_batch_with_the_fractional_epoch():
     sbs = _trainer()
     base, eta_min, t_0 = 0.05, 0.001, 2
     restarts = torch.optim.lr_scheduler.CosineAnnealingWarmRestarts(sbs.optimizer, T_0=t_0, eta_min=eta_min)
     sbs.set_lr_scheduler(restarts)
-    assert sbs.scheduler_interval == "batch"
+    assert _interval(sbs) == "batch"
     sbs.train(3, progress=False)
     epochs = np.arange(12) / 4  # 4 batches an epoch: step k starts at epoch k / 4
     expected = eta_min + (base - eta_min) * (1 + np.cos(np.pi * (epochs % t_0) / t_0)) / 2
@@ -744,3 +539,152 @@ def test_warm_restarts_per_batch_need_a_loader_with_a_length():
     sbs.set_loaders(batch for batch in sbs.train_loader)  # a generator has no len()
     with pytest.raises(TypeError, match=r"needs len\(train_loader\)"):
         sbs.train(1, progress=False)
+
+
+# ----------------------------------------------------------------------------- the callback protocol
+class _Recorder(Callback):
+    """Writes down every hook call with its arguments, and what the model looked like then."""
+
+    def __init__(self):
+        self.calls = []
+
+    def on_train_start(self, trainer):
+        self.calls.append(("train_start", trainer.total_epochs))
+
+    def on_after_backward(self, trainer):
+        grads_ready = all(p.grad is not None for p in trainer.model.parameters())
+        self.calls.append(("after_backward", grads_ready, len(trainer.learning_rates)))
+
+    def on_batch_end(self, trainer, epoch, batch_index, loss):
+        self.calls.append(("batch_end", epoch, batch_index, loss))
+
+    def on_epoch_end(self, trainer, epoch, loss, val_loss):
+        self.calls.append(("epoch_end", epoch, loss, val_loss, trainer.total_epochs))
+
+    def on_train_end(self, trainer):
+        self.calls.append(("train_end", trainer.total_epochs, trainer.model.training))
+
+
+def test_a_callback_sees_every_hook_in_order_with_its_arguments():
+    recorder = _Recorder()
+    sbs = _trainer()
+    sbs.add_callback(recorder)
+    batch_losses = []
+    mse = nn.MSELoss()
+
+    def recording_loss(prediction, y):
+        loss = mse(prediction, y)
+        if torch.is_grad_enabled():  # a training batch
+            batch_losses.append(loss.item())
+        return loss
+
+    sbs.loss_fn = recording_loss
+    sbs.train(2, progress=False)
+    expected = [("train_start", 0)]
+    for epoch in (1, 2):
+        for batch in range(1, 5):
+            step = 4 * (epoch - 1) + batch
+            expected += [("after_backward", True, step), ("batch_end", epoch, batch, batch_losses[step - 1])]
+        expected.append(("epoch_end", epoch, sbs.losses[epoch - 1], sbs.val_losses[epoch - 1], epoch))
+    expected.append(("train_end", 2, False))
+    assert recorder.calls == expected
+    assert sbs.losses[0] == pytest.approx(np.mean(batch_losses[:4]))
+
+
+def test_callbacks_run_in_the_order_they_were_added_and_without_a_validation_loader():
+    order = []
+
+    class Named(Callback):
+        def __init__(self, name):
+            self.name = name
+
+        def on_epoch_end(self, trainer, epoch, loss, val_loss):
+            order.append((self.name, val_loss))
+
+    model = _model()
+    sbs = StepByStep(model, nn.MSELoss(), torch.optim.SGD(model.parameters(), lr=0.05), callbacks=[Named("first")])
+    sbs.set_loaders(DataLoader(_data(), batch_size=16))
+    sbs.add_callback(Named("second"))
+    sbs.train(1, progress=False)
+    assert order == [("first", None), ("second", None)]
+
+
+def test_a_callback_can_stop_training_after_the_current_epoch():
+    class StopAtEpoch3(Callback):
+        def on_epoch_end(self, trainer, epoch, loss, val_loss):
+            if epoch == 3:
+                trainer.should_stop = True
+
+    recorder = _Recorder()
+    sbs = _trainer()
+    sbs.add_callback(StopAtEpoch3())
+    sbs.add_callback(recorder)
+    sbs.train(10, progress=False)
+    assert sbs.total_epochs == 3 and len(sbs.losses) == 3
+    assert recorder.calls[-1] == ("train_end", 3, False)
+    sbs.train(2, progress=False)  # the flag does not outlive the call that set it
+    assert sbs.total_epochs == 5
+
+
+def test_a_callback_can_clip_the_gradients_before_the_step():
+    class ZeroTheBias(Callback):
+        def on_after_backward(self, trainer):
+            trainer.model.bias.grad.zero_()
+
+    torch.manual_seed(0)
+    model = nn.Linear(3, 2)
+    x, y = torch.randn(8, 3), torch.randn(8, 2)
+    raw = _raw_gradients(model, x, y)
+    sbs = StepByStep(model, nn.MSELoss(), torch.optim.SGD(model.parameters(), lr=1.0), callbacks=[ZeroTheBias()])
+    moved_weight, moved_bias = _one_step_update(sbs, x, y)
+    torch.testing.assert_close(moved_weight, raw[0])
+    assert torch.equal(moved_bias, torch.zeros(2))
+
+
+def test_train_end_runs_even_when_training_fails():
+    recorder = _Recorder()
+    sbs = _trainer()
+    sbs.add_callback(recorder)
+    sbs.loss_fn = lambda prediction, y: nn.functional.mse_loss(prediction, y) * float("nan")
+    with pytest.raises(FloatingPointError, match="epoch 1, batch 1"):
+        sbs.train(2, progress=False)
+    assert [call[0] for call in recorder.calls] == ["train_start", "train_end"]
+
+
+def test_the_tensorboard_callback_logs_and_flushes_every_epoch():
+    class Writer:
+        def __init__(self):
+            self.logged, self.flushes = [], 0
+
+        def add_scalars(self, tag, scalars, step):
+            self.logged.append((tag, scalars, step))
+
+        def flush(self):
+            self.flushes += 1
+
+    writer = Writer()
+    sbs = _trainer()
+    sbs.add_callback(TensorBoard(writer))
+    sbs.train(2, progress=False)
+    assert writer.logged == [("loss", {"training": sbs.losses[e], "validation": sbs.val_losses[e]}, e + 1)
+                             for e in range(2)]
+    assert writer.flushes == 2
+    sbs.set_loaders(sbs.train_loader)
+    sbs.train(1, progress=False)
+    assert writer.logged[-1] == ("loss", {"training": sbs.losses[-1]}, 3)
+
+
+def test_set_optimizer_drops_the_scheduler_callback_and_keeps_the_others():
+    sbs = _trainer()
+    recorder = _Recorder()
+    sbs.add_callback(recorder)
+    sbs.set_lr_scheduler(torch.optim.lr_scheduler.StepLR(sbs.optimizer, step_size=1))
+    sbs.set_clip_grad_norm(1.0)
+    sbs.set_optimizer(torch.optim.Adam(sbs.model.parameters(), lr=0.003))
+    assert sbs.scheduler is None
+    assert [type(c) for c in sbs.callbacks] == [_Recorder, GradientClipping]
+
+
+def test_only_callbacks_join_the_loop():
+    with pytest.raises(TypeError, match="callback must be a stepbystep.training.Callback, got function"):
+        _trainer().add_callback(lambda trainer: None)

@@ -1,9 +1,17 @@
-"""The rest of the book's StepByStep API: correct, loader_apply as the book calls it, clipping
-during backprop, the learning-rate range test, captured gradients and parameters,
-set_optimizer, image normalisation, filter and output figures, and add_graph.
+"""The book's StepByStep (``stepbystep.book.training``): the core trainer plus the book's API:
+plot_losses, correct, loader_apply as the book calls it, the clipping setters, the
+learning-rate range test, hooks, captured gradients and parameters, set_seed, set_optimizer,
+image normalisation, filter and output figures, TensorBoard, and the book's checkpoints.
 
 Trainers whose expected values are computed by hand here run on the CPU; loader_apply with
 correct runs on the default device, so a GPU run checks that both move the batches."""
+import io
+import pickle
+import sys
+import zipfile
+from collections import namedtuple
+from fractions import Fraction
+
 import numpy as np
 import pytest
 import torch
@@ -11,9 +19,9 @@ from matplotlib.figure import Figure
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
-from stepbystep import StepByStep
+import stepbystep
+from stepbystep.book.training import ChannelNormalizer, StepByStep
 from stepbystep.plots.filters import output_grid
-from stepbystep.trainer import ChannelNormalizer
 
 
 def _regression(n=64, seed=0):
@@ -28,6 +36,56 @@ def _trainer(model=None, lr=0.05, momentum=0.9):
     sbs = StepByStep(model, nn.MSELoss(), torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum), device="cpu")
     sbs.set_loaders(DataLoader(_regression(), batch_size=16, shuffle=True, generator=torch.Generator()))
     return sbs
+
+
+def _data(n=64, seed=0):
+    generator = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, 3, generator=generator)  # (n, 3)
+    y = x.sum(dim=1, keepdim=True) + 0.1 * torch.randn(n, 1, generator=generator)  # (n, 1)
+    return TensorDataset(x, y)
+
+
+def _validated_trainer(seed=0):
+    """Dropout, a loader shuffled with its own generator, and a validation loader."""
+    torch.manual_seed(seed)
+    model = nn.Sequential(nn.Linear(3, 8), nn.Dropout(0.2), nn.ReLU(), nn.Linear(8, 1))
+    sbs = StepByStep(model, nn.MSELoss(), torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9))
+    sbs.set_loaders(DataLoader(_data(), batch_size=16, shuffle=True, generator=torch.Generator()),
+                    DataLoader(_data(32, seed=1), batch_size=16))
+    return sbs
+
+
+def test_the_book_class_is_the_core_trainer_with_the_books_methods():
+    assert issubclass(StepByStep, stepbystep.StepByStep)
+    core = set(dir(stepbystep.StepByStep))
+    for name in ("plot_losses", "correct", "loader_apply", "lr_range_test", "attach_hooks", "set_seed"):
+        assert name in dir(StepByStep) and name not in core, name
+
+
+# ----------------------------------------------------------------------------- plot_losses and set_seed
+def test_plot_losses_returns_a_figure_with_both_curves():
+    sbs = _validated_trainer()
+    with pytest.raises(ValueError, match="train the model first"):
+        sbs.plot_losses()
+    sbs.train(3, progress=False)
+    fig = sbs.plot_losses()
+    assert isinstance(fig, Figure)
+    ax = fig.axes[0]
+    assert [line.get_label() for line in ax.lines] == ["training loss", "validation loss"]
+    np.testing.assert_allclose(ax.lines[0].get_ydata(), sbs.losses)
+    assert ax.get_xlabel() == "epoch" and ax.get_ylabel() == "loss"
+
+
+def test_set_seed_seeds_the_streams_of_the_next_train_call():
+    explicit = _validated_trainer()
+    explicit.train(2, seed=7, progress=False)
+    again = _validated_trainer()
+    again.set_seed(7)
+    again.train(2, progress=False)
+    assert again.losses == explicit.losses
+    default = _validated_trainer()
+    default.train(2, progress=False)
+    assert default.losses != again.losses
 
 
 class _Fixed(nn.Module):
@@ -94,6 +152,17 @@ def test_correct_checks_its_inputs():
 
 
 # ----------------------------------------------------------------------------- loader_apply
+def test_loader_apply_sums_or_averages_over_batches():
+    sbs = _validated_trainer()
+    loader = DataLoader(_data(32), batch_size=8)
+    counts = sbs.loader_apply(loader, lambda x, y: torch.tensor([len(x), (y > 0).sum()]))
+    assert counts[0] == 32 and counts[1] == (_data(32).tensors[1] > 0).sum()
+    means = sbs.loader_apply(loader, lambda x, y: torch.tensor(float(len(x))), reduce="mean")
+    assert means.item() == 8.0
+    with pytest.raises(ValueError, match="reduce must be one of 'sum', 'mean', got 'max'"):
+        sbs.loader_apply(loader, lambda x, y: x, reduce="max")
+
+
 def test_loader_apply_works_statically_as_the_book_calls_it():
     torch.manual_seed(0)
     model = nn.Linear(2, 3)
@@ -117,11 +186,52 @@ def test_loader_apply_moves_batches_only_when_called_on_a_trainer():
         StepByStep.loader_apply(loader, "correct")
 
 
-# ----------------------------------------------------------------------------- clipping during backprop
+# ----------------------------------------------------------------------------- clipping setters
 def _raw_gradients(model, x, y):
     model.zero_grad()
     nn.MSELoss()(model(x), y).backward()
     return [p.grad.clone() for p in model.parameters()]
+
+
+def _one_step_update(sbs, x, y):
+    """Run one SGD(lr=1) step and return how much each parameter moved (= the applied gradient)."""
+    before = [p.detach().clone() for p in sbs.model.parameters()]
+    sbs.set_loaders([(x, y)])
+    sbs.train(1, progress=False)
+    return [b - p.detach() for b, p in zip(before, sbs.model.parameters())]
+
+
+@pytest.mark.parametrize("clips", [["value"], ["norm"], ["value", "norm"], ["norm", "value"]])
+def test_clipping_setters_combine_in_any_order_and_can_be_removed(clips):
+    torch.manual_seed(0)
+    model = nn.Linear(3, 2)
+    x, y = 10 * torch.randn(8, 3), torch.randn(8, 2)
+    sbs = StepByStep(model, nn.MSELoss(), torch.optim.SGD(model.parameters(), lr=1.0))
+    for clip in clips:
+        if clip == "value":
+            sbs.set_clip_grad_value(0.5)
+        else:
+            sbs.set_clip_grad_norm(1.0)
+    expected = _raw_gradients(model, x, y)
+    if "value" in clips:
+        expected = [g.clamp(-0.5, 0.5) for g in expected]
+    if "norm" in clips:
+        total = torch.sqrt(sum((g**2).sum() for g in expected))
+        expected = [g * min(1.0, 1.0 / (total.item() + 1e-6)) for g in expected]
+    for moved, grad in zip(_one_step_update(sbs, x, y), expected):
+        torch.testing.assert_close(moved, grad)
+    sbs.remove_clip()
+    raw = _raw_gradients(model, x, y)
+    for moved, grad in zip(_one_step_update(sbs, x, y), raw):
+        torch.testing.assert_close(moved, grad)
+
+
+def test_clip_values_must_be_positive():
+    sbs = _validated_trainer()
+    with pytest.raises(ValueError, match="clip_value must be a positive number"):
+        sbs.set_clip_grad_value(0)
+    with pytest.raises(ValueError, match="max_norm"):
+        sbs.set_clip_grad_norm(-1.0)
 
 
 def test_clip_backprop_clamps_gradients_as_they_are_computed_and_can_be_removed():
@@ -145,6 +255,101 @@ def test_clip_backprop_clamps_gradients_as_they_are_computed_and_can_be_removed(
     assert any(g.abs().max() > 0.5 for g in _raw_gradients(model, x, y))
     with pytest.raises(ValueError, match="clip_value must be a positive number"):
         sbs.set_clip_backprop(-1)
+
+
+# ----------------------------------------------------------------------------- hooks
+class _TupleLayer(nn.Module):
+    """A layer that returns a tuple, like nn.MultiheadAttention's (output, weights)."""
+
+    def forward(self, x):
+        return x * 2, None
+
+
+class _WithTuple(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(3, 3)
+        self.pair = _TupleLayer()
+
+    def forward(self, x):
+        doubled, _ = self.pair(self.linear(x))
+        return doubled
+
+
+def test_hooks_record_outputs_in_eval_mode_including_tuples():
+    torch.manual_seed(0)
+    model = _WithTuple()
+    sbs = StepByStep(model, nn.MSELoss(), torch.optim.SGD(model.parameters(), lr=0.1))
+    sbs.attach_hooks(["linear", "pair"])
+    x1, x2 = torch.randn(4, 3), torch.randn(2, 3)
+    sbs.predict(x1)
+    sbs.predict(x2)
+    expected = model.linear(torch.cat([x1, x2])).detach().numpy()
+    np.testing.assert_allclose(sbs.visualization["linear"], expected, rtol=1e-6)
+    doubled, nothing = sbs.visualization["pair"]
+    np.testing.assert_allclose(doubled, 2 * expected, rtol=1e-6)
+    assert nothing is None
+    sbs.remove_hooks()
+    sbs.predict(x1)
+    assert sbs.visualization["linear"].shape == (6, 3)  # nothing recorded after removal
+
+
+def test_hooks_skip_training_passes_and_reject_unknown_layers():
+    sbs = _validated_trainer()
+    sbs.attach_hooks(["0"])
+    sbs.set_loaders(sbs.train_loader)  # no validation: every forward pass is a training one
+    sbs.train(1, progress=False)
+    assert sbs.visualization["0"] is None
+    with pytest.raises(ValueError, match=r"no layer named \['nope'\].*0, 1, 2, 3"):
+        sbs.attach_hooks(["nope"])
+
+
+def test_custom_hook_fn_is_registered():
+    sbs = _validated_trainer()
+    seen = []
+    sbs.attach_hooks(["3"], hook_fn=lambda module, inputs, outputs: seen.append(outputs.shape))
+    sbs.predict(torch.randn(5, 3))
+    assert seen == [torch.Size([5, 1])]
+
+
+def test_hooks_keep_every_batch_of_layers_returning_containers():
+    Pair = namedtuple("Pair", ["doubled", "nothing"])
+    wrappers = {"tuple": lambda d: (d, None), "list": lambda d: [d, None],
+                "dict": lambda d: {"doubled": d, "nothing": None}, "namedtuple": lambda d: Pair(d, None)}
+
+    class Wrapping(nn.Module):
+        def __init__(self, kind):
+            super().__init__()
+            self.wrap = wrappers[kind]
+
+        def forward(self, x):
+            return self.wrap(2 * x)
+
+    class Model(nn.Module):
+        def __init__(self, kind):
+            super().__init__()
+            self.linear = nn.Linear(3, 3)
+            self.wrapping = Wrapping(kind)
+
+        def forward(self, x):
+            out = self.wrapping(self.linear(x))
+            return out["doubled"] if isinstance(out, dict) else out[0]
+
+    x1, x2 = torch.randn(4, 3), torch.randn(2, 3)
+    for kind in wrappers:
+        torch.manual_seed(0)
+        model = Model(kind)
+        sbs = StepByStep(model, nn.MSELoss(), torch.optim.SGD(model.parameters(), lr=0.1), device="cpu")
+        sbs.attach_hooks("wrapping")
+        sbs.predict(x1)
+        sbs.predict(x2)
+        recorded = sbs.visualization["wrapping"]
+        expected = 2 * model.linear(torch.cat([x1, x2])).detach().numpy()  # (6, 3)
+        assert type(recorded) is type(wrappers[kind](None)), kind
+        doubled = recorded["doubled"] if kind == "dict" else recorded[0]
+        nothing = recorded["nothing"] if kind == "dict" else recorded[1]
+        np.testing.assert_allclose(doubled, expected, rtol=1e-6, err_msg=kind)
+        assert nothing is None
 
 
 # ----------------------------------------------------------------------------- the learning-rate range test
@@ -393,6 +598,90 @@ def test_add_graph_traces_the_first_training_batch_into_the_writer():
     sbs.train_loader = None
     with pytest.raises(RuntimeError, match="set_loaders"):
         sbs.add_graph()
+
+
+def test_tensorboard_missing_gives_a_clear_import_error(monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch.utils.tensorboard", None)
+    with pytest.raises(ImportError, match="pip install tensorboard"):
+        _validated_trainer().set_tensorboard("run")
+
+
+# ----------------------------------------------------------------------------- the book's checkpoints
+def _book_checkpoint(sbs, val_losses):
+    """The dict the book's save_checkpoint writes: NumPy float64 losses, no scheduler, rates or streams."""
+    return {
+        "epoch": 3,
+        "model_state_dict": sbs.model.state_dict(),
+        "optimizer_state_dict": sbs.optimizer.state_dict(),
+        "loss": [np.float64(0.5), np.float64(0.25), np.float64(0.125)],
+        "val_loss": val_losses,
+    }
+
+
+def _as_numpy1_file(path):
+    """Rewrite a torch.save file so its pickle names NumPy's scalar reconstructor as NumPy 1 did."""
+    source = zipfile.ZipFile(io.BytesIO(path.read_bytes()))
+    rewritten = io.BytesIO()
+    with zipfile.ZipFile(rewritten, "w", zipfile.ZIP_STORED) as target:
+        for item in source.infolist():
+            data = source.read(item)
+            if item.filename.endswith("data.pkl"):
+                assert b"numpy._core.multiarray\nscalar" in data
+                data = data.replace(b"numpy._core.multiarray\nscalar", b"numpy.core.multiarray\nscalar")
+            target.writestr(item, data)
+    path.write_bytes(rewritten.getvalue())
+
+
+@pytest.mark.parametrize("numpy_names", ["numpy2", "numpy1"])
+@pytest.mark.parametrize("val_losses", [[np.float64(0.6), np.float64(0.3), np.float64(0.2)], [None, None, None]],
+                         ids=["validated", "without-validation"])
+def test_a_checkpoint_written_by_the_books_class_loads_and_training_continues(tmp_path, val_losses, numpy_names):
+    book = _validated_trainer(seed=3)
+    path = tmp_path / "book.pt"
+    torch.save(_book_checkpoint(book, val_losses), path)
+    if numpy_names == "numpy1":
+        _as_numpy1_file(path)
+
+    sbs = _validated_trainer()
+    sbs.set_lr_scheduler(torch.optim.lr_scheduler.StepLR(sbs.optimizer, step_size=1, gamma=0.5))
+    sbs.load_checkpoint(path)
+    assert sbs.total_epochs == 3
+    assert sbs.losses == [0.5, 0.25, 0.125] and all(type(loss) is float for loss in sbs.losses)
+    assert sbs.val_losses == ([0.6, 0.3, 0.2] if val_losses[0] is not None else [])
+    assert sbs.learning_rates == []
+    for loaded, written in zip(sbs.model.parameters(), book.model.parameters()):
+        assert torch.equal(loaded, written)
+    sbs.train(1, progress=False)
+    assert sbs.total_epochs == 4 and len(sbs.losses) == 4 and len(sbs.learning_rates) == 4
+    with pytest.raises(ValueError, match=r"lacks \['scheduler_state_dict', 'learning_rates', 'rng_state'\] "
+                                         r"\(the book's files load with stepbystep.book.training.StepByStep\)"):
+        stepbystep.StepByStep(sbs.model, sbs.loss_fn, sbs.optimizer).load_checkpoint(path)  # the core does not
+
+
+def test_a_file_that_is_neither_checkpoint_is_refused_before_anything_changes(tmp_path):
+    sbs = _validated_trainer()
+    sbs.train(1, progress=False)
+    weights = [p.detach().clone() for p in sbs.model.parameters()]
+    partial = _book_checkpoint(sbs, [None] * 3)
+    del partial["val_loss"]
+    torch.save(partial, tmp_path / "partial.pt")
+    with pytest.raises(ValueError, match=r"not a StepByStep checkpoint: it lacks \['val_loss', 'scheduler_state_dict'"):
+        sbs.load_checkpoint(tmp_path / "partial.pt")
+    assert sbs.total_epochs == 1 and len(sbs.losses) == 1
+    assert all(torch.equal(a, b) for a, b in zip(weights, sbs.model.parameters()))
+
+
+def test_numpy_arrays_and_other_objects_are_still_refused(tmp_path):
+    sbs = _validated_trainer()
+    checkpoint = _book_checkpoint(sbs, [None] * 3)
+    checkpoint["loss"] = np.array([0.5, 0.25, 0.125])  # an array, not a scalar
+    torch.save(checkpoint, tmp_path / "array.pt")
+    with pytest.raises(pickle.UnpicklingError, match="refusing to load"):
+        sbs.load_checkpoint(tmp_path / "array.pt")
+    checkpoint["loss"] = [Fraction(1, 2)]  # any other class
+    torch.save(checkpoint, tmp_path / "object.pt")
+    with pytest.raises(pickle.UnpicklingError, match="refusing to load"):
+        sbs.load_checkpoint(tmp_path / "object.pt")
 
 
 # ----------------------------------------------------------------------------- trained numbers: the book's loop

@@ -29,7 +29,7 @@ def loss_curves(losses, val_losses=()):
 def lr_range_curve(tracking, log_scale=True, ax=None):
     """The smoothed loss against the learning rate of a range test; returns the Figure.
 
-    ``tracking`` is ``{'loss': [...], 'lr': [...]}`` as ``StepByStep.lr_range_test`` returns it.
+    ``tracking`` is ``{'loss': [...], 'lr': [...]}`` as ``stepbystep.training.lr_range_test`` returns it.
     A geometric sweep reads best on a log axis (``log_scale``). Draws on ``ax`` when given.
     """
     if len(tracking["lr"]) != len(tracking["loss"]):
