@@ -1,5 +1,6 @@
 """Importing the trainer, the models or the data loads no plotting or widget library (the
-trainer no date library either), and the special tokens are one set of ids. The direction of
+trainer no date library either), importing the plots no seaborn, and the special tokens are one
+set of ids. The direction of
 imports between the package's layers is checked by `test_import_layers.py`."""
 import subprocess
 import sys
@@ -15,6 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
     ("from stepbystep import StepByStep; import stepbystep.trainer", ("matplotlib", "babel", "ipywidgets")),
     ("import stepbystep.models", ("matplotlib", "ipywidgets")),
     ("import stepbystep.data", ("matplotlib", "ipywidgets")),
+    ("import stepbystep.plots", ("seaborn",)),  # only the figures that draw with it load it
 ])
 def test_importing_loads_no_plotting_or_widget_library(statement, heavy):
     code = (f"import sys; {statement}; "

@@ -18,6 +18,8 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 
+pytestmark = pytest.mark.system  # builds the site with Sphinx: make test-system
+
 pytest.importorskip(
     "sphinx", reason="Sphinx is not installed: make html needs the dev extra (pip install -e '.[dev]')")
 

@@ -1,15 +1,12 @@
 """The σ explorer: a log-scale slider that redraws fit, kernel and weights, and reports LOO error."""
 import ipywidgets
-import matplotlib
+import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
-from stepbystep.data import make_regression_data  # noqa: E402
-from stepbystep.models import leave_one_out_error  # noqa: E402
-from stepbystep.widgets import sigma_explorer  # noqa: E402
+from stepbystep.data import make_regression_data
+from stepbystep.models import leave_one_out_error
+from stepbystep.widgets import sigma_explorer
 
 
 @pytest.fixture
