@@ -17,7 +17,7 @@ NO_NEWS := "@jupyterlab/apputils-extension:notification": {"fetchNews": "false"}
 RENDERED_MARKDOWN := "@jupyterlab/docmanager-extension:plugin": {"defaultViewers": {"markdown": "Markdown Preview"}}
 LAB_SETTINGS := {$(NO_NEWS), $(RENDERED_MARKDOWN)}
 
-.PHONY: lab test test-other-cpu test-breakage sync notebooks html bench install clean
+.PHONY: lab test test-system test-other-cpu test-breakage sync notebooks html bench install clean
 
 install: $(INSTALLED) $(LAB_OVERRIDES)
 
@@ -40,23 +40,35 @@ ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 lab: install
 	$(VENV)/bin/jupyter lab $(ALLOW_ROOT) --ServerApp.root_dir=notebooks notebooks/README.md
 
-# Unit tests, then every chapter re-executed and compared with its committed outputs: strict
-# nbval, the literal command of the README (conftest.py adds the sanitising rules and the kernel).
+# PyTorch on one thread, as the chapters' committed outputs were computed (conftest.py sets it
+# for every pytest run too; here it also covers make notebooks and the benchmarks).
+ONE_THREAD := OMP_NUM_THREADS=1
+
+# The layers' direction, the unit tests, the system tests (browser, site build, make lab, fresh
+# Pythons, benchmarks), then every chapter re-executed and compared with its committed outputs:
+# strict nbval, the literal command of the README (conftest.py adds the sanitising rules and the
+# kernel, and runs the chapters in parallel, one per core).
 test: install
-	$(PY) -m pytest tests/
-	$(PY) -m pytest --nbval notebooks/
+	$(VENV)/bin/lint-imports --no-cache
+	$(ONE_THREAD) $(PY) -m pytest tests/
+	$(ONE_THREAD) $(PY) -m pytest -m system tests/
+	$(ONE_THREAD) $(PY) -m pytest --nbval notebooks/
+
+# The system tests alone: slower, each starts a browser, a site build, a server or a fresh Python.
+test-system: $(INSTALLED)
+	$(ONE_THREAD) $(PY) -m pytest -m system tests/
 
 # The same strict pass as a CPU without this machine's vector instructions computes it (no
 # AVX-512/AVX2 kernels in ATen, oneDNN or MKL): every output that would differ on another
 # laptop, a GPU or another torch release must be ignored and bounded by a check, never compared.
 OTHER_CPU := ATEN_CPU_CAPABILITY=default DNNL_MAX_CPU_ISA=SSE41 MKL_ENABLE_INSTRUCTIONS=SSE4_2
 test-other-cpu: $(INSTALLED)
-	$(OTHER_CPU) $(PY) -m pytest --nbval notebooks/
+	$(ONE_THREAD) $(OTHER_CPU) $(PY) -m pytest --nbval notebooks/
 
 # Each chapter must fail when the idea it teaches is broken in the package (a kernel, a mask,
 # an encoding, a training step): proof that the notebooks' checks check something.
 test-breakage: $(INSTALLED)
-	$(PY) -m pytest -m breakage tests/
+	$(ONE_THREAD) $(PY) -m pytest -m breakage tests/
 
 sync: $(INSTALLED)
 	@set -e; for nb in notebooks/[0-9]*.py; do \
@@ -72,7 +84,7 @@ NB_METADATA := {"jupytext": {"notebook_metadata_filter": "-all", "cell_metadata_
 notebooks: $(INSTALLED)
 	@set -e; for py in $(NOTEBOOKS); do \
 		echo "executing $$py"; \
-		$(VENV)/bin/jupytext --to ipynb --set-kernel python3 \
+		$(ONE_THREAD) $(VENV)/bin/jupytext --to ipynb --set-kernel python3 \
 			--update-metadata '$(NB_METADATA)' --execute "$$py"; \
 	done
 
@@ -85,7 +97,7 @@ html: $(INSTALLED)
 
 # Speed as ratios against PyTorch, measured side by side; writes benchmarks/RESULTS.md.
 bench: $(INSTALLED)
-	$(PY) -m benchmarks.run
+	$(ONE_THREAD) $(PY) -m benchmarks.run
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

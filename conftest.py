@@ -4,10 +4,42 @@ nbval takes its sanitising rules and its kernel only from the command line. An i
 types the plain command should get exactly what `make test` runs, so unless the command names
 its own, the notebooks are compared through `notebooks/nbval_sanitize.cfg` and executed by the
 Python that runs pytest (the environment the course is installed in).
+
+The chapters run in parallel, one per core: with pytest-xdist installed, a notebook run that
+names no worker count gets `-n auto --dist loadscope`, which keeps each notebook's cells in one
+worker (one kernel), in order. `-n 0` runs them one after the other in this process.
+
+Every chapter and test runs PyTorch on one thread, as the committed outputs were computed:
+OMP_NUM_THREADS is set here, before any kernel starts or any test imports torch, and the
+kernels inherit it.
 """
+import os
 from pathlib import Path
 
+import pytest
+
+os.environ["OMP_NUM_THREADS"] = "1"
+
 SANITIZE_RULES = Path(__file__).resolve().parent / "notebooks" / "nbval_sanitize.cfg"
+
+
+def _runs_notebooks(option):
+    return getattr(option, "nbval", False) or getattr(option, "nbval_lax", False)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config):
+    """A notebook run spreads the chapters over every core unless it names its `-n`, and
+    always keeps each notebook in one worker."""
+    option = config.option
+    if hasattr(config, "workerinput") or not hasattr(option, "numprocesses"):  # an xdist worker, or no xdist
+        return
+    if not _runs_notebooks(option):
+        return
+    if option.numprocesses is None:
+        option.numprocesses = "auto"
+    if option.numprocesses != 0 and option.dist == "no":  # never split a notebook's cells
+        option.dist = "loadscope"
 
 
 def pytest_configure(config):

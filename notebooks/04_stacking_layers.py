@@ -31,7 +31,7 @@ from torch import nn
 
 from stepbystep import plots
 from stepbystep.data import square_datasets
-from stepbystep.gradient_norms import layer_gradient_norms
+from stepbystep.experiments.gradient_norms import layer_gradient_norms
 from stepbystep.models import (
     DecoderLayer,
     EncoderLayer,
@@ -453,7 +453,7 @@ for corner in (0, 3):
 # predicts the last two, and train it on 64 squares with Adam for 35 full-batch steps at a
 # learning rate of 0.03. At every step we record the norm of the gradient of each layer's
 # parameters, and the loss. `layer_gradient_norms` does exactly this (read it in
-# `stepbystep/gradient_norms.py`); the gradient at step 0 is the one at initialisation.
+# `stepbystep/experiments/gradient_norms.py`); the gradient at step 0 is the one at initialisation.
 #
 # We run it four times: norm-first and norm-last, each with the full learning rate from the
 # first step and with a **warm-up**: a learning rate that rises linearly over the first 20

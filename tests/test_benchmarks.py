@@ -1,4 +1,5 @@
-"""A toy-sized run of every benchmark, so they cannot rot (they are never timed here)."""
+"""A toy-sized run of every benchmark, so they cannot rot (they are never timed here): system
+tests (make test-system); the timing helpers they share are unit tests."""
 import nbformat
 import pytest
 
@@ -36,12 +37,14 @@ def test_compare_times_with_the_clock_that_waits_for_the_gpu(monkeypatch):
     assert medians == {"a": 2.5, "b": 1.5}
 
 
+@pytest.mark.system  # a toy-sized real run
 def test_trainer_benchmark_checks_both_loops_did_the_same_work():
     rows = trainer_overhead.run(quick=True)
     _check_ratio_rows(rows)
     assert rows[0]["goal"] == trainer_overhead.GOAL
 
 
+@pytest.mark.system  # a toy-sized real run
 @pytest.mark.parametrize("module", [attention, layers, generation], ids=["attention", "layers", "generation"])
 def test_ratio_benchmarks_run(module):
     _check_ratio_rows(module.run(quick=True))
@@ -53,6 +56,7 @@ def _tiny_notebook(path):
     return path
 
 
+@pytest.mark.system  # a toy-sized real run
 def test_course_benchmark_executes_notebooks_and_times_training_cells(tmp_path):
     notebook = nbformat.v4.new_notebook(cells=[
         nbformat.v4.new_code_cell("import time\nclass Trainer:\n    def train(self, seconds):\n"
@@ -69,6 +73,7 @@ def test_course_benchmark_executes_notebooks_and_times_training_cells(tmp_path):
     assert rows[0]["training_goal"] == 60.0 and rows[0]["training_met"]
 
 
+@pytest.mark.system  # a toy-sized real run
 def test_run_writes_the_report(tmp_path, monkeypatch):
     tiny = _tiny_notebook(tmp_path / "01_tiny.ipynb")
     original = course.run

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.system  # JupyterLab and a headless browser: make test-system
+
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright for Python is not installed")

@@ -8,7 +8,7 @@ from stepbystep import StepByStep
 from stepbystep.book.training import StepByStep as BookStepByStep
 from stepbystep.data import Vocab, line_pixels, make_regression_data, reverse_digits_dataset, train_val_split
 from stepbystep.data.dates import date_pairs, render_date
-from stepbystep.gradient_norms import layer_gradient_norms
+from stepbystep.experiments.gradient_norms import layer_gradient_norms
 from stepbystep.models import (
     Attention,
     EncoderLayer,

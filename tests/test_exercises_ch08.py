@@ -4,39 +4,33 @@ import torch
 from stepbystep.exercises import ch08
 
 
-def _fails_with(exercise, answer, words):
-    result = exercise.check(answer)
-    assert not result
-    assert words in repr(result), repr(result)
-
-
 # ----------------------------------------------------------------------------- new pattern
 def test_new_pattern_solution_passes():
     assert ch08.new_pattern.check(ch08.new_pattern._solution())
 
 
-def test_new_pattern_fixed_suffix_is_caught():
-    _fails_with(ch08.new_pattern, "'the' d'rd of' MMMM, y", "the 1rd of May, 1979")
-    _fails_with(ch08.new_pattern, "'the' d'rd of' MMMM, y", "suffix is wrong")
+def test_new_pattern_fixed_suffix_is_caught(fails_with):
+    fails_with(ch08.new_pattern, "'the' d'rd of' MMMM, y", "the 1rd of May, 1979")
+    fails_with(ch08.new_pattern, "'the' d'rd of' MMMM, y", "suffix is wrong")
 
 
-def test_new_pattern_messages_do_not_give_the_pattern_away():
+def test_new_pattern_messages_do_not_give_the_pattern_away(fails_with):
     for answer in ("d MMMM y", "'the' d'rd of' MMMM, y", "'the 'd{ord}' of 'MMMM,y", "'The' d{ord} 'of' MMMM, y"):
         message = repr(ch08.new_pattern.check(answer))
         assert "{ord}" not in message and "MMMM" not in message and "was wanted" not in message
-    _fails_with(ch08.new_pattern, "'The' d{ord} 'of' MMMM, y", "capitals")
+    fails_with(ch08.new_pattern, "'The' d{ord} 'of' MMMM, y", "capitals")
 
 
-def test_new_pattern_unquoted_words_are_caught():
-    _fails_with(ch08.new_pattern, "the d{ord} of MMMM, y", "single quotes")
+def test_new_pattern_unquoted_words_are_caught(fails_with):
+    fails_with(ch08.new_pattern, "the d{ord} of MMMM, y", "single quotes")
 
 
-def test_new_pattern_spacing_is_caught():
-    _fails_with(ch08.new_pattern, "'the 'd{ord}' of 'MMMM,y", "check the spaces")
+def test_new_pattern_spacing_is_caught(fails_with):
+    fails_with(ch08.new_pattern, "'the 'd{ord}' of 'MMMM,y", "check the spaces")
 
 
-def test_new_pattern_needs_a_string():
-    _fails_with(ch08.new_pattern, None, "a str")
+def test_new_pattern_needs_a_string(fails_with):
+    fails_with(ch08.new_pattern, None, "a str")
 
 
 # ----------------------------------------------------------------------------- century rule
@@ -45,19 +39,19 @@ def test_century_rule_solution_passes():
     assert ch08.century_rule._solution(9) == 2009 and ch08.century_rule._solution(79) == 1979
 
 
-def test_century_rule_off_by_one_boundary_is_caught():
-    _fails_with(ch08.century_rule, lambda yy: (2000 if yy <= 50 else 1900) + yy, "the boundary")
+def test_century_rule_off_by_one_boundary_is_caught(fails_with):
+    fails_with(ch08.century_rule, lambda yy: (2000 if yy <= 50 else 1900) + yy, "the boundary")
     assert "1950" not in repr(ch08.century_rule.check(lambda yy: (2000 if yy <= 50 else 1900) + yy))
 
 
-def test_century_rule_placeholder_is_caught_without_the_answer():
+def test_century_rule_placeholder_is_caught_without_the_answer(fails_with):
     """The placeholder puts every year in the 1900s (the reference model's 1990 for "09" is no rule)."""
-    _fails_with(ch08.century_rule, lambda yy: 1900 + yy, "full_year(0) returned 1900, which is not what the rule gives")
+    fails_with(ch08.century_rule, lambda yy: 1900 + yy, "full_year(0) returned 1900, which is not what the rule gives")
     assert "2000" not in repr(ch08.century_rule.check(lambda yy: 1900 + yy))
 
 
-def test_century_rule_needs_ints():
-    _fails_with(ch08.century_rule, lambda yy: str(2000 + yy), "should be an int")
+def test_century_rule_needs_ints(fails_with):
+    fails_with(ch08.century_rule, lambda yy: str(2000 + yy), "should be an int")
 
 
 # ----------------------------------------------------------------------------- reading positions
@@ -69,12 +63,12 @@ def test_reading_positions_tensor_answer_passes():
     assert ch08.reading_positions.check(lambda t: t.weights.mean(dim=0).argmax(dim=-1))
 
 
-def test_reading_positions_one_head_is_caught():
-    _fails_with(ch08.reading_positions, lambda t: t.weights[0].argmax(dim=-1).tolist(), "one head's choice")
+def test_reading_positions_one_head_is_caught(fails_with):
+    fails_with(ch08.reading_positions, lambda t: t.weights[0].argmax(dim=-1).tolist(), "one head's choice")
 
 
-def test_reading_positions_wrong_axis_is_caught():
-    _fails_with(ch08.reading_positions, lambda t: t.weights.mean(dim=0).argmax(dim=0).tolist(), "the last dimension")
+def test_reading_positions_wrong_axis_is_caught(fails_with):
+    fails_with(ch08.reading_positions, lambda t: t.weights.mean(dim=0).argmax(dim=0).tolist(), "the last dimension")
 
 
 def test_reading_positions_wrong_answer_does_not_show_the_positions():
@@ -85,8 +79,8 @@ def test_reading_positions_wrong_answer_does_not_show_the_positions():
     assert str(wanted) not in repr(result)
 
 
-def test_reading_positions_placeholder_is_caught():
-    _fails_with(ch08.reading_positions, lambda t: None, "list of ints")
+def test_reading_positions_placeholder_is_caught(fails_with):
+    fails_with(ch08.reading_positions, lambda t: None, "list of ints")
 
 
 def test_reading_positions_solution_on_a_hand_made_map():
@@ -127,13 +121,13 @@ def test_confidence_matches_sequence_log_probs_on_a_case():
     torch.testing.assert_close(ch08.confidence._solution(model, source, generated, 1, 2), expected)
 
 
-def test_confidence_mistakes_are_caught():
-    _fails_with(ch08.confidence, _by_hand(exponentiate=False), "log-probabilities")
-    _fails_with(ch08.confidence, _by_hand(stop_at_eos=False), "stop after the first <eos>")
-    _fails_with(ch08.confidence, _by_hand(shift=False), "shifted by one")
-    _fails_with(ch08.confidence, lambda m, s, g, sos, eos: torch.ones(len(g)), "not the model's")
-    _fails_with(ch08.confidence, lambda m, s, g, sos, eos: torch.ones(3), "one probability per output row")
-    _fails_with(ch08.confidence, None, "expected a function")
+def test_confidence_mistakes_are_caught(fails_with):
+    fails_with(ch08.confidence, _by_hand(exponentiate=False), "log-probabilities")
+    fails_with(ch08.confidence, _by_hand(stop_at_eos=False), "stop after the first <eos>")
+    fails_with(ch08.confidence, _by_hand(shift=False), "shifted by one")
+    fails_with(ch08.confidence, lambda m, s, g, sos, eos: torch.ones(len(g)), "not the model's")
+    fails_with(ch08.confidence, lambda m, s, g, sos, eos: torch.ones(3), "one probability per output row")
+    fails_with(ch08.confidence, None, "expected a function")
 
 
 def test_confidence_checker_leaves_the_global_rng_alone():

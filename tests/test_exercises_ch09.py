@@ -6,56 +6,46 @@ import torch
 
 from stepbystep.exercises import ch09
 
-STUCK = "Stuck? .hint() gives a nudge, .solution() a worked answer."
-
-
-def _fails_with(exercise, answer, words):
-    result = exercise.check(answer)
-    assert not result
-    assert words in repr(result), repr(result)
-    assert STUCK in repr(result)
-    return repr(result)
-
 
 # ----------------------------------------------------------------------------- top-k
 def test_top_k_solution_passes():
     assert ch09.top_k.check(ch09.top_k._solution)
 
 
-def test_top_k_placeholder_is_caught():
-    _fails_with(ch09.top_k, lambda logits, k: logits, "every row should keep k tokens")
+def test_top_k_placeholder_is_caught(fails_with):
+    fails_with(ch09.top_k, lambda logits, k: logits, "every row should keep k tokens")
 
 
-def test_top_k_smallest_instead_of_largest_is_caught():
+def test_top_k_smallest_instead_of_largest_is_caught(fails_with):
     def smallest(logits, k):
         kth = logits.topk(k, dim=-1, largest=False).values[..., -1:]
         return logits.masked_fill(logits > kth, float("-inf"))
-    _fails_with(ch09.top_k, smallest, "not the most likely ones")
+    fails_with(ch09.top_k, smallest, "not the most likely ones")
 
 
-def test_top_k_zero_instead_of_minus_infinity_is_caught():
+def test_top_k_zero_instead_of_minus_infinity_is_caught(fails_with):
     def zeros(logits, k):
         kth = logits.topk(k, dim=-1).values[..., -1:]
         return logits.masked_fill(logits < kth, 0.0)
-    _fails_with(ch09.top_k, zeros, "every row should keep k tokens")
+    fails_with(ch09.top_k, zeros, "every row should keep k tokens")
 
 
-def test_top_k_changed_values_are_caught():
+def test_top_k_changed_values_are_caught(fails_with):
     def softmaxed(logits, k):
         kth = logits.topk(k, dim=-1).values[..., -1:]
         return logits.softmax(dim=-1).log().masked_fill(logits < kth, float("-inf"))
-    _fails_with(ch09.top_k, softmaxed, "must stay as they are")
+    fails_with(ch09.top_k, softmaxed, "must stay as they are")
 
 
-def test_top_k_whole_tensor_instead_of_rows_is_caught():
+def test_top_k_whole_tensor_instead_of_rows_is_caught(fails_with):
     def flat(logits, k):
         kth = logits.flatten().topk(k).values[-1]
         return logits.masked_fill(logits < kth, float("-inf"))
-    _fails_with(ch09.top_k, flat, "every row should keep k tokens")
+    fails_with(ch09.top_k, flat, "every row should keep k tokens")
 
 
-def test_top_k_needs_a_function():
-    _fails_with(ch09.top_k, 3, "expected a function")
+def test_top_k_needs_a_function(fails_with):
+    fails_with(ch09.top_k, 3, "expected a function")
 
 
 # ----------------------------------------------------------------------------- cached step
@@ -63,42 +53,42 @@ def test_cached_step_solution_passes():
     assert ch09.cached_step.check(ch09.cached_step._solution)
 
 
-def test_cached_step_without_scaling_is_caught():
+def test_cached_step_without_scaling_is_caught(fails_with):
     def unscaled(attention, x_new, keys, values):
         q = attention.make_chunks(attention.linear_query(x_new))
         keys = torch.cat([keys, attention.make_chunks(attention.linear_key(x_new))], dim=2)
         values = torch.cat([values, attention.make_chunks(attention.linear_value(x_new))], dim=2)
         weights = torch.softmax(q @ keys.transpose(-2, -1), dim=-1)
         return attention.output_function(weights @ values), keys, values
-    _fails_with(ch09.cached_step, unscaled, "√d_k")
+    fails_with(ch09.cached_step, unscaled, "√d_k")
 
 
-def test_cached_step_not_appending_is_caught():
+def test_cached_step_not_appending_is_caught(fails_with):
     def forgetful(attention, x_new, keys, values):
         return attention.output_function(torch.zeros(2, 2, 1, 4)), keys, values
-    _fails_with(ch09.cached_step, forgetful, "(N, h, 6, d_k)")
+    fails_with(ch09.cached_step, forgetful, "(N, h, 6, d_k)")
 
 
-def test_cached_step_prepending_is_caught():
+def test_cached_step_prepending_is_caught(fails_with):
     def prepends(attention, x_new, keys, values):
         keys = torch.cat([attention.make_chunks(attention.linear_key(x_new)), keys], dim=2)
         values = torch.cat([attention.make_chunks(attention.linear_value(x_new)), values], dim=2)
         q = attention.make_chunks(attention.linear_query(x_new))
         weights = torch.softmax(q @ keys.transpose(-2, -1) / math.sqrt(attention.d_k), dim=-1)
         return attention.output_function(weights @ values), keys, values
-    _fails_with(ch09.cached_step, prepends, "stay first")
+    fails_with(ch09.cached_step, prepends, "stay first")
 
 
-def test_cached_step_only_attending_to_itself_is_caught():
+def test_cached_step_only_attending_to_itself_is_caught(fails_with):
     def itself(attention, x_new, keys, values):
         keys = torch.cat([keys, attention.make_chunks(attention.linear_key(x_new))], dim=2)
         values = torch.cat([values, attention.make_chunks(attention.linear_value(x_new))], dim=2)
         return attention.output_function(values[:, :, -1:]), keys, values
-    _fails_with(ch09.cached_step, itself, "differs from the last row")
+    fails_with(ch09.cached_step, itself, "differs from the last row")
 
 
-def test_cached_step_wrong_return_is_caught():
-    _fails_with(ch09.cached_step, lambda attention, x_new, keys, values: None, "return three things")
+def test_cached_step_wrong_return_is_caught(fails_with):
+    fails_with(ch09.cached_step, lambda attention, x_new, keys, values: None, "return three things")
 
 
 # ----------------------------------------------------------------------------- completion mask
@@ -106,45 +96,45 @@ def test_completion_mask_solution_passes():
     assert ch09.completion_mask.check(ch09.completion_mask._solution)
 
 
-def test_completion_mask_everything_counted_is_caught():
-    _fails_with(ch09.completion_mask, lambda stream, n: stream[1:], "every target is counted")
+def test_completion_mask_everything_counted_is_caught(fails_with):
+    fails_with(ch09.completion_mask, lambda stream, n: stream[1:], "every target is counted")
 
 
-def test_completion_mask_separator_counted_is_caught():
+def test_completion_mask_separator_counted_is_caught(fails_with):
     def off_by_one(stream, n):
         targets = stream[1:].clone()
         targets[:n - 2] = -100
         return targets
-    _fails_with(ch09.completion_mask, off_by_one, "is the separator")
+    fails_with(ch09.completion_mask, off_by_one, "is the separator")
 
 
-def test_completion_mask_first_completion_token_ignored_is_caught():
+def test_completion_mask_first_completion_token_ignored_is_caught(fails_with):
     def too_many(stream, n):
         targets = stream[1:].clone()
         targets[:n] = -100
         return targets
-    _fails_with(ch09.completion_mask, too_many, "the first one")
+    fails_with(ch09.completion_mask, too_many, "the first one")
 
 
-def test_completion_mask_unshifted_is_caught():
+def test_completion_mask_unshifted_is_caught(fails_with):
     def unshifted(stream, n):
         targets = stream[:-1].clone()
         targets[:n - 1] = -100
         return targets
-    _fails_with(ch09.completion_mask, unshifted, "shift the stream by one")
+    fails_with(ch09.completion_mask, unshifted, "shift the stream by one")
 
 
-def test_completion_mask_wrong_length_is_caught():
+def test_completion_mask_wrong_length_is_caught(fails_with):
     def whole(stream, n):
         targets = stream.clone()
         targets[:n] = -100
         return targets
-    _fails_with(ch09.completion_mask, whole, "next-token targets")
+    fails_with(ch09.completion_mask, whole, "next-token targets")
 
 
-def test_messages_do_not_reveal_the_answers():
+def test_messages_do_not_reveal_the_answers(fails_with):
     """A failed check says what is wrong, never the expected targets or values."""
-    message = _fails_with(ch09.completion_mask, lambda stream, n: stream[1:], "every target")
+    message = fails_with(ch09.completion_mask, lambda stream, n: stream[1:], "every target")
     assert "[" not in message  # no list of expected targets
-    message = _fails_with(ch09.top_k, lambda logits, k: logits, "keep k tokens")
+    message = fails_with(ch09.top_k, lambda logits, k: logits, "keep k tokens")
     assert "inf," not in message and "tensor(" not in message

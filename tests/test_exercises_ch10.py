@@ -7,47 +7,37 @@ import torch
 from stepbystep.exercises import ch10
 from stepbystep.models import alibi_bias
 
-STUCK = "Stuck? .hint() gives a nudge, .solution() a worked answer."
-
-
-def _fails_with(exercise, answer, words):
-    result = exercise.check(answer)
-    assert not result
-    assert words in repr(result), repr(result)
-    assert STUCK in repr(result)
-    return repr(result)
-
 
 # ----------------------------------------------------------------------------- rotate one pair
 def test_rotate_pair_solution_passes():
     assert ch10.rotate_pair.check(ch10.rotate_pair._solution)
 
 
-def test_rotate_pair_placeholder_is_caught():
-    _fails_with(ch10.rotate_pair, lambda a, b, angle: (a, b), "wrong angle")
+def test_rotate_pair_placeholder_is_caught(fails_with):
+    fails_with(ch10.rotate_pair, lambda a, b, angle: (a, b), "wrong angle")
 
 
-def test_rotate_pair_wrong_way_is_caught():
+def test_rotate_pair_wrong_way_is_caught(fails_with):
     def clockwise(a, b, angle):
         return a * math.cos(angle) + b * math.sin(angle), -a * math.sin(angle) + b * math.cos(angle)
-    _fails_with(ch10.rotate_pair, clockwise, "wrong way")
+    fails_with(ch10.rotate_pair, clockwise, "wrong way")
 
 
-def test_rotate_pair_degrees_are_caught():
+def test_rotate_pair_degrees_are_caught(fails_with):
     def degrees(a, b, angle):
         angle = math.radians(angle)
         return a * math.cos(angle) - b * math.sin(angle), a * math.sin(angle) + b * math.cos(angle)
-    _fails_with(ch10.rotate_pair, degrees, "radians")
+    fails_with(ch10.rotate_pair, degrees, "radians")
 
 
-def test_rotate_pair_that_stretches_is_caught():
-    _fails_with(ch10.rotate_pair, lambda a, b, angle: (a * math.cos(angle), b + a * math.sin(angle)), "length")
+def test_rotate_pair_that_stretches_is_caught(fails_with):
+    fails_with(ch10.rotate_pair, lambda a, b, angle: (a * math.cos(angle), b + a * math.sin(angle)), "length")
 
 
-def test_rotate_pair_accepts_a_tensor_and_refuses_one_number():
+def test_rotate_pair_accepts_a_tensor_and_refuses_one_number(fails_with):
     assert ch10.rotate_pair.check(lambda a, b, angle: torch.tensor(ch10.rotate_pair._solution(a, b, angle)))
-    _fails_with(ch10.rotate_pair, lambda a, b, angle: a, "return two numbers")
-    _fails_with(ch10.rotate_pair, "rotate", "expected a function")
+    fails_with(ch10.rotate_pair, lambda a, b, angle: a, "return two numbers")
+    fails_with(ch10.rotate_pair, "rotate", "expected a function")
 
 
 # ----------------------------------------------------------------------------- ALiBi's slopes
@@ -55,28 +45,28 @@ def test_slopes_solution_passes():
     assert ch10.slopes.check(ch10.slopes._solution)
 
 
-def test_slopes_placeholder_is_caught():
-    _fails_with(ch10.slopes, lambda n: [1.0] * n, "last slope is wrong")
+def test_slopes_placeholder_is_caught(fails_with):
+    fails_with(ch10.slopes, lambda n: [1.0] * n, "last slope is wrong")
 
 
-def test_slopes_reversed_are_caught():
-    _fails_with(ch10.slopes, lambda n: ch10.slopes._solution(n).flip(0), "opposite order")
+def test_slopes_reversed_are_caught(fails_with):
+    fails_with(ch10.slopes, lambda n: ch10.slopes._solution(n).flip(0), "opposite order")
 
 
-def test_slopes_negative_are_caught():
-    _fails_with(ch10.slopes, lambda n: -ch10.slopes._solution(n), "positive")
+def test_slopes_negative_are_caught(fails_with):
+    fails_with(ch10.slopes, lambda n: -ch10.slopes._solution(n), "positive")
 
 
-def test_slopes_too_many_are_caught():
-    _fails_with(ch10.slopes, lambda n: [2 ** -(8 * (h + 1) / n) for h in range(n + 1)], "there should be")
+def test_slopes_too_many_are_caught(fails_with):
+    fails_with(ch10.slopes, lambda n: [2 ** -(8 * (h + 1) / n) for h in range(n + 1)], "there should be")
 
 
-def test_slopes_starting_at_one_are_caught():
-    _fails_with(ch10.slopes, lambda n: [2 ** (-8 * h / n) for h in range(n)], "last slope")
+def test_slopes_starting_at_one_are_caught(fails_with):
+    fails_with(ch10.slopes, lambda n: [2 ** (-8 * h / n) for h in range(n)], "last slope")
 
 
-def test_slopes_not_geometric_are_caught():
-    _fails_with(ch10.slopes, lambda n: [(h + 1) / (2 * n) for h in range(n)], "geometric")
+def test_slopes_not_geometric_are_caught(fails_with):
+    fails_with(ch10.slopes, lambda n: [(h + 1) / (2 * n) for h in range(n)], "geometric")
 
 
 # ----------------------------------------------------------------------------- RoPE's offset
@@ -84,24 +74,24 @@ def test_offset_score_solution_passes():
     assert ch10.offset_score.check(ch10.offset_score._solution)
 
 
-def test_offset_score_placeholder_is_caught():
-    _fails_with(ch10.offset_score, lambda q, k, offset, rotary: (q * k).sum(), "ignores the offset")
+def test_offset_score_placeholder_is_caught(fails_with):
+    fails_with(ch10.offset_score, lambda q, k, offset, rotary: (q * k).sum(), "ignores the offset")
 
 
-def test_offset_score_turning_the_query_is_caught():
+def test_offset_score_turning_the_query_is_caught(fails_with):
     def query_turned(q, k, offset, rotary):
         return (rotary(q.unsqueeze(0), torch.tensor([offset])).squeeze(0) * k).sum()
-    _fails_with(ch10.offset_score, query_turned, "which vector should turn")
+    fails_with(ch10.offset_score, query_turned, "which vector should turn")
 
 
-def test_offset_score_twice_the_offset_is_caught():
+def test_offset_score_twice_the_offset_is_caught(fails_with):
     def twice(q, k, offset, rotary):
         return (q * rotary(k.unsqueeze(0), torch.tensor([2 * offset])).squeeze(0)).sum()
-    _fails_with(ch10.offset_score, twice, "differs from the score")
+    fails_with(ch10.offset_score, twice, "differs from the score")
 
 
-def test_offset_score_must_be_one_number():
-    _fails_with(ch10.offset_score, lambda q, k, offset, rotary: q, "one number")
+def test_offset_score_must_be_one_number(fails_with):
+    fails_with(ch10.offset_score, lambda q, k, offset, rotary: q, "one number")
 
 
 # ----------------------------------------------------------------------------- ALiBi mask
@@ -109,41 +99,41 @@ def test_alibi_mask_solution_passes():
     assert ch10.alibi_mask.check(ch10.alibi_mask._solution)
 
 
-def test_alibi_mask_placeholder_is_caught():
-    _fails_with(ch10.alibi_mask, lambda h, n: torch.zeros(h, n, n), "exactly the future keys")
+def test_alibi_mask_placeholder_is_caught(fails_with):
+    fails_with(ch10.alibi_mask, lambda h, n: torch.zeros(h, n, n), "exactly the future keys")
 
 
-def test_alibi_mask_without_the_causal_part_is_caught():
-    _fails_with(ch10.alibi_mask, lambda h, n: alibi_bias(h, n), "exactly the future keys")
+def test_alibi_mask_without_the_causal_part_is_caught(fails_with):
+    fails_with(ch10.alibi_mask, lambda h, n: alibi_bias(h, n), "exactly the future keys")
 
 
-def test_alibi_mask_lower_triangle_is_caught():
+def test_alibi_mask_lower_triangle_is_caught(fails_with):
     def below(h, n):
         past = torch.ones(n, n, dtype=torch.bool).tril(diagonal=-1)
         return alibi_bias(h, n).masked_fill(past, float("-inf"))
-    _fails_with(ch10.alibi_mask, below, "above the diagonal")
+    fails_with(ch10.alibi_mask, below, "above the diagonal")
 
 
-def test_alibi_mask_wrong_sign_is_caught():
+def test_alibi_mask_wrong_sign_is_caught(fails_with):
     def positive(h, n):
         future = torch.ones(n, n, dtype=torch.bool).triu(diagonal=1)
         return (-alibi_bias(h, n)).masked_fill(future, float("-inf"))
-    _fails_with(ch10.alibi_mask, positive, "wrong sign")
+    fails_with(ch10.alibi_mask, positive, "wrong sign")
 
 
-def test_alibi_mask_boolean_is_caught():
-    _fails_with(ch10.alibi_mask, lambda h, n: torch.ones(h, n, n, dtype=torch.bool).tril(), "float tensor")
+def test_alibi_mask_boolean_is_caught(fails_with):
+    fails_with(ch10.alibi_mask, lambda h, n: torch.ones(h, n, n, dtype=torch.bool).tril(), "float tensor")
 
 
-def test_alibi_mask_one_head_only_is_caught():
-    _fails_with(ch10.alibi_mask, lambda h, n: ch10.alibi_mask._solution(h, n)[0], "one (L, L) matrix per head")
+def test_alibi_mask_one_head_only_is_caught(fails_with):
+    fails_with(ch10.alibi_mask, lambda h, n: ch10.alibi_mask._solution(h, n)[0], "one (L, L) matrix per head")
 
 
-def test_messages_do_not_reveal_the_answers():
+def test_messages_do_not_reveal_the_answers(fails_with):
     """A failed check says what is wrong, never the expected slopes, angles or masks."""
-    message = _fails_with(ch10.slopes, lambda n: [1.0] * n, "slope")
+    message = fails_with(ch10.slopes, lambda n: [1.0] * n, "slope")
     assert "0.5" not in message and "256" not in message and "2^" not in message
-    message = _fails_with(ch10.rotate_pair, lambda a, b, angle: (a, b), "angle")
+    message = fails_with(ch10.rotate_pair, lambda a, b, angle: (a, b), "angle")
     assert "cos" not in message and "sin" not in message
-    message = _fails_with(ch10.alibi_mask, lambda h, n: torch.zeros(h, n, n), "future")
+    message = fails_with(ch10.alibi_mask, lambda h, n: torch.zeros(h, n, n), "future")
     assert "tensor(" not in message and "triu" not in message

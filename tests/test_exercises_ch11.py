@@ -6,15 +6,6 @@ from stepbystep.exercises import ch11
 from stepbystep.models import patchify
 
 
-def _fails_with(exercise, answer, words):
-    result = exercise.check(answer)
-    assert not result
-    message = repr(result)
-    assert words in message, message
-    assert "Stuck? .hint() gives a nudge, .solution() a worked answer." in message
-    return message
-
-
 # ----------------------------------------------------------------------------- patches by hand
 def test_patchify_solution_passes_and_matches_the_package():
     assert ch11.patchify.check(ch11.patchify._solution)
@@ -26,35 +17,35 @@ def test_patchify_package_function_passes():
     assert ch11.patchify.check(patchify)
 
 
-def test_patchify_placeholder_is_caught():
-    _fails_with(ch11.patchify, lambda images, p: images, "should be (N, n_patches, C·p·p)")
+def test_patchify_placeholder_is_caught(fails_with):
+    fails_with(ch11.patchify, lambda images, p: images, "should be (N, n_patches, C·p·p)")
 
 
-def test_patchify_column_major_patches_are_caught():
+def test_patchify_column_major_patches_are_caught(fails_with):
     def columns_first(images, p):
         return patchify(images.transpose(2, 3), p).view(images.shape[0], -1, images.shape[1], p, p) \
             .transpose(-2, -1).flatten(2)  # the right patches, numbered column by column
 
-    _fails_with(ch11.patchify, columns_first, "not in the convolution's order")
+    fails_with(ch11.patchify, columns_first, "not in the convolution's order")
 
 
-def test_patchify_pixels_in_the_wrong_order_are_caught():
+def test_patchify_pixels_in_the_wrong_order_are_caught(fails_with):
     def channels_last(images, p):
         n, c = images.shape[:2]
         blocks = images.unfold(2, p, p).unfold(3, p, p).permute(0, 2, 3, 4, 5, 1)  # channel last
         return blocks.reshape(n, -1, c * p * p)
 
-    _fails_with(ch11.patchify, channels_last, "flattened in another order")
+    fails_with(ch11.patchify, channels_last, "flattened in another order")
 
 
-def test_patchify_wrong_size_and_type_are_caught():
-    _fails_with(ch11.patchify, lambda images, p: images[:, :, :p, :p].flatten(2), "cannot hold every pixel")
-    _fails_with(ch11.patchify, lambda images, p: None, "expected a tensor")
-    _fails_with(ch11.patchify, "patches", "expected a function")
+def test_patchify_wrong_size_and_type_are_caught(fails_with):
+    fails_with(ch11.patchify, lambda images, p: images[:, :, :p, :p].flatten(2), "cannot hold every pixel")
+    fails_with(ch11.patchify, lambda images, p: None, "expected a tensor")
+    fails_with(ch11.patchify, "patches", "expected a function")
 
 
-def test_patchify_errors_are_reported_not_raised():
-    _fails_with(ch11.patchify, lambda images, p: images.view(-1, 7), "your answer raised RuntimeError")
+def test_patchify_errors_are_reported_not_raised(fails_with):
+    fails_with(ch11.patchify, lambda images, p: images.view(-1, 7), "your answer raised RuntimeError")
 
 
 # ----------------------------------------------------------------------------- counting tokens
@@ -63,18 +54,18 @@ def test_token_count_solution_passes():
     assert ch11.token_count._solution(12, 4) == 10 and ch11.token_count._solution(224, 16) == 197
 
 
-def test_token_count_forgetting_the_cls_token_is_caught():
-    message = _fails_with(ch11.token_count, lambda s, p: (s // p) ** 2, "besides the patches")
+def test_token_count_forgetting_the_cls_token_is_caught(fails_with):
+    message = fails_with(ch11.token_count, lambda s, p: (s // p) ** 2, "besides the patches")
     assert "10" not in message  # the expected count is not given away
 
 
-def test_token_count_one_direction_is_caught():
-    _fails_with(ch11.token_count, lambda s, p: s // p + 1, "two directions")
+def test_token_count_one_direction_is_caught(fails_with):
+    fails_with(ch11.token_count, lambda s, p: s // p + 1, "two directions")
 
 
-def test_token_count_other_mistakes():
-    _fails_with(ch11.token_count, lambda s, p: (s // p) ** 2 + 2, "the count is not right")
-    _fails_with(ch11.token_count, lambda s, p: (s / p) ** 2 + 1, "a whole number of tokens")
+def test_token_count_other_mistakes(fails_with):
+    fails_with(ch11.token_count, lambda s, p: (s // p) ** 2 + 2, "the count is not right")
+    fails_with(ch11.token_count, lambda s, p: (s / p) ** 2 + 1, "a whole number of tokens")
     assert ch11.token_count.check(lambda s, p: torch.tensor((s // p) ** 2 + 1))
 
 
@@ -87,18 +78,18 @@ def test_mean_pooling_solution_passes():
     assert ch11.mean_pooling._solution(states).tolist() == [[2.0, 3.0]]
 
 
-def test_mean_pooling_cls_pooling_is_caught():
-    _fails_with(ch11.mean_pooling, lambda states: states[:, 0], "CLS pooling")
+def test_mean_pooling_cls_pooling_is_caught(fails_with):
+    fails_with(ch11.mean_pooling, lambda states: states[:, 0], "CLS pooling")
 
 
-def test_mean_pooling_including_the_cls_token_is_caught():
-    _fails_with(ch11.mean_pooling, lambda states: states.mean(dim=1), "includes the CLS token")
+def test_mean_pooling_including_the_cls_token_is_caught(fails_with):
+    fails_with(ch11.mean_pooling, lambda states: states.mean(dim=1), "includes the CLS token")
 
 
-def test_mean_pooling_wrong_axis_and_wrong_values_are_caught():
-    _fails_with(ch11.mean_pooling, lambda states: states[:, 1:].mean(dim=2), "(N, d_model)")
-    _fails_with(ch11.mean_pooling, lambda states: states[:, 1:].sum(dim=1), "not the mean of the patch tokens")
-    _fails_with(ch11.mean_pooling, lambda states: states.tolist(), "expected a tensor")
+def test_mean_pooling_wrong_axis_and_wrong_values_are_caught(fails_with):
+    fails_with(ch11.mean_pooling, lambda states: states[:, 1:].mean(dim=2), "(N, d_model)")
+    fails_with(ch11.mean_pooling, lambda states: states[:, 1:].sum(dim=1), "not the mean of the patch tokens")
+    fails_with(ch11.mean_pooling, lambda states: states.tolist(), "expected a tensor")
 
 
 def test_hints_and_solutions_print(capsys):

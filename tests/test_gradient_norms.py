@@ -4,7 +4,7 @@ import pytest
 import torch
 from torch import nn
 
-from stepbystep.gradient_norms import encoder_regressor, layer_gradient_norms, layer_norms_of_gradients
+from stepbystep.experiments.gradient_norms import encoder_regressor, layer_gradient_norms, layer_norms_of_gradients
 
 
 def test_shapes_and_first_row_is_the_gradient_at_initialisation():

@@ -6,7 +6,7 @@ import torch
 
 from stepbystep.data import make_regression_data
 from stepbystep.models import KernelRegression, best_sigma, gaussian_kernel, leave_one_out_error, nadaraya_watson
-from stepbystep.widget_states import kernel_fit
+from stepbystep.widgets import kernel_fit
 
 
 @pytest.fixture

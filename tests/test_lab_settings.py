@@ -16,6 +16,8 @@ import pytest
 from jupyterlab.commands import get_app_dir
 from jupyterlab_server.settings_utils import get_settings
 
+pytestmark = pytest.mark.system  # runs the Makefile's rules: make test-system
+
 ROOT = Path(__file__).resolve().parents[1]
 NEWS = "@jupyterlab/apputils-extension:notification"
 VIEWERS = "@jupyterlab/docmanager-extension:plugin"

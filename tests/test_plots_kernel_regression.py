@@ -11,7 +11,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from stepbystep.data import make_regression_data, regression_grid  # noqa: E402
 from stepbystep.models import leave_one_out_error, nadaraya_watson  # noqa: E402
 from stepbystep.plots import kernel_dashboard, kernel_fits, kernel_shapes, kernel_weights, loo_curve  # noqa: E402
-from stepbystep.widget_states import kernel_fit  # noqa: E402
+from stepbystep.widgets import kernel_fit  # noqa: E402
 
 
 @pytest.fixture(autouse=True)

@@ -8,7 +8,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from stepbystep.gradient_norms import GradientNormRun  # noqa: E402
+from stepbystep.experiments.gradient_norms import GradientNormRun  # noqa: E402
 from stepbystep.plots import (  # noqa: E402
     batch_vs_layer_norm,
     depth_profile,

@@ -1,15 +1,12 @@
 """The σ explorer: a log-scale slider that redraws fit, kernel and weights, and reports LOO error."""
 import ipywidgets
-import matplotlib
+import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
-from stepbystep.data import make_regression_data  # noqa: E402
-from stepbystep.models import leave_one_out_error  # noqa: E402
-from stepbystep.widgets import sigma_explorer  # noqa: E402
+from stepbystep.data import make_regression_data
+from stepbystep.models import leave_one_out_error
+from stepbystep.widgets import sigma_explorer
 
 
 @pytest.fixture
@@ -61,3 +58,12 @@ def test_wide_kernel_flattens_the_fit(explorer):
     wiggly = _fitted_line(box)
     assert np.ptp(flat) < np.ptp(wiggly)
     assert np.ptp(wiggly) == pytest.approx(float(y.max() - y.min()), rel=0.05)
+
+
+def test_the_widgets_computation_lives_beside_the_widget_not_in_the_models():
+    import stepbystep.models as models
+    from stepbystep.widgets import KernelFit, kernel_fit
+
+    assert kernel_fit.__module__ == KernelFit.__module__ == sigma_explorer.__module__ == "stepbystep.widgets.ch01_sigma"
+    with pytest.raises(AttributeError, match="no attribute 'kernel_fit'"):
+        models.kernel_fit  # chapter 01's widget glue is not a generic model

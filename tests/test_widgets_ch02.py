@@ -1,11 +1,9 @@
 """Chapter 02's mask explorer: the computation behind it, and its controls driving the figure."""
-import matplotlib
 import pytest
 import torch
 
-matplotlib.use("Agg")
-from stepbystep.models import subsequent_mask  # noqa: E402
-from stepbystep.widgets import mask_explorer, mask_explorer_weights  # noqa: E402
+from stepbystep.models import subsequent_mask
+from stepbystep.widgets import mask_explorer, mask_explorer_weights
 
 
 def test_no_mask_lets_every_query_read_every_key():

@@ -1,12 +1,9 @@
 """The heads widget of chapter 03: its computation, and the slider driving the figure."""
-import matplotlib
 import pytest
 import torch
 
-matplotlib.use("Agg")
-
-from stepbystep.models import MultiHeadAttention, MultiHeadedAttention  # noqa: E402
-from stepbystep.widgets import divisors, heads_explorer, heads_explorer_state  # noqa: E402
+from stepbystep.models import MultiHeadAttention, MultiHeadedAttention
+from stepbystep.widgets import divisors, heads_explorer, heads_explorer_state
 
 
 def test_divisors():

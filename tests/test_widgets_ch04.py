@@ -1,12 +1,9 @@
 """The gradient-norms widget of chapter 04: the toggle and the slider redraw one figure."""
-import matplotlib
 import numpy as np
 import pytest
 
-matplotlib.use("Agg")
-
-from stepbystep.gradient_norms import layer_gradient_norms  # noqa: E402
-from stepbystep.widgets import gradient_norms_explorer  # noqa: E402
+from stepbystep.experiments.gradient_norms import layer_gradient_norms
+from stepbystep.widgets import gradient_norms_explorer
 
 SMALL = {"max_layers": 3, "n_layers": 2, "steps": 4, "warmup_steps": 2}
 

@@ -1,15 +1,11 @@
 """The date translator of chapter 08: typing a date redraws the translation and its alignment map."""
-import matplotlib
+import matplotlib.pyplot as plt
 import pytest
 import torch
 
-matplotlib.use("Agg")
-
-import matplotlib.pyplot as plt  # noqa: E402
-
-from stepbystep.data import Vocab, date_pairs  # noqa: E402
-from stepbystep.models import TokenTransformer, translate_with_alignment  # noqa: E402
-from stepbystep.widgets import date_translator  # noqa: E402
+from stepbystep.data import Vocab, date_pairs
+from stepbystep.models import TokenTransformer, translate_with_alignment
+from stepbystep.widgets import date_translator
 
 
 @pytest.fixture(scope="module")

@@ -1,14 +1,10 @@
 """The ViT explorer of chapter 11: the state behind it, and the widget redrawing one figure in place."""
-import matplotlib
+import matplotlib.pyplot as plt
 import pytest
 import torch
 
-matplotlib.use("Agg")
-
-import matplotlib.pyplot as plt  # noqa: E402
-
-from stepbystep.models import EncoderLayer, EncoderTransf, ViT, cls_attention  # noqa: E402
-from stepbystep.widgets import vit_explorer, vit_explorer_state  # noqa: E402
+from stepbystep.models import EncoderLayer, EncoderTransf, ViT, cls_attention
+from stepbystep.widgets import vit_explorer, vit_explorer_state
 
 CLASSES = ("straight", "/", "\\")
 

@@ -1,38 +1,25 @@
-"""Every figure the notebooks show; each function returns its Figure and never calls plt.show()."""
+"""Every figure the notebooks show; each function returns its Figure and never calls plt.show().
+
+The figures every chapter uses come first (attention maps, square sequences, the trainer's
+loss and filter figures), then one module per chapter, in the course's order.
+"""
 from .attention import attention_map, attention_maps
 from .sequences import sequence_predictions, square_sequences
-from .filters import filter_grid, output_grid
 from .training import loss_curves, lr_range_curve
-# [plots: chapter 01]
+from .filters import filter_grid, output_grid
+
 from .kernel_regression import kernel_dashboard, kernel_fits, kernel_shapes, kernel_weights, loo_curve
-# [plots: chapter 02]
 from .masks import mask_and_weights, mask_map
 from .positional import encoding_heatmap, position_distances, relative_shift, sinusoids
 from .runs import compare_runs
 from .scores import score_variance, softmax_rows
-# [plots: chapter 03]
 from .heads import attention_dropout, head_chunks, head_maps, head_parameter_counts
-# [plots: chapter 04]
 from .normalization import batch_vs_layer_norm, layer_norm_by_hand, layer_norm_collapse
 from .stacking import depth_profile, gradient_norms_by_layer, seed_spread
-# [plots: chapter 05]
 from .transformer import loss_comparison, transformer_attention, transformer_diagram
-# [plots: chapter 06]
 from .torch_transformer import mask_conventions, model_comparison, timing_bars
-# [plots: chapter 07]
 from .tokens import learning_rate_schedule, padded_batch, reversal_attention
-# [plots: chapter 08]
 from .dates import alignment_map, alignment_maps, date_errors
-# [plots: chapter 11]
-from .vit import (
-    cls_attention_maps,
-    cls_attention_overlay,
-    confusion_heatmap,
-    line_samples,
-    patch_grid,
-    tokens_by_patch_size,
-)
-# [plots: chapter 09]
 from .sampling import (
     completion_stream,
     filtering_effect,
@@ -43,7 +30,6 @@ from .sampling import (
     token_distribution,
     token_times,
 )
-# [plots: chapter 10]
 from .positions import (
     accuracy_by_position,
     alibi_heads,
@@ -52,4 +38,12 @@ from .positions import (
     position_tables,
     rope_rotation,
     rope_scores,
+)
+from .vit import (
+    cls_attention_maps,
+    cls_attention_overlay,
+    confusion_heatmap,
+    line_samples,
+    patch_grid,
+    tokens_by_patch_size,
 )

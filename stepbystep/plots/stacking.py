@@ -49,7 +49,7 @@ def depth_profile(curves, ylabel, title=None, xlabel="layer", first=1, log=True)
 
 
 def _check_runs(runs):
-    expected = "a GradientNormRun or a non-empty list of them (see stepbystep.gradient_norms)"
+    expected = "a GradientNormRun or a non-empty list of them (see stepbystep.experiments.gradient_norms)"
     listed = [runs] if hasattr(runs, "norms") else list(runs)
     wrong = [type(run).__name__ for run in listed if not (hasattr(run, "norms") and hasattr(run, "losses"))]
     if wrong:

@@ -18,10 +18,9 @@ import torch
 from torch import nn
 from torch.optim.lr_scheduler import LambdaLR
 
-from .checks import check_non_negative_int, check_positive_int, check_positive_number
-from .data.squares import square_datasets
-from .models.layers import EncoderLayer
-from .models.transformer import EncoderTransf
+from ..checks import check_non_negative_int, check_positive_int, check_positive_number
+from ..data import square_datasets
+from ..models import EncoderLayer, EncoderTransf
 
 __all__ = ["GradientNormRun", "layer_gradient_norms", "encoder_regressor", "layer_norms_of_gradients"]
 

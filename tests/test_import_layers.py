@@ -1,0 +1,46 @@
+"""The package's layers run one way (core -> data -> models -> training -> plots, experiments ->
+book, widgets, exercises): the import-linter contract in pyproject.toml holds, and it does
+catch an upward import, even one hidden in a function, and a module given no layer."""
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+LINT = "from importlinter.cli import lint_imports_command; lint_imports_command()"
+
+
+def _lint(project):
+    """Run `lint-imports` on ``project`` (its pyproject.toml and its stepbystep/)."""
+    return subprocess.run([sys.executable, "-c", LINT, "--no-cache", "--no-logo"], cwd=project,
+                          capture_output=True, text=True)
+
+
+def test_the_package_keeps_its_layers():
+    result = _lint(ROOT)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.fixture
+def project_copy(tmp_path):
+    shutil.copy(ROOT / "pyproject.toml", tmp_path)
+    shutil.copytree(ROOT / "stepbystep", tmp_path / "stepbystep", ignore=shutil.ignore_patterns("__pycache__"))
+    return tmp_path
+
+
+def test_an_upward_import_in_a_function_breaks_the_contract(project_copy):
+    special_tokens = project_copy / "stepbystep" / "data" / "special_tokens.py"
+    special_tokens.write_text(special_tokens.read_text() + "\n\ndef _figure():\n    from ..widgets import FigureBox\n")
+    result = _lint(project_copy)
+    assert result.returncode == 1
+    assert "stepbystep.data is not allowed to import stepbystep.widgets" in result.stdout
+    assert "stepbystep.data.special_tokens -> stepbystep.widgets" in result.stdout
+
+
+def test_a_module_outside_every_layer_breaks_the_contract(project_copy):
+    (project_copy / "stepbystep" / "stray.py").write_text("from . import checks\n")
+    result = _lint(project_copy)
+    assert result.returncode == 1
+    assert "- stepbystep.stray" in result.stdout
