@@ -102,8 +102,8 @@ print(f"predictions {tuple(predictions.shape)}, weights {tuple(weights.shape)}")
 
 # %%
 package_predictions, package_weights = nadaraya_watson(x_grid, x_train, y_train, sigma=0.5)
-print("same predictions:", torch.allclose(predictions, package_predictions, atol=1e-5))
-print("same weights:    ", torch.allclose(weights, package_weights, atol=1e-5))
+expect_close(package_predictions, predictions, "nadaraya_watson makes our predictions", atol=1e-5, rtol=1e-5)
+expect_close(package_weights, weights, "with our weights", atol=1e-5, rtol=1e-5)
 
 # %% [markdown]
 # ## The width σ: under- and over-smoothing

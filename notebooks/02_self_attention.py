@@ -156,10 +156,10 @@ for mask in (None, causal):
     context, weights = attention_by_hand(q, k, v, mask)  # (16, 5, 3), (16, 5, 5)
     fused = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)  # (16, 5, 3)
     package_context, package_weights = scaled_dot_product(q, k, v, mask)  # (16, 5, 3), (16, 5, 5)
-    label = "no mask" if mask is None else "causal mask"
-    print(f"{label:>11}: same as the fused kernel: {torch.allclose(context, fused, atol=1e-5)}, "
-          f"as the package: {torch.allclose(context, package_context, atol=1e-5)} "
-          f"and {torch.allclose(weights, package_weights, atol=1e-5)}")
+    label = "no mask" if mask is None else "the causal mask"
+    expect_close(fused, context, f"{label}: the fused kernel computes our context", atol=1e-5, rtol=1e-5)
+    expect_close(package_context, context, f"{label}: scaled_dot_product computes our context", atol=1e-5, rtol=1e-5)
+    expect_close(package_weights, weights, f"{label}: and our weights", atol=1e-5, rtol=1e-5)
 
 # %% [markdown]
 # Same numbers. Is the fused kernel faster? It runs in one call, without Python between the

@@ -336,7 +336,8 @@ fig = plots.transformer_attention(encoder_alphas, decoder_alphas, cross_alphas, 
 # %%
 first_rows = decoder_alphas[:, :, 0]  # (128, 3, 2): position 0 of every head
 only_itself = torch.tensor([1.0, 0.0], device=first_rows.device).expand_as(first_rows)  # (128, 3, 2)
-print(f"every first row is (1, 0): {torch.equal(first_rows, only_itself)}")
+expect(torch.equal(first_rows, only_itself), "every first row is (1, 0): position 0 attends only to itself",
+       got=f"{int((first_rows != only_itself).any(dim=-1).sum())} rows that are not")
 
 # %% [markdown]
 # **Cross-attention.** What should the decoder read? Target corner 2 is minus source corner 0,
