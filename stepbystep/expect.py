@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["Claim", "ClaimFailed", "expect", "expect_all", "expect_between", "expect_close"]
+__all__ = ["Claim", "ClaimFailed", "expect", "expect_all", "expect_close"]
 
 
 class ClaimFailed(AssertionError):
@@ -66,12 +66,6 @@ def expect_close(actual, expected, claim, atol, rtol=0.0):
     gap = (actual - expected).abs()
     holds = bool((gap <= atol + rtol * expected.abs()).all())
     expect(holds, claim, got=None if holds else f"a difference of {gap.max().item():.3g}")
-
-
-def expect_between(value, low, high, claim):
-    """`value` strictly between `low` and `high`: a measured number bounded, never printed on success."""
-    value = value.item() if isinstance(value, torch.Tensor) else value
-    expect(low < value < high, claim, got=value)
 
 
 def expect_all(claims):

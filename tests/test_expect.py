@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from stepbystep.expect import Claim, ClaimFailed, expect, expect_all, expect_between, expect_close
+from stepbystep.expect import Claim, ClaimFailed, expect, expect_all, expect_close
 
 
 def test_a_holding_claim_prints_only_its_words(capsys):
@@ -54,13 +54,6 @@ def test_expect_close_uses_the_tolerance_and_reports_the_largest_gap(capsys):
 def test_expect_close_takes_tensors_that_require_grad():
     weight = torch.ones(3, requires_grad=True)
     expect_close(weight * 2, 2.0, "doubled", atol=0)
-
-
-def test_expect_between_is_strict_and_never_prints_the_value(capsys):
-    expect_between(torch.tensor(0.3), 0.25, 0.4, "the best σ between 0.25 and 0.4")
-    assert capsys.readouterr().out == "✓ the best σ between 0.25 and 0.4\n"
-    with pytest.raises(ClaimFailed, match=r"got 0\.4$"):
-        expect_between(0.4, 0.25, 0.4, "the best σ between 0.25 and 0.4")
 
 
 def test_expect_all_prints_every_holding_claim_and_lists_every_failure(capsys):
