@@ -29,7 +29,7 @@ class Break:
     name: str
     chapter: str
     module: str  # where the public object is looked up
-    target: str  # a function, or Class.method
+    target: str  # a function, or Class.method; "a|b": the first of these that exists
     broken: str  # the body of make_broken(original), returning the broken function
     claim: str  # the claim whose check must fail
 
@@ -82,9 +82,10 @@ BREAKS = [
             return tokens.view(tokens.shape[0], side, side, -1).transpose(1, 2).reshape(tokens.shape)
         return broken""",
           "the convolution computes the patches' projections, up to rounding"),
-    Break("kv-cache-never-read", "09_decoder_only", "stepbystep.models", "KVCache.append", """
-        def broken(self, layer, new_keys, new_values, *args, **kwargs):  # what was cached reads as zeros
-            keys, values = original(self, layer, new_keys, new_values, *args, **kwargs)
+    Break("kv-cache-never-read", "09_decoder_only", "stepbystep.models", "LayerCache.extend|KVCache.append", """
+        def broken(self, *args):  # (new_keys, new_values) last: what was cached reads as zeros
+            keys, values = original(self, *args)
+            new_keys, new_values = args[-2:]
             old = keys.shape[-2] - new_keys.shape[-2]
             return (torch.cat([torch.zeros_like(keys[..., :old, :]), new_keys], dim=-2),
                     torch.cat([torch.zeros_like(values[..., :old, :]), new_values], dim=-2))
@@ -113,11 +114,19 @@ def make_broken(original):
 {broken}
 
 
+def find(module, target):
+    """The object that owns the target's last name, its path and that name, for the first target that exists."""
+    for candidate in target.split("|"):
+        owner, (*path, name) = module, candidate.split(".")
+        for part in path:
+            owner = getattr(owner, part, None)
+        if owner is not None and hasattr(owner, name):
+            return owner, path, name, candidate
+    raise AttributeError(module.__name__ + " has none of " + target)
+
+
 def swap(module_name, target):
-    owner = importlib.import_module(module_name)
-    *path, name = target.split(".")
-    for part in path:
-        owner = getattr(owner, part)
+    owner, path, name, target = find(importlib.import_module(module_name), target)
     original = getattr(owner, name)
     broken = make_broken(original)
     if path:  # a method: one class, shared by every module that imports it
