@@ -80,7 +80,7 @@ sync: $(INSTALLED)
 # its outputs: the committed notebooks are produced by this command only.
 # One chapter: make notebooks NOTEBOOKS=notebooks/01_kernel_regression.py
 NOTEBOOKS ?= $(wildcard notebooks/[0-9]*.py)
-NB_METADATA := {"jupytext": {"notebook_metadata_filter": "-all", "cell_metadata_filter": "-all"}}
+NB_METADATA := {"jupytext": {"notebook_metadata_filter": "-all", "cell_metadata_filter": "tags,-all"}}
 notebooks: $(INSTALLED)
 	@set -e; for py in $(NOTEBOOKS); do \
 		echo "executing $$py"; \

@@ -34,6 +34,7 @@ import torch
 
 from stepbystep import plots
 from stepbystep.exercises import ch03
+from stepbystep.expect import expect, expect_close
 from stepbystep.models import (
     MultiHeadAttention,
     MultiHeadedAttention,
@@ -44,8 +45,6 @@ from stepbystep.models import (
     subsequent_mask,
 )
 from stepbystep.widgets import divisors, heads_explorer
-
-torch.set_num_threads(1)  # the tensors here are tiny: one thread beats coordinating several
 
 # %% [markdown]
 # ## Wide heads and narrow heads
@@ -85,7 +84,6 @@ torch.set_num_threads(1)  # the tensors here are tiny: one thread beats coordina
 # name. We use these from now on.
 
 # %%
-# NBVAL_CHECK_OUTPUT
 print(f"WideMultiHeadAttention is MultiHeadAttention: {WideMultiHeadAttention is MultiHeadAttention}")
 print(f"NarrowMultiHeadAttention is MultiHeadedAttention: {NarrowMultiHeadAttention is MultiHeadedAttention}")
 pair = torch.randn(2, 4, 6, generator=torch.Generator().manual_seed(0))  # (N, L, d_model) = (2, 4, 6)
@@ -105,7 +103,6 @@ for name, module in (("wide", WideMultiHeadAttention(3, 6)), ("narrow", NarrowMu
 # that every feature can be followed, and cut it for $h = 3$ heads.
 
 # %%
-# NBVAL_CHECK_OUTPUT
 n_heads, d_model = 3, 6
 d_k = d_model // n_heads
 x = torch.arange(24.0).view(1, 4, d_model)  # (N, L, d_model) = (1, 4, 6)
@@ -118,7 +115,6 @@ print(x[0])
 # holds three chunks of two features:
 
 # %%
-# NBVAL_CHECK_OUTPUT
 chunked = x.view(1, 4, n_heads, d_k)  # (N, L, h, d_k)
 print(f"after view: {tuple(chunked.shape)}")
 print(chunked[0, 0])  # position 0: one row per head
@@ -128,7 +124,6 @@ print(chunked[0, 0])  # position 0: one row per head
 # own $(L, d_k)$ matrix. Head 1 has features 2 and 3 of every position:
 
 # %%
-# NBVAL_CHECK_OUTPUT
 heads = chunked.transpose(1, 2)  # (N, h, L, d_k)
 print(f"after transpose: {tuple(heads.shape)}")
 print(heads[0, 1])  # head 1: (L, d_k)
@@ -140,7 +135,6 @@ print(heads[0, 1])  # head 1: (L, d_k)
 # mix of positions and features, and attention would compare the wrong things.
 
 # %%
-# NBVAL_CHECK_OUTPUT
 wrong = x.view(1, n_heads, 4, d_k)  # (N, h, L, d_k) in shape only
 print(wrong[0, 0])  # "head 0": rows 0-2 are position 0, row 3 is part of position 1
 
@@ -148,7 +142,6 @@ print(wrong[0, 0])  # "head 0": rows 0-2 are position 0, row 3 is part of positi
 # The package's `NarrowMultiHeadAttention.make_chunks` does exactly steps 1 and 2:
 
 # %%
-# NBVAL_CHECK_OUTPUT
 torch.manual_seed(7)
 mha = NarrowMultiHeadAttention(n_heads, d_model, dropout=0.0)
 print(f"make_chunks gives the same tensor: {torch.equal(mha.make_chunks(x), heads)}")
@@ -160,7 +153,6 @@ print(f"make_chunks gives the same tensor: {torch.equal(mha.make_chunks(x), head
 # `contiguous()` makes a copy in the right order first. That is `output_function`'s first step.
 
 # %%
-# NBVAL_CHECK_OUTPUT
 print(f"heads.is_contiguous(): {heads.is_contiguous()}")
 merged = heads.transpose(1, 2).contiguous().view(1, 4, d_model)  # (N, L, d_model)
 print(f"merging the heads gives x back: {torch.equal(merged, x)}")
@@ -180,9 +172,8 @@ fig = plots.head_chunks(queries[0], n_heads, name="Q")
 # A chunk of a projection is itself a projection: head $i$'s queries are $X$ times the rows
 # $i d_k, \dots, (i+1) d_k - 1$ of `linear_query`'s weight (plus those bias entries), a small
 # $d_{model} \to d_k$ layer of its own. So narrow heads are $h$ independent small heads, and
-# together their projections have the parameters of one full-size projection. The check below
-# computes head 1's queries with its own small layer and compares them with the chunk (up to
-# float rounding, hence a tolerance):
+# together their projections have the parameters of one full-size projection. Head 1's
+# queries, computed with its own small layer, are the chunk (up to float rounding):
 
 # %%
 head = 1
@@ -190,7 +181,7 @@ rows = slice(head * d_k, (head + 1) * d_k)
 with torch.no_grad():
     head_queries = sequence @ mha.linear_query.weight[rows].T + mha.linear_query.bias[rows]  # (N, L, d_k)
     from_chunks = mha.make_chunks(queries)[:, head]  # (N, L, d_k)
-torch.testing.assert_close(head_queries, from_chunks, atol=1e-6, rtol=1e-5)
+expect_close(head_queries, from_chunks, "head 1's own small layer gives its chunk of the queries", atol=1e-6, rtol=1e-5)
 
 # %% [markdown]
 # ## Parameter counts
@@ -203,7 +194,6 @@ torch.testing.assert_close(head_queries, from_chunks, atol=1e-6, rtol=1e-5)
 # modules themselves, for every head count that divides $d_{model} = 12$:
 
 # %%
-# NBVAL_CHECK_OUTPUT
 def count_parameters(module):
     return sum(p.numel() for p in module.parameters())
 
@@ -217,15 +207,18 @@ for h, wide, narrow in zip(head_counts, wide_counts, narrow_counts):
 print(f"the narrow formula 4(d² + d) gives {4 * (d_big**2 + d_big):,}")
 
 # %% [markdown]
-# The three claims, checked on these counts: the narrow count is the formula for every $h$,
+# The three claims, on these counts: the narrow count is the formula for every $h$,
 # one wide head is the same module size as narrow heads, and each extra wide head adds the
 # same number of parameters.
 
 # %%
-assert all(count == 4 * (d_big**2 + d_big) for count in narrow_counts), narrow_counts
-assert wide_counts[0] == narrow_counts[0], (wide_counts[0], narrow_counts[0])
 per_head = [(wide - wide_counts[0]) / (h - 1) for h, wide in zip(head_counts[1:], wide_counts[1:])]
-assert len(set(per_head)) == 1 and per_head[0] > 0, per_head
+expect(all(count == 4 * (d_big**2 + d_big) for count in narrow_counts), "the narrow count is 4(d² + d) for every h",
+       got=narrow_counts)
+expect(wide_counts[0] == narrow_counts[0], "one wide head is the same size as narrow heads",
+       got=(wide_counts[0], narrow_counts[0]))
+expect(len(set(per_head)) == 1 and per_head[0] > 0, "each extra wide head adds the same number of parameters",
+       got=per_head)
 
 # %%
 fig = plots.head_parameter_counts(head_counts, wide_counts, narrow_counts, d_model=d_big)
@@ -244,6 +237,7 @@ fig = plots.head_parameter_counts(head_counts, wide_counts, narrow_counts, d_mod
 # compare with what the module stored for the random sequence above (self-attention):
 
 # %%
+maps = []
 with torch.no_grad():
     mha.init_keys(sequence)
     mha(sequence)
@@ -251,8 +245,10 @@ with torch.no_grad():
         rows = slice(head * d_k, (head + 1) * d_k)
         q = sequence @ mha.linear_query.weight[rows].T + mha.linear_query.bias[rows]  # (N, L, d_k)
         k = sequence @ mha.linear_key.weight[rows].T + mha.linear_key.bias[rows]  # (N, L, d_k)
-        by_hand = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(d_k), dim=-1)  # (N, L, L)
-        torch.testing.assert_close(mha.alphas[:, head], by_hand, atol=1e-6, rtol=1e-5)
+        maps.append(torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(d_k), dim=-1))  # (N, L, L)
+by_hand = torch.stack(maps, dim=1)  # (N, h, L, L)
+expect_close(mha.alphas, by_hand, "every head's stored map is the softmax of its own chunks' scores",
+             atol=1e-6, rtol=1e-5)
 
 # %% [markdown]
 # Since each head scores its own slice of the features, two heads can look at the same
@@ -262,7 +258,6 @@ with torch.no_grad():
 # ($\cos$ and $\sin$ of $p\pi/2$ for position $p$).
 
 # %%
-# NBVAL_CHECK_OUTPUT
 what = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0], [0.0, 1.0]])  # (L, 2): types A, B, A, B
 where = torch.tensor([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0], [0.0, -1.0]])  # (L, 2): (cos, sin) of p·π/2
 tokens = torch.cat([what, where], dim=-1).unsqueeze(0)  # (N, L, d_model) = (1, 4, 4)
@@ -300,14 +295,14 @@ fig = plots.attention_maps(two_heads.alphas[0], titles=["head 0: same type?", "h
 
 # %% [markdown]
 # Head 0 splits each row evenly between the two tokens of the query's type; head 1 puts
-# nearly all of a row on the previous position. The check compares each map with the ideal
-# one, within 0.01 (the softmax never reaches exactly 0 or 1):
+# nearly all of a row on the previous position. Each map is the ideal one within 0.01 (the
+# softmax never reaches exactly 0 or 1):
 
 # %%
 same_type = 0.5 * (what @ what.T)  # (L, L): 1/2 on each key of the query's type
 one_back = torch.eye(4).roll(shifts=-1, dims=1)  # (L, L): row p has its 1 at column p - 1 (mod 4)
-torch.testing.assert_close(two_heads.alphas[0, 0], same_type, atol=0.01, rtol=0)
-torch.testing.assert_close(two_heads.alphas[0, 1], one_back, atol=0.01, rtol=0)
+expect_close(two_heads.alphas[0, 0], same_type, "head 0 gives half a row to each token of the query's type", atol=0.01)
+expect_close(two_heads.alphas[0, 1], one_back, "head 1 puts the whole row on the previous position", atol=0.01)
 
 # %% [markdown]
 # With the **same** projections and a single head ($d_k = 4$), the two questions can no longer
@@ -320,7 +315,7 @@ with torch.no_grad():
     one_head.init_keys(tokens)
     one_head(tokens)
 ties = (1 - torch.eye(4).roll(shifts=1, dims=1)) / 3  # (L, L): 1/3 everywhere but one step ahead
-torch.testing.assert_close(one_head.alphas[0, 0], ties, atol=0.01, rtol=0)
+expect_close(one_head.alphas[0, 0], ties, "one head: three keys tie, with a third of the weight each", atol=0.01)
 fig = plots.attention_maps(one_head.alphas[0], titles=["one head: both questions at once"],
                            query_labels=["A0", "B1", "A2", "B3"], key_labels=["A0", "B1", "A2", "B3"])
 
@@ -338,8 +333,7 @@ fig = plots.attention_maps(one_head.alphas[0], titles=["one head: both questions
 # $p = 0.3$, still in training mode, and one row of its weights (the numbers depend on the
 # machine's random number generator and floating-point rounding):
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 p = 0.3
 torch.manual_seed(0)
 noisy = NarrowMultiHeadAttention(n_heads=3, d_model=6, dropout=p)  # a new module is in training mode
@@ -353,13 +347,14 @@ for draw, values in enumerate(dropped):
     print(f"after dropout {draw + 1}: {[round(w, 2) for w in values.tolist()]}, sum {values.sum():.2f}")
 
 # %% [markdown]
-# What the printout shows, as a check: the stored row sums to 1, and every weight after
-# dropout is either 0 or the stored weight times $1/(1-p)$.
+# What the printout shows: the stored row sums to 1, and every weight after dropout is either
+# 0 or the stored weight times $1/(1-p)$.
 
 # %%
-torch.testing.assert_close(row.sum(), torch.tensor(1.0), atol=1e-6, rtol=0)
 survived = dropped != 0  # (3, L_k)
-torch.testing.assert_close(dropped[survived], (row / (1 - p)).expand_as(dropped)[survived], atol=1e-6, rtol=1e-5)
+expect_close(row.sum(), 1.0, "the stored row sums to 1", atol=1e-6)
+expect_close(dropped[survived], (row / (1 - p)).expand_as(dropped)[survived],
+             "every weight that survives dropout is the stored one times 1/(1 - p)", atol=1e-6, rtol=1e-5)
 
 # %%
 fig = plots.attention_dropout(row, dropped, p)
@@ -369,8 +364,7 @@ fig = plots.attention_dropout(row, dropped, p)
 # average to its value before dropout. With 20,000 draws the average of a weight $w$ has a
 # standard deviation of about $0.005\,w$, so a tolerance of 0.03 leaves a wide margin:
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 many = noisy.dropout(row.expand(20_000, -1))  # (20000, L_k)
 zeroed = (many == 0).float().mean().item()
 print(f"zeroed: {zeroed:.3f} of the weights (p = {p})")
@@ -378,8 +372,8 @@ print(f"mean of 20,000 draws: {[round(w, 3) for w in many.mean(dim=0).tolist()]}
 print(f"before dropout:       {[round(w, 3) for w in row.tolist()]}")
 
 # %%
-assert abs(zeroed - p) < 0.01, f"expected about {p} of the weights zeroed, got {zeroed:.4f}"
-torch.testing.assert_close(many.mean(dim=0), row, atol=0.03, rtol=0)
+expect(abs(zeroed - p) < 0.01, "dropout zeroes a share p of the weights (± 0.01)", got=zeroed)
+expect_close(many.mean(dim=0), row, "on average over 20,000 draws, the weights are the stored ones (± 0.03)", atol=0.03)
 
 # %% [markdown]
 # Why store the weights *before* dropout in `alphas`? Because they are the model's answer to
@@ -390,9 +384,10 @@ torch.testing.assert_close(many.mean(dim=0), row, atol=0.03, rtol=0)
 # %%
 first_out, first_alphas = noisy(x5), noisy.alphas
 second_out, second_alphas = noisy(x5), noisy.alphas
-assert not torch.allclose(first_out, second_out), "two calls in training mode should differ (dropout)"
-torch.testing.assert_close(first_alphas, second_alphas, atol=1e-6, rtol=0)
-torch.testing.assert_close(first_alphas.sum(-1), torch.ones(1, 3, 5), atol=1e-6, rtol=0)
+expect(not torch.allclose(first_out, second_out), "two calls in training mode give different outputs",
+       got="the same outputs")
+expect_close(first_alphas, second_alphas, "and the same stored weights", atol=1e-6)
+expect_close(first_alphas.sum(-1), 1.0, "each row of the stored weights sums to 1", atol=1e-6)
 
 # %% [markdown]
 # ## Permutation equivariance
@@ -400,8 +395,7 @@ torch.testing.assert_close(first_alphas.sum(-1), torch.ones(1, 3, 5), atol=1e-6,
 # Attention has no notion of order: every query is compared with every key by a dot product,
 # wherever they sit. Shuffle the positions of a sequence and self-attention returns the same
 # outputs, shuffled the same way (that is *equivariance*); its weights are shuffled along both
-# the query and the key axes. The check allows for float rounding (the sums run in another
-# order), nothing more:
+# the query and the key axes, up to float rounding (the sums run in another order):
 
 # %%
 noisy.eval()  # no dropout, so outputs can be compared
@@ -418,8 +412,9 @@ out = self_attention(noisy, x5)  # (N, L, d_model)
 alphas = noisy.alphas  # (N, h, L, L)
 shuffled = x5[:, order]  # (N, L, d_model)
 out_shuffled = self_attention(noisy, shuffled)  # (N, L, d_model)
-torch.testing.assert_close(out_shuffled, out[:, order], atol=1e-5, rtol=1e-5)
-torch.testing.assert_close(noisy.alphas, alphas[:, :, order][..., order], atol=1e-6, rtol=1e-5)
+expect_close(out_shuffled, out[:, order], "shuffled inputs give the same outputs, shuffled", atol=1e-5, rtol=1e-5)
+expect_close(noisy.alphas, alphas[:, :, order][..., order], "and the weights shuffled along both axes",
+             atol=1e-6, rtol=1e-5)
 
 # %% [markdown]
 # Shuffling only the keys (and their values) changes nothing at all for a fixed query: the
@@ -429,7 +424,7 @@ torch.testing.assert_close(noisy.alphas, alphas[:, :, order][..., order], atol=1
 with torch.no_grad():
     noisy.init_keys(shuffled)
     out_keys_shuffled = noisy(x5)  # original queries, shuffled keys
-torch.testing.assert_close(out_keys_shuffled, out, atol=1e-5, rtol=1e-5)
+expect_close(out_keys_shuffled, out, "shuffling the keys alone changes no output", atol=1e-5, rtol=1e-5)
 
 # %% [markdown]
 # That is why the Transformer adds positional encodings (chapter 02) before its first layer.
@@ -437,8 +432,7 @@ torch.testing.assert_close(out_keys_shuffled, out, atol=1e-5, rtol=1e-5)
 # positions stay where they are): the outputs are no longer the old ones shuffled. They move
 # by more than 0.1, far beyond rounding:
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 positions = PositionalEncoding(max_len=5, d_model=6, scale_input=False)
 out_positioned = self_attention(noisy, positions(x5))  # (N, L, d_model)
 out_positioned_shuffled = self_attention(noisy, positions(shuffled))  # (N, L, d_model)
@@ -446,7 +440,7 @@ change = (out_positioned_shuffled - out_positioned[:, order]).abs().max().item()
 print(f"with positions, largest change from a plain shuffle: {change:.2f}")
 
 # %%
-assert change > 0.1, f"with positional encoding the outputs should change, got a largest change of {change:.2e}"
+expect(change > 0.1, "with positional encoding, shuffling moves the outputs by more than 0.1", got=change)
 
 # %% [markdown]
 # ## The fused kernel
@@ -462,7 +456,6 @@ assert change > 0.1, f"with positional encoding the outputs should change, got a
 # holds $N \cdot h \cdot L^2$ numbers, growing with the square of the sequence length:
 
 # %%
-# NBVAL_CHECK_OUTPUT
 n_seq, length, d_wide, h_wide = 16, 128, 64, 8
 batch = torch.randn(n_seq, length, d_wide, generator=torch.Generator().manual_seed(2))  # (N, L, d_model)
 torch.manual_seed(3)
@@ -489,14 +482,15 @@ print(f"teaching path keeps alphas {tuple(teaching.alphas.shape)}: {weights_mib:
 # %%
 lengths = torch.randint(1, length + 1, (n_seq,), generator=torch.Generator().manual_seed(4))  # (N,)
 real = torch.arange(length) < lengths.unsqueeze(1)  # (N, L): True = a real token
-for mask in (None, subsequent_mask(length), padding_mask(real.long())):
-    torch.testing.assert_close(self_attend(fused, mask), self_attend(teaching, mask), atol=1e-5, rtol=1e-5)
+masks = {"no mask": None, "the causal mask": subsequent_mask(length), "a padding mask": padding_mask(real.long())}
+for name, mask in masks.items():
+    expect_close(self_attend(fused, mask), self_attend(teaching, mask), f"the fused and teaching paths agree, {name}",
+                 atol=1e-5, rtol=1e-5)
 
 # %% [markdown]
 # And time: the average of a few calls of each path on this machine.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 calls = 10
 teaching_time = min(timeit.repeat(lambda: self_attend(teaching), number=calls, repeat=3)) / calls
 fused_time = min(timeit.repeat(lambda: self_attend(fused), number=calls, repeat=3)) / calls
@@ -519,8 +513,7 @@ print(f"teaching path {1e3 * teaching_time:.2f} ms, fused {1e3 * fused_time:.2f}
 # projected queries and keys never change: only the way they are cut does. With one head, a
 # single map scores all 12 features at once; with 12 heads, each map scores one feature.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 heads_explorer(d_model=12)
 
 # %% [markdown]
@@ -558,7 +551,6 @@ heads_explorer(d_model=12)
 # $(N, L, d_{model})$ into $(N, h, L, d_k)$, without `make_chunks`.
 
 # %%
-# NBVAL_CHECK_OUTPUT
 def my_split_heads(x, n_heads):
     return x  # replace: return a (N, n_heads, L, d_k) tensor
 
@@ -571,7 +563,6 @@ ch03.split_heads.check(my_split_heads)
 # building the module. For which $h$ do wide and narrow heads have the same count?
 
 # %%
-# NBVAL_CHECK_OUTPUT
 def my_wide_parameter_count(n_heads, d_model):
     return 4 * (d_model**2 + d_model)  # replace: this is the narrow count
 
@@ -585,7 +576,6 @@ ch03.wide_parameter_count.check(my_wide_parameter_count)
 # Which method of the module does most of the work?
 
 # %%
-# NBVAL_CHECK_OUTPUT
 def my_fused_weights(mha, query):
     return torch.zeros(query.shape[0], mha.n_heads, query.shape[1], mha.proj_key.shape[2])  # replace
 

@@ -31,6 +31,8 @@ from torch import nn
 
 from stepbystep import plots
 from stepbystep.data import square_datasets
+from stepbystep.expect import expect, expect_all, expect_close
+from stepbystep.experiments.norm_placement import initial_gradient_claims, seed_claims, training_claims
 from stepbystep.experiments.gradient_norms import layer_gradient_norms
 from stepbystep.models import (
     DecoderLayer,
@@ -42,8 +44,6 @@ from stepbystep.models import (
     subsequent_mask,
 )
 from stepbystep.plots.stacking import seed_spread
-
-torch.set_num_threads(1)  # the tensors here are tiny: one thread beats coordinating several
 
 # %% [markdown]
 # ## 1. Residual connections
@@ -64,8 +64,7 @@ torch.set_num_threads(1)  # the tensors here are tiny: one thread beats coordina
 # Let us measure it on twenty small blocks (a linear layer and a tanh), with and without the
 # skip. We record the gradient of a loss with respect to each block's input.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 torch.manual_seed(0)
 blocks = nn.ModuleList([nn.Sequential(nn.Linear(16, 16), nn.Tanh()) for _ in range(20)])
 inputs = torch.randn(32, 16)  # (N, features)
@@ -89,14 +88,16 @@ print(f"gradient at block 1 / gradient at block 20: with the skip {with_skip[0] 
       f"without it {without_skip[0] / without_skip[-1]:.1e}")
 
 # %% [markdown]
-# The claim, checked: without the skip the first block gets less than a thousandth of the
+# The claim: without the skip the first block gets less than a thousandth of the
 # gradient of the last one; with it, every block's gradient is within a factor of 10 of every
 # other's, and the first block gets more than the last.
 
 # %%
-assert without_skip[0] / without_skip[-1] < 1e-3, f"plain stack: ratio {without_skip[0] / without_skip[-1]:.1e}"
-assert max(with_skip) / min(with_skip) < 10, f"residual stack: spread {max(with_skip) / min(with_skip):.1f}"
-assert with_skip[0] > with_skip[-1], f"residual stack: block 1 {with_skip[0]:.3f}, block 20 {with_skip[-1]:.3f}"
+expect(without_skip[0] / without_skip[-1] < 1e-3, "without the skip, block 1 gets under a thousandth of block 20's gradient",
+       got=without_skip[0] / without_skip[-1])
+expect(max(with_skip) / min(with_skip) < 10, "with it, every block's gradient is within a factor of 10 of every other's",
+       got=max(with_skip) / min(with_skip))
+expect(with_skip[0] > with_skip[-1], "and block 1 gets more than block 20", got=(with_skip[0], with_skip[-1]))
 
 # %%
 fig = plots.depth_profile({"x + F(x) (residual)": with_skip, "F(x) (plain)": without_skip},
@@ -139,7 +140,7 @@ with torch.no_grad():  # give the scale and shift other values than 1 and 0, to 
     torch_norm.bias.uniform_(-0.5, 0.5)
 ours = layer_norm(tokens, torch_norm.weight, torch_norm.bias)  # (2, 3, 8)
 theirs = torch_norm(tokens)  # (2, 3, 8)
-torch.testing.assert_close(ours, theirs, atol=1e-5, rtol=1e-5)  # the same up to float rounding
+expect_close(ours, theirs, "our layer norm is nn.LayerNorm, up to float rounding", atol=1e-5, rtol=1e-5)
 
 # %% [markdown]
 # Here it is on the three tokens of the first sequence, with $\gamma = 1$ and $\beta = 0$ so
@@ -148,8 +149,8 @@ torch.testing.assert_close(ours, theirs, atol=1e-5, rtol=1e-5)  # the same up to
 
 # %%
 plain = layer_norm(tokens[0], torch.ones(8), torch.zeros(8))  # (3, 8)
-torch.testing.assert_close(plain.mean(dim=-1), torch.zeros(3), atol=1e-5, rtol=0)
-torch.testing.assert_close(plain.std(dim=-1, unbiased=False), torch.ones(3), atol=1e-3, rtol=0)  # ε: just below 1
+expect_close(plain.mean(dim=-1), 0.0, "every token comes out with mean 0", atol=1e-5)
+expect_close(plain.std(dim=-1, unbiased=False), 1.0, "and standard deviation 1 (just below: ε)", atol=1e-3)
 fig = plots.layer_norm_by_hand(tokens[0], plain, F.layer_norm(tokens[0], (8,)))
 
 # %% [markdown]
@@ -169,7 +170,6 @@ fig = plots.layer_norm_by_hand(tokens[0], plain, F.layer_norm(tokens[0], (8,)))
 # and four *loud* ones (large values around 2), of different lengths, padded with zeros.
 
 # %%
-# NBVAL_CHECK_OUTPUT
 generator = torch.Generator().manual_seed(0)
 n_seq, max_len, d_model = 8, 6, 8
 lengths = torch.tensor([6, 3, 5, 2, 6, 4, 3, 5])  # (N,)
@@ -194,19 +194,21 @@ fig = plots.batch_vs_layer_norm(batch, batch_normed, layer_normed, groups)
 # spread out. The padding sits at a value of its own: batch norm maps a zero to
 # $(0 - \mu_j)/\sigma_j$ for feature $j$, with $\mu_j$ and $\sigma_j$ the batch's statistics,
 # padding included; that is $-\mu_j/\sigma_j$, not 0 and not the mean. After layer norm every
-# real token has mean 0 and standard deviation 1, whatever its sequence. Each of these, checked
-# (the variance is the biased one, with the same $\varepsilon$ as the norm):
+# real token has mean 0 and standard deviation 1, whatever its sequence. Each of these (the
+# variance is the biased one, with the same $\varepsilon$ as the norm):
 
 # %%
 flat = batch.reshape(-1, d_model)  # (N * L, D): every position, padding included
 mu, var = flat.mean(dim=0), flat.var(dim=0, unbiased=False)  # (D,) each
 padding_after = batch_normed[~real]  # (padding positions, D)
-torch.testing.assert_close(padding_after, (-mu / torch.sqrt(var + 1e-5)).expand_as(padding_after), atol=1e-5, rtol=1e-5)
 quiet_spread, loud_spread = batch_normed[quiet].std().item(), batch_normed[real & ~quiet].std().item()
-assert quiet_spread < 0.5 * loud_spread, f"quiet {quiet_spread:.2f} vs loud {loud_spread:.2f}"
 real_tokens = layer_normed[real]  # (real tokens, D)
-torch.testing.assert_close(real_tokens.mean(dim=-1), torch.zeros(len(real_tokens)), atol=1e-5, rtol=0)
-torch.testing.assert_close(real_tokens.std(dim=-1, unbiased=False), torch.ones(len(real_tokens)), atol=1e-3, rtol=0)
+expect_close(padding_after, (-mu / torch.sqrt(var + 1e-5)).expand_as(padding_after),
+             "batch norm maps the padding to -μ/σ of its feature", atol=1e-5, rtol=1e-5)
+expect(quiet_spread < 0.5 * loud_spread, "after batch norm the quiet tokens spread less than half as much as the loud",
+       got=(quiet_spread, loud_spread))
+expect_close(real_tokens.mean(dim=-1), 0.0, "after layer norm every real token has mean 0", atol=1e-5)
+expect_close(real_tokens.std(dim=-1, unbiased=False), 1.0, "and standard deviation 1", atol=1e-3)
 
 # %% [markdown]
 #
@@ -214,8 +216,7 @@ torch.testing.assert_close(real_tokens.std(dim=-1, unbiased=False), torch.ones(l
 # the whole batch. Batch norm gives two different answers; layer norm cannot, since it never
 # looks beyond the token.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 def batch_normalise(x):
     return F.batch_norm(x.reshape(-1, d_model), None, None, training=True).view_as(x)  # (N, L, D)
 
@@ -228,8 +229,8 @@ print(f"batch norm, sequence 0 in two batches: largest difference {batch_change:
 print(f"layer norm, sequence 0 in two batches: largest difference {(layer_alone - layer_in_all).abs().max():.1e}")
 
 # %%
-assert batch_change > 0.5, f"batch norm should depend on the batch-mates, largest difference {batch_change:.3f}"
-torch.testing.assert_close(layer_alone, layer_in_all, atol=1e-6, rtol=0)
+expect(batch_change > 0.5, "batch norm changes sequence 0 by more than 0.5 with other batch-mates", got=batch_change)
+expect_close(layer_alone, layer_in_all, "layer norm gives sequence 0 the same values in both batches", atol=1e-6)
 
 # %% [markdown]
 # ## 4. The sublayer wrapper: norm-first and norm-last
@@ -259,7 +260,7 @@ def norm_last_sublayer(x, sublayer, norm, drop):
 
 # %% [markdown]
 # `SubLayerWrapper(d_model, dropout, norm_first)` holds the norm and the dropout and takes the
-# sublayer as an argument. We check both placements on the feed-forward network, reusing the
+# sublayer as an argument. We compare both placements on the feed-forward network, reusing the
 # wrapper's own norm and dropout (the wrapper and the sublayer in eval mode, so that dropout is
 # off and both sides compute the same thing, up to float rounding).
 
@@ -271,7 +272,8 @@ for norm_first, by_hand in ((True, norm_first_sublayer), (False, norm_last_subla
     wrapper = SubLayerWrapper(d_model=8, dropout=0.1, norm_first=norm_first).eval()
     expected = wrapper(x, sublayer=ffn)  # (2, 3, 8)
     ours = by_hand(x, ffn, wrapper.norm, wrapper.drop)  # (2, 3, 8)
-    torch.testing.assert_close(ours, expected, atol=1e-6, rtol=1e-5)
+    placement = "norm-first" if norm_first else "norm-last"
+    expect_close(ours, expected, f"{placement}: the wrapper computes the function written by hand", atol=1e-6, rtol=1e-5)
 
 # %% [markdown]
 # ## 5. Encoder and decoder layers
@@ -282,7 +284,6 @@ for norm_first, by_hand in ((True, norm_first_sublayer), (False, norm_last_subla
 # be chained.
 
 # %%
-# NBVAL_CHECK_OUTPUT
 torch.manual_seed(3)
 encoder_layer = EncoderLayer(n_heads=2, d_model=8, ff_units=16, dropout=0.1).eval()
 for name, child in encoder_layer.named_children():
@@ -300,7 +301,6 @@ print("encoder states:", tuple(states.shape))
 # `init_keys(states)` hands the encoder's states to the cross-attention.
 
 # %%
-# NBVAL_CHECK_OUTPUT
 decoder_layer = DecoderLayer(n_heads=2, d_model=8, ff_units=16, dropout=0.1).eval()
 print([name for name, _ in decoder_layer.named_children()], "with", len(decoder_layer.sublayers), "wrappers")
 target = torch.randn(2, 3, 8)  # (N, L_target, d_model)
@@ -318,7 +318,6 @@ print("cross-attention weights (N, n_heads, L_target, L_source):", tuple(decoder
 # moves each one on its own.
 
 # %%
-# NBVAL_CHECK_OUTPUT
 torch.manual_seed(4)
 stack = EncoderTransf(EncoderLayer(n_heads=2, d_model=8, ff_units=16), n_layers=3)
 w0, w1 = stack.layers[0].ffn[0].weight, stack.layers[1].ffn[0].weight
@@ -331,7 +330,7 @@ print(f"parameters: one layer {sum(p.numel() for p in stack.layers[0].parameters
 
 # %% [markdown]
 # The stack has a little more than three times one layer's parameters: the extra
-# `2 * d_model` belong to a **final layer norm** (checked below). A norm-first stack needs
+# `2 * d_model` belong to a **final layer norm**. A norm-first stack needs
 # it: its sublayers
 # only ever *add* to the residual stream, which nobody normalises, so the stack normalises it
 # once at the end. A norm-last stack already ends with a norm (its last wrapper's) and gets none.
@@ -341,11 +340,12 @@ print(f"parameters: one layer {sum(p.numel() for p in stack.layers[0].parameters
 # the stream after positional encoding (layer 0) and after every layer.
 
 # %%
-assert sum(p.numel() for p in stack.parameters()) == 3 * sum(p.numel() for p in stack.layers[0].parameters()) + 2 * 8
+one_layer, whole = sum(p.numel() for p in stack.layers[0].parameters()), sum(p.numel() for p in stack.parameters())
+expect(whole == 3 * one_layer + 2 * 8, "the stack has three layers' parameters plus a final norm's 2 · d_model",
+       got=f"{whole} = 3 × {one_layer} + {whole - 3 * one_layer}")
 
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 def stream_sizes(encoder, x):
     """Root-mean-square of the residual stream: after positional encoding, then after each layer."""
     sizes = []
@@ -370,16 +370,17 @@ for norm_first in (True, False):
           f"{sizes[label][-1]:.2f}, stack output {outputs[label]:.2f}")
 
 # %% [markdown]
-# Checked: the norm-first stream grows at every layer (to more than 1.5 times its input's
+# The norm-first stream grows at every layer (to more than 1.5 times its input's
 # size here), the norm-last stream is back at size 1 after every layer (a layer norm's output
 # with $\gamma = 1$, $\beta = 0$ has mean 0 and variance just below 1), and both stacks'
 # outputs have size 1.
 
 # %%
 growth = np.diff(sizes["norm-first"])  # (6,): change of size at each layer
-assert (growth > 0).all() and sizes["norm-first"][-1] > 1.5 * sizes["norm-first"][0], sizes["norm-first"]
-np.testing.assert_allclose(sizes["norm-last"][1:], 1.0, atol=1e-3)
-np.testing.assert_allclose([outputs["norm-first"], outputs["norm-last"]], 1.0, atol=1e-3)
+expect((growth > 0).all() and sizes["norm-first"][-1] > 1.5 * sizes["norm-first"][0],
+       "the norm-first stream grows at every layer, to more than 1.5 times its input's size", got=sizes["norm-first"])
+expect_close(sizes["norm-last"][1:], 1.0, "the norm-last stream is back at size 1 after every layer", atol=1e-3)
+expect_close([outputs["norm-first"], outputs["norm-last"]], 1.0, "both stacks' outputs have size 1", atol=1e-3)
 
 # %%
 fig = plots.depth_profile(sizes, "RMS of the residual stream", xlabel="layer (0 = input)", first=0, log=False,
@@ -397,8 +398,7 @@ fig = plots.depth_profile(sizes, "RMS of the residual stream", xlabel="layer (0 
 # Unless $a$ and $b$ are nearly equal (within a few times $\sqrt{\varepsilon}$), every point
 # becomes $(1, -1)$ or $(-1, 1)$: only the sign of $a - b$ survives.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 train_data, _ = square_datasets()
 corners = train_data.tensors[0].reshape(-1, 2)  # (N * 4, 2): every corner of every sequence
 normed = nn.LayerNorm(2)(corners).detach()  # (N * 4, 2)
@@ -413,13 +413,15 @@ print(f"the other {(~on_corner).sum().item()} have nearly equal features: |a - b
 # %% [markdown]
 # The formula says where the line between the two groups lies: $|\mathrm{LN}| \ge 0.95$ exactly
 # when $\big((a - b)/2\big)^2 \ge 0.95^2 / (1 - 0.95^2)\,\varepsilon$, that is when
-# $|a - b| \ge 0.0192$. We check that every point lies on the line $y = -x$, that the points
-# whose gap is well above that (0.021) are all at $(\pm 1, \mp 1)$, and that none of those well
-# below it (0.018) are:
+# $|a - b| \ge 0.0192$. Every point lies on the line $y = -x$, the points whose gap is well
+# above that (0.021) are all at $(\pm 1, \mp 1)$, and none of those well below it (0.018) are:
 
 # %%
-torch.testing.assert_close(normed.sum(dim=1), torch.zeros(len(corners)), atol=1e-4, rtol=0)
-assert on_corner[gap > 0.021].all() and not on_corner[gap < 0.018].any()
+expect_close(normed.sum(dim=1), 0.0, "every point lies on the line y = -x", atol=1e-4)
+expect(on_corner[gap > 0.021].all(), "every point with |a - b| > 0.021 lands within 0.05 of (±1, ∓1)",
+       got=f"{int((~on_corner[gap > 0.021]).sum())} that do not")
+expect(not on_corner[gap < 0.018].any(), "no point with |a - b| < 0.018 does",
+       got=f"{int(on_corner[gap < 0.018].sum())} that do")
 
 # %% [markdown]
 # That is why `EncoderDecoderTransf` starts with a linear layer `proj` from `n_features` to
@@ -441,9 +443,11 @@ fig = plots.layer_norm_collapse(corners, normed, nearest_corner, projected_norme
 
 # %%
 left = normed[:, 0] < 0  # (N * 4,): the point went to (-1, 1)
-assert left[nearest_corner == 1].all() and not left[nearest_corner == 2].any()
-for corner in (0, 3):
-    assert 0 < left[nearest_corner == corner].float().mean() < 1, f"corner {names[corner]} lands on one side only"
+shares = [left[nearest_corner == corner].float().mean().item() for corner in (0, 3)]
+expect(left[nearest_corner == 1].all() and not left[nearest_corner == 2].any(),
+       "the corners (-1, 1) and (1, -1) each land on their own point")
+expect(all(0 < share < 1 for share in shares), "the corners (-1, -1) and (1, 1) are scattered over both",
+       got=f"shares on (-1, 1): {shares}")
 
 # %% [markdown]
 # ## 8. The experiment: gradient norms by depth, norm-first vs norm-last
@@ -472,8 +476,7 @@ runs = [experiment(norm_first, warmup) for norm_first in (True, False) for warmu
 # First, the gradients at initialisation, layer by layer (the ratio compares the largest with
 # the smallest):
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 for run in runs[::2]:
     placement = "norm-first" if run.norm_first else "norm-last"
     print(f"{placement:10s} layers 1..6:", "  ".join(f"{g:.2f}" for g in run.norms[0]),
@@ -489,20 +492,15 @@ for run in runs[::2]:
 # norm of every wrapper above it, and each norm rescales the gradient that passes through it;
 # in norm-first, the residual path skips every norm.
 #
-# What this seed shows, as a check (section 9 repeats it over five seeds):
+# What this seed shows (section 9 repeats it over five seeds):
 
 # %%
-norm_first_start, norm_last_start = runs[0].norms[0], runs[2].norms[0]  # (6,) each: layers 1..6
-assert norm_first_start.max() / norm_first_start.min() < 1.5 and (np.diff(norm_first_start) < 0).all(), norm_first_start
-assert norm_last_start.argmax() == 5 and norm_last_start.argmin() in (1, 2, 3), norm_last_start
-assert norm_last_start[-1] > 1.5 * norm_last_start.min(), norm_last_start
-assert (np.diff(norm_last_start[2:]) > 0).all() and norm_last_start[0] > norm_last_start[1], norm_last_start
+expect_all(initial_gradient_claims(runs[0].norms[0], runs[2].norms[0]))  # norm-first, norm-last: layers 1..6
 
 # %% [markdown]
 # Now training:
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 for run in runs:
     lower = run.norms[-1, :3].max()  # the largest gradient of layers 1-3 at the last step
     print(f"{run.label:28s} loss: start {run.losses[0]:.4f}, end {run.losses[-1]:.4f}; "
@@ -530,15 +528,7 @@ fig = plots.gradient_norms_by_layer(runs)
 #   before the learning rate is at full size.
 
 # %%
-final = {run.label: run.losses[-1] for run in runs}
-lower_at_end = {run.label: run.norms[-1, :3].max() for run in runs}
-trained = [loss for label, loss in final.items() if label != "norm-last, no warm-up"]  # the other three runs
-assert max(trained) < 0.05 and baseline > 0.5, (final, baseline)
-assert final["norm-last, no warm-up"] > max(0.2, 10 * max(trained)), final
-assert lower_at_end["norm-last, no warm-up"] < 1e-3 < lower_at_end["norm-last, warm-up 20 steps"], lower_at_end
-for run in runs[:2]:  # norm-first, without and with warm-up: the spread across layers at every step
-    spread = (run.norms.max(axis=1) / run.norms.min(axis=1)).max()
-    assert spread < 10, f"{run.label}: layer gradients up to {spread:.1f} times apart"
+expect_all(training_claims(runs, baseline))
 
 # %% [markdown]
 # ## 9. Five seeds: what holds beyond one run
@@ -557,8 +547,7 @@ for norm_first, warmup in ((True, 0), (False, 0), (False, 20)):
 # %% [markdown]
 # The final loss of each seed, their median, and the gradient of layers 1-3 at the end:
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 for label, group in by_setting.items():
     finals = [run.losses[-1] for run in group]
     lowers = [run.norms[-1, :3].max() for run in group]
@@ -584,25 +573,7 @@ fig = seed_spread(by_setting)
 #   the norm-last ones grow steadily from layer 1 to the output.)
 
 # %%
-finals = {label: np.array([run.losses[-1] for run in group]) for label, group in by_setting.items()}
-lowers = {label: np.array([run.norms[-1, :3].max() for run in group]) for label, group in by_setting.items()}
-first_flat, last_flat, last_warm = "norm-first, no warm-up", "norm-last, no warm-up", "norm-last, warm-up 20 steps"
-assert (finals[first_flat] < 0.05).all() and (finals[last_warm] < 0.05).all(), finals
-assert (finals[last_flat] > 0.2).sum() >= 4 and np.median(finals[last_flat]) > 10 * np.median(finals[last_warm]), finals
-assert np.median(lowers[last_flat]) < 0.01 * np.median(lowers[last_warm]), lowers
-first_shrinks, last_dips, exceptions = 0, 0, []  # seeds where the finer details of section 8 hold, or not
-for first_run, last_run in zip(by_setting[first_flat], by_setting[last_flat]):  # the same seed, both placements
-    g_first, g_last = first_run.norms[0], last_run.norms[0]  # (6,) each: at initialisation
-    assert g_first.max() / g_first.min() < 1.5, g_first
-    assert g_last[-1] > 1.1 * g_last[2:4].max(), g_last
-    assert g_last.max() / g_last.min() > g_first.max() / g_first.min(), (g_first, g_last)
-    first_shrinks += int(g_first[0] > g_first[-1])
-    last_dips += int(g_last.argmin() in (1, 2, 3))
-    if not (g_first[0] > g_first[-1] and g_last.argmin() in (1, 2, 3)):
-        exceptions.append((g_first, g_last))
-assert first_shrinks == 4 and last_dips == 4 and len(exceptions) == 1, (first_shrinks, last_dips, exceptions)
-g_first, g_last = exceptions[0]  # the fifth seed: nearly flat with a dip, and growing all the way up
-assert g_first.max() / g_first.min() < 1.1 and 0 < g_first.argmin() < 5 and (np.diff(g_last) > 0).all(), exceptions
+expect_all(seed_claims(by_setting))
 
 # %% [markdown]
 # So, in this toy setting, a norm-last stack trained at the full learning rate from the first
@@ -626,8 +597,7 @@ assert g_first.max() / g_first.min() < 1.1 and 0 < g_first.argmin() < 5 and (np.
 # settings take a few seconds the first time. Does the norm-last pattern at initialisation
 # change as the stack deepens? From which depth does the run without warm-up get stuck?
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 from stepbystep.widgets import gradient_norms_explorer
 
 gradient_norms_explorer(runs=runs, steps=35)
@@ -667,7 +637,6 @@ gradient_norms_explorer(runs=runs, steps=35)
 # why?). The starter below counts only the attention of one layer.
 
 # %%
-# NBVAL_CHECK_OUTPUT
 from stepbystep.exercises import ch04
 
 
@@ -684,7 +653,6 @@ ch04.stack_parameter_count.check(stack_parameter_count)
 # is plain batch norm, padding included.
 
 # %%
-# NBVAL_CHECK_OUTPUT
 def masked_batch_norm(x, mask, eps=1e-5):
     d = x.shape[-1]
     return F.batch_norm(x.reshape(-1, d), None, None, training=True, eps=eps).view_as(x)  # (N, L, D)
@@ -699,7 +667,6 @@ ch04.masked_batch_norm.check(masked_batch_norm)
 # values are (almost) equal. The starter returns the signs only.
 
 # %%
-# NBVAL_CHECK_OUTPUT
 def layer_norm_pair(a, b, eps=1e-5):
     return torch.stack([torch.sign(a - b), torch.sign(b - a)], dim=-1)  # (n, 2)
 

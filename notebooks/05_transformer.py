@@ -37,6 +37,8 @@ from stepbystep import plots
 from stepbystep.data import square_splits
 from stepbystep.data.squares import NOISE_STD
 from stepbystep.exercises import ch05
+from stepbystep.expect import expect, expect_all
+from stepbystep.experiments.square_baselines import baseline_claims
 from stepbystep.models import (
     DecoderLayer,
     DecoderTransf,
@@ -45,8 +47,6 @@ from stepbystep.models import (
     EncoderTransf,
     build_transformer,
 )
-
-torch.set_num_threads(1)  # the tensors here are tiny: one thread beats coordinating several
 
 # %% [markdown]
 # ## The task
@@ -68,7 +68,6 @@ torch.set_num_threads(1)  # the tensors here are tiny: one thread beats coordina
 #   unbiased estimate of the error on new data.
 
 # %%
-# NBVAL_CHECK_OUTPUT
 train_data, val_data, test_data = square_splits(train_seed=13, val_seed=19, test_seed=17)
 full, train_target = train_data.tensors  # (256, 4, 2), (256, 2, 2)
 val_source, val_target = val_data.tensors  # (128, 2, 2), (128, 2, 2)
@@ -122,7 +121,6 @@ model = EncoderDecoderTransf(encoder, decoder, input_len=2, target_len=2, n_feat
 # For the shapes in our model (written $(n_{out}, n_{in})$, as PyTorch stores them):
 
 # %%
-# NBVAL_CHECK_OUTPUT
 shapes = sorted({tuple(p.shape) for p in model.parameters() if p.dim() > 1})
 for n_out, n_in in shapes:
     print(f"({n_out:2d}, {n_in:2d}): default ±{1 / math.sqrt(n_in):.3f}, Xavier ±{math.sqrt(6 / (n_in + n_out)):.3f}")
@@ -139,7 +137,6 @@ for parameter in model.parameters():
 # gives exactly our parameters:
 
 # %%
-# NBVAL_CHECK_OUTPUT
 packaged = build_transformer(seed=42)
 same = all(torch.equal(ours, theirs) for ours, theirs in zip(model.parameters(), packaged.parameters()))
 print(f"same parameters as build_transformer(seed=42): {same}")
@@ -161,7 +158,6 @@ fig = plots.transformer_diagram(model)
 # $x_1$) predicts $x_2$ and position 1 (reading $x_1, x_2$) predicts $x_3$.
 
 # %%
-# NBVAL_CHECK_OUTPUT
 full_batch, target_batch = train_data[:16]  # (16, 4, 2), (16, 2, 2)
 model.train()
 torch.manual_seed(1)  # dropout draws random masks: seed them to repeat them below
@@ -185,7 +181,6 @@ print(f"causal mask (True = may attend):\n{model.trg_masks[0]}")
 # draws the same dropout masks and gives the same numbers:
 
 # %%
-# NBVAL_CHECK_OUTPUT
 torch.manual_seed(1)
 print(f"model(full_batch) equals the steps by hand: {torch.allclose(model(full_batch), by_hand)}")
 
@@ -198,11 +193,9 @@ print(f"model(full_batch) equals the steps by hand: {torch.allclose(model(full_b
 #
 # The numbers a training run prints depend on the machine: the same code adds the same
 # numbers in a different order on another processor or library version, and over 50 epochs
-# those rounding differences grow. So each run's numbers are printed, and the claims we make
-# about them are checked, with a margin, in the cell after.
+# those rounding differences grow. So what we claim about a run holds with a margin.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 sbs = StepByStep(model, nn.MSELoss(), torch.optim.Adam(model.parameters(), lr=0.01))
 sbs.set_loaders(train_loader, val_loader)
 sbs.train(50, progress=False)
@@ -213,10 +206,10 @@ below = sum(val < train for train, val in zip(sbs.losses, sbs.val_losses))
 print(f"epochs whose validation loss is below the training loss: {below} of {sbs.total_epochs}")
 
 # %%
-assert sbs.val_losses[-1] < 0.04, f"expected the final validation loss below 0.04, got {sbs.val_losses[-1]:.4f}"
-assert sbs.val_losses[-1] < sbs.val_losses[0] / 10, (
-    f"expected the validation loss to fall more than tenfold, from {sbs.val_losses[0]:.4f} to {sbs.val_losses[-1]:.4f}")
-assert below >= 40, f"expected the validation loss below the training loss in 40 or more of 50 epochs, got {below}"
+expect(sbs.val_losses[-1] < 0.04, "the final validation loss is below 0.04", got=sbs.val_losses[-1])
+expect(sbs.val_losses[-1] < sbs.val_losses[0] / 10, "the validation loss falls more than tenfold",
+       got=f"from {sbs.val_losses[0]:.4f} to {sbs.val_losses[-1]:.4f}")
+expect(below >= 40, "the validation loss is below the training loss in 40 or more of the 50 epochs", got=below)
 
 # %%
 fig = plots.loss_curves(sbs.losses, sbs.val_losses)
@@ -238,8 +231,7 @@ fig = plots.loss_curves(sbs.losses, sbs.val_losses)
 # deterministic network. The same mini-batch shows it: 20 forward passes in training mode,
 # each with its own dropout masks, and one in eval mode.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 loss_fn = nn.MSELoss()
 x, y = full_batch.to(sbs.device), target_batch.to(sbs.device)  # where the trainer put the model
 torch.manual_seed(0)
@@ -255,9 +247,9 @@ print(f"draws above the eval-mode loss: {(train_mode > eval_mode).sum().item()} 
 
 # %%
 above = (train_mode > eval_mode).sum().item()
-assert train_mode.mean() > 1.3 * eval_mode, (
-    f"expected the training-mode mean above 1.3 times the eval-mode loss, got {train_mode.mean():.4f} vs {eval_mode:.4f}")
-assert above >= 15, f"expected 15 or more of the 20 dropout draws above the eval-mode loss, got {above}"
+expect(train_mode.mean() > 1.3 * eval_mode, "training mode's mean loss is more than 1.3 times the eval-mode loss",
+       got=(train_mode.mean(), eval_mode))
+expect(above >= 15, "at least 15 of the 20 dropout draws lie above the eval-mode loss", got=above)
 
 # %%
 fig = plots.loss_comparison({"training mode (dropout on, teacher forcing)": train_mode,
@@ -267,7 +259,7 @@ fig = plots.loss_comparison({"training mode (dropout on, teacher forcing)": trai
 # %% [markdown]
 # These are *training* sequences, so the gap has nothing to do with the validation set: it is
 # the mode. Training mode's mean is more than 1.3 times the eval-mode loss, and at least 15 of
-# the 20 draws lie above it (checked above).
+# the 20 draws lie above it.
 #
 # Note that eval mode even has the harder job. It decodes greedily, feeding its own
 # prediction of $x_2$ back in to predict $x_3$, where training mode hands the decoder the
@@ -289,7 +281,6 @@ fig = plots.loss_comparison({"training mode (dropout on, teacher forcing)": trai
 # model's dropout modules by where they sit:
 
 # %%
-# NBVAL_CHECK_OUTPUT
 places = {"attention weights": "_heads.dropout", "feed-forward hidden units": ".ffn.", "sublayer outputs": ".sublayers."}
 dropouts = [name for name, module in model.named_modules() if isinstance(module, nn.Dropout)]
 for place, marker in places.items():
@@ -327,7 +318,6 @@ fig = plots.sequence_predictions(val_source, val_target, val_predicted, n=8)
 # three validation squares; the corner numbers on the left match the labels of the maps.
 
 # %%
-# NBVAL_CHECK_OUTPUT
 encoder_alphas = model.encoder.layers[-1].self_attn_heads.alphas  # (128, 3, 2, 2)
 decoder_alphas = model.decoder.layers[-1].self_attn_heads.alphas  # (128, 3, 2, 2)
 cross_alphas = model.decoder.layers[-1].cross_attn_heads.alphas  # (128, 3, 2, 2)
@@ -344,10 +334,10 @@ fig = plots.transformer_attention(encoder_alphas, decoder_alphas, cross_alphas, 
 # $\hat{x}_2$. Over the whole validation set:
 
 # %%
-# NBVAL_CHECK_OUTPUT
 first_rows = decoder_alphas[:, :, 0]  # (128, 3, 2): position 0 of every head
 only_itself = torch.tensor([1.0, 0.0], device=first_rows.device).expand_as(first_rows)  # (128, 3, 2)
-print(f"every first row is (1, 0): {torch.equal(first_rows, only_itself)}")
+expect(torch.equal(first_rows, only_itself), "every first row is (1, 0): position 0 attends only to itself",
+       got=f"{int((first_rows != only_itself).any(dim=-1).sum())} rows that are not")
 
 # %% [markdown]
 # **Cross-attention.** What should the decoder read? Target corner 2 is minus source corner 0,
@@ -359,8 +349,7 @@ print(f"every first row is (1, 0): {torch.equal(first_rows, only_itself)}")
 # one key only).
 # The last lines give the same measure for the encoder's self-attention heads.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 cross = torch.stack([layer.cross_attn_heads.alphas for layer in model.decoder.layers])  # (2, 128, 3, 2, 2)
 matching = cross.diagonal(dim1=-2, dim2=-1).mean(dim=1)  # (2, 3, 2): layers, heads, target positions
 cross_decided = cross.max(dim=-1).values.mean(dim=(1, 3))  # (2, 3): layers, heads
@@ -377,16 +366,17 @@ print(f"means: matching {matching.mean():.2f}, cross-attention decided {cross_de
       f"encoder decided {encoder_decided.mean():.2f}")
 
 # %%
-assert matching.mean() > 0.6, f"expected a mean weight above 0.6 on the matching corner, got {matching.mean():.2f}"
-assert cross_decided.mean() > 0.85, f"expected cross-attention decided above 0.85, got {cross_decided.mean():.2f}"
-assert cross_decided.mean() > encoder_decided.mean() + 0.1, (
-    f"expected cross-attention more decided than encoder self-attention by 0.1, "
-    f"got {cross_decided.mean():.2f} and {encoder_decided.mean():.2f}")
+expect(matching.mean() > 0.6, "the mean weight on the matching corner is above 0.6", got=matching.mean())
+expect(cross_decided.mean() > 0.85, "the cross-attention heads are decided: above 0.85 on average",
+       got=cross_decided.mean())
+expect(cross_decided.mean() > encoder_decided.mean() + 0.1,
+       "the cross-attention is more decided than the encoder self-attention, by more than 0.1",
+       got=(cross_decided.mean(), encoder_decided.mean()))
 
 # %% [markdown]
 # A "decided" value near 1 means hard choices: for a given square, a head reads one source
 # corner and ignores the other, the near-0 and near-1 cells of the figure. The cross-attention
-# heads are decided (above 0.85 on average, checked above). Across squares, a mean weight
+# heads are decided (above 0.85 on average). Across squares, a mean weight
 # above 0.5 on the matching corner says that a head picks the diagonal more often than not;
 # over all layers, heads and positions the mean is above 0.6, but compare the heads in the
 # table: they differ, and one can even prefer the other corner. No head has to be right
@@ -399,7 +389,7 @@ assert cross_decided.mean() > encoder_decided.mean() + 0.1, (
 #
 # **Encoder self-attention** has no such obvious job: both source corners are needed, and
 # each encoder state can gather what it needs from either. Its heads are less decided than
-# the cross-attention's (by more than 0.1 on average, checked above), and its maps in the
+# the cross-attention's (by more than 0.1 on average), and its maps in the
 # figure change from square to square without one simple rule.
 
 # %% [markdown]
@@ -419,8 +409,7 @@ assert cross_decided.mean() > encoder_decided.mean() + 0.1, (
 # - **noise floor**: the target corners carry their own Gaussian noise, independent of the
 #   source, so no predictor can beat its variance $0.1^2 = 0.01$ on average.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 test_source, test_target = test_data.tensors  # (128, 2, 2), (128, 2, 2)
 test_predicted = torch.as_tensor(sbs.predict(test_source))  # (128, 2, 2)
 test_mse = {
@@ -434,15 +423,8 @@ for name, value in test_mse.items():
 print(f"the Transformer's last validation loss: {sbs.val_losses[-1]:.4f}")
 
 # %%
-zeros, mirror, transformer = test_mse["zeros"], test_mse["mirror: -x_0, -x_1"], test_mse["Transformer"]
-assert 0.9 < zeros < 1.1, f"expected the zeros baseline near 1.01, got {zeros:.4f}"
-assert 0.015 < mirror < 0.025, f"expected the mirror baseline near 2 * 0.1² = 0.02, got {mirror:.4f}"
-assert transformer < zeros / 20, f"expected the Transformer 20 times better than zeros, got {transformer:.4f}"
-assert transformer < mirror, f"expected the Transformer below the mirror's {mirror:.4f}, got {transformer:.4f}"
-assert transformer > NOISE_STD**2, f"expected the Transformer above the noise floor 0.01, got {transformer:.4f}"
-assert 0.7 < transformer / sbs.val_losses[-1] < 1.4, (
-    f"expected the test MSE within 0.7 to 1.4 times the last validation loss, got {transformer:.4f} "
-    f"and {sbs.val_losses[-1]:.4f}")
+expect_all(baseline_claims(test_mse["zeros"], test_mse["mirror: -x_0, -x_1"], test_mse["Transformer"],
+                           last_val_loss=sbs.val_losses[-1], noise_floor=NOISE_STD**2))
 
 # %%
 fig = plots.loss_comparison(test_mse, title="test MSE", xlabel="MSE (log scale)", log=True)
@@ -451,7 +433,7 @@ fig = plots.loss_comparison(test_mse, title="test MSE", xlabel="MSE (log scale)"
 # On a log scale the distances between the points are ratios; a bar would have no meaning
 # there (its length would depend on where the axis starts), so each MSE is a point.
 #
-# The checks above bound what this comparison shows on any machine. The Transformer is more
+# What this comparison shows holds on any machine. The Transformer is more
 # than 20 times better than predicting zeros: it has learned the task. It also beats the
 # mirror baseline (its MSE is below the mirror's), so it does more than copy the source
 # corners to the opposite side: its predictions carry less than all of the source's noise.

@@ -40,6 +40,7 @@ from stepbystep import StepByStep
 from stepbystep import plots
 from stepbystep.data import square_splits
 from stepbystep.exercises import ch06
+from stepbystep.expect import expect, expect_close
 from stepbystep.models import (
     DecoderLayer,
     EncoderLayer,
@@ -56,7 +57,6 @@ from stepbystep.models import (
     to_torch_attn_mask,
 )
 
-torch.set_num_threads(1)  # the tensors here are tiny: one thread beats coordinating several
 # PyTorch warns, at every construction, that its nested-tensor shortcut needs an even number
 # of heads; our models have three. The shortcut only matters for padded batches in inference.
 warnings.filterwarnings("ignore", message="enable_nested_tensor is True")
@@ -69,18 +69,16 @@ warnings.filterwarnings("ignore", message="enable_nested_tensor is True")
 # default.
 
 # %%
-# NBVAL_CHECK_OUTPUT
 torch.manual_seed(0)
 small = nn.Transformer(d_model=6, nhead=3, num_encoder_layers=1, num_decoder_layers=1, dim_feedforward=10)
 print("children:", [name for name, _ in small.named_children()])
 print("an encoder layer's children:", [name for name, _ in small.encoder.layers[0].named_children()])
 
 # %% [markdown]
-# PyTorch prints a module with its sizes; the exact wording of that printout changes between
-# PyTorch releases, so the next cell's output is for reading only:
+# PyTorch prints a module with its sizes (the exact wording of that printout changes between
+# PyTorch releases):
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 print(small.encoder.layers[0])
 
 # %% [markdown]
@@ -90,7 +88,6 @@ print(small.encoder.layers[0])
 # (`multihead_attn`) with its own norm and dropout. Three defaults differ from our chapters:
 
 # %%
-# NBVAL_CHECK_OUTPUT
 print(f"batch_first: {small.batch_first}")
 print(f"norm_first:  {small.encoder.layers[0].norm_first}")
 print(f"final norms: encoder {type(small.encoder.norm).__name__}, decoder {type(small.decoder.norm).__name__}")
@@ -112,8 +109,7 @@ print(f"parameters:  {sum(p.numel() for p in small.parameters())}")
 # in the right order, with positions added; its outputs are $d_{model}$-sized too. Our square
 # corners have 2 features, which it refuses:
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 corners = torch.tensor([[[-1.0, -1.0], [-1.0, 1.0]]])  # (N, L, F) = (1, 2, 2)
 refusal = None
 try:
@@ -127,8 +123,8 @@ except (RuntimeError, ValueError) as error:
 # that it refuses, with a `RuntimeError` that names `d_model`:
 
 # %%
-assert isinstance(refusal, RuntimeError), f"expected a RuntimeError, got {refusal!r}"
-assert "d_model" in str(refusal), f"expected the message to name d_model, got {refusal}"
+expect(isinstance(refusal, RuntimeError), "PyTorch refuses with a RuntimeError", got=repr(refusal))
+expect("d_model" in str(refusal), "whose message names d_model", got=str(refusal))
 
 # %% [markdown]
 # ### Sequence-first, silently
@@ -138,8 +134,7 @@ assert "d_model" in str(refusal), f"expected the message to name d_model, got {r
 # sequences of length 4 and runs without complaint. Attention then mixes elements of different
 # sequences. We change sequence 3 only and watch sequence 0's output:
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 small.eval()  # no dropout, so that only the inputs change the outputs
 generator = torch.Generator().manual_seed(1)
 source = torch.randn(4, 2, 6, generator=generator)  # (N, L_s, d_model), batch first
@@ -156,13 +151,15 @@ with torch.no_grad():
         print(f"{name}: sequence 0's output moved by {changes[name.strip()]:.4f} when sequence 3 changed")
 
 # %%
-assert changes["batch_first=False"] > 0.01, f"expected sequence 0 to move, got {changes['batch_first=False']:.2e}"
-assert changes["batch_first=True"] < 1e-6, f"expected sequence 0 not to move, got {changes['batch_first=True']:.2e}"
+expect(changes["batch_first=False"] > 0.01, "read sequence-first, sequence 0 moves by more than 0.01",
+       got=changes["batch_first=False"])
+expect(changes["batch_first=True"] < 1e-6, "read batch first, it does not move (by less than 1e-6)",
+       got=changes["batch_first=True"])
 
 # %% [markdown]
 # Read sequence-first, each "sequence" PyTorch sees holds one element of each of our four
 # sequences, so attention mixes them and sequence 0's output depends on sequence 3 (it moves
-# by more than 0.01, checked above). Read batch first, the sequences are independent, as they
+# by more than 0.01). Read batch first, the sequences are independent, as they
 # should be: sequence 0 does not move (by less than $10^{-6}$).
 #
 # The package's `TransformerModel` wrapper (below) takes our batch-first sequences whatever the
@@ -171,7 +168,6 @@ assert changes["batch_first=True"] < 1e-6, f"expected sequence 0 not to move, go
 # sequences stay independent:
 
 # %%
-# NBVAL_CHECK_OUTPUT
 corner_batch = torch.randn(4, 2, 2, generator=generator)  # (N, L_s, F): four batch-first sources
 other_corners = corner_batch.clone()
 other_corners[3] += 1.0  # change sequence 3 only
@@ -183,7 +179,7 @@ with torch.no_grad():
 print(f"sequence-first transformer in the wrapper: sequence 0 moved when sequence 3 changed: {wrapped_moved > 1e-6}")
 
 # %%
-assert wrapped_moved < 1e-6, f"expected sequence 0 not to move inside the wrapper, got {wrapped_moved:.2e}"
+expect(wrapped_moved < 1e-6, "inside the wrapper, sequence 0 does not move (by less than 1e-6)", got=wrapped_moved)
 
 # %% [markdown]
 # ## Three ways to write a mask
@@ -204,7 +200,6 @@ assert wrapped_moved < 1e-6, f"expected sequence 0 not to move inside the wrappe
 # positions:
 
 # %%
-# NBVAL_CHECK_OUTPUT
 target_mask = subsequent_mask(4)  # (1, L_t, L_t), True = may attend
 attn_mask = ~target_mask[0]  # (L_t, L_t), True = blocked
 additive = torch.zeros(4, 4).masked_fill(attn_mask, float("-inf"))  # (L_t, L_t), 0 or -inf
@@ -218,7 +213,6 @@ print(f"same as generate_square_subsequent_mask: {torch.equal(additive, pytorch_
 # at the end, the second with two:
 
 # %%
-# NBVAL_CHECK_OUTPUT
 source_mask = torch.tensor([[[True, True, True, False]], [[True, True, False, False]]])  # (N, 1, L_s)
 key_padding_mask = ~source_mask[:, 0, :]  # (N, L_s), True = padding
 print(key_padding_mask)
@@ -227,7 +221,6 @@ print(key_padding_mask)
 # The package's converters do the same, check the shapes on the way, and go back:
 
 # %%
-# NBVAL_CHECK_OUTPUT
 print(f"to_torch_attn_mask:  {torch.equal(to_torch_attn_mask(target_mask), attn_mask)}")
 print(f"to_additive_mask:    {torch.equal(to_additive_mask(target_mask)[0], additive)}")
 print(f"to_key_padding_mask: {torch.equal(to_key_padding_mask(source_mask), key_padding_mask)}")
@@ -252,8 +245,7 @@ fig = plots.mask_conventions(source_mask)
 # and the dtype are what it expects. It is simply read the wrong way round. Here is what
 # `nn.MultiheadAttention` makes of the causal keep-mask:
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 torch.manual_seed(2)
 self_attention = nn.MultiheadAttention(embed_dim=6, num_heads=3, batch_first=True).eval()
 x = torch.randn(1, 4, 6, generator=torch.Generator().manual_seed(3))  # (N, L, d_model)
@@ -265,15 +257,17 @@ print("converted:\n", right_weights[0].numpy().round(4))
 
 # %%
 future = ~target_mask[0]  # (L, L): True above the diagonal, the positions after each query
-assert torch.all(wrong_weights[0, :-1][~future[:-1]] == 0), "expected no weight on the past with the keep-mask"
-torch.testing.assert_close(wrong_weights[0, :-1].sum(dim=-1), torch.ones(3), atol=1e-6, rtol=0)
-assert torch.isnan(wrong_weights[0, -1]).all(), f"expected nan for the last query, got {wrong_weights[0, -1]}"
-assert torch.all(right_weights[0][future] == 0), "expected no weight on the future with the converted mask"
-torch.testing.assert_close(right_weights[0].sum(dim=-1), torch.ones(4), atol=1e-6, rtol=0)
+expect(torch.all(wrong_weights[0, :-1][~future[:-1]] == 0), "the keep-mask passed as is puts no weight on the past",
+       got=wrong_weights[0])
+expect_close(wrong_weights[0, :-1].sum(dim=-1), 1.0, "its first three rows still sum to 1", atol=1e-6)
+expect(torch.isnan(wrong_weights[0, -1]).all(), "its last query, with every key blocked, gets NaN",
+       got=wrong_weights[0, -1])
+expect(torch.all(right_weights[0][future] == 0), "the converted mask puts no weight on the future", got=right_weights[0])
+expect_close(right_weights[0].sum(dim=-1), 1.0, "and every row sums to 1", atol=1e-6)
 
 # %% [markdown]
 # Read the wrong way, every query attends to the *future* only: exactly the positions the
-# causal mask exists to hide (the checks above find zero weight on the past). The last query
+# causal mask exists to hide (zero weight on the past). The last query
 # has no future at all, every key is blocked, and its softmax divides zero by zero: `nan`,
 # which then spreads through every later layer.
 #
@@ -285,8 +279,7 @@ torch.testing.assert_close(right_weights[0].sum(dim=-1), torch.ones(4), atol=1e-
 # from `nn.Transformer.generate_square_subsequent_mask` and is right.) Here is that mistake
 # on the two padded sources above: one query per sequence attends to its four keys.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 padded_keys = torch.randn(2, 4, 6, generator=torch.Generator().manual_seed(7))  # (N, L_s, d_model)
 one_query = padded_keys[:, :1]  # (N, 1, d_model)
 with torch.no_grad():
@@ -298,10 +291,12 @@ print("converted:\n", padding_weights[:, 0].numpy().round(4))
 
 # %%
 real = source_mask[:, 0, :]  # (N, L_s): True on the real (unpadded) positions
-assert torch.all(book_weights[:, 0][real] == 0), "expected the keep-mask to block every real position"
-torch.testing.assert_close(book_weights[:, 0].sum(dim=-1), torch.ones(2), atol=1e-6, rtol=0)
-assert torch.all(padding_weights[:, 0][~real] == 0), "expected the converted mask to block every padded position"
-torch.testing.assert_close(padding_weights[:, 0].sum(dim=-1), torch.ones(2), atol=1e-6, rtol=0)
+expect(torch.all(book_weights[:, 0][real] == 0), "the keep-mask as key_padding_mask blocks every real position",
+       got=book_weights[:, 0])
+expect_close(book_weights[:, 0].sum(dim=-1), 1.0, "its rows still sum to 1, all on the padding", atol=1e-6)
+expect(torch.all(padding_weights[:, 0][~real] == 0), "the converted mask blocks every padded position",
+       got=padding_weights[:, 0])
+expect_close(padding_weights[:, 0].sum(dim=-1), 1.0, "and its rows sum to 1", atol=1e-6)
 
 # %% [markdown]
 # With the keep-mask, all the weight lands on the padding and none on the real positions (the
@@ -333,8 +328,7 @@ with torch.no_grad():
 # with the padding mask written once in each convention. PyTorch also returns the weights
 # (averaged over the heads); ours keeps them in `alphas`.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 generator = torch.Generator().manual_seed(4)
 query = torch.randn(2, 3, 6, generator=generator)  # (N, L_q, d_model)
 key = torch.randn(2, 4, 6, generator=generator)  # (N, L_k, d_model)
@@ -349,11 +343,11 @@ print(f"max |difference|: outputs {(our_context - their_context).abs().max():.1e
       f"weights {(our_weights - their_weights).abs().max():.1e}")
 
 # %%
-torch.testing.assert_close(our_context, their_context, atol=1e-5, rtol=0)
-torch.testing.assert_close(our_weights, their_weights, atol=1e-5, rtol=0)
+expect_close(our_context, their_context, "our attention's outputs are nn.MultiheadAttention's", atol=1e-5)
+expect_close(our_weights, their_weights, "and so are its weights, averaged over the heads", atol=1e-5)
 
 # %% [markdown]
-# The same function, to float rounding: the checks allow a difference of $10^{-5}$ (float32
+# The same function, to float rounding: within $10^{-5}$ (float32
 # keeps about 7 significant digits, and the two modules add the same numbers in a different
 # order), far below what a wrong copy or a wrong mask would change. `copy_to_torch(ours, theirs)` does this
 # copy for attention, and also maps our encoder and decoder layers, stacks, and whole model
@@ -362,8 +356,7 @@ torch.testing.assert_close(our_weights, their_weights, atol=1e-5, rtol=0)
 # norm placements, with the padding mask on the source and the causal mask on the target. The
 # decoder layer attends to each side's own encoder output (its "memory").
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 generator = torch.Generator().manual_seed(5)
 source_states = torch.randn(2, 4, 6, generator=generator)  # (N, L_s, d_model)
 target_states = torch.randn(2, 3, 6, generator=generator)  # (N, L_t, d_model)
@@ -392,16 +385,15 @@ for norm_first in (True, False):
           f"decoder {(our_out - their_out).abs().max():.1e}")
 
 # %%
-for norm_first, pairs in layer_outputs.items():
-    for ours_out, theirs_out in pairs:
-        torch.testing.assert_close(ours_out, theirs_out, atol=1e-5, rtol=0)
+for norm_first, ((our_memory, their_memory), (our_out, their_out)) in layer_outputs.items():
+    expect_close(our_memory, their_memory, f"norm_first={norm_first}: our encoder layer computes PyTorch's", atol=1e-5)
+    expect_close(our_out, their_out, f"norm_first={norm_first}: our decoder layer computes PyTorch's", atol=1e-5)
 
 # %% [markdown]
 # `copy_to_torch` also refuses a pair that does not compute the same function, rather than
 # copying what fits. PyTorch's layers default to norm-last, ours to norm-first:
 
 # %%
-# NBVAL_CHECK_OUTPUT
 try:
     copy_to_torch(EncoderLayer(3, 6, 10), nn.TransformerEncoderLayer(6, 3, 10, batch_first=True))
 except ValueError as error:
@@ -423,7 +415,6 @@ except ValueError as error:
 # opposite meanings would invite exactly the mistake above.
 
 # %%
-# NBVAL_CHECK_OUTPUT
 wrapper = TransformerModel(nn.Transformer(6, 3, 1, 1, 10, batch_first=True), input_len=2, target_len=2, n_features=2)
 print(f"TransformerModel.causal_blocked_mask (True = blocked):\n{wrapper.causal_blocked_mask}")
 print(f"the negation of our trg_masks: {torch.equal(wrapper.causal_blocked_mask, ~subsequent_mask(2)[0])}")
@@ -439,7 +430,6 @@ for input_norm in (True, False):  # the book's chapter-10 model, with and withou
 # model, so it never opens the test set.
 
 # %%
-# NBVAL_CHECK_OUTPUT
 train_data, val_data, _ = square_splits(train_seed=13, val_seed=19, test_seed=17)
 train_loader = DataLoader(train_data, batch_size=32, shuffle=True, generator=torch.Generator())
 val_loader = DataLoader(val_data, batch_size=len(val_data))
@@ -453,7 +443,6 @@ print(f"train: {tuple(train_data.tensors[0].shape)}, validation: {tuple(val_sour
 # here we use the one call.
 
 # %%
-# NBVAL_CHECK_OUTPUT
 ours = build_transformer(dropout=0.1, seed=42)
 print(f"final norms: encoder {ours.encoder.norm is not None}, decoder {ours.decoder.norm is not None}")
 
@@ -465,8 +454,7 @@ print(f"final norms: encoder {ours.encoder.norm is not None}, decoder {ours.deco
 # our initial weights into it: both start from the same point, and any difference after
 # training comes from the libraries, not the luck of the initialisation.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 def build_twin(model, dropout):
     """A ``TransformerModel`` with ``model``'s architecture and a copy of its current weights."""
     transformer = nn.Transformer(d_model=6, nhead=3, num_encoder_layers=2, num_decoder_layers=2,
@@ -483,7 +471,7 @@ with torch.no_grad():
 print(f"untrained greedy predictions, max |difference|: {(start_ours - start_theirs).abs().max():.1e}")
 
 # %%
-torch.testing.assert_close(start_ours, start_theirs, atol=1e-5, rtol=0)
+expect_close(start_ours, start_theirs, "untrained, the two models make the same greedy predictions", atol=1e-5)
 
 # %% [markdown]
 # Both train the same way: MSE loss, Adam with learning rate 0.01, 30 epochs each (chapter 05
@@ -505,21 +493,22 @@ trainers, seconds = {}, {}
 for name, model in (("ours", ours), ("TransformerModel", theirs)):
     trainers[name], seconds[name] = train(model, n_epochs)
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 for name, trainer in trainers.items():
     print(f"{name:>16}: {trainer.count_parameters():,} parameters, after {trainer.total_epochs} epochs "
           f"training loss {trainer.losses[-1]:.4f}, validation loss {trainer.val_losses[-1]:.4f}")
 
 # %%
 final = {name: trainer.val_losses[-1] for name, trainer in trainers.items()}
-assert trainers["ours"].count_parameters() == trainers["TransformerModel"].count_parameters()
-assert all(loss < 0.04 for loss in final.values()), f"expected both validation losses below 0.04, got {final}"
-assert max(final.values()) < 2 * min(final.values()), f"expected the two within a factor 2, got {final}"
-assert trainers["ours"].losses != trainers["TransformerModel"].losses, "expected the dropout draws to differ"
+expect(trainers["ours"].count_parameters() == trainers["TransformerModel"].count_parameters(),
+       "both models have the same number of parameters",
+       got=(trainers["ours"].count_parameters(), trainers["TransformerModel"].count_parameters()))
+expect(all(loss < 0.04 for loss in final.values()), "both validation losses end below 0.04", got=final)
+expect(max(final.values()) < 2 * min(final.values()), "within a factor 2 of each other", got=final)
+expect(trainers["ours"].losses != trainers["TransformerModel"].losses, "but the curves do not coincide",
+       got="the same losses at every epoch")
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 for name, elapsed in seconds.items():
     print(f"{name:>16}: {elapsed:.1f} s for {n_epochs} epochs ({elapsed / n_epochs * 1000:.0f} ms an epoch)")
 fig = plots.model_comparison(
@@ -531,14 +520,13 @@ fig = plots.model_comparison(
 
 # %% [markdown]
 # The same architecture, the same start, the same batches: both validation losses end below
-# 0.04, within a factor 2 of each other, but the curves do not coincide (checked above). Why
+# 0.04, within a factor 2 of each other, but the curves do not coincide. Why
 # not? Both libraries drop the same *fraction* of the same activations, but they draw their
 # random masks in a different order and through different kernels, so each step drops
 # different units, and the runs drift apart. Build the pair again with dropout off and
 # train a few epochs: the two now take the same steps.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 quiet_ours = build_transformer(dropout=0.0, seed=42)  # the same initial weights as ours
 quiet_twin = build_twin(quiet_ours, dropout=0.0)
 quiet_losses = [train(model, 5)[0].losses for model in (quiet_ours, quiet_twin)]
@@ -548,10 +536,10 @@ gap = max(abs(a - b) for a, b in zip(*quiet_losses))
 print(f"largest difference between the two: {gap:.1e}")
 
 # %%
-assert gap < 1e-3, f"expected the two runs without dropout to agree within 1e-3, got {gap:.1e}"
+expect(gap < 1e-3, "without dropout, the two runs agree within 1e-3 at every epoch", got=gap)
 
 # %% [markdown]
-# The two runs agree to within $10^{-3}$ at every epoch (checked above), where dropout's
+# The two runs agree to within $10^{-3}$ at every epoch, where dropout's
 # different draws made them drift apart. Not necessarily bit for bit: the two add the same
 # numbers in different orders, and over many epochs those rounding differences grow, slowly.
 #
@@ -589,8 +577,7 @@ fig = plots.sequence_predictions(val_source, val_target, predictions, n=8)
 # positions. First, the four variants must compute the same outputs. The fast path switches
 # on and off with `torch.backends.mha.set_fastpath_enabled`.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 torch.manual_seed(17)
 teaching = EncoderLayer(n_heads=4, d_model=64, ff_units=128, dropout=0.1, norm_first=False).eval()
 fused = EncoderLayer(n_heads=4, d_model=64, ff_units=128, dropout=0.1, norm_first=False, store_alphas=False).eval()
@@ -622,22 +609,20 @@ for name, output in outputs.items():
 
 # %%
 for name, output in outputs.items():
-    torch.testing.assert_close(output, reference, atol=1e-4, rtol=0, msg=lambda m, name=name: f"{name}: {m}")
+    expect_close(output, reference, f"{name}: the same outputs as the teaching path (± 1e-4)", atol=1e-4)
 
 # %%
-# NBVAL_CHECK_OUTPUT
 weights_size = teaching.self_attn_heads.alphas.numel() * teaching.self_attn_heads.alphas.element_size()
 print(f"weights the teaching path keeps: {tuple(teaching.self_attn_heads.alphas.shape)}, "
       f"{weights_size / 2**20:.1f} MiB")
 
 # %% [markdown]
-# All four agree to within $10^{-4}$ (checked above). The teaching path keeps the weights of
+# All four agree to within $10^{-4}$. The teaching path keeps the weights of
 # every head and every pair of positions; their size grows with $L^2$, and in training the
 # graph keeps them (and their dropped-out copy) for the backward pass as well. Now the time of one forward pass of each variant (the best of a few
 # repeats, on this machine, in this run):
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 timings = {}
 with torch.no_grad():
     for name, compute in variants.items():

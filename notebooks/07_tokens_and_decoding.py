@@ -44,6 +44,7 @@ from stepbystep.data import (
     train_val_split,
 )
 from stepbystep.exercises import ch07
+from stepbystep.expect import expect, expect_close
 from stepbystep.models import (
     SequenceCrossEntropy,
     TokenTransformer,
@@ -57,8 +58,6 @@ from stepbystep.models import (
     subsequent_mask,
     translate,
 )
-
-torch.set_num_threads(1)  # the tensors here are tiny: one thread beats coordinating several
 
 # %% [markdown]
 # ## From symbols to ids
@@ -76,7 +75,6 @@ torch.set_num_threads(1)  # the tensors here are tiny: one thread beats coordina
 # For the digits task the symbols are the ten digits, ids 4 to 13.
 
 # %%
-# NBVAL_CHECK_OUTPUT
 digit_vocab = Vocab("0123456789")
 print(digit_vocab)
 print(f"itos: {digit_vocab.itos}")
@@ -95,7 +93,6 @@ print(f"decoded without stripping the specials: {digit_vocab.decode(ids + [0, 0]
 # the one-hot vectors.
 
 # %%
-# NBVAL_CHECK_OUTPUT
 torch.manual_seed(0)
 embedding = nn.Embedding(len(digit_vocab), 8)
 batch_ids = torch.tensor([digit_vocab.encode("2024"), digit_vocab.encode("1999")])  # (2, 4)
@@ -107,12 +104,12 @@ print(f"lookup equals one-hot @ E: {torch.allclose(vectors, one_hot @ embedding.
 # %% [markdown]
 # `nn.Embedding` draws $E$ from $N(0, 1)$: its entries have a standard deviation of about 1.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 print(f"std of E: {embedding.weight.std():.2f} ({embedding.weight.numel()} entries)")
 
 # %%
-assert 0.8 < embedding.weight.std() < 1.2, f"expected a std near 1, got {embedding.weight.std():.3f}"
+expect(0.8 < embedding.weight.std() < 1.2, "the entries of E have a standard deviation near 1 (0.8 to 1.2)",
+       got=embedding.weight.std())
 
 # %% [markdown]
 # Remember that standard deviation of 1: it comes back when we add the positional encoding.
@@ -126,7 +123,6 @@ assert 0.8 < embedding.weight.std() < 1.2, f"expected a std near 1, got {embeddi
 # `train_val_split` makes sure no source is in both.
 
 # %%
-# NBVAL_CHECK_OUTPUT
 digit_pairs = reverse_digits_dataset(3000, length=16, seed=0)
 digit_train, digit_val = train_val_split(digit_pairs, val_fraction=0.1, seed=0)
 print(f"{len(digit_train)} training pairs, {len(digit_val)} validation pairs")
@@ -142,7 +138,6 @@ for source, target in digit_train[:3]:
 # All digit strings have the same length, so there is no padding yet.
 
 # %%
-# NBVAL_CHECK_OUTPUT
 digit_train_set = Seq2SeqDataset(digit_train, digit_vocab, digit_vocab)
 digit_val_set = Seq2SeqDataset(digit_val, digit_vocab, digit_vocab)
 digit_train_loader = DataLoader(digit_train_set, batch_size=64, shuffle=True, collate_fn=pad_collate,
@@ -166,7 +161,6 @@ print(f"target_out: {digit_vocab.decode(target_out[0], strip_specials=False)}")
 # $d_{model} = 32$, 2 heads, one layer in each stack, no dropout.
 
 # %%
-# NBVAL_CHECK_OUTPUT
 torch.manual_seed(2)
 digit_model = TokenTransformer(len(digit_vocab), len(digit_vocab), d_model=32, n_heads=2, ff_units=64,
                                n_layers=1, dropout=0.0, max_len=17)
@@ -183,8 +177,7 @@ print(f"{sum(p.numel() for p in digit_model.parameters()):,} parameters")
 # have some.) An untrained model spreads its bets, so the loss starts near $\ln V$, the loss
 # of a uniform guess over the $V$ tokens.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 V = logits.shape[-1]
 by_hand = F.cross_entropy(logits.reshape(-1, V), target_out.reshape(-1),  # (300·17, 14), (300·17,)
                           ignore_index=digit_vocab.pad_id)
@@ -192,8 +185,8 @@ ln_V = torch.log(torch.tensor(float(V))).item()
 print(f"loss by hand {by_hand:.4f}; ln V = {ln_V:.4f}")
 
 # %%
-assert torch.allclose(by_hand, sequence_cross_entropy(logits, target_out)), "the package's loss should be the same"
-assert abs(by_hand.item() - ln_V) < 0.5, f"expected an untrained loss near ln V = {ln_V:.2f}, got {by_hand:.3f}"
+expect_close(by_hand, sequence_cross_entropy(logits, target_out), "the package's loss is the same", atol=1e-8, rtol=1e-5)
+expect(abs(by_hand.item() - ln_V) < 0.5, "the untrained loss is within 0.5 of ln V", got=by_hand)
 
 # %% [markdown]
 # `SequenceCrossEntropy` is the same loss as a module, ready to be the trainer's `loss_fn`.
@@ -201,8 +194,7 @@ assert abs(by_hand.item() - ln_V) < 0.5, f"expected an untrained loss near ln V 
 # tensors in one pass instead of a loop of small operations per tensor: the same algorithm,
 # and on a CPU a step this small takes noticeably less time.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 digit_trainer = StepByStep(digit_model, SequenceCrossEntropy(pad_id=digit_vocab.pad_id),
                            torch.optim.Adam(digit_model.parameters(), lr=5e-3, fused=True))
 digit_trainer.set_loaders(digit_train_loader, digit_val_loader)
@@ -212,7 +204,7 @@ for epoch, (loss, val_loss) in enumerate(zip(digit_trainer.losses, digit_trainer
 
 # %%
 digit_val_loss = digit_trainer.val_losses[-1]
-assert digit_val_loss < 0.02, f"expected a validation loss below 0.02, got {digit_val_loss:.4f}"
+expect(digit_val_loss < 0.02, "the validation loss is below 0.02", got=digit_val_loss)
 
 # %% [markdown]
 # ## Greedy decoding
@@ -222,8 +214,7 @@ assert digit_val_loss < 0.02, f"expected a validation loss below 0.02, got {digi
 # `<sos>`, takes the most likely token, appends it to the decoder's input, and repeats, until
 # `<eos>` or a maximum length. Written out for the whole validation batch at once:
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 device = digit_trainer.device
 val_source, val_target_out = source.to(device), target_out.to(device)  # (300, 16), (300, 17)
 with torch.no_grad():
@@ -242,8 +233,7 @@ print(f"{digit_val[0][0]} -> {digit_vocab.decode(by_hand[0])}")
 # the model runs in eval mode without gradients. The **exact match** (`sequence_accuracy`)
 # counts the outputs that are right up to and including their `<eos>`:
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 greedy = greedy_decode(digit_model, val_source, digit_vocab.sos_id, digit_vocab.eos_id, max_len=17)  # (300, 17)
 digit_exact = sequence_accuracy(greedy, val_target_out)
 print(f"exact match on {len(digit_val)} validation strings: {digit_exact:.1%}")
@@ -252,8 +242,8 @@ print(f"exact match on {len(digit_val)} validation strings: {digit_exact:.1%}")
 # Every one of the 300 validation strings comes out exactly reversed:
 
 # %%
-assert torch.equal(greedy, by_hand), "greedy_decode should give what the loop above wrote"
-assert digit_exact == 1.0, f"expected every validation string reversed exactly, got {digit_exact:.2%}"
+expect(torch.equal(greedy, by_hand), "greedy_decode writes what the loop above wrote")
+expect(digit_exact == 1.0, "every validation string comes out exactly reversed", got=f"{digit_exact:.2%}")
 
 # %% [markdown]
 # ## How the model reverses: cross-attention
@@ -277,8 +267,7 @@ fig = plots.reversal_attention(cross[0], digit_val[0][0], digit_vocab.decode(gre
 # The weight each head puts exactly on the anti-diagonal, averaged over the 16 digit positions
 # and the validation set (1 would be pure reading of the right digit):
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 anti_diagonal = cross[:, :, torch.arange(16), 15 - torch.arange(16)]  # (300, 2, 16)
 for head, weight in enumerate(anti_diagonal.mean(dim=(0, 2)).tolist()):
     print(f"head {head}: {weight:.2f}")
@@ -288,8 +277,7 @@ for head, weight in enumerate(anti_diagonal.mean(dim=(0, 2)).tolist()):
 # the right one, how much weight lands within one position of it, and which position the
 # `<eos>` row (the last one) reads most:
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 heads_mean = cross.mean(dim=1)  # (300, 17, 16)
 rows, right = torch.arange(16), 15 - torch.arange(16)  # output position t reads source 15 - t
 reads_right = (heads_mean[:, :16].argmax(dim=-1) == right).float().mean().item()
@@ -302,9 +290,10 @@ print(f"weight within one position of the right digit: {near_weight:.2f}")
 print(f"<eos> rows that read the first source digit most: {eos_reads_first:.1%}")
 
 # %%
-assert reads_right > 0.95, f"expected the right digit read most in over 95% of the rows, got {reads_right:.1%}"
-assert near_weight > 0.9, f"expected over 0.9 of the weight within one position, got {near_weight:.3f}"
-assert eos_reads_first > 0.9, f"expected most <eos> rows to read the first digit, got {eos_reads_first:.1%}"
+expect(reads_right > 0.95, "the most-read digit is the right one in over 95% of the rows", got=f"{reads_right:.1%}")
+expect(near_weight > 0.9, "over 0.9 of the weight lies within one position of the right digit", got=near_weight)
+expect(eos_reads_first > 0.9, "over 90% of the <eos> rows read the first source digit most",
+       got=f"{eos_reads_first:.1%}")
 
 # %% [markdown]
 # The weights follow the anti-diagonal: each output position reads the digit it has to
@@ -326,7 +315,6 @@ assert eos_reads_first > 0.9, f"expected most <eos> rows to read the first digit
 # hear. So this chapter does not scale. Compare the root-mean-square size of the entries:
 
 # %%
-# NBVAL_CHECK_OUTPUT
 d_model = 32
 positions = sinusoidal_table(17, d_model)  # (17, 32)
 print(f"positional encoding: {positions.pow(2).mean().sqrt():.2f}")
@@ -357,8 +345,7 @@ def digit_run(**kwargs):
 runs = {"× √d_model": digit_run(scale_embeddings=True), "default": digit_trainer,
         "std 0.3": digit_run(embedding_std=0.3)}
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 run_exact = {}
 for name, trainer in runs.items():
     predicted = greedy_decode(trainer.model, val_source, digit_vocab.sos_id, digit_vocab.eos_id, max_len=17)
@@ -368,11 +355,14 @@ for name, trainer in runs.items():
 
 # %%
 scaled, default, small = (runs[name].val_losses for name in ("× √d_model", "default", "std 0.3"))
-assert len(scaled) == len(small) == 2 and len(default) == 3, "two epochs for the new runs, three for the default"
-assert scaled[-1] > 1.0 and run_exact["× √d_model"] < 0.1, f"the scaled run should be far from reversing: {scaled}"
-assert small[-1] < 0.02 and run_exact["std 0.3"] > 0.95, f"the small start should have learned in two epochs: {small}"
-assert small[1] < default[1] / 2, f"after epoch 2 the small start should lead: {small[1]:.4f} vs {default[1]:.4f}"
-assert default[-1] < 0.02, f"the default should have learned in its third epoch: {default[-1]:.4f}"
+expect(len(scaled) == len(small) == 2 and len(default) == 3, "two epochs for the new runs, three for the default",
+       got=(len(scaled), len(small), len(default)))
+expect(scaled[-1] > 1.0 and run_exact["× √d_model"] < 0.1,
+       "× √d_model is far from reversing: a loss above 1, under 10% exact", got=(scaled[-1], run_exact["× √d_model"]))
+expect(small[-1] < 0.02 and run_exact["std 0.3"] > 0.95,
+       "std 0.3 has learned in two epochs: a loss below 0.02, over 95% exact", got=(small[-1], run_exact["std 0.3"]))
+expect(small[1] < default[1] / 2, "after epoch 2, std 0.3's loss is under half the default's", got=(small[1], default[1]))
+expect(default[-1] < 0.02, "the default has learned in its third epoch: a loss below 0.02", got=default[-1])
 
 # %%
 fig = plots.compare_runs({name: (t.losses, t.val_losses) for name, t in runs.items()}, test_label="validation")
@@ -394,7 +384,6 @@ fig = plots.compare_runs({name: (t.losses, t.val_losses) for name, t in runs.ite
 # training words: 26 letters and the four specials.
 
 # %%
-# NBVAL_CHECK_OUTPUT
 word_pairs = reverse_words_dataset(5000, min_len=4, max_len=12, seed=0)
 word_train, word_val = train_val_split(word_pairs, val_fraction=0.1, seed=0)
 vocab = Vocab.from_texts([source for source, _ in word_train])
@@ -408,7 +397,6 @@ for source, target in word_train[:3]:
 # lengths:
 
 # %%
-# NBVAL_CHECK_OUTPUT
 word_train_set = Seq2SeqDataset(word_train, vocab, vocab)
 word_val_set = Seq2SeqDataset(word_val, vocab, vocab)
 (small_source, small_target_in), small_target_out = pad_collate([word_train_set[i] for i in range(4)])
@@ -429,7 +417,6 @@ print(f"target_in {tuple(small_target_in.shape)}:\n{small_target_in}")
 # By hand, and checked against the model's:
 
 # %%
-# NBVAL_CHECK_OUTPUT
 pad = vocab.pad_id
 source_mask = (small_source != pad).unsqueeze(1)  # (4, 1, L_s)
 target_mask = subsequent_mask(small_target_in.shape[1]) & (small_target_in != pad).unsqueeze(1)  # (4, L_t, L_t)
@@ -458,7 +445,6 @@ fig = plots.padded_batch(small_source, small_target_in, small_target_out, vocab,
 # `ignore_index` leaves out. The rows of real queries, checked:
 
 # %%
-# NBVAL_CHECK_OUTPUT
 causal = subsequent_mask(small_target_in.shape[1]).expand_as(target_mask)  # (4, L_t, L_t)
 real_queries = small_target_in != pad  # (4, L_t): which rows belong to real tokens
 print(f"real query rows: target mask = causal mask: {torch.equal(target_mask[real_queries], causal[real_queries])}")
@@ -528,8 +514,7 @@ print(f"{len(word_train_loader)} steps an epoch, {total_steps} in all; "
 # steps, the 30 of the warm-up and as many again: one pass over the first 3,840 training
 # words (`Subset` keeps those), in batches of 64.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 first_words = Subset(word_train_set, range(60 * 64))
 first_steps = DataLoader(first_words, batch_size=64, shuffle=True, collate_fn=pad_collate, generator=torch.Generator())
 warmup_test = {"with warm-up": word_trainer(lr=1e-2), "without": word_trainer(lr=1e-2, warmup=False)}
@@ -541,12 +526,12 @@ print(f"(a uniform guess over the {len(vocab)} tokens: ln V = {torch.log(torch.t
 
 # %%
 with_warmup, without_warmup = (warmup_test[name].val_losses[-1] for name in ("with warm-up", "without"))
-assert without_warmup > with_warmup + 0.3, (
-    f"expected the warm-up to be clearly ahead after 60 steps: {with_warmup:.3f} vs {without_warmup:.3f}")
+expect(without_warmup > with_warmup + 0.3, "after 60 steps, the validation loss without warm-up is over 0.3 higher",
+       got=(with_warmup, without_warmup))
 
 # %% [markdown]
 # With the warm-up, the model is on its way after 60 steps; without it, at this learning
-# rate, it has learned much less (the check asks for a validation loss at least 0.3 higher).
+# rate, it has learned much less (a validation loss more than 0.3 higher).
 # What a warm-up buys is safety in the first steps, so that a larger learning rate can be
 # used at all. Layers that normalise first, as ours do (chapter 04), are known to need it
 # less than the paper's (Xiong et al., "On Layer Normalization in the Transformer
@@ -555,10 +540,9 @@ assert without_warmup > with_warmup + 0.3, (
 # Now the real run, at 0.006. Two epochs first; we stop before the end on purpose, to look at
 # the metrics and the decoders on a model that is not finished. (How far along it is after two
 # epochs varies from one machine to another: the moment a model "gets" a task is sensitive to
-# the last bits of every computation before it. The checks below hold either way.)
+# the last bits of every computation before it. What we claim below holds either way.)
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 words.train(2, progress=False)
 print(f"validation loss after {words.total_epochs} epochs: {words.val_losses[-1]:.4f}")
 
@@ -574,13 +558,11 @@ print(f"validation loss after {words.total_epochs} epochs: {words.val_losses[-1]
 #   own. One wrong letter, or an `<eos>` too early or too late, and the word counts as wrong.
 
 # %%
-# NBVAL_CHECK_OUTPUT
 (val_source, val_target_in), val_target_out = next(iter(word_val_loader))  # (500, 12), (500, 13), (500, 13)
 val_source, val_target_in, val_target_out = (t.to(words.device) for t in (val_source, val_target_in, val_target_out))
 print(f"padding in the targets: {(val_target_out == pad).float().mean():.1%} of the positions")
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 with torch.no_grad():  # the trainer left the model in eval mode
     val_logits = word_model(val_source, val_target_in)  # (500, 13, 30)
 counting_pads = (val_logits.argmax(-1) == val_target_out).float().mean().item()
@@ -592,8 +574,9 @@ print(f"masked accuracy: {halfway_masked:.2%}")
 print(f"exact match (greedy): {halfway_exact:.2%}")
 
 # %%
-assert counting_pads < halfway_masked, "grading the pads too should lower the token accuracy"
-assert halfway_exact < halfway_masked, "a whole word right should be rarer than a letter right"
+expect(counting_pads < halfway_masked, "grading the pads too gives a lower token accuracy",
+       got=(counting_pads, halfway_masked))
+expect(halfway_exact < halfway_masked, "a whole word right is rarer than a letter right", got=(halfway_exact, halfway_masked))
 
 # %% [markdown]
 # Counting the padded positions drags the token accuracy down: the model was never trained
@@ -616,8 +599,7 @@ assert halfway_exact < halfway_masked, "a whole word right should be rarer than 
 # $\alpha = 0$ here, since the right length is never in doubt in this task. A beam costs $B$
 # times the work of greedy decoding, so we compare the two on the first 250 validation words.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 n_beam = 250
 beam_source, beam_target_out, beam_greedy = val_source[:n_beam], val_target_out[:n_beam], halfway_greedy[:n_beam]
 halfway_beam = beam_search(word_model, beam_source, vocab.sos_id, vocab.eos_id, max_len=13, beam_width=4)
@@ -634,7 +616,8 @@ for i in differ[:6]:
           f"beam {vocab.decode(halfway_beam[i]):>12} ({beam_scores[i]:6.2f}), right: {word_val[i][1]}")
 
 # %%
-assert beam_not_worse > 0.95, f"expected the beam at least as likely for over 95% of words: {beam_not_worse:.1%}"
+expect(beam_not_worse > 0.95, "the beam's output is at least as likely as greedy's for over 95% of the words",
+       got=f"{beam_not_worse:.1%}")
 
 # %% [markdown]
 # The numbers in brackets are each output's log-probability under the model. Where the two
@@ -646,8 +629,7 @@ assert beam_not_worse > 0.95, f"expected the beam at least as likely for over 95
 #
 # Now the last epoch, which finishes the learning-rate schedule:
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 words.train(1, progress=False)
 final_greedy = greedy_decode(word_model, val_source, vocab.sos_id, vocab.eos_id, max_len=13)
 word_exact = sequence_accuracy(final_greedy, val_target_out)
@@ -655,10 +637,10 @@ print(f"after {words.total_epochs} epochs: validation loss {words.val_losses[-1]
 print(f"exact match on {len(word_val)} validation words: {word_exact:.2%}")
 
 # %%
-assert word_exact >= 0.98, f"expected at least 98% of the words reversed exactly, got {word_exact:.2%}"
+expect(word_exact >= 0.98, "at least 98% of the validation words come out exactly reversed", got=f"{word_exact:.2%}")
 
 # %% [markdown]
-# At least 98% of the validation words come out exactly reversed (the check above): near
+# At least 98% of the validation words come out exactly reversed: near
 # perfect, after three short epochs.
 
 # %% [markdown]
@@ -675,8 +657,7 @@ fig = plots.learning_rate_schedule(words.learning_rates, steps_per_epoch=len(wor
 # The same model, the same seed, the same data and schedule, but `pad_id=None`: no padding
 # masks, only the causal one. Pads are then tokens like any other, which attention reads.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 unmasked = word_trainer(pad_id=None)
 unmasked.train(n_epochs, progress=False)
 print(f"without padding masks, after {unmasked.total_epochs} epochs: validation loss {unmasked.val_losses[-1]:.4f}")
@@ -712,25 +693,26 @@ paddings = {}
 for name, model in [("with padding masks", word_model), ("without", unmasked.model)]:
     paddings[name] = {padding: exact_match(model, padding) for padding in ("as in training", "alone", "extra")}
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 for name, scores in paddings.items():
     print(f"{name:>18}: " + ", ".join(f"{padding} {score:.1%}" for padding, score in scores.items()))
 
 # %%
 masked_scores, unmasked_scores = paddings["with padding masks"].values(), paddings["without"]
-assert max(masked_scores) - min(masked_scores) <= 0.004, f"with masks the padding should not matter: {paddings}"
-assert unmasked_scores["as in training"] >= 0.95, f"without masks, as in training: {unmasked_scores}"
-assert max(unmasked_scores["alone"], unmasked_scores["extra"]) < unmasked_scores["as in training"] - 0.2, (
-    f"without masks, other paddings should cost many words: {unmasked_scores}")
+expect(max(masked_scores) - min(masked_scores) <= 0.004, "with masks, the three paddings score within 0.4 points",
+       got=paddings["with padding masks"])
+expect(unmasked_scores["as in training"] >= 0.95, "without masks, padded as in training, at least 95% exact",
+       got=unmasked_scores)
+expect(max(unmasked_scores["alone"], unmasked_scores["extra"]) < unmasked_scores["as in training"] - 0.2,
+       "without masks, alone or with extra pads, more than 20 points fewer", got=unmasked_scores)
 
 # %% [markdown]
 # Read the table. Judged only the usual way, in one padded batch, the unmasked model looks
-# as good as the masked one (at least 95% exact, checked): padding is a token it has learned
+# as good as the masked one (at least 95% exact): padding is a token it has learned
 # to read, and it may even use where the pads start as an end-of-word marker. But its answers
 # depend on the padding, that is on *which other words share the batch*: alone or with extra
-# pads, it gets more than 20 points fewer words right (checked). The masked model scores the
-# same in all three cases, within a word or two of rounding (checked): with the masks, a
+# pads, it gets more than 20 points fewer words right. The masked model scores the
+# same in all three cases, within a word or two of rounding: with the masks, a
 # word's computation never reads a pad. That is what padding masks are for, and why a
 # validation set padded exactly like the training batches can hide their absence.
 
@@ -745,8 +727,7 @@ assert max(unmasked_scores["alone"], unmasked_scores["extra"]) < unmasked_scores
 # Whatever a symbol was, `<unk>` has forgotten it: a vocabulary should cover the texts the
 # model will meet.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 for text in ["stressed", "drawer", "straw", "Stressed", "room101"]:
     print(f"{text:>9} -> {translate(word_model, text, vocab, vocab)}")
 
@@ -755,7 +736,6 @@ for text in ["stressed", "drawer", "straw", "Stressed", "room101"]:
 # with a `ValueError` that says why, before the model sees them:
 
 # %%
-# NBVAL_CHECK_OUTPUT
 for text in ["", "a" * 20]:
     try:
         translate(word_model, text, vocab, vocab)

@@ -55,11 +55,10 @@ from stepbystep.data import (
     wrong_fields,
 )
 from stepbystep.exercises import ch08
+from stepbystep.expect import expect
 from stepbystep.models import TokenTransformer, check_text, sequence_cross_entropy, translate_with_alignment
 from stepbystep.models.metrics import wilson_interval
 from stepbystep.widgets import date_translator
-
-torch.set_num_threads(1)  # the tensors here are tiny: one thread beats coordinating several
 
 # %% [markdown]
 # ## Writing dates like people do
@@ -72,7 +71,6 @@ torch.set_num_threads(1)  # the tensors here are tiny: one thread beats coordina
 # in every pattern the data set uses:
 
 # %%
-# NBVAL_CHECK_OUTPUT
 day = date(2007, 7, 10)
 print(f"{len(DATE_PATTERNS)} patterns for {day.isoformat()}:")
 for pattern in DATE_PATTERNS:
@@ -96,7 +94,6 @@ for pattern in DATE_PATTERNS:
 # reads its "5 April 09" as 2009 (the reference model wrote 1990):
 
 # %%
-# NBVAL_CHECK_OUTPUT
 for text, iso in REFERENCE_DATES.items():
     print(f"{text:>22} -> {iso}")
 may_9 = date.fromisoformat(REFERENCE_DATES["Saturday May 9 2018"])
@@ -116,7 +113,6 @@ print(f"\n9 May 2018 was a {render_date(may_9, 'EEEE')}; the text says Saturday"
 # be a memory.
 
 # %%
-# NBVAL_CHECK_OUTPUT
 train_pairs, val_pairs = date_datasets(n_train=12_800, n_val=2_000, seed=0)
 train_dates = {iso for _, iso in train_pairs}
 val_dates = {iso for _, iso in val_pairs}
@@ -138,7 +134,6 @@ for text, iso in train_pairs[:10]:
 # `<eos>` = 2, `<unk>` = 3.
 
 # %%
-# NBVAL_CHECK_OUTPUT
 src_vocab = Vocab.from_texts([text for text, _ in train_pairs])
 tgt_vocab = Vocab.from_texts([iso for _, iso in train_pairs])
 print(src_vocab)
@@ -151,7 +146,6 @@ print(tgt_vocab)
 # the unknown character was. The target gets `<sos>` (1) in front and `<eos>` (2) at the end.
 
 # %%
-# NBVAL_CHECK_OUTPUT
 print(src_vocab.encode("Tue 10 Jul 2007"))
 print(src_vocab.encode("Tue 10 Jul 2007 ☺"))
 print(f"letters no date uses: {sorted(set('abcdefghijklmnopqrstuvwxyz') - set(src_vocab.stoi))}")
@@ -164,7 +158,6 @@ print(tgt_vocab.encode("2007-07-10", add_sos=True, add_eos=True))
 # chapter 07.
 
 # %%
-# NBVAL_CHECK_OUTPUT
 train_data = Seq2SeqDataset(train_pairs, src_vocab, tgt_vocab)
 val_data = Seq2SeqDataset(val_pairs, src_vocab, tgt_vocab)
 train_loader = DataLoader(train_data, batch_size=32, shuffle=True, collate_fn=pad_collate,
@@ -196,7 +189,6 @@ print(f"{len(train_loader)} mini-batches of 32 per epoch")
 # The longest text has 29 characters, so `max_len=32` positions are enough.
 
 # %%
-# NBVAL_CHECK_OUTPUT
 torch.manual_seed(0)
 model = TokenTransformer(len(src_vocab), len(tgt_vocab), d_model=64, n_heads=4, ff_units=128, n_layers=2,
                          dropout=0.0, max_len=32)
@@ -245,24 +237,22 @@ sbs.set_clip_grad_norm(1.0)
 # The progress bar shows the epochs and the latest losses; the cell prints how long training
 # took on your machine.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 start = time.perf_counter()
 sbs.train(n_epochs)
 print(f"training took {time.perf_counter() - start:.0f} s on {sbs.device}")
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 for epoch, (loss, val_loss) in enumerate(zip(sbs.losses, sbs.val_losses), start=1):
     print(f"epoch {epoch}: training loss {loss:.4f}, validation loss {val_loss:.4f}")
 
 # %%
-assert sbs.val_losses[-1] < 0.005, f"expected a validation loss below 0.005, got {sbs.val_losses[-1]:.4f}"
+expect(sbs.val_losses[-1] < 0.005, "the validation loss ends below 0.005", got=sbs.val_losses[-1])
 gaps = [loss / val_loss for loss, val_loss in zip(sbs.losses, sbs.val_losses)]  # training / validation
-assert gaps[0] > 5, f"epoch 1: expected a training loss far above the validation loss, got {gaps[0]:.1f} times"
+expect(gaps[0] > 5, "epoch 1's training loss is more than five times its validation loss", got=gaps[0])
 
 # %% [markdown]
-# Epoch 1's training loss is far above its validation loss (more than five times, checked).
+# Epoch 1's training loss is far above its validation loss (more than five times).
 # Not a sign of trouble: the two are not measured on the same model. The training loss of an
 # epoch is the **mean over its 400 mini-batches**, each measured by the model *as it was at
 # that step*: in epoch 1 that includes the first steps, when the model still guessed. The
@@ -270,8 +260,7 @@ assert gaps[0] > 5, f"epoch 1: expected a training loss far above the validation
 # learned. Measure the training pairs the same way, once, with the final model, and the gap
 # is gone:
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 train_sample = DataLoader(Seq2SeqDataset(train_pairs[:2_000], src_vocab, tgt_vocab), batch_size=500,
                           collate_fn=pad_collate)
 with torch.no_grad():  # the model is in eval mode after training
@@ -281,12 +270,12 @@ end_loss = sum(end_losses) / len(end_losses)
 print(f"the final model: loss {end_loss:.5f} on 2,000 training pairs, {sbs.val_losses[-1]:.5f} on the validation pairs")
 
 # %%
-assert end_loss < 2 * sbs.val_losses[-1], (
-    f"expected the final model's training loss below twice its validation loss, got {end_loss:.5f} vs {sbs.val_losses[-1]:.5f}")
+expect(end_loss < 2 * sbs.val_losses[-1], "measured at the end, the training pairs' loss is under twice the validation loss",
+       got=(end_loss, sbs.val_losses[-1]))
 
 # %% [markdown]
-# Measured at the end, the training pairs' loss is less than twice the validation loss
-# (checked), where epoch 1's mean was more than five times it: the gap came from averaging
+# Measured at the end, the training pairs' loss is less than twice the validation loss,
+# where epoch 1's mean was more than five times it: the gap came from averaging
 # over a model that was still learning, not from the data.
 # %%
 fig = plots.learning_rate_schedule(sbs.learning_rates, steps_per_epoch=len(train_loader), warmup_steps=warmup_steps)
@@ -300,8 +289,7 @@ fig = plots.learning_rate_schedule(sbs.learning_rates, steps_per_epoch=len(train
 # encodes the texts, writes the output one character at a time (at most 11: the date and
 # `<eos>`) and turns the ids back into text.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 val_texts = [text for text, _ in val_pairs]
 val_targets = [iso for _, iso in val_pairs]
 predictions = models.translate(model, val_texts, src_vocab, tgt_vocab, max_len=11)
@@ -310,15 +298,14 @@ accuracy = sum(correct) / len(correct)
 print(f"exact match on {len(val_pairs):,} held-out dates: {accuracy:.2%} ({len(correct) - sum(correct)} wrong)")
 
 # %%
-assert accuracy >= 0.995, f"expected at least 99.5% exact match on the held-out dates, got {accuracy:.2%}"
+expect(accuracy >= 0.995, "at least 99.5% exact match on the held-out dates", got=f"{accuracy:.2%}")
 
 # %% [markdown]
-# At least 99.5% of the held-out dates are translated exactly (the check above). And the eight
+# At least 99.5% of the held-out dates are translated exactly. And the eight
 # reference dates, including "5 April 09" (which the reference model read as 1990) and the
 # Saturday that was a Wednesday:
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 reference = models.translate(model, list(REFERENCE_DATES), src_vocab, tgt_vocab, max_len=11)
 for (text, iso), predicted in zip(REFERENCE_DATES.items(), reference):
     print(f"{text:>22} -> {predicted}  {'right' if predicted == iso else 'WRONG, expected ' + iso}")
@@ -326,7 +313,7 @@ reference_right = sum(p == iso for p, iso in zip(reference, REFERENCE_DATES.valu
 print(f"{reference_right} of {len(REFERENCE_DATES)} right")
 
 # %%
-assert reference_right == len(REFERENCE_DATES), f"expected all 8 reference dates right, got {reference_right}"
+expect(reference_right == len(REFERENCE_DATES), "all 8 reference dates right", got=f"{reference_right} of 8")
 
 # %% [markdown]
 # ## What does it still get wrong?
@@ -334,8 +321,7 @@ assert reference_right == len(REFERENCE_DATES), f"expected all 8 reference dates
 # A high accuracy hides *which* inputs fail. First the wrong translations among the held-out
 # dates, with the part of the date that is wrong (`wrong_fields`):
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 wrong = [(text, target, predicted) for text, target, predicted in zip(val_texts, val_targets, predictions)
          if predicted != target]
 for text, target, predicted in wrong:
@@ -343,13 +329,12 @@ for text, target, predicted in wrong:
 print(f"{len(wrong)} wrong of {len(val_texts):,}")
 
 # %% [markdown]
-# A handful of errors out of 2,000 (at most ten, by the check above) is too few to say where
+# A handful of errors out of 2,000 (at most ten) is too few to say where
 # they come from: one wrong text of a rare length would draw a bar at 100% from a single
 # example. To measure the error rate by length we need many texts of *every* length, the rare
 # long ones included. How rare they are in training:
 
 # %%
-# NBVAL_CHECK_OUTPUT
 length_bins = [(8, 12), (13, 17), (18, 22), (23, 26), (27, 29)]
 for shortest, longest in length_bins:
     n_train = sum(shortest <= len(text) <= longest for text, _ in train_pairs)
@@ -363,7 +348,6 @@ for shortest, longest in length_bins:
 # (the same seeded split), never seen in training. It also returns each text's pattern.
 
 # %%
-# NBVAL_CHECK_OUTPUT
 train_days, val_days = split_dates(val_fraction=0.1, seed=0)  # the split date_datasets made
 by_length = date_pairs_by_length(length_bins, n_per_bin=1_000, dates=val_days, seed=1)
 length_texts = [text for text, _, _ in by_length]
@@ -390,8 +374,7 @@ for index, (shortest, longest) in enumerate(length_bins):
     in_bin = length_wrong[index * 1_000:(index + 1) * 1_000]
     bin_errors[shortest, longest] = (sum(in_bin), len(in_bin))
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 for (shortest, longest), (k, n) in bin_errors.items():
     low, high = wilson_interval(k, n)
     print(f"{shortest:>2} to {longest} characters: {k:>3} wrong of {n:,} = {k / n:5.1%}, 95% interval "
@@ -403,14 +386,15 @@ fig = plots.date_errors(length_texts, length_targets, length_predictions, bins=l
 # %%
 longest_low = wilson_interval(*bin_errors[27, 29])[0]
 short_high = max(wilson_interval(*bin_errors[bin_])[1] for bin_ in [(8, 12), (13, 17)])
-assert longest_low > short_high, (
-    f"expected the longest texts to fail measurably more often: {bin_errors[27, 29]} vs the short bins")
-assert bin_errors[27, 29][0] <= 0.1 * bin_errors[27, 29][1], f"expected at least 90% right even at 27-29: {bin_errors}"
+expect(longest_low > short_high,
+       "the whole 95% interval of the 27-29 bin lies above those of the two shortest bins",
+       got=f"{longest_low:.2%} against {short_high:.2%}")
+expect(bin_errors[27, 29][0] <= 0.1 * bin_errors[27, 29][1], "at least 90% of the 27-29 character texts are right",
+       got=f"{bin_errors[27, 29][0]} wrong of {bin_errors[27, 29][1]}")
 
 # %% [markdown]
 # Short texts almost never fail; the longest, 27 to 29 characters, fail measurably more often
-# (the check above: the whole Wilson interval of the longest bin lies above those of the two
-# shortest), though at least 90% of them are still right. The training counts printed
+# (the whole Wilson interval of the longest bin lies above those of the two shortest), though at least 90% of them are still right. The training counts printed
 # earlier say why: texts that long are well under 1% of the training set, so the last
 # positions of the source are the ones the model saw least, and most rarely with the date's
 # parts there.
@@ -419,8 +403,7 @@ assert bin_errors[27, 29][0] <= 0.1 * bin_errors[27, 29][1], f"expected at least
 # many more long-pattern texts than the data set does, and within a pattern more of its long
 # texts, so these are counts to compare, not the patterns' error rates):
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 wrong_by_pattern = Counter(pattern for pattern, bad in zip(length_patterns, length_wrong) if bad)
 texts_by_pattern = Counter(length_patterns)
 for pattern, k in wrong_by_pattern.most_common():
@@ -429,14 +412,16 @@ for pattern, k in wrong_by_pattern.most_common():
 # %%
 full_names = [pattern for pattern in DATE_PATTERNS if "EEEE" in pattern and "MMMM" in pattern]
 in_full_names = sum(wrong_by_pattern[pattern] for pattern in full_names) / max(1, sum(length_wrong))
-assert in_full_names >= 0.75, f"expected most errors in the full-name patterns {full_names}, got {in_full_names:.0%}"
-assert all(pattern_lengths(pattern)[1] <= 22 for pattern in DATE_PATTERNS if pattern not in full_names)
+expect(in_full_names >= 0.75, "at least three errors in four come from the full-name patterns",
+       got=f"{in_full_names:.0%}")
+expect(all(pattern_lengths(pattern)[1] <= 22 for pattern in DATE_PATTERNS if pattern not in full_names),
+       "every other pattern writes at most 22 characters")
 
 # %% [markdown]
-# At least three errors in four (checked) come from the three patterns that write the
+# At least three errors in four come from the three patterns that write the
 # weekday *and* the month in full, such as "Wednesday, September 20, 2034": they are the only
 # ones that reach 23 characters or more (`pattern_lengths` gives a pattern's shortest and
-# longest text; the last line of the check). Look at the wrong fields too (the figure's right
+# longest text). Look at the wrong fields too (the figure's right
 # panel): a near miss, such as two digits swapped or the day's first digit lost, says that the
 # model found the right part of the text but not the order within it.
 
@@ -449,8 +434,7 @@ assert all(pattern_lengths(pattern)[1] <= 22 for pattern in DATE_PATTERNS if pat
 # layer, `(n_heads, L_out, L_s)`: row $i$ says how much the position that wrote output
 # character $i$ read each source character. We average the four heads.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 examples = ["Tue 10 Jul 2007", "March 3rd 2001", "5 April 09", "21th of August 2016"]
 translations = [translate_with_alignment(model, text, src_vocab, tgt_vocab, max_len=11) for text in examples]
 print([t.translation for t in translations])
@@ -478,8 +462,7 @@ fig = plots.alignment_maps(translations)
 # The alignment of a wrong translation (the first of the long texts above, when there is
 # one) shows where the model looked when it went wrong:
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 failures = [text for text, bad in zip(length_texts, length_wrong) if bad]
 if failures:
     fig = plots.alignment_map(translate_with_alignment(model, failures[0], src_vocab, tgt_vocab, max_len=11))
@@ -495,8 +478,7 @@ def translate(text):
     check_text(text, model.max_len)  # empty or too long: a clear ValueError
     return models.translate(model, text, src_vocab, tgt_vocab, max_len=11)
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 print(translate("3 May 1979"), translate("July 4th, 1976"), translate("FRIDAY, 13 OCTOBER 2017"))
 
 # %% [markdown]
@@ -504,7 +486,6 @@ print(translate("3 May 1979"), translate("July 4th, 1976"), translate("FRIDAY, 1
 # the model:
 
 # %%
-# NBVAL_CHECK_OUTPUT
 for text in ["", "the seventh of July in the year two thousand and seven"]:
     try:
         translate(text)
@@ -518,8 +499,7 @@ for text in ["", "the seventh of July in the year two thousand and seven"]:
 # these outputs: outside the training distribution, two machines (or two seeds) may well
 # answer differently, and a sound model is allowed to.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 for text in ["3 May 1979", "3 May 1979 ☺", "3 May, 1979!", "3 Mai 1979"]:
     print(f"{text!r:>16} -> {translate(text)}")
 
@@ -531,8 +511,7 @@ for text in ["3 May 1979", "3 May 1979 ☺", "3 May, 1979!", "3 Mai 1979"]:
 # "the third of March"), and texts that are not dates at all. A model trained on one
 # distribution answers confidently outside it too: it always writes *some* date.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 date_translator(model, src_vocab, tgt_vocab)
 
 # %% [markdown]

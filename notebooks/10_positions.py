@@ -46,6 +46,8 @@ from torch.optim.lr_scheduler import LambdaLR
 from stepbystep import plots
 from stepbystep.data.lag_copy import FIRST_TOKEN, lag_copy_accuracy, lag_copy_batch
 from stepbystep.exercises import ch10
+from stepbystep.expect import expect, expect_all, expect_close
+from stepbystep.experiments.position_claims import length_claims, training_length_claims
 from stepbystep.models import (
     IGNORE_INDEX,
     POSITION_SCHEMES,
@@ -59,8 +61,6 @@ from stepbystep.models import (
     step_logits,
 )
 from stepbystep.widgets import position_explorer
-
-torch.set_num_threads(1)  # the tensors here are tiny: one thread beats coordinating several
 
 # %% [markdown]
 # ## Two places to put a position
@@ -79,7 +79,6 @@ torch.set_num_threads(1)  # the tensors here are tiny: one thread beats coordina
 # sizes, only the learned table adds parameters:
 
 # %%
-# NBVAL_CHECK_OUTPUT
 VOCAB_SIZE, LAG, TRAIN_LENGTH = 16, 1, 16
 TEST_LENGTHS = (TRAIN_LENGTH, 2 * TRAIN_LENGTH, 4 * TRAIN_LENGTH)  # 1x, 2x and 4x the training length
 
@@ -119,7 +118,6 @@ print(f"the learned table: {TEST_LENGTHS[-1]} rows x 32 = {TEST_LENGTHS[-1] * 32
 # sequences long enough to reach it, and a position past the last row has no vector at all:
 
 # %%
-# NBVAL_CHECK_OUTPUT
 short_table = LearnedPositionalEmbedding(TRAIN_LENGTH, 32)
 print(f"{sum(p.numel() for p in short_table.parameters()):,} parameters = {TRAIN_LENGTH} x 32")
 try:
@@ -130,7 +128,7 @@ except ValueError as error:
 # %% [markdown]
 # So a learned table cannot even be *asked* about a longer sequence. To test one at 2× and 4×
 # the training length, we give it 64 rows and train it on sequences of 16: rows 16 to 63 exist
-# but no training sequence reaches them. They keep their initial random values (we check this
+# but no training sequence reaches them. They keep their initial random values (we look again
 # after training): at a new position the model reads a vector it never learned to read.
 #
 # ## ALiBi: a penalty on distance
@@ -143,7 +141,6 @@ except ValueError as error:
 # two and fills in with every other slope of the next larger one:
 
 # %%
-# NBVAL_CHECK_OUTPUT
 for n_heads in (4, 8, 6):
     print(f"{n_heads} heads: 1 / {[int(1 / slope) for slope in alibi_slopes(n_heads).tolist()]}")
 print(alibi_bias(4, 5)[0])  # head 0 of 4: slope 1/4
@@ -180,7 +177,7 @@ vector = torch.tensor([1.0, 0.0, 1.0, 0.0, 1.0, 0.0, 1.0, 0.0])
 fig = plots.rope_rotation(rotary, vector, range(13), pairs=(0, 1))
 
 # %% [markdown]
-# Two facts follow from rotating, and both can be checked. A rotation keeps a vector's length,
+# Two facts follow from rotating. A rotation keeps a vector's length,
 # so RoPE never makes a token louder or quieter. And rotations compose: with $R(\varphi)$ the
 # rotation by $\varphi$,
 #
@@ -208,19 +205,20 @@ fig = plots.rope_scores(scores_by_start, distances)
 
 # %%
 x = torch.randn(50, 8, generator=generator)
-torch.testing.assert_close(rotary(x).norm(dim=-1), x.norm(dim=-1), atol=1e-5, rtol=0)  # lengths kept
-for shifted in list(scores_by_start.values())[1:]:
-    torch.testing.assert_close(shifted, scores_by_start["key at 0"], atol=1e-5, rtol=0)  # offset only
+expect_close(rotary(x).norm(dim=-1), x.norm(dim=-1), "every rotated vector keeps its length", atol=1e-5)
+expect_close(torch.stack(list(scores_by_start.values())[1:]), scores_by_start["key at 0"],
+             "the three curves are equal (± 1e-5): the score depends on the offset only", atol=1e-5)
 scores = scores_by_start["key at 0"]
-assert scores[10:].max() > scores[:2].max() + 0.3, "expected a far key to score above the nearest ones"
+expect(scores[10:].max() > scores[:2].max() + 0.3, "a key 10 or more positions back outscores both nearest by over 0.3",
+       got=(scores[10:].max(), scores[:2].max()))
 
 # %% [markdown]
-# The three curves lie on top of each other: the check above holds them equal to within
-# $10^{-5}$, and every rotated vector keeps its length.
+# The three curves lie on top of each other, equal to within $10^{-5}$, and every rotated
+# vector keeps its length.
 #
 # The score is not a simple function of the distance, though: each pair contributes a wave,
 # fast for pair 0 and slow for the last. Here some keys 10 or more positions back score higher
-# than both of the two nearest ones, at distances 0 and 1 (by more than 0.3, checked). Only
+# than both of the two nearest ones, at distances 0 and 1 (by more than 0.3). Only
 # training decides which offsets the model learns to prefer.
 #
 # ## The task: repeat the previous token
@@ -237,7 +235,6 @@ assert scores[10:].max() > scores[:2].max() + 0.3, "expected a far key to score 
 # dataset, every training step sees new sequences.
 
 # %%
-# NBVAL_CHECK_OUTPUT
 inputs, targets = lag_copy_batch(2, 10, LAG, VOCAB_SIZE, torch.Generator().manual_seed(0))
 print(f"inputs  {inputs[0].tolist()}")
 print(f"targets {targets[0].tolist()}")
@@ -255,7 +252,7 @@ print(f"targets {targets[0].tolist()}")
 # causal: its output at position $t$ reads positions $0$ to $t$ only, so its outputs over the
 # first 16 positions of a 64-token sequence are exactly those it gives the 16-token sequence
 # alone. The accuracy "at 16 tokens" is the accuracy over the first 16 positions, "at 32" over
-# the first 32, "at 64" over all of them. Every scheme passes that check, untrained:
+# the first 32, "at 64" over all of them. So it is for every scheme, untrained:
 
 # %%
 test_inputs, test_targets = lag_copy_batch(256, TEST_LENGTHS[-1], LAG, VOCAB_SIZE, torch.Generator().manual_seed(1234))
@@ -263,8 +260,8 @@ test_inputs, test_targets = lag_copy_batch(256, TEST_LENGTHS[-1], LAG, VOCAB_SIZ
 for scheme in POSITION_SCHEMES:
     model = build(scheme).eval()
     with torch.no_grad():  # the first 16 positions alone, and the same positions in the whole sequence
-        torch.testing.assert_close(model(test_inputs[:8, :TRAIN_LENGTH]), model(test_inputs[:8])[:, :TRAIN_LENGTH],
-                                   atol=1e-4, rtol=0)
+        expect_close(model(test_inputs[:8, :TRAIN_LENGTH]), model(test_inputs[:8])[:, :TRAIN_LENGTH],
+                     f"{scheme}: the first 16 outputs are the same alone and in the 64-token sequence", atol=1e-4)
 
 # %% [markdown]
 # The recipe and the evaluation, in code:
@@ -300,8 +297,7 @@ def evaluate(model):
     by_position = right.mean(dim=0).masked_fill(test_targets[0] == IGNORE_INDEX, float("nan"))  # (64,)
     return accuracies, by_position
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 results, by_position, models = {}, {}, {}
 for scheme in POSITION_SCHEMES:
     runs = []
@@ -335,26 +331,17 @@ fig = plots.length_generalization(results, TEST_LENGTHS, TRAIN_LENGTH)
 fig = plots.accuracy_by_position(by_position, TRAIN_LENGTH, chance=1 / (VOCAB_SIZE - FIRST_TOKEN))
 
 # %%
-lowest, highest = ({scheme: getattr(runs, name)(dim=0).values for scheme, runs in results.items()}
-                   for name in ("min", "max"))
-for scheme in ("sinusoidal", "learned", "rope"):
-    assert lowest[scheme][0] >= 0.99, f"expected {scheme} to learn the task (>= 0.99 at 16 tokens), got {lowest[scheme]}"
-assert lowest["alibi"][0] >= 0.95, f"expected ALiBi to learn the task (>= 0.95 at 16 tokens), got {lowest['alibi']}"
-assert 2 / 15 < lowest["none"][0] and highest["none"][0] <= 0.9, \
-    f"expected the model without positions between twice chance and 0.9 at 16 tokens, got {results['none'][:, 0]}"
-early, late = by_position["none"][1:4].mean(), by_position["none"][12:16].mean()
-assert early > late + 0.1, \
-    f"expected the model without positions to do best at positions 1-3, got {early:.3f} there and {late:.3f} at 12-15"
+expect_all(training_length_claims(results, by_position, chance=1 / (VOCAB_SIZE - FIRST_TOKEN)))
 
 # %% [markdown]
 # ### What the papers report, and what this run shows
 #
 # **At the training length**, every scheme with positions learns the task: sinusoidal, learned
-# and RoPE get at least 99% at 16 tokens in every seed, ALiBi at least 95% (the check above).
+# and RoPE get at least 99% at 16 tokens in every seed, ALiBi at least 95%.
 # Without positions the model falls short (at most 90%), though it does far better than chance
-# (more than twice it, checked), and best at the first positions of a sequence: over positions
-# 1-3 it beats positions 12-15 by more than 10 points (checked on the seed-0 model, the grey
-# line in the figure). A causal model can infer *some* order from its mask alone: how many
+# (more than twice it), and best at the first positions of a sequence: over positions 1-3 it
+# beats positions 12-15 by more than 10 points (on the seed-0 model, the grey line in the
+# figure). A causal model can infer *some* order from its mask alone: how many
 # tokens a query may read grows with its position, and with few of them the previous token is
 # easy to single out. Kazemnejad et al., "The Impact of
 # Positional Encoding on Length Generalization in Transformers" (NeurIPS 2023), show that such
@@ -370,21 +357,7 @@ assert early > late + 0.1, \
 # Positional Interpolation"). Our run:
 
 # %%
-for scheme in ("sinusoidal", "learned"):
-    past = by_position[scheme][TRAIN_LENGTH:]  # the positions never seen in training
-    assert past.mean() < 0.3, f"expected {scheme} to fail past the training length, got {past.mean():.3f} there"
-    assert highest[scheme][2] < 0.45, f"expected {scheme} below 0.45 at 64 tokens, got {highest[scheme]}"
-assert lowest["alibi"][2] >= 0.9, f"expected ALiBi to keep at least 0.9 at 64 tokens, got {lowest['alibi']}"
-assert all(lowest["alibi"][2] > highest[scheme][2] for scheme in ("sinusoidal", "learned", "rope", "none")), \
-    f"expected ALiBi ahead of every other scheme at 64 tokens, got {results}"
-assert lowest["rope"][1] >= 0.95, f"expected RoPE to hold at 32 tokens (>= 0.95), got {lowest['rope']}"
-assert highest["rope"][2] < lowest["alibi"][2], f"expected RoPE below ALiBi at 64 tokens, got {highest['rope']}"
-rope_near, rope_far = by_position["rope"][TRAIN_LENGTH:32].mean(), by_position["rope"][48:].mean()
-assert rope_near >= 0.95 and rope_far < 0.3, \
-    f"expected RoPE (seed 0) >= 0.95 over positions 16-31 and < 0.3 over 48-63, got {rope_near:.3f} and {rope_far:.3f}"
-for longer in (1, 2):
-    assert highest["none"][longer] < lowest["none"][longer - 1], \
-        f"expected the model without positions to fall at every longer test length, got {results['none']}"
+expect_all(length_claims(results, by_position, TRAIN_LENGTH))
 
 # %% [markdown]
 # - **Sinusoidal and learned** fail at every new position: past position 15 the seed-0 models
@@ -399,8 +372,8 @@ for longer in (1, 2):
 #   on the offset only, and the offset it needs, 1, was seen in training; what it never saw
 #   are the **far** offsets, 16 to 63. A few of them do no harm: over positions 16-31, whose
 #   queries already read keys up to 31 back, the seed-0 model is still right 95% of the time or
-#   more; over positions 48-63, less than 30% of the time (both checked; the red line in the
-#   figure drops somewhere in between). A likely reason: training never pushed the scores of
+#   more; over positions 48-63, less than 30% of the time (the red line in the figure drops
+#   somewhere in between). A likely reason: training never pushed the scores of
 #   far offsets down, and as the score curve above showed, a far key can score higher than a
 #   near one; the longer the sequence, the more such keys compete with the previous token.
 # - **None** falls further at every longer length: in every seed, its accuracy at 32 tokens is
@@ -423,7 +396,6 @@ trained_table = models["learned"].pe.table
 fig = plots.position_tables(trained_table, sinusoidal_table(TEST_LENGTHS[-1], 32), TRAIN_LENGTH)
 
 # %%
-# NBVAL_CHECK_OUTPUT
 untouched = torch.equal(trained_table[TRAIN_LENGTH:], initial_table[TRAIN_LENGTH:])
 print(f"rows {TRAIN_LENGTH}-{TEST_LENGTHS[-1] - 1} exactly as initialised: {untouched}")
 print(f"rows 0-{TRAIN_LENGTH - 1} changed by training: {not torch.equal(trained_table[:TRAIN_LENGTH], initial_table[:TRAIN_LENGTH])}")
@@ -449,14 +421,16 @@ prompts = [lag_copy_batch(1, length, LAG, VOCAB_SIZE, torch.Generator().manual_s
 for scheme, model in models.items():
     cached_logits, cached_ids = step_logits(model, prompts, 12, use_cache=True)
     uncached_logits, uncached_ids = step_logits(model, prompts, 12, use_cache=False)
-    assert torch.equal(cached_ids, uncached_ids), f"{scheme}: the cache changed the greedy outputs"
-    torch.testing.assert_close(cached_logits, uncached_logits, atol=1e-4, rtol=0)
+    expect(torch.equal(cached_ids, uncached_ids), f"{scheme}: the same tokens with and without the cache")
+    expect_close(cached_logits, uncached_logits, f"{scheme}: the same logits with and without the cache (± 1e-4)",
+                 atol=1e-4)
     teaching = copy.deepcopy(model)
     for layer in teaching.layers:
         layer.self_attn_heads.store_alphas = True
     x = test_inputs[:8]
     with torch.no_grad():
-        torch.testing.assert_close(teaching(x), model(x), atol=1e-4, rtol=0)
+        expect_close(teaching(x), model(x), f"{scheme}: the teaching path gives the fused path's logits (± 1e-4)",
+                     atol=1e-4)
 
 # %% [markdown]
 # ## Try it
@@ -468,8 +442,7 @@ for scheme, model in models.items():
 # that one repeated vector gets. A small base turns every pair fast: the score swings up and
 # down with the distance, and the attention spreads over keys far back.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 position_explorer()
 
 # %% [markdown]

@@ -36,10 +36,9 @@ from torch.utils.data import DataLoader
 from stepbystep import StepByStep, plots
 from stepbystep.data import LINE_CLASSES, LINE_NOISE, line_datasets, line_pixels
 from stepbystep.exercises import ch11
+from stepbystep.expect import expect, expect_close
 from stepbystep.models import EncoderLayer, EncoderTransf, PatchEmbed, ViT, cls_attention, confusion_matrix, patchify
 from stepbystep.widgets import vit_explorer
-
-torch.set_num_threads(1)  # the tensors here are tiny: one thread beats coordinating several
 
 # %% [markdown]
 # ## The data: one line per image
@@ -58,7 +57,6 @@ torch.set_num_threads(1)  # the tensors here are tiny: one thread beats coordina
 # "any pixel that is not black" no longer finds the line. How many different lines are there?
 
 # %%
-# NBVAL_CHECK_OUTPUT
 lines = {tuple(map(tuple, line_pixels(start, direction, img_size=12)))
          for start in range(-11, 12) for direction in range(3)}
 print(f"{len(lines)} different lines in a 12x12 image; background noise up to {LINE_NOISE} of 255")
@@ -73,7 +71,6 @@ print(f"{len(lines)} different lines in a 12x12 image; background noise up to {L
 # held-out ones.
 
 # %%
-# NBVAL_CHECK_OUTPUT
 train_data, val_data = line_datasets(n_train=800, n_val=500)
 train_images, train_labels = train_data.tensors  # (800, 1, 12, 12), (800,)
 val_images, val_labels = val_data.tensors  # (500, 1, 12, 12), (500,)
@@ -97,7 +94,6 @@ fig = plots.line_samples(train_images, train_labels, LINE_CLASSES, n_per_class=5
 # Flattened, patch by patch, row by row, it is a **sequence of 9 vectors of 16 numbers**.
 
 # %%
-# NBVAL_CHECK_OUTPUT
 image = train_images[2]  # (1, 12, 12): channel, height, width
 patch_size = 4
 grid = image.unfold(1, patch_size, patch_size).unfold(2, patch_size, patch_size)  # (1, 3, 3, 4, 4)
@@ -130,7 +126,6 @@ fig = plots.patch_grid(image, patch_size)
 # matrix $W$ $(d_{model}, 16)$ and multiply it with our hand-cut patches:
 
 # %%
-# NBVAL_CHECK_OUTPUT
 torch.manual_seed(0)
 embed = PatchEmbed(img_size=12, patch_size=4, in_channels=1, embed_dim=16)
 with torch.no_grad():
@@ -141,7 +136,7 @@ print(f"convolution: {tuple(by_conv.shape)}, by hand: {tuple(by_hand.shape)}")
 print(f"package's patchify(image) equals our patches: {torch.equal(patchify(image[None], 4)[0], patches)}")
 
 # %%
-torch.testing.assert_close(by_hand, by_conv, atol=1e-6, rtol=0)  # the same numbers, up to rounding
+expect_close(by_hand, by_conv, "the convolution computes the patches' projections, up to rounding", atol=1e-6)
 
 # %% [markdown]
 # One call instead of two steps. Mind the pixel order: the weights flatten as (channel, row,
@@ -158,7 +153,6 @@ torch.testing.assert_close(by_hand, by_conv, atol=1e-6, rtol=0)  # the same numb
 # patches, hence the title's "16x16 words".
 
 # %%
-# NBVAL_CHECK_OUTPUT
 for img_size, patch in [(12, 1), (12, 2), (12, 3), (12, 4), (12, 6), (12, 12), (224, 16), (224, 14)]:
     n_patches = (img_size // patch) ** 2
     print(f"{img_size:3d}x{img_size:<3d} image, {patch:2d}x{patch:<2d} patches: {n_patches:4d} patches, "
@@ -172,7 +166,6 @@ fig = plots.tokens_by_patch_size(12, [1, 2, 3, 4, 6, 12])
 # refused with a clear error, before any convolution silently drops the last pixels:
 
 # %%
-# NBVAL_CHECK_OUTPUT
 try:
     PatchEmbed(img_size=12, patch_size=5, in_channels=1, embed_dim=16)
 except ValueError as error:
@@ -206,7 +199,6 @@ except ValueError as error:
 # chapter 08, we train without dropout, which also saves time on a CPU.
 
 # %%
-# NBVAL_CHECK_OUTPUT
 torch.manual_seed(17)
 layer = EncoderLayer(n_heads=4, d_model=16, ff_units=20, dropout=0.0)
 encoder = EncoderTransf(layer, n_layers=1)
@@ -224,7 +216,6 @@ print(f"{'total':>26}: {sum(p.numel() for p in model.parameters()):5,d} paramete
 # and gives the same logits:
 
 # %%
-# NBVAL_CHECK_OUTPUT
 torch.manual_seed(17)
 book_model = ViT(EncoderTransf(EncoderLayer(n_heads=4, d_model=16, ff_units=20, dropout=0.0), n_layers=1),
                  img_size=12, in_channels=1, patch_size=4, n_outputs=3, learned_positions=False)
@@ -244,7 +235,6 @@ print(f"pos_embed all zeros: {bool((model.pos_embed == 0).all())}; same logits a
 # For a batch of 8 images:
 
 # %%
-# NBVAL_CHECK_OUTPUT
 batch = train_images[:8]  # (8, 1, 12, 12)
 with torch.no_grad():
     tokens = model.embed(batch)  # (8, 9, 16): one token per patch
@@ -261,7 +251,6 @@ for name, tensor in [("images", batch), ("patch tokens", tokens), ("with CLS", s
 # the convolution would fail deep inside PyTorch:
 
 # %%
-# NBVAL_CHECK_OUTPUT
 for wrong in [torch.zeros(8, 3, 12, 12), torch.zeros(8, 1, 16, 16), torch.zeros(12, 12)]:
     try:
         model(wrong)
@@ -296,8 +285,7 @@ def trainer(model):
 
 sbs_vit = trainer(model)
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 start = time.perf_counter()
 sbs_vit.train(n_epochs, progress=False)
 vit_seconds = time.perf_counter() - start
@@ -313,22 +301,20 @@ fig = plots.loss_curves(sbs_vit.losses, sbs_vit.val_losses)
 #
 # The share of held-out images whose largest logit is the true class. Our goal: at least 98%.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 val_predictions = torch.as_tensor(sbs_vit.predict(val_images)).argmax(dim=1)  # (500,)
 vit_accuracy = (val_predictions == val_labels).float().mean().item()
 print(f"held-out accuracy: {vit_accuracy:.1%} ({(val_predictions != val_labels).sum()} of {len(val_labels)} wrong)")
 
 # %%
-assert vit_accuracy >= 0.98, f"expected a held-out accuracy of at least 98%, got {vit_accuracy:.1%}"
+expect(vit_accuracy >= 0.98, "the ViT's held-out accuracy is at least 98%", got=f"{vit_accuracy:.1%}")
 
 # %% [markdown]
 # An accuracy hides *which* classes get mixed up. The **confusion matrix** counts, for every
 # true class (row), how many images were predicted as each class (column): a perfect model
 # has numbers on the diagonal only. Its colours below are the share of each row.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 confusion = confusion_matrix(val_labels, val_predictions, n_classes=3)  # (3, 3)
 print(confusion)
 
@@ -349,7 +335,6 @@ fig = plots.confusion_heatmap(confusion, LINE_CLASSES, title="ViT, held-out imag
 # loss, optimizer, schedule and epochs.
 
 # %%
-# NBVAL_CHECK_OUTPUT
 torch.manual_seed(17)
 cnn = nn.Sequential(
     nn.Conv2d(1, 12, kernel_size=3, padding=1), nn.ReLU(), nn.MaxPool2d(2),  # (N, 12, 6, 6)
@@ -359,8 +344,7 @@ cnn = nn.Sequential(
 sbs_cnn = trainer(cnn)
 print(f"parameters: ViT {sbs_vit.count_parameters():,}, CNN {sbs_cnn.count_parameters():,}")
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 start = time.perf_counter()
 sbs_cnn.train(n_epochs, progress=False)
 cnn_seconds = time.perf_counter() - start
@@ -369,7 +353,7 @@ print(f"held-out accuracy: ViT {vit_accuracy:.1%}, CNN {cnn_accuracy:.1%}")
 print(f"training time: ViT {vit_seconds:.1f} s, CNN {cnn_seconds:.1f} s (this machine, this run)")
 
 # %%
-assert cnn_accuracy >= 0.98, f"expected the CNN's held-out accuracy to be at least 98%, got {cnn_accuracy:.1%}"
+expect(cnn_accuracy >= 0.98, "the CNN's held-out accuracy is at least 98%", got=f"{cnn_accuracy:.1%}")
 
 # %% [markdown]
 # Both models reach the goal of 98%. Which is better? One run on one tiny data set cannot say:
@@ -391,7 +375,6 @@ assert cnn_accuracy >= 0.98, f"expected the CNN's held-out accuracy to be at lea
 # 3×3 patch grid, $(N, h, 3, 3)$.
 
 # %%
-# NBVAL_CHECK_OUTPUT
 val_logits, val_attention = cls_attention(model, val_images)  # (500, 3), (500, 4, 3, 3)
 print(f"logits {tuple(val_logits.shape)}, CLS attention over the patches {tuple(val_attention.shape)}")
 
@@ -412,13 +395,11 @@ fig = plots.cls_attention_maps(val_images[examples], val_attention[examples], ti
 # such patches, printed first.
 
 # %%
-# NBVAL_CHECK_OUTPUT
 line_patches = F.max_pool2d((val_images == 1.0).float(), kernel_size=4).flatten(1)  # (500, 9): 1 = the line
 n_line, n_all = int(line_patches.sum()), line_patches.numel()
 print(f"patches the line passes through: {n_line} of {n_all} ({n_line / n_all:.1%})")
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 patch_weights = val_attention.flatten(2)  # (500, 4, 9)
 on_line = (patch_weights * line_patches[:, None]).sum(dim=-1) / patch_weights.sum(dim=-1)  # (500, 4)
 head_shares = on_line.mean(dim=0)  # (4,)
@@ -426,8 +407,8 @@ for head, share in enumerate(head_shares.tolist()):
     print(f"head {head}: {share:.1%} of its patch attention on the line's patches")
 
 # %%
-assert head_shares.max() > 0.5, (f"expected some head to give more than half its patch attention to the line's "
-                                 f"patches, got at most {head_shares.max():.1%}")
+expect(head_shares.max() > 0.5, "at least one head gives more than half its patch attention to the line's patches",
+       got=f"at most {head_shares.max():.1%}")
 
 # %% [markdown]
 # At least one head gives more than half of its patch attention to the line's patches, although
@@ -444,8 +425,7 @@ assert head_shares.max() > 0.5, (f"expected some head to give more than half its
 # image's patches. Look for the images the model gets wrong, if any, and for the shortest
 # diagonals.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 vit_explorer(model, val_images, val_labels, LINE_CLASSES)
 
 # %% [markdown]

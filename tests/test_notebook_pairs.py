@@ -4,6 +4,7 @@ The .py (py:percent) is the reviewed source and the .ipynb carries the outputs. 
 script rendered from the notebook with the committed script, rather than trusting file
 timestamps (which a fresh clone makes arbitrary).
 """
+import re
 from pathlib import Path
 
 import jupytext
@@ -39,3 +40,44 @@ def test_notebook_was_executed_top_to_bottom(notebook):
     )
     errors = [o for cell in code for o in cell.get("outputs", []) if o.get("output_type") == "error"]
     assert not errors, f"{notebook.name} has a cell that raised {errors[0].get('ename')}"
+
+
+def _jupytext_config():
+    import tomllib
+
+    return tomllib.loads((NOTEBOOKS.parent / "jupytext.toml").read_text())
+
+
+def test_make_notebooks_keeps_the_cell_metadata_jupytext_toml_keeps():
+    """`make notebooks` writes the filter into every .ipynb; it must be jupytext.toml's, which keeps tags."""
+    config = _jupytext_config()
+    assert "tags" in config["cell_metadata_filter"].split(",")
+    makefile = (NOTEBOOKS.parent / "Makefile").read_text()
+    expected = (f'"notebook_metadata_filter": "{config["notebook_metadata_filter"]}", '
+                f'"cell_metadata_filter": "{config["cell_metadata_filter"]}"')
+    assert expected in makefile, "the Makefile's NB_METADATA and jupytext.toml disagree"
+
+
+@pytest.mark.parametrize("notebook", PAIRS, ids=lambda p: p.name)
+def test_notebook_was_written_with_the_filter_of_jupytext_toml(notebook):
+    nb = jupytext.read(notebook)
+    assert nb.metadata["jupytext"]["cell_metadata_filter"] == _jupytext_config()["cell_metadata_filter"], (
+        f"{notebook.name} was written with another cell metadata filter: run make notebooks")
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)
+def test_script_checks_claims_readably_and_marks_only_what_matters(script):
+    """No bare assert and no no-op nbval comment; only nbval-ignore-output tags, never on a claim cell."""
+    nb = jupytext.read(script)
+    code = [cell for cell in nb.cells if cell.cell_type == "code"]
+    for cell in code:
+        lines = cell.source.splitlines()
+        assert not any(line.lstrip().startswith(("assert ", "torch.testing.assert", "np.testing.assert"))
+                       for line in lines), f"{script.name}: a bare assert; write expect(condition, claim, got=...)"
+        assert not any(line.lstrip().startswith("# NBVAL_") for line in lines), (
+            f"{script.name}: an NBVAL comment; strict mode compares every cell, ignore one with a cell tag")
+        tags = set(cell.metadata.get("tags", []))
+        assert tags <= {"nbval-ignore-output"}, f"{script.name}: unexpected tags {sorted(tags)}"
+        if tags:
+            assert not re.search(r"\bexpect(_\w+)?\(", cell.source), (
+                f"{script.name}: a claim's ✓ lines are machine-independent; do not ignore its cell")

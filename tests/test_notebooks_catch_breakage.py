@@ -1,85 +1,192 @@
 """The notebooks as a test suite fail when an idea in the package breaks (`make test-breakage`).
 
-Each case breaks one idea in a copy of the package (a kernel, a scaling, a mask, an encoding,
-a residual connection, a training step) and runs the chapter that teaches it under strict
-nbval, with the broken copy first on the path. The chapter must fail: its checks bound what the
-prose claims, so a course that still passed would be checking nothing. The break is a literal
-edit that must match exactly once, so a case cannot silently stop breaking anything when the
-code it edits changes.
+Each case breaks one idea of the package (a kernel, a scaling, a mask, an encoding, a residual
+connection, a training step) and runs the chapter that teaches it under strict nbval. The break
+is a function swapped for a broken one when Python starts (a ``sitecustomize`` on the path of
+the test and of the notebook's kernel): the public object is looked up by name, e.g.
+``stepbystep.models.subsequent_mask``, and replaced in every loaded ``stepbystep`` module that
+holds it, so a case follows the function wherever its file moves. The chapter must fail, and
+fail on the claim that states the broken idea: its cell stops with ``✗ expected <claim>``.
 
 These runs take minutes, so they are marked ``breakage`` and left out of the plain
 ``pytest tests/``; CI runs them with ``make test-breakage``.
 """
 import os
-import shutil
+import re
 import subprocess
 import sys
+import textwrap
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# (id, file in stepbystep/, the original text, the broken text, the chapter that must fail)
+
+@dataclass(frozen=True)
+class Break:
+    name: str
+    chapter: str
+    module: str  # where the public object is looked up
+    target: str  # a function, or Class.method; "a|b": the first of these that exists
+    broken: str  # the body of make_broken(original), returning the broken function
+    claim: str  # the claim whose check must fail
+
+
 BREAKS = [
-    ("kernel-width-not-squared", "models/kernel_regression.py",
-     "scores = -(distance**2) / (2 * sigma**2)", "scores = -(distance**2) / (2 * sigma)",
-     "01_kernel_regression"),
-    ("training-step-skipped", "training/trainer.py",
-     "self.optimizer.step()\n", "pass  # broken: no update\n",
-     "01_kernel_regression"),
-    ("scores-not-scaled", "models/scaled_dot_product.py",
-     "scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)", "scores = q @ k.transpose(-2, -1)",
-     "02_self_attention"),
-    ("no-positional-encoding", "models/positional_encoding.py",
-     "table[:, 0::2] = torch.sin(angles)", "table[:, 0::2] = 0 * angles",
-     "02_self_attention"),
-    ("no-residual-connection", "models/layers.py",
-     "out = x + self.drop(sublayer(sub_in, **kwargs))", "out = self.drop(sublayer(sub_in, **kwargs))",
-     "04_stacking_layers"),
-    ("causal-mask-sees-the-future", "models/masks.py",
-     "return torch.tril(ones).unsqueeze(0)", "return torch.ones_like(ones).unsqueeze(0)",
-     "05_transformer"),
-    ("padding-mask-not-converted", "models/masks.py",
-     "    return blocked[:, 0, :]  # (N, L)\n", "    return ~blocked[:, 0, :]  # (N, L)\n",
-     "06_torch_transformer"),
-    ("patches-read-column-by-column", "models/vit.py",
-     "return grid.flatten(2).transpose(1, 2)", "return grid.transpose(2, 3).flatten(2).transpose(1, 2)",
-     "11_vision_transformer"),
-    ("kv-cache-never-read", "models/kv_cache.py",
-     "    keys, values = cache.append(layer, new_keys, new_values)  # (N, h, t, d_k) each\n",
-     "    cache.append(layer, new_keys, new_values)\n    keys, values = new_keys, new_values\n",
-     "09_decoder_only"),
-    ("10-rope-angle-not-proportional-to-position", "models/rotary.py",
-     "angles = torch.arange(max_len, dtype=torch.float64, device=device).unsqueeze(1) * theta",
-     "angles = torch.arange(max_len, dtype=torch.float64, device=device).unsqueeze(1) ** 1.5 * theta",
-     "10_positions"),
+    Break("kernel-width-not-squared", "01_kernel_regression", "stepbystep.models", "nadaraya_watson", """
+        def broken(queries, keys, values, sigma, *args, **kwargs):  # scores -d²/(2σ) instead of -d²/(2σ²)
+            return original(queries, keys, values, sigma**0.5, *args, **kwargs)
+        return broken""",
+          "nadaraya_watson makes our predictions"),
+    Break("training-step-skipped", "01_kernel_regression", "stepbystep", "StepByStep.__init__", """
+        def broken(self, *args, **kwargs):  # the trainer computes gradients but never updates
+            original(self, *args, **kwargs)
+            self.optimizer.step = lambda *step_args, **step_kwargs: None
+        return broken""",
+          "the learned σ lies within 5% of the grid's best"),
+    Break("scores-not-scaled", "02_self_attention", "stepbystep.models", "scaled_dot_product", """
+        def broken(q, k, v, *args, **kwargs):  # q·k instead of q·k / √d_k
+            return original(q * math.sqrt(q.shape[-1]), k, v, *args, **kwargs)
+        return broken""",
+          "no mask: scaled_dot_product computes our context"),
+    Break("no-positional-encoding", "02_self_attention", "stepbystep.models", "sinusoidal_table", """
+        def broken(*args, **kwargs):  # the sines gone: only the cosines are left
+            table = original(*args, **kwargs).clone()
+            table[..., 0::2] = 0
+            return table
+        return broken""",
+          "every pair of positions the same offset apart is the same distance apart (± 1e-4)"),
+    Break("no-residual-connection", "04_stacking_layers", "stepbystep.models", "SubLayerWrapper.forward", """
+        def broken(self, x, sublayer, *args, **kwargs):  # the sublayer's output without x added
+            if self.norm_first:
+                return original(self, x, sublayer, *args, **kwargs) - x
+            return original(self, x, lambda *a, **k: sublayer(*a, **k) - x, *args, **kwargs)
+        return broken""",
+          "norm-first: the wrapper computes the function written by hand"),
+    Break("causal-mask-sees-the-future", "05_transformer", "stepbystep.models", "subsequent_mask", """
+        def broken(*args, **kwargs):  # every position may read every other
+            return torch.ones_like(original(*args, **kwargs))
+        return broken""",
+          "every first row is (1, 0): position 0 attends only to itself"),
+    Break("padding-mask-not-converted", "06_torch_transformer", "stepbystep.models", "to_key_padding_mask", """
+        def broken(*args, **kwargs):  # True on the real tokens: PyTorch then blocks them
+            return ~original(*args, **kwargs)
+        return broken""",
+          "the converted mask blocks every padded position"),
+    Break("patches-read-column-by-column", "11_vision_transformer", "stepbystep.models", "PatchEmbed.forward", """
+        def broken(self, *args, **kwargs):  # the patch tokens in column order, not row order
+            tokens = original(self, *args, **kwargs)  # (N, n_patches, embed_dim)
+            side = round(tokens.shape[1] ** 0.5)
+            return tokens.view(tokens.shape[0], side, side, -1).transpose(1, 2).reshape(tokens.shape)
+        return broken""",
+          "the convolution computes the patches' projections, up to rounding"),
+    Break("kv-cache-never-read", "09_decoder_only", "stepbystep.models", "LayerCache.extend|KVCache.append", """
+        def broken(self, *args):  # (new_keys, new_values) last: what was cached reads as zeros
+            keys, values = original(self, *args)
+            new_keys, new_values = args[-2:]
+            old = keys.shape[-2] - new_keys.shape[-2]
+            return (torch.cat([torch.zeros_like(keys[..., :old, :]), new_keys], dim=-2),
+                    torch.cat([torch.zeros_like(values[..., :old, :]), new_values], dim=-2))
+        return broken""",
+          "the trained model writes the same tokens with and without the cache"),
+    Break("rope-angle-not-proportional-to-position", "10_positions", "stepbystep.models", "RotaryEmbedding.forward", """
+        def broken(self, x, positions=None, *args, **kwargs):  # rotated by p + p²/64, not in proportion to p
+            if positions is None:
+                positions = torch.arange(x.shape[-2], device=x.device)
+            return original(self, x, positions + positions * positions // 64, *args, **kwargs)
+        return broken""",
+          "the three curves are equal (± 1e-5): the score depends on the offset only"),
 ]
 
+SITECUSTOMIZE = '''\
+"""One breakage case: swap {module}.{target} for a broken function when Python starts."""
+import importlib
+import math
+import os
+import sys
 
-def _broken_package(tmp_path, relative, original, broken):
-    copy = tmp_path / "stepbystep"
-    shutil.copytree(ROOT / "stepbystep", copy, ignore=shutil.ignore_patterns("__pycache__"))
-    target = copy / relative
-    source = target.read_text()
-    assert source.count(original) == 1, (
-        f"the break for {relative} no longer matches its code exactly once: update BREAKS")
-    target.write_text(source.replace(original, broken))
-    return tmp_path
+import torch
+
+
+def make_broken(original):
+{broken}
+
+
+def find(module, target):
+    """The object that owns the target's last name, its path and that name, for the first target that exists."""
+    for candidate in target.split("|"):
+        owner, (*path, name) = module, candidate.split(".")
+        for part in path:
+            owner = getattr(owner, part, None)
+        if owner is not None and hasattr(owner, name):
+            return owner, path, name, candidate
+    raise AttributeError(module.__name__ + " has none of " + target)
+
+
+def swap(module_name, target):
+    owner, path, name, target = find(importlib.import_module(module_name), target)
+    original = getattr(owner, name)
+    broken = make_broken(original)
+    if path:  # a method: one class, shared by every module that imports it
+        setattr(owner, name, broken)
+        return [module_name + "." + target]
+    places = []
+    for loaded_name, loaded in list(sys.modules.items()):
+        if loaded_name.split(".")[0] != "stepbystep" or loaded is None:
+            continue
+        for attribute, value in list(vars(loaded).items()):
+            if value is original:
+                setattr(loaded, attribute, broken)
+                places.append(loaded_name + "." + attribute)
+    return places
+
+
+places = swap({module!r}, {target!r})
+with open(os.environ["BREAKAGE_REPORT"], "a") as report:
+    report.write(" ".join(places) + "\\n")
+'''
+
+
+def _write_sitecustomize(folder, case):
+    broken = textwrap.indent(textwrap.dedent(case.broken).strip("\n"), "    ")
+    (folder / "sitecustomize.py").write_text(
+        SITECUSTOMIZE.format(module=case.module, target=case.target, broken=broken))
+
+
+def _environment(folder):
+    paths = [str(folder), str(ROOT), os.environ.get("PYTHONPATH", "")]
+    return dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in paths if p),
+                BREAKAGE_REPORT=str(folder / "swapped.txt"))
+
+
+@pytest.mark.parametrize("case", BREAKS, ids=[case.name for case in BREAKS])
+def test_each_break_names_a_claim_of_its_chapter(case):
+    """Cheap and always run: the claim a break must trip is one the chapter's source states."""
+    sources = [ROOT / "notebooks" / f"{case.chapter}.py", *(ROOT / "stepbystep" / "experiments").glob("*.py")]
+    words = case.claim.split(": ")[-1]  # after an f-string's label such as "no mask: "
+    assert any(words in path.read_text() for path in sources), (
+        f"{case.name}: no claim {case.claim!r} in {case.chapter}.py: update BREAKS")
 
 
 @pytest.mark.breakage
-@pytest.mark.parametrize("name, relative, original, broken, chapter", BREAKS, ids=[b[0] for b in BREAKS])
-def test_chapter_fails_when_its_idea_breaks(tmp_path, name, relative, original, broken, chapter):
-    package_root = _broken_package(tmp_path, relative, original, broken)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(package_root), os.environ.get("PYTHONPATH", "")]))
-    check = subprocess.run(  # from notebooks/, where the kernels run, not the project root
+@pytest.mark.parametrize("case", BREAKS, ids=[case.name for case in BREAKS])
+def test_chapter_fails_on_the_claim_its_broken_idea_makes(tmp_path, case):
+    _write_sitecustomize(tmp_path, case)
+    env = _environment(tmp_path)
+    check = subprocess.run(  # from notebooks/, where the kernels run
         [sys.executable, "-c", "import stepbystep; print(stepbystep.__file__)"],
-        cwd=ROOT / "notebooks", env=env, capture_output=True, text=True, check=True)
-    assert check.stdout.strip().startswith(str(package_root)), "the broken copy must shadow the package"
+        cwd=ROOT / "notebooks", env=env, capture_output=True, text=True)
+    swapped = (tmp_path / "swapped.txt").read_text().split() if (tmp_path / "swapped.txt").exists() else []
+    assert swapped, f"{case.name}: {case.module}.{case.target} was not swapped: update BREAKS\n{check.stderr}"
+    assert check.stdout.strip().startswith(str(ROOT / "stepbystep")), "the kernel must import this checkout"
     run = subprocess.run(
-        [sys.executable, "-m", "pytest", "--nbval", f"notebooks/{chapter}.ipynb", "-q", "-p", "no:cacheprovider"],
+        [sys.executable, "-m", "pytest", "--nbval", f"notebooks/{case.chapter}.ipynb", "-q", "-p", "no:cacheprovider"],
         cwd=ROOT, env=env, capture_output=True, text=True)
+    output = re.sub(r"\x1b\[[0-9;]*m", "", run.stdout + run.stderr)
     assert run.returncode == 1, (
-        f"{chapter} passed (exit {run.returncode}) with {name}: its checks do not catch that break\n"
-        + run.stdout[-3000:])
+        f"{case.chapter} passed (exit {run.returncode}) with {case.name}: its checks do not catch that break\n"
+        + output[-3000:])
+    assert f"✗ expected {case.claim}" in output, (
+        f"{case.chapter} failed with {case.name}, but not on the claim {case.claim!r}\n" + output[-3000:])

@@ -1,0 +1,59 @@
+"""Chapter 10's claims about position schemes on the lag-copy task, at and past the training length.
+
+``results`` maps each scheme to its accuracies ``(seeds, 3)`` over the first 16, 32 and 64
+positions; ``by_position`` maps it to the seed-0 model's accuracy at each position ``(64,)``.
+Each function returns the claims the text makes, for ``expect_all``.
+"""
+from stepbystep.expect import Claim
+
+__all__ = ["training_length_claims", "length_claims"]
+
+
+def _lowest_highest(results):
+    lowest = {scheme: runs.min(dim=0).values for scheme, runs in results.items()}  # (3,) each
+    highest = {scheme: runs.max(dim=0).values for scheme, runs in results.items()}  # (3,) each
+    return lowest, highest
+
+
+def training_length_claims(results, by_position, chance):
+    """At the 16 trained positions: every scheme learns; without positions, partly and early best."""
+    lowest, highest = _lowest_highest(results)
+    early, late = by_position["none"][1:4].mean(), by_position["none"][12:16].mean()
+    return [
+        Claim(all(lowest[scheme][0] >= 0.99 for scheme in ("sinusoidal", "learned", "rope")),
+              "sinusoidal, learned and RoPE get at least 99% at 16 tokens in every seed",
+              {scheme: lowest[scheme][0].item() for scheme in ("sinusoidal", "learned", "rope")}),
+        Claim(lowest["alibi"][0] >= 0.95, "ALiBi gets at least 95% at 16 tokens in every seed", lowest["alibi"]),
+        Claim(2 * chance < lowest["none"][0] and highest["none"][0] <= 0.9,
+              "without positions: more than twice chance, at most 90% at 16 tokens", results["none"][:, 0]),
+        Claim(early > late + 0.1,
+              "without positions, positions 1-3 beat positions 12-15 by more than 10 points (seed 0)",
+              (early, late)),
+    ]
+
+
+def length_claims(results, by_position, train_length):
+    """Past the training length: sinusoidal and learned fail, ALiBi holds, RoPE holds only nearby."""
+    lowest, highest = _lowest_highest(results)
+    others = ("sinusoidal", "learned", "rope", "none")
+    past = {scheme: by_position[scheme][train_length:].mean().item() for scheme in ("sinusoidal", "learned")}
+    rope_near, rope_far = by_position["rope"][train_length:32].mean(), by_position["rope"][48:].mean()
+    return [
+        Claim(all(accuracy < 0.3 for accuracy in past.values()),
+              f"sinusoidal and learned are right less than 30% of the time past position {train_length - 1} (seed 0)",
+              past),
+        Claim(all(highest[scheme][2] < 0.45 for scheme in ("sinusoidal", "learned")),
+              "sinusoidal and learned stay below 0.45 at 64 tokens in every seed",
+              {scheme: highest[scheme][2].item() for scheme in ("sinusoidal", "learned")}),
+        Claim(lowest["alibi"][2] >= 0.9, "ALiBi keeps at least 90% at 64 tokens in every seed", lowest["alibi"]),
+        Claim(all(lowest["alibi"][2] > highest[scheme][2] for scheme in others),
+              "ALiBi is ahead of every other scheme at 64 tokens",
+              {scheme: highest[scheme][2].item() for scheme in others}),
+        Claim(lowest["rope"][1] >= 0.95, "RoPE holds at 32 tokens (at least 95% in every seed)", lowest["rope"]),
+        Claim(highest["rope"][2] < lowest["alibi"][2], "RoPE falls behind ALiBi at 64 tokens", highest["rope"]),
+        Claim(rope_near >= 0.95 and rope_far < 0.3,
+              f"RoPE (seed 0) is right at least 95% over positions {train_length}-31 and under 30% over 48-63",
+              (rope_near, rope_far)),
+        Claim(all(highest["none"][longer] < lowest["none"][longer - 1] for longer in (1, 2)),
+              "without positions, the accuracy falls at every longer test length", results["none"]),
+    ]

@@ -1,0 +1,133 @@
+"""The chapter experiments' claim functions: each claim holds on data shaped like the chapter's
+runs, and fails, by name, when the data says otherwise."""
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import torch
+
+from stepbystep.expect import ClaimFailed, expect_all
+from stepbystep.experiments.norm_placement import initial_gradient_claims, seed_claims, training_claims
+from stepbystep.experiments.position_claims import length_claims, training_length_claims
+from stepbystep.experiments.square_baselines import baseline_claims
+
+
+def failing(claims):
+    return [claim.claim for claim in claims if not claim.holds]
+
+
+# chapter 04 -------------------------------------------------------------------------------
+FIRST = np.array([1.20, 1.15, 1.10, 1.05, 1.00, 0.95])  # nearly flat, shrinking upwards
+LAST = np.array([0.50, 0.30, 0.35, 0.60, 0.90, 1.40])  # a dip, then growing to the output
+
+
+def run(label, norms, losses):
+    return SimpleNamespace(label=label, norms=np.asarray(norms), losses=np.asarray(losses))
+
+
+def four_runs(stuck_loss=0.5, stuck_lower=1e-4):
+    steps = np.ones((35, 6))
+    stuck = steps.copy()
+    stuck[-1, :3] = stuck_lower
+    return [run("norm-first, no warm-up", np.vstack([FIRST, steps[1:]]), [1.0, 0.01]),
+            run("norm-first, warm-up 20 steps", steps, [1.0, 0.02]),
+            run("norm-last, no warm-up", np.vstack([LAST, stuck[1:]]), [1.0, stuck_loss]),
+            run("norm-last, warm-up 20 steps", steps, [1.0, 0.03])]
+
+
+def test_initial_gradients_hold_for_the_chapter_pattern_and_fail_for_a_flat_norm_last(capsys):
+    expect_all(initial_gradient_claims(FIRST, LAST))
+    assert capsys.readouterr().out.count("✓") == 4
+    flat = np.full(6, 1.0)
+    assert failing(initial_gradient_claims(flat, flat)) == [
+        "norm-first: every layer within a factor 1.5, each a little below the one beneath it",
+        "norm-last: largest in the last layer, smallest in one of layers 2 to 4",
+        "norm-last: the last layer's gradient more than 1.5 times the smallest",
+        "norm-last: growing from layer 3 to the output, and the first layer above the second"]
+
+
+def test_training_claims_hold_when_only_norm_last_without_warm_up_stalls():
+    assert failing(training_claims(four_runs(), baseline=1.0)) == []
+    assert failing(training_claims(four_runs(stuck_loss=0.03, stuck_lower=0.5), baseline=1.0)) == [
+        "norm-last without warm-up stalls above 0.2 and ten times the other runs' losses",
+        "norm-last without warm-up: layers 1-3 end with a gradient below 1e-3, unlike with warm-up"]
+    runs = four_runs()
+    runs[0].norms[10, 0] = 50.0  # one step where norm-first's layers are 50 times apart
+    with pytest.raises(ClaimFailed, match="norm-first: at every step the six layers' gradients stay within"):
+        expect_all(training_claims(runs, baseline=1.0))
+
+
+def seeds(fifth_first=np.array([1.00, 0.98, 0.97, 0.98, 0.99, 1.02]), fifth_last=np.arange(1.0, 7.0)):
+    """Five seeds: four with the chapter's finer details, a fifth that is the exception."""
+    labels = ("norm-first, no warm-up", "norm-last, no warm-up", "norm-last, warm-up 20 steps")
+    groups = {label: [] for label in labels}
+    for seed in range(5):
+        first, last = (fifth_first, fifth_last) if seed == 4 else (FIRST, LAST)
+        end = np.ones((1, 6))
+        groups[labels[0]].append(run(labels[0], np.vstack([first, end]), [1.0, 0.01]))
+        stuck = end.copy()
+        stuck[0, :3] = 1e-5
+        groups[labels[1]].append(run(labels[1], np.vstack([last, stuck]), [1.0, 0.5]))
+        groups[labels[2]].append(run(labels[2], np.vstack([last, end]), [1.0, 0.02]))
+    return groups
+
+
+def test_seed_claims_hold_with_one_exceptional_seed_and_fail_without_it():
+    assert failing(seed_claims(seeds())) == []
+    assert failing(seed_claims(seeds(fifth_first=FIRST, fifth_last=LAST))) == [
+        "the finer details of one seed hold in 4 seeds of 5",
+        "in the other seed, norm-first is nearly flat with a dip, and norm-last grows all the way up"]
+    groups = seeds()
+    groups["norm-last, warm-up 20 steps"][2].losses[-1] = 0.2  # one warm-up seed that did not train
+    assert failing(seed_claims(groups)) == [
+        "norm-first without warm-up and norm-last with it end below 0.05 in every seed"]
+
+
+# chapter 10 -------------------------------------------------------------------------------
+def position_results():
+    results = {"sinusoidal": [[1.0, 0.6, 0.3], [0.995, 0.6, 0.35]], "learned": [[1.0, 0.55, 0.3], [1.0, 0.5, 0.3]],
+               "rope": [[1.0, 0.97, 0.6], [1.0, 0.96, 0.7]], "alibi": [[0.97, 0.95, 0.93], [0.96, 0.95, 0.92]],
+               "none": [[0.6, 0.4, 0.25], [0.7, 0.45, 0.3]]}
+    by_position = {scheme: torch.full((64,), 0.2) for scheme in results}
+    by_position["none"][1:4] = 0.9
+    by_position["rope"][16:32] = 0.98
+    return {scheme: torch.tensor(runs) for scheme, runs in results.items()}, by_position
+
+
+def test_position_claims_hold_for_the_chapter_pattern():
+    results, by_position = position_results()
+    assert failing(training_length_claims(results, by_position, chance=1 / 15)) == []
+    assert failing(length_claims(results, by_position, train_length=16)) == []
+
+
+def test_position_claims_name_what_a_broken_scheme_breaks():
+    results, by_position = position_results()
+    results["rope"][:, 1:] = torch.tensor([0.5, 0.2])  # RoPE no longer holds at 32 tokens
+    results["none"][0, 0] = 0.1  # below twice chance
+    by_position["none"][1:4] = 0.2  # no early advantage without positions
+    assert failing(training_length_claims(results, by_position, chance=1 / 15)) == [
+        "without positions: more than twice chance, at most 90% at 16 tokens",
+        "without positions, positions 1-3 beat positions 12-15 by more than 10 points (seed 0)"]
+    assert failing(length_claims(results, by_position, train_length=16)) == [
+        "RoPE holds at 32 tokens (at least 95% in every seed)",
+        "without positions, the accuracy falls at every longer test length"]  # 0.1 at 16, then 0.4
+    results, by_position = position_results()
+    results["learned"][1, 2] = 0.95  # a learned table that extrapolates, ahead of ALiBi
+    by_position["rope"][48:] = 0.9
+    assert failing(length_claims(results, by_position, train_length=16)) == [
+        "sinusoidal and learned stay below 0.45 at 64 tokens in every seed",
+        "ALiBi is ahead of every other scheme at 64 tokens",
+        "RoPE (seed 0) is right at least 95% over positions 16-31 and under 30% over 48-63"]
+
+
+# chapter 05 -------------------------------------------------------------------------------
+def test_baseline_claims_hold_for_a_trained_model_and_fail_for_an_untrained_one():
+    assert failing(baseline_claims(1.01, 0.02, 0.015, last_val_loss=0.014, noise_floor=0.01)) == []
+    assert failing(baseline_claims(1.01, 0.02, 0.9, last_val_loss=0.014, noise_floor=0.01)) == [
+        "the Transformer is more than 20 times better than predicting zeros",
+        "the Transformer beats the mirror",
+        "the test MSE is within 0.7 to 1.4 times the last validation loss"]
+    assert failing(baseline_claims(0.5, 0.05, 0.005, last_val_loss=0.005, noise_floor=0.01)) == [
+        "predicting zeros costs about the targets' variance, 1.01 (0.9 to 1.1)",
+        "the mirror costs about 2 · 0.1² = 0.02 (0.015 to 0.025)",
+        "the Transformer stays above the noise floor"]
