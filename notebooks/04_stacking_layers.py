@@ -32,8 +32,8 @@ from torch import nn
 from stepbystep import plots
 from stepbystep.data import square_datasets
 from stepbystep.expect import expect, expect_all, expect_close
-from stepbystep.experiments.norm_placement import initial_gradient_claims, seed_claims, training_claims
 from stepbystep.experiments.gradient_norms import layer_gradient_norms
+from stepbystep.experiments.norm_placement import initial_gradient_claims, seed_claims, training_claims
 from stepbystep.models import (
     DecoderLayer,
     EncoderLayer,
