@@ -14,7 +14,7 @@ from .masks import (
     to_key_padding_mask,
     to_torch_attn_mask,
 )
-from .scaled_dot_product import masked_softmax, scaled_dot_product
+from .scaled_dot_product import attend, masked_softmax, scaled_dot_product
 from .positional_encoding import PositionalEncoding, sinusoidal_table
 from .narrow_attention import MultiHeadedAttention, NarrowMultiHeadAttention
 from .layers import DecoderLayer, EncoderLayer, SubLayerWrapper, feed_forward
@@ -41,7 +41,7 @@ from .alignment import Translation, translate_with_alignment
 # [vision transformer: chapter 11]
 from .vit import PatchEmbed, ViT, cls_attention, confusion_matrix, patchify
 # [decoder-only: chapter 09]
-from .kv_cache import KVCache, cached_self_attention
+from .kv_cache import KVCache, LayerCache
 from .decoder_only import IGNORE_INDEX, POSITION_SCHEMES, DecoderOnlyLayer, DecoderOnlyTransformer, completion_loss
 from .generation import (
     generate,

@@ -5,19 +5,17 @@ its decoder, whose cross-attention reads the encoder's states. A decoder-only mo
 source apart from the stream itself: the prompt and the answer are one sequence of tokens,
 and the model predicts every next token from the ones before it (Radford et al. 2018, 2019).
 """
-import functools
-
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from ..checks import check_choice, check_int_range, check_positive_int, check_positive_number
 from ..data.special_tokens import IGNORE_INDEX
 from ..devices import evaluating
 from .alibi import alibi_bias_at, alibi_slopes
-from .kv_cache import KVCache, cached_layer, cached_mask
+from .kv_cache import KVCache
 from .layers import EncoderLayer
 from .learned_positions import LearnedPositionalEmbedding
-from .masks import subsequent_mask
 from .metrics import sequence_cross_entropy
 from .positional_encoding import PositionalEncoding
 from .rotary import RotaryEmbedding
@@ -33,43 +31,16 @@ POSITION_SCHEMES = ("sinusoidal", "learned", "alibi", "rope", "none")
 class DecoderOnlyLayer(EncoderLayer):
     """One layer of a decoder-only model: causal self-attention, then a feed-forward network.
 
-    Built like ``EncoderLayer`` (``MultiHeadedAttention`` and ``feed_forward``, each in a
-    ``SubLayerWrapper``): the two sublayers are the same, only the mask differs. It is not a
-    ``DecoderLayer``: that one has a cross-attention sublayer that reads an encoder's states,
-    and a decoder-only model has no encoder, nothing to attend to but the stream itself. What
-    makes it a *decoder* is the causal mask its caller passes: every position reads only itself
-    and the positions before it.
-
-    ``forward(x, mask=None, cache=None, layer=0)``: ``x`` ``(N, L, d_model)``; ``mask`` the
-    keep-mask ``(N or 1, L, L)`` (causal and, where there is padding, no padding keys). With a
-    ``KVCache``, ``x`` holds only the new tokens and ``mask`` is ``(N or 1, L, t)`` over every
-    token the cache holds, or ``None`` when all of them may be read (``cached_mask``); the
-    self-attention reads and extends the cache's entry ``layer`` (``cached_layer`` computes
-    this step).
-
-    Positions inside the attention (chapter 10): ``rotary`` (a ``RotaryEmbedding``, given at
-    construction) rotates the queries and keys at ``positions`` (``(L,)`` or ``(N, L)``;
-    ``None``: ``0 .. L-1``); ``bias`` ``(h, L, t)`` or ``(N, h, L, t)`` is added to the scores
-    (ALiBi). Returns ``(N, L, d_model)``.
+    An ``EncoderLayer`` (no cross-attention: there is no encoder to read); the causal mask its
+    caller passes is what makes it a decoder. ``rotary`` (a ``RotaryEmbedding``) rotates its
+    queries and keys (RoPE). ``forward(x, mask=None, bias=None, positions=None, cache=None)`` as
+    ``EncoderLayer``'s: with a ``LayerCache``, ``x`` holds only the new tokens and ``mask``
+    ``(N, L, t)`` covers every token held. Returns ``(N, L, d_model)``.
     """
 
     def __init__(self, n_heads, d_model, ff_units, dropout=0.1, norm_first=True, store_alphas=True, rotary=None):
         super().__init__(n_heads, d_model, ff_units, dropout, norm_first=norm_first, store_alphas=store_alphas)
         self.self_attn_heads.set_rotary(rotary)
-
-    def _attend(self, x, mask, bias, positions):
-        """Self-attention over ``x`` (the normalised input): keys and queries at ``positions``."""
-        self.self_attn_heads.init_keys(x, positions)
-        return self.self_attn_heads(x, mask, bias=bias, positions=positions)  # (N, L, d_model)
-
-    def forward(self, x, mask=None, cache=None, layer=0, bias=None, positions=None):
-        if cache is not None:
-            return cached_layer(self, x, cache, layer, mask, bias, positions)  # (N, L, d_model)
-        if bias is None and self.self_attn_heads.rotary is None:
-            return super().forward(x, mask)  # (N, L, d_model)
-        step = functools.partial(self._attend, mask=mask, bias=bias, positions=positions)
-        att = self.sublayers[0](x, sublayer=step)  # (N, L, d_model)
-        return self.sublayers[1](att, sublayer=self.ffn)  # (N, L, d_model)
 
 
 class DecoderOnlyTransformer(nn.Module):
@@ -175,9 +146,9 @@ class DecoderOnlyTransformer(nn.Module):
         if self.tie_weights:
             self.output.weight = self.embed.weight  # one (V, d_model) matrix, two uses
 
-    def new_cache(self):
-        """An empty ``KVCache`` for this model's layers."""
-        return KVCache(self.n_layers)
+    def new_cache(self, capacity=None):
+        """An empty ``KVCache`` for this model's layers (``capacity``: preallocated tokens, no gradients)."""
+        return KVCache(self.n_layers, capacity=capacity)
 
     def _check_ids(self, ids, cache):
         if cache is not None and not isinstance(cache, KVCache):
@@ -193,60 +164,24 @@ class DecoderOnlyTransformer(nn.Module):
             held = "" if cache is None else f" after the {seen} tokens in the cache"
             raise ValueError(f"{ids.shape[1]} tokens{held} make a stream of {seen + ids.shape[1]}, "
                              f"more than the model's max_len={self.max_len}")
-        if cache is not None and cache.own_ids:  # the model's own choices: in range by construction
-            return
-        low, high = (int(value) for value in torch.aminmax(ids))
-        if low < 0 or high >= self.vocab_size:
-            raise ValueError(f"ids hold values from {low} to {high}; this model has ids 0..{self.vocab_size - 1}")
+        if ids.device.type == "cpu":  # the values are read on the host only: no device sync
+            low, high = (int(value) for value in torch.aminmax(ids))
+            if low < 0 or high >= self.vocab_size:
+                raise ValueError(f"ids hold values from {low} to {high}; this model has ids 0..{self.vocab_size - 1}")
 
-    def _keep(self, ids):
-        """``(N, L)`` bool, ``True`` for the real tokens, and whether any token is padding."""
-        if self.pad_id is None:
-            return torch.ones_like(ids, dtype=torch.bool), False
-        keep = ids != self.pad_id  # (N, L)
-        return keep, not bool(keep.all())
-
-    @staticmethod
-    def token_positions(ids, keep, earlier=0):
-        """Each token's position: ``(L,)`` when every row has the same, else ``(N, L)`` longs.
-
-        A token's position is the number of real tokens before it in its row: ``earlier``
-        (an int, or ``(N,)`` counts from a cache) plus those among ``ids`` before it. Padding
-        does not move the positions (leading padding gets position 0; it is never read).
-        ``keep`` ``(N, L)`` marks the real tokens; ``None`` means there is no padding, so the
-        positions are simply ``earlier .. earlier + L - 1``.
-        """
-        if keep is None and isinstance(earlier, int):
-            return torch.arange(earlier, earlier + ids.shape[1], device=ids.device)  # (L,)
-        if keep is None:
-            keep = torch.ones_like(ids, dtype=torch.bool)
-        positions = keep.long().cumsum(dim=1) - 1  # (N, L): real tokens before, this one excluded
-        if isinstance(earlier, torch.Tensor):
-            earlier = earlier.unsqueeze(1)  # (N, 1)
-        return (positions + earlier).clamp(min=0)  # (N, L)
-
-    def embed_tokens(self, ids, keep, earlier=0, positions=None):
+    def embed_tokens(self, ids, positions):
         """Token embedding plus, for ``"sinusoidal"`` and ``"learned"``, the vector of each
-        token's position (``token_positions``, or ``positions`` when given), ``(N, L, d_model)``.
-        The other schemes add nothing here: their positions act inside the attention.
-        """
-        embedded = self.embed(ids)  # (N, L, d_model)
-        if self.pe is None:
-            return embedded  # (N, L, d_model)
-        if positions is None and keep is None and isinstance(self.pe, PositionalEncoding) and isinstance(earlier, int):
-            table = self.pe.pe[:, earlier:earlier + ids.shape[1]]  # (1, L, d_model): consecutive rows, a slice
-            return embedded + table.to(embedded.dtype)  # (N, L, d_model)
-        if positions is None:
-            positions = self.token_positions(ids, keep, earlier)  # (L,) or (N, L)
+        token's position ``(L,)`` or ``(N, L)``: ``(N, L, d_model)``. The other schemes add
+        nothing here: their positions act inside the attention."""
+        x = self.embed(ids)  # (N, L, d_model)
         if isinstance(self.pe, LearnedPositionalEmbedding):
-            return self.pe(embedded, positions)  # (N, L, d_model)
-        if positions.dim() == 1:
-            return embedded + self.pe.pe[:, positions].to(embedded.dtype)  # (N, L, d_model)
-        return embedded + self.pe.pe[0, positions].to(embedded.dtype)  # (N, L, d_model)
+            return self.pe(x, positions)  # (N, L, d_model)
+        if self.pe is not None:
+            return x + F.embedding(positions, self.pe.pe[0]).to(x.dtype)  # (N, L, d_model): the rows at positions
+        return x
 
     def attention_bias(self, query_positions, key_positions):
-        """The score bias the attention layers add: ALiBi's ``-slope × distance``, ``(h, L_q, L_k)``
-        or ``(N, h, L_q, L_k)``; ``None`` for every other scheme."""
+        """ALiBi's ``-slope × distance`` the attention adds, ``(h or N, h, L_q, L_k)``; ``None`` for other schemes."""
         if self.position_scheme != "alibi":
             return None
         return alibi_bias_at(self.alibi_slopes, query_positions, key_positions)
@@ -257,31 +192,15 @@ class DecoderOnlyTransformer(nn.Module):
 
     def forward(self, ids, cache=None):
         self._check_ids(ids, cache)
-        keep, padded = self._keep(ids)  # (N, L), bool
-        length = ids.shape[1]
-        if cache is None:
-            positions = self.token_positions(ids, keep if padded else None)  # (L,) or (N, L)
-            x = self.embed_tokens(ids, None, positions=positions)  # (N, L, d_model)
-            bias = self.attention_bias(positions, positions)  # None, or (h or N, h, L, L)
-            mask = subsequent_mask(length, device=ids.device)  # (1, L, L)
-            if padded:
-                mask = mask & keep.unsqueeze(1)  # (N, L, L): no padding keys
-            for layer in self.layers:
-                x = layer(x, mask, bias=bias, positions=positions)  # (N, L, d_model)
-        else:
-            earlier = cache.n_real if cache.padded else cache.length  # (N,) counts, or one int
-            padded = cache.add_tokens(keep, padded)  # now: any padding in the whole stream?
-            positions = None  # sinusoidal or none, no padding: earlier .. earlier + L - 1, never built
-            if padded or self.position_scheme in ("learned", "alibi", "rope"):
-                positions = self.token_positions(ids, keep if padded else None, earlier)  # (L,) or (N, L)
-            x = self.embed_tokens(ids, None, earlier, positions)  # (N, L, d_model)
-            bias = None
-            if self.position_scheme == "alibi":  # the new rows' distances to every token in the cache
-                every = self.token_positions(cache.keep, cache.keep if padded else None)  # (t,) or (N, t)
-                bias = self.attention_bias(positions, every)  # (h or N, h, L, t)
-            mask = cached_mask(cache.keep if padded else None, length, cache.length)  # (N or 1, L, t) or None
-            for index, layer in enumerate(self.layers):  # the layers' cached step, without their module calls
-                x = cached_layer(layer, x, cache, index, mask, bias, positions)  # (N, L, d_model)
+        fresh = cache is None
+        cache = self.new_cache() if fresh else cache  # without one, the whole stream is new: one code path
+        keep = torch.ones_like(ids, dtype=torch.bool) if self.pad_id is None else ids != self.pad_id  # (N, L)
+        positions = cache.add_tokens(keep)  # (N, L): real tokens before each, padding not counted
+        mask = cache.mask(ids.shape[1])  # (N, L, t): causal, no padding keys
+        bias = self.attention_bias(positions, cache.positions)  # None, or ALiBi's (N, h, L, t)
+        x = self.embed_tokens(ids, positions)  # (N, L, d_model)
+        for layer, layer_cache in zip(self.layers, cache.layers):
+            x = layer(x, mask, bias=bias, positions=positions, cache=None if fresh else layer_cache)
         if self.norm is not None:
             x = self.norm(x)
         return self.logits(x)  # (N, L, V)

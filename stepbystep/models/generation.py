@@ -165,7 +165,7 @@ def _check_generation(model, prompt, max_new_tokens, eos_id, generator):
 def _steps(model, prompt, max_new_tokens, choose, eos_id, use_cache):
     """Yield ``(next_ids (N,), logits (N, V))`` step by step; the caller appends and stops."""
     n = prompt.shape[0]
-    cache = model.new_cache() if use_cache else None
+    cache = model.new_cache(prompt.shape[1] + max_new_tokens) if use_cache else None
     finished = torch.zeros(n, dtype=torch.bool, device=prompt.device)  # (N,)
     ids, new = prompt, prompt
     for _ in range(max_new_tokens):
@@ -178,9 +178,7 @@ def _steps(model, prompt, max_new_tokens, choose, eos_id, use_cache):
             next_ids = next_ids.masked_fill(finished, model.pad_id)  # finished rows keep padding
             finished = finished | (next_ids == eos_id)
         new = next_ids.unsqueeze(1)  # (N, 1)
-        if use_cache:
-            cache.own_ids = True  # from now on the model reads only ids it chose: no range to check
-        else:
+        if not use_cache:
             ids = torch.cat([ids, new], dim=1)  # (N, t + 1): the stream to run again
         yield next_ids, logits
         if eos_id is not None and finished.all():

@@ -25,12 +25,11 @@ class SubLayerWrapper(nn.Module):
     """A residual connection, layer norm and dropout around one sublayer.
 
     * norm-first (``norm_first=True``, the default, as in the book): ``x + drop(sublayer(norm(x)))``;
-    * norm-last (``norm_first=False``, the original paper's post-norm): ``norm(x + drop(sublayer(x)))``.
+    * norm-last (the original paper's post-norm): ``norm(x + drop(sublayer(x)))``.
 
-    ``forward(x, sublayer, is_self_attn=False, **kwargs)``: ``x`` is ``(N, L, d_model)`` and so is
-    the output; ``kwargs`` (e.g. ``mask``) go to the sublayer. For self-attention the wrapper
-    first calls ``sublayer.init_keys`` with the tensor the sublayer sees (normalised ``x`` when
-    norm-first, ``x`` itself when norm-last), so queries, keys and values come from the same input.
+    ``forward(x, sublayer, is_self_attn=False, **kwargs)``: ``x`` ``(N, L, d_model)`` in and out;
+    ``kwargs`` (e.g. ``mask``) go to the sublayer. Self-attention reads its keys from the same
+    input as its queries (``key=`` the normalised ``x`` when norm-first).
     """
 
     def __init__(self, d_model, dropout, norm_first=True):
@@ -42,7 +41,7 @@ class SubLayerWrapper(nn.Module):
     def forward(self, x, sublayer, is_self_attn=False, **kwargs):
         sub_in = self.norm(x) if self.norm_first else x  # (N, L, d_model)
         if is_self_attn:
-            sublayer.init_keys(sub_in)
+            kwargs["key"] = sub_in
         out = x + self.drop(sublayer(sub_in, **kwargs))  # (N, L, d_model)
         return out if self.norm_first else self.norm(out)
 
@@ -50,12 +49,24 @@ class SubLayerWrapper(nn.Module):
         return f"norm_first={self.norm_first}"
 
 
-def _check_sizes(n_heads, d_model, ff_units):
-    for name, value in (("n_heads", n_heads), ("d_model", d_model), ("ff_units", ff_units)):
-        check_positive_int(name, value)
+class _Layer(nn.Module):
+    """Attention sublayers (``self_attn_heads``, then ``cross_attn_heads`` for a decoder), a
+    feed-forward network and one wrapper each, created in the book's order."""
+
+    def __init__(self, n_heads, d_model, ff_units, dropout, norm_first, store_alphas, cross):
+        super().__init__()
+        for name, value in (("n_heads", n_heads), ("d_model", d_model), ("ff_units", ff_units)):
+            check_positive_int(name, value)
+        self.n_heads, self.d_model, self.ff_units = n_heads, d_model, ff_units
+        self.norm_first = bool(norm_first)
+        self.self_attn_heads = MultiHeadedAttention(n_heads, d_model, dropout, store_alphas)
+        if cross:
+            self.cross_attn_heads = MultiHeadedAttention(n_heads, d_model, dropout, store_alphas)
+        self.ffn = feed_forward(d_model, ff_units, dropout)
+        self.sublayers = nn.ModuleList([SubLayerWrapper(d_model, dropout, norm_first) for _ in range(2 + cross)])
 
 
-class EncoderLayer(nn.Module):
+class EncoderLayer(_Layer):
     """One encoder layer: self-attention, then a feed-forward network, each wrapped.
 
     Args:
@@ -65,59 +76,40 @@ class EncoderLayer(nn.Module):
         norm_first: where the wrappers put the layer norm (see ``SubLayerWrapper``).
         store_alphas: ``False`` uses the fused attention kernel and keeps no weights.
 
-    ``forward(query, mask=None)``: ``query`` ``(N, L, d_model)``, ``mask`` a source keep-mask
-    ``(N, 1, L)`` (``True`` = may attend); returns ``(N, L, d_model)``.
+    ``forward(query, mask=None, bias=None, positions=None, cache=None)``: ``query``
+    ``(N, L, d_model)``; ``mask`` a keep-mask ``(N, 1 or L, L)``; ``bias``, ``positions`` and
+    ``cache`` go to the self-attention. Returns ``(N, L, d_model)``.
     """
 
     def __init__(self, n_heads, d_model, ff_units, dropout=0.1, norm_first=True, store_alphas=True):
-        super().__init__()
-        _check_sizes(n_heads, d_model, ff_units)
-        self.n_heads = n_heads
-        self.d_model = d_model
-        self.ff_units = ff_units
-        self.norm_first = bool(norm_first)
-        # creation order as in the book: attention, then feed-forward, then wrappers
-        self.self_attn_heads = MultiHeadedAttention(n_heads, d_model, dropout, store_alphas)
-        self.ffn = feed_forward(d_model, ff_units, dropout)
-        self.sublayers = nn.ModuleList([SubLayerWrapper(d_model, dropout, norm_first) for _ in range(2)])
+        super().__init__(n_heads, d_model, ff_units, dropout, norm_first, store_alphas, cross=False)
 
-    def forward(self, query, mask=None):
-        att = self.sublayers[0](query, sublayer=self.self_attn_heads, is_self_attn=True, mask=mask)  # (N, L, d_model)
-        return self.sublayers[1](att, sublayer=self.ffn)  # (N, L, d_model)
+    def forward(self, query, mask=None, bias=None, positions=None, cache=None):
+        x = self.sublayers[0](query, self.self_attn_heads, is_self_attn=True, mask=mask, bias=bias,
+                              positions=positions, cache=cache)  # (N, L, d_model)
+        return self.sublayers[1](x, self.ffn)  # (N, L, d_model)
 
 
-class DecoderLayer(nn.Module):
+class DecoderLayer(_Layer):
     """One decoder layer: masked self-attention, cross-attention, feed-forward, each wrapped.
 
-    Same arguments as ``EncoderLayer``. Call ``init_keys(states)`` with the encoder's output
-    ``(N, L_source, d_model)`` before ``forward``; the cross-attention attends to it.
-
-    ``forward(query, source_mask=None, target_mask=None)``: ``query`` ``(N, L_target, d_model)``;
-    ``source_mask`` ``(N, 1, L_source)`` masks the cross-attention's keys; ``target_mask``
-    ``(1, L_target, L_target)`` (usually ``subsequent_mask``) masks the self-attention.
-    Returns ``(N, L_target, d_model)``.
+    Same arguments as ``EncoderLayer``. ``forward(query, source_mask=None, target_mask=None,
+    memory=None, cache=None, cross_cache=None)``: ``query`` ``(N, L_t, d_model)``; ``memory`` the
+    encoder's states ``(N, L_s, d_model)`` (``None``: those given to ``init_keys``, the book's
+    way); ``source_mask`` ``(N, 1, L_s)``; ``target_mask`` ``(1 or N, L_t, L_t)``; ``cache`` and
+    ``cross_cache`` the two attentions' ``LayerCache``. Returns ``(N, L_t, d_model)``.
     """
 
     def __init__(self, n_heads, d_model, ff_units, dropout=0.1, norm_first=True, store_alphas=True):
-        super().__init__()
-        _check_sizes(n_heads, d_model, ff_units)
-        self.n_heads = n_heads
-        self.d_model = d_model
-        self.ff_units = ff_units
-        self.norm_first = bool(norm_first)
-        # creation order as in the book: self-attention, cross-attention, feed-forward, wrappers
-        self.self_attn_heads = MultiHeadedAttention(n_heads, d_model, dropout, store_alphas)
-        self.cross_attn_heads = MultiHeadedAttention(n_heads, d_model, dropout, store_alphas)
-        self.ffn = feed_forward(d_model, ff_units, dropout)
-        self.sublayers = nn.ModuleList([SubLayerWrapper(d_model, dropout, norm_first) for _ in range(3)])
+        super().__init__(n_heads, d_model, ff_units, dropout, norm_first, store_alphas, cross=True)
 
     def init_keys(self, states):
         """Set the cross-attention's keys and values from ``states`` ``(N, L_source, d_model)``."""
         self.cross_attn_heads.init_keys(states)
 
-    def forward(self, query, source_mask=None, target_mask=None):
-        att1 = self.sublayers[0](
-            query, sublayer=self.self_attn_heads, is_self_attn=True, mask=target_mask
-        )  # (N, L_target, d_model)
-        att2 = self.sublayers[1](att1, sublayer=self.cross_attn_heads, mask=source_mask)  # (N, L_target, d_model)
-        return self.sublayers[2](att2, sublayer=self.ffn)  # (N, L_target, d_model)
+    def forward(self, query, source_mask=None, target_mask=None, memory=None, cache=None, cross_cache=None):
+        x = self.sublayers[0](query, self.self_attn_heads, is_self_attn=True, mask=target_mask,
+                              cache=cache)  # (N, L_t, d_model)
+        x = self.sublayers[1](x, self.cross_attn_heads, mask=source_mask, key=memory,
+                              cache=cross_cache)  # (N, L_t, d_model)
+        return self.sublayers[2](x, self.ffn)  # (N, L_t, d_model)

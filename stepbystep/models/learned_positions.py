@@ -12,7 +12,25 @@ from torch import nn
 
 from ..checks import check_instance, check_positive_int, check_positive_number, check_tensor
 
-__all__ = ["LearnedPositionalEmbedding"]
+__all__ = ["LearnedPositionalEmbedding", "check_positions"]
+
+
+def check_positions(positions, length, max_len):
+    """Positions ``(L,)`` or ``(N, L)``: integers in ``0 .. max_len - 1``, one per vector.
+
+    The values are read only on the CPU (elsewhere that would wait for the device).
+    """
+    check_tensor("positions", positions, ndim=(1, 2))
+    if positions.is_floating_point() or positions.dtype == torch.bool:
+        raise TypeError(f"positions must hold integer positions, got dtype {positions.dtype}")
+    if positions.shape[-1] != length:
+        raise ValueError(f"positions must have one entry per vector, (L,) or (N, L) with L = {length}, "
+                         f"got shape {tuple(positions.shape)}")
+    if positions.device.type == "cpu" and positions.numel():
+        low, high = int(positions.min()), int(positions.max())
+        if low < 0 or high >= max_len:
+            raise ValueError(f"positions must be in 0..{max_len - 1} (the table has max_len={max_len} rows: "
+                             f"a position past them has no vector), got {high if high >= max_len else low}")
 
 
 class LearnedPositionalEmbedding(nn.Module):
@@ -51,14 +69,7 @@ class LearnedPositionalEmbedding(nn.Module):
             raise ValueError(f"x must have shape (N, L, {self.d_model}), got {tuple(x.shape)}")
         if positions is None:
             positions = torch.arange(x.shape[1], device=x.device)  # (L,)
-        check_tensor("positions", positions, ndim=(1, 2))
-        if positions.is_floating_point() or positions.dtype == torch.bool:
-            raise TypeError(f"positions must hold integer positions, got dtype {positions.dtype}")
-        if positions.numel():
-            low, high = int(positions.min()), int(positions.max())
-            if low < 0 or high >= self.max_len:
-                raise ValueError(f"positions must be in 0..{self.max_len - 1} (the table has max_len={self.max_len} "
-                                 f"rows: a position past them has no vector), got {high if high >= self.max_len else low}")
+        check_positions(positions, x.shape[1], self.max_len)
         return x + self.weight[positions].to(x.dtype)  # (N, L, d_model)
 
     def extra_repr(self):

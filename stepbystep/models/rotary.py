@@ -11,7 +11,8 @@ scores see the offset between two tokens, never where they sit.
 import torch
 from torch import nn
 
-from ..checks import check_instance, check_positive_int, check_positive_number, check_tensor
+from ..checks import check_instance, check_positive_int, check_positive_number
+from .learned_positions import check_positions
 
 __all__ = ["RotaryEmbedding", "rotary_frequencies", "rotate_pairs"]
 
@@ -39,26 +40,20 @@ def rotate_pairs(x, cos, sin):
 
 
 class RotaryEmbedding(nn.Module):
-    """Rotates queries or keys ``(N, n_heads, L, d_head)`` pair by pair at their positions (RoPE).
+    """Rotates queries or keys ``(..., L, d_head)`` pair by pair at their positions (RoPE).
 
-    Su et al., "RoFormer: Enhanced Transformer with Rotary Position Embedding" (2021). Pair ``i``
-    (dimensions ``2i`` and ``2i + 1``) of the vector at position ``p`` turns by ``p · θ_i``, with
-    ``θ_i = base^(-2i / d_head)``. The module has no parameters: give the same one to every
-    attention layer. Apply it to the projected queries and keys (never the values), before the
-    scores.
+    Pair ``i`` of the vector at position ``p`` turns by ``p · θ_i``. No parameters: one module
+    serves every attention layer, on the projected queries and keys (never the values).
 
     Args:
         d_head: the size of each head's vectors (even: the dimensions go in pairs).
-        base: sets the angular speeds; a larger base turns the slow pairs more slowly still.
-        max_len: the positions the cached table covers at first; a later position grows it.
+        base: sets the angular speeds (``rotary_frequencies``).
+        max_len: the positions ``0 .. max_len - 1`` the table covers; a later one is refused.
 
-    Buffers (not saved in checkpoints: they are rebuilt from ``d_head`` and ``base``):
-        cos, sin: ``(max_len, d_head // 2)``, ``cos(p · θ_i)`` and ``sin(p · θ_i)``.
+    Buffers (rebuilt from the arguments, not saved): ``cos``, ``sin`` ``(max_len, d_head // 2)``.
 
-    ``forward(x, positions=None)``: ``x`` ``(N, n_heads, L, d_head)`` (any leading dimensions,
-    the positions along the one before last); ``positions`` ``None`` (``0 .. L-1``), ``(L,)`` or
-    ``(N, L)`` non-negative integers, one per vector (per row, for rows padded differently).
-    Returns the rotated ``x``, same shape and dtype.
+    ``forward(x, positions=None)``: ``positions`` ``None`` (``0 .. L-1``), ``(L,)`` or ``(N, L)``
+    integers; returns the rotated ``x``, same shape and dtype.
     """
 
     def __init__(self, d_head, base=10000.0, max_len=512):
@@ -68,55 +63,27 @@ class RotaryEmbedding(nn.Module):
             raise ValueError(f"d_head must be an even int (the dimensions go in pairs), got {d_head}")
         check_positive_number("base", base)
         check_positive_int("max_len", max_len)
-        self.d_head = d_head
-        self.base = float(base)
-        self._build(max_len)
-
-    def _build(self, max_len, device=None):
-        """(Re)compute the cached tables for positions ``0 .. max_len - 1``, in float64 then float32."""
-        theta = rotary_frequencies(self.d_head, self.base).to(device)  # (d_head // 2,)
-        angles = torch.arange(max_len, dtype=torch.float64, device=device).unsqueeze(1) * theta  # (max_len, d/2)
+        self.d_head, self.base, self.max_len = d_head, float(base), max_len
+        angles = self.angles(torch.arange(max_len))  # (max_len, d_head // 2), float64
         self.register_buffer("cos", angles.cos().float(), persistent=False)  # (max_len, d_head // 2)
         self.register_buffer("sin", angles.sin().float(), persistent=False)  # (max_len, d_head // 2)
-
-    @property
-    def max_len(self):
-        return self.cos.shape[0]
 
     def angles(self, positions):
         """The rotation angles ``positions · θ`` ``(..., d_head // 2)``, in float64 for plots and checks."""
         positions = torch.as_tensor(positions, dtype=torch.float64)
         return positions.unsqueeze(-1) * rotary_frequencies(self.d_head, self.base)
 
-    def _positions(self, x, positions):
-        length = x.shape[-2]
-        if positions is None:
-            return torch.arange(length, device=x.device)  # (L,)
-        check_tensor("positions", positions, ndim=(1, 2))
-        if positions.is_floating_point() or positions.dtype == torch.bool:
-            raise TypeError(f"positions must hold integer positions, got dtype {positions.dtype}")
-        if positions.shape[-1] != length:
-            raise ValueError(f"positions must have one entry per vector, (L,) or (N, L) with L = {length}, "
-                             f"got shape {tuple(positions.shape)}")
-        if positions.numel() and int(positions.min()) < 0:
-            raise ValueError(f"positions must be non-negative, got a minimum of {int(positions.min())}")
-        return positions.to(x.device)
-
     def forward(self, x, positions=None):
         check_instance("x", x, torch.Tensor, "a tensor (N, n_heads, L, d_head)")
         if x.dim() < 2 or x.shape[-1] != self.d_head:
             raise ValueError(f"x must have shape (..., L, {self.d_head}), got {tuple(x.shape)}")
-        positions = self._positions(x, positions)  # (L,) or (N, L)
-        if positions.numel() and int(positions.max()) >= self.max_len:
-            self._build(max(int(positions.max()) + 1, 2 * self.max_len), device=self.cos.device)
-        if self.cos.device != x.device:  # a table left behind by .to(): follow the input
-            self._build(self.max_len, device=x.device)
-        cos = self.cos[positions].to(x.dtype)  # (L, d/2) or (N, L, d/2)
-        sin = self.sin[positions].to(x.dtype)
+        if positions is None:
+            positions = torch.arange(x.shape[-2], device=x.device)  # (L,)
+        check_positions(positions, x.shape[-2], self.max_len)
+        cos, sin = self.cos[positions].to(x.dtype), self.sin[positions].to(x.dtype)  # (L or N, L, d/2)
         if positions.dim() == 2 and x.dim() == 4:
             cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)  # (N, 1, L, d/2): the same for every head
         return rotate_pairs(x, cos, sin)
 
     def extra_repr(self):
         return f"d_head={self.d_head}, base={self.base:g}, max_len={self.max_len}"
-

@@ -90,9 +90,10 @@ class TokenTransformer(nn.Module):
         if ids.shape[1] > self.max_len:
             raise ValueError(f"{name} must be at most the model's max_len={self.max_len} long, "
                              f"got length {ids.shape[1]}")
-        low, high = ids.min().item(), ids.max().item()
-        if low < 0 or high >= vocab_size:
-            raise ValueError(f"{name} must hold ids in 0..{vocab_size - 1}, got ids from {low} to {high}")
+        if ids.device.type == "cpu":  # the values are read on the host only: no device sync
+            low, high = int(ids.min()), int(ids.max())
+            if low < 0 or high >= vocab_size:
+                raise ValueError(f"{name} must hold ids in 0..{vocab_size - 1}, got ids from {low} to {high}")
 
     def source_mask(self, source_ids):
         """Keep-mask ``(N, 1, L_s)``: ``False`` at padding; ``None`` when ``pad_id`` is None."""
@@ -117,16 +118,14 @@ class TokenTransformer(nn.Module):
 
     def new_cache(self):
         """An empty ``KVCache`` for ``decode(..., cache=cache)``: one entry per decoder layer."""
-        return KVCache(self.decoder.n_layers)
+        return KVCache(self.decoder.n_layers, cross=True)
 
     def decode(self, target_in, memory, source_mask=None, cache=None):
         """Logits ``(N, L_t, tgt_vocab_size)`` for every position of ``target_in`` ``(N, L_t)``.
 
-        With ``cache`` (from ``new_cache``, one per decoding of one batch), ``target_in`` holds
-        only the tokens that follow those the cache has seen, e.g. the one just written: the
-        decoder reads the earlier ones' keys and values from the cache instead of running them
-        again, and the cross-attention projects ``memory`` once, at the cache's first step. The
-        logits are the rows the whole target would give.
+        With ``cache`` (``new_cache()``, one per decoding of one batch), ``target_in`` holds only
+        the tokens after those the cache has seen: their keys and values join the cache, and the
+        cross-attention projects ``memory`` once, at the first step.
         """
         self._check_ids("target_in", target_in, self.tgt_vocab_size)
         if memory.shape[0] != target_in.shape[0]:
@@ -134,14 +133,13 @@ class TokenTransformer(nn.Module):
                              f"got {memory.shape[0]}")
         embedded = self.tgt_embed(target_in)  # (N, L_t, d_model)
         if cache is None:
-            self.decoder.init_keys(memory)
-            states = self.decoder(embedded, source_mask, self.target_mask(target_in))  # (N, L_t, d_model)
+            target_mask = self.target_mask(target_in)  # (N or 1, L_t, L_t)
         else:
             check_instance("cache", cache, KVCache, "a KVCache from model.new_cache()")
-            if cache.length == 0:
-                self.decoder.init_keys(memory)
-            keep = None if self.pad_id is None else target_in != self.pad_id  # (N, L_t)
-            states = self.decoder.cached_forward(embedded, source_mask, cache, keep)  # (N, L_t, d_model)
+            real = torch.ones_like(target_in, dtype=torch.bool) if self.pad_id is None else target_in != self.pad_id
+            cache.add_tokens(real)  # (N, L_t)
+            target_mask = cache.mask(target_in.shape[1])  # (N, L_t, t)
+        states = self.decoder(embedded, source_mask, target_mask, memory, cache)  # (N, L_t, d_model)
         return self.generator(states)  # (N, L_t, tgt_vocab_size)
 
     def forward(self, source_ids, target_in):

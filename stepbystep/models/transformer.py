@@ -1,11 +1,9 @@
 """Stacks of encoder and decoder layers, and the encoder-decoder Transformer built from them."""
 import copy
 
-import torch
 from torch import nn
 
 from ..checks import check_positive_int
-from .kv_cache import cached_decoder_layer, cached_mask
 from .masks import subsequent_mask
 from .positional_encoding import PositionalEncoding
 from .seq2seq import GreedySeq2Seq
@@ -77,8 +75,8 @@ class DecoderTransf(_LayerStack):
     ``source_mask`` ``(N, 1, L_source)``, ``target_mask`` ``(1, L_target, L_target)``;
     returns ``(N, L_target, d_model)``.
 
-    ``cached_forward(query, source_mask, cache, keep=None)`` reads only the new target tokens and
-    keeps their keys and values in ``cache`` (a ``KVCache``), for decoding one token at a time.
+    With ``memory`` (the encoder's states) the cross-attentions read it instead; with ``cache``
+    (a ``KVCache`` that has recorded these tokens), ``query`` holds only the new target tokens.
     """
 
     def __init__(self, decoder_layer, n_layers=1, max_len=100, scale_input=True, final_norm=None):
@@ -89,29 +87,12 @@ class DecoderTransf(_LayerStack):
         for layer in self.layers:
             layer.init_keys(states)
 
-    def forward(self, query, source_mask=None, target_mask=None):
-        x = self.pe(query)  # (N, L_target, d_model)
-        for layer in self.layers:
-            x = layer(x, source_mask, target_mask)  # (N, L_target, d_model)
-        return self._finish(x)
-
-    def cached_forward(self, query, source_mask, cache, keep=None):
-        """The decoder's output for new target tokens ``query`` ``(N, L_new, d_model)``.
-
-        ``cache`` holds the keys and values of the tokens decoded before (none at first); the
-        new tokens sit at the positions after them, attend to them and to each other causally,
-        and their keys and values are appended. ``keep`` ``(N, L_new)`` marks the real tokens
-        (``None``: all are); padding is never attended to. The rows are those ``forward`` gives
-        for the same positions of the whole target under its causal and padding mask.
-        """
-        start = cache.length
-        if keep is None:
-            keep = torch.ones(query.shape[:2], dtype=torch.bool, device=query.device)  # (N, L_new)
-        padded = cache.add_tokens(keep)
-        mask = cached_mask(cache.keep if padded else None, query.shape[1], cache.length)  # (N or 1, L_new, t) or None
-        x = self.pe(query, start=start)  # (N, L_new, d_model)
-        for index, layer in enumerate(self.layers):
-            x = cached_decoder_layer(layer, x, cache, index, source_mask, mask)  # (N, L_new, d_model)
+    def forward(self, query, source_mask=None, target_mask=None, memory=None, cache=None):
+        start = 0 if cache is None else cache.length - query.shape[1]  # the new tokens follow the cached ones
+        x = self.pe(query, start=start)  # (N, L_target, d_model)
+        for i, layer in enumerate(self.layers):
+            caches = (None, None) if cache is None else (cache.layers[i], cache.cross[i])
+            x = layer(x, source_mask, target_mask, memory, *caches)  # (N, L_target, d_model)
         return self._finish(x)
 
 
