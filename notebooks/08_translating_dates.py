@@ -46,6 +46,7 @@ from stepbystep.data import (
     REFERENCE_DATES,
     Seq2SeqDataset,
     Vocab,
+    check_text,
     date_datasets,
     date_pairs_by_length,
     pad_collate,
@@ -55,7 +56,7 @@ from stepbystep.data import (
     wrong_fields,
 )
 from stepbystep.exercises import ch08
-from stepbystep.models import TokenTransformer, check_text, sequence_cross_entropy, translate_with_alignment
+from stepbystep.models import TokenTransformer, sequence_cross_entropy, translate_with_alignment
 from stepbystep.models.metrics import wilson_interval
 from stepbystep.widgets import date_translator
 

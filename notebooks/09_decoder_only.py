@@ -42,6 +42,7 @@ from stepbystep.data import (
     REFERENCE_DATES,
     CompletionDataset,
     Vocab,
+    check_text,
     complete_dates,
     completion_collate,
     completion_vocab,
@@ -57,7 +58,6 @@ from stepbystep.exercises import ch09
 from stepbystep.models import (
     DecoderOnlyTransformer,
     TokenTransformer,
-    check_text,
     completion_loss,
     generate,
     next_token_logits,

@@ -20,8 +20,8 @@ from torch.optim.lr_scheduler import LambdaLR
 
 from .checks import check_non_negative_int, check_positive_int, check_positive_number
 from .data.squares import square_datasets
-from .models.layers import EncoderLayer
-from .models.transformer import EncoderTransf
+from .models import EncoderLayer
+from .models import EncoderTransf
 
 __all__ = ["GradientNormRun", "layer_gradient_norms", "encoder_regressor", "layer_norms_of_gradients"]
 

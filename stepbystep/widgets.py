@@ -32,10 +32,10 @@ from .models import MultiHeadedAttention as _MultiHeadedAttention
 from .models import padding_mask as _padding_mask
 from .models import scaled_dot_product as _scaled_dot_product
 from .models import subsequent_mask as _subsequent_mask
-from .models.alignment import translate_with_alignment as _translate_with_alignment
-from .models.generation import generate as _generate
-from .models.generation import next_token_logits as _next_token_logits
-from .models.generation import sampling_distribution as _sampling_distribution
+from .models import translate_with_alignment as _translate_with_alignment
+from .models import generate as _generate
+from .models import next_token_logits as _next_token_logits
+from .models import sampling_distribution as _sampling_distribution
 from .models.kernel_regression import best_sigma as _best_sigma
 from .models.vit import cls_attention as _cls_attention
 from .widget_states import kernel_fit as _kernel_fit
@@ -566,8 +566,8 @@ def position_explorer_state(head=0, base=10000.0, n_heads=8, length=16, d_head=1
     ``rope_attention`` ``(length, length)``, rows summing to 1.
     """
     from .checks import check_positive_int
-    from .models.alibi import alibi_bias, alibi_slopes
-    from .models.rotary import RotaryEmbedding
+    from .models import alibi_bias, alibi_slopes
+    from .models import RotaryEmbedding
 
     check_positive_int("n_heads", n_heads)
     check_positive_int("length", length)
@@ -603,7 +603,7 @@ def position_explorer(n_heads=8, length=16, d_head=16, seed=0):
     in place, ``head`` and ``base`` are the sliders and ``label`` the line under them."""
     import math
 
-    from .models.rotary import rotary_frequencies as _rotary_frequencies
+    from .models import rotary_frequencies as _rotary_frequencies
     from .plots.positions import position_explorer_figure as _position_explorer_figure
 
     head = widgets.IntSlider(value=0, min=0, max=n_heads - 1, description="ALiBi head", continuous_update=False)

@@ -14,7 +14,7 @@ from stepbystep.models import (
     top_k_filter,
     top_p_filter,
 )
-from stepbystep.models.generation import sample_next, step_logits
+from stepbystep.models.gpt.generation import sample_next, step_logits
 
 V, PAD, EOS = 20, 0, 2
 

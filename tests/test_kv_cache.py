@@ -3,8 +3,8 @@ import pytest
 import torch
 
 from stepbystep.models import DecoderOnlyTransformer, KVCache
-from stepbystep.models.decoder_only import DecoderOnlyLayer
-from stepbystep.models.masks import subsequent_mask
+from stepbystep.models import DecoderOnlyLayer
+from stepbystep.models import subsequent_mask
 
 D, HEADS, FF = 16, 2, 32
 

@@ -15,7 +15,7 @@ from stepbystep.models import (
     step_logits,
     subsequent_mask,
 )
-from stepbystep.models import narrow_attention
+from stepbystep.models.attention import narrow as narrow_attention
 
 PROMPTS = [[1, 5, 6, 7], [1, 3], [1, 4, 4, 4, 4, 9, 2]]
 

@@ -419,7 +419,8 @@ def test_transformer_model_greedy_feeds_its_predictions_back():
 
 def test_both_seq2seq_models_share_one_greedy_loop(monkeypatch):
     """TransformerModel and our EncoderDecoderTransf decode through seq2seq.greedy_sequence."""
-    from stepbystep.models import build_transformer, seq2seq
+    from stepbystep.models import build_transformer
+    from stepbystep.models.seq2seq import squares as seq2seq
 
     calls = []
 
@@ -429,7 +430,7 @@ def test_both_seq2seq_models_share_one_greedy_loop(monkeypatch):
 
     real = seq2seq.greedy_sequence
     monkeypatch.setattr(seq2seq, "greedy_sequence", counting)
-    monkeypatch.setattr("stepbystep.models.torch_bridge.greedy_sequence", counting)
+    monkeypatch.setattr("stepbystep.models.seq2seq.torch_bridge.greedy_sequence", counting)
     torch.manual_seed(1)
     theirs = TransformerModel(_small_transformer(), input_len=2, target_len=3, n_features=2).eval()
     ours = build_transformer(seed=0).eval()
@@ -441,7 +442,7 @@ def test_both_seq2seq_models_share_one_greedy_loop(monkeypatch):
 
 
 def test_greedy_sequence_feeds_each_prediction_back():
-    from stepbystep.models.seq2seq import greedy_sequence
+    from stepbystep.models.seq2seq.squares import greedy_sequence
 
     seen = []
 

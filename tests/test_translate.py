@@ -3,7 +3,8 @@ import pytest
 import torch
 
 from stepbystep.data import Vocab, date_pairs
-from stepbystep.models import TokenTransformer, Translation, check_text, greedy_decode, translate, translate_with_alignment
+from stepbystep.data import check_text
+from stepbystep.models import TokenTransformer, Translation, greedy_decode, translate, translate_with_alignment
 
 
 @pytest.fixture(scope="module")

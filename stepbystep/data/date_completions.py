@@ -183,7 +183,7 @@ def complete_dates(model, texts, vocab, batch_size=500):
     Batched (left-padded prompts, KV cache), at most 11 new tokens (the ISO date and
     ``<eos>``). Returns one string per text: what the model wrote before ``<eos>``.
     """
-    from ..models.generation import generate  # the models import the data package
+    from ..models.gpt.generation import generate  # the models import the data package
 
     if isinstance(texts, str):
         raise TypeError("texts must be a list of texts, got one str: wrap it in a list")

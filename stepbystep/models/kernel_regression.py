@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 from ..checks import check_instance, check_tensor
-from .scaled_dot_product import masked_softmax
+from .attention.scaled_dot_product import masked_softmax
 
 __all__ = [
     "gaussian_kernel",

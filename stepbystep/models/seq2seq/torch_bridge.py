@@ -8,13 +8,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..checks import check_instance
+from ...checks import check_instance
 from .layers import DecoderLayer, EncoderLayer
-from .masks import check_mask, subsequent_mask, to_key_padding_mask, to_torch_attn_mask
-from .narrow_attention import MultiHeadedAttention
-from .positional_encoding import PositionalEncoding
-from .seq2seq import check_sequences, greedy_sequence
-from .transformer import DecoderTransf, EncoderDecoderTransf, EncoderTransf
+from ..attention.masks import check_mask, subsequent_mask, to_key_padding_mask, to_torch_attn_mask
+from ..attention.narrow import MultiHeadedAttention
+from ..positions.sinusoidal import PositionalEncoding
+from .squares import check_sequences, greedy_sequence
+from .stacks import DecoderTransf, EncoderDecoderTransf, EncoderTransf
 
 __all__ = ["TransformerModel", "copy_to_torch"]
 

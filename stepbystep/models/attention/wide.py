@@ -19,9 +19,9 @@ import math
 import torch
 from torch import nn
 
-from ..checks import check_positive_int, check_tensor
+from ...checks import check_positive_int, check_tensor
 from .masks import check_mask
-from .scaled_dot_product import masked_softmax
+from .scaled_dot_product import attend
 
 __all__ = ["Attention", "MultiHeadAttention", "WideMultiHeadAttention"]
 
@@ -99,13 +99,14 @@ class Attention(nn.Module):
         return dot_products / math.sqrt(self.d_k)  # (N, L_q, L_k)
 
     def forward(self, query, mask=None):
-        scores = self.score_function(query)  # (N, L_q, L_k)
+        self._check_input("query", query)
+        self._check_keys(query)
         if mask is not None:
-            check_mask(mask, scores.shape[0], scores.shape[1], scores.shape[2])
+            check_mask(mask, query.shape[0], query.shape[1], self.proj_keys.shape[1])
             mask = mask.bool()
-        alphas = masked_softmax(scores, mask)  # (N, L_q, L_k)
-        self.alphas = alphas.detach()
-        return alphas @ self.values  # (N, L_q, d_v)
+        context, alphas = attend(self.linear_query(query), self.proj_keys, self.values, mask)  # (N, L_q, d_v)
+        self.alphas = alphas.detach()  # (N, L_q, L_k)
+        return context
 
     def extra_repr(self):
         return f"d_k={self.d_k}, input_dim={self.input_dim}, proj_values={self.proj_values}"

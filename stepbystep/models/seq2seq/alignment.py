@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 import torch
 
-from ..checks import check_instance
-from ..devices import evaluating
+from ...checks import check_instance
+from ...devices import evaluating
 from .decoding import greedy_decode
 
 __all__ = ["Translation", "translate_with_alignment"]

@@ -3,9 +3,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..checks import check_instance, check_positive_int
+from ...checks import check_instance, check_positive_int
 from .masks import check_mask
-from .rotary import RotaryEmbedding
+from ..positions.rotary import RotaryEmbedding
 from .scaled_dot_product import attend
 
 __all__ = ["MultiHeadedAttention", "NarrowMultiHeadAttention"]

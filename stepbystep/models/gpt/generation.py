@@ -13,7 +13,7 @@ import time
 import torch
 from torch.nn.utils.rnn import pad_sequence
 
-from ..devices import evaluating
+from ...devices import evaluating
 
 __all__ = [
     "check_sampling",

@@ -2,7 +2,7 @@
 import torch
 from torch import nn
 
-from ..checks import check_instance
+from ...checks import check_instance
 
 __all__ = ["GreedySeq2Seq", "check_sequences", "greedy_sequence"]
 

@@ -6,9 +6,9 @@ hyper-parameters, construction order and initialisation identical.
 import torch
 from torch import nn
 
-from ..checks import check_instance, check_non_negative_int, check_positive_int
+from ...checks import check_instance, check_non_negative_int, check_positive_int
 from .layers import DecoderLayer, EncoderLayer
-from .transformer import DecoderTransf, EncoderDecoderTransf, EncoderTransf
+from .stacks import DecoderTransf, EncoderDecoderTransf, EncoderTransf
 
 __all__ = ["xavier_init_", "build_transformer"]
 

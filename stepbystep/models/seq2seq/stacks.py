@@ -3,10 +3,10 @@ import copy
 
 from torch import nn
 
-from ..checks import check_positive_int
-from .masks import subsequent_mask
-from .positional_encoding import PositionalEncoding
-from .seq2seq import GreedySeq2Seq
+from ...checks import check_positive_int
+from ..attention.masks import subsequent_mask
+from ..positions.sinusoidal import PositionalEncoding
+from .squares import GreedySeq2Seq
 
 __all__ = ["EncoderTransf", "DecoderTransf", "EncoderDecoderTransf"]
 

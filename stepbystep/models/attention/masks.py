@@ -13,7 +13,7 @@ a blocked-mask is expected.
 """
 import torch
 
-from ..checks import check_positive_int, check_tensor
+from ...checks import check_positive_int, check_tensor
 
 __all__ = [
     "subsequent_mask",

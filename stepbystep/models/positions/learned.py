@@ -10,7 +10,7 @@ reached has a vector nobody trained, and a position past the table has no vector
 import torch
 from torch import nn
 
-from ..checks import check_instance, check_positive_int, check_positive_number, check_tensor
+from ...checks import check_instance, check_positive_int, check_positive_number, check_tensor
 
 __all__ = ["LearnedPositionalEmbedding", "check_positions"]
 

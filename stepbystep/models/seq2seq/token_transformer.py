@@ -2,11 +2,11 @@
 import torch
 from torch import nn
 
-from ..checks import check_instance, check_int_range, check_positive_int, check_positive_number, check_tensor
-from .kv_cache import KVCache
+from ...checks import check_instance, check_int_range, check_positive_int, check_positive_number, check_tensor
+from ..gpt.kv_cache import KVCache
 from .layers import DecoderLayer, EncoderLayer
-from .masks import padding_mask, subsequent_mask
-from .transformer import DecoderTransf, EncoderTransf
+from ..attention.masks import padding_mask, subsequent_mask
+from .stacks import DecoderTransf, EncoderTransf
 
 __all__ = ["TokenTransformer"]
 

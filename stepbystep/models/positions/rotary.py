@@ -11,8 +11,8 @@ scores see the offset between two tokens, never where they sit.
 import torch
 from torch import nn
 
-from ..checks import check_instance, check_positive_int, check_positive_number
-from .learned_positions import check_positions
+from ...checks import check_instance, check_positive_int, check_positive_number
+from .learned import check_positions
 
 __all__ = ["RotaryEmbedding", "rotary_frequencies", "rotate_pairs"]
 

@@ -6,8 +6,8 @@ only projects its own query, key and value and computes one row of attention.
 """
 import torch
 
-from ..checks import check_positive_int
-from .masks import subsequent_mask
+from ...checks import check_positive_int
+from ..attention.masks import subsequent_mask
 
 __all__ = ["KVCache", "LayerCache"]
 

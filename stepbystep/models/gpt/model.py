@@ -9,16 +9,16 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..checks import check_choice, check_int_range, check_positive_int, check_positive_number
-from ..data.special_tokens import IGNORE_INDEX
-from ..devices import evaluating
-from .alibi import alibi_bias_at, alibi_slopes
+from ...checks import check_choice, check_int_range, check_positive_int, check_positive_number
+from ...data.special_tokens import IGNORE_INDEX
+from ...devices import evaluating
+from ..positions.alibi import alibi_bias_at, alibi_slopes
 from .kv_cache import KVCache
-from .layers import EncoderLayer
-from .learned_positions import LearnedPositionalEmbedding
-from .metrics import sequence_cross_entropy
-from .positional_encoding import PositionalEncoding
-from .rotary import RotaryEmbedding
+from ..seq2seq.layers import EncoderLayer
+from ..positions.learned import LearnedPositionalEmbedding
+from ..metrics import sequence_cross_entropy
+from ..positions.sinusoidal import PositionalEncoding
+from ..positions.rotary import RotaryEmbedding
 
 __all__ = ["DecoderOnlyLayer", "DecoderOnlyTransformer", "IGNORE_INDEX", "POSITION_SCHEMES", "completion_loss"]
 

@@ -11,7 +11,7 @@ import math
 
 import torch
 
-from ..checks import check_positive_int, check_tensor
+from ...checks import check_positive_int, check_tensor
 
 __all__ = ["alibi_slopes", "alibi_bias", "alibi_bias_at"]
 

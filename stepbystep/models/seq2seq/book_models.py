@@ -8,11 +8,11 @@ Submodules are created in the book's order, so seeded constructions reproduce it
 """
 from torch import nn
 
-from ..checks import check_instance, check_positive_int
-from .masks import subsequent_mask
-from .positional_encoding import PositionalEncoding
-from .seq2seq import GreedySeq2Seq
-from .wide_attention import MultiHeadAttention
+from ...checks import check_instance, check_positive_int
+from ..attention.masks import subsequent_mask
+from ..positions.sinusoidal import PositionalEncoding
+from .squares import GreedySeq2Seq
+from ..attention.wide import MultiHeadAttention
 
 __all__ = ["EncoderSelfAttn", "DecoderSelfAttn", "EncoderPe", "DecoderPe", "EncoderDecoderSelfAttn"]
 

@@ -4,7 +4,7 @@ import math
 import torch
 from torch import nn
 
-from ..checks import check_non_negative_int, check_positive_int
+from ...checks import check_non_negative_int, check_positive_int
 
 __all__ = ["PositionalEncoding", "sinusoidal_table"]
 

@@ -7,7 +7,7 @@ import math
 
 import torch
 
-from ..checks import check_tensor
+from ...checks import check_tensor
 from .masks import as_keep_mask, check_mask
 
 __all__ = ["scaled_dot_product", "attend", "masked_softmax"]

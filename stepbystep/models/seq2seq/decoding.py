@@ -10,9 +10,9 @@ import functools
 import torch
 import torch.nn.functional as F
 
-from ..checks import check_positive_int, check_tensor
-from ..data.special_tokens import PAD
-from ..devices import evaluating
+from ...checks import check_positive_int, check_tensor
+from ...data.special_tokens import PAD
+from ...devices import evaluating
 
 __all__ = ["greedy_decode", "beam_search", "sequence_log_probs", "translate"]
 

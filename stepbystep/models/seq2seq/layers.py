@@ -1,8 +1,8 @@
 """Sublayer wrappers and the Transformer's encoder and decoder layers."""
 from torch import nn
 
-from ..checks import check_positive_int
-from .narrow_attention import MultiHeadedAttention
+from ...checks import check_positive_int
+from ..attention.narrow import MultiHeadedAttention
 
 __all__ = ["SubLayerWrapper", "EncoderLayer", "DecoderLayer", "feed_forward"]
 
