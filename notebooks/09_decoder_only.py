@@ -43,7 +43,6 @@ from stepbystep.data import (
     CompletionDataset,
     Vocab,
     check_text,
-    complete_dates,
     completion_collate,
     completion_vocab,
     date_datasets,
@@ -55,6 +54,8 @@ from stepbystep.data import (
 )
 from stepbystep.data.tokens import EOS
 from stepbystep.exercises import ch09
+from stepbystep.experiments.date_completion import complete_dates
+from stepbystep.experiments.generation_timing import step_logits, time_per_token
 from stepbystep.models import (
     DecoderOnlyTransformer,
     TokenTransformer,
@@ -62,8 +63,6 @@ from stepbystep.models import (
     generate,
     next_token_logits,
     sampling_distribution,
-    step_logits,
-    time_per_token,
 )
 from stepbystep.widgets import sampling_explorer
 

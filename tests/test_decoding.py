@@ -53,9 +53,9 @@ SHORT_OR_LONG = table({SOS: {EOS: 0.5, A: 0.5}, A: {EOS: 0.95, A: 0.05}})
 def test_greedy_stops_per_sequence_and_pads():
     model = MarkovModel(torch.stack([GREEDY_TRAP, LONG]))
     source = torch.tensor([[0], [1]])
-    generated = greedy_decode(model, source, SOS, EOS, max_len=6)
+    generated = greedy_decode(model, source, SOS, EOS, max_new_tokens=6)
     assert generated.tolist() == [[A, EOS, PAD, PAD, PAD, PAD], [A, A, A, A, A, A]]
-    early = greedy_decode(model, torch.tensor([[0], [0]]), SOS, EOS, max_len=6)
+    early = greedy_decode(model, torch.tensor([[0], [0]]), SOS, EOS, max_new_tokens=6)
     assert early.tolist() == [[A, EOS], [A, EOS]]  # stops as soon as every sequence is finished
 
 
@@ -141,9 +141,9 @@ def test_decoders_restore_the_mode_and_need_no_grad():
 def test_decoding_errors():
     model = random_model()
     source = torch.randint(4, 8, (2, 5))
-    with pytest.raises(ValueError, match="max_len must be at most the model's max_len=10 .*, got 11"):
+    with pytest.raises(ValueError, match="max_new_tokens must be at most the model's max_len=10 .*, got 11"):
         greedy_decode(model, source, SOS, EOS, 11)
-    with pytest.raises(TypeError, match="max_len must be a positive int, got float 5.0"):
+    with pytest.raises(TypeError, match="max_new_tokens must be a positive int, got float 5.0"):
         greedy_decode(model, source, SOS, EOS, 5.0)
     with pytest.raises(ValueError, match="beam_width must be a positive int, got 0"):
         beam_search(model, source, SOS, EOS, 5, beam_width=0)

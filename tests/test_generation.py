@@ -10,11 +10,11 @@ from stepbystep.models import (
     left_pad,
     next_token_logits,
     sampling_distribution,
-    time_per_token,
     top_k_filter,
     top_p_filter,
 )
-from stepbystep.models.gpt.generation import sample_next, step_logits
+from stepbystep.experiments.generation_timing import step_logits, time_per_token
+from stepbystep.models.gpt.generation import sample_next
 
 V, PAD, EOS = 20, 0, 2
 
@@ -246,7 +246,7 @@ def test_bad_settings_are_refused(model, kwargs, error, words):
 
 @pytest.mark.parametrize("prompt, error, words", [
     ([], TypeError, "an empty list"),
-    ("abc", TypeError, "prompt_ids must be a tensor"),
+    ("abc", TypeError, "inputs must be a tensor"),
     (torch.ones(2, 3), TypeError, "integer token ids"),
     (torch.ones(1, 1, 2, dtype=torch.long), ValueError, r"\(L,\) or \(N, L\)"),
     ([[1, 2], []], ValueError, "at least one token"),

@@ -50,7 +50,7 @@ def test_the_lazy_data_names_are_the_modules_own():
     import stepbystep.data as data
     from stepbystep.data import date_completions, dates
 
-    assert data.date_pairs is dates.date_pairs and data.complete_dates is date_completions.complete_dates
-    assert {"date_pairs", "complete_dates", "Vocab"} <= set(dir(data))
+    assert data.date_pairs is dates.date_pairs and data.prompt_ids is date_completions.prompt_ids
+    assert {"date_pairs", "prompt_ids", "Vocab"} <= set(dir(data)) and "complete_dates" not in dir(data)
     with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
         data.no_such_name

@@ -48,7 +48,6 @@ _LAZY = {
     **dict.fromkeys((
         "SEPARATOR",
         "CompletionDataset",
-        "complete_dates",
         "completion_collate",
         "completion_targets",
         "completion_vocab",

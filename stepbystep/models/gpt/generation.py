@@ -8,24 +8,23 @@ Degeneration"). The kept tokens' probabilities are renormalised and one is drawn
 ``torch.Generator`` when one is given, so a seeded generator repeats its samples.
 """
 import numbers
-import time
 
 import torch
 from torch.nn.utils.rnn import pad_sequence
 
 from ...devices import evaluating
+from ..seq2seq.decoding import decode_steps
 
 __all__ = [
-    "check_sampling",
     "top_k_filter",
     "top_p_filter",
     "sampling_distribution",
     "sample_next",
     "left_pad",
+    "prompt_batch",
+    "generation_steps",
     "generate",
     "next_token_logits",
-    "time_per_token",
-    "step_logits",
 ]
 
 
@@ -115,32 +114,33 @@ def left_pad(sequences, pad_id):
     return pad_sequence(rows, batch_first=True, padding_value=pad_id).flip(1)  # (N, L)
 
 
-def _as_batch(prompt_ids, pad_id):
+def _as_batch(inputs, pad_id):
     """The prompt(s) as a ``(N, L)`` long tensor, and whether a single sequence was given."""
-    if isinstance(prompt_ids, torch.Tensor):
-        if prompt_ids.is_floating_point() or prompt_ids.is_complex() or prompt_ids.dtype == torch.bool:
-            raise TypeError(f"prompt_ids must hold integer token ids, got dtype {prompt_ids.dtype}")
-        if prompt_ids.dim() == 1:
-            return prompt_ids.unsqueeze(0).long(), True
-        if prompt_ids.dim() == 2:
-            return prompt_ids.long(), False
-        raise ValueError(f"prompt_ids must be (L,) or (N, L), got shape {tuple(prompt_ids.shape)}")
-    if not isinstance(prompt_ids, (list, tuple)) or not prompt_ids:
-        raise TypeError("prompt_ids must be a tensor (L,) or (N, L), a list of ids, or a list of sequences "
-                        f"of ids; got {type(prompt_ids).__name__ if prompt_ids else 'an empty list'}")
-    if all(isinstance(i, numbers.Integral) and not isinstance(i, bool) for i in prompt_ids):
-        return torch.tensor([list(prompt_ids)], dtype=torch.long), True
-    lengths = {len(seq) for seq in prompt_ids}
+    if isinstance(inputs, torch.Tensor):
+        if inputs.is_floating_point() or inputs.is_complex() or inputs.dtype == torch.bool:
+            raise TypeError(f"inputs must hold integer token ids, got dtype {inputs.dtype}")
+        if inputs.dim() in (1, 2):
+            return inputs.view(-1, inputs.shape[-1]).long(), inputs.dim() == 1
+        raise ValueError(f"inputs must be (L,) or (N, L), got shape {tuple(inputs.shape)}")
+    if not isinstance(inputs, (list, tuple)) or not inputs:
+        raise TypeError("inputs must be a tensor (L,) or (N, L), a list of ids, or a list of sequences "
+                        f"of ids; got {type(inputs).__name__ if inputs else 'an empty list'}")
+    if all(isinstance(i, numbers.Integral) and not isinstance(i, bool) for i in inputs):
+        return torch.tensor([list(inputs)], dtype=torch.long), True
+    lengths = {len(seq) for seq in inputs}
     if 0 in lengths:
         raise ValueError("every prompt needs at least one token, got an empty one")
     if len(lengths) > 1 and pad_id is None:
         raise ValueError("prompts of different lengths need padding, but the model has pad_id=None")
-    return left_pad(prompt_ids, 0 if pad_id is None else pad_id), False
+    return left_pad(inputs, 0 if pad_id is None else pad_id), False
 
 
-def _check_generation(model, prompt, max_new_tokens, eos_id, generator):
+def prompt_batch(model, inputs, max_new_tokens, eos_id=None, pad_id=None, generator=None):
+    """Check a generation's arguments; returns the prompts ``(N, L)`` on the model's device and
+    whether ``inputs`` was a single prompt."""
     if not (isinstance(model, torch.nn.Module) and hasattr(model, "new_cache") and hasattr(model, "max_len")):
         raise TypeError(f"model must be a decoder-only model (a DecoderOnlyTransformer), got {type(model).__name__}")
+    prompt, single = _as_batch(inputs, pad_id)
     if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, numbers.Integral):
         raise TypeError(f"max_new_tokens must be an int, got {type(max_new_tokens).__name__}")
     if max_new_tokens < 1:
@@ -156,116 +156,63 @@ def _check_generation(model, prompt, max_new_tokens, eos_id, generator):
     if eos_id is not None:
         if isinstance(eos_id, bool) or not isinstance(eos_id, numbers.Integral) or not 0 <= eos_id < model.vocab_size:
             raise ValueError(f"eos_id must be None or an id in 0..{model.vocab_size - 1}, got {eos_id!r}")
-        if model.pad_id is None:
+        if pad_id is None:
             raise ValueError("stopping at eos_id pads the finished rows, but the model has pad_id=None")
     if generator is not None and not isinstance(generator, torch.Generator):
         raise TypeError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
+    return prompt.to(next(model.parameters()).device), single
 
 
-def _steps(model, prompt, max_new_tokens, choose, eos_id, use_cache):
-    """Yield ``(next_ids (N,), logits (N, V))`` step by step; the caller appends and stops."""
-    n = prompt.shape[0]
-    cache = model.new_cache(prompt.shape[1] + max_new_tokens) if use_cache else None
-    finished = torch.zeros(n, dtype=torch.bool, device=prompt.device)  # (N,)
-    ids, new = prompt, prompt
-    for _ in range(max_new_tokens):
-        if use_cache:
-            logits = model(new, cache=cache)[:, -1]  # (N, V): only the new tokens go in
-        else:
-            logits = model(ids)[:, -1]  # (N, V): the whole stream again
-        next_ids = choose(logits)  # (N,)
-        if eos_id is not None:
-            next_ids = next_ids.masked_fill(finished, model.pad_id)  # finished rows keep padding
-            finished = finished | (next_ids == eos_id)
-        new = next_ids.unsqueeze(1)  # (N, 1)
-        if not use_cache:
-            ids = torch.cat([ids, new], dim=1)  # (N, t + 1): the stream to run again
-        yield next_ids, logits
-        if eos_id is not None and finished.all():
-            return
+def generation_steps(model, prompt, max_new_tokens, choose, eos_id=None, pad_id=None, use_cache=True):
+    """``decode_steps`` for a decoder-only model: yields ``(next_ids (N,), logits (N, V))``.
+
+    With ``use_cache`` each step feeds only the new tokens to a ``KVCache`` preallocated for the
+    whole stream; without it, the whole stream again.
+    """
+    cache = model.new_cache(capacity=prompt.shape[1] + max_new_tokens) if use_cache else None
+
+    def step(stream, new):
+        return model(new, cache=cache)[:, -1] if use_cache else model(stream)[:, -1]  # (N, V)
+
+    return decode_steps(step, prompt, max_new_tokens, choose, eos_id, pad_id)
 
 
-def generate(model, prompt_ids, max_new_tokens, temperature=1.0, top_k=None, top_p=None, eos_id=None,
+def generate(model, inputs, max_new_tokens, *, temperature=1.0, top_k=None, top_p=None, eos_id=None, pad_id=None,
              use_cache=True, generator=None):
     """Continue each prompt with up to ``max_new_tokens`` tokens; returns the prompt then the new ids.
 
     Args:
-        model: a ``DecoderOnlyTransformer`` (put in eval mode, without gradients, for the call).
-        prompt_ids: one prompt (a list of ids or a 1-D tensor) or a batch: a ``(N, L)`` tensor,
-            or a list of sequences of ids whose lengths may differ. A batch of different
-            lengths is **padded on the left** with the model's ``pad_id``; the model neither
-            attends to padding nor counts it in positions, so each row is generated as it
-            would be alone, and all rows write their new tokens in the same columns.
-        max_new_tokens: how many tokens to add at most; prompt plus new tokens must fit in the
-            model's ``max_len``.
+        model: a ``DecoderOnlyTransformer`` (in eval mode, without gradients, for the call).
+        inputs: one prompt (a list of ids or a 1-D tensor) or a batch: a ``(N, L)`` tensor, or a
+            list of sequences of ids of any lengths, **padded on the left** with ``pad_id`` (each
+            row is generated as it would be alone, its new tokens in the same columns as the others').
+        max_new_tokens: how many tokens to add at most (prompt plus new tokens within ``max_len``).
         temperature, top_k, top_p: how the next token is chosen (``sampling_distribution``);
             ``temperature=0`` is greedy.
-        eos_id: a row that writes it is finished: its later tokens are ``pad_id``; generation
-            stops when every row is finished.
-        use_cache: keep every layer's keys and values (``KVCache``) so that each step feeds
-            only the new token; ``False`` runs the whole stream through the model at each step.
-            Both give the same tokens (and the same logits, to rounding).
-        generator: a ``torch.Generator`` (on the model's device) to draw from; seeded, it
-            repeats its samples.
+        eos_id: a row that writes it is finished (then padded); generation stops when all are.
+        pad_id: the padding id; ``None``: the model's.
+        use_cache: keep every layer's keys and values (``KVCache``); ``False`` reruns the stream.
+        generator: a ``torch.Generator`` to draw from; seeded, it repeats its samples.
 
-    Returns ``(L + T,)`` for one prompt, ``(N, L + T)`` for a batch (``T <= max_new_tokens``
-    new tokens; a batch of different lengths comes back left-padded).
+    Returns ``(L + T,)`` for one prompt, ``(N, L + T)`` for a batch, ``T <= max_new_tokens``.
     """
-    prompt, single = _as_batch(prompt_ids, getattr(model, "pad_id", None))
-    _check_generation(model, prompt, max_new_tokens, eos_id, generator)
+    pad_id = getattr(model, "pad_id", None) if pad_id is None else pad_id
+    prompt, single = prompt_batch(model, inputs, max_new_tokens, eos_id, pad_id, generator)
     check_sampling(temperature, top_k, top_p)
-    prompt = prompt.to(next(model.parameters()).device)
 
     def choose(logits):
         return sample_next(logits, temperature, top_k, top_p, generator)
 
     with evaluating(model), torch.inference_mode():  # no version counters: cheaper per small op
-        new_ids = [next_ids for next_ids, _ in _steps(model, prompt, max_new_tokens, choose, eos_id, use_cache)]
+        new_ids = [ids for ids, _ in generation_steps(model, prompt, max_new_tokens, choose, eos_id, pad_id, use_cache)]
     output = torch.cat([prompt, torch.stack(new_ids, dim=1)], dim=1)  # (N, L + T)
     return output[0] if single else output
 
 
-def next_token_logits(model, prompt_ids):
-    """The model's logits for the token that follows each prompt: ``(V,)`` for one prompt,
-    ``(N, V)`` for a batch (left-padded as in ``generate``). Eval mode, no gradients."""
-    prompt, single = _as_batch(prompt_ids, getattr(model, "pad_id", None))
-    _check_generation(model, prompt, 1, None, None)
-    prompt = prompt.to(next(model.parameters()).device)
+def next_token_logits(model, inputs):
+    """The model's logits for the token after each prompt: ``(V,)`` for one, ``(N, V)`` for a batch
+    (left-padded as in ``generate``). Eval mode, no gradients."""
+    prompt, single = prompt_batch(model, inputs, 1, pad_id=getattr(model, "pad_id", None))
     with evaluating(model), torch.inference_mode():
         logits = model(prompt)[:, -1]  # (N, V)
     return logits[0] if single else logits
-
-
-def time_per_token(model, prompt_ids, max_new_tokens, use_cache=True):
-    """Seconds each greedy step takes, with or without the cache: a list of ``max_new_tokens`` floats.
-
-    Step ``i`` writes the token at position ``L + i``. Without the cache a step's cost grows
-    with the stream it reruns; with it, a step feeds one token and reads one row of attention.
-    """
-    prompt, _ = _as_batch(prompt_ids, getattr(model, "pad_id", None))
-    _check_generation(model, prompt, max_new_tokens, None, None)
-    prompt = prompt.to(next(model.parameters()).device)
-    times = []
-    with evaluating(model), torch.inference_mode():
-        steps = _steps(model, prompt, max_new_tokens, lambda logits: logits.argmax(dim=-1), None, use_cache)
-        while True:
-            start = time.perf_counter()
-            try:
-                next(steps)
-            except StopIteration:
-                break
-            times.append(time.perf_counter() - start)
-    return times
-
-
-def step_logits(model, prompt_ids, max_new_tokens, use_cache=True):
-    """The logits of every greedy step, ``(N, T, V)``, and the ids ``(N, L + T)``: for comparing
-    the cached and uncached paths."""
-    prompt, _ = _as_batch(prompt_ids, getattr(model, "pad_id", None))
-    _check_generation(model, prompt, max_new_tokens, None, None)
-    prompt = prompt.to(next(model.parameters()).device)
-    with evaluating(model), torch.inference_mode():
-        steps = list(_steps(model, prompt, max_new_tokens, lambda logits: logits.argmax(dim=-1), None, use_cache))
-    ids = torch.cat([prompt] + [next_ids.unsqueeze(1) for next_ids, _ in steps], dim=1)  # (N, L + T)
-    return torch.stack([logits for _, logits in steps], dim=1), ids  # (N, T, V), (N, L + T)
-

@@ -83,6 +83,12 @@ class KVCache:
             return keep  # one new token: every earlier token is in its past
         return subsequent_mask(self.length, device=keep.device)[:, -new:] & keep  # (N, new, t)
 
+    def reorder(self, rows):
+        """Keep the rows ``rows`` ``(N,)`` of everything held (beam search: the surviving hypotheses)."""
+        self.keep, self.positions, self.n_real = self.keep[rows], self.positions[rows], self.n_real[rows]
+        for layer in self.layers:
+            layer.keys, layer.values = layer.keys[rows], layer.values[rows]
+
     @property
     def padded(self):
         """Whether any token held is padding (reads the mask: a host sync on a GPU)."""

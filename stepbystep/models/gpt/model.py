@@ -205,14 +205,14 @@ class DecoderOnlyTransformer(nn.Module):
             x = self.norm(x)
         return self.logits(x)  # (N, L, V)
 
-    def attention_weights(self, ids, layer=-1):
+    def attention_weights(self, ids, layer_idx=-1):
         """The self-attention weights of one layer for ``ids`` ``(N, L)``: ``(N, n_heads, L, L)``.
 
         Runs the model once on the teaching path (``store_alphas``) in eval mode, without
         gradients, and restores both afterwards. Row ``i`` is how much position ``i`` (which
         predicts token ``i + 1``) reads each earlier token; rows sum to 1.
         """
-        attention = self.layers[layer].self_attn_heads
+        attention = self.layers[layer_idx].self_attn_heads
         stored = attention.store_alphas
         attention.store_alphas = True
         try:

@@ -37,14 +37,15 @@ class Translation:
     unknown: tuple
 
 
-def translate_with_alignment(model, text, src_vocab, tgt_vocab, layer=-1, max_len=None):
+def translate_with_alignment(model, text, src_vocab, tgt_vocab, layer_idx=-1, max_new_tokens=None):
     """Translate ``text`` greedily and return a :class:`Translation` with its cross-attention.
 
     The model decodes greedily (``greedy_decode``), then reads its own output once more with
-    teacher forcing, so that ``model.decoder.layers[layer].cross_attn_heads.alphas`` holds the
+    teacher forcing, so that ``model.decoder.layers[layer_idx].cross_attn_heads.alphas`` holds the
     weights of every output position at once. Characters outside ``src_vocab`` become
     ``<unk>`` (listed in ``unknown``); an empty text, or one longer than the model's
-    ``max_len``, raises ``ValueError``. ``max_len`` caps the output (default: the model's).
+    ``max_len``, raises ``ValueError``. ``max_new_tokens`` caps the output (default: the model's
+    ``max_len``).
     The model is left in the mode it was in.
     """
     model_max = getattr(model, "max_len", None)
@@ -54,10 +55,10 @@ def translate_with_alignment(model, text, src_vocab, tgt_vocab, layer=-1, max_le
     if model_max is not None and len(text) > model_max:
         raise ValueError(f"text must be at most {model_max} characters long for this model, got {len(text)}: "
                          f"{text[:model_max]!r}...")
-    max_len = model_max if max_len is None else max_len
+    max_new_tokens = model_max if max_new_tokens is None else max_new_tokens
     device = next(model.parameters()).device
     source = torch.tensor([src_vocab.encode(text)], device=device)  # (1, L_s)
-    generated = greedy_decode(model, source, tgt_vocab.sos_id, tgt_vocab.eos_id, max_len,
+    generated = greedy_decode(model, source, tgt_vocab.sos_id, tgt_vocab.eos_id, max_new_tokens,
                               pad_id=tgt_vocab.pad_id)[0]  # (L,)
     is_eos = (generated == tgt_vocab.eos_id).nonzero()
     if len(is_eos):
@@ -65,7 +66,7 @@ def translate_with_alignment(model, text, src_vocab, tgt_vocab, layer=-1, max_le
     start = torch.tensor([tgt_vocab.sos_id], device=device)  # (1,)
     target_in = torch.cat([start, generated[:-1]]).unsqueeze(0)  # (1, L_out)
 
-    attention = model.decoder.layers[layer].cross_attn_heads
+    attention = model.decoder.layers[layer_idx].cross_attn_heads
     with evaluating(model):
         model(source, target_in)  # (1, L_out, V): we only need the weights it stores
     if attention.alphas is None:

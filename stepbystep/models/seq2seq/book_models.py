@@ -11,7 +11,7 @@ from torch import nn
 from ...checks import check_instance, check_positive_int
 from ..attention.masks import subsequent_mask
 from ..positions.sinusoidal import PositionalEncoding
-from .squares import GreedySeq2Seq
+from .decoding import GreedySeq2Seq
 from ..attention.wide import MultiHeadAttention
 
 __all__ = ["EncoderSelfAttn", "DecoderSelfAttn", "EncoderPe", "DecoderPe", "EncoderDecoderSelfAttn"]

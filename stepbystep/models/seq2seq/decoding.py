@@ -1,31 +1,127 @@
-"""Decoding: turning a trained token model into output sequences, greedily or with a beam.
+"""Decoding (chapters 05-08): one loop that writes a sequence step by step, greedy decoding and
+beam search.
 
-Every function here works on a model with the ``TokenTransformer`` interface:
-``encode(source_ids) -> (memory, source_mask)`` and
-``decode(target_in, memory, source_mask) -> logits (N, L_t, V)``. They run without gradients
-in eval mode and give the model back in the mode they found it in.
+``decode_steps`` is the loop every decoder of the course runs: the square-corner models feed
+back each predicted corner, the token models each chosen token (``greedy_decode`` here,
+``generate`` for the decoder-only model). The token functions work on a model with the
+``TokenTransformer`` interface (``encode(source_ids) -> (memory, source_mask)``,
+``decode(target_in, memory, source_mask, cache=None) -> logits``); they run in eval mode,
+without gradients, and give the model back in the mode they found it in.
 """
 import functools
 
 import torch
 import torch.nn.functional as F
+from torch import nn
 
-from ...checks import check_positive_int, check_tensor
+from ...checks import check_instance, check_positive_int, check_tensor
 from ...data.special_tokens import PAD
 from ...devices import evaluating
 
-__all__ = ["greedy_decode", "beam_search", "sequence_log_probs", "translate"]
+__all__ = ["decode_steps", "greedy_sequence", "check_sequences", "GreedySeq2Seq", "greedy_decode", "beam_search",
+           "sequence_log_probs"]
 
 
-def _check_arguments(model, source_ids, max_len):
+def decode_steps(step, sequence, max_new_tokens, choose, eos_id=None, pad_id=None):
+    """The decoding loop: feed, choose, append, for ``max_new_tokens`` steps or until every row ended.
+
+    ``sequence`` ``(N, t, ...)`` is what the decoder reads first (``<sos>``, a prompt, the last
+    source element); ``step(sequence, new)`` gives the outputs for the next element (``new``:
+    the part not fed yet, all that a cached step reads); ``choose(outputs)`` picks it, ``(N, ...)``.
+    With ``eos_id``, a row that chose it is finished and gets ``pad_id`` after it.
+    Yields ``(chosen, outputs)`` step by step.
+    """
+    finished = None
+    new = sequence
+    for _ in range(max_new_tokens):
+        outputs = step(sequence, new)
+        chosen = choose(outputs)  # (N, ...)
+        if eos_id is not None:
+            if finished is not None:
+                chosen = chosen.masked_fill(finished, pad_id)  # finished rows write padding
+            finished = chosen == eos_id if finished is None else finished | (chosen == eos_id)  # (N,)
+        new = chosen.unsqueeze(1)  # (N, 1, ...)
+        sequence = torch.cat([sequence, new], dim=1)  # (N, t + 1, ...)
+        yield chosen, outputs
+        if finished is not None and finished.all():
+            return
+
+
+def greedy_sequence(decode, first, target_len):
+    """Greedy decoding of feature vectors: each prediction is fed back as the next input.
+
+    ``decode(inputs)`` maps the inputs so far ``(N, i+1, F)`` to outputs ``(N, i+1, F)``, the last
+    being the next prediction; ``first`` ``(N, 1, F)`` starts it. Returns ``(N, target_len, F)``.
+    """
+    steps = decode_steps(lambda inputs, new: decode(inputs)[:, -1], first, target_len,
+                         choose=lambda prediction: prediction.detach())  # fed back without a graph
+    return torch.stack([prediction for _, prediction in steps], dim=1)  # (N, target_len, F)
+
+
+def check_sequences(X, lengths, n_features, name="X"):
+    """Raise a clear error unless ``X`` is ``(N, L, n_features)`` with ``L`` in ``lengths``."""
+    expected = " or ".join(f"(N, {n}, {n_features})" for n in lengths)
+    check_instance(name, X, torch.Tensor, f"a tensor of shape {expected}")
+    if X.dim() != 3 or X.shape[1] not in lengths or X.shape[2] != n_features:
+        raise ValueError(f"{name} must have shape {expected}, got {tuple(X.shape)}")
+
+
+class GreedySeq2Seq(nn.Module):
+    """Base of the encoder-decoders for sequences of feature vectors (e.g. square corners).
+
+    A subclass sets ``input_len``, ``target_len``, ``n_features`` and the causal ``trg_masks``
+    buffer ``(1, target_len, target_len)``, and provides ``encode(source_seq, source_mask)``
+    (which hands the encoded source to its decoder) and
+    ``decode(shifted_target_seq, source_mask, target_mask)`` ``-> (N, L, n_features)``.
+    This class adds the two ways of producing the target:
+
+    * training mode: teacher forcing. The decoder reads the target shifted right by one,
+      ``X[:, input_len-1:-1]`` (the last source element, then all but the last target
+      element), under ``trg_masks``, and predicts every target element at once;
+    * eval mode (and ``predict``): greedy decoding from the source alone, each prediction fed
+      back as the next input.
+    """
+
+    def _greedy(self, source_seq, source_mask=None):
+        """Greedy decoding after ``encode``, under the causal mask of the inputs so far."""
+        def decode(inputs):  # (N, L, F) -> (N, L, F)
+            length = inputs.shape[1]
+            return self.decode(inputs, source_mask, self.trg_masks[:, :length, :length])
+
+        return greedy_sequence(decode, source_seq[:, -1:], self.target_len)  # (N, target_len, F)
+
+    def predict(self, source_seq, source_mask=None):
+        """Greedy prediction of the target from ``source_seq`` ``(N, input_len, n_features)``.
+
+        Returns ``(N, target_len, n_features)``. It does not change the train/eval mode: call
+        ``model.eval()`` first to switch dropout off.
+        """
+        check_sequences(source_seq, (self.input_len,), self.n_features, "source_seq")
+        self.encode(source_seq, source_mask)
+        return self._greedy(source_seq, source_mask)
+
+    def forward(self, X, source_mask=None):
+        """``X`` ``(N, input_len + target_len, F)`` (or just the source in eval mode) ->
+        ``(N, target_len, F)``; ``source_mask`` is a ``(N, 1, input_len)`` keep-mask."""
+        full = self.input_len + self.target_len
+        check_sequences(X, (full,) if self.training else (full, self.input_len), self.n_features)
+        source_seq = X[:, : self.input_len]  # (N, input_len, F)
+        self.encode(source_seq, source_mask)
+        if self.training:
+            shifted_target_seq = X[:, self.input_len - 1 : -1]  # (N, target_len, F)
+            return self.decode(shifted_target_seq, source_mask, self.trg_masks)  # (N, target_len, F)
+        return self._greedy(source_seq, source_mask)  # (N, target_len, F)
+
+
+def _check_arguments(model, source_ids, max_new_tokens):
     if not (hasattr(model, "encode") and hasattr(model, "decode")):
         raise TypeError(f"model must have encode and decode methods (a TokenTransformer), got {type(model).__name__}")
     check_tensor("source_ids", source_ids, ndim=2)  # (N, L_s)
-    check_positive_int("max_len", max_len)
+    check_positive_int("max_new_tokens", max_new_tokens)
     model_max = getattr(model, "max_len", None)
-    if model_max is not None and max_len > model_max:
-        raise ValueError(f"max_len must be at most the model's max_len={model_max} (what it can read back), "
-                         f"got {max_len}")
+    if model_max is not None and max_new_tokens > model_max:
+        raise ValueError(f"max_new_tokens must be at most the model's max_len={model_max} (what it can read back), "
+                         f"got {max_new_tokens}")
 
 
 def _inference(function):
@@ -37,44 +133,39 @@ def _inference(function):
     return wrapper
 
 
+def _token_step(model, memory, source_mask, cache):
+    """The encoder-decoder's step for ``decode_steps``: the next token's logits ``(N, V)``."""
+    def step(target, new):
+        if cache is None:
+            return model.decode(target, memory, source_mask)[:, -1]  # the whole target again
+        return model.decode(new, memory, source_mask, cache=cache)[:, -1]  # only the new tokens
+    return step
+
+
+def _new_cache(model, use_cache):
+    return model.new_cache() if use_cache and hasattr(model, "new_cache") else None
+
+
 @_inference
-def greedy_decode(model, source_ids, sos_id, eos_id, max_len, pad_id=PAD, use_cache=True):
+def greedy_decode(model, source_ids, sos_id, eos_id, max_new_tokens, pad_id=PAD, use_cache=True):
     """Decode every source in the batch, taking the most likely token at each step.
 
-    Starts each output with ``sos_id``, appends the arg-max token and feeds the output back in,
-    for at most ``max_len`` tokens. A sequence is finished at its first ``eos_id``; after it, it
-    gets ``pad_id``. The loop stops early when every sequence is finished.
-
-    With ``use_cache`` and a model that has ``new_cache()`` (``TokenTransformer``), each step
-    feeds only the token just written and the decoder keeps the earlier ones' keys and values
-    (the KV cache of chapter 09): the same outputs, several times faster. Otherwise every step
-    decodes the whole output so far.
-
-    Returns the generated ids ``(N, L)`` without the ``<sos>`` (``L <= max_len``), ``<eos>``
-    included where one was produced.
+    Starts from ``sos_id`` and writes at most ``max_new_tokens`` tokens; a row is finished at
+    its first ``eos_id`` and gets ``pad_id`` after it. With ``use_cache`` (a model with
+    ``new_cache()``), each step feeds only the token just written (the KV cache of chapter 09).
+    Returns ``(N, L)`` ids without ``<sos>``, ``L <= max_new_tokens``.
     """
-    _check_arguments(model, source_ids, max_len)
+    _check_arguments(model, source_ids, max_new_tokens)
     memory, source_mask = model.encode(source_ids)  # (N, L_s, d_model), (N, 1, L_s)
-    n = source_ids.shape[0]
-    generated = torch.full((n, 1), sos_id, dtype=torch.long, device=source_ids.device)  # (N, 1)
-    finished = torch.zeros(n, dtype=torch.bool, device=source_ids.device)  # (N,)
-    cache = model.new_cache() if use_cache and hasattr(model, "new_cache") else None
-    for _ in range(max_len):
-        if cache is None:
-            logits = model.decode(generated, memory, source_mask)  # (N, t, V)
-        else:
-            logits = model.decode(generated[:, -1:], memory, source_mask, cache=cache)  # (N, 1, V): the new token's
-        next_ids = logits[:, -1].argmax(dim=-1)  # (N,)
-        next_ids = next_ids.masked_fill(finished, pad_id)  # (N,)
-        generated = torch.cat([generated, next_ids.unsqueeze(1)], dim=1)  # (N, t + 1)
-        finished |= next_ids == eos_id
-        if finished.all():
-            break
-    return generated[:, 1:]  # (N, L)
+    start = torch.full((source_ids.shape[0], 1), sos_id, dtype=torch.long, device=source_ids.device)  # (N, 1)
+    step = _token_step(model, memory, source_mask, _new_cache(model, use_cache))
+    steps = decode_steps(step, start, max_new_tokens, lambda logits: logits.argmax(dim=-1), eos_id, pad_id)
+    return torch.stack([token for token, _ in steps], dim=1)  # (N, L)
 
 
 @_inference
-def beam_search(model, source_ids, sos_id, eos_id, max_len, beam_width=4, length_penalty=0.0, pad_id=PAD):
+def beam_search(model, source_ids, sos_id, eos_id, max_new_tokens, beam_width=4, length_penalty=0.0, pad_id=PAD,
+                use_cache=True):
     """Decode every source keeping the ``beam_width`` best partial outputs at each step.
 
     Batched over sources and beams: the memory is repeated ``beam_width`` times and all
@@ -83,7 +174,8 @@ def beam_search(model, source_ids, sos_id, eos_id, max_len, beam_width=4, length
     ``beam_width · V`` candidates survive. A hypothesis that produces ``eos_id`` is finished:
     it keeps its score, stays in the beam (continued with ``pad_id`` at no cost) and competes
     with the live ones until the end. The search stops when every beam of every source is
-    finished, or after ``max_len`` tokens.
+    finished, or after ``max_new_tokens`` tokens. It reads the model through ``greedy_decode``'s step
+    (with ``use_cache``, a KV cache whose rows follow the surviving hypotheses).
 
     Lengths: a hypothesis is ranked by ``log p(y) / length ** length_penalty``, where
     ``log p(y)`` is the sum of its tokens' log-probabilities and ``length`` counts its tokens
@@ -94,7 +186,7 @@ def beam_search(model, source_ids, sos_id, eos_id, max_len, beam_width=4, length
     ``beam_width=1`` is greedy decoding. Returns the best hypothesis per source ``(N, L)``,
     without ``<sos>``, padded with ``pad_id`` after ``<eos>``, as ``greedy_decode`` does.
     """
-    _check_arguments(model, source_ids, max_len)
+    _check_arguments(model, source_ids, max_new_tokens)
     check_positive_int("beam_width", beam_width)
     if not length_penalty >= 0:
         raise ValueError(f"length_penalty must be a number >= 0, got {length_penalty!r}")
@@ -109,8 +201,11 @@ def beam_search(model, source_ids, sos_id, eos_id, max_len, beam_width=4, length
     scores[:, 0] = 0.0  # one live hypothesis at the start, so the beams do not all repeat it
     lengths = torch.zeros(n, width, device=device)  # (N, B): tokens generated
     finished = torch.zeros(n, width, dtype=torch.bool, device=device)  # (N, B)
-    for step in range(max_len):
-        logits = model.decode(sequences.view(n * width, -1), memory, source_mask)[:, -1]  # (N·B, V)
+    cache = _new_cache(model, use_cache)
+    step = _token_step(model, memory, source_mask, cache)
+    new = sequences.view(n * width, 1)  # (N·B, 1)
+    for _ in range(max_new_tokens):
+        logits = step(sequences.view(n * width, -1), new)  # (N·B, V)
         vocab_size = logits.shape[-1]
         log_probs = F.log_softmax(logits.float(), dim=-1).view(n, width, vocab_size)  # (N, B, V)
         only_pad = torch.full((vocab_size,), float("-inf"), device=device)
@@ -128,6 +223,9 @@ def beam_search(model, source_ids, sos_id, eos_id, max_len, beam_width=4, length
         finished = finished.gather(1, beam_index) | (token == eos_id)  # (N, B)
         history = beam_index.unsqueeze(-1).expand(-1, -1, sequences.shape[-1])  # (N, B, t)
         sequences = torch.cat([sequences.gather(1, history), token.unsqueeze(-1)], dim=-1)  # (N, B, t + 1)
+        if cache is not None:  # the cache's rows follow their hypotheses
+            cache.reorder((beam_index + width * torch.arange(n, device=device).unsqueeze(1)).view(-1))  # (N·B,)
+        new = token.view(n * width, 1)  # (N·B, 1)
         if finished.all():
             break
     final = scores / lengths.clamp(min=1) ** length_penalty  # (N, B)
@@ -154,42 +252,3 @@ def sequence_log_probs(model, source_ids, generated, sos_id, eos_id):
     is_eos = (generated == eos_id).long()  # (N, L)
     before_eos = (is_eos.cumsum(dim=1) - is_eos) == 0  # (N, L): up to and including the first eos
     return (token_log_probs * before_eos).sum(dim=1)  # (N,)
-
-
-def translate(model, texts, src_vocab, tgt_vocab, max_len=None, beam_width=1, batch_size=1000):
-    """Turn strings into the model's output strings: encode, pad, decode, decode back to text.
-
-    ``texts`` is one string or a list of them. Unknown characters become ``<unk>``; an empty
-    text, or one longer than the model's ``max_len``, raises ``ValueError``. ``max_len`` caps
-    the output (default: the model's). ``beam_width`` 1 decodes greedily, more uses
-    ``beam_search``. Returns a string, or a list of strings for a list, in the order of
-    ``texts``.
-
-    The texts are decoded in batches of at most ``batch_size``, sorted by length, so that a
-    short text is padded only to the length of texts like it rather than to the longest of
-    all: with padding masks the outputs are the same, and the work shrinks (about half, for
-    the dates of chapter 08).
-    """
-    single = isinstance(texts, str)
-    texts = [texts] if single else list(texts)
-    if not texts:
-        raise ValueError("texts must hold at least one text, got none")
-    check_positive_int("batch_size", batch_size)
-    model_max = getattr(model, "max_len", None)
-    max_len = model_max if max_len is None else max_len
-    device = next(model.parameters()).device
-    ids = [torch.tensor(src_vocab.encode(text, max_len=model_max)) for text in texts]
-    order = sorted(range(len(texts)), key=lambda index: len(ids[index]))  # similar lengths side by side
-    outputs = [None] * len(texts)
-    for start in range(0, len(order), batch_size):
-        chosen = order[start:start + batch_size]
-        source = torch.nn.utils.rnn.pad_sequence([ids[index] for index in chosen], batch_first=True,
-                                                 padding_value=src_vocab.pad_id).to(device)  # (n, L_s)
-        if beam_width == 1:
-            generated = greedy_decode(model, source, tgt_vocab.sos_id, tgt_vocab.eos_id, max_len, tgt_vocab.pad_id)
-        else:
-            generated = beam_search(model, source, tgt_vocab.sos_id, tgt_vocab.eos_id, max_len,
-                                    beam_width=beam_width, pad_id=tgt_vocab.pad_id)
-        for index, row in zip(chosen, generated.cpu()):  # generated: (n, L)
-            outputs[index] = tgt_vocab.decode(row)
-    return outputs[0] if single else outputs

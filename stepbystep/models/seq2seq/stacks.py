@@ -6,7 +6,7 @@ from torch import nn
 from ...checks import check_positive_int
 from ..attention.masks import subsequent_mask
 from ..positions.sinusoidal import PositionalEncoding
-from .squares import GreedySeq2Seq
+from .decoding import GreedySeq2Seq
 
 __all__ = ["EncoderTransf", "DecoderTransf", "EncoderDecoderTransf"]
 

@@ -13,7 +13,7 @@ from .layers import DecoderLayer, EncoderLayer
 from ..attention.masks import check_mask, subsequent_mask, to_key_padding_mask, to_torch_attn_mask
 from ..attention.narrow import MultiHeadedAttention
 from ..positions.sinusoidal import PositionalEncoding
-from .squares import check_sequences, greedy_sequence
+from .decoding import check_sequences, greedy_sequence
 from .stacks import DecoderTransf, EncoderDecoderTransf, EncoderTransf
 
 __all__ = ["TransformerModel", "copy_to_torch"]

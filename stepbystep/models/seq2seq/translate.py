@@ -1,0 +1,71 @@
+"""Batched translation (chapters 07-09): many texts through a model, in batches of similar length."""
+import torch
+from torch.nn.utils.rnn import pad_sequence
+
+from ...checks import check_positive_int
+from ..gpt.generation import generate
+from .decoding import beam_search, greedy_decode
+
+__all__ = ["translate", "complete", "in_batches"]
+
+
+def in_batches(sequences, batch_size, run):
+    """``run(batch)`` on batches of at most ``batch_size`` sequences, sorted by length; one result
+    per sequence, in the original order.
+
+    Sorted, a short sequence is padded only to the length of those like it, not to the longest
+    of all: with padding masks the results are the same and the work shrinks.
+    """
+    check_positive_int("batch_size", batch_size)
+    order = sorted(range(len(sequences)), key=lambda index: len(sequences[index]))
+    results = [None] * len(sequences)
+    for start in range(0, len(order), batch_size):
+        chosen = order[start:start + batch_size]
+        for index, result in zip(chosen, run([sequences[index] for index in chosen])):
+            results[index] = result
+    return results
+
+
+def translate(model, texts, src_vocab, tgt_vocab, max_new_tokens=None, beam_width=1, batch_size=1000):
+    """Turn strings into the encoder-decoder ``model``'s output strings.
+
+    ``texts``: one string or a list. Unknown characters become ``<unk>``; an empty text, or one
+    longer than the model's ``max_len``, raises ``ValueError``. ``max_new_tokens`` caps the
+    output (default: the model's ``max_len``); ``beam_width`` 1 decodes greedily, more uses
+    ``beam_search``. Returns a string, or a list of strings in the order of ``texts``.
+    """
+    single = isinstance(texts, str)
+    texts = [texts] if single else list(texts)
+    if not texts:
+        raise ValueError("texts must hold at least one text, got none")
+    model_max = getattr(model, "max_len", None)
+    max_new_tokens = model_max if max_new_tokens is None else max_new_tokens
+    device = next(model.parameters()).device
+    ids = [torch.tensor(src_vocab.encode(text, max_len=model_max)) for text in texts]
+
+    def run(batch):
+        source = pad_sequence(batch, batch_first=True, padding_value=src_vocab.pad_id).to(device)  # (n, L_s)
+        if beam_width == 1:
+            generated = greedy_decode(model, source, tgt_vocab.sos_id, tgt_vocab.eos_id, max_new_tokens,
+                                      tgt_vocab.pad_id)
+        else:
+            generated = beam_search(model, source, tgt_vocab.sos_id, tgt_vocab.eos_id, max_new_tokens,
+                                    beam_width=beam_width, pad_id=tgt_vocab.pad_id)
+        return [tgt_vocab.decode(row) for row in generated.cpu()]  # generated: (n, L)
+
+    outputs = in_batches(ids, batch_size, run)
+    return outputs[0] if single else outputs
+
+
+def complete(model, prompts, max_new_tokens, eos_id, batch_size=500):
+    """Greedy completions of many prompts (lists of ids) by the decoder-only ``model``.
+
+    Batched with ``in_batches`` (left-padded prompts, KV cache). Returns one list of new ids per
+    prompt, up to and including ``eos_id`` when written.
+    """
+    def run(batch):
+        generated = generate(model, batch, max_new_tokens, temperature=0, eos_id=eos_id).tolist()  # (n, L + T)
+        width = max(map(len, batch))
+        return [row[width:row.index(eos_id, width) + 1] if eos_id in row[width:] else row[width:] for row in generated]
+
+    return in_batches(list(prompts), batch_size, run)
