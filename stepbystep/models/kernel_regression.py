@@ -1,14 +1,7 @@
-"""Nadaraya-Watson kernel regression: attention before it had the name.
+"""Nadaraya-Watson kernel regression (chapter 01): attention before it had the name.
 
-A prediction at a query point ``x`` is a weighted average of the training targets ``y_j``
-(the *values*), with weights from a Gaussian kernel of the distance between ``x`` and the
-training inputs ``x_j`` (the *keys*)::
-
-    f(x) = Σ_j α(x, x_j) y_j,    α(x, x_j) = K(x - x_j) / Σ_i K(x - x_i),    K(u) = exp(-u² / (2σ²))
-
-The normalised Gaussian weights are exactly ``softmax_j(-(x - x_j)² / (2σ²))``, and this module
-computes them that way: it is numerically stable (a far-away query does not turn into 0/0 when
-every kernel value underflows) and it is the form that chapter 02 generalises.
+``f(x) = Σ_j α(x, x_j) y_j`` with ``α = softmax_j(-(x - x_j)² / (2σ²))``, the normalised
+Gaussian kernel, computed as a softmax: stable far from the data, and chapter 02's form.
 """
 import math
 

@@ -1,10 +1,5 @@
-"""A decoder-only Transformer (the GPT family): one causal stack that reads and writes one stream.
-
-An encoder-decoder (chapters 05-08) reads a source with its encoder and writes a target with
-its decoder, whose cross-attention reads the encoder's states. A decoder-only model has no
-source apart from the stream itself: the prompt and the answer are one sequence of tokens,
-and the model predicts every next token from the ones before it (Radford et al. 2018, 2019).
-"""
+"""A decoder-only Transformer (chapter 09): one causal stack reads the prompt and writes the answer
+as one stream of tokens, each predicted from the ones before it (the GPT family)."""
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -22,9 +17,6 @@ from ..positions.rotary import RotaryEmbedding
 
 __all__ = ["DecoderOnlyLayer", "DecoderOnlyTransformer", "IGNORE_INDEX", "POSITION_SCHEMES", "completion_loss"]
 
-# How a decoder-only model tells positions apart (chapter 10): added to the embeddings
-# ("sinusoidal", "learned"), inside the attention ("alibi": a bias on the scores; "rope": a
-# rotation of queries and keys), or not at all ("none": only the causal mask tells order).
 POSITION_SCHEMES = ("sinusoidal", "learned", "alibi", "rope", "none")
 
 
@@ -44,58 +36,27 @@ class DecoderOnlyLayer(EncoderLayer):
 
 
 class DecoderOnlyTransformer(nn.Module):
-    """A decoder-only Transformer over token ids: ids in, next-token logits out.
+    """A decoder-only Transformer over token ids: ids ``(N, L)`` in, next-token logits ``(N, L, V)`` out.
 
-    Token embedding plus (by default) sinusoidal positional encoding, ``n_layers``
-    ``DecoderOnlyLayer`` (norm-first by default), a final ``LayerNorm`` (norm-first layers
-    leave the residual stream un-normalised; norm-last layers end with a norm and get none) and
-    an output layer giving one logit per vocabulary entry at every position.
+    Token embedding, positions (``position_scheme``), ``n_layers`` ``DecoderOnlyLayer``, a final
+    ``LayerNorm`` (norm-first layers only) and the output layer ``output``.
 
     Args:
-        vocab_size: number of token ids (special tokens included).
-        d_model, n_heads, ff_units, n_layers, dropout, norm_first: the layers' sizes, as in
-            ``EncoderLayer``.
-        max_len: the longest stream the model reads (its positional encoding's length, the
-            learned table's number of rows).
-        pad_id: the padding id. Padding is never attended to, and each row's positions count
-            its real tokens only, so a prompt padded on the left gets the same positions as on
-            its own (``generate`` relies on it). ``None``: no padding, positions ``0..L-1``.
-        tie_weights: the output layer uses the token embedding's matrix as its weight (Press
-            and Wolf 2017, "Using the Output Embedding to Improve Language Models"): ``V x
-            d_model`` parameters fewer. A logit is then the dot product of the final state with
-            a token's embedding; with ``nn.Embedding``'s standard deviation of 1 and a final norm
-            of unit variance, the logits would start with a standard deviation of ``√d_model``
-            (8 for 64): pass a smaller ``embedding_std`` with tied weights.
-        embedding_std: draw the embedding from ``N(0, embedding_std²)`` instead of PyTorch's
-            ``N(0, 1)`` (as ``TokenTransformer``). Whatever the size, the embedding is never
-            multiplied by ``√d_model``: the sinusoidal positions (values in [-1, 1]) would drown.
-            Smaller embeddings make the positions relatively louder.
-        store_alphas: ``True`` keeps every layer's attention weights in
-            ``layers[i].self_attn_heads.alphas`` (the teaching path); ``False`` (default) uses
-            the fused kernel. Both compute the same outputs.
-        position_scheme: how the model tells positions apart (chapter 10), one of
-            ``POSITION_SCHEMES``:
+        vocab_size: number of token ids (specials included).
+        d_model, n_heads, ff_units, n_layers, dropout, norm_first: the layers', as ``EncoderLayer``.
+        max_len: the longest stream the model reads.
+        pad_id: never attended to, and not counted in positions, so a prompt padded on the left
+            gets the positions it has alone; ``None``: no padding.
+        tie_weights: the output layer reuses the embedding matrix (Press and Wolf 2017); the
+            logits then start with a standard deviation of ``√d_model``: pass a small ``embedding_std``.
+        embedding_std: draw the embedding from ``N(0, embedding_std²)`` (never scaled by ``√d_model``).
+        store_alphas: keep every layer's attention weights (teaching path); ``False``: fused kernel.
+        position_scheme: one of ``POSITION_SCHEMES`` (chapter 10): ``"sinusoidal"`` or ``"learned"``
+            tables added to the embeddings (``self.pe``); ``"alibi"`` (``-slope × distance`` on the
+            scores, ``self.alibi_slopes``) or ``"rope"`` (queries and keys rotated, ``self.rotary``
+            with ``rope_base``) inside the attention; ``"none"``: only the causal mask.
 
-            - ``"sinusoidal"`` (default): the fixed table of Vaswani et al. 2017, "Attention
-              Is All You Need", added to the embeddings (``self.pe``, a ``PositionalEncoding``);
-            - ``"learned"``: a trainable table of ``max_len`` rows added to the embeddings, as in
-              GPT-2 and BERT (``self.pe``, a ``LearnedPositionalEmbedding``);
-            - ``"alibi"``: nothing added; every attention layer adds ``-slope × distance`` to its
-              scores, one slope per head (Press, Smith and Lewis 2022, "Train Short, Test Long";
-              ``self.alibi_slopes``, a buffer);
-            - ``"rope"``: nothing added; every attention layer rotates its queries and keys by
-              their positions (Su et al. 2021, "RoFormer"; ``self.rotary``, a
-              ``RotaryEmbedding`` shared by the layers, with ``rope_base``);
-            - ``"none"``: no position information at all, only the causal mask.
-
-            Every scheme counts positions the same way, over each row's real tokens (see
-            ``token_positions``), so left padding, ``generate`` and the cache work with all of them.
-        rope_base: the ``base`` of the rotary embedding (``"rope"`` only).
-
-    ``forward(ids, cache=None)``: ``ids`` ``(N, L)`` integer ids -> logits ``(N, L, V)``;
-    position ``i``'s logits predict token ``i + 1`` from tokens ``0..i`` (causal). With a
-    ``KVCache`` (``new_cache()``), ``ids`` are only the new tokens; the cache holds the earlier
-    ones and gets these appended.
+    ``forward(ids, cache=None)``: with a ``KVCache`` (``new_cache()``), ``ids`` are only the new tokens.
     """
 
     def __init__(self, vocab_size, d_model=64, n_heads=4, ff_units=128, n_layers=2, dropout=0.1, max_len=64,
@@ -119,8 +80,7 @@ class DecoderOnlyTransformer(nn.Module):
         self.tie_weights = bool(tie_weights)
         self.embed = nn.Embedding(vocab_size, d_model)
         if embedding_std is not None:
-            if isinstance(embedding_std, bool) or not isinstance(embedding_std, (int, float)) or not embedding_std > 0:
-                raise ValueError(f"embedding_std must be None or a positive number, got {embedding_std!r}")
+            check_positive_number("embedding_std", embedding_std)
             nn.init.normal_(self.embed.weight, std=embedding_std)
         self.pe = None  # what is added to the embeddings, if anything
         self.rotary = None

@@ -67,19 +67,9 @@ def check_sequences(X, lengths, n_features, name="X"):
 
 
 class GreedySeq2Seq(nn.Module):
-    """Base of the encoder-decoders for sequences of feature vectors (e.g. square corners).
-
-    A subclass sets ``input_len``, ``target_len``, ``n_features`` and the causal ``trg_masks``
-    buffer ``(1, target_len, target_len)``, and provides ``encode(source_seq, source_mask)``
-    (which hands the encoded source to its decoder) and
-    ``decode(shifted_target_seq, source_mask, target_mask)`` ``-> (N, L, n_features)``.
-    This class adds the two ways of producing the target:
-
-    * training mode: teacher forcing. The decoder reads the target shifted right by one,
-      ``X[:, input_len-1:-1]`` (the last source element, then all but the last target
-      element), under ``trg_masks``, and predicts every target element at once;
-    * eval mode (and ``predict``): greedy decoding from the source alone, each prediction fed
-      back as the next input.
+    """Base of the square-corner encoder-decoders: a subclass sets ``input_len``, ``target_len``,
+    ``n_features``, the ``trg_masks`` buffer and ``encode``/``decode``; this adds teacher forcing
+    in training and greedy decoding (``predict``) in eval.
     """
 
     def _greedy(self, source_seq, source_mask=None):
@@ -168,23 +158,13 @@ def beam_search(model, source_ids, sos_id, eos_id, max_new_tokens, beam_width=4,
                 use_cache=True):
     """Decode every source keeping the ``beam_width`` best partial outputs at each step.
 
-    Batched over sources and beams: the memory is repeated ``beam_width`` times and all
-    ``N · beam_width`` hypotheses go through the decoder together. At each step every live
-    hypothesis is extended by every token, and the ``beam_width`` best of those
-    ``beam_width · V`` candidates survive. A hypothesis that produces ``eos_id`` is finished:
-    it keeps its score, stays in the beam (continued with ``pad_id`` at no cost) and competes
-    with the live ones until the end. The search stops when every beam of every source is
-    finished, or after ``max_new_tokens`` tokens. It reads the model through ``greedy_decode``'s step
-    (with ``use_cache``, a KV cache whose rows follow the surviving hypotheses).
-
-    Lengths: a hypothesis is ranked by ``log p(y) / length ** length_penalty``, where
-    ``log p(y)`` is the sum of its tokens' log-probabilities and ``length`` counts its tokens
-    (``<eos>`` included). ``length_penalty=0`` ranks by the plain sum, which favours short
-    outputs (every token adds a negative log-probability); ``1`` ranks by the mean per token.
-    The same ranking picks the beams during the search and the winner at the end.
-
-    ``beam_width=1`` is greedy decoding. Returns the best hypothesis per source ``(N, L)``,
-    without ``<sos>``, padded with ``pad_id`` after ``<eos>``, as ``greedy_decode`` does.
+    All ``N · beam_width`` hypotheses go through ``greedy_decode``'s step together (with
+    ``use_cache``, a KV cache whose rows follow the survivors); each is extended by every token
+    and the best ``beam_width`` of the ``beam_width · V`` candidates survive. A hypothesis that
+    writes ``eos_id`` keeps its score and continues with ``pad_id`` at no cost. Hypotheses are
+    ranked by ``log p(y) / length ** length_penalty`` (0: the plain sum, which favours short
+    outputs; 1: the mean per token). ``beam_width=1`` is greedy decoding.
+    Returns the best hypothesis per source ``(N, L)``, as ``greedy_decode`` does.
     """
     _check_arguments(model, source_ids, max_new_tokens)
     check_positive_int("beam_width", beam_width)

@@ -14,11 +14,8 @@ __all__ = ["EncoderTransf", "DecoderTransf", "EncoderDecoderTransf"]
 class _LayerStack(nn.Module):
     """Positional encoding, ``n_layers`` deep copies of a layer and an optional final norm.
 
-    The final norm: norm-first layers leave their output un-normalised (each sublayer only
-    adds to the residual stream), so the stack ends with a ``nn.LayerNorm``; norm-last layers
-    already end with a layer norm, so by default they get none (``self.norm`` is ``None``),
-    as in the original paper and ``nn.TransformerEncoder(norm=None)``. ``final_norm=True`` or
-    ``False`` overrides this (``nn.Transformer`` always adds one, whatever the placement).
+    ``final_norm=None`` adds a ``nn.LayerNorm`` iff the layers are norm-first (their output is an
+    un-normalised residual stream; norm-last layers already end with a norm), as the paper does.
     """
 
     def __init__(self, layer, n_layers, max_len, scale_input, final_norm):
@@ -39,20 +36,11 @@ class _LayerStack(nn.Module):
 
 
 class EncoderTransf(_LayerStack):
-    """The Transformer's encoder: positional encoding, then a stack of encoder layers.
+    """The Transformer's encoder: positional encoding, then ``n_layers`` copies of ``encoder_layer``.
 
-    Args:
-        encoder_layer: an ``EncoderLayer``; the stack holds ``n_layers`` independent deep copies.
-        n_layers: number of layers.
-        max_len: the longest sequence the positional encoding covers.
-        scale_input: whether the positional encoding scales its input by ``√d_model``
-            (see ``PositionalEncoding``; keep ``True`` for projected features, ``False`` for
-            token embeddings).
-        final_norm: ``None`` (default) adds a final ``nn.LayerNorm`` iff the layers are
-            norm-first; ``True``/``False`` forces it. ``self.norm`` is the norm or ``None``.
-
-    ``forward(query, mask=None)``: ``query`` ``(N, L, d_model)``, ``mask`` ``(N, 1, L)``
-    keep-mask; returns ``(N, L, d_model)``.
+    ``scale_input``: the positional encoding scales its input by ``√d_model`` (for projected
+    features, not token embeddings). ``forward(query, mask=None)``: ``(N, L, d_model)`` in and
+    out, ``mask`` ``(N, 1, L)``.
     """
 
     def __init__(self, encoder_layer, n_layers=1, max_len=100, scale_input=True, final_norm=None):
@@ -66,17 +54,12 @@ class EncoderTransf(_LayerStack):
 
 
 class DecoderTransf(_LayerStack):
-    """The Transformer's decoder: positional encoding, then a stack of decoder layers.
+    """The Transformer's decoder: positional encoding, then ``n_layers`` copies of ``decoder_layer``.
 
-    Arguments as ``EncoderTransf``, with a ``DecoderLayer``. Call ``init_keys(states)`` with the
-    encoder's output ``(N, L_source, d_model)`` first; every layer's cross-attention attends to it.
-
-    ``forward(query, source_mask=None, target_mask=None)``: ``query`` ``(N, L_target, d_model)``,
-    ``source_mask`` ``(N, 1, L_source)``, ``target_mask`` ``(1, L_target, L_target)``;
-    returns ``(N, L_target, d_model)``.
-
-    With ``memory`` (the encoder's states) the cross-attentions read it instead; with ``cache``
-    (a ``KVCache`` that has recorded these tokens), ``query`` holds only the new target tokens.
+    ``forward(query, source_mask=None, target_mask=None, memory=None, cache=None)``: ``query``
+    ``(N, L_t, d_model)``; the cross-attentions read ``memory`` ``(N, L_s, d_model)``, or the
+    states given to ``init_keys`` (the book's way); with a ``KVCache`` that has recorded them,
+    ``query`` holds only the new tokens. Returns ``(N, L_t, d_model)``.
     """
 
     def __init__(self, decoder_layer, n_layers=1, max_len=100, scale_input=True, final_norm=None):
@@ -97,24 +80,12 @@ class DecoderTransf(_LayerStack):
 
 
 class EncoderDecoderTransf(GreedySeq2Seq):
-    """The encoder-decoder Transformer for sequences of feature vectors (e.g. square corners).
+    """The encoder-decoder Transformer for sequences of feature vectors (the square corners).
 
-    Each sequence ``X`` ``(N, input_len + target_len, n_features)`` holds the source (its first
-    ``input_len`` elements) followed by the target. Features are projected to ``d_model`` by
-    ``proj`` on the way in and back to ``n_features`` by ``linear`` on the way out.
-
-    * training mode: teacher forcing. The decoder reads the target shifted right by one, i.e.
-      ``X[:, input_len-1:-1]`` (the last source element, then all but the last target element),
-      under the causal mask ``trg_masks``, and predicts every target element at once;
-    * eval mode: greedy decoding (``predict``) from the source alone; ``X`` may then also be
-      just the source ``(N, input_len, n_features)``.
-
-    Buffers:
-        trg_masks: ``subsequent_mask(target_len)`` ``(1, target_len, target_len)``, bool,
-            ``True`` = may attend; a buffer, so it follows the model to its device.
-
-    ``forward(X, source_mask=None)`` returns ``(N, target_len, n_features)``; ``source_mask``
-    is a ``(N, 1, input_len)`` keep-mask.
+    ``X`` ``(N, input_len + target_len, n_features)`` is the source then the target; ``proj``
+    and ``linear`` project the features to ``d_model`` and back. Training: teacher forcing under
+    ``trg_masks`` (the causal keep-mask); eval: greedy decoding from the source (``predict``).
+    ``forward(X, source_mask=None)`` returns ``(N, target_len, n_features)``.
     """
 
     def __init__(self, encoder, decoder, input_len, target_len, n_features):
@@ -137,20 +108,14 @@ class EncoderDecoderTransf(GreedySeq2Seq):
         self.linear = nn.Linear(encoder.d_model, n_features)
 
     def encode(self, source_seq, source_mask=None):
-        """Encode ``source_seq`` ``(N, input_len, n_features)`` and hand the states to the decoder.
-
-        Returns the encoder states ``(N, input_len, d_model)``.
-        """
+        """Encode ``(N, input_len, n_features)``, hand the states ``(N, input_len, d_model)`` to the decoder."""
         source_proj = self.proj(source_seq)  # (N, L_s, d_model)
         states = self.encoder(source_proj, source_mask)  # (N, L_s, d_model)
         self.decoder.init_keys(states)
         return states
 
     def decode(self, shifted_target_seq, source_mask=None, target_mask=None):
-        """Decode ``(N, L, n_features)`` against the encoded source; returns ``(N, L, n_features)``.
-
-        ``target_mask`` ``(1, L, L)``: pass ``trg_masks`` (or a slice); ``None`` means no mask.
-        """
+        """Decode ``(N, L, n_features)`` against the encoded source under ``target_mask`` ``(1, L, L)``."""
         target_proj = self.proj(shifted_target_seq)  # (N, L, d_model)
         outputs = self.decoder(target_proj, source_mask=source_mask, target_mask=target_mask)  # (N, L, d_model)
         return self.linear(outputs)  # (N, L, n_features)
