@@ -1,11 +1,7 @@
-"""Generation: writing with a decoder-only model, one token at a time, greedily or by sampling.
+"""Generation (chapter 09): a decoder-only model writes one token at a time, greedily or by sampling.
 
-At every step the model gives logits for the next token. ``temperature`` divides them (below 1
-sharpens the distribution, above 1 flattens it, 0 is greedy: the arg-max); ``top_k`` keeps the
-``k`` most likely tokens; ``top_p`` keeps the *nucleus*, the fewest most likely tokens whose
-probabilities add up to at least ``p`` (Holtzman et al. 2020, "The Curious Case of Neural Text
-Degeneration"). The kept tokens' probabilities are renormalised and one is drawn, from a
-``torch.Generator`` when one is given, so a seeded generator repeats its samples.
+``temperature`` divides the logits (0: the arg-max), ``top_k`` keeps the ``k`` most likely tokens,
+``top_p`` the nucleus (Holtzman et al. 2020); one token is drawn from the rest, renormalised.
 """
 import numbers
 
@@ -59,12 +55,8 @@ def top_k_filter(logits, k):
 
 
 def top_p_filter(logits, p):
-    """Keep each row's nucleus: the fewest most likely tokens whose probabilities reach ``p``.
-
-    ``logits`` ``(N, V)``; the tokens outside the nucleus get ``-inf``. Sorted by probability,
-    a token is kept when the probability of the tokens before it is still below ``p``, so the
-    most likely token is always kept and ``p = 1`` keeps every token.
-    """
+    """Keep each row's nucleus: the fewest most likely tokens whose probabilities reach ``p``
+    (the most likely always); the others get ``-inf``. ``logits`` ``(N, V)``."""
     probs = torch.softmax(logits.float(), dim=-1)  # (N, V)
     sorted_probs, order = probs.sort(dim=-1, descending=True)  # (N, V), (N, V)
     before = sorted_probs.cumsum(dim=-1) - sorted_probs  # (N, V): the mass of the more likely tokens
@@ -75,13 +67,15 @@ def top_p_filter(logits, p):
 
 
 def sampling_distribution(logits, temperature=1.0, top_k=None, top_p=None):
-    """The distribution a token is drawn from: ``(N, V)`` logits -> ``(N, V)`` probabilities.
+    """The distribution a token is drawn from: logits ``(N, V)`` -> probabilities ``(N, V)``.
 
-    Temperature first, then top-k, then top-p (on the tempered probabilities); the tokens left
-    out get probability 0 and the kept ones are renormalised. ``temperature=0`` puts all the
-    probability on the arg-max (greedy), whatever ``top_k`` and ``top_p`` say.
+    Temperature, then top-k, then top-p; the rest renormalised. ``temperature=0``: all on the arg-max.
     """
     check_sampling(temperature, top_k, top_p)
+    return _distribution(logits, temperature, top_k, top_p)
+
+
+def _distribution(logits, temperature, top_k, top_p):
     logits = logits.float()
     if temperature == 0:
         return torch.zeros_like(logits).scatter(-1, logits.argmax(dim=-1, keepdim=True), 1.0)
@@ -94,14 +88,11 @@ def sampling_distribution(logits, temperature=1.0, top_k=None, top_p=None):
 
 
 def sample_next(logits, temperature=1.0, top_k=None, top_p=None, generator=None):
-    """Draw one token id per row from ``sampling_distribution``: ``(N, V)`` -> ``(N,)``.
-
-    ``temperature=0`` takes the arg-max and draws nothing (the generator is not advanced).
-    """
+    """Draw one token id per row: ``(N, V)`` -> ``(N,)``; ``temperature=0`` takes the arg-max, drawing
+    nothing. Unchecked (``generate`` checks the settings once)."""
     if temperature == 0:
-        check_sampling(temperature, top_k, top_p)
         return logits.argmax(dim=-1)  # (N,)
-    probs = sampling_distribution(logits, temperature, top_k, top_p)  # (N, V)
+    probs = _distribution(logits, temperature, top_k, top_p)  # (N, V)
     return torch.multinomial(probs, 1, generator=generator).squeeze(-1)  # (N,)
 
 
@@ -181,19 +172,12 @@ def generate(model, inputs, max_new_tokens, *, temperature=1.0, top_k=None, top_
              use_cache=True, generator=None):
     """Continue each prompt with up to ``max_new_tokens`` tokens; returns the prompt then the new ids.
 
-    Args:
-        model: a ``DecoderOnlyTransformer`` (in eval mode, without gradients, for the call).
-        inputs: one prompt (a list of ids or a 1-D tensor) or a batch: a ``(N, L)`` tensor, or a
-            list of sequences of ids of any lengths, **padded on the left** with ``pad_id`` (each
-            row is generated as it would be alone, its new tokens in the same columns as the others').
-        max_new_tokens: how many tokens to add at most (prompt plus new tokens within ``max_len``).
-        temperature, top_k, top_p: how the next token is chosen (``sampling_distribution``);
-            ``temperature=0`` is greedy.
-        eos_id: a row that writes it is finished (then padded); generation stops when all are.
-        pad_id: the padding id; ``None``: the model's.
-        use_cache: keep every layer's keys and values (``KVCache``); ``False`` reruns the stream.
-        generator: a ``torch.Generator`` to draw from; seeded, it repeats its samples.
-
+    ``inputs``: one prompt (list of ids, 1-D tensor) or a batch (``(N, L)``, or lists of any
+    lengths, padded on the left with ``pad_id``, the model's by default: each row is generated as
+    it would be alone). ``temperature``, ``top_k``, ``top_p``: see ``sampling_distribution``.
+    ``eos_id``: a row that writes it is finished (then padded); all finished, generation stops.
+    ``use_cache``: a ``KVCache``, else the whole stream again at each step. ``generator``: a
+    seeded ``torch.Generator`` repeats its samples. Eval mode, no gradients.
     Returns ``(L + T,)`` for one prompt, ``(N, L + T)`` for a batch, ``T <= max_new_tokens``.
     """
     pad_id = getattr(model, "pad_id", None) if pad_id is None else pad_id

@@ -14,47 +14,22 @@ _ID_DTYPES = (torch.int64, torch.int32)  # the token ids nn.Embedding reads
 
 
 class TokenTransformer(nn.Module):
-    """An encoder-decoder Transformer that reads and writes token ids.
-
-    Source ids ``(N, L_s)`` are embedded, go through ``EncoderTransf``; the decoder reads the
-    target ids shifted right (``<sos> y_1 ... y_n``, teacher forcing), embedded, through
-    ``DecoderTransf``; ``generator`` (a linear layer) turns every decoder output into one logit
-    per target token. Both stacks are the course's own layers (``EncoderLayer``,
-    ``DecoderLayer``), norm-first by default.
+    """An encoder-decoder Transformer over token ids (chapters 07-08): the course's stacks between
+    two embeddings and an output layer (``generator``, one logit per target token).
 
     Args:
-        src_vocab_size, tgt_vocab_size: sizes of the two vocabularies (specials included).
-        d_model, n_heads, ff_units, n_layers, dropout, norm_first: the layers' sizes, as in
-            ``EncoderLayer``; ``n_layers`` layers in the encoder and as many in the decoder.
-        max_len: the longest source and the longest decoder input the model accepts.
-        pad_id: the padding id. The source padding mask (``True`` = may attend) is
-            ``ids != pad_id``, ``(N, 1, L_s)``; the target mask is the target's padding mask
-            AND the causal mask, ``(N, L_t, L_t)``. ``None`` switches the padding masks off
-            (the causal mask stays): padding is then read like any other token, which
-            chapter 07 uses to show what the masks are for.
-        scale_embeddings: multiply the embeddings by ``√d_model`` before adding the
-            positional encoding, as the paper does. The rule is to make the input and the
-            encoding comparable in size; the paper's factor suits embedding weights that start
-            small (std about ``1/√d_model``). Off by default, on purpose: ``nn.Embedding``
-            starts with standard deviation 1, so its vectors already have the size of the
-            sinusoids (values in [-1, 1]); multiplied by ``√d_model`` (8 for d_model 64) they
-            drown the positions, and a model that must know *where* each token sits (to
-            reverse, to read a date) learns much slower (chapter 07 measures it on the digits).
-            ``True`` exists to show the pitfall.
-        embedding_std: draw both embeddings from ``N(0, embedding_std²)`` instead of PyTorch's
-            ``N(0, 1)``. Smaller embeddings make the positions relatively louder, which helps
-            tasks that are all about order (chapter 07 reverses words faster with 0.3).
+        src_vocab_size, tgt_vocab_size: the vocabularies' sizes (specials included).
+        d_model, n_heads, ff_units, n_layers, dropout, norm_first: the layers', as ``EncoderLayer``.
+        max_len: the longest source and decoder input.
+        pad_id: masked in the source and the target (with the causal mask); ``None`` switches
+            the padding masks off (chapter 07 shows what they are for).
+        scale_embeddings: multiply the embeddings by ``√d_model``, as the paper does; off: with
+            ``nn.Embedding``'s unit variance it drowns the positions (chapter 07 measures it).
+        embedding_std: draw both embeddings from ``N(0, embedding_std²)``.
 
-    Shapes:
-        ``forward(source_ids, target_in)``: ``(N, L_s)`` and ``(N, L_t)`` integer ids ->
-        logits ``(N, L_t, tgt_vocab_size)``.
-        ``encode(source_ids)`` -> ``(memory (N, L_s, d_model), source_mask (N, 1, L_s) or None)``.
-        ``decode(target_in, memory, source_mask, cache=None)`` -> logits ``(N, L_t, tgt_vocab_size)``
-        (with a ``new_cache()``, ``target_in`` holds only the new tokens: see ``decode``).
-
-    Attention weights of the last call (before dropout, rows sum to 1): the cross-attention of
-    the last decoder layer is ``model.decoder.layers[-1].cross_attn_heads.alphas``,
-    ``(N, n_heads, L_t, L_s)``; likewise ``self_attn_heads.alphas`` of any layer.
+    ``forward(source_ids (N, L_s), target_in (N, L_t))`` -> logits ``(N, L_t, tgt_vocab_size)``;
+    ``encode`` -> ``(memory, source_mask)``; ``decode(target_in, memory, source_mask, cache=None)``.
+    The attention weights of the last call are each layer's ``alphas`` ``(N, h, L_q, L_k)``.
     """
 
     def __init__(self, src_vocab_size, tgt_vocab_size, d_model=64, n_heads=4, ff_units=128, n_layers=2,
