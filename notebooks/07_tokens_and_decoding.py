@@ -203,7 +203,7 @@ assert abs(by_hand.item() - ln_V) < 0.5, f"expected an untrained loss near ln V 
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-digit_trainer = StepByStep(digit_model, SequenceCrossEntropy(pad_id=digit_vocab.pad_id),
+digit_trainer = StepByStep(digit_model, SequenceCrossEntropy(ignore_index=digit_vocab.pad_id),
                            torch.optim.Adam(digit_model.parameters(), lr=5e-3, fused=True))
 digit_trainer.set_loaders(digit_train_loader, digit_val_loader)
 digit_trainer.train(3, progress=False)
@@ -510,7 +510,7 @@ def word_trainer(pad_id=vocab.pad_id, lr=6e-3, warmup=True):
         schedule = SequentialLR(optimizer, [rise, decay], milestones=[warmup_steps])
     else:
         schedule = CosineAnnealingLR(optimizer, T_max=total_steps)
-    trainer = StepByStep(model, SequenceCrossEntropy(pad_id=vocab.pad_id), optimizer)
+    trainer = StepByStep(model, SequenceCrossEntropy(ignore_index=vocab.pad_id), optimizer)
     trainer.set_lr_scheduler(schedule, interval="batch")
     trainer.set_loaders(word_train_loader, word_val_loader)
     return trainer

@@ -20,31 +20,31 @@ def _check_logits(logits, targets):
                          f"got {tuple(targets.shape)}")
 
 
-def sequence_cross_entropy(logits, targets, pad_id=PAD, label_smoothing=0.0):
+def sequence_cross_entropy(logits, targets, ignore_index=PAD, label_smoothing=0.0):
     """Mean cross-entropy over the non-padding tokens: logits ``(N, L, V)``, targets ``(N, L)``.
 
-    Positions whose target is ``pad_id`` contribute nothing (``ignore_index``), so a batch's
-    loss does not depend on how much padding it holds.
+    Positions whose target is ``ignore_index`` (padding, by default) contribute nothing, so a
+    batch's loss does not depend on how much padding it holds.
     """
     _check_logits(logits, targets)
     vocab_size = logits.shape[-1]
     return F.cross_entropy(logits.reshape(-1, vocab_size), targets.reshape(-1),  # (N·L, V), (N·L,)
-                           ignore_index=pad_id, label_smoothing=label_smoothing)
+                           ignore_index=ignore_index, label_smoothing=label_smoothing)
 
 
 class SequenceCrossEntropy(nn.Module):
     """``sequence_cross_entropy`` as a loss module: ``StepByStep(model, SequenceCrossEntropy(), ...)``."""
 
-    def __init__(self, pad_id=PAD, label_smoothing=0.0):
+    def __init__(self, ignore_index=PAD, label_smoothing=0.0):
         super().__init__()
-        self.pad_id = pad_id
+        self.ignore_index = ignore_index
         self.label_smoothing = label_smoothing
 
     def forward(self, logits, targets):
-        return sequence_cross_entropy(logits, targets, self.pad_id, self.label_smoothing)
+        return sequence_cross_entropy(logits, targets, self.ignore_index, self.label_smoothing)
 
     def extra_repr(self):
-        return f"pad_id={self.pad_id}, label_smoothing={self.label_smoothing}"
+        return f"ignore_index={self.ignore_index}, label_smoothing={self.label_smoothing}"
 
 
 def masked_accuracy(logits, targets, pad_id=PAD):

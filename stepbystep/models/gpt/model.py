@@ -195,4 +195,4 @@ def completion_loss(logits, targets, label_smoothing=0.0):
     ``F.cross_entropy``'s (Szegedy et al. 2016): the target gets ``1 - ε + ε/V`` of the
     probability, every other token ``ε/V``.
     """
-    return sequence_cross_entropy(logits, targets, pad_id=IGNORE_INDEX, label_smoothing=label_smoothing)
+    return sequence_cross_entropy(logits, targets, ignore_index=IGNORE_INDEX, label_smoothing=label_smoothing)

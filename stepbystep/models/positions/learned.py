@@ -1,11 +1,5 @@
-"""Learned positions: a trainable table with one vector per position, as in GPT-2 and BERT.
-
-Instead of the fixed sinusoidal table of Vaswani et al. (2017), BERT (Devlin et al. 2019,
-"BERT: Pre-training of Deep Bidirectional Transformers for Language Understanding") and GPT-2
-(Radford et al. 2019, "Language Models are Unsupervised Multitask Learners") learn a table with
-one row per position, ``max_len × d_model`` parameters, added to the token embeddings. A row
-learns only from the sequences long enough to reach it: a position past the rows that training
-reached has a vector nobody trained, and a position past the table has no vector at all.
+"""Learned positions (chapter 10): a trainable row per position added to the embeddings, as in BERT
+and GPT-2. A row learns only from sequences long enough to reach it; past the table, there is none.
 """
 import torch
 from torch import nn
@@ -34,19 +28,10 @@ def check_positions(positions, length, max_len):
 
 
 class LearnedPositionalEmbedding(nn.Module):
-    """A trainable table of positions added to a batch of embeddings.
+    """A trainable table ``weight`` ``(max_len, d_model)``, rows from ``N(0, std²)`` (BERT: 0.02).
 
-    Args:
-        max_len: the number of rows, one per position ``0 .. max_len - 1``; a longer sequence
-            raises a ``ValueError`` (there is no row to look up).
-        d_model: the size of each row.
-        std: the rows start from ``N(0, std²)`` (BERT starts from 0.02). A row that no training
-            sequence reaches keeps this initial value (with no weight decay).
-
-    Parameters: ``weight`` ``(max_len, d_model)``, ``max_len × d_model`` numbers.
-
-    ``forward(x, positions=None)``: ``x`` ``(N, L, d_model)``; ``positions`` ``None`` (``0 ..
-    L-1``), ``(L,)`` or ``(N, L)`` integers. Returns ``x + weight[positions]``, ``(N, L, d_model)``.
+    ``forward(x, positions=None)``: ``x`` ``(N, L, d_model)`` plus the rows at ``positions``
+    (``None``: ``0 .. L-1``; ``(L,)`` or ``(N, L)``); a position past the table is a ``ValueError``.
     """
 
     def __init__(self, max_len, d_model, std=0.02):

@@ -1,12 +1,6 @@
-"""Rotary position embeddings (RoPE): positions as rotations of the queries and keys.
-
-Su et al., "RoFormer: Enhanced Transformer with Rotary Position Embedding" (2021). Nothing is
-added to the token embeddings. Instead, inside every attention layer, each query and each key
-is cut into pairs of dimensions ``(2i, 2i + 1)`` and pair ``i`` is rotated by the angle
-``position · θ_i``, with ``θ_i = base^(-2i / d_head)`` (the angular speeds of the sinusoidal
-encoding of Vaswani et al. 2017). A rotation keeps a vector's length, and the dot product of a
-query rotated by ``m · θ`` with a key rotated by ``n · θ`` depends on ``m - n`` only: the
-scores see the offset between two tokens, never where they sit.
+"""Rotary position embeddings (chapter 10; Su et al. 2021): each pair of dimensions ``(2i, 2i + 1)``
+of a query or key turns by ``position · θ_i``, ``θ_i = base^(-2i / d_head)``, so a score sees the
+offset between two tokens, never where they sit.
 """
 import torch
 from torch import nn
@@ -18,10 +12,7 @@ __all__ = ["RotaryEmbedding", "rotary_frequencies", "rotate_pairs"]
 
 
 def rotary_frequencies(d_head, base=10000.0):
-    """The angular speeds ``θ_i = base^(-2i / d_head)``, ``i = 0 .. d_head/2 - 1``: ``(d_head // 2,)``.
-
-    Pair 0 turns by one radian per position, the last pair slowest.
-    """
+    """The angular speeds ``θ_i = base^(-2i / d_head)``: ``(d_head // 2,)``, float64; pair 0 the fastest."""
     check_positive_int("d_head", d_head)
     check_positive_number("base", base)
     exponents = torch.arange(0, d_head - 1, 2, dtype=torch.float64) / d_head  # (d_head // 2,)

@@ -8,11 +8,8 @@ __all__ = ["SubLayerWrapper", "EncoderLayer", "DecoderLayer", "feed_forward"]
 
 
 def feed_forward(d_model, ff_units, dropout):
-    """The position-wise feed-forward network ``(N, L, d_model) -> (N, L, d_model)``.
-
-    Linear, ReLU, Dropout, Linear: the same order as PyTorch's Transformer layers, so
-    weights copied with ``copy_to_torch`` compute the same function.
-    """
+    """The position-wise feed-forward network ``(N, L, d_model) -> (N, L, d_model)``, in PyTorch's
+    order (Linear, ReLU, Dropout, Linear), so ``copy_to_torch`` copies it."""
     return nn.Sequential(
         nn.Linear(d_model, ff_units),
         nn.ReLU(),
@@ -69,16 +66,10 @@ class _Layer(nn.Module):
 class EncoderLayer(_Layer):
     """One encoder layer: self-attention, then a feed-forward network, each wrapped.
 
-    Args:
-        n_heads, d_model: the self-attention's heads and size (``d_model % n_heads == 0``).
-        ff_units: hidden units of the feed-forward network.
-        dropout: used by the attention weights, the feed-forward network and the wrappers.
-        norm_first: where the wrappers put the layer norm (see ``SubLayerWrapper``).
-        store_alphas: ``False`` uses the fused attention kernel and keeps no weights.
-
-    ``forward(query, mask=None, bias=None, positions=None, cache=None)``: ``query``
-    ``(N, L, d_model)``; ``mask`` a keep-mask ``(N, 1 or L, L)``; ``bias``, ``positions`` and
-    ``cache`` go to the self-attention. Returns ``(N, L, d_model)``.
+    ``n_heads`` must divide ``d_model``; ``dropout`` acts on the weights, the network and the
+    wrappers; ``norm_first``: see ``SubLayerWrapper``; ``store_alphas=False``: the fused kernel.
+    ``forward(query, mask=None, bias=None, positions=None, cache=None)``: ``(N, L, d_model)`` in
+    and out, ``mask`` ``(N, 1 or L, L)``; the rest goes to the self-attention.
     """
 
     def __init__(self, n_heads, d_model, ff_units, dropout=0.1, norm_first=True, store_alphas=True):
