@@ -310,7 +310,7 @@ def test_gradients_flow_through_the_cache():
 
 def test_the_model_checks_the_range_of_ids_on_the_cpu_and_generation_still_agrees(model):
     cache = model.new_cache()
-    with pytest.raises(ValueError, match="ids hold values"):
+    with pytest.raises(ValueError, match="ids must hold ids in 0..19, got ids from 1 to 999"):
         model(torch.tensor([[1, 999]]), cache=cache)
     out = generate(model, [1, 5, 6], 5, temperature=0)
     assert torch.equal(out, generate(model, [1, 5, 6], 5, temperature=0, use_cache=False))

@@ -153,7 +153,7 @@ def test_the_cache_reads_memory_once_and_refuses_what_it_cannot_hold():
         model.decode(target_in[:, 1:2], memory, source_mask, cache=cache)
         assert cache.cross[0].keys is projected  # not projected again
         model.decode(target_in[:, 2:12], memory, source_mask, cache=cache)
-        with pytest.raises(ValueError, match=r"sequence length 13 exceeds the positional encoding's max_len 12"):
+        with pytest.raises(ValueError, match=r"target_in must be at most the model's max_len=12 long after the 12 tokens in the cache, got length 13"):
             model.decode(target_in[:, :1], memory, source_mask, cache=cache)
         with pytest.raises(TypeError, match="cache must be a KVCache from model.new_cache\\(\\), got dict"):
             model.decode(target_in[:, :1], memory, source_mask, cache={})

@@ -145,16 +145,11 @@ class ViT(nn.Module):
 
 
 def cls_attention(model, images, layer=-1):
-    """Classify ``images`` and return where the CLS token looked, patch by patch.
+    """The CLS query's attention over the patches in encoder layer ``layer``, as the patch grid.
 
-    Runs ``model`` (a ``ViT`` whose encoder layers store their attention weights) in eval mode,
-    without gradients, on the model's device, restoring its mode afterwards. Reads the
-    ``alphas`` ``(N, h, 1 + n_patches, 1 + n_patches)`` of encoder layer ``layer`` and keeps
-    the CLS query's row over the patch keys, laid out as the image's patch grid.
-
-    Returns ``(logits, attention)``: ``logits`` ``(N, n_outputs)`` and ``attention``
-    ``(N, n_heads, grid, grid)``, both on the CPU. A row's weight on the CLS token itself is
-    left out, so each ``attention[i, head]`` sums to at most 1.
+    Runs ``model`` (its layers storing their weights) in eval mode, mode restored. Returns
+    ``logits`` ``(N, n_outputs)`` and ``attention`` ``(N, n_heads, grid, grid)`` on the CPU (the
+    weight on the CLS token itself left out).
     """
     check_instance("model", model, ViT, "a ViT")
     _check_images(images, model.embed.in_channels, model.embed.img_size)

@@ -1,8 +1,5 @@
-"""The KV cache (chapter 09): keys and values kept from one decoding step to the next.
-
-Causal attention never lets an old token see a new one, so the keys and values of the tokens
-already read do not change: each attention layer keeps them (``LayerCache``) and a new token
-only projects its own query, key and value and computes one row of attention.
+"""The KV cache (chapter 09): causal attention never lets an old token see a new one, so each layer
+keeps the keys and values it has computed, and a new token computes only its own row.
 """
 import torch
 
@@ -15,9 +12,8 @@ __all__ = ["KVCache", "LayerCache"]
 class LayerCache:
     """One attention layer's keys and values so far, ``(N, h, t, d_k)`` each (``None`` before).
 
-    ``static`` (cross-attention): the encoder's states, projected at the first step, then reused.
-    ``capacity``: preallocate room for that many tokens and write each step's keys in place, so a
-    step copies only its own (for generation, without gradients); ``None``: concatenate.
+    ``static``: cross-attention's, projected from the encoder's states once. ``capacity``:
+    preallocate for that many tokens and write each step in place (generation, no gradients).
     """
 
     def __init__(self, static=False, capacity=None):
@@ -42,12 +38,9 @@ class LayerCache:
 
 
 class KVCache:
-    """What a decoder keeps between steps: one ``LayerCache`` per layer (``layers``; ``cross``
-    for an encoder-decoder's cross-attention) and which of its ``length`` tokens are real.
-    ``capacity``: the layers preallocate for that many tokens (see ``LayerCache``).
-
-    Each step, the model calls ``add_tokens(keep)`` (which gives the new tokens' positions) and
-    ``mask(L_new)``, then every layer extends its ``LayerCache``.
+    """What a decoder keeps between steps: a ``LayerCache`` per layer (and per cross-attention,
+    ``cross``), which of its ``length`` tokens are real and their positions. Each step the model
+    calls ``add_tokens`` and ``mask``, then every layer extends its ``LayerCache``.
     """
 
     def __init__(self, n_layers, cross=False, capacity=None):

@@ -4,12 +4,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ...checks import check_choice, check_int_range, check_positive_int, check_positive_number
+from ...checks import check_choice, check_instance, check_int_range, check_positive_int, check_positive_number
 from ...data.special_tokens import IGNORE_INDEX
 from ...devices import evaluating
 from ..positions.alibi import alibi_bias_at, alibi_slopes
 from .kv_cache import KVCache
 from ..seq2seq.layers import EncoderLayer
+from ..seq2seq.token_transformer import check_ids
 from ..positions.learned import LearnedPositionalEmbedding
 from ..metrics import sequence_cross_entropy
 from ..positions.sinusoidal import PositionalEncoding
@@ -110,25 +111,6 @@ class DecoderOnlyTransformer(nn.Module):
         """An empty ``KVCache`` for this model's layers (``capacity``: preallocated tokens, no gradients)."""
         return KVCache(self.n_layers, capacity=capacity)
 
-    def _check_ids(self, ids, cache):
-        if cache is not None and not isinstance(cache, KVCache):
-            raise TypeError(f"cache must be a KVCache (model.new_cache()) or None, got {type(cache).__name__}")
-        if not isinstance(ids, torch.Tensor):
-            raise TypeError(f"ids must be a tensor of token ids (N, L), got {type(ids).__name__}")
-        if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
-            raise TypeError(f"ids must hold integer token ids (e.g. torch.long), got dtype {ids.dtype}")
-        if ids.dim() != 2 or ids.shape[1] == 0:
-            raise ValueError(f"ids must have shape (N, L) with L >= 1, got {tuple(ids.shape)}")
-        seen = 0 if cache is None else cache.length
-        if seen + ids.shape[1] > self.max_len:
-            held = "" if cache is None else f" after the {seen} tokens in the cache"
-            raise ValueError(f"{ids.shape[1]} tokens{held} make a stream of {seen + ids.shape[1]}, "
-                             f"more than the model's max_len={self.max_len}")
-        if ids.device.type == "cpu":  # the values are read on the host only: no device sync
-            low, high = (int(value) for value in torch.aminmax(ids))
-            if low < 0 or high >= self.vocab_size:
-                raise ValueError(f"ids hold values from {low} to {high}; this model has ids 0..{self.vocab_size - 1}")
-
     def embed_tokens(self, ids, positions):
         """Token embedding plus, for ``"sinusoidal"`` and ``"learned"``, the vector of each
         token's position ``(L,)`` or ``(N, L)``: ``(N, L, d_model)``. The other schemes add
@@ -151,7 +133,9 @@ class DecoderOnlyTransformer(nn.Module):
         return self.output(states)
 
     def forward(self, ids, cache=None):
-        self._check_ids(ids, cache)
+        if cache is not None:
+            check_instance("cache", cache, KVCache, "a KVCache from model.new_cache()")
+        check_ids("ids", ids, self.vocab_size, self.max_len, 0 if cache is None else cache.length)
         fresh = cache is None
         cache = self.new_cache() if fresh else cache  # without one, the whole stream is new: one code path
         keep = torch.ones_like(ids, dtype=torch.bool) if self.pad_id is None else ids != self.pad_id  # (N, L)

@@ -1,12 +1,6 @@
-"""Decoding (chapters 05-08): one loop that writes a sequence step by step, greedy decoding and
-beam search.
-
-``decode_steps`` is the loop every decoder of the course runs: the square-corner models feed
-back each predicted corner, the token models each chosen token (``greedy_decode`` here,
-``generate`` for the decoder-only model). The token functions work on a model with the
-``TokenTransformer`` interface (``encode(source_ids) -> (memory, source_mask)``,
-``decode(target_in, memory, source_mask, cache=None) -> logits``); they run in eval mode,
-without gradients, and give the model back in the mode they found it in.
+"""Decoding (chapters 05-08): ``decode_steps``, the one loop every decoder of the course runs
+(square corners, ``greedy_decode``, beam search's step, ``generate``), and the token decoders,
+which run a ``TokenTransformer``-like model in eval mode without gradients, mode restored.
 """
 import functools
 
@@ -81,11 +75,7 @@ class GreedySeq2Seq(nn.Module):
         return greedy_sequence(decode, source_seq[:, -1:], self.target_len)  # (N, target_len, F)
 
     def predict(self, source_seq, source_mask=None):
-        """Greedy prediction of the target from ``source_seq`` ``(N, input_len, n_features)``.
-
-        Returns ``(N, target_len, n_features)``. It does not change the train/eval mode: call
-        ``model.eval()`` first to switch dropout off.
-        """
+        """Greedy prediction ``(N, target_len, n_features)`` from ``source_seq``; the mode is left as is."""
         check_sequences(source_seq, (self.input_len,), self.n_features, "source_seq")
         self.encode(source_seq, source_mask)
         return self._greedy(source_seq, source_mask)

@@ -8,9 +8,23 @@ from .layers import DecoderLayer, EncoderLayer
 from ..attention.masks import padding_mask, subsequent_mask
 from .stacks import DecoderTransf, EncoderTransf
 
-__all__ = ["TokenTransformer"]
+__all__ = ["TokenTransformer", "check_ids"]
 
-_ID_DTYPES = (torch.int64, torch.int32)  # the token ids nn.Embedding reads
+
+def check_ids(name, ids, vocab_size, max_len, held=0):
+    """Token ids ``(N, L)``: ``L >= 1``, at most ``max_len`` with a cache's ``held`` tokens, in
+    ``0 .. vocab_size - 1`` (the values are read on the CPU only: no device sync)."""
+    check_tensor(name, ids, dtype=(torch.int64, torch.int32))  # what nn.Embedding reads
+    if ids.dim() != 2 or ids.shape[1] == 0:
+        raise ValueError(f"{name} must have shape (N, L) with L >= 1, got {tuple(ids.shape)}")
+    if held + ids.shape[1] > max_len:
+        after = f" after the {held} tokens in the cache" if held else ""
+        raise ValueError(f"{name} must be at most the model's max_len={max_len} long{after}, "
+                         f"got length {held + ids.shape[1]}")
+    if ids.device.type == "cpu":
+        low, high = int(ids.min()), int(ids.max())
+        if low < 0 or high >= vocab_size:
+            raise ValueError(f"{name} must hold ids in 0..{vocab_size - 1}, got ids from {low} to {high}")
 
 
 class TokenTransformer(nn.Module):
@@ -58,18 +72,6 @@ class TokenTransformer(nn.Module):
         self.decoder = DecoderTransf(decoder_layer, n_layers, max_len, scale_input=self.scale_embeddings)
         self.generator = nn.Linear(d_model, tgt_vocab_size)
 
-    def _check_ids(self, name, ids, vocab_size):
-        check_tensor(name, ids, dtype=_ID_DTYPES)
-        if ids.dim() != 2 or ids.shape[1] == 0:
-            raise ValueError(f"{name} must have shape (N, L) with L >= 1, got {tuple(ids.shape)}")
-        if ids.shape[1] > self.max_len:
-            raise ValueError(f"{name} must be at most the model's max_len={self.max_len} long, "
-                             f"got length {ids.shape[1]}")
-        if ids.device.type == "cpu":  # the values are read on the host only: no device sync
-            low, high = int(ids.min()), int(ids.max())
-            if low < 0 or high >= vocab_size:
-                raise ValueError(f"{name} must hold ids in 0..{vocab_size - 1}, got ids from {low} to {high}")
-
     def source_mask(self, source_ids):
         """Keep-mask ``(N, 1, L_s)``: ``False`` at padding; ``None`` when ``pad_id`` is None."""
         if self.pad_id is None:
@@ -85,7 +87,7 @@ class TokenTransformer(nn.Module):
 
     def encode(self, source_ids):
         """Encode the source: returns ``memory`` ``(N, L_s, d_model)`` and its mask ``(N, 1, L_s)``."""
-        self._check_ids("source_ids", source_ids, self.src_vocab_size)
+        check_ids("source_ids", source_ids, self.src_vocab_size, self.max_len)
         source_mask = self.source_mask(source_ids)  # (N, 1, L_s) or None
         embedded = self.src_embed(source_ids)  # (N, L_s, d_model)
         memory = self.encoder(embedded, source_mask)  # (N, L_s, d_model)
@@ -102,7 +104,7 @@ class TokenTransformer(nn.Module):
         the tokens after those the cache has seen: their keys and values join the cache, and the
         cross-attention projects ``memory`` once, at the first step.
         """
-        self._check_ids("target_in", target_in, self.tgt_vocab_size)
+        check_ids("target_in", target_in, self.tgt_vocab_size, self.max_len, 0 if cache is None else cache.length)
         if memory.shape[0] != target_in.shape[0]:
             raise ValueError(f"memory must hold one sequence per row of target_in ({target_in.shape[0]}), "
                              f"got {memory.shape[0]}")
