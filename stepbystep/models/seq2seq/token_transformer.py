@@ -104,6 +104,8 @@ class TokenTransformer(nn.Module):
         the tokens after those the cache has seen: their keys and values join the cache, and the
         cross-attention projects ``memory`` once, at the first step.
         """
+        if cache is not None:
+            check_instance("cache", cache, KVCache, "a KVCache from model.new_cache()")
         check_ids("target_in", target_in, self.tgt_vocab_size, self.max_len, 0 if cache is None else cache.length)
         if memory.shape[0] != target_in.shape[0]:
             raise ValueError(f"memory must hold one sequence per row of target_in ({target_in.shape[0]}), "
@@ -112,7 +114,6 @@ class TokenTransformer(nn.Module):
         if cache is None:
             target_mask = self.target_mask(target_in)  # (N or 1, L_t, L_t)
         else:
-            check_instance("cache", cache, KVCache, "a KVCache from model.new_cache()")
             real = torch.ones_like(target_in, dtype=torch.bool) if self.pad_id is None else target_in != self.pad_id
             cache.add_tokens(real)  # (N, L_t)
             target_mask = cache.mask(target_in.shape[1])  # (N, L_t, t)
