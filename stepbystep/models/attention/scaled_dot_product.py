@@ -1,8 +1,5 @@
-"""Scaled dot-product attention, written out so every step can be inspected (chapter 02).
-
-``attend`` is the formula every model of the course calls; ``scaled_dot_product`` is the same
-formula with its inputs checked, for a learner calling it by hand.
-"""
+"""Scaled dot-product attention (chapter 02): ``attend`` is the formula every model calls;
+``scaled_dot_product`` checks a learner's inputs first."""
 import math
 
 import torch
@@ -14,11 +11,8 @@ __all__ = ["scaled_dot_product", "attend", "masked_softmax"]
 
 
 def masked_softmax(scores, mask=None):
-    """Softmax over the last dimension that gives masked keys exactly zero weight.
-
-    ``mask`` (``True`` = may attend; bool or 0/1 integers) broadcasts to ``scores``. A query
-    whose keys are all masked gets a row of zeros instead of NaN, so padded queries stay finite.
-    """
+    """Softmax over the last dimension, masked keys (``mask`` ``False``) exactly 0; a row with
+    every key masked is all zeros rather than NaN."""
     if mask is None:
         return torch.softmax(scores, dim=-1)
     if not (isinstance(mask, torch.Tensor) and mask.dtype == torch.bool):

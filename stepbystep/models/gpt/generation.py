@@ -97,10 +97,7 @@ def sample_next(logits, temperature=1.0, top_k=None, top_p=None, generator=None)
 
 
 def left_pad(sequences, pad_id):
-    """Sequences of ids (lists or 1-D tensors, lengths may differ) -> ``(N, L)``, padded on the left.
-
-    Generation appends new tokens on the right, so the prompts end together at the last column.
-    """
+    """Sequences of ids of any lengths -> ``(N, L)`` padded on the left, so they end together."""
     rows = [torch.as_tensor(seq, dtype=torch.long).flip(0) for seq in sequences]
     return pad_sequence(rows, batch_first=True, padding_value=pad_id).flip(1)  # (N, L)
 
@@ -155,11 +152,8 @@ def prompt_batch(model, inputs, max_new_tokens, eos_id=None, pad_id=None, genera
 
 
 def generation_steps(model, prompt, max_new_tokens, choose, eos_id=None, pad_id=None, use_cache=True):
-    """``decode_steps`` for a decoder-only model: yields ``(next_ids (N,), logits (N, V))``.
-
-    With ``use_cache`` each step feeds only the new tokens to a ``KVCache`` preallocated for the
-    whole stream; without it, the whole stream again.
-    """
+    """``decode_steps`` for a decoder-only model, yielding ``(next_ids (N,), logits (N, V))``: with
+    ``use_cache`` a ``KVCache`` preallocated for the stream, else the whole stream at each step."""
     cache = model.new_cache(capacity=prompt.shape[1] + max_new_tokens) if use_cache else None
 
     def step(stream, new):

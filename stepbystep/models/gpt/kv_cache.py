@@ -53,11 +53,8 @@ class KVCache:
         self.n_real = None  # (N,): how many real tokens each row holds
 
     def add_tokens(self, keep):
-        """Record the new tokens, ``keep`` ``(N, L_new)`` bool (``True`` = real, ``False`` = padding).
-
-        Returns their positions ``(N, L_new)``: the number of real tokens before each in its row,
-        so padding moves nothing (leading padding sits at 0 and is never read).
-        """
+        """Record the new tokens, ``keep`` ``(N, L_new)`` (``False``: padding); returns their positions
+        ``(N, L_new)``, the real tokens before each in its row (padding moves nothing)."""
         if self.keep is not None and self.keep.shape[0] != keep.shape[0]:
             raise ValueError(f"the cache holds {self.keep.shape[0]} sequences, the new tokens {keep.shape[0]}: "
                              "use one cache per batch")

@@ -22,14 +22,8 @@ POSITION_SCHEMES = ("sinusoidal", "learned", "alibi", "rope", "none")
 
 
 class DecoderOnlyLayer(EncoderLayer):
-    """One layer of a decoder-only model: causal self-attention, then a feed-forward network.
-
-    An ``EncoderLayer`` (no cross-attention: there is no encoder to read); the causal mask its
-    caller passes is what makes it a decoder. ``rotary`` (a ``RotaryEmbedding``) rotates its
-    queries and keys (RoPE). ``forward(x, mask=None, bias=None, positions=None, cache=None)`` as
-    ``EncoderLayer``'s: with a ``LayerCache``, ``x`` holds only the new tokens and ``mask``
-    ``(N, L, t)`` covers every token held. Returns ``(N, L, d_model)``.
-    """
+    """A decoder-only layer: an ``EncoderLayer`` (no encoder to read) under a causal mask, whose
+    attention may rotate its queries and keys (``rotary``, RoPE)."""
 
     def __init__(self, n_heads, d_model, ff_units, dropout=0.1, norm_first=True, store_alphas=True, rotary=None):
         super().__init__(n_heads, d_model, ff_units, dropout, norm_first=norm_first, store_alphas=store_alphas)
@@ -112,9 +106,7 @@ class DecoderOnlyTransformer(nn.Module):
         return KVCache(self.n_layers, capacity=capacity)
 
     def embed_tokens(self, ids, positions):
-        """Token embedding plus, for ``"sinusoidal"`` and ``"learned"``, the vector of each
-        token's position ``(L,)`` or ``(N, L)``: ``(N, L, d_model)``. The other schemes add
-        nothing here: their positions act inside the attention."""
+        """Token embeddings plus the table rows at ``positions`` ``(N, L)`` (sinusoidal, learned): ``(N, L, d_model)``."""
         x = self.embed(ids)  # (N, L, d_model)
         if isinstance(self.pe, LearnedPositionalEmbedding):
             return self.pe(x, positions)  # (N, L, d_model)
@@ -150,12 +142,8 @@ class DecoderOnlyTransformer(nn.Module):
         return self.logits(x)  # (N, L, V)
 
     def attention_weights(self, ids, layer_idx=-1):
-        """The self-attention weights of one layer for ``ids`` ``(N, L)``: ``(N, n_heads, L, L)``.
-
-        Runs the model once on the teaching path (``store_alphas``) in eval mode, without
-        gradients, and restores both afterwards. Row ``i`` is how much position ``i`` (which
-        predicts token ``i + 1``) reads each earlier token; rows sum to 1.
-        """
+        """Layer ``layer_idx``'s self-attention weights for ``ids`` ``(N, L)``: ``(N, h, L, L)``, rows
+        summing to 1; one teaching-path run in eval mode without gradients, settings restored."""
         attention = self.layers[layer_idx].self_attn_heads
         stored = attention.store_alphas
         attention.store_alphas = True
@@ -172,11 +160,6 @@ class DecoderOnlyTransformer(nn.Module):
 
 
 def completion_loss(logits, targets, label_smoothing=0.0):
-    """Mean cross-entropy over the targets that count: logits ``(N, L, V)``, targets ``(N, L)``.
-
-    Targets equal to ``IGNORE_INDEX`` (-100) add nothing: padding, and, for a completion-only
-    loss, every position whose next token belongs to the prompt. ``label_smoothing`` is
-    ``F.cross_entropy``'s (Szegedy et al. 2016): the target gets ``1 - ε + ε/V`` of the
-    probability, every other token ``ε/V``.
-    """
+    """Mean cross-entropy of logits ``(N, L, V)`` over the targets ``(N, L)`` that are not
+    ``IGNORE_INDEX`` (padding and, completion-only, the prompt); ``label_smoothing`` as ``F.cross_entropy``'s."""
     return sequence_cross_entropy(logits, targets, ignore_index=IGNORE_INDEX, label_smoothing=label_smoothing)

@@ -31,20 +31,10 @@ def rotate_pairs(x, cos, sin):
 
 
 class RotaryEmbedding(nn.Module):
-    """Rotates queries or keys ``(..., L, d_head)`` pair by pair at their positions (RoPE).
-
-    Pair ``i`` of the vector at position ``p`` turns by ``p · θ_i``. No parameters: one module
-    serves every attention layer, on the projected queries and keys (never the values).
-
-    Args:
-        d_head: the size of each head's vectors (even: the dimensions go in pairs).
-        base: sets the angular speeds (``rotary_frequencies``).
-        max_len: the positions ``0 .. max_len - 1`` the table covers; a later one is refused.
-
-    Buffers (rebuilt from the arguments, not saved): ``cos``, ``sin`` ``(max_len, d_head // 2)``.
-
-    ``forward(x, positions=None)``: ``positions`` ``None`` (``0 .. L-1``), ``(L,)`` or ``(N, L)``
-    integers; returns the rotated ``x``, same shape and dtype.
+    """Rotates queries or keys ``(..., L, d_head)`` pair by pair at their positions (RoPE); no
+    parameters, so one serves every layer. ``cos``, ``sin`` ``(max_len, d_head // 2)``: the table,
+    built up front and not saved; a position past it is a ``ValueError``.
+    ``forward(x, positions=None)``: ``positions`` ``(L,)`` or ``(N, L)`` (``None``: ``0 .. L-1``).
     """
 
     def __init__(self, d_head, base=10000.0, max_len=512):

@@ -42,11 +42,8 @@ def decode_steps(step, sequence, max_new_tokens, choose, eos_id=None, pad_id=Non
 
 
 def greedy_sequence(decode, first, target_len):
-    """Greedy decoding of feature vectors: each prediction is fed back as the next input.
-
-    ``decode(inputs)`` maps the inputs so far ``(N, i+1, F)`` to outputs ``(N, i+1, F)``, the last
-    being the next prediction; ``first`` ``(N, 1, F)`` starts it. Returns ``(N, target_len, F)``.
-    """
+    """Greedy decoding of feature vectors ``(N, target_len, F)`` from ``first`` ``(N, 1, F)``: each
+    prediction (the last of ``decode(inputs so far)``) is fed back as the next input."""
     steps = decode_steps(lambda inputs, new: decode(inputs)[:, -1], first, target_len,
                          choose=lambda prediction: prediction.detach())  # fed back without a graph
     return torch.stack([prediction for _, prediction in steps], dim=1)  # (N, target_len, F)
@@ -128,12 +125,9 @@ def _new_cache(model, use_cache):
 
 @_inference
 def greedy_decode(model, source_ids, sos_id, eos_id, max_new_tokens, pad_id=PAD, use_cache=True):
-    """Decode every source in the batch, taking the most likely token at each step.
-
-    Starts from ``sos_id`` and writes at most ``max_new_tokens`` tokens; a row is finished at
-    its first ``eos_id`` and gets ``pad_id`` after it. With ``use_cache`` (a model with
-    ``new_cache()``), each step feeds only the token just written (the KV cache of chapter 09).
-    Returns ``(N, L)`` ids without ``<sos>``, ``L <= max_new_tokens``.
+    """Decode every source, taking the arg-max token at each step, for at most ``max_new_tokens``;
+    a row ends at its first ``eos_id``, then gets ``pad_id``. ``use_cache``: the KV cache (chapter
+    09). Returns ``(N, L)`` ids without ``<sos>``.
     """
     _check_arguments(model, source_ids, max_new_tokens)
     memory, source_mask = model.encode(source_ids)  # (N, L_s, d_model), (N, 1, L_s)

@@ -19,14 +19,11 @@ def feed_forward(d_model, ff_units, dropout):
 
 
 class SubLayerWrapper(nn.Module):
-    """A residual connection, layer norm and dropout around one sublayer.
+    """A residual connection, layer norm and dropout around one sublayer: norm-first (the book's)
+    ``x + drop(sublayer(norm(x)))``, or norm-last (the paper's) ``norm(x + drop(sublayer(x)))``.
 
-    * norm-first (``norm_first=True``, the default, as in the book): ``x + drop(sublayer(norm(x)))``;
-    * norm-last (the original paper's post-norm): ``norm(x + drop(sublayer(x)))``.
-
-    ``forward(x, sublayer, is_self_attn=False, **kwargs)``: ``x`` ``(N, L, d_model)`` in and out;
-    ``kwargs`` (e.g. ``mask``) go to the sublayer. Self-attention reads its keys from the same
-    input as its queries (``key=`` the normalised ``x`` when norm-first).
+    ``forward(x, sublayer, is_self_attn=False, **kwargs)``: ``(N, L, d_model)`` in and out; the
+    sublayer gets ``kwargs``, and self-attention its keys from the same input as its queries.
     """
 
     def __init__(self, d_model, dropout, norm_first=True):

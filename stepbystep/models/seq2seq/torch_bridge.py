@@ -77,10 +77,7 @@ class TransformerModel(nn.Module):
         return self._swap(memory)  # (N, L_s, d_model)
 
     def decode(self, shifted_target_seq, memory, source_mask=None):
-        """Decode ``(N, L, n_features)`` against ``memory`` under the causal mask ``causal_blocked_mask[:L, :L]``.
-
-        ``source_mask`` is our keep-mask ``(N, 1, input_len)``. Returns ``(N, L, n_features)``.
-        """
+        """Decode ``(N, L, n_features)`` against ``memory`` under ``causal_blocked_mask[:L, :L]``."""
         length = shifted_target_seq.shape[1]
         padding = self._key_padding(source_mask, *memory.shape[:2])  # (N, L_s) or None
         outputs = self.transf.decoder(
@@ -96,10 +93,7 @@ class TransformerModel(nn.Module):
                                self.target_len)  # (N, target_len, F)
 
     def predict(self, source_seq, source_mask=None):
-        """Greedy prediction ``(N, target_len, n_features)`` from ``(N, input_len, n_features)``.
-
-        Does not change the train/eval mode: call ``model.eval()`` first.
-        """
+        """Greedy prediction ``(N, target_len, n_features)`` from the source; the mode is left as is."""
         check_sequences(source_seq, (self.input_len,), self.n_features, "source_seq")
         memory = self.encode(source_seq, source_mask)
         return self._greedy(source_seq, memory, source_mask)

@@ -13,12 +13,8 @@ __all__ = ["translate", "complete", "in_batches", "Translation", "translate_with
 
 
 def in_batches(sequences, batch_size, run):
-    """``run(batch)`` on batches of at most ``batch_size`` sequences, sorted by length; one result
-    per sequence, in the original order.
-
-    Sorted, a short sequence is padded only to the length of those like it, not to the longest
-    of all: with padding masks the results are the same and the work shrinks.
-    """
+    """``run(batch)`` on batches of at most ``batch_size`` sequences sorted by length (so padding
+    stays short); one result per sequence, in the original order."""
     check_positive_int("batch_size", batch_size)
     order = sorted(range(len(sequences)), key=lambda index: len(sequences[index]))
     results = [None] * len(sequences)
@@ -30,12 +26,10 @@ def in_batches(sequences, batch_size, run):
 
 
 def translate(model, texts, src_vocab, tgt_vocab, max_new_tokens=None, beam_width=1, batch_size=1000):
-    """Turn strings into the encoder-decoder ``model``'s output strings.
+    """The encoder-decoder ``model``'s output strings for ``texts`` (one string or a list), batched.
 
-    ``texts``: one string or a list. Unknown characters become ``<unk>``; an empty text, or one
-    longer than the model's ``max_len``, raises ``ValueError``. ``max_new_tokens`` caps the
-    output (default: the model's ``max_len``); ``beam_width`` 1 decodes greedily, more uses
-    ``beam_search``. Returns a string, or a list of strings in the order of ``texts``.
+    Unknown characters become ``<unk>``; an empty or too long text is a ``ValueError``.
+    ``max_new_tokens``: default the model's ``max_len``; ``beam_width`` > 1: ``beam_search``.
     """
     single = isinstance(texts, str)
     texts = [texts] if single else list(texts)
@@ -61,11 +55,8 @@ def translate(model, texts, src_vocab, tgt_vocab, max_new_tokens=None, beam_widt
 
 
 def complete(model, prompts, max_new_tokens, eos_id, batch_size=500):
-    """Greedy completions of many prompts (lists of ids) by the decoder-only ``model``.
-
-    Batched with ``in_batches`` (left-padded prompts, KV cache). Returns one list of new ids per
-    prompt, up to and including ``eos_id`` when written.
-    """
+    """Greedy completions by a decoder-only ``model`` of many prompts (lists of ids), batched: one
+    list of new ids per prompt, up to and including ``eos_id``."""
     def run(batch):
         generated = generate(model, batch, max_new_tokens, temperature=0, eos_id=eos_id).tolist()  # (n, L + T)
         width = max(map(len, batch))
