@@ -2,20 +2,13 @@
 import pytest
 import torch
 
-from stepbystep.data import Vocab, date_pairs
 from stepbystep.data import check_text
 from stepbystep.models import TokenTransformer, Translation, greedy_decode, translate, translate_with_alignment
 
 
 @pytest.fixture(scope="module")
-def setup():
-    pairs = date_pairs(300, seed=0)
-    src_vocab = Vocab.from_texts([text for text, _ in pairs])
-    tgt_vocab = Vocab.from_texts([iso for _, iso in pairs])
-    torch.manual_seed(0)
-    model = TokenTransformer(len(src_vocab), len(tgt_vocab), d_model=16, n_heads=2, ff_units=32, n_layers=2,
-                             dropout=0.0, max_len=32)
-    return model, src_vocab, tgt_vocab
+def setup(tiny_date_model):
+    return tiny_date_model
 
 
 def test_translation_matches_greedy_decoding(setup):
