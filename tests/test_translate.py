@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from stepbystep.data import check_text
-from stepbystep.models import TokenTransformer, Translation, greedy_decode, translate, translate_with_alignment
+from stepbystep.models import Translation, greedy_decode, translate, translate_with_alignment
 
 
 @pytest.fixture(scope="module")

@@ -1,13 +1,12 @@
 """The date translator of chapter 08: typing a date redraws the translation and its alignment map."""
 import matplotlib
 import pytest
-import torch
 
 matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
 
-from stepbystep.models import TokenTransformer, translate_with_alignment  # noqa: E402
+from stepbystep.models import translate_with_alignment  # noqa: E402
 from stepbystep.widgets import date_translator  # noqa: E402
 
 
