@@ -161,7 +161,7 @@ print(f"target_out: {digit_vocab.decode(target_out[0], strip_specials=False)}")
 # `TokenTransformer` wraps the course's own encoder and decoder stacks (`EncoderTransf`,
 # `DecoderTransf` of chapter 05, built from `EncoderLayer` and `DecoderLayer`) with what
 # tokens need: an embedding for the source and one for the target, the masks built from the
-# ids, and a final linear layer, the **generator**, that turns each decoder output into $V$
+# ids, and a final linear layer, the output **head**, that turns each decoder output into $V$
 # scores (**logits**), one per token of the target vocabulary. A small one is enough here:
 # $d_{model} = 32$, 2 heads, one layer in each stack, no dropout.
 

@@ -518,7 +518,7 @@ sampling_explorer(writer, vocab, prompt="March")
 tied, untied = build(tie_weights=True), build(tie_weights=False)
 n_tied, n_untied = (sum(p.numel() for p in m.parameters()) for m in (tied, untied))
 print(f"tied {n_tied:,}, untied {n_untied:,}: {n_untied - n_tied:,} = {len(vocab)} x 64 fewer")
-print(f"one matrix: {tied.output.weight is tied.embed.weight}")
+print(f"one matrix: {tied.head.weight is tied.embed.weight}")
 
 # %% [markdown]
 # Does it help here? Two short runs from the same seed, 60 steps each on the first 1,920

@@ -82,8 +82,8 @@ def test_attention_weights_are_causal_rows_summing_to_one():
 
 def test_tied_weights_share_one_matrix_and_save_v_times_d_parameters():
     tied, untied = _model(), _model(tie_weights=False)
-    assert tied.output.weight is tied.embed.weight
-    assert untied.output.weight is not untied.embed.weight
+    assert tied.head.weight is tied.embed.weight
+    assert untied.head.weight is not untied.embed.weight
     count = lambda model: sum(p.numel() for p in model.parameters())  # noqa: E731
     assert count(untied) - count(tied) == V * 16
     assert torch.isfinite(tied(torch.randint(1, V, (2, 5)))).all()

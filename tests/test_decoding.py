@@ -104,7 +104,7 @@ def random_model(pad_id=0):
     model = TokenTransformer(8, 9, d_model=16, n_heads=2, ff_units=32, n_layers=1, dropout=0.1, max_len=10,
                              pad_id=pad_id)
     with torch.no_grad():
-        model.generator.weight.mul_(8.0)  # peaked distributions: greedy and beams disagree more often
+        model.head.weight.mul_(8.0)  # peaked distributions: greedy and beams disagree more often
     return model
 
 
@@ -172,7 +172,7 @@ def test_translate_in_sorted_batches_keeps_the_order_and_the_outputs():
     torch.manual_seed(0)
     model = TokenTransformer(len(vocab), len(vocab), d_model=16, n_heads=2, ff_units=16, n_layers=1, max_len=8)
     with torch.no_grad():
-        model.generator.weight.mul_(5.0)  # varied outputs, so a mixed-up order would show
+        model.head.weight.mul_(5.0)  # varied outputs, so a mixed-up order would show
     texts = ["dcbaab", "a", "abc", "dd", "cabdca", "b", "bbbb", "acd"]
     one_batch = translate(model, texts, vocab, vocab, batch_size=100)
     assert translate(model, texts, vocab, vocab, batch_size=3) == one_batch  # other batches, same outputs
@@ -204,8 +204,8 @@ def test_greedy_with_the_cache_writes_what_it_writes_without(norm_first):
         model = TokenTransformer(9, 9, d_model=16, n_heads=2, ff_units=32, n_layers=2, dropout=0.1, max_len=12,
                                  norm_first=norm_first)
         with torch.no_grad():
-            model.generator.weight.mul_(scale)
-            model.generator.bias[EOS] += eos_bias
+            model.head.weight.mul_(scale)
+            model.head.bias[EOS] += eos_bias
         cached = greedy_decode(model, source, SOS, EOS, 12)
         assert torch.equal(cached, greedy_decode(model, source, SOS, EOS, 12, use_cache=False))
         assert model.training  # back in its mode (dropout was off while decoding)

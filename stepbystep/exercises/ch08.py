@@ -168,7 +168,7 @@ def _confidence_case():
     finally:
         torch.random.set_rng_state(state)  # leave the learner's random stream alone
     with torch.no_grad():
-        model.generator.weight.mul_(6.0)  # peaked distributions: clearly different probabilities
+        model.head.weight.mul_(6.0)  # peaked distributions: clearly different probabilities
     source = torch.randint(4, 9, (4, 5), generator=generator)  # (4, 5)
     generated = torch.tensor([[4, 5, 6, EOS, PAD, PAD], [5, EOS, PAD, PAD, PAD, PAD],
                               [6, 6, 4, 5, 4, EOS], [4, 4, 4, 4, 4, 4]])  # (4, 6): the last never ends

@@ -34,7 +34,7 @@ class DecoderOnlyTransformer(nn.Module):
     """A decoder-only Transformer over token ids: ids ``(N, L)`` in, next-token logits ``(N, L, V)`` out.
 
     Token embedding, positions (``position_scheme``), ``n_layers`` ``DecoderOnlyLayer``, a final
-    ``LayerNorm`` (norm-first layers only) and the output layer ``output``.
+    ``LayerNorm`` (norm-first layers only) and the output layer ``head``.
 
     Args:
         vocab_size: number of token ids (specials included).
@@ -97,9 +97,9 @@ class DecoderOnlyTransformer(nn.Module):
             for _ in range(n_layers)
         ])
         self.norm = nn.LayerNorm(d_model) if self.norm_first else None
-        self.output = nn.Linear(d_model, vocab_size)
+        self.head = nn.Linear(d_model, vocab_size)  # the output layer
         if self.tie_weights:
-            self.output.weight = self.embed.weight  # one (V, d_model) matrix, two uses
+            self.head.weight = self.embed.weight  # one (V, d_model) matrix, two uses
 
     def new_cache(self, capacity=None):
         """An empty ``KVCache`` for this model's layers (``capacity``: preallocated tokens, no gradients)."""
@@ -122,7 +122,7 @@ class DecoderOnlyTransformer(nn.Module):
 
     def logits(self, states):
         """The output layer: states ``(N, L, d_model)`` -> logits ``(N, L, V)``."""
-        return self.output(states)
+        return self.head(states)
 
     def forward(self, ids, cache=None):
         if cache is not None:

@@ -29,7 +29,7 @@ def check_ids(name, ids, vocab_size, max_len, held=0):
 
 class TokenTransformer(nn.Module):
     """An encoder-decoder Transformer over token ids (chapters 07-08): the course's stacks between
-    two embeddings and an output layer (``generator``, one logit per target token).
+    two embeddings and an output layer (``head``, one logit per target token).
 
     Args:
         src_vocab_size, tgt_vocab_size: the vocabularies' sizes (specials included).
@@ -70,7 +70,7 @@ class TokenTransformer(nn.Module):
         decoder_layer = DecoderLayer(n_heads, d_model, ff_units, dropout, norm_first=norm_first)
         self.encoder = EncoderTransf(encoder_layer, n_layers, max_len, scale_input=self.scale_embeddings)
         self.decoder = DecoderTransf(decoder_layer, n_layers, max_len, scale_input=self.scale_embeddings)
-        self.generator = nn.Linear(d_model, tgt_vocab_size)
+        self.head = nn.Linear(d_model, tgt_vocab_size)  # the output layer: one logit per target token
 
     def source_mask(self, source_ids):
         """Keep-mask ``(N, 1, L_s)``: ``False`` at padding; ``None`` when ``pad_id`` is None."""
@@ -118,7 +118,7 @@ class TokenTransformer(nn.Module):
             cache.add_tokens(real)  # (N, L_t)
             target_mask = cache.mask(target_in.shape[1])  # (N, L_t, t)
         states = self.decoder(embedded, source_mask, target_mask, memory, cache)  # (N, L_t, d_model)
-        return self.generator(states)  # (N, L_t, tgt_vocab_size)
+        return self.head(states)  # (N, L_t, tgt_vocab_size)
 
     def forward(self, source_ids, target_in):
         memory, source_mask = self.encode(source_ids)  # (N, L_s, d_model), (N, 1, L_s)
