@@ -144,8 +144,8 @@ class ViT(nn.Module):
         return self.mlp(cls_state)  # (N, n_outputs)
 
 
-def cls_attention(model, images, layer=-1):
-    """The CLS query's attention over the patches in encoder layer ``layer``, as the patch grid.
+def cls_attention(model, images, layer_idx=-1):
+    """The CLS query's attention over the patches in encoder layer ``layer_idx``, as the patch grid.
 
     Runs ``model`` (its layers storing their weights) in eval mode, mode restored. Returns
     ``logits`` ``(N, n_outputs)`` and ``attention`` ``(N, n_heads, grid, grid)`` on the CPU (the
@@ -153,7 +153,7 @@ def cls_attention(model, images, layer=-1):
     """
     check_instance("model", model, ViT, "a ViT")
     _check_images(images, model.embed.in_channels, model.embed.img_size)
-    attention_layer = model.encoder.layers[layer].self_attn_heads
+    attention_layer = model.encoder.layers[layer_idx].self_attn_heads
     if not attention_layer.store_alphas:
         raise ValueError("this encoder layer keeps no attention weights (store_alphas=False)")
     device = next(model.parameters()).device
