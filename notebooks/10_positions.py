@@ -46,6 +46,7 @@ from torch.optim.lr_scheduler import LambdaLR
 from stepbystep import plots
 from stepbystep.data.lag_copy import FIRST_TOKEN, lag_copy_accuracy, lag_copy_batch
 from stepbystep.exercises import ch10
+from stepbystep.experiments.generation_timing import step_logits
 from stepbystep.models import (
     IGNORE_INDEX,
     POSITION_SCHEMES,
@@ -56,7 +57,6 @@ from stepbystep.models import (
     alibi_slopes,
     completion_loss,
     sinusoidal_table,
-    step_logits,
 )
 from stepbystep.widgets import position_explorer
 
