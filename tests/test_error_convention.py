@@ -10,10 +10,12 @@ from stepbystep.data.dates import date_pairs, render_date
 from stepbystep.gradient_norms import layer_gradient_norms
 from stepbystep.models import (
     Attention,
+    DecoderOnlyTransformer,
     EncoderLayer,
     PatchEmbed,
     TokenTransformer,
     build_transformer,
+    generate,
     greedy_decode,
     padding_mask,
     scaled_dot_product,
@@ -25,6 +27,10 @@ from stepbystep.models.metrics import wilson_interval
 def _trainer():
     model = nn.Linear(2, 1)
     return StepByStep(model, nn.MSELoss(), torch.optim.SGD(model.parameters(), lr=0.1), device="cpu")
+
+
+def _gpt():
+    return DecoderOnlyTransformer(8, d_model=8, n_heads=2, ff_units=8, n_layers=1, max_len=6)
 
 
 def _token_model():
@@ -44,6 +50,8 @@ WRONG_TYPES = [
     ("max_new_tokens", lambda: greedy_decode(_token_model(), torch.ones(1, 3, dtype=torch.long), 1, 2, 4.0)),
     ("source_ids", lambda: _token_model()(torch.rand(1, 3), torch.ones(1, 2, dtype=torch.long))),
     ("successes", lambda: wilson_interval(1.5, 10)),
+    ("max_new_tokens", lambda: generate(_gpt(), [1, 2], 1.5)),
+    ("ids", lambda: _gpt()(torch.rand(1, 3))),
     ("n", lambda: make_regression_data(n=2.5)),
     ("n_symbols", lambda: reverse_digits_dataset(5, n_symbols="10")),
     ("day", lambda: render_date("2001-03-03", "d MMM y")),
@@ -64,6 +72,8 @@ WRONG_VALUES = [
     ("seed", lambda: build_transformer(seed=-1)),
     ("max_new_tokens", lambda: greedy_decode(_token_model(), torch.ones(1, 3, dtype=torch.long), 1, 2, 7)),
     ("successes", lambda: wilson_interval(11, 10)),
+    ("max_new_tokens", lambda: generate(_gpt(), [1, 2], 0)),
+    ("ids", lambda: _gpt()(torch.tensor([[1, 9]]))),
     ("n", lambda: make_regression_data(n=0)),
     ("n_symbols", lambda: reverse_digits_dataset(5, n_symbols=40)),
     ("val_fraction", lambda: train_val_split([("a", "a"), ("b", "b")], val_fraction=1.0)),
