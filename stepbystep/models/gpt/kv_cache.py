@@ -74,7 +74,8 @@ class KVCache:
         return subsequent_mask(self.length, device=keep.device)[:, -new:] & keep  # (N, new, t)
 
     def reorder(self, rows):
-        """Keep the rows ``rows`` ``(N,)`` of everything held (beam search: the surviving hypotheses)."""
+        """Keep the rows ``rows`` ``(N,)`` of everything held (beam search: the surviving hypotheses);
+        for caches without ``capacity``, whose keys are not views of buffers."""
         self.keep, self.positions, self.n_real = self.keep[rows], self.positions[rows], self.n_real[rows]
         for layer in self.layers:
             layer.keys, layer.values = layer.keys[rows], layer.values[rows]
