@@ -213,3 +213,19 @@ def test_greedy_with_the_cache_writes_what_it_writes_without(norm_first):
             assert (cached == EOS).any(dim=1).all() and (cached == PAD).any()  # all ended, not all at once
         else:
             assert cached.shape == (16, 12) and len({tuple(row) for row in cached.tolist()}) >= 3
+
+
+@pytest.mark.parametrize("length_penalty", [0.0, 1.0])
+def test_beam_search_with_the_cache_writes_what_it_writes_without(length_penalty):
+    """The cache's rows follow the surviving hypotheses: the beams are the uncached search's."""
+    source = torch.randint(4, 9, (6, 7), generator=torch.Generator().manual_seed(1))
+    source[::2, 5:] = PAD
+    torch.manual_seed(5)
+    model = TokenTransformer(9, 9, d_model=16, n_heads=2, ff_units=32, n_layers=2, dropout=0.0, max_len=12)
+    with torch.no_grad():
+        model.head.weight.mul_(4.0)  # varied, peaked outputs: beams that reorder often
+        model.head.bias[EOS] += 1.0
+    cached = beam_search(model, source, SOS, EOS, 12, beam_width=3, length_penalty=length_penalty)
+    uncached = beam_search(model, source, SOS, EOS, 12, beam_width=3, length_penalty=length_penalty, use_cache=False)
+    assert torch.equal(cached, uncached)
+    assert len({tuple(row) for row in cached.tolist()}) >= 2  # not one output for every source
