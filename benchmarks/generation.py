@@ -1,63 +1,80 @@
-"""Generation with and without the KV cache: 256 new tokens, d_model 64, 2 layers, CPU, one thread.
+"""Generation with and without the KV cache, and against Hugging Face ``transformers``.
 
-Without the cache every step runs the whole stream through the model again, so step ``t``
-costs about ``t`` tokens of work; with it a step feeds one token and computes one row of
-attention per layer. Both write the same tokens (greedy, no ``eos_id``, so both run all 256
-steps). Timed with ``benchmarks.timing.compare`` on one thread: the two runs alternate, so a
-slow moment of a shared machine lands on both rather than on one, and the medians are compared.
+Greedy generation of 256 tokens after a 16-token prompt, 4 heads, ``ff_units = 4 d_model``,
+2 layers, CPU, one thread, at ``d_model`` 64 (where Python overhead dominates a step) and 256.
+Without the cache every step runs the whole stream again; with it a step feeds one token. The
+peer is ``GPT2LMHeadModel(GPT2Config(...)).generate(do_sample=False, use_cache=True)`` of the
+same shape with random weights, built offline; it is skipped when ``transformers`` is missing.
 """
 import torch
 
 from stepbystep.models import DecoderOnlyTransformer, generate
 
-from .timing import compare
+from .timing import compare, ratio_row
 
-GOAL = 5.0  # the cache should make generation at least 5x faster
+try:
+    import transformers
+except ImportError:  # the peer is a dev dependency: without it, its rows are skipped
+    transformers = None
+
+SIZES = (64, 256)
+SPEEDUP_GOALS = {64: 2.5, 256: 10.0}  # the cache should make generation at least this much faster
+PEER_GOAL = 0.7  # and take at most 0.7 of the time of transformers' cached generate
+VOCAB, HEADS, LAYERS = 64, 4, 2
 PROMPT_LENGTH, NEW_TOKENS = 16, 256
 QUICK_NEW_TOKENS = 8
 
 
-def _model(max_len):
+def _ours(d_model, max_len):
     torch.manual_seed(0)
-    return DecoderOnlyTransformer(64, d_model=64, n_heads=4, ff_units=128, n_layers=2, dropout=0.0,
-                                  max_len=max_len).eval()
+    return DecoderOnlyTransformer(VOCAB, d_model=d_model, n_heads=HEADS, ff_units=4 * d_model, n_layers=LAYERS,
+                                  dropout=0.0, max_len=max_len).eval()
 
 
-def timings(new_tokens=NEW_TOKENS, prompt_length=PROMPT_LENGTH, repeats=5):
-    """Median seconds of one ``generate`` call with and without the cache: ``{use_cache: seconds}``.
+def _peer(d_model, max_len):
+    transformers.logging.set_verbosity_error()
+    torch.manual_seed(0)
+    config = transformers.GPT2Config(vocab_size=VOCAB, n_positions=max_len, n_embd=d_model, n_layer=LAYERS,
+                                     n_head=HEADS, n_inner=4 * d_model, resid_pdrop=0.0, embd_pdrop=0.0,
+                                     attn_pdrop=0.0, bos_token_id=1, eos_token_id=2, pad_token_id=0)
+    return transformers.GPT2LMHeadModel(config).eval()
 
-    The model is untrained (the cost does not depend on the weights); its ``max_len`` is the
-    prompt plus the new tokens. Runs on the CPU with one torch thread; the two calls alternate
-    (``compare``), after one untimed warm-up each.
-    """
-    model = _model(prompt_length + new_tokens)
-    prompt = torch.randint(4, 64, (1, prompt_length), generator=torch.Generator().manual_seed(0))
+
+def timings(d_model, new_tokens=NEW_TOKENS, repeats=5):
+    """Median seconds of one generation: ``{"cache", "recompute"[, "transformers"]: seconds}``."""
+    max_len = PROMPT_LENGTH + new_tokens
+    model = _ours(d_model, max_len)
+    prompt = torch.randint(4, VOCAB, (1, PROMPT_LENGTH), generator=torch.Generator().manual_seed(0))
+    contenders = {"cache": lambda: generate(model, prompt, new_tokens, temperature=0),
+                  "recompute": lambda: generate(model, prompt, new_tokens, temperature=0, use_cache=False)}
+    if transformers is not None:
+        peer, mask = _peer(d_model, max_len), torch.ones_like(prompt)
+        contenders["transformers"] = lambda: peer.generate(
+            prompt, attention_mask=mask, max_new_tokens=new_tokens, min_new_tokens=new_tokens, do_sample=False,
+            use_cache=True)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        return compare({use_cache: (lambda use_cache=use_cache: generate(model, prompt, new_tokens, temperature=0,
-                                                                          use_cache=use_cache))
-                        for use_cache in (True, False)}, repeats=repeats)
+        with torch.inference_mode():
+            return compare(contenders, repeats=repeats)
     finally:
         torch.set_num_threads(threads)
 
 
-def speedup(new_tokens=NEW_TOKENS, prompt_length=PROMPT_LENGTH, repeats=5):
-    """How many times faster generation is with the cache: uncached time / cached time."""
-    medians = timings(new_tokens, prompt_length, repeats)
-    return medians[False] / medians[True]
-
-
 def run(quick=False):
-    """One row for ``benchmarks.run``'s ratio table: cached / uncached (goal: at most 1 / GOAL)."""
+    """Rows for ``benchmarks.run``'s ratio table: cache / recompute and cache / transformers, per size."""
     new_tokens = QUICK_NEW_TOKENS if quick else NEW_TOKENS
-    medians = timings(new_tokens, repeats=1 if quick else 5)
-    ratio = medians[True] / medians[False]
-    return [{"case": f"{new_tokens} new tokens after {PROMPT_LENGTH}, d_model=64, 2 layers, 1 thread",
-             "ours": "KV cache", "reference": "no cache (recompute)",
-             "ours_ms": 1000 * medians[True], "reference_ms": 1000 * medians[False],
-             "ratio": ratio, "goal": 1 / GOAL, "met": ratio <= 1 / GOAL}]
+    rows = []
+    for d_model in SIZES:
+        medians = timings(d_model, new_tokens, repeats=1 if quick else 5)
+        case = f"{new_tokens} new tokens after {PROMPT_LENGTH}, d_model={d_model}, {LAYERS} layers, 1 thread"
+        rows.append(ratio_row(case, medians, "cache", "recompute", goal=1 / SPEEDUP_GOALS[d_model]))
+        if "transformers" in medians:
+            rows.append(ratio_row(case, medians, "cache", "transformers", goal=PEER_GOAL))
+    return rows
 
 
 if __name__ == "__main__":
-    print(f"KV cache speed-up for {NEW_TOKENS} new tokens: {speedup():.1f}x (goal >= {GOAL:.0f}x)")
+    for row in run():
+        print(f"{row['case']}: ours {row['ours_ms']:.0f} ms, {row['reference']} {row['reference_ms']:.0f} ms, "
+              f"ratio {row['ratio']:.2f} (goal <= {row['goal']:.2f})")

@@ -42,3 +42,64 @@ def fails_with():
         return message
 
     return check
+
+
+# ----------------------------------------------------------------------------- models' shared fixtures
+@pytest.fixture(scope="module")
+def tiny_date_model():
+    """An untrained date ``TokenTransformer`` (d_model 16, 2 layers) with its vocabularies: a translation
+    runs end to end, fast; what it writes does not matter."""
+    from stepbystep.data import Vocab, date_pairs
+    from stepbystep.models import TokenTransformer
+
+    pairs = date_pairs(300, seed=0)
+    src_vocab = Vocab.from_texts([text for text, _ in pairs])
+    tgt_vocab = Vocab.from_texts([iso for _, iso in pairs])
+    torch.manual_seed(0)
+    model = TokenTransformer(len(src_vocab), len(tgt_vocab), d_model=16, n_heads=2, ff_units=32, n_layers=2,
+                             dropout=0.0, max_len=32)
+    return model, src_vocab, tgt_vocab
+
+
+@pytest.fixture(scope="session")
+def randomise_norms():
+    """``randomise_norms(module, seed=0)``: LayerNorms start as the identity; random weights make a
+    skipped or missed norm visible."""
+    def randomise(module, seed=0):
+        generator = torch.Generator().manual_seed(seed)
+        with torch.no_grad():
+            for m in module.modules():
+                if isinstance(m, torch.nn.LayerNorm):
+                    m.weight.copy_(1 + 0.5 * torch.randn(m.weight.shape, generator=generator))
+                    m.bias.copy_(0.5 * torch.randn(m.bias.shape, generator=generator))
+        return module
+    return randomise
+
+
+@pytest.fixture(scope="session")
+def train_on_squares():
+    """``train_on_squares(model)``: the book's square-corner training (Adam lr 0.01, 50 epochs of
+    batches of 16 from ``square_datasets(128, 64)``, shuffled with seed 0); returns the test MSE
+    in eval mode and the MSE of predicting zeros."""
+    from stepbystep.data import square_datasets
+
+    def train(model, epochs=50):
+        train_data, test_data = square_datasets(n_train=128, n_test=64)
+        train_seqs, _ = train_data.tensors  # (128, 4, 2)
+        source, target = test_data.tensors  # (64, 2, 2), (64, 2, 2)
+        optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+        loss_fn = torch.nn.MSELoss()
+        order = torch.Generator().manual_seed(0)
+        for _ in range(epochs):
+            model.train()
+            perm = torch.randperm(len(train_seqs), generator=order)
+            for i in range(0, len(train_seqs), 16):
+                batch = train_seqs[perm[i:i + 16]]  # (16, 4, 2)
+                loss = loss_fn(model(batch), batch[:, 2:])
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+        model.eval()
+        with torch.no_grad():
+            return loss_fn(model(source), target).item(), loss_fn(torch.zeros_like(target), target).item()
+    return train

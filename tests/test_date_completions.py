@@ -4,12 +4,12 @@ from datetime import date
 import pytest
 import torch
 
+from stepbystep.experiments.date_completion import complete_dates
 from stepbystep.data import (
     IGNORE_INDEX,
     SEPARATOR,
     CompletionDataset,
     Vocab,
-    complete_dates,
     completion_collate,
     completion_targets,
     completion_vocab,

@@ -82,8 +82,8 @@ def test_attention_weights_are_causal_rows_summing_to_one():
 
 def test_tied_weights_share_one_matrix_and_save_v_times_d_parameters():
     tied, untied = _model(), _model(tie_weights=False)
-    assert tied.output.weight is tied.embed.weight
-    assert untied.output.weight is not untied.embed.weight
+    assert tied.head.weight is tied.embed.weight
+    assert untied.head.weight is not untied.embed.weight
     count = lambda model: sum(p.numel() for p in model.parameters())  # noqa: E731
     assert count(untied) - count(tied) == V * 16
     assert torch.isfinite(tied(torch.randint(1, V, (2, 5)))).all()
@@ -112,12 +112,12 @@ def test_completion_loss_ignores_the_ignored_targets():
 
 
 @pytest.mark.parametrize("ids, error, words", [
-    ([[1, 2, 3]], TypeError, "tensor of token ids"),
-    (torch.ones(2, 3), TypeError, "integer token ids"),
+    ([[1, 2, 3]], TypeError, "ids must be a tensor, got list"),
+    (torch.ones(2, 3), TypeError, "ids must be a tensor of dtype torch.int64 or torch.int32, got torch.float32"),
     (torch.ones(3, dtype=torch.long), ValueError, "shape (N, L)"),
     (torch.ones(2, 0, dtype=torch.long), ValueError, "L >= 1"),
     (torch.ones(1, 25, dtype=torch.long), ValueError, "max_len=24"),
-    (torch.tensor([[1, V]]), ValueError, f"ids 0..{V - 1}"),
+    (torch.tensor([[1, V]]), ValueError, f"ids in 0..{V - 1}"),
     (torch.tensor([[-1, 2]]), ValueError, "from -1"),
 ])
 def test_bad_ids_are_refused(ids, error, words):

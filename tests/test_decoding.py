@@ -53,9 +53,9 @@ SHORT_OR_LONG = table({SOS: {EOS: 0.5, A: 0.5}, A: {EOS: 0.95, A: 0.05}})
 def test_greedy_stops_per_sequence_and_pads():
     model = MarkovModel(torch.stack([GREEDY_TRAP, LONG]))
     source = torch.tensor([[0], [1]])
-    generated = greedy_decode(model, source, SOS, EOS, max_len=6)
+    generated = greedy_decode(model, source, SOS, EOS, max_new_tokens=6)
     assert generated.tolist() == [[A, EOS, PAD, PAD, PAD, PAD], [A, A, A, A, A, A]]
-    early = greedy_decode(model, torch.tensor([[0], [0]]), SOS, EOS, max_len=6)
+    early = greedy_decode(model, torch.tensor([[0], [0]]), SOS, EOS, max_new_tokens=6)
     assert early.tolist() == [[A, EOS], [A, EOS]]  # stops as soon as every sequence is finished
 
 
@@ -104,7 +104,7 @@ def random_model(pad_id=0):
     model = TokenTransformer(8, 9, d_model=16, n_heads=2, ff_units=32, n_layers=1, dropout=0.1, max_len=10,
                              pad_id=pad_id)
     with torch.no_grad():
-        model.generator.weight.mul_(8.0)  # peaked distributions: greedy and beams disagree more often
+        model.head.weight.mul_(8.0)  # peaked distributions: greedy and beams disagree more often
     return model
 
 
@@ -141,9 +141,9 @@ def test_decoders_restore_the_mode_and_need_no_grad():
 def test_decoding_errors():
     model = random_model()
     source = torch.randint(4, 8, (2, 5))
-    with pytest.raises(ValueError, match="max_len must be at most the model's max_len=10 .*, got 11"):
+    with pytest.raises(ValueError, match="max_new_tokens must be at most the model's max_len=10 .*, got 11"):
         greedy_decode(model, source, SOS, EOS, 11)
-    with pytest.raises(TypeError, match="max_len must be a positive int, got float 5.0"):
+    with pytest.raises(TypeError, match="max_new_tokens must be a positive int, got float 5.0"):
         greedy_decode(model, source, SOS, EOS, 5.0)
     with pytest.raises(ValueError, match="beam_width must be a positive int, got 0"):
         beam_search(model, source, SOS, EOS, 5, beam_width=0)
@@ -172,7 +172,7 @@ def test_translate_in_sorted_batches_keeps_the_order_and_the_outputs():
     torch.manual_seed(0)
     model = TokenTransformer(len(vocab), len(vocab), d_model=16, n_heads=2, ff_units=16, n_layers=1, max_len=8)
     with torch.no_grad():
-        model.generator.weight.mul_(5.0)  # varied outputs, so a mixed-up order would show
+        model.head.weight.mul_(5.0)  # varied outputs, so a mixed-up order would show
     texts = ["dcbaab", "a", "abc", "dd", "cabdca", "b", "bbbb", "acd"]
     one_batch = translate(model, texts, vocab, vocab, batch_size=100)
     assert translate(model, texts, vocab, vocab, batch_size=3) == one_batch  # other batches, same outputs
@@ -204,8 +204,8 @@ def test_greedy_with_the_cache_writes_what_it_writes_without(norm_first):
         model = TokenTransformer(9, 9, d_model=16, n_heads=2, ff_units=32, n_layers=2, dropout=0.1, max_len=12,
                                  norm_first=norm_first)
         with torch.no_grad():
-            model.generator.weight.mul_(scale)
-            model.generator.bias[EOS] += eos_bias
+            model.head.weight.mul_(scale)
+            model.head.bias[EOS] += eos_bias
         cached = greedy_decode(model, source, SOS, EOS, 12)
         assert torch.equal(cached, greedy_decode(model, source, SOS, EOS, 12, use_cache=False))
         assert model.training  # back in its mode (dropout was off while decoding)
@@ -213,3 +213,19 @@ def test_greedy_with_the_cache_writes_what_it_writes_without(norm_first):
             assert (cached == EOS).any(dim=1).all() and (cached == PAD).any()  # all ended, not all at once
         else:
             assert cached.shape == (16, 12) and len({tuple(row) for row in cached.tolist()}) >= 3
+
+
+@pytest.mark.parametrize("length_penalty", [0.0, 1.0])
+def test_beam_search_with_the_cache_writes_what_it_writes_without(length_penalty):
+    """The cache's rows follow the surviving hypotheses: the beams are the uncached search's."""
+    source = torch.randint(4, 9, (6, 7), generator=torch.Generator().manual_seed(1))
+    source[::2, 5:] = PAD
+    torch.manual_seed(5)
+    model = TokenTransformer(9, 9, d_model=16, n_heads=2, ff_units=32, n_layers=2, dropout=0.0, max_len=12)
+    with torch.no_grad():
+        model.head.weight.mul_(4.0)  # varied, peaked outputs: beams that reorder often
+        model.head.bias[EOS] += 1.0
+    cached = beam_search(model, source, SOS, EOS, 12, beam_width=3, length_penalty=length_penalty)
+    uncached = beam_search(model, source, SOS, EOS, 12, beam_width=3, length_penalty=length_penalty, use_cache=False)
+    assert torch.equal(cached, uncached)
+    assert len({tuple(row) for row in cached.tolist()}) >= 2  # not one output for every source

@@ -11,10 +11,12 @@ from stepbystep.data.dates import date_pairs, render_date
 from stepbystep.experiments.gradient_norms import layer_gradient_norms
 from stepbystep.models import (
     Attention,
+    DecoderOnlyTransformer,
     EncoderLayer,
     PatchEmbed,
     TokenTransformer,
     build_transformer,
+    generate,
     greedy_decode,
     padding_mask,
     scaled_dot_product,
@@ -26,6 +28,10 @@ from stepbystep.models.metrics import wilson_interval
 def _trainer(trainer_class=StepByStep):
     model = nn.Linear(2, 1)
     return trainer_class(model, nn.MSELoss(), torch.optim.SGD(model.parameters(), lr=0.1), device="cpu")
+
+
+def _gpt():
+    return DecoderOnlyTransformer(8, d_model=8, n_heads=2, ff_units=8, n_layers=1, max_len=6)
 
 
 def _token_model():
@@ -42,9 +48,11 @@ WRONG_TYPES = [
     ("k", lambda: scaled_dot_product(q, q.tolist(), q)),
     ("embed_dim", lambda: PatchEmbed(12, 4, 1, 8.0)),
     ("seed", lambda: build_transformer(seed=1.5)),
-    ("max_len", lambda: greedy_decode(_token_model(), torch.ones(1, 3, dtype=torch.long), 1, 2, 4.0)),
+    ("max_new_tokens", lambda: greedy_decode(_token_model(), torch.ones(1, 3, dtype=torch.long), 1, 2, 4.0)),
     ("source_ids", lambda: _token_model()(torch.rand(1, 3), torch.ones(1, 2, dtype=torch.long))),
     ("successes", lambda: wilson_interval(1.5, 10)),
+    ("max_new_tokens", lambda: generate(_gpt(), [1, 2], 1.5)),
+    ("ids", lambda: _gpt()(torch.rand(1, 3))),
     ("n", lambda: make_regression_data(n=2.5)),
     ("n_symbols", lambda: reverse_digits_dataset(5, n_symbols="10")),
     ("day", lambda: render_date("2001-03-03", "d MMM y")),
@@ -63,8 +71,10 @@ WRONG_VALUES = [
     ("ff_units", lambda: EncoderLayer(2, 4, 0)),
     ("v", lambda: scaled_dot_product(q, q, q[:, :2])),
     ("seed", lambda: build_transformer(seed=-1)),
-    ("max_len", lambda: greedy_decode(_token_model(), torch.ones(1, 3, dtype=torch.long), 1, 2, 7)),
+    ("max_new_tokens", lambda: greedy_decode(_token_model(), torch.ones(1, 3, dtype=torch.long), 1, 2, 7)),
     ("successes", lambda: wilson_interval(11, 10)),
+    ("max_new_tokens", lambda: generate(_gpt(), [1, 2], 0)),
+    ("ids", lambda: _gpt()(torch.tensor([[1, 9]]))),
     ("n", lambda: make_regression_data(n=0)),
     ("n_symbols", lambda: reverse_digits_dataset(5, n_symbols=40)),
     ("val_fraction", lambda: train_val_split([("a", "a"), ("b", "b")], val_fraction=1.0)),

@@ -5,17 +5,16 @@ import torch
 from stepbystep.models import (
     DecoderOnlyTransformer,
     KVCache,
-    cached_self_attention,
+    LayerCache,
     generate,
     left_pad,
     next_token_logits,
     sampling_distribution,
-    time_per_token,
     top_k_filter,
     top_p_filter,
 )
-from stepbystep.models.generation import sample_next, step_logits
-from stepbystep.models.kv_cache import cached_mask
+from stepbystep.experiments.generation_timing import step_logits, time_per_token
+from stepbystep.models.gpt.generation import sample_next
 
 V, PAD, EOS = 20, 0, 2
 
@@ -69,24 +68,24 @@ def test_the_cache_grows_one_token_per_step(model):
     cache = model.new_cache()
     assert isinstance(cache, KVCache) and cache.length == 0
     model(torch.tensor([[1, 5, 6]]), cache=cache)
-    assert cache.length == 3 and cache.keys[0].shape == (1, 2, 3, 8)
+    assert cache.length == 3 and cache.layers[0].keys.shape == (1, 2, 3, 8)
     model(torch.tensor([[7]]), cache=cache)
-    assert cache.length == 4 and all(k.shape == (1, 2, 4, 8) for k in cache.keys)
+    assert cache.length == 4 and all(layer.keys.shape == (1, 2, 4, 8) for layer in cache.layers)
     assert "4 tokens" in repr(cache)
 
 
 def test_cached_self_attention_is_the_last_row_of_full_attention(model):
     attention = model.layers[0].self_attn_heads
     x = torch.randn(2, 6, 16)
-    cache = KVCache(1)
-    keep = torch.ones(2, 5, dtype=torch.bool)
+    cache, layer_cache = KVCache(1), LayerCache()
     with torch.no_grad():
-        cache.add_tokens(keep)
-        cached_self_attention(attention, x[:, :5], cache, 0, cached_mask(cache.keep, 5))
+        cache.add_tokens(torch.ones(2, 5, dtype=torch.bool))
+        assert cache.mask(5).shape == (2, 5, 5) and torch.equal(cache.mask(5)[0], torch.ones(5, 5).tril().bool())
+        attention(x[:, :5], cache.mask(5), key=x[:, :5], cache=layer_cache)
         cache.add_tokens(torch.ones(2, 1, dtype=torch.bool))
-        last = cached_self_attention(attention, x[:, 5:], cache, 0, cached_mask(None, 1, 6))
-        assert cached_mask(None, 1, 6) is None and cached_mask(None, 2, 6).shape == (1, 2, 6)
-        assert cached_mask(cache.keep, 1).shape == (2, 1, 6)
+        assert cache.mask(1).shape == (2, 1, 6) and bool(cache.mask(1).all())
+        last = attention(x[:, 5:], cache.mask(1), key=x[:, 5:], cache=layer_cache)
+        assert layer_cache.keys.shape == layer_cache.values.shape == (2, 2, 6, 8)
         attention.init_keys(x)
         full = attention(x, torch.ones(1, 6, 6, dtype=torch.bool).tril())
     torch.testing.assert_close(last, full[:, -1:], atol=1e-5, rtol=0)
@@ -116,8 +115,8 @@ class _Scripted(torch.nn.Module):
         self.max_len, self.vocab_size, self.pad_id = 40, V, PAD
         self.prompt_length = None
 
-    def new_cache(self):
-        return KVCache(1)
+    def new_cache(self, capacity=None):
+        return KVCache(1, capacity=capacity)
 
     def forward(self, ids, cache=None):
         if cache is not None:
@@ -247,7 +246,7 @@ def test_bad_settings_are_refused(model, kwargs, error, words):
 
 @pytest.mark.parametrize("prompt, error, words", [
     ([], TypeError, "an empty list"),
-    ("abc", TypeError, "prompt_ids must be a tensor"),
+    ("abc", TypeError, "inputs must be a tensor"),
     (torch.ones(2, 3), TypeError, "integer token ids"),
     (torch.ones(1, 1, 2, dtype=torch.long), ValueError, r"\(L,\) or \(N, L\)"),
     ([[1, 2], []], ValueError, "at least one token"),
@@ -289,7 +288,7 @@ def test_the_cache_holds_every_chunk_in_order_and_counts_real_tokens():
     with torch.no_grad():
         for chunk in chunks:
             cache.add_tokens(torch.ones(2, chunk.shape[2], dtype=torch.bool))
-            keys, values = cache.append(0, chunk, 2 * chunk)
+            keys, values = cache.layers[0].extend(chunk, 2 * chunk)
     expected = torch.cat(chunks, dim=2)
     assert torch.equal(keys, expected) and torch.equal(values, 2 * expected)
     assert cache.length == 28 and cache.keep.shape == (2, 28) and cache.n_real.tolist() == [28, 28]
@@ -302,16 +301,16 @@ def test_gradients_flow_through_the_cache():
     cache = KVCache(1)
     first = torch.randn(1, 2, 3, 4, requires_grad=True)
     cache.add_tokens(torch.ones(1, 3, dtype=torch.bool))
-    cache.append(0, first, first)
+    cache.layers[0].extend(first, first)
     cache.add_tokens(torch.ones(1, 1, dtype=torch.bool))
-    keys, _ = cache.append(0, torch.randn(1, 2, 1, 4), torch.randn(1, 2, 1, 4))
+    keys, _ = cache.layers[0].extend(torch.randn(1, 2, 1, 4), torch.randn(1, 2, 1, 4))
     keys.sum().backward()
     assert torch.equal(first.grad, torch.ones_like(first))  # the gradient reaches the first keys
 
 
-def test_generation_skips_the_range_check_only_for_its_own_ids(model):
+def test_the_model_checks_the_range_of_ids_on_the_cpu_and_generation_still_agrees(model):
     cache = model.new_cache()
-    with pytest.raises(ValueError, match="ids hold values"):
+    with pytest.raises(ValueError, match="ids must hold ids in 0..19, got ids from 1 to 999"):
         model(torch.tensor([[1, 999]]), cache=cache)
     out = generate(model, [1, 5, 6], 5, temperature=0)
     assert torch.equal(out, generate(model, [1, 5, 6], 5, temperature=0, use_cache=False))

@@ -1,11 +1,10 @@
-"""The cached layer step: the layer's own computation on the new rows, with gathered parameters."""
+"""The cached layer step: the layer's own modules on the new rows, the earlier keys and values from the cache."""
 import pytest
 import torch
 
 from stepbystep.models import DecoderOnlyTransformer, KVCache
-from stepbystep.models.decoder_only import DecoderOnlyLayer
-from stepbystep.models.kv_cache import cached_layer, cached_mask
-from stepbystep.models.masks import subsequent_mask
+from stepbystep.models import DecoderOnlyLayer
+from stepbystep.models import subsequent_mask
 
 D, HEADS, FF = 16, 2, 32
 
@@ -23,8 +22,8 @@ def _in_pieces(layer, x, sizes):
     cache, outputs = KVCache(1), []
     for start, size in zip([0, *torch.tensor(sizes).cumsum(0).tolist()], sizes):
         cache.add_tokens(torch.ones(x.shape[0], size, dtype=torch.bool))
-        mask = cached_mask(None, size, cache.length)  # (1, size, t) or None
-        outputs.append(cached_layer(layer, x[:, start:start + size], cache, 0, mask))
+        mask = cache.mask(size)  # (N, size, t)
+        outputs.append(layer(x[:, start:start + size], mask, cache=cache.layers[0]))
     return torch.cat(outputs, dim=1)
 
 
@@ -53,21 +52,6 @@ def test_gradients_of_a_cached_step_reach_every_parameter():
         torch.testing.assert_close(parameter.grad, expected[name], atol=1e-4, rtol=1e-4, msg=name)
 
 
-def test_the_cache_gathers_again_when_gradients_are_switched_on():
-    layer = _layer()
-    cache = KVCache(1)
-    x = torch.randn(1, 2, D)
-    with torch.no_grad():  # generation: the projections are stacked, no graph
-        cache.add_tokens(torch.ones(1, 1, dtype=torch.bool))
-        cached_layer(layer, x[:, :1], cache, 0)
-    assert cache.layer_tensors(0, layer).attention.qkv is None  # asked with gradients on: gathered again
-    cache.add_tokens(torch.ones(1, 1, dtype=torch.bool))
-    cached_layer(layer, x[:, 1:], cache, 0).sum().backward()
-    assert layer.self_attn_heads.linear_query.weight.grad is not None
-    with torch.no_grad():
-        assert cache.layer_tensors(0, layer).attention.qkv[0].shape == (3 * D, D)
-
-
 def test_dropout_acts_in_training_mode_only():
     layer = _layer(dropout=0.5)
     x = torch.randn(2, 6, D)
@@ -83,7 +67,7 @@ def test_dropout_acts_in_training_mode_only():
     torch.testing.assert_close(_in_pieces(layer, x, [6]), reference, atol=0, rtol=0)
 
 
-def test_the_cache_keeps_no_mask_until_padding_arrives():
+def test_the_cache_records_which_tokens_are_real():
     cache = KVCache(1)
     assert cache.keep is None and cache.n_real is None
     cache.add_tokens(torch.ones(2, 3, dtype=torch.bool))
@@ -93,11 +77,12 @@ def test_the_cache_keeps_no_mask_until_padding_arrives():
     assert cache.n_real.tolist() == [4, 4] and cache.length == 5
 
 
-def test_consecutive_positions_take_a_slice_of_the_sinusoidal_table():
+def test_positions_pick_rows_of_the_sinusoidal_table():
     torch.manual_seed(0)
     model = DecoderOnlyTransformer(12, d_model=D, n_heads=HEADS, ff_units=FF, max_len=20).eval()
     ids = torch.randint(1, 12, (2, 4))
-    sliced = model.embed_tokens(ids, None, 5)  # positions 5..8, never built
-    indexed = model.embed_tokens(ids, None, positions=torch.arange(5, 9))
-    assert torch.equal(sliced, indexed)
-    torch.testing.assert_close(sliced - model.embed(ids), model.pe.pe[:, 5:9].expand(2, -1, -1), atol=1e-6, rtol=0)
+    embedded = model.embed_tokens(ids, torch.arange(5, 9))  # positions 5..8
+    torch.testing.assert_close(embedded - model.embed(ids), model.pe.pe[:, 5:9].expand(2, -1, -1), atol=1e-6, rtol=0)
+    per_row = model.embed_tokens(ids, torch.tensor([[5, 6, 7, 8], [0, 0, 1, 2]]))
+    assert torch.equal(per_row[0], embedded[0])
+    torch.testing.assert_close(per_row[1] - model.embed(ids)[1], model.pe.pe[0, [0, 0, 1, 2]], atol=1e-6, rtol=0)

@@ -6,21 +6,10 @@ from torch import nn
 from stepbystep.models import DecoderLayer, EncoderLayer, SubLayerWrapper, subsequent_mask
 
 
-def _randomise_norms(module, seed=0):
-    """LayerNorms start as the identity affine map; give them weights so tests can see them."""
-    gen = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for m in module.modules():
-            if isinstance(m, nn.LayerNorm):
-                m.weight.copy_(1 + 0.5 * torch.randn(m.weight.shape, generator=gen))
-                m.bias.copy_(0.5 * torch.randn(m.bias.shape, generator=gen))
-    return module
-
-
 @pytest.mark.parametrize("norm_first", [True, False])
-def test_wrapper_follows_its_equation(norm_first):
+def test_wrapper_follows_its_equation(norm_first, randomise_norms):
     torch.manual_seed(0)
-    wrapper = _randomise_norms(SubLayerWrapper(d_model=4, dropout=0.1, norm_first=norm_first)).eval()
+    wrapper = randomise_norms(SubLayerWrapper(d_model=4, dropout=0.1, norm_first=norm_first)).eval()
     sub = nn.Linear(4, 4)
     x = torch.randn(2, 3, 4)
     expected = x + sub(wrapper.norm(x)) if norm_first else wrapper.norm(x + sub(x))
@@ -28,9 +17,9 @@ def test_wrapper_follows_its_equation(norm_first):
 
 
 @pytest.mark.parametrize("norm_first", [True, False])
-def test_encoder_layer_follows_its_equations(norm_first):
+def test_encoder_layer_follows_its_equations(norm_first, randomise_norms):
     torch.manual_seed(1)
-    layer = _randomise_norms(EncoderLayer(n_heads=2, d_model=4, ff_units=8, norm_first=norm_first)).eval()
+    layer = randomise_norms(EncoderLayer(n_heads=2, d_model=4, ff_units=8, norm_first=norm_first)).eval()
     x = torch.randn(3, 5, 4)
     mask = torch.ones(3, 1, 5, dtype=torch.bool)
     mask[1, 0, 4] = False

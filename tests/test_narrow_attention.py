@@ -155,7 +155,7 @@ def test_a_layer_with_keys_can_still_be_deep_copied():
 
 def test_narrow_alias_is_the_same_class_and_keeps_the_batch_first():
     from stepbystep.models import NarrowMultiHeadAttention, WideMultiHeadAttention
-    from stepbystep.models.narrow_attention import NarrowMultiHeadAttention as from_module
+    from stepbystep.models.attention.narrow import NarrowMultiHeadAttention as from_module
 
     assert NarrowMultiHeadAttention is MultiHeadedAttention and from_module is MultiHeadedAttention
     assert NarrowMultiHeadAttention is not WideMultiHeadAttention

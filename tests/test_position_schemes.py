@@ -12,10 +12,10 @@ from stepbystep.models import (
     alibi_bias,
     alibi_slopes,
     generate,
-    step_logits,
     subsequent_mask,
 )
-from stepbystep.models import narrow_attention
+from stepbystep.experiments.generation_timing import step_logits
+from stepbystep.models.attention import narrow as narrow_attention
 
 PROMPTS = [[1, 5, 6, 7], [1, 3], [1, 4, 4, 4, 4, 9, 2]]
 

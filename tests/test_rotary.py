@@ -65,13 +65,12 @@ def test_per_row_positions_rotate_each_row_at_its_own_positions():
     torch.testing.assert_close(out[1], rotary(x[1]))
 
 
-def test_the_table_grows_for_a_later_position_and_is_not_saved():
+def test_a_position_past_the_table_is_a_clear_error_and_the_table_is_not_saved():
     rotary = RotaryEmbedding(4, max_len=8)
     x = torch.randn(1, 1, 4)
-    out = rotary(x, torch.tensor([20]))
-    assert rotary.max_len >= 21
-    small = RotaryEmbedding(4, max_len=64)
-    torch.testing.assert_close(out, small(x, torch.tensor([20])))
+    with pytest.raises(ValueError, match=r"positions must be in 0..7 \(the table has max_len=8 rows"):
+        rotary(x, torch.tensor([20]))
+    torch.testing.assert_close(rotary(x, torch.tensor([7])), RotaryEmbedding(4, max_len=64)(x, torch.tensor([7])))
     assert rotary.state_dict() == {} and list(rotary.parameters()) == []
 
 
@@ -87,7 +86,7 @@ def test_bad_arguments_are_refused():
         rotary(torch.randn(2, 3, 6))
     with pytest.raises(ValueError, match="one entry per vector"):
         rotary(torch.randn(2, 3, 4), torch.arange(4))
-    with pytest.raises(ValueError, match="non-negative"):
+    with pytest.raises(ValueError, match=r"positions must be in 0..511.*got -1"):
         rotary(torch.randn(2, 3, 4), torch.tensor([0, -1, 2]))
     with pytest.raises(TypeError, match="integer positions"):
         rotary(torch.randn(2, 3, 4), torch.tensor([0.0, 1.0, 2.0]))

@@ -3,7 +3,6 @@ import pytest
 import torch
 from torch import nn
 
-from stepbystep.data import square_datasets
 from stepbystep.models import (
     DecoderPe,
     DecoderSelfAttn,
@@ -170,7 +169,7 @@ def test_wrong_inputs_and_mismatched_parts():
         EncoderDecoderSelfAttn(EncoderSelfAttn(1, 2, 4), DecoderSelfAttn(1, 2, 4), 2, 0)
 
 
-def test_training_smoke_test_on_the_squares():
+def test_training_smoke_test_on_the_squares(train_on_squares):
     """The book's chapter-9 settings (d_model 2, 3 heads, ff 10, Adam lr 0.01) learn the squares.
 
     Measured with torch 2.13 on CPU (50 epochs, batches of 16, ``square_datasets(128, 64)``,
@@ -179,25 +178,6 @@ def test_training_smoke_test_on_the_squares():
     tiny models without residuals or norms vary a lot between seeds, so the threshold 0.5, half
     the zero baseline, leaves room for that and for other platforms' numerics.
     """
-    model = _model(pe=True, seed=0)
-    train_data, test_data = square_datasets(n_train=128, n_test=64)
-    train, _ = train_data.tensors  # (128, 4, 2)
-    source, target = test_data.tensors  # (64, 2, 2), (64, 2, 2)
-    optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
-    loss_fn = nn.MSELoss()
-    order = torch.Generator().manual_seed(0)
-    for _ in range(50):
-        model.train()
-        perm = torch.randperm(len(train), generator=order)
-        for i in range(0, len(train), 16):
-            batch = train[perm[i : i + 16]]  # (16, 4, 2)
-            loss = loss_fn(model(batch), batch[:, 2:])
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-    model.eval()
-    with torch.no_grad():
-        zeros_mse = loss_fn(torch.zeros_like(target), target).item()
-        test_mse = loss_fn(model(source), target).item()
+    test_mse, zeros_mse = train_on_squares(_model(pe=True, seed=0))
     assert zeros_mse > 0.9
     assert test_mse < 0.5

@@ -137,7 +137,7 @@ def test_decoding_with_a_cache_gives_the_rows_of_the_whole_target(norm_first, st
         cache = model.new_cache()
         pieces = [model.decode(target_in[:, :2], memory, source_mask, cache=cache)]  # two tokens at once, then one by one
         pieces += [model.decode(target_in[:, t:t + 1], memory, source_mask, cache=cache) for t in range(2, 6)]
-    assert cache.length == 6 and cache.keys[0].shape == (3, 2, 6, 8)
+    assert cache.length == 6 and cache.layers[0].keys.shape == (3, 2, 6, 8)
     torch.testing.assert_close(torch.cat(pieces, dim=1), whole, atol=1e-5, rtol=0)
 
 
@@ -148,11 +148,12 @@ def test_the_cache_reads_memory_once_and_refuses_what_it_cannot_hold():
         memory, source_mask = model.encode(source)
         cache = model.new_cache()
         model.decode(target_in[:, :1], memory, source_mask, cache=cache)
-        projected = model.decoder.layers[0].cross_attn_heads.proj_key
+        projected = cache.cross[0].keys
+        assert projected.shape == (2, 2, 5, 8)  # (N, h, L_s, d_k): the memory's keys
         model.decode(target_in[:, 1:2], memory, source_mask, cache=cache)
-        assert model.decoder.layers[0].cross_attn_heads.proj_key is projected  # not projected again
+        assert cache.cross[0].keys is projected  # not projected again
         model.decode(target_in[:, 2:12], memory, source_mask, cache=cache)
-        with pytest.raises(ValueError, match=r"sequence length 13 exceeds the positional encoding's max_len 12"):
+        with pytest.raises(ValueError, match=r"target_in must be at most the model's max_len=12 long after the 12 tokens in the cache, got length 13"):
             model.decode(target_in[:, :1], memory, source_mask, cache=cache)
         with pytest.raises(TypeError, match="cache must be a KVCache from model.new_cache\\(\\), got dict"):
             model.decode(target_in[:, :1], memory, source_mask, cache={})

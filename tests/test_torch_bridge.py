@@ -88,17 +88,6 @@ def sizes(draw):
     )
 
 
-def _randomise_norms(module, seed):
-    """LayerNorms start as the identity (weight 1, bias 0) on both sides; make a missed copy visible."""
-    gen = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for m in module.modules():
-            if isinstance(m, nn.LayerNorm):
-                m.weight.copy_(1 + 0.5 * torch.randn(m.weight.shape, generator=gen))
-                m.bias.copy_(0.5 * torch.randn(m.bias.shape, generator=gen))
-    return module
-
-
 def _assert_close(ours, theirs):
     torch.testing.assert_close(ours, theirs, atol=1e-5, rtol=1e-5)
 
@@ -142,9 +131,9 @@ def test_multi_headed_attention_matches_pytorchs(s):
 @pytest.mark.parametrize("norm_first", [True, False])
 @SETTINGS
 @given(s=sizes())
-def test_encoder_layer_matches_pytorchs(norm_first, s):
+def test_encoder_layer_matches_pytorchs(norm_first, s, randomise_norms):
     torch.manual_seed(s.seed)
-    ours = _randomise_norms(EncoderLayer(s.n_heads, s.d_model, s.ff_units, norm_first=norm_first), s.seed).eval()
+    ours = randomise_norms(EncoderLayer(s.n_heads, s.d_model, s.ff_units, norm_first=norm_first), s.seed).eval()
     theirs = copy_to_torch(ours, _torch_encoder_layer(s, norm_first)).eval()
     x, source_mask = torch.randn(s.n, s.source_len, s.d_model), s.source_mask()
     key_padding = to_key_padding_mask(source_mask)  # (N, L), True = pad
@@ -156,9 +145,9 @@ def test_encoder_layer_matches_pytorchs(norm_first, s):
 @pytest.mark.parametrize("norm_first", [True, False])
 @SETTINGS
 @given(s=sizes())
-def test_decoder_layer_matches_pytorchs(norm_first, s):
+def test_decoder_layer_matches_pytorchs(norm_first, s, randomise_norms):
     torch.manual_seed(s.seed)
-    ours = _randomise_norms(DecoderLayer(s.n_heads, s.d_model, s.ff_units, norm_first=norm_first), s.seed).eval()
+    ours = randomise_norms(DecoderLayer(s.n_heads, s.d_model, s.ff_units, norm_first=norm_first), s.seed).eval()
     theirs = copy_to_torch(ours, _torch_decoder_layer(s, norm_first)).eval()
     memory, source_mask = torch.randn(s.n, s.source_len, s.d_model), s.source_mask()
     target = torch.randn(s.n, s.target_len, s.d_model)
@@ -176,10 +165,10 @@ def test_decoder_layer_matches_pytorchs(norm_first, s):
 @pytest.mark.parametrize("norm_first", [True, False])
 @SETTINGS
 @given(s=sizes(), final_norm=st.booleans())
-def test_encoder_stack_matches_pytorchs_after_positional_encoding(norm_first, s, final_norm):
+def test_encoder_stack_matches_pytorchs_after_positional_encoding(norm_first, s, final_norm, randomise_norms):
     torch.manual_seed(s.seed)
     layer = EncoderLayer(s.n_heads, s.d_model, s.ff_units, norm_first=norm_first)
-    ours = _randomise_norms(EncoderTransf(layer, s.n_layers, max_len=5, final_norm=final_norm), s.seed).eval()
+    ours = randomise_norms(EncoderTransf(layer, s.n_layers, max_len=5, final_norm=final_norm), s.seed).eval()
     norm = nn.LayerNorm(s.d_model) if final_norm else None
     theirs = nn.TransformerEncoder(_torch_encoder_layer(s, norm_first), s.n_layers, norm=norm)
     theirs = copy_to_torch(ours, theirs).eval()
@@ -200,10 +189,10 @@ def test_encoder_stack_matches_pytorchs_after_positional_encoding(norm_first, s,
 @pytest.mark.parametrize("norm_first", [True, False])
 @SETTINGS
 @given(s=sizes(), final_norm=st.booleans())
-def test_decoder_stack_matches_pytorchs_after_positional_encoding(norm_first, s, final_norm):
+def test_decoder_stack_matches_pytorchs_after_positional_encoding(norm_first, s, final_norm, randomise_norms):
     torch.manual_seed(s.seed)
     layer = DecoderLayer(s.n_heads, s.d_model, s.ff_units, norm_first=norm_first)
-    ours = _randomise_norms(DecoderTransf(layer, s.n_layers, max_len=5, final_norm=final_norm), s.seed).eval()
+    ours = randomise_norms(DecoderTransf(layer, s.n_layers, max_len=5, final_norm=final_norm), s.seed).eval()
     norm = nn.LayerNorm(s.d_model) if final_norm else None
     theirs = nn.TransformerDecoder(_torch_decoder_layer(s, norm_first), s.n_layers, norm=norm)
     theirs = copy_to_torch(ours, theirs).eval()
@@ -220,7 +209,7 @@ def test_decoder_stack_matches_pytorchs_after_positional_encoding(norm_first, s,
     _assert_close(ours(target, source_mask, causal), expected)
 
 
-def _model_pair(s, norm_first, n_features, dropout=0.1):
+def _model_pair(randomise_norms, s, norm_first, n_features, dropout=0.1):
     """Our EncoderDecoderTransf and a TransformerModel holding a copy of its weights."""
     torch.manual_seed(s.seed)
     max_len = max(s.source_len, s.target_len)
@@ -233,7 +222,7 @@ def _model_pair(s, norm_first, n_features, dropout=0.1):
         target_len=s.target_len,
         n_features=n_features,
     )
-    _randomise_norms(ours, s.seed)
+    randomise_norms(ours, s.seed)
     transformer = nn.Transformer(
         s.d_model, s.n_heads, s.n_layers, s.n_layers, s.ff_units, dropout, batch_first=True, norm_first=norm_first
     )
@@ -244,8 +233,8 @@ def _model_pair(s, norm_first, n_features, dropout=0.1):
 @pytest.mark.parametrize("norm_first", [True, False])
 @settings(max_examples=10, deadline=None)
 @given(s=sizes(), n_features=st.integers(1, 3))
-def test_encoder_decoder_matches_transformer_model(norm_first, s, n_features):
-    ours, theirs = _model_pair(s, norm_first, n_features)
+def test_encoder_decoder_matches_transformer_model(norm_first, s, n_features, randomise_norms):
+    ours, theirs = _model_pair(randomise_norms, s, norm_first, n_features)
     ours.eval()
     theirs.eval()
     X = torch.randn(s.n, s.source_len + s.target_len, n_features)
@@ -263,9 +252,9 @@ def test_encoder_decoder_matches_transformer_model(norm_first, s, n_features):
 
 
 @pytest.mark.parametrize("norm_first", [True, False])
-def test_teacher_forcing_in_training_mode_matches_without_dropout(norm_first):
+def test_teacher_forcing_in_training_mode_matches_without_dropout(norm_first, randomise_norms):
     s = Sizes(n_heads=2, d_k=3, ff_units=10, n=3, source_len=4, target_len=3, pads=[0, 1, 3], n_layers=2, seed=5)
-    ours, theirs = _model_pair(s, norm_first, n_features=2, dropout=0.0)
+    ours, theirs = _model_pair(randomise_norms, s, norm_first, n_features=2, dropout=0.0)
     X = torch.randn(3, 7, 2)
     _assert_close(ours.train()(X, s.source_mask()), theirs.train()(X, s.source_mask()))
 
@@ -366,9 +355,9 @@ def _small_transformer(norm_first=True, **kwargs):
     return nn.Transformer(6, 3, 1, 1, 10, dropout=0.1, batch_first=True, norm_first=norm_first, **kwargs)
 
 
-def test_mismatched_models_raise_value_error():
+def test_mismatched_models_raise_value_error(randomise_norms):
     s = Sizes(n_heads=3, d_k=2, ff_units=10, n=1, source_len=2, target_len=2, pads=[0], n_layers=1, seed=0)
-    ours, _ = _model_pair(s, norm_first=True, n_features=2)
+    ours, _ = _model_pair(randomise_norms, s, norm_first=True, n_features=2)
     with pytest.raises(ValueError, match="input_len differs: ours has 2, PyTorch's has 3"):
         copy_to_torch(ours, TransformerModel(_small_transformer(), 3, 2, 2, input_norm=False))
     with pytest.raises(ValueError, match="n_features differs"):
@@ -419,7 +408,8 @@ def test_transformer_model_greedy_feeds_its_predictions_back():
 
 def test_both_seq2seq_models_share_one_greedy_loop(monkeypatch):
     """TransformerModel and our EncoderDecoderTransf decode through seq2seq.greedy_sequence."""
-    from stepbystep.models import build_transformer, seq2seq
+    from stepbystep.models import build_transformer
+    from stepbystep.models.seq2seq import decoding as seq2seq
 
     calls = []
 
@@ -429,7 +419,7 @@ def test_both_seq2seq_models_share_one_greedy_loop(monkeypatch):
 
     real = seq2seq.greedy_sequence
     monkeypatch.setattr(seq2seq, "greedy_sequence", counting)
-    monkeypatch.setattr("stepbystep.models.torch_bridge.greedy_sequence", counting)
+    monkeypatch.setattr("stepbystep.models.seq2seq.torch_bridge.greedy_sequence", counting)
     torch.manual_seed(1)
     theirs = TransformerModel(_small_transformer(), input_len=2, target_len=3, n_features=2).eval()
     ours = build_transformer(seed=0).eval()
@@ -441,7 +431,7 @@ def test_both_seq2seq_models_share_one_greedy_loop(monkeypatch):
 
 
 def test_greedy_sequence_feeds_each_prediction_back():
-    from stepbystep.models.seq2seq import greedy_sequence
+    from stepbystep.models.seq2seq.decoding import greedy_sequence
 
     seen = []
 

@@ -3,7 +3,6 @@ import pytest
 import torch
 from torch import nn
 
-from stepbystep.data import square_datasets
 from stepbystep.models import (
     DecoderLayer,
     DecoderTransf,
@@ -119,7 +118,7 @@ def test_norm_last_model_runs_both_modes():
     assert model.train()(X).shape == model.eval()(X).shape == (2, 2, 2)
 
 
-def test_training_smoke_test_on_the_squares():
+def test_training_smoke_test_on_the_squares(train_on_squares):
     """The book's chapter-10 settings learn to finish the square.
 
     Measured with torch 2.13 on CPU (50 epochs, ``square_datasets(128, 64)``): test MSE 0.0215
@@ -131,24 +130,7 @@ def test_training_smoke_test_on_the_squares():
     for p in model.parameters():
         if p.dim() > 1:
             nn.init.xavier_uniform_(p)
-    train_data, test_data = square_datasets(n_train=128, n_test=64)
-    train, _ = train_data.tensors  # (128, 4, 2)
-    source, target = test_data.tensors  # (64, 2, 2), (64, 2, 2)
-    optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
-    loss_fn = nn.MSELoss()
-    order = torch.Generator().manual_seed(0)
-    for _ in range(50):
-        model.train()
-        perm = torch.randperm(len(train), generator=order)
-        for i in range(0, len(train), 16):
-            batch = train[perm[i : i + 16]]  # (16, 4, 2)
-            loss = loss_fn(model(batch), batch[:, 2:])
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-    model.eval()
-    with torch.no_grad():
-        test_mse = loss_fn(model(source), target).item()
+    test_mse, _ = train_on_squares(model)
     assert test_mse < 0.1
 
 

@@ -2,26 +2,20 @@
 import pytest
 import torch
 
-from stepbystep.data import Vocab, date_pairs
-from stepbystep.models import TokenTransformer, Translation, check_text, greedy_decode, translate, translate_with_alignment
+from stepbystep.data import check_text
+from stepbystep.models import Translation, greedy_decode, translate, translate_with_alignment
 
 
 @pytest.fixture(scope="module")
-def setup():
-    pairs = date_pairs(300, seed=0)
-    src_vocab = Vocab.from_texts([text for text, _ in pairs])
-    tgt_vocab = Vocab.from_texts([iso for _, iso in pairs])
-    torch.manual_seed(0)
-    model = TokenTransformer(len(src_vocab), len(tgt_vocab), d_model=16, n_heads=2, ff_units=32, n_layers=2,
-                             dropout=0.0, max_len=32)
-    return model, src_vocab, tgt_vocab
+def setup(tiny_date_model):
+    return tiny_date_model
 
 
 def test_translation_matches_greedy_decoding(setup):
     model, src_vocab, tgt_vocab = setup
-    result = translate_with_alignment(model, "Tue 10 Jul 2007", src_vocab, tgt_vocab, max_len=12)
+    result = translate_with_alignment(model, "Tue 10 Jul 2007", src_vocab, tgt_vocab, max_new_tokens=12)
     assert isinstance(result, Translation)
-    assert result.translation == translate(model, "Tue 10 Jul 2007", src_vocab, tgt_vocab, max_len=12)
+    assert result.translation == translate(model, "Tue 10 Jul 2007", src_vocab, tgt_vocab, max_new_tokens=12)
     source = torch.tensor([src_vocab.encode("Tue 10 Jul 2007")])  # (1, 15)
     ids = greedy_decode(model, source, tgt_vocab.sos_id, tgt_vocab.eos_id, 12)[0].tolist()
     if tgt_vocab.eos_id in ids:
@@ -31,7 +25,7 @@ def test_translation_matches_greedy_decoding(setup):
 
 def test_weights_shape_and_rows(setup):
     model, src_vocab, tgt_vocab = setup
-    result = translate_with_alignment(model, "March 3rd 2001", src_vocab, tgt_vocab, max_len=12)
+    result = translate_with_alignment(model, "March 3rd 2001", src_vocab, tgt_vocab, max_new_tokens=12)
     assert result.source_tokens == list("March 3rd 2001")
     assert result.weights.shape == (2, len(result.output_tokens), len("March 3rd 2001"))
     assert torch.allclose(result.weights.sum(dim=-1), torch.ones(2, len(result.output_tokens)))
@@ -41,7 +35,7 @@ def test_weights_shape_and_rows(setup):
 def test_weights_are_those_of_teacher_forcing_on_the_output(setup):
     """Row i is what the decoder attended to while writing output token i."""
     model, src_vocab, tgt_vocab = setup
-    result = translate_with_alignment(model, "1 March 2001", src_vocab, tgt_vocab, layer=0, max_len=12)
+    result = translate_with_alignment(model, "1 March 2001", src_vocab, tgt_vocab, layer_idx=0, max_new_tokens=12)
     source = torch.tensor([src_vocab.encode("1 March 2001")])  # (1, 12)
     ids = [tgt_vocab.stoi[token] for token in result.output_tokens]
     target_in = torch.tensor([[tgt_vocab.sos_id] + ids[:-1]])  # (1, L_out)
@@ -53,16 +47,16 @@ def test_weights_are_those_of_teacher_forcing_on_the_output(setup):
 def test_leaves_the_mode_alone(setup):
     model, src_vocab, tgt_vocab = setup
     model.train()
-    translate_with_alignment(model, "3 May 1979", src_vocab, tgt_vocab, max_len=12)
+    translate_with_alignment(model, "3 May 1979", src_vocab, tgt_vocab, max_new_tokens=12)
     assert model.training
     model.eval()
-    translate_with_alignment(model, "3 May 1979", src_vocab, tgt_vocab, max_len=12)
+    translate_with_alignment(model, "3 May 1979", src_vocab, tgt_vocab, max_new_tokens=12)
     assert not model.training
 
 
 def test_unknown_characters_become_unk(setup):
     model, src_vocab, tgt_vocab = setup
-    result = translate_with_alignment(model, "3 May 1979 ~ é", src_vocab, tgt_vocab, max_len=12)
+    result = translate_with_alignment(model, "3 May 1979 ~ é", src_vocab, tgt_vocab, max_new_tokens=12)
     assert result.unknown == ("~", "é")
     assert result.source_tokens[-3:] == ["<unk>", " ", "<unk>"]
 
@@ -98,6 +92,6 @@ def test_fused_attention_has_no_alignment(setup):
     attention.store_alphas = False
     try:
         with pytest.raises(RuntimeError, match="store_alphas"):
-            translate_with_alignment(model, "3 May 1979", src_vocab, tgt_vocab, max_len=12)
+            translate_with_alignment(model, "3 May 1979", src_vocab, tgt_vocab, max_new_tokens=12)
     finally:
         attention.store_alphas = True

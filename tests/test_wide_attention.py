@@ -176,7 +176,7 @@ def test_multi_head_errors():
 
 def test_wide_alias_is_the_same_class_and_keeps_heads_first():
     from stepbystep.models import NarrowMultiHeadAttention, WideMultiHeadAttention
-    from stepbystep.models.wide_attention import WideMultiHeadAttention as from_module
+    from stepbystep.models.attention.wide import WideMultiHeadAttention as from_module
 
     assert WideMultiHeadAttention is MultiHeadAttention and from_module is MultiHeadAttention
     assert WideMultiHeadAttention is not NarrowMultiHeadAttention

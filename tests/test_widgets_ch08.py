@@ -1,22 +1,14 @@
 """The date translator of chapter 08: typing a date redraws the translation and its alignment map."""
 import matplotlib.pyplot as plt
 import pytest
-import torch
 
-from stepbystep.data import Vocab, date_pairs
-from stepbystep.models import TokenTransformer, translate_with_alignment
+from stepbystep.models import translate_with_alignment
 from stepbystep.widgets import date_translator
 
 
 @pytest.fixture(scope="module")
-def setup():
-    pairs = date_pairs(300, seed=0)
-    src_vocab = Vocab.from_texts([text for text, _ in pairs])
-    tgt_vocab = Vocab.from_texts([iso for _, iso in pairs])
-    torch.manual_seed(0)
-    model = TokenTransformer(len(src_vocab), len(tgt_vocab), d_model=16, n_heads=2, ff_units=32, n_layers=1,
-                             dropout=0.0, max_len=32)
-    return model, src_vocab, tgt_vocab
+def setup(tiny_date_model):
+    return tiny_date_model
 
 
 def _map(widget):

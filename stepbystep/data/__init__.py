@@ -34,7 +34,6 @@ from .dates import (
 from .date_completions import (
     SEPARATOR,
     CompletionDataset,
-    complete_dates,
     completion_collate,
     completion_targets,
     completion_vocab,

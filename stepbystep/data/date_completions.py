@@ -32,7 +32,6 @@ __all__ = [
     "split_stream",
     "is_well_formed",
     "is_consistent",
-    "complete_dates",
 ]
 
 SEPARATOR = "="  # between the text and its ISO form; no date text contains it
@@ -175,24 +174,3 @@ def is_consistent(text, iso):
                 if render_date(day, pattern, case, weekday) == text:
                     return True
     return False
-
-
-def complete_dates(model, texts, vocab, batch_size=500):
-    """Translate ``texts`` by letting a decoder-only ``model`` complete ``<sos> text =`` greedily.
-
-    Batched (left-padded prompts, KV cache), at most 11 new tokens (the ISO date and
-    ``<eos>``). Returns one string per text: what the model wrote before ``<eos>``.
-    """
-    from ..models.generation import generate  # the models import the data package
-
-    if isinstance(texts, str):
-        raise TypeError("texts must be a list of texts, got one str: wrap it in a list")
-    texts = list(texts)
-    outputs = []
-    for start in range(0, len(texts), batch_size):
-        chunk = texts[start:start + batch_size]
-        prompts = [prompt_ids(text, vocab) for text in chunk]
-        generated = generate(model, prompts, 11, temperature=0, eos_id=EOS)  # (n, L + T)
-        width = max(map(len, prompts))
-        outputs += [split_stream(row[width:], vocab)[0] for row in generated]
-    return outputs

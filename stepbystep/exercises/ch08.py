@@ -15,8 +15,8 @@ import torch
 
 from ..data.dates import ordinal_suffix, render_date
 from ..data.special_tokens import EOS, PAD, SOS
-from ..models.alignment import Translation
-from ..models.decoding import sequence_log_probs
+from ..models import Translation
+from ..models import sequence_log_probs
 from .exercise import Exercise, expects_function
 
 __all__ = ["new_pattern", "century_rule", "reading_positions", "confidence"]
@@ -158,7 +158,7 @@ def _confidence_solution(model, source_ids, generated, sos_id, eos_id):
 
 def _confidence_case():
     """A small untrained model and outputs with <eos> at different places (padding after it)."""
-    from ..models.token_transformer import TokenTransformer  # a tiny model: no trained one needed
+    from ..models import TokenTransformer  # a tiny model: no trained one needed
 
     generator = torch.Generator().manual_seed(8)
     state = torch.random.get_rng_state()
@@ -168,7 +168,7 @@ def _confidence_case():
     finally:
         torch.random.set_rng_state(state)  # leave the learner's random stream alone
     with torch.no_grad():
-        model.generator.weight.mul_(6.0)  # peaked distributions: clearly different probabilities
+        model.head.weight.mul_(6.0)  # peaked distributions: clearly different probabilities
     source = torch.randint(4, 9, (4, 5), generator=generator)  # (4, 5)
     generated = torch.tensor([[4, 5, 6, EOS, PAD, PAD], [5, EOS, PAD, PAD, PAD, PAD],
                               [6, 6, 4, 5, 4, EOS], [4, 4, 4, 4, 4, 4]])  # (4, 6): the last never ends

@@ -12,8 +12,8 @@ import math
 import torch
 
 from ..data.date_completions import IGNORE_INDEX, completion_targets
-from ..models.generation import top_k_filter
-from ..models.narrow_attention import MultiHeadedAttention
+from ..models import top_k_filter
+from ..models import MultiHeadedAttention
 from .exercise import Exercise, expects_function
 
 __all__ = ["top_k", "cached_step", "completion_mask"]

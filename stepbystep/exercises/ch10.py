@@ -11,8 +11,8 @@ import math
 
 import torch
 
-from ..models.alibi import alibi_bias, alibi_slopes
-from ..models.rotary import RotaryEmbedding
+from ..models import alibi_bias, alibi_slopes
+from ..models import RotaryEmbedding
 from .exercise import Exercise, expects_function
 
 __all__ = ["rotate_pair", "slopes", "offset_score", "alibi_mask"]

@@ -1,14 +1,7 @@
-"""Nadaraya-Watson kernel regression: attention before it had the name.
+"""Nadaraya-Watson kernel regression (chapter 01): attention before it had the name.
 
-A prediction at a query point ``x`` is a weighted average of the training targets ``y_j``
-(the *values*), with weights from a Gaussian kernel of the distance between ``x`` and the
-training inputs ``x_j`` (the *keys*)::
-
-    f(x) = Σ_j α(x, x_j) y_j,    α(x, x_j) = K(x - x_j) / Σ_i K(x - x_i),    K(u) = exp(-u² / (2σ²))
-
-The normalised Gaussian weights are exactly ``softmax_j(-(x - x_j)² / (2σ²))``, and this module
-computes them that way: it is numerically stable (a far-away query does not turn into 0/0 when
-every kernel value underflows) and it is the form that chapter 02 generalises.
+``f(x) = Σ_j α(x, x_j) y_j`` with ``α = softmax_j(-(x - x_j)² / (2σ²))``, the normalised
+Gaussian kernel, computed as a softmax: stable far from the data, and chapter 02's form.
 """
 import math
 
@@ -17,7 +10,7 @@ import torch
 from torch import nn
 
 from ..checks import check_instance, check_tensor
-from .scaled_dot_product import masked_softmax
+from .attention.scaled_dot_product import masked_softmax
 
 __all__ = [
     "gaussian_kernel",
@@ -65,15 +58,10 @@ def gaussian_kernel(distance, sigma):
 
 
 def nadaraya_watson(queries, keys, values, sigma, mask=None):
-    """Predict at ``queries`` by a Gaussian-weighted average of ``values`` located at ``keys``.
+    """Predict at ``queries`` ``(n_q,)`` the Gaussian-weighted average of ``values`` at ``keys`` ``(n_k,)``.
 
-    Shapes: ``queries`` ``(n_q,)``, ``keys`` and ``values`` ``(n_k,)``, ``sigma`` a positive
-    number or 0-d tensor (gradients flow through it), ``mask`` ``(n_q, n_k)`` bool with
-    ``True`` = may attend (the course's convention), e.g. ``False`` on the diagonal to leave
-    each training point out of its own prediction.
-
-    Returns ``(predictions, weights)``: ``(n_q,)`` and ``(n_q, n_k)``; each row of ``weights``
-    sums to 1 (a row whose keys are all masked is all zeros and predicts 0).
+    ``sigma``: one width (gradients flow through it); ``mask`` ``(n_q, n_k)`` bool, ``True`` = may
+    attend. Returns predictions ``(n_q,)`` and weights ``(n_q, n_k)`` (rows sum to 1, or are all 0).
     """
     for name, t in (("queries", queries), ("keys", keys), ("values", values)):
         _check_points(name, t)
@@ -95,13 +83,10 @@ def nadaraya_watson(queries, keys, values, sigma, mask=None):
 
 
 def leave_one_out_error(x, y, sigmas):
-    """Mean squared leave-one-out error of Nadaraya-Watson regression, for each width in ``sigmas``.
+    """Mean squared leave-one-out error for each width in ``sigmas`` (a number, or ``(S,)``).
 
-    Each training point is predicted from all the *other* points (its own weight is masked),
-    so a tiny σ no longer wins by copying the point's own noisy target. ``x`` and ``y`` are
-    ``(n,)`` with ``n >= 2``; ``sigmas`` is a positive number or a 1-D tensor of widths ``(S,)``.
-
-    Returns a tensor of the same shape as ``sigmas`` (0-d for a single width).
+    Each point ``x`` ``(n,)`` is predicted from the *other* points, so a tiny σ cannot win by
+    copying its own noisy target. Returns the shape of ``sigmas``.
     """
     _check_points("x", x)
     _check_points("y", y)
@@ -132,24 +117,12 @@ def best_sigma(x, y, sigmas):
 
 
 class KernelRegression(nn.Module):
-    """Nadaraya-Watson regression whose kernel width σ is a learnable parameter.
+    """Nadaraya-Watson regression with a learnable width ``sigma = exp(log_sigma)`` (never <= 0).
 
-    The training inputs (keys) and targets (values) are stored as buffers, so they follow the
-    module to any device and are not trained. σ is parametrised by its logarithm,
-    ``sigma = exp(log_sigma)``, so gradient descent can never push it to zero or below.
-
-    In training mode each query is a training point and does not attend to itself: the key at
-    its own index gets no weight, which is the leave-one-out objective. Without it a point would
-    predict itself best with σ → 0 (its own weight → 1), and training would shrink σ to nothing.
-    The point is left out by its index, not by its value, so a second training point at the
-    same x still counts. In eval mode every key is used, as a finished model should. (Like
-    dropout, the module behaves differently in the two modes.)
-
-    ``forward(queries, key_index=None)``: ``queries`` ``(n_q,)``; ``key_index`` ``(n_q,)``
-    integers, the index among the keys of each query (a mini-batch of training points). In
-    training mode without ``key_index`` the queries must be all the keys, in order: query ``i``
-    is key ``i``. In eval mode ``key_index`` is ignored. Returns predictions ``(n_q,)``; the
-    weights of the last call are kept in ``self.alphas`` ``(n_q, n_k)``.
+    Keys and values are buffers. In training mode each query is a training point that does not
+    attend to itself (by index, ``key_index``, or query ``i`` = key ``i``): the leave-one-out
+    objective, without which σ would shrink to nothing. Eval mode uses every key.
+    ``forward(queries, key_index=None)``: ``(n_q,)`` -> ``(n_q,)``; ``alphas`` ``(n_q, n_k)``.
     """
 
     def __init__(self, keys, values, sigma=1.0):

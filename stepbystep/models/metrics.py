@@ -20,40 +20,36 @@ def _check_logits(logits, targets):
                          f"got {tuple(targets.shape)}")
 
 
-def sequence_cross_entropy(logits, targets, pad_id=PAD, label_smoothing=0.0):
+def sequence_cross_entropy(logits, targets, ignore_index=PAD, label_smoothing=0.0):
     """Mean cross-entropy over the non-padding tokens: logits ``(N, L, V)``, targets ``(N, L)``.
 
-    Positions whose target is ``pad_id`` contribute nothing (``ignore_index``), so a batch's
-    loss does not depend on how much padding it holds.
+    Positions whose target is ``ignore_index`` (padding, by default) contribute nothing, so a
+    batch's loss does not depend on how much padding it holds.
     """
     _check_logits(logits, targets)
     vocab_size = logits.shape[-1]
     return F.cross_entropy(logits.reshape(-1, vocab_size), targets.reshape(-1),  # (N·L, V), (N·L,)
-                           ignore_index=pad_id, label_smoothing=label_smoothing)
+                           ignore_index=ignore_index, label_smoothing=label_smoothing)
 
 
 class SequenceCrossEntropy(nn.Module):
     """``sequence_cross_entropy`` as a loss module: ``StepByStep(model, SequenceCrossEntropy(), ...)``."""
 
-    def __init__(self, pad_id=PAD, label_smoothing=0.0):
+    def __init__(self, ignore_index=PAD, label_smoothing=0.0):
         super().__init__()
-        self.pad_id = pad_id
+        self.ignore_index = ignore_index
         self.label_smoothing = label_smoothing
 
     def forward(self, logits, targets):
-        return sequence_cross_entropy(logits, targets, self.pad_id, self.label_smoothing)
+        return sequence_cross_entropy(logits, targets, self.ignore_index, self.label_smoothing)
 
     def extra_repr(self):
-        return f"pad_id={self.pad_id}, label_smoothing={self.label_smoothing}"
+        return f"ignore_index={self.ignore_index}, label_smoothing={self.label_smoothing}"
 
 
 def masked_accuracy(logits, targets, pad_id=PAD):
-    """Fraction of non-padding positions whose arg-max token is the target (a float).
-
-    Logits ``(N, L, V)``, targets ``(N, L)``. This is teacher-forced: every position is
-    predicted from the *true* previous tokens, so it is usually higher than what decoding
-    achieves, where one early mistake is fed back in.
-    """
+    """Fraction of non-padding positions whose arg-max is the target: logits ``(N, L, V)``, targets
+    ``(N, L)``. Teacher-forced, so usually above what decoding achieves."""
     _check_logits(logits, targets)
     keep = targets != pad_id  # (N, L)
     if not keep.any():
@@ -70,13 +66,8 @@ def _up_to_eos(ids, pad_id, eos_id):
 
 
 def sequence_accuracy(predicted_ids, target_ids, pad_id=PAD, eos_id=EOS):
-    """Fraction of sequences predicted exactly, up to and including their first ``eos_id`` (a float).
-
-    ``predicted_ids`` ``(N, L_p)`` (e.g. from ``greedy_decode``) and ``target_ids`` ``(N, L_t)``
-    (e.g. ``target_out``) may differ in length: what follows the first ``<eos>`` is ignored
-    and the shorter is padded with ``pad_id``. A prediction that stops too early, runs on
-    past the target's end or never produces ``<eos>`` does not match.
-    """
+    """Fraction of rows of ``predicted_ids`` ``(N, L_p)`` equal to ``target_ids`` ``(N, L_t)`` up to and
+    including the first ``eos_id`` (what follows is ignored; a missing ``<eos>`` never matches)."""
     check_tensor("predicted_ids", predicted_ids, ndim=2)  # (N, L_p)
     check_tensor("target_ids", target_ids, ndim=2)  # (N, L_t)
     if predicted_ids.shape[0] != target_ids.shape[0]:
@@ -92,13 +83,10 @@ def sequence_accuracy(predicted_ids, target_ids, pad_id=PAD, eos_id=EOS):
 
 
 def wilson_interval(successes, n, z=1.959963984540054):
-    """Wilson score interval ``(low, high)`` for a rate measured as ``successes`` out of ``n``.
+    """Wilson score interval ``(low, high)`` of a rate of ``successes`` out of ``n`` (Wilson 1927).
 
-    ``z`` is the normal quantile of the confidence level (the default gives 95%). Unlike the
-    textbook ``p ± z·√(p(1-p)/n)``, the interval stays inside [0, 1] and does not collapse to a
-    point when nothing (or everything) succeeded: 0 errors out of 1,000 still leaves room for
-    a rate up to about 0.4%. Wilson, "Probable Inference, the Law of Succession, and
-    Statistical Inference" (1927).
+    ``z``: the normal quantile (95% by default). Unlike ``p ± z·√(p(1-p)/n)`` it stays in [0, 1]
+    and does not collapse when nothing (or everything) succeeded.
     """
     check_positive_int("n", n)
     check_int_range("successes", successes, 0, n)

@@ -1,10 +1,5 @@
-"""The Vision Transformer: an image cut into patches, read as a sequence by a Transformer encoder.
-
-After the book's chapter 10 (Godoy, *Deep Learning with PyTorch Step-by-Step*) and Dosovitskiy
-et al. (2021), "An Image is Worth 16x16 Words". The image is cut into square patches; each
-patch, flattened, is projected to ``d_model`` features (a strided convolution does both at
-once); a learned **CLS** token is put in front of the patch tokens; the encoder reads the whole
-sequence; and a linear head classifies the image from the CLS token's final state.
+"""The Vision Transformer (chapter 11; Dosovitskiy et al. 2021): an image cut into patches, each
+projected to ``d_model``, a CLS token in front, an encoder, and a head on the CLS token's state.
 """
 import torch
 import torch.nn.functional as F
@@ -39,12 +34,10 @@ def _check_images(images, in_channels=None, img_size=None):
 
 
 def patchify(images, patch_size):
-    """Cut images ``(N, C, H, W)`` into flattened patches ``(N, n_patches, C·p·p)`` with ``unfold``.
+    """Cut images ``(N, C, H, W)`` into flattened patches ``(N, n_patches, C·p·p)``, row by row.
 
-    Patches are numbered row by row, left to right (``n_patches = (H/p)·(W/p)``), and each one
-    is flattened channel first, then row, then column: the order of a convolution's weights
-    ``(out, C, p, p)``. So ``patchify(x, p) @ conv.weight.flatten(1).T + conv.bias`` equals
-    ``PatchEmbed``'s output for that convolution.
+    Each patch is flattened channel, row, column: the order of a convolution's weights, so
+    ``patchify(x, p) @ conv.weight.flatten(1).T + conv.bias`` is ``PatchEmbed``'s output.
     """
     _check_images(images)
     check_positive_int("patch_size", patch_size)
@@ -60,20 +53,9 @@ def patchify(images, patch_size):
 class PatchEmbed(nn.Module):
     """Patch embeddings by a strided convolution: ``(N, C, H, W)`` -> ``(N, n_patches, embed_dim)``.
 
-    A ``Conv2d(in_channels, embed_dim, kernel_size=patch_size, stride=patch_size)`` sees each
-    patch exactly once, with no overlap, and computes ``embed_dim`` weighted sums of its pixels:
-    a linear projection of every flattened patch (see ``patchify``). Its output grid
-    ``(N, embed_dim, H/p, W/p)`` is flattened into a sequence, one token per patch, row by row.
-
-    Args (the book's names and defaults, those of ViT-Base on 224x224 images):
-        img_size: width and height of the (square) images; must be divisible by ``patch_size``.
-        patch_size: width and height of a patch.
-        in_channels: channels of the images (3 for RGB, 1 for grey).
-        embed_dim: features per token (the encoder's ``d_model``).
-        dilation: kept for the book's signature; patches are contiguous, so only 1 is allowed.
-
-    Attributes: ``num_patches`` (the book's name; ``n_patches`` too) and ``grid_size``
-    (patches per side).
+    A ``Conv2d`` with ``kernel_size = stride = patch_size`` projects every flattened patch (see
+    ``patchify``); its grid is read row by row. The book's arguments and defaults (ViT-Base);
+    ``dilation`` only 1. ``num_patches`` (the book's name) is ``n_patches``.
     """
 
     def __init__(self, img_size=224, patch_size=16, in_channels=3, embed_dim=768, dilation=1):
@@ -103,24 +85,10 @@ class PatchEmbed(nn.Module):
 class ViT(nn.Module):
     """A Vision Transformer classifier: patch embeddings, a CLS token, an encoder, a linear head.
 
-    Args:
-        encoder: an ``EncoderTransf`` (its ``d_model`` sets the token size; its own sinusoidal
-            positional encoding is applied to the sequence, as in the book). Its ``max_len``
-            must cover ``1 + n_patches`` tokens.
-        img_size, in_channels, patch_size: the images (square, ``img_size`` divisible by
-            ``patch_size``).
-        n_outputs: number of classes (one logit each).
-        learned_positions: also add a learned position embedding ``pos_embed``
-            ``(1, 1 + n_patches, d_model)``, as the paper does. It starts at zero and is created
-            last, so with the same seed the other parameters, and the outputs at
-            initialisation, are the book's.
-
-    Creation order (as in the book, so seeded constructions give its numbers): ``mlp`` (the
-    head), ``embed`` (``PatchEmbed``), ``cls_token`` (zeros, ``(1, 1, d_model)``), then
-    ``pos_embed``.
-
-    ``forward(X)``: ``X`` ``(N, in_channels, img_size, img_size)``; returns logits
-    ``(N, n_outputs)``, computed from the CLS token's state alone.
+    ``encoder``: an ``EncoderTransf`` whose ``max_len`` covers ``1 + n_patches`` tokens (its
+    sinusoidal encoding applies, as in the book). ``learned_positions`` adds the paper's
+    ``pos_embed`` (zeros, created last). Created in the book's order: ``mlp`` (the head),
+    ``embed``, ``cls_token``. ``forward(X)``: ``(N, in_channels, img_size, img_size)`` -> ``(N, n_outputs)``.
     """
 
     def __init__(self, encoder, img_size, in_channels, patch_size, n_outputs, learned_positions=True):
@@ -176,21 +144,16 @@ class ViT(nn.Module):
         return self.mlp(cls_state)  # (N, n_outputs)
 
 
-def cls_attention(model, images, layer=-1):
-    """Classify ``images`` and return where the CLS token looked, patch by patch.
+def cls_attention(model, images, layer_idx=-1):
+    """The CLS query's attention over the patches in encoder layer ``layer_idx``, as the patch grid.
 
-    Runs ``model`` (a ``ViT`` whose encoder layers store their attention weights) in eval mode,
-    without gradients, on the model's device, restoring its mode afterwards. Reads the
-    ``alphas`` ``(N, h, 1 + n_patches, 1 + n_patches)`` of encoder layer ``layer`` and keeps
-    the CLS query's row over the patch keys, laid out as the image's patch grid.
-
-    Returns ``(logits, attention)``: ``logits`` ``(N, n_outputs)`` and ``attention``
-    ``(N, n_heads, grid, grid)``, both on the CPU. A row's weight on the CLS token itself is
-    left out, so each ``attention[i, head]`` sums to at most 1.
+    Runs ``model`` (its layers storing their weights) in eval mode, mode restored. Returns
+    ``logits`` ``(N, n_outputs)`` and ``attention`` ``(N, n_heads, grid, grid)`` on the CPU (the
+    weight on the CLS token itself left out).
     """
     check_instance("model", model, ViT, "a ViT")
     _check_images(images, model.embed.in_channels, model.embed.img_size)
-    attention_layer = model.encoder.layers[layer].self_attn_heads
+    attention_layer = model.encoder.layers[layer_idx].self_attn_heads
     if not attention_layer.store_alphas:
         raise ValueError("this encoder layer keeps no attention weights (store_alphas=False)")
     device = next(model.parameters()).device

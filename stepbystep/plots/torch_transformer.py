@@ -5,7 +5,7 @@ import torch
 from matplotlib.ticker import MaxNLocator
 
 from ..checks import check_choice, check_instance, check_tensor
-from ..models.masks import to_additive_mask, to_key_padding_mask, to_torch_attn_mask
+from ..models import to_additive_mask, to_key_padding_mask, to_torch_attn_mask
 from ._arrays import _as_numpy
 from ._heatmaps import MASK, heatmap
 

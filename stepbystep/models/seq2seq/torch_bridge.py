@@ -1,20 +1,19 @@
-"""The bridge to PyTorch's ``nn.Transformer``: a seq2seq wrapper and a weight copier.
+"""The bridge to PyTorch's ``nn.Transformer`` (chapter 06): a seq2seq wrapper and a weight copier.
 
-PyTorch's modules differ from ours in three ways that matter here: their boolean masks mean
-"blocked" where ours mean "may attend", padding goes in a separate ``key_padding_mask``
-``(N, L)``, and they add no positional encoding and no input/output projections.
+PyTorch's boolean masks mean "blocked" where ours mean "may attend", and its padding mask is a
+separate ``key_padding_mask`` ``(N, L)``.
 """
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..checks import check_instance
+from ...checks import check_instance
 from .layers import DecoderLayer, EncoderLayer
-from .masks import check_mask, subsequent_mask, to_key_padding_mask, to_torch_attn_mask
-from .narrow_attention import MultiHeadedAttention
-from .positional_encoding import PositionalEncoding
-from .seq2seq import check_sequences, greedy_sequence
-from .transformer import DecoderTransf, EncoderDecoderTransf, EncoderTransf
+from ..attention.masks import check_mask, subsequent_mask, to_key_padding_mask, to_torch_attn_mask
+from ..attention.narrow import MultiHeadedAttention
+from ..positions.sinusoidal import PositionalEncoding
+from .decoding import check_sequences, greedy_sequence
+from .stacks import DecoderTransf, EncoderDecoderTransf, EncoderTransf
 
 __all__ = ["TransformerModel", "copy_to_torch"]
 
@@ -22,41 +21,14 @@ __all__ = ["TransformerModel", "copy_to_torch"]
 class TransformerModel(nn.Module):
     """The book's wrapper around PyTorch's ``nn.Transformer`` for sequences of feature vectors.
 
-    As in the book (Daniel Voigt Godoy, *Deep Learning with PyTorch Step-by-Step*, chapter 10),
-    ``preprocess`` projects each element to ``d_model``, adds the positional encoding and
-    normalises the result with a ``nn.LayerNorm`` (``norm``) before ``nn.Transformer`` sees it.
-    With ``input_norm=False`` it leaves that norm out and becomes ``EncoderDecoderTransf``'s
-    twin: ``copy_to_torch`` copies one into the other and both compute the same function.
+    ``preprocess`` projects each element to ``d_model`` (``proj``), adds the positional encoding
+    (``pe``) and, as the book does, normalises (``norm``); ``linear`` projects back. With
+    ``input_norm=False`` it is ``EncoderDecoderTransf``'s twin (``copy_to_torch``). Created in the
+    book's order; a ``batch_first=False`` transformer gets ``(L, N, d_model)``, as in the book.
 
-    Args:
-        transformer: an ``nn.Transformer``. Sequences here are batch-first ``(N, L, F)``; one
-            built with ``batch_first=False`` (PyTorch's default, as in the book) gets them
-            transposed to ``(L, N, d_model)`` on the way in and back on the way out, as the
-            book's wrapper does, so its dropout draws and results are the book's.
-        input_len, target_len, n_features: as in ``EncoderDecoderTransf``.
-        scale_input: passed to the positional encoding ``pe`` (see ``PositionalEncoding``).
-        input_norm: ``True`` (default, the book's model) normalises the encoded inputs with
-            ``norm``; ``False`` leaves it out (``norm`` is ``None``).
-
-    Attributes: ``transf`` (the ``nn.Transformer``), ``proj`` (``n_features -> d_model``),
-    ``linear`` (``d_model -> n_features``), ``pe`` (``PositionalEncoding``, which
-    ``nn.Transformer`` does not have) and ``norm`` (``nn.LayerNorm(d_model)`` or ``None``),
-    created in the book's order, so a seeded construction draws the book's weights. The book's
-    state dicts load with ``load_state_dict(strict=True)`` (see ``PositionalEncoding`` for its
-    stored ``pe`` table).
-
-    Buffers:
-        causal_blocked_mask: the causal mask in PyTorch's convention, ``(target_len,
-            target_len)`` bool, ``True`` = blocked, ready to pass as ``tgt_mask``. It is the
-            negation of ``EncoderDecoderTransf.trg_masks`` ``(1, target_len, target_len)``,
-            whose ``True`` means "may attend"; the different name keeps the two apart.
-
-    Masks: ``source_mask`` is our ``(N, 1, input_len)`` keep-mask; it is converted with
-    ``to_key_padding_mask`` and passed as both ``src_key_padding_mask`` and
-    ``memory_key_padding_mask`` (the book passes only the first, so its decoder still attends
-    to padded source positions). ``forward(X, source_mask=None)`` behaves as in
-    ``EncoderDecoderTransf`` (teacher forcing in training, greedy in eval) and returns
-    ``(N, target_len, n_features)``.
+    ``causal_blocked_mask`` ``(target_len, target_len)``: PyTorch's causal mask, ``True`` = blocked.
+    ``source_mask``, our ``(N, 1, input_len)`` keep-mask, masks the encoder's and the decoder's keys.
+    ``forward(X, source_mask=None)`` as ``EncoderDecoderTransf``'s: ``(N, target_len, n_features)``.
     """
 
     def __init__(self, transformer, input_len, target_len, n_features, scale_input=True, input_norm=True):
@@ -105,10 +77,7 @@ class TransformerModel(nn.Module):
         return self._swap(memory)  # (N, L_s, d_model)
 
     def decode(self, shifted_target_seq, memory, source_mask=None):
-        """Decode ``(N, L, n_features)`` against ``memory`` under the causal mask ``causal_blocked_mask[:L, :L]``.
-
-        ``source_mask`` is our keep-mask ``(N, 1, input_len)``. Returns ``(N, L, n_features)``.
-        """
+        """Decode ``(N, L, n_features)`` against ``memory`` under ``causal_blocked_mask[:L, :L]``."""
         length = shifted_target_seq.shape[1]
         padding = self._key_padding(source_mask, *memory.shape[:2])  # (N, L_s) or None
         outputs = self.transf.decoder(
@@ -124,10 +93,7 @@ class TransformerModel(nn.Module):
                                self.target_len)  # (N, target_len, F)
 
     def predict(self, source_seq, source_mask=None):
-        """Greedy prediction ``(N, target_len, n_features)`` from ``(N, input_len, n_features)``.
-
-        Does not change the train/eval mode: call ``model.eval()`` first.
-        """
+        """Greedy prediction ``(N, target_len, n_features)`` from the source; the mode is left as is."""
         check_sequences(source_seq, (self.input_len,), self.n_features, "source_seq")
         memory = self.encode(source_seq, source_mask)
         return self._greedy(source_seq, memory, source_mask)
@@ -258,24 +224,13 @@ _PAIRS = [
 
 
 def copy_to_torch(ours, theirs):
-    """Copy our module's weights into its PyTorch counterpart, in place; returns ``theirs``.
+    """Copy our module's weights into its PyTorch counterpart (see ``_PAIRS``), in place; returns ``theirs``.
 
-    Pairs: ``MultiHeadedAttention`` -> ``nn.MultiheadAttention``; ``EncoderLayer`` ->
-    ``nn.TransformerEncoderLayer``; ``DecoderLayer`` -> ``nn.TransformerDecoderLayer``;
-    ``EncoderTransf`` -> ``nn.TransformerEncoder``; ``DecoderTransf`` -> ``nn.TransformerDecoder``;
-    ``EncoderDecoderTransf`` -> ``TransformerModel`` (its ``nn.Transformer`` always has final
-    norms, so build ours with ``final_norm=True``; build the ``TransformerModel`` with
-    ``input_norm=False``, since ours has no norm after the positional encoding).
-
-    Afterwards, in eval mode, both compute the same outputs given the same masks written in
-    each convention (ours: ``(N, 1, L)`` / ``(1, L, L)`` keep-masks; PyTorch's:
-    ``key_padding_mask`` ``(N, L)`` and ``attn_mask`` ``(L, L)``, ``True`` = blocked; see
-    ``masks``). Our stacks add the positional encoding, PyTorch's do not: ``ours(x)`` equals
-    ``theirs(ours.pe(x))``. Dropout probabilities are not copied.
-
-    Raises ``TypeError`` for a pair of the wrong kinds and ``ValueError`` when sizes, heads,
-    feed-forward units, norm placement, final norm, number of layers or activation (ours is
-    ReLU) differ.
+    Afterwards, in eval mode, both compute the same outputs for the same masks in each
+    convention; our stacks add the positional encoding, PyTorch's do not (``ours(x)`` equals
+    ``theirs(ours.pe(x))``). ``EncoderDecoderTransf`` needs ``final_norm=True`` and the
+    ``TransformerModel`` ``input_norm=False``. Raises ``TypeError`` for a wrong pair, ``ValueError``
+    when sizes, heads, feed-forward units, norms, layers or activation differ.
     """
     for our_type, their_type, copier in _PAIRS:
         if isinstance(ours, our_type):

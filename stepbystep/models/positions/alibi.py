@@ -1,17 +1,12 @@
-"""ALiBi: attention with linear biases, positions as a penalty on distance.
-
-Press, Smith and Lewis, "Train Short, Test Long: Attention with Linear Biases Enables Input
-Length Extrapolation" (ICLR 2022). Nothing is added to the embeddings. Each head ``h`` adds
-``-m_h · |i - j|`` to the score of query ``i`` for key ``j``: the farther a key, the lower its
-score, by a fixed slope ``m_h`` per head. The slopes form a geometric sequence, so some heads
-look only at the last few tokens and others far back. Nothing is learned, and a distance never
-seen in training only lowers a score further along the same line.
+"""ALiBi (chapter 10; Press, Smith and Lewis 2022): each head ``h`` adds ``-m_h · |i - j|`` to the
+score of query ``i`` for key ``j``, with geometric slopes ``m_h``: nothing learned, nothing added
+to the embeddings, and an unseen distance only lowers a score further along the same line.
 """
 import math
 
 import torch
 
-from ..checks import check_positive_int, check_tensor
+from ...checks import check_positive_int, check_tensor
 
 __all__ = ["alibi_slopes", "alibi_bias", "alibi_bias_at"]
 
@@ -22,12 +17,9 @@ def _power_of_two_slopes(n_heads):
 
 
 def alibi_slopes(n_heads):
-    """The heads' slopes ``(n_heads,)``, as in the ALiBi paper.
-
-    For a power of two ``n``: the geometric sequence ``2^(-8/n), 2^(-16/n), ..., 2^(-8)`` (for 8
-    heads ``1/2, 1/4, ..., 1/256``). Otherwise the paper's rule: the slopes of the largest power
-    of two ``k < n``, then every other slope of ``2k`` heads (those that fall between them), the
-    first ``n - k`` of them. For 6 heads: ``1/4, 1/16, 1/64, 1/256``, then ``1/2, 1/8``.
+    """The heads' slopes ``(n_heads,)``: ``2^(-8/n), 2^(-16/n), ..., 2^(-8)`` for a power of two
+    ``n``; otherwise those of the largest power of two ``k < n``, then every other slope of ``2k``
+    heads, the first ``n - k`` of them (6 heads: ``1/4, 1/16, 1/64, 1/256, 1/2, 1/8``).
     """
     check_positive_int("n_heads", n_heads)
     closest = 2 ** int(math.floor(math.log2(n_heads)))  # the largest power of two <= n_heads

@@ -1,25 +1,19 @@
-"""The book's chapter-10 Transformer in one call: layers, stacks, the encoder-decoder and Xavier init.
-
-Chapters 05 and 06 train the same model on the square corners; building it here keeps their
-hyper-parameters, construction order and initialisation identical.
+"""The book's chapter-10 Transformer in one call (chapters 05-06): same sizes, creation order and
+Xavier initialisation in both chapters.
 """
 import torch
 from torch import nn
 
-from ..checks import check_instance, check_non_negative_int, check_positive_int
+from ...checks import check_instance, check_non_negative_int, check_positive_int
 from .layers import DecoderLayer, EncoderLayer
-from .transformer import DecoderTransf, EncoderDecoderTransf, EncoderTransf
+from .stacks import DecoderTransf, EncoderDecoderTransf, EncoderTransf
 
 __all__ = ["xavier_init_", "build_transformer"]
 
 
 def xavier_init_(model):
-    """Re-initialise every weight matrix of ``model`` (parameters with 2+ dims) Xavier-uniform.
-
-    Biases and layer-norm parameters (1-D) keep their defaults. Xavier draws a ``(fan_out,
-    fan_in)`` matrix from ``U(-a, a)`` with ``a = √(6 / (fan_in + fan_out))``, so signals keep
-    about the same variance going forward and backward through each linear layer. Works in
-    place, with the global RNG, in ``model.parameters()`` order; returns ``model``.
+    """Re-draw every weight matrix (2+ dims) of ``model`` Xavier-uniform, in place and in
+    ``parameters()`` order, so signals keep their variance through each layer; returns ``model``.
     """
     check_instance("model", model, nn.Module, "an nn.Module")
     with torch.no_grad():

@@ -4,7 +4,7 @@ import math
 import torch
 from torch import nn
 
-from ..checks import check_non_negative_int, check_positive_int
+from ...checks import check_non_negative_int, check_positive_int
 
 __all__ = ["PositionalEncoding", "sinusoidal_table"]
 
@@ -12,16 +12,9 @@ __all__ = ["PositionalEncoding", "sinusoidal_table"]
 def sinusoidal_table(max_len, d_model):
     """The sinusoidal table ``(max_len, d_model)`` of "Attention Is All You Need".
 
-    Dimension pair ``(2i, 2i + 1)`` holds ``(sin(t·ω_i), cos(t·ω_i))`` for position ``t``,
-    with angular speed ``ω_i = 10000^(-2i / d_model)``. An odd ``d_model`` has one more
-    sine column than cosine columns (the last dimension is a lone sine).
-
-    The table is computed in float32, step by step as in the book (Daniel Voigt Godoy, *Deep
-    Learning with PyTorch Step-by-Step*, chapter 9): ``ω`` as ``exp(2i·(-ln 10000 / d_model))``,
-    the angles ``t·ω`` rounded to float32, then their sines and cosines. The table therefore
-    equals the book's bit for bit (a float64 computation differs from it by up to about
-    ``1e-7·max_len``, enough for seeded trainings to drift apart), and so do the numbers of
-    models trained with it.
+    Pair ``(2i, 2i + 1)`` holds ``(sin(t·ω_i), cos(t·ω_i))``, ``ω_i = 10000^(-2i / d_model)``
+    (an odd ``d_model`` ends with a lone sine). Computed in float32 step by step as the book
+    does, so it equals the book's table bit for bit, and seeded trainings its numbers.
     """
     max_len = int(check_positive_int("max_len", max_len))
     d_model = int(check_positive_int("d_model", d_model))
@@ -38,31 +31,12 @@ def sinusoidal_table(max_len, d_model):
 class PositionalEncoding(nn.Module):
     """Adds the sinusoidal encoding of each position to a batch of sequences.
 
-    Args:
-        max_len: the longest sequence the table covers.
-        d_model: the size of each element's vector.
-        scale_input: multiply ``x`` by ``√d_model`` before adding the encoding. The rule is
-            to make the input and the encoding (entries in [-1, 1], RMS 1/√2) comparable in
-            size. The paper multiplies its embeddings by ``√d_model`` because their weights
-            start small (standard deviation about ``1/√d_model``); the book keeps the
-            multiplication for the square corners (raw or projected), and so does the course
-            (``True``). Pass ``False`` for token embeddings: ``nn.Embedding`` starts with
-            standard deviation 1, and scaling it by ``√d_model`` drowns the encoding.
-
-    Buffers:
-        pe: the table, ``(1, max_len, d_model)``; a non-persistent buffer, so it follows
-            ``.to(device)`` but is rebuilt rather than stored in checkpoints.
-
-    Loading the book's state dicts: the book's ``PositionalEncoding`` (Daniel Voigt Godoy,
-    *Deep Learning with PyTorch Step-by-Step*, chapter 9) stores its table as a persistent
-    buffer, so its state dicts carry a ``pe`` entry that ours do not. ``load_state_dict``
-    (``strict=True`` included) accepts that entry when it holds this module's table (to within
-    ``1e-6 + 2e-7·max_len``, the gap to a table computed in another precision) and then drops
-    it; a table of another shape or with other values raises ``ValueError``.
-
-    Shapes: ``forward(x, start=0)`` takes ``x`` ``(N, L, d_model)`` with ``start + L <= max_len``
-    and returns ``(N, L, d_model)``: ``x·√d_model + pe[:, start:start + L]`` (or without the
-    scaling).
+    ``scale_input``: multiply ``x`` by ``√d_model`` first, so input and encoding are comparable
+    (the paper's small embeddings, the book's square corners); ``False`` for ``nn.Embedding``
+    outputs, which scaling would make drown the encoding. ``pe`` ``(1, max_len, d_model)``: the
+    table, a buffer rebuilt rather than saved; the book's state dicts, which store it, load when
+    their table is this one (within ``1e-6 + 2e-7·max_len``).
+    ``forward(x, start=0)``: ``x`` ``(N, L, d_model)`` plus rows ``start .. start + L - 1``.
     """
 
     def __init__(self, max_len, d_model, scale_input=True):

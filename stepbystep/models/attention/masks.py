@@ -1,19 +1,11 @@
-"""Attention masks: building them, checking them, and converting to PyTorch's conventions.
-
-Our convention follows the book: a boolean mask where ``True`` means "may attend".
-
-* a source (padding) mask has shape ``(N, 1, L_source)``;
-* a target (subsequent, causal) mask has shape ``(1, L_target, L_target)``.
-
-PyTorch's ``nn.MultiheadAttention`` / ``nn.Transformer`` use the opposite boolean
-convention (``True`` means "blocked"), a separate ``key_padding_mask`` of shape
-``(N, L_source)``, or additive float masks (``0`` to keep, ``-inf`` to block). The
-converters below go between the two explicitly, so a keep-mask is never passed where
-a blocked-mask is expected.
+"""Attention masks (chapters 02-06): ours are keep-masks, ``True`` = may attend, as in the book:
+source (padding) ``(N, 1, L_s)``, target (causal) ``(1, L_t, L_t)``. PyTorch's are blocked-masks
+(``True`` = blocked), ``key_padding_mask`` ``(N, L)`` or additive floats: the converters below
+go between the two explicitly.
 """
 import torch
 
-from ..checks import check_positive_int, check_tensor
+from ...checks import check_positive_int, check_tensor
 
 __all__ = [
     "subsequent_mask",

@@ -1,48 +1,27 @@
-"""Wide attention (the book's chapter 9): one attention head, and several full-size heads.
-
-A wide head projects its input to the full ``d_model``; ``MultiHeadAttention`` runs
-``n_heads`` such heads side by side and mixes their concatenated contexts with one linear
-layer. (Narrow heads, ``MultiHeadedAttention``, split ``d_model`` into chunks instead.)
-
-The book's two names differ by two letters, share a positional signature
-``(n_heads, d_model)`` and keep their weights in opposite layouts, so the package also offers
-a name that says which is which: ``WideMultiHeadAttention`` is ``MultiHeadAttention`` (the
-same class), as ``NarrowMultiHeadAttention`` is ``MultiHeadedAttention``.
-
-Both follow the book's two-step use: ``init_keys(keys)`` projects the keys (and values),
-then ``forward(query, mask)`` attends to them; for self-attention pass the same tensor to
-both. The submodules are created in the book's order, so seeded constructions reproduce
-the book's numbers.
+"""Wide attention (chapter 02, the book's chapter 9): one head, and several full-size heads side by
+side (``MultiHeadAttention``, also ``WideMultiHeadAttention``), in the book's two steps
+``init_keys(keys)`` then ``forward(query, mask)`` and its creation order.
 """
 import math
 
 import torch
 from torch import nn
 
-from ..checks import check_positive_int, check_tensor
+from ...checks import check_positive_int, check_tensor
 from .masks import check_mask
-from .scaled_dot_product import masked_softmax
+from .scaled_dot_product import attend
 
 __all__ = ["Attention", "MultiHeadAttention", "WideMultiHeadAttention"]
 
 
 class Attention(nn.Module):
-    """One attention head: scaled dot-product attention with learned projections.
+    """One attention head: ``attend`` on learned projections.
 
-    Args:
-        hidden_dim: size ``d_k`` of the projected queries and keys (and values, if projected).
-        input_dim: size of the input vectors; ``None`` means ``hidden_dim``.
-        proj_values: ``True`` projects the values with ``linear_value``; ``False`` (the book's
-            default) uses the keys themselves as values, so ``d_v = input_dim``.
-            ``linear_value`` exists either way, as in the book.
-
-    Attributes set by ``init_keys``: ``keys`` ``(N, L_k, input_dim)``, ``proj_keys``
-    ``(N, L_k, d_k)`` and ``values`` ``(N, L_k, d_v)``. ``alphas``: the attention weights
-    ``(N, L_q, L_k)`` of the last forward (detached; each row sums to 1, or is all zeros when
-    every key is masked), ``None`` before the first.
-
-    ``forward(query, mask=None)``: ``query`` ``(N, L_q, input_dim)``, ``mask``
-    ``(1 or N, 1 or L_q, L_k)`` bool, ``True`` = may attend; returns ``(N, L_q, d_v)``.
+    ``hidden_dim``: ``d_k``; ``input_dim``: the inputs' size (``None``: ``hidden_dim``);
+    ``proj_values``: project the values (``False``, the book's: the keys themselves are the
+    values). ``alphas`` ``(N, L_q, L_k)``: the weights of the last forward.
+    ``forward(query, mask=None)``: ``(N, L_q, input_dim)`` -> ``(N, L_q, d_v)``, ``mask``
+    ``(1 or N, 1 or L_q, L_k)``.
     """
 
     def __init__(self, hidden_dim, input_dim=None, proj_values=False):
@@ -99,13 +78,14 @@ class Attention(nn.Module):
         return dot_products / math.sqrt(self.d_k)  # (N, L_q, L_k)
 
     def forward(self, query, mask=None):
-        scores = self.score_function(query)  # (N, L_q, L_k)
+        self._check_input("query", query)
+        self._check_keys(query)
         if mask is not None:
-            check_mask(mask, scores.shape[0], scores.shape[1], scores.shape[2])
+            check_mask(mask, query.shape[0], query.shape[1], self.proj_keys.shape[1])
             mask = mask.bool()
-        alphas = masked_softmax(scores, mask)  # (N, L_q, L_k)
-        self.alphas = alphas.detach()
-        return alphas @ self.values  # (N, L_q, d_v)
+        context, alphas = attend(self.linear_query(query), self.proj_keys, self.values, mask)  # (N, L_q, d_v)
+        self.alphas = alphas.detach()  # (N, L_q, L_k)
+        return context
 
     def extra_repr(self):
         return f"d_k={self.d_k}, input_dim={self.input_dim}, proj_values={self.proj_values}"
@@ -114,30 +94,10 @@ class Attention(nn.Module):
 class MultiHeadAttention(nn.Module):
     """Wide multi-head attention: ``n_heads`` full-size ``Attention`` heads, then ``linear_out``.
 
-    Also available as ``WideMultiHeadAttention`` (the same class). Do not confuse it with the
-    narrow ``MultiHeadedAttention`` (alias ``NarrowMultiHeadAttention``): same positional
-    arguments ``(n_heads, d_model)``, but a different parameter count and the opposite layout
-    of ``alphas``, heads first here, batch first there.
-
-    Every head projects its input to ``d_model``; the ``n_heads`` contexts are concatenated
-    ``(N, L_q, n_heads * d_model)`` and ``linear_out`` brings them back to ``d_model``. So the
-    parameters grow with the number of heads (narrow heads keep them constant).
-
-    Args:
-        n_heads: number of heads.
-        d_model: size of each head's projections and of the output.
-        input_dim: size of the input vectors; ``None`` means ``d_model``.
-        proj_values: whether the heads project their values (the default here, unlike
-            ``Attention``'s). Without it a head's context has ``input_dim`` features, so
-            ``input_dim`` must then equal ``d_model``.
-
-    Property ``alphas``: every head's weights stacked along a FIRST dimension, as in the book:
-    ``(n_heads, N, L_q, L_k)``, heads before the batch. (The narrow ``MultiHeadedAttention`` keeps
-    ``(N, n_heads, L_q, L_k)``; ``alphas.transpose(0, 1)`` converts.) ``None`` before the
-    first forward.
-
-    ``forward(query, mask=None)``: ``query`` ``(N, L_q, input_dim)``, ``mask``
-    ``(1 or N, 1 or L_q, L_k)`` bool, ``True`` = may attend; returns ``(N, L_q, d_model)``.
+    Also ``WideMultiHeadAttention``; not the narrow ``MultiHeadedAttention`` (``NarrowMultiHeadAttention``). The contexts
+    ``(N, L_q, n_heads · d_model)`` are mixed back to ``d_model``, so parameters grow with the
+    heads. ``alphas``: ``(n_heads, N, L_q, L_k)``, heads first, as in the book.
+    ``forward(query, mask=None)``: ``(N, L_q, input_dim)`` -> ``(N, L_q, d_model)``.
     """
 
     def __init__(self, n_heads, d_model, input_dim=None, proj_values=True):

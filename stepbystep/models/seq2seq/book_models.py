@@ -1,18 +1,13 @@
-"""The book's chapter-9 self-attention models: wide-head encoder and decoder, and the seq2seq.
-
-A minimal encoder (self-attention, then a feed-forward network) and decoder (masked
-self-attention, cross-attention, feed-forward), optionally behind a positional encoding,
-and the encoder-decoder that trains them on the square-corners task. No residual
-connections or layer norms yet: those come with the Transformer's layers (chapter 04).
-Submodules are created in the book's order, so seeded constructions reproduce its numbers.
+"""The book's chapter-9 self-attention models (chapter 02): wide-head encoder, decoder and seq2seq,
+without residual connections or norms yet; created in the book's order.
 """
 from torch import nn
 
-from ..checks import check_instance, check_positive_int
-from .masks import subsequent_mask
-from .positional_encoding import PositionalEncoding
-from .seq2seq import GreedySeq2Seq
-from .wide_attention import MultiHeadAttention
+from ...checks import check_instance, check_positive_int
+from ..attention.masks import subsequent_mask
+from ..positions.sinusoidal import PositionalEncoding
+from .decoding import GreedySeq2Seq
+from ..attention.wide import MultiHeadAttention
 
 __all__ = ["EncoderSelfAttn", "DecoderSelfAttn", "EncoderPe", "DecoderPe", "EncoderDecoderSelfAttn"]
 
@@ -20,13 +15,8 @@ __all__ = ["EncoderSelfAttn", "DecoderSelfAttn", "EncoderPe", "DecoderPe", "Enco
 class EncoderSelfAttn(nn.Module):
     """Encoder: wide multi-head self-attention, then a feed-forward network.
 
-    Args:
-        n_heads, d_model: of the ``MultiHeadAttention``.
-        ff_units: hidden units of the feed-forward network ``d_model -> ff_units -> d_model``.
-        n_features: size of the input vectors; ``None`` means ``d_model``.
-
-    ``forward(query, mask=None)``: ``query`` ``(N, L, n_features)``, ``mask`` ``(N, 1, L)``
-    keep-mask; returns ``(N, L, d_model)``.
+    ``n_features``: the inputs' size (``None``: ``d_model``). ``forward(query, mask=None)``:
+    ``(N, L, n_features)`` -> ``(N, L, d_model)``, ``mask`` ``(N, 1, L)``.
     """
 
     def __init__(self, n_heads, d_model, ff_units, n_features=None):
@@ -49,18 +39,10 @@ class EncoderSelfAttn(nn.Module):
 
 
 class DecoderSelfAttn(nn.Module):
-    """Decoder: masked self-attention, cross-attention to the encoder, then a feed-forward network.
+    """Decoder: masked self-attention, cross-attention to the encoder (``init_keys(states)``), then a
+    feed-forward network back to ``n_features`` (the decoder predicts points).
 
-    Args:
-        n_heads, d_model: of both ``MultiHeadAttention`` modules.
-        ff_units: hidden units of the feed-forward network ``d_model -> ff_units -> n_features``.
-        n_features: size of the input (and output) vectors; ``None`` means ``d_model``. The
-            output has ``n_features`` features, so the decoder predicts points directly.
-
-    Call ``init_keys(states)`` with the encoder's output ``(N, L_source, d_model)`` first.
-    ``forward(query, source_mask=None, target_mask=None)``: ``query``
-    ``(N, L_target, n_features)``, ``source_mask`` ``(N, 1, L_source)``, ``target_mask``
-    ``(1, L_target, L_target)``; returns ``(N, L_target, n_features)``.
+    ``forward(query, source_mask=None, target_mask=None)``: ``(N, L_t, n_features)`` in and out.
     """
 
     def __init__(self, n_heads, d_model, ff_units, n_features=None):
@@ -89,12 +71,7 @@ class DecoderSelfAttn(nn.Module):
 
 
 class EncoderPe(nn.Module):
-    """``EncoderSelfAttn`` behind a sinusoidal positional encoding of its input.
-
-    Arguments as ``EncoderSelfAttn``, plus ``max_len`` (the longest sequence encoded). The
-    encoding ``self.pe`` has ``n_features`` dimensions and scales its input by
-    ``√n_features``, as in the book; ``self.layer`` is the encoder.
-    """
+    """``EncoderSelfAttn`` (``layer``) behind a sinusoidal positional encoding ``pe`` of ``n_features``."""
 
     def __init__(self, n_heads, d_model, ff_units, n_features=None, max_len=100):
         super().__init__()
@@ -109,11 +86,7 @@ class EncoderPe(nn.Module):
 
 
 class DecoderPe(nn.Module):
-    """``DecoderSelfAttn`` behind a sinusoidal positional encoding of its input.
-
-    Arguments as ``DecoderSelfAttn``, plus ``max_len``. ``init_keys(states)`` passes the
-    encoder states to the decoder's cross-attention.
-    """
+    """``DecoderSelfAttn`` (``layer``) behind a sinusoidal positional encoding ``pe`` of ``n_features``."""
 
     def __init__(self, n_heads, d_model, ff_units, n_features=None, max_len=100):
         super().__init__()
@@ -132,24 +105,9 @@ class DecoderPe(nn.Module):
 
 
 class EncoderDecoderSelfAttn(GreedySeq2Seq):
-    """Encoder-decoder for sequences of points, built from the self-attention models above.
-
-    Each sequence ``X`` ``(N, input_len + target_len, n_features)`` holds the source (its
-    first ``input_len`` elements) followed by the target; ``n_features`` is the decoder's.
-
-    * training mode: teacher forcing. The decoder reads the target shifted right by one,
-      ``X[:, input_len-1:-1]`` (the last source element, then all but the last target
-      element), under the causal mask ``trg_masks``, and predicts every target element at once;
-    * eval mode: greedy decoding (``predict``) from the source alone; ``X`` may then also be
-      just the source ``(N, input_len, n_features)``.
-
-    Buffers:
-        trg_masks: ``subsequent_mask(target_len)`` ``(1, target_len, target_len)``, bool,
-            ``True`` = may attend; a non-persistent buffer, so it follows the model to its
-            device (the book kept it as a plain attribute).
-
-    ``forward(X, source_mask=None)`` returns ``(N, target_len, n_features)``; ``source_mask``
-    is a ``(N, 1, input_len)`` keep-mask.
+    """Encoder-decoder for sequences of points, from the models above: ``X`` ``(N, input_len +
+    target_len, n_features)``; teacher forcing under ``trg_masks`` in training, greedy in eval.
+    ``forward(X, source_mask=None)`` returns ``(N, target_len, n_features)``.
     """
 
     def __init__(self, encoder, decoder, input_len, target_len):
@@ -179,17 +137,11 @@ class EncoderDecoderSelfAttn(GreedySeq2Seq):
         self.register_buffer("trg_masks", subsequent_mask(target_len), persistent=False)  # (1, L_t, L_t)
 
     def encode(self, source_seq, source_mask=None):
-        """Encode ``source_seq`` ``(N, input_len, n_features)`` and hand the states to the decoder.
-
-        Returns the encoder states ``(N, input_len, d_model)``.
-        """
+        """Encode ``(N, input_len, n_features)``, hand the states ``(N, input_len, d_model)`` to the decoder."""
         states = self.encoder(source_seq, source_mask)  # (N, L_s, d_model)
         self.decoder.init_keys(states)
         return states
 
     def decode(self, shifted_target_seq, source_mask=None, target_mask=None):
-        """Decode ``(N, L, n_features)`` against the encoded source; returns ``(N, L, n_features)``.
-
-        ``target_mask`` ``(1, L, L)``: pass ``trg_masks`` (or a slice); ``None`` means no mask.
-        """
+        """Decode ``(N, L, n_features)`` against the encoded source under ``target_mask`` ``(1, L, L)``."""
         return self.decoder(shifted_target_seq, source_mask=source_mask, target_mask=target_mask)

@@ -1,0 +1,158 @@
+"""Narrow multi-head attention (chapter 03): d_model split into n_heads heads of d_k = d_model // n_heads."""
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ...checks import check_instance, check_positive_int
+from .masks import check_mask
+from ..positions.rotary import RotaryEmbedding
+from .scaled_dot_product import attend
+
+__all__ = ["MultiHeadedAttention", "NarrowMultiHeadAttention"]
+
+
+class MultiHeadedAttention(nn.Module):
+    """Multi-head attention whose heads each read a ``d_k = d_model // n_heads`` slice.
+
+    Also ``NarrowMultiHeadAttention``; not the wide ``MultiHeadAttention`` (``WideMultiHeadAttention``):
+    here ``alphas`` are batch first, ``(N, h, L_q, L_k)``.
+
+    Args:
+        n_heads: number of heads; must divide ``d_model``.
+        d_model: size of each element's vector.
+        dropout: dropout on the attention weights (training only).
+        store_alphas: ``True`` computes the weights step by step (``attend``) and keeps them in
+            ``self.alphas`` ``(N, h, L_q, L_k)``, before dropout; ``False`` calls the fused
+            ``F.scaled_dot_product_attention`` (same outputs, ``alphas`` stays ``None``).
+        rotary: ``None`` or a ``RotaryEmbedding`` over ``d_k`` that rotates queries and keys (RoPE).
+
+    ``forward(query, mask=None, key=None, bias=None, positions=None, cache=None)``:
+    ``query`` ``(N, L_q, d_model)``; ``key`` ``(N, L_k, d_model)`` to attend to (``None``: the keys
+    set by ``init_keys``, the book's two-step use); ``mask`` ``(1 or N, 1 or L_q, L_k)`` bool,
+    ``True`` = may attend; ``bias`` ``(h or N, h, L_q, L_k)`` added to the scores (ALiBi);
+    ``positions`` ``(L,)`` or ``(N, L)`` where rotary turns the queries and the new keys;
+    ``cache`` a ``LayerCache`` (KV cache): the new keys and values join the earlier ones, which ``mask``
+    and ``bias`` then cover. Returns ``(N, L_q, d_model)``.
+    """
+
+    def __init__(self, n_heads, d_model, dropout=0.1, store_alphas=True, rotary=None):
+        super().__init__()
+        check_positive_int("n_heads", n_heads)
+        check_positive_int("d_model", d_model)
+        if d_model % n_heads != 0:
+            raise ValueError(f"d_model must be divisible by n_heads, got d_model={d_model} and n_heads={n_heads}")
+        self.n_heads, self.d_model, self.d_k = n_heads, d_model, d_model // n_heads
+        self.store_alphas = store_alphas
+        # creation order as in the book, so seeded constructions give the book's numbers
+        self.linear_query = nn.Linear(d_model, d_model)
+        self.linear_key = nn.Linear(d_model, d_model)
+        self.linear_value = nn.Linear(d_model, d_model)
+        self.linear_out = nn.Linear(d_model, d_model)
+        self.dropout = nn.Dropout(p=dropout)
+        self.alphas = self.proj_key = self.proj_value = None
+        self.rotary = None
+        self.set_rotary(rotary)
+
+    def set_rotary(self, rotary):
+        """Rotate queries and keys with ``rotary`` (a ``RotaryEmbedding`` over ``d_k``), or not (``None``)."""
+        if rotary is not None:
+            check_instance("rotary", rotary, RotaryEmbedding, "a RotaryEmbedding or None")
+            if rotary.d_head != self.d_k:
+                raise ValueError(f"rotary must rotate vectors of d_k={self.d_k} (d_model // n_heads), "
+                                 f"got a RotaryEmbedding of d_head={rotary.d_head}")
+        self.rotary = rotary
+
+    def make_chunks(self, x):
+        """Split into heads: ``(N, L, d_model)`` -> ``(N, h, L, d_k)``."""
+        return x.view(x.shape[0], x.shape[1], self.n_heads, self.d_k).transpose(1, 2)
+
+    def output_function(self, contexts):
+        """Merge the heads ``(N, h, L_q, d_k)`` -> ``(N, L_q, d_model)``, then ``linear_out``."""
+        return self.linear_out(contexts.transpose(1, 2).flatten(2))
+
+    def rotate(self, x, positions=None):
+        """Queries or keys ``(N, h, L, d_k)`` rotated at ``positions`` (RoPE), or as they are."""
+        return x if self.rotary is None else self.rotary(x, positions)
+
+    def project_keys(self, key, positions=None):
+        """Keys (rotated) and values of ``key`` ``(N, L_k, d_model)``: ``(N, h, L_k, d_k)`` each."""
+        return self.rotate(self.make_chunks(self.linear_key(key)), positions), self.make_chunks(self.linear_value(key))
+
+    def init_keys(self, key, positions=None):
+        """The book's first step: project ``key`` ``(N, L_k, d_model)`` for the next ``forward`` calls."""
+        self._check_input("key", key)
+        self.proj_key, self.proj_value = self.project_keys(key, positions)  # (N, h, L_k, d_k) each
+
+    def score_function(self, query, positions=None):
+        """Scaled scores of ``query`` ``(N, L_q, d_model)`` against the ``init_keys`` keys: ``(N, h, L_q, L_k)``."""
+        q = self.rotate(self.make_chunks(self.linear_query(query)), positions)  # (N, h, L_q, d_k)
+        return q @ self.proj_key.transpose(-2, -1) / self.d_k ** 0.5
+
+    def forward(self, query, mask=None, key=None, bias=None, positions=None, cache=None):
+        if key is None and cache is None:
+            self._check_book_call(query, mask, bias)
+        q = self.rotate(self.make_chunks(self.linear_query(query)), positions)  # (N, h, L_q, d_k)
+        if cache is not None and cache.static and cache.keys is not None:
+            k, v = cache.keys, cache.values  # cross-attention: the encoder's states, projected once
+        elif key is not None:
+            k, v = self.project_keys(key, positions)  # (N, h, L_k, d_k) each
+            if cache is not None:
+                k, v = cache.extend(k, v)  # (N, h, t, d_k): the earlier tokens' too
+        else:
+            k, v = self.proj_key, self.proj_value  # (N, h, L_k, d_k): from init_keys
+        if mask is not None:
+            mask = mask.bool().unsqueeze(1)  # (1 or N, 1, 1 or L_q, L_k): one mask for every head
+        if bias is not None:
+            bias = bias.to(q.dtype)  # (h or N, h, L_q, L_k)
+        if self.store_alphas:
+            context, alphas = attend(q, k, v, mask, bias, self.dropout)  # (N, h, L_q, d_k), (N, h, L_q, L_k)
+            self.alphas = alphas.detach()
+        else:  # the fused kernel: the same numbers, no weights kept
+            has_key = None
+            if mask is not None:
+                has_key = mask.any(dim=-1, keepdim=True)  # rows with a key to read
+                mask = mask | ~has_key  # all-masked rows read everything here, zeroed below
+            if bias is not None:
+                mask = bias if mask is None else bias.masked_fill(~mask, float("-inf"))
+            context = F.scaled_dot_product_attention(q, k, v, attn_mask=mask,
+                                                     dropout_p=self.dropout.p if self.training else 0.0)
+            if has_key is not None:
+                context = context.masked_fill(~has_key, 0.0)  # (N, h, L_q, d_k)
+            self.alphas = None
+        return self.output_function(context)  # (N, L_q, d_model)
+
+    def _check_input(self, name, x):
+        if not isinstance(x, torch.Tensor):
+            raise TypeError(f"{name} must be a tensor (N, L, {self.d_model}), got {type(x).__name__}")
+        if x.dim() != 3 or x.shape[-1] != self.d_model:
+            raise ValueError(f"{name} must have shape (N, L, {self.d_model}), got {tuple(x.shape)}")
+
+    def _check_book_call(self, query, mask, bias):
+        if self.proj_key is None:
+            raise RuntimeError("no keys to attend to: call init_keys(key) before attending")
+        self._check_input("query", query)
+        if self.proj_key.shape[0] != query.shape[0]:
+            raise ValueError(f"query batch size {query.shape[0]} does not match the keys' batch size "
+                             f"{self.proj_key.shape[0]}; call init_keys(key) with this batch")
+        if mask is not None:
+            check_mask(mask, query.shape[0], query.shape[1], self.proj_key.shape[2])
+        if bias is not None:
+            n, l_q, l_k = query.shape[0], query.shape[1], self.proj_key.shape[2]
+            if not isinstance(bias, torch.Tensor) or not bias.is_floating_point():
+                raise TypeError("bias must be a float tensor (h, L_q, L_k) or (1 or N, h, L_q, L_k), got "
+                                f"{bias.dtype if isinstance(bias, torch.Tensor) else type(bias).__name__}")
+            if bias.shape[-3:] != (self.n_heads, l_q, l_k) or bias.dim() not in (3, 4) or \
+                    (bias.dim() == 4 and bias.shape[0] not in (1, n)):
+                raise ValueError(f"bias must have shape ({self.n_heads}, {l_q}, {l_k}) or (1 or {n}, {self.n_heads}, "
+                                 f"{l_q}, {l_k}), got {tuple(bias.shape)}")
+
+    def __getstate__(self):
+        state = super().__getstate__()  # the book's projected keys may carry a graph: copies start without them
+        state["proj_key"] = state["proj_value"] = None
+        return state
+
+    def extra_repr(self):
+        return f"n_heads={self.n_heads}, d_model={self.d_model}, d_k={self.d_k}, store_alphas={self.store_alphas}"
+
+
+NarrowMultiHeadAttention = MultiHeadedAttention

@@ -1,0 +1,66 @@
+"""Scaled dot-product attention (chapter 02): ``attend`` is the formula every model calls;
+``scaled_dot_product`` checks a learner's inputs first."""
+import math
+
+import torch
+
+from ...checks import check_tensor
+from .masks import as_keep_mask, check_mask
+
+__all__ = ["scaled_dot_product", "attend", "masked_softmax"]
+
+
+def masked_softmax(scores, mask=None):
+    """Softmax over the last dimension, masked keys (``mask`` ``False``) exactly 0; a row with
+    every key masked is all zeros rather than NaN."""
+    if mask is None:
+        return torch.softmax(scores, dim=-1)
+    if not (isinstance(mask, torch.Tensor) and mask.dtype == torch.bool):
+        mask = as_keep_mask(mask)
+    # the most negative finite number rather than -inf keeps softmax (and its gradient) finite
+    weights = torch.softmax(scores.masked_fill(~mask, torch.finfo(scores.dtype).min), dim=-1)
+    return weights * mask  # zero for masked keys, zero rows where every key is masked
+
+
+def attend(q, k, v, mask=None, bias=None, dropout=None):
+    """``softmax(q kᵀ / √d_k + bias) v``: the context and the weights (taken before ``dropout``).
+
+    Shapes: ``q`` ``(N, ..., L_q, d_k)``, ``k`` ``(N, ..., L_k, d_k)``, ``v`` ``(N, ..., L_k, d_v)``;
+    ``mask`` broadcasts to the scores ``(N, ..., L_q, L_k)`` (``True`` = may attend; a mask
+    ``(N, L_q, L_k)`` gets the head dimension added); ``bias`` is added to the scores (ALiBi).
+    Returns the context ``(N, ..., L_q, d_v)`` and the weights ``(N, ..., L_q, L_k)``.
+    """
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (N, ..., L_q, L_k)
+    if bias is not None:
+        scores = scores + bias  # e.g. -slope x distance
+    while mask is not None and mask.dim() < scores.dim():
+        mask = mask.unsqueeze(1)  # (N, 1, ..., L_q, L_k): one mask for every head
+    weights = masked_softmax(scores, mask)  # (N, ..., L_q, L_k)
+    context = (weights if dropout is None else dropout(weights)) @ v  # (N, ..., L_q, d_v)
+    return context, weights
+
+
+def scaled_dot_product(q, k, v, mask=None):
+    """Attention by hand: ``softmax(q kᵀ / √d_k) v``, the inputs checked first.
+
+    Shapes: ``q`` ``(N, L_q, d_k)``, ``k`` ``(N, L_k, d_k)``, ``v`` ``(N, L_k, d_v)``, ``mask``
+    ``(1 or N, 1 or L_q, L_k)`` bool, ``True`` = may attend; extra leading dimensions (heads)
+    work too. Returns the context ``(N, L_q, d_v)`` and the weights ``(N, L_q, L_k)``.
+    """
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        check_tensor(name, t)
+        if t.dim() < 3:
+            raise ValueError(f"{name} must have shape (N, L, d), got {tuple(t.shape)}")
+    if k.shape[-1] != q.shape[-1]:
+        raise ValueError(f"k must have the last dimension d_k={q.shape[-1]} of q, got {k.shape[-1]}")
+    if v.shape[-2] != k.shape[-2]:
+        raise ValueError(f"v must have the length L_k={k.shape[-2]} of k, got {v.shape[-2]}")
+    try:
+        torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    except RuntimeError:
+        raise ValueError("q, k and v must have matching (or broadcastable) leading dimensions such as the batch, "
+                         f"got {tuple(q.shape[:-2])}, {tuple(k.shape[:-2])} and {tuple(v.shape[:-2])}") from None
+    if mask is not None:
+        check_mask(mask, q.shape[0], q.shape[-2], k.shape[-2])
+        mask = mask.bool()
+    return attend(q, k, v, mask)

@@ -1,0 +1,196 @@
+"""Generation (chapter 09): a decoder-only model writes one token at a time, greedily or by sampling.
+
+``temperature`` divides the logits (0: the arg-max), ``top_k`` keeps the ``k`` most likely tokens,
+``top_p`` the nucleus (Holtzman et al. 2020); one token is drawn from the rest, renormalised.
+"""
+import numbers
+
+import torch
+from torch.nn.utils.rnn import pad_sequence
+
+from ...devices import evaluating
+from ..seq2seq.decoding import decode_steps
+
+__all__ = [
+    "top_k_filter",
+    "top_p_filter",
+    "sampling_distribution",
+    "sample_next",
+    "left_pad",
+    "prompt_batch",
+    "generation_steps",
+    "generate",
+    "next_token_logits",
+]
+
+
+def check_sampling(temperature=1.0, top_k=None, top_p=None):
+    """Raise a clear error for an invalid ``temperature``, ``top_k`` or ``top_p``."""
+    if isinstance(temperature, bool) or not isinstance(temperature, numbers.Real):
+        raise TypeError(f"temperature must be a number, got {type(temperature).__name__}")
+    if not temperature >= 0 or temperature == float("inf"):
+        raise ValueError(f"temperature must be 0 (greedy) or positive and finite, got {temperature!r}")
+    if top_k is not None:
+        if isinstance(top_k, bool) or not isinstance(top_k, numbers.Integral):
+            raise TypeError(f"top_k must be None or an int, got {type(top_k).__name__}")
+        if top_k < 1:
+            raise ValueError(f"top_k must be at least 1 (keep one token or more), got {top_k}")
+    if top_p is not None:
+        if isinstance(top_p, bool) or not isinstance(top_p, numbers.Real):
+            raise TypeError(f"top_p must be None or a number, got {type(top_p).__name__}")
+        if not 0 < top_p <= 1:
+            raise ValueError(f"top_p must be in (0, 1]: above 0 to keep a token, at most 1 (keep all), got {top_p!r}")
+
+
+def top_k_filter(logits, k):
+    """Keep the ``k`` largest logits of each row ``(N, V)``, set the others to ``-inf``.
+
+    Exactly ``k`` survive (``torch.topk``'s choice among ties); ``k >= V`` keeps everything.
+    """
+    if k >= logits.shape[-1]:
+        return logits
+    kept = logits.topk(k, dim=-1).indices  # (N, k)
+    keep = torch.zeros_like(logits, dtype=torch.bool).scatter(-1, kept, True)  # (N, V)
+    return logits.masked_fill(~keep, float("-inf"))
+
+
+def top_p_filter(logits, p):
+    """Keep each row's nucleus: the fewest most likely tokens whose probabilities reach ``p``
+    (the most likely always); the others get ``-inf``. ``logits`` ``(N, V)``."""
+    probs = torch.softmax(logits.float(), dim=-1)  # (N, V)
+    sorted_probs, order = probs.sort(dim=-1, descending=True)  # (N, V), (N, V)
+    before = sorted_probs.cumsum(dim=-1) - sorted_probs  # (N, V): the mass of the more likely tokens
+    keep_sorted = before < p  # (N, V)
+    keep_sorted[..., 0] = True  # the most likely token, whatever rounding does
+    keep = torch.zeros_like(keep_sorted).scatter(-1, order, keep_sorted)  # (N, V), original order
+    return logits.masked_fill(~keep, float("-inf"))
+
+
+def sampling_distribution(logits, temperature=1.0, top_k=None, top_p=None):
+    """The distribution a token is drawn from: logits ``(N, V)`` -> probabilities ``(N, V)``.
+
+    Temperature, then top-k, then top-p; the rest renormalised. ``temperature=0``: all on the arg-max.
+    """
+    check_sampling(temperature, top_k, top_p)
+    return _distribution(logits, temperature, top_k, top_p)
+
+
+def _distribution(logits, temperature, top_k, top_p):
+    logits = logits.float()
+    if temperature == 0:
+        return torch.zeros_like(logits).scatter(-1, logits.argmax(dim=-1, keepdim=True), 1.0)
+    logits = logits / temperature
+    if top_k is not None:
+        logits = top_k_filter(logits, top_k)
+    if top_p is not None:
+        logits = top_p_filter(logits, top_p)
+    return torch.softmax(logits, dim=-1)  # (N, V)
+
+
+def sample_next(logits, temperature=1.0, top_k=None, top_p=None, generator=None):
+    """Draw one token id per row: ``(N, V)`` -> ``(N,)``; ``temperature=0`` takes the arg-max, drawing
+    nothing. Unchecked (``generate`` checks the settings once)."""
+    if temperature == 0:
+        return logits.argmax(dim=-1)  # (N,)
+    probs = _distribution(logits, temperature, top_k, top_p)  # (N, V)
+    return torch.multinomial(probs, 1, generator=generator).squeeze(-1)  # (N,)
+
+
+def left_pad(sequences, pad_id):
+    """Sequences of ids of any lengths -> ``(N, L)`` padded on the left, so they end together."""
+    rows = [torch.as_tensor(seq, dtype=torch.long).flip(0) for seq in sequences]
+    return pad_sequence(rows, batch_first=True, padding_value=pad_id).flip(1)  # (N, L)
+
+
+def _as_batch(inputs, pad_id):
+    """The prompt(s) as a ``(N, L)`` long tensor, and whether a single sequence was given."""
+    if isinstance(inputs, torch.Tensor):
+        if inputs.is_floating_point() or inputs.is_complex() or inputs.dtype == torch.bool:
+            raise TypeError(f"inputs must hold integer token ids, got dtype {inputs.dtype}")
+        if inputs.dim() in (1, 2):
+            return inputs.view(-1, inputs.shape[-1]).long(), inputs.dim() == 1
+        raise ValueError(f"inputs must be (L,) or (N, L), got shape {tuple(inputs.shape)}")
+    if not isinstance(inputs, (list, tuple)) or not inputs:
+        raise TypeError("inputs must be a tensor (L,) or (N, L), a list of ids, or a list of sequences "
+                        f"of ids; got {type(inputs).__name__ if inputs else 'an empty list'}")
+    if all(isinstance(i, numbers.Integral) and not isinstance(i, bool) for i in inputs):
+        return torch.tensor([list(inputs)], dtype=torch.long), True
+    lengths = {len(seq) for seq in inputs}
+    if 0 in lengths:
+        raise ValueError("every prompt needs at least one token, got an empty one")
+    if len(lengths) > 1 and pad_id is None:
+        raise ValueError("prompts of different lengths need padding, but the model has pad_id=None")
+    return left_pad(inputs, 0 if pad_id is None else pad_id), False
+
+
+def prompt_batch(model, inputs, max_new_tokens, eos_id=None, pad_id=None, generator=None):
+    """Check a generation's arguments; returns the prompts ``(N, L)`` on the model's device and
+    whether ``inputs`` was a single prompt."""
+    if not (isinstance(model, torch.nn.Module) and hasattr(model, "new_cache") and hasattr(model, "max_len")):
+        raise TypeError(f"model must be a decoder-only model (a DecoderOnlyTransformer), got {type(model).__name__}")
+    prompt, single = _as_batch(inputs, pad_id)
+    if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, numbers.Integral):
+        raise TypeError(f"max_new_tokens must be an int, got {type(max_new_tokens).__name__}")
+    if max_new_tokens < 1:
+        raise ValueError(f"max_new_tokens must be at least 1, got {max_new_tokens}")
+    if prompt.shape[1] == 0:
+        raise ValueError("the prompt is empty: give at least one token (e.g. <sos>)")
+    if prompt.shape[1] > model.max_len:
+        raise ValueError(f"the prompt has {prompt.shape[1]} tokens, more than the model's max_len={model.max_len}")
+    if prompt.shape[1] + max_new_tokens > model.max_len:
+        raise ValueError(f"a prompt of {prompt.shape[1]} tokens plus max_new_tokens={max_new_tokens} exceeds the "
+                         f"model's max_len={model.max_len}: ask for at most {model.max_len - prompt.shape[1]} "
+                         "new tokens")
+    if eos_id is not None:
+        if isinstance(eos_id, bool) or not isinstance(eos_id, numbers.Integral) or not 0 <= eos_id < model.vocab_size:
+            raise ValueError(f"eos_id must be None or an id in 0..{model.vocab_size - 1}, got {eos_id!r}")
+        if pad_id is None:
+            raise ValueError("stopping at eos_id pads the finished rows, but the model has pad_id=None")
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
+    return prompt.to(next(model.parameters()).device), single
+
+
+def generation_steps(model, prompt, max_new_tokens, choose, eos_id=None, pad_id=None, use_cache=True):
+    """``decode_steps`` for a decoder-only model, yielding ``(next_ids (N,), logits (N, V))``: with
+    ``use_cache`` a ``KVCache`` preallocated for the stream, else the whole stream at each step."""
+    cache = model.new_cache(capacity=prompt.shape[1] + max_new_tokens) if use_cache else None
+
+    def step(stream, new):
+        return model(new, cache=cache)[:, -1] if use_cache else model(stream)[:, -1]  # (N, V)
+
+    return decode_steps(step, prompt, max_new_tokens, choose, eos_id, pad_id)
+
+
+def generate(model, inputs, max_new_tokens, *, temperature=1.0, top_k=None, top_p=None, eos_id=None, pad_id=None,
+             use_cache=True, generator=None):
+    """Continue each prompt with up to ``max_new_tokens`` tokens; returns the prompt then the new ids.
+
+    ``inputs``: one prompt (list of ids, 1-D tensor) or a batch (``(N, L)``, or lists of any
+    lengths, padded on the left with ``pad_id``, the model's by default: each row is generated as
+    it would be alone). ``temperature``, ``top_k``, ``top_p``: see ``sampling_distribution``.
+    ``eos_id``: a row that writes it is finished (then padded); all finished, generation stops.
+    ``use_cache``: a ``KVCache``, else the whole stream again at each step. ``generator``: a
+    seeded ``torch.Generator`` repeats its samples. Eval mode, no gradients.
+    Returns ``(L + T,)`` for one prompt, ``(N, L + T)`` for a batch, ``T <= max_new_tokens``.
+    """
+    pad_id = getattr(model, "pad_id", None) if pad_id is None else pad_id
+    prompt, single = prompt_batch(model, inputs, max_new_tokens, eos_id, pad_id, generator)
+    check_sampling(temperature, top_k, top_p)
+
+    def choose(logits):
+        return sample_next(logits, temperature, top_k, top_p, generator)
+
+    with evaluating(model), torch.inference_mode():  # no version counters: cheaper per small op
+        new_ids = [ids for ids, _ in generation_steps(model, prompt, max_new_tokens, choose, eos_id, pad_id, use_cache)]
+    output = torch.cat([prompt, torch.stack(new_ids, dim=1)], dim=1)  # (N, L + T)
+    return output[0] if single else output
+
+
+def next_token_logits(model, inputs):
+    """The model's logits for the token after each prompt: ``(V,)`` for one, ``(N, V)`` for a batch
+    (left-padded as in ``generate``). Eval mode, no gradients."""
+    prompt, single = prompt_batch(model, inputs, 1, pad_id=getattr(model, "pad_id", None))
+    with evaluating(model), torch.inference_mode():
+        logits = model(prompt)[:, -1]  # (N, V)
+    return logits[0] if single else logits

@@ -1,0 +1,89 @@
+"""The KV cache (chapter 09): causal attention never lets an old token see a new one, so each layer
+keeps the keys and values it has computed, and a new token computes only its own row.
+"""
+import torch
+
+from ...checks import check_positive_int
+from ..attention.masks import subsequent_mask
+
+__all__ = ["KVCache", "LayerCache"]
+
+
+class LayerCache:
+    """One attention layer's keys and values so far, ``(N, h, t, d_k)`` each (``None`` before).
+
+    ``static``: cross-attention's, projected from the encoder's states once. ``capacity``:
+    preallocate for that many tokens and write each step in place (generation, no gradients).
+    """
+
+    def __init__(self, static=False, capacity=None):
+        self.static, self.capacity = static, capacity
+        self.keys = self.values = None
+
+    def extend(self, keys, values):
+        """Append the new tokens' keys and values ``(N, h, L_new, d_k)``; returns all of them."""
+        if self.capacity is not None:
+            if self.keys is None:  # (N, h, capacity, d_k) buffers; keys and values are views of them
+                self._buffers = [x.new_empty(*x.shape[:2], self.capacity, x.shape[3]) for x in (keys, values)]
+            start = 0 if self.keys is None else self.keys.shape[2]
+            end = start + keys.shape[2]
+            for buffer, new in zip(self._buffers, (keys, values)):
+                buffer[:, :, start:end] = new
+            keys, values = (buffer[:, :, :end] for buffer in self._buffers)  # (N, h, t, d_k)
+        elif self.keys is not None:
+            keys = torch.cat([self.keys, keys], dim=2)  # (N, h, t, d_k)
+            values = torch.cat([self.values, values], dim=2)  # (N, h, t, d_k)
+        self.keys, self.values = keys, values
+        return keys, values
+
+
+class KVCache:
+    """What a decoder keeps between steps: a ``LayerCache`` per layer (and per cross-attention,
+    ``cross``), which of its ``length`` tokens are real and their positions. Each step the model
+    calls ``add_tokens`` and ``mask``, then every layer extends its ``LayerCache``.
+    """
+
+    def __init__(self, n_layers, cross=False, capacity=None):
+        check_positive_int("n_layers", n_layers)
+        self.layers = [LayerCache(capacity=capacity) for _ in range(n_layers)]
+        self.cross = [LayerCache(static=True) for _ in range(n_layers)] if cross else None
+        self.length = 0
+        self.keep = None  # (N, t) bool: True for the real tokens
+        self.positions = None  # (N, t): each token's position among its row's real tokens
+        self.n_real = None  # (N,): how many real tokens each row holds
+
+    def add_tokens(self, keep):
+        """Record the new tokens, ``keep`` ``(N, L_new)`` (``False``: padding); returns their positions
+        ``(N, L_new)``, the real tokens before each in its row (padding moves nothing)."""
+        if self.keep is not None and self.keep.shape[0] != keep.shape[0]:
+            raise ValueError(f"the cache holds {self.keep.shape[0]} sequences, the new tokens {keep.shape[0]}: "
+                             "use one cache per batch")
+        earlier = keep.new_zeros(keep.shape[0], dtype=torch.long) if self.n_real is None else self.n_real  # (N,)
+        positions = (earlier.unsqueeze(1) + keep.cumsum(dim=1) - 1).clamp(min=0)  # (N, L_new)
+        self.n_real = earlier + keep.sum(dim=1)  # (N,)
+        self.keep = keep if self.keep is None else torch.cat([self.keep, keep], dim=1)  # (N, t)
+        self.positions = positions if self.positions is None else torch.cat([self.positions, positions], dim=1)
+        self.length += keep.shape[1]
+        return positions
+
+    def mask(self, new):
+        """Keep-mask ``(N, new, t)`` of the newest ``new`` tokens: causal, no padding keys."""
+        keep = self.keep.unsqueeze(1)  # (N, 1, t)
+        if new == 1:
+            return keep  # one new token: every earlier token is in its past
+        return subsequent_mask(self.length, device=keep.device)[:, -new:] & keep  # (N, new, t)
+
+    def reorder(self, rows):
+        """Keep the rows ``rows`` ``(N,)`` of everything held (beam search: the surviving hypotheses);
+        for caches without ``capacity``, whose keys are not views of buffers."""
+        self.keep, self.positions, self.n_real = self.keep[rows], self.positions[rows], self.n_real[rows]
+        for layer in self.layers:
+            layer.keys, layer.values = layer.keys[rows], layer.values[rows]
+
+    @property
+    def padded(self):
+        """Whether any token held is padding (reads the mask: a host sync on a GPU)."""
+        return self.keep is not None and not bool(self.keep.all())
+
+    def __repr__(self):
+        return f"KVCache({len(self.layers)} layers, {self.length} tokens)"

@@ -1,0 +1,70 @@
+"""Rotary position embeddings (chapter 10; Su et al. 2021): each pair of dimensions ``(2i, 2i + 1)``
+of a query or key turns by ``position · θ_i``, ``θ_i = base^(-2i / d_head)``, so a score sees the
+offset between two tokens, never where they sit.
+"""
+import torch
+from torch import nn
+
+from ...checks import check_instance, check_positive_int, check_positive_number
+from .learned import check_positions
+
+__all__ = ["RotaryEmbedding", "rotary_frequencies", "rotate_pairs"]
+
+
+def rotary_frequencies(d_head, base=10000.0):
+    """The angular speeds ``θ_i = base^(-2i / d_head)``: ``(d_head // 2,)``, float64; pair 0 the fastest."""
+    check_positive_int("d_head", d_head)
+    check_positive_number("base", base)
+    exponents = torch.arange(0, d_head - 1, 2, dtype=torch.float64) / d_head  # (d_head // 2,)
+    return base ** -exponents  # (d_head // 2,) float64
+
+
+def rotate_pairs(x, cos, sin):
+    """Rotate each pair ``(x[..., 2i], x[..., 2i + 1])`` by the angle whose cosine and sine are given.
+
+    ``x`` ``(..., d)`` with ``d`` even; ``cos`` and ``sin`` ``(..., d // 2)``, broadcastable to
+    ``x``'s pairs. Returns ``(..., d)``: ``(a cos - b sin, a sin + b cos)`` for each pair ``(a, b)``.
+    """
+    a, b = x[..., 0::2], x[..., 1::2]  # (..., d // 2) each
+    rotated = torch.stack([a * cos - b * sin, a * sin + b * cos], dim=-1)  # (..., d // 2, 2)
+    return rotated.flatten(-2)  # (..., d): the pairs interleaved again
+
+
+class RotaryEmbedding(nn.Module):
+    """Rotates queries or keys ``(..., L, d_head)`` pair by pair at their positions (RoPE); no
+    parameters, so one serves every layer. ``cos``, ``sin`` ``(max_len, d_head // 2)``: the table,
+    built up front and not saved; a position past it is a ``ValueError``.
+    ``forward(x, positions=None)``: ``positions`` ``(L,)`` or ``(N, L)`` (``None``: ``0 .. L-1``).
+    """
+
+    def __init__(self, d_head, base=10000.0, max_len=512):
+        super().__init__()
+        check_positive_int("d_head", d_head)
+        if d_head % 2 != 0:
+            raise ValueError(f"d_head must be an even int (the dimensions go in pairs), got {d_head}")
+        check_positive_number("base", base)
+        check_positive_int("max_len", max_len)
+        self.d_head, self.base, self.max_len = d_head, float(base), max_len
+        angles = self.angles(torch.arange(max_len))  # (max_len, d_head // 2), float64
+        self.register_buffer("cos", angles.cos().float(), persistent=False)  # (max_len, d_head // 2)
+        self.register_buffer("sin", angles.sin().float(), persistent=False)  # (max_len, d_head // 2)
+
+    def angles(self, positions):
+        """The rotation angles ``positions · θ`` ``(..., d_head // 2)``, in float64 for plots and checks."""
+        positions = torch.as_tensor(positions, dtype=torch.float64)
+        return positions.unsqueeze(-1) * rotary_frequencies(self.d_head, self.base)
+
+    def forward(self, x, positions=None):
+        check_instance("x", x, torch.Tensor, "a tensor (N, n_heads, L, d_head)")
+        if x.dim() < 2 or x.shape[-1] != self.d_head:
+            raise ValueError(f"x must have shape (..., L, {self.d_head}), got {tuple(x.shape)}")
+        if positions is None:
+            positions = torch.arange(x.shape[-2], device=x.device)  # (L,)
+        check_positions(positions, x.shape[-2], self.max_len)
+        cos, sin = self.cos[positions].to(x.dtype), self.sin[positions].to(x.dtype)  # (L or N, L, d/2)
+        if positions.dim() == 2 and x.dim() == 4:
+            cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)  # (N, 1, L, d/2): the same for every head
+        return rotate_pairs(x, cos, sin)
+
+    def extra_repr(self):
+        return f"d_head={self.d_head}, base={self.base:g}, max_len={self.max_len}"

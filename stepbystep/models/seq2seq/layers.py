@@ -1,0 +1,103 @@
+"""Sublayer wrappers and the Transformer's encoder and decoder layers."""
+from torch import nn
+
+from ...checks import check_positive_int
+from ..attention.narrow import MultiHeadedAttention
+
+__all__ = ["SubLayerWrapper", "EncoderLayer", "DecoderLayer", "feed_forward"]
+
+
+def feed_forward(d_model, ff_units, dropout):
+    """The position-wise feed-forward network ``(N, L, d_model) -> (N, L, d_model)``, in PyTorch's
+    order (Linear, ReLU, Dropout, Linear), so ``copy_to_torch`` copies it."""
+    return nn.Sequential(
+        nn.Linear(d_model, ff_units),
+        nn.ReLU(),
+        nn.Dropout(dropout),
+        nn.Linear(ff_units, d_model),
+    )
+
+
+class SubLayerWrapper(nn.Module):
+    """A residual connection, layer norm and dropout around one sublayer: norm-first (the book's)
+    ``x + drop(sublayer(norm(x)))``, or norm-last (the paper's) ``norm(x + drop(sublayer(x)))``.
+
+    ``forward(x, sublayer, is_self_attn=False, **kwargs)``: ``(N, L, d_model)`` in and out; the
+    sublayer gets ``kwargs``, and self-attention its keys from the same input as its queries.
+    """
+
+    def __init__(self, d_model, dropout, norm_first=True):
+        super().__init__()
+        self.norm_first = bool(norm_first)
+        self.norm = nn.LayerNorm(d_model)
+        self.drop = nn.Dropout(dropout)
+
+    def forward(self, x, sublayer, is_self_attn=False, **kwargs):
+        sub_in = self.norm(x) if self.norm_first else x  # (N, L, d_model)
+        if is_self_attn:
+            kwargs["key"] = sub_in
+        out = x + self.drop(sublayer(sub_in, **kwargs))  # (N, L, d_model)
+        return out if self.norm_first else self.norm(out)
+
+    def extra_repr(self):
+        return f"norm_first={self.norm_first}"
+
+
+class _Layer(nn.Module):
+    """Attention sublayers (``self_attn_heads``, then ``cross_attn_heads`` for a decoder), a
+    feed-forward network and one wrapper each, created in the book's order."""
+
+    def __init__(self, n_heads, d_model, ff_units, dropout, norm_first, store_alphas, cross):
+        super().__init__()
+        for name, value in (("n_heads", n_heads), ("d_model", d_model), ("ff_units", ff_units)):
+            check_positive_int(name, value)
+        self.n_heads, self.d_model, self.ff_units = n_heads, d_model, ff_units
+        self.norm_first = bool(norm_first)
+        self.self_attn_heads = MultiHeadedAttention(n_heads, d_model, dropout, store_alphas)
+        if cross:
+            self.cross_attn_heads = MultiHeadedAttention(n_heads, d_model, dropout, store_alphas)
+        self.ffn = feed_forward(d_model, ff_units, dropout)
+        self.sublayers = nn.ModuleList([SubLayerWrapper(d_model, dropout, norm_first) for _ in range(2 + cross)])
+
+
+class EncoderLayer(_Layer):
+    """One encoder layer: self-attention, then a feed-forward network, each wrapped.
+
+    ``n_heads`` must divide ``d_model``; ``dropout`` acts on the weights, the network and the
+    wrappers; ``norm_first``: see ``SubLayerWrapper``; ``store_alphas=False``: the fused kernel.
+    ``forward(query, mask=None, bias=None, positions=None, cache=None)``: ``(N, L, d_model)`` in
+    and out, ``mask`` ``(N, 1 or L, L)``; the rest goes to the self-attention.
+    """
+
+    def __init__(self, n_heads, d_model, ff_units, dropout=0.1, norm_first=True, store_alphas=True):
+        super().__init__(n_heads, d_model, ff_units, dropout, norm_first, store_alphas, cross=False)
+
+    def forward(self, query, mask=None, bias=None, positions=None, cache=None):
+        x = self.sublayers[0](query, self.self_attn_heads, is_self_attn=True, mask=mask, bias=bias,
+                              positions=positions, cache=cache)  # (N, L, d_model)
+        return self.sublayers[1](x, self.ffn)  # (N, L, d_model)
+
+
+class DecoderLayer(_Layer):
+    """One decoder layer: masked self-attention, cross-attention, feed-forward, each wrapped.
+
+    Same arguments as ``EncoderLayer``. ``forward(query, source_mask=None, target_mask=None,
+    memory=None, cache=None, cross_cache=None)``: ``query`` ``(N, L_t, d_model)``; ``memory`` the
+    encoder's states ``(N, L_s, d_model)`` (``None``: those given to ``init_keys``, the book's
+    way); ``source_mask`` ``(N, 1, L_s)``; ``target_mask`` ``(1 or N, L_t, L_t)``; ``cache`` and
+    ``cross_cache`` the two attentions' ``LayerCache``. Returns ``(N, L_t, d_model)``.
+    """
+
+    def __init__(self, n_heads, d_model, ff_units, dropout=0.1, norm_first=True, store_alphas=True):
+        super().__init__(n_heads, d_model, ff_units, dropout, norm_first, store_alphas, cross=True)
+
+    def init_keys(self, states):
+        """Set the cross-attention's keys and values from ``states`` ``(N, L_source, d_model)``."""
+        self.cross_attn_heads.init_keys(states)
+
+    def forward(self, query, source_mask=None, target_mask=None, memory=None, cache=None, cross_cache=None):
+        x = self.sublayers[0](query, self.self_attn_heads, is_self_attn=True, mask=target_mask,
+                              cache=cache)  # (N, L_t, d_model)
+        x = self.sublayers[1](x, self.cross_attn_heads, mask=source_mask, key=memory,
+                              cache=cross_cache)  # (N, L_t, d_model)
+        return self.sublayers[2](x, self.ffn)  # (N, L_t, d_model)

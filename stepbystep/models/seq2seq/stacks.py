@@ -1,0 +1,121 @@
+"""Stacks of encoder and decoder layers, and the encoder-decoder Transformer built from them."""
+import copy
+
+from torch import nn
+
+from ...checks import check_positive_int
+from ..attention.masks import subsequent_mask
+from ..positions.sinusoidal import PositionalEncoding
+from .decoding import GreedySeq2Seq
+
+__all__ = ["EncoderTransf", "DecoderTransf", "EncoderDecoderTransf"]
+
+
+class _LayerStack(nn.Module):
+    """Positional encoding, ``n_layers`` deep copies of a layer and an optional final norm.
+
+    ``final_norm=None`` adds a ``nn.LayerNorm`` iff the layers are norm-first (their output is an
+    un-normalised residual stream; norm-last layers already end with a norm), as the paper does.
+    """
+
+    def __init__(self, layer, n_layers, max_len, scale_input, final_norm):
+        super().__init__()
+        if not isinstance(layer, nn.Module) or not hasattr(layer, "d_model"):
+            raise TypeError(f"expected a layer module with a d_model attribute, got {type(layer).__name__}")
+        check_positive_int("n_layers", n_layers)
+        self.d_model = layer.d_model
+        self.n_layers = n_layers
+        self.pe = PositionalEncoding(max_len, self.d_model, scale_input=scale_input)
+        if final_norm is None:
+            final_norm = getattr(layer, "norm_first", True)
+        self.norm = nn.LayerNorm(self.d_model) if final_norm else None
+        self.layers = nn.ModuleList([copy.deepcopy(layer) for _ in range(n_layers)])
+
+    def _finish(self, x):
+        return x if self.norm is None else self.norm(x)  # (N, L, d_model)
+
+
+class EncoderTransf(_LayerStack):
+    """The Transformer's encoder: positional encoding, then ``n_layers`` copies of ``encoder_layer``.
+
+    ``scale_input``: the positional encoding scales its input by ``√d_model`` (for projected
+    features, not token embeddings). ``forward(query, mask=None)``: ``(N, L, d_model)`` in and
+    out, ``mask`` ``(N, 1, L)``.
+    """
+
+    def __init__(self, encoder_layer, n_layers=1, max_len=100, scale_input=True, final_norm=None):
+        super().__init__(encoder_layer, n_layers, max_len, scale_input, final_norm)
+
+    def forward(self, query, mask=None):
+        x = self.pe(query)  # (N, L, d_model)
+        for layer in self.layers:
+            x = layer(x, mask)  # (N, L, d_model)
+        return self._finish(x)
+
+
+class DecoderTransf(_LayerStack):
+    """The Transformer's decoder: positional encoding, then ``n_layers`` copies of ``decoder_layer``.
+
+    ``forward(query, source_mask=None, target_mask=None, memory=None, cache=None)``: ``query``
+    ``(N, L_t, d_model)``; the cross-attentions read ``memory`` ``(N, L_s, d_model)``, or the
+    states given to ``init_keys`` (the book's way); with a ``KVCache`` that has recorded them,
+    ``query`` holds only the new tokens. Returns ``(N, L_t, d_model)``.
+    """
+
+    def __init__(self, decoder_layer, n_layers=1, max_len=100, scale_input=True, final_norm=None):
+        super().__init__(decoder_layer, n_layers, max_len, scale_input, final_norm)
+
+    def init_keys(self, states):
+        """Give every layer's cross-attention the encoder states ``(N, L_source, d_model)``."""
+        for layer in self.layers:
+            layer.init_keys(states)
+
+    def forward(self, query, source_mask=None, target_mask=None, memory=None, cache=None):
+        start = 0 if cache is None else cache.length - query.shape[1]  # the new tokens follow the cached ones
+        x = self.pe(query, start=start)  # (N, L_target, d_model)
+        for i, layer in enumerate(self.layers):
+            caches = (None, None) if cache is None else (cache.layers[i], cache.cross[i])
+            x = layer(x, source_mask, target_mask, memory, *caches)  # (N, L_target, d_model)
+        return self._finish(x)
+
+
+class EncoderDecoderTransf(GreedySeq2Seq):
+    """The encoder-decoder Transformer for sequences of feature vectors (the square corners).
+
+    ``X`` ``(N, input_len + target_len, n_features)`` is the source then the target; ``proj``
+    and ``linear`` project the features to ``d_model`` and back. Training: teacher forcing under
+    ``trg_masks`` (the causal keep-mask); eval: greedy decoding from the source (``predict``).
+    ``forward(X, source_mask=None)`` returns ``(N, target_len, n_features)``.
+    """
+
+    def __init__(self, encoder, decoder, input_len, target_len, n_features):
+        super().__init__()
+        if encoder.d_model != decoder.d_model:
+            raise ValueError(
+                f"encoder and decoder need the same d_model, got {encoder.d_model} and {decoder.d_model}"
+            )
+        for name, value, stack in (("input_len", input_len, encoder), ("target_len", target_len, decoder)):
+            check_positive_int(name, value)
+            if value > stack.pe.max_len:
+                raise ValueError(f"{name} {value} exceeds the positional encoding's max_len {stack.pe.max_len}")
+        self.encoder = encoder
+        self.decoder = decoder
+        self.input_len = input_len
+        self.target_len = target_len
+        self.n_features = n_features
+        self.register_buffer("trg_masks", subsequent_mask(target_len), persistent=False)  # (1, L_t, L_t)
+        self.proj = nn.Linear(n_features, encoder.d_model)
+        self.linear = nn.Linear(encoder.d_model, n_features)
+
+    def encode(self, source_seq, source_mask=None):
+        """Encode ``(N, input_len, n_features)``, hand the states ``(N, input_len, d_model)`` to the decoder."""
+        source_proj = self.proj(source_seq)  # (N, L_s, d_model)
+        states = self.encoder(source_proj, source_mask)  # (N, L_s, d_model)
+        self.decoder.init_keys(states)
+        return states
+
+    def decode(self, shifted_target_seq, source_mask=None, target_mask=None):
+        """Decode ``(N, L, n_features)`` against the encoded source under ``target_mask`` ``(1, L, L)``."""
+        target_proj = self.proj(shifted_target_seq)  # (N, L, d_model)
+        outputs = self.decoder(target_proj, source_mask=source_mask, target_mask=target_mask)  # (N, L, d_model)
+        return self.linear(outputs)  # (N, L, n_features)

@@ -1,0 +1,128 @@
+"""The Transformer for token ids: embeddings in, the course's encoder and decoder, logits out."""
+import torch
+from torch import nn
+
+from ...checks import check_instance, check_int_range, check_positive_int, check_positive_number, check_tensor
+from ..gpt.kv_cache import KVCache
+from .layers import DecoderLayer, EncoderLayer
+from ..attention.masks import padding_mask, subsequent_mask
+from .stacks import DecoderTransf, EncoderTransf
+
+__all__ = ["TokenTransformer", "check_ids"]
+
+
+def check_ids(name, ids, vocab_size, max_len, held=0):
+    """Token ids ``(N, L)``: ``L >= 1``, at most ``max_len`` with a cache's ``held`` tokens, in
+    ``0 .. vocab_size - 1`` (the values are read on the CPU only: no device sync)."""
+    check_tensor(name, ids, dtype=(torch.int64, torch.int32))  # what nn.Embedding reads
+    if ids.dim() != 2 or ids.shape[1] == 0:
+        raise ValueError(f"{name} must have shape (N, L) with L >= 1, got {tuple(ids.shape)}")
+    if held + ids.shape[1] > max_len:
+        after = f" after the {held} tokens in the cache" if held else ""
+        raise ValueError(f"{name} must be at most the model's max_len={max_len} long{after}, "
+                         f"got length {held + ids.shape[1]}")
+    if ids.device.type == "cpu":
+        low, high = int(ids.min()), int(ids.max())
+        if low < 0 or high >= vocab_size:
+            raise ValueError(f"{name} must hold ids in 0..{vocab_size - 1}, got ids from {low} to {high}")
+
+
+class TokenTransformer(nn.Module):
+    """An encoder-decoder Transformer over token ids (chapters 07-08): the course's stacks between
+    two embeddings and an output layer (``head``, one logit per target token).
+
+    Args:
+        src_vocab_size, tgt_vocab_size: the vocabularies' sizes (specials included).
+        d_model, n_heads, ff_units, n_layers, dropout, norm_first: the layers', as ``EncoderLayer``.
+        max_len: the longest source and decoder input.
+        pad_id: masked in the source and the target (with the causal mask); ``None`` switches
+            the padding masks off (chapter 07 shows what they are for).
+        scale_embeddings: multiply the embeddings by ``√d_model``, as the paper does; off: with
+            ``nn.Embedding``'s unit variance it drowns the positions (chapter 07 measures it).
+        embedding_std: draw both embeddings from ``N(0, embedding_std²)``.
+
+    ``forward(source_ids (N, L_s), target_in (N, L_t))`` -> logits ``(N, L_t, tgt_vocab_size)``;
+    ``encode`` -> ``(memory, source_mask)``; ``decode(target_in, memory, source_mask, cache=None)``.
+    The attention weights of the last call are each layer's ``alphas`` ``(N, h, L_q, L_k)``.
+    """
+
+    def __init__(self, src_vocab_size, tgt_vocab_size, d_model=64, n_heads=4, ff_units=128, n_layers=2,
+                 dropout=0.1, max_len=64, pad_id=0, norm_first=True, scale_embeddings=False, embedding_std=None):
+        super().__init__()
+        for name, value in (("src_vocab_size", src_vocab_size), ("tgt_vocab_size", tgt_vocab_size),
+                            ("max_len", max_len)):
+            check_positive_int(name, value)
+        if pad_id is not None:
+            check_int_range("pad_id", pad_id, 0, src_vocab_size - 1)  # an id of the source vocabulary, or None
+        self.src_vocab_size = src_vocab_size
+        self.tgt_vocab_size = tgt_vocab_size
+        self.d_model = d_model
+        self.max_len = max_len
+        self.pad_id = pad_id
+        self.scale_embeddings = bool(scale_embeddings)
+        self.src_embed = nn.Embedding(src_vocab_size, d_model)
+        self.tgt_embed = nn.Embedding(tgt_vocab_size, d_model)
+        if embedding_std is not None:
+            check_positive_number("embedding_std", embedding_std)
+            nn.init.normal_(self.src_embed.weight, std=embedding_std)
+            nn.init.normal_(self.tgt_embed.weight, std=embedding_std)
+        encoder_layer = EncoderLayer(n_heads, d_model, ff_units, dropout, norm_first=norm_first)
+        decoder_layer = DecoderLayer(n_heads, d_model, ff_units, dropout, norm_first=norm_first)
+        self.encoder = EncoderTransf(encoder_layer, n_layers, max_len, scale_input=self.scale_embeddings)
+        self.decoder = DecoderTransf(decoder_layer, n_layers, max_len, scale_input=self.scale_embeddings)
+        self.head = nn.Linear(d_model, tgt_vocab_size)  # the output layer: one logit per target token
+
+    def source_mask(self, source_ids):
+        """Keep-mask ``(N, 1, L_s)``: ``False`` at padding; ``None`` when ``pad_id`` is None."""
+        if self.pad_id is None:
+            return None
+        return padding_mask(source_ids, self.pad_id)  # (N, 1, L_s)
+
+    def target_mask(self, target_in):
+        """Keep-mask ``(N, L_t, L_t)``: causal AND not padding (``(1, L_t, L_t)`` without ``pad_id``)."""
+        causal = subsequent_mask(target_in.shape[1], device=target_in.device)  # (1, L_t, L_t)
+        if self.pad_id is None:
+            return causal
+        return causal & padding_mask(target_in, self.pad_id)  # (N, L_t, L_t)
+
+    def encode(self, source_ids):
+        """Encode the source: returns ``memory`` ``(N, L_s, d_model)`` and its mask ``(N, 1, L_s)``."""
+        check_ids("source_ids", source_ids, self.src_vocab_size, self.max_len)
+        source_mask = self.source_mask(source_ids)  # (N, 1, L_s) or None
+        embedded = self.src_embed(source_ids)  # (N, L_s, d_model)
+        memory = self.encoder(embedded, source_mask)  # (N, L_s, d_model)
+        return memory, source_mask
+
+    def new_cache(self):
+        """An empty ``KVCache`` for ``decode(..., cache=cache)``: one entry per decoder layer."""
+        return KVCache(self.decoder.n_layers, cross=True)
+
+    def decode(self, target_in, memory, source_mask=None, cache=None):
+        """Logits ``(N, L_t, tgt_vocab_size)`` for every position of ``target_in`` ``(N, L_t)``.
+
+        With ``cache`` (``new_cache()``, one per decoding of one batch), ``target_in`` holds only
+        the tokens after those the cache has seen: their keys and values join the cache, and the
+        cross-attention projects ``memory`` once, at the first step.
+        """
+        if cache is not None:
+            check_instance("cache", cache, KVCache, "a KVCache from model.new_cache()")
+        check_ids("target_in", target_in, self.tgt_vocab_size, self.max_len, 0 if cache is None else cache.length)
+        if memory.shape[0] != target_in.shape[0]:
+            raise ValueError(f"memory must hold one sequence per row of target_in ({target_in.shape[0]}), "
+                             f"got {memory.shape[0]}")
+        embedded = self.tgt_embed(target_in)  # (N, L_t, d_model)
+        if cache is None:
+            target_mask = self.target_mask(target_in)  # (N or 1, L_t, L_t)
+        else:
+            real = torch.ones_like(target_in, dtype=torch.bool) if self.pad_id is None else target_in != self.pad_id
+            cache.add_tokens(real)  # (N, L_t)
+            target_mask = cache.mask(target_in.shape[1])  # (N, L_t, t)
+        states = self.decoder(embedded, source_mask, target_mask, memory, cache)  # (N, L_t, d_model)
+        return self.head(states)  # (N, L_t, tgt_vocab_size)
+
+    def forward(self, source_ids, target_in):
+        memory, source_mask = self.encode(source_ids)  # (N, L_s, d_model), (N, 1, L_s)
+        return self.decode(target_in, memory, source_mask)  # (N, L_t, tgt_vocab_size)
+
+    def extra_repr(self):
+        return f"pad_id={self.pad_id}, max_len={self.max_len}, scale_embeddings={self.scale_embeddings}"

@@ -1,0 +1,121 @@
+"""Translation (chapters 07-09): many texts in batches of similar length, or one with its alignment."""
+from dataclasses import dataclass
+
+import torch
+from torch.nn.utils.rnn import pad_sequence
+
+from ...checks import check_instance, check_positive_int
+from ...devices import evaluating
+from ..gpt.generation import generate
+from .decoding import beam_search, greedy_decode
+
+__all__ = ["translate", "complete", "in_batches", "Translation", "translate_with_alignment"]
+
+
+def in_batches(sequences, batch_size, run):
+    """``run(batch)`` on batches of at most ``batch_size`` sequences sorted by length (so padding
+    stays short); one result per sequence, in the original order."""
+    check_positive_int("batch_size", batch_size)
+    order = sorted(range(len(sequences)), key=lambda index: len(sequences[index]))
+    results = [None] * len(sequences)
+    for start in range(0, len(order), batch_size):
+        chosen = order[start:start + batch_size]
+        for index, result in zip(chosen, run([sequences[index] for index in chosen])):
+            results[index] = result
+    return results
+
+
+def translate(model, texts, src_vocab, tgt_vocab, max_new_tokens=None, beam_width=1, batch_size=1000):
+    """The encoder-decoder ``model``'s output strings for ``texts`` (one string or a list), batched.
+
+    Unknown characters become ``<unk>``; an empty or too long text is a ``ValueError``.
+    ``max_new_tokens``: default the model's ``max_len``; ``beam_width`` > 1: ``beam_search``.
+    """
+    single = isinstance(texts, str)
+    texts = [texts] if single else list(texts)
+    if not texts:
+        raise ValueError("texts must hold at least one text, got none")
+    model_max = getattr(model, "max_len", None)
+    max_new_tokens = model_max if max_new_tokens is None else max_new_tokens
+    device = next(model.parameters()).device
+    ids = [torch.tensor(src_vocab.encode(text, max_len=model_max)) for text in texts]
+
+    def run(batch):
+        source = pad_sequence(batch, batch_first=True, padding_value=src_vocab.pad_id).to(device)  # (n, L_s)
+        if beam_width == 1:
+            generated = greedy_decode(model, source, tgt_vocab.sos_id, tgt_vocab.eos_id, max_new_tokens,
+                                      tgt_vocab.pad_id)
+        else:
+            generated = beam_search(model, source, tgt_vocab.sos_id, tgt_vocab.eos_id, max_new_tokens,
+                                    beam_width=beam_width, pad_id=tgt_vocab.pad_id)
+        return [tgt_vocab.decode(row) for row in generated.cpu()]  # generated: (n, L)
+
+    outputs = in_batches(ids, batch_size, run)
+    return outputs[0] if single else outputs
+
+
+def complete(model, prompts, max_new_tokens, eos_id, batch_size=500):
+    """Greedy completions by a decoder-only ``model`` of many prompts (lists of ids), batched: one
+    list of new ids per prompt, up to and including ``eos_id``."""
+    def run(batch):
+        generated = generate(model, batch, max_new_tokens, temperature=0, eos_id=eos_id).tolist()  # (n, L + T)
+        width = max(map(len, batch))
+        return [row[width:row.index(eos_id, width) + 1] if eos_id in row[width:] else row[width:] for row in generated]
+
+    return in_batches(list(prompts), batch_size, run)
+
+
+@dataclass(frozen=True)
+class Translation:
+    """One translated text and its alignment: the characters read (``source_tokens``, ``L_s``) and
+    written (``output_tokens``, ``L_out``), the cross-attention ``weights`` ``(n_heads, L_out, L_s)``
+    of each written token over the source, and the characters the vocabulary did not know.
+    """
+
+    text: str
+    translation: str
+    source_tokens: list
+    output_tokens: list
+    weights: torch.Tensor
+    unknown: tuple
+
+
+def translate_with_alignment(model, text, src_vocab, tgt_vocab, layer_idx=-1, max_new_tokens=None):
+    """Translate ``text`` greedily and return a ``Translation`` with the cross-attention of layer
+    ``layer_idx``, read back by teacher forcing on the model's own output (mode restored).
+    Unknown characters become ``<unk>``; an empty or too long text is a ``ValueError``.
+    """
+    model_max = getattr(model, "max_len", None)
+    check_instance("text", text, str, "a str")
+    if not text.strip():
+        raise ValueError(f"text must hold a character other than spaces, got {text!r}")
+    if model_max is not None and len(text) > model_max:
+        raise ValueError(f"text must be at most {model_max} characters long for this model, got {len(text)}: "
+                         f"{text[:model_max]!r}...")
+    max_new_tokens = model_max if max_new_tokens is None else max_new_tokens
+    device = next(model.parameters()).device
+    source = torch.tensor([src_vocab.encode(text)], device=device)  # (1, L_s)
+    generated = greedy_decode(model, source, tgt_vocab.sos_id, tgt_vocab.eos_id, max_new_tokens,
+                              pad_id=tgt_vocab.pad_id)[0]  # (L,)
+    is_eos = (generated == tgt_vocab.eos_id).nonzero()
+    if len(is_eos):
+        generated = generated[: is_eos[0, 0] + 1]  # (L_out,): up to the first <eos>, included
+    start = torch.tensor([tgt_vocab.sos_id], device=device)  # (1,)
+    target_in = torch.cat([start, generated[:-1]]).unsqueeze(0)  # (1, L_out)
+
+    attention = model.decoder.layers[layer_idx].cross_attn_heads
+    with evaluating(model):
+        model(source, target_in)  # (1, L_out, V): we only need the weights it stores
+    if attention.alphas is None:
+        raise RuntimeError("this model's cross-attention keeps no weights (store_alphas=False): "
+                           "set store_alphas = True on its attention modules to see the alignment")
+    weights = attention.alphas[0].cpu()  # (n_heads, L_out, L_s)
+    ids = generated.tolist()
+    return Translation(
+        text=text,
+        translation=tgt_vocab.decode(ids),
+        source_tokens=[src_vocab.itos[i] for i in source[0].tolist()],
+        output_tokens=[tgt_vocab.itos[i] for i in ids],
+        weights=weights,
+        unknown=tuple(dict.fromkeys(c for c in text if c not in src_vocab.stoi)),
+    )
