@@ -1,1 +1,7 @@
-"""Chapter experiments too long for a notebook cell, each tested."""
+"""Chapter experiments too long for a notebook cell, each tested, in the course's order."""
+from .square_baselines import baseline_claims
+from .gradient_norms import GradientNormRun, encoder_regressor, layer_gradient_norms, layer_norms_of_gradients
+from .norm_placement import initial_gradient_claims, seed_claims, training_claims
+from .date_completion import complete_dates
+from .generation_timing import step_logits, time_per_token
+from .position_claims import length_claims, training_length_claims
