@@ -156,7 +156,7 @@ print(f"target_out: {digit_vocab.decode(target_out[0], strip_specials=False)}")
 # `TokenTransformer` wraps the course's own encoder and decoder stacks (`EncoderTransf`,
 # `DecoderTransf` of chapter 05, built from `EncoderLayer` and `DecoderLayer`) with what
 # tokens need: an embedding for the source and one for the target, the masks built from the
-# ids, and a final linear layer, the **generator**, that turns each decoder output into $V$
+# ids, and a final linear layer, the output **head**, that turns each decoder output into $V$
 # scores (**logits**), one per token of the target vocabulary. A small one is enough here:
 # $d_{model} = 32$, 2 heads, one layer in each stack, no dropout.
 
@@ -195,7 +195,7 @@ expect(abs(by_hand.item() - ln_V) < 0.5, "the untrained loss is within 0.5 of ln
 # and on a CPU a step this small takes noticeably less time.
 
 # %% tags=["nbval-ignore-output"]
-digit_trainer = StepByStep(digit_model, SequenceCrossEntropy(pad_id=digit_vocab.pad_id),
+digit_trainer = StepByStep(digit_model, SequenceCrossEntropy(ignore_index=digit_vocab.pad_id),
                            torch.optim.Adam(digit_model.parameters(), lr=5e-3, fused=True))
 digit_trainer.set_loaders(digit_train_loader, digit_val_loader)
 digit_trainer.train(3, progress=False)
@@ -234,7 +234,7 @@ print(f"{digit_val[0][0]} -> {digit_vocab.decode(by_hand[0])}")
 # counts the outputs that are right up to and including their `<eos>`:
 
 # %% tags=["nbval-ignore-output"]
-greedy = greedy_decode(digit_model, val_source, digit_vocab.sos_id, digit_vocab.eos_id, max_len=17)  # (300, 17)
+greedy = greedy_decode(digit_model, val_source, digit_vocab.sos_id, digit_vocab.eos_id, max_new_tokens=17)  # (300, 17)
 digit_exact = sequence_accuracy(greedy, val_target_out)
 print(f"exact match on {len(digit_val)} validation strings: {digit_exact:.1%}")
 
@@ -348,7 +348,7 @@ runs = {"× √d_model": digit_run(scale_embeddings=True), "default": digit_trai
 # %% tags=["nbval-ignore-output"]
 run_exact = {}
 for name, trainer in runs.items():
-    predicted = greedy_decode(trainer.model, val_source, digit_vocab.sos_id, digit_vocab.eos_id, max_len=17)
+    predicted = greedy_decode(trainer.model, val_source, digit_vocab.sos_id, digit_vocab.eos_id, max_new_tokens=17)
     run_exact[name] = sequence_accuracy(predicted, val_target_out)
     print(f"{name:>10}: validation loss by epoch " + ", ".join(f"{v:.3f}" for v in trainer.val_losses)
           + f"; exact match after epoch {trainer.total_epochs}: {run_exact[name]:.1%}")
@@ -496,7 +496,7 @@ def word_trainer(pad_id=vocab.pad_id, lr=6e-3, warmup=True):
         schedule = SequentialLR(optimizer, [rise, decay], milestones=[warmup_steps])
     else:
         schedule = CosineAnnealingLR(optimizer, T_max=total_steps)
-    trainer = StepByStep(model, SequenceCrossEntropy(pad_id=vocab.pad_id), optimizer)
+    trainer = StepByStep(model, SequenceCrossEntropy(ignore_index=vocab.pad_id), optimizer)
     trainer.set_lr_scheduler(schedule, interval="batch")
     trainer.set_loaders(word_train_loader, word_val_loader)
     return trainer
@@ -567,7 +567,7 @@ with torch.no_grad():  # the trainer left the model in eval mode
     val_logits = word_model(val_source, val_target_in)  # (500, 13, 30)
 counting_pads = (val_logits.argmax(-1) == val_target_out).float().mean().item()
 halfway_masked = masked_accuracy(val_logits, val_target_out, pad)
-halfway_greedy = greedy_decode(word_model, val_source, vocab.sos_id, vocab.eos_id, max_len=13)
+halfway_greedy = greedy_decode(word_model, val_source, vocab.sos_id, vocab.eos_id, max_new_tokens=13)
 halfway_exact = sequence_accuracy(halfway_greedy, val_target_out)
 print(f"token accuracy counting the padded positions too: {counting_pads:.2%}")
 print(f"masked accuracy: {halfway_masked:.2%}")
@@ -602,7 +602,7 @@ expect(halfway_exact < halfway_masked, "a whole word right is rarer than a lette
 # %% tags=["nbval-ignore-output"]
 n_beam = 250
 beam_source, beam_target_out, beam_greedy = val_source[:n_beam], val_target_out[:n_beam], halfway_greedy[:n_beam]
-halfway_beam = beam_search(word_model, beam_source, vocab.sos_id, vocab.eos_id, max_len=13, beam_width=4)
+halfway_beam = beam_search(word_model, beam_source, vocab.sos_id, vocab.eos_id, max_new_tokens=13, beam_width=4)
 greedy_scores = sequence_log_probs(word_model, beam_source, beam_greedy, vocab.sos_id, vocab.eos_id)  # (250,)
 beam_scores = sequence_log_probs(word_model, beam_source, halfway_beam, vocab.sos_id, vocab.eos_id)  # (250,)
 print(f"exact match on {n_beam} words: greedy {sequence_accuracy(beam_greedy, beam_target_out):.2%}, "
@@ -631,7 +631,7 @@ expect(beam_not_worse > 0.95, "the beam's output is at least as likely as greedy
 
 # %% tags=["nbval-ignore-output"]
 words.train(1, progress=False)
-final_greedy = greedy_decode(word_model, val_source, vocab.sos_id, vocab.eos_id, max_len=13)
+final_greedy = greedy_decode(word_model, val_source, vocab.sos_id, vocab.eos_id, max_new_tokens=13)
 word_exact = sequence_accuracy(final_greedy, val_target_out)
 print(f"after {words.total_epochs} epochs: validation loss {words.val_losses[-1]:.4f}")
 print(f"exact match on {len(word_val)} validation words: {word_exact:.2%}")
@@ -684,7 +684,7 @@ def exact_match(model, padding):
         (source, _), target_out = pad_collate([word_val_set[i] for i in indices])  # (n, L_s), (n, L_t)
         if padding == "extra":
             source = F.pad(source, (0, 3), value=vocab.pad_id)  # (n, L_s + 3)
-        predicted = greedy_decode(model, source.to(words.device), vocab.sos_id, vocab.eos_id, max_len=13)
+        predicted = greedy_decode(model, source.to(words.device), vocab.sos_id, vocab.eos_id, max_new_tokens=13)
         correct += sequence_accuracy(predicted, target_out) * len(indices)
     return correct / len(word_val)
 

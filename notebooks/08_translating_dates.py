@@ -46,6 +46,7 @@ from stepbystep.data import (
     REFERENCE_DATES,
     Seq2SeqDataset,
     Vocab,
+    check_text,
     date_datasets,
     date_pairs_by_length,
     pad_collate,
@@ -56,7 +57,7 @@ from stepbystep.data import (
 )
 from stepbystep.exercises import ch08
 from stepbystep.expect import expect
-from stepbystep.models import TokenTransformer, check_text, sequence_cross_entropy, translate_with_alignment
+from stepbystep.models import TokenTransformer, sequence_cross_entropy, translate_with_alignment
 from stepbystep.models.metrics import wilson_interval
 from stepbystep.widgets import date_translator
 
@@ -292,7 +293,7 @@ fig = plots.learning_rate_schedule(sbs.learning_rates, steps_per_epoch=len(train
 # %% tags=["nbval-ignore-output"]
 val_texts = [text for text, _ in val_pairs]
 val_targets = [iso for _, iso in val_pairs]
-predictions = models.translate(model, val_texts, src_vocab, tgt_vocab, max_len=11)
+predictions = models.translate(model, val_texts, src_vocab, tgt_vocab, max_new_tokens=11)
 correct = [predicted == target for predicted, target in zip(predictions, val_targets)]
 accuracy = sum(correct) / len(correct)
 print(f"exact match on {len(val_pairs):,} held-out dates: {accuracy:.2%} ({len(correct) - sum(correct)} wrong)")
@@ -306,7 +307,7 @@ expect(accuracy >= 0.995, "at least 99.5% exact match on the held-out dates", go
 # Saturday that was a Wednesday:
 
 # %% tags=["nbval-ignore-output"]
-reference = models.translate(model, list(REFERENCE_DATES), src_vocab, tgt_vocab, max_len=11)
+reference = models.translate(model, list(REFERENCE_DATES), src_vocab, tgt_vocab, max_new_tokens=11)
 for (text, iso), predicted in zip(REFERENCE_DATES.items(), reference):
     print(f"{text:>22} -> {predicted}  {'right' if predicted == iso else 'WRONG, expected ' + iso}")
 reference_right = sum(p == iso for p, iso in zip(reference, REFERENCE_DATES.values()))
@@ -367,7 +368,7 @@ for index in range(0, len(by_length), 1_000):
 # zero errors out of 1,000 still allow a rate up to about 0.4%.
 
 # %%
-length_predictions = models.translate(model, length_texts, src_vocab, tgt_vocab, max_len=11)
+length_predictions = models.translate(model, length_texts, src_vocab, tgt_vocab, max_new_tokens=11)
 length_wrong = [predicted != target for predicted, target in zip(length_predictions, length_targets)]
 bin_errors = {}
 for index, (shortest, longest) in enumerate(length_bins):
@@ -436,7 +437,7 @@ expect(all(pattern_lengths(pattern)[1] <= 22 for pattern in DATE_PATTERNS if pat
 
 # %% tags=["nbval-ignore-output"]
 examples = ["Tue 10 Jul 2007", "March 3rd 2001", "5 April 09", "21th of August 2016"]
-translations = [translate_with_alignment(model, text, src_vocab, tgt_vocab, max_len=11) for text in examples]
+translations = [translate_with_alignment(model, text, src_vocab, tgt_vocab, max_new_tokens=11) for text in examples]
 print([t.translation for t in translations])
 fig = plots.alignment_maps(translations)
 
@@ -465,7 +466,7 @@ fig = plots.alignment_maps(translations)
 # %% tags=["nbval-ignore-output"]
 failures = [text for text, bad in zip(length_texts, length_wrong) if bad]
 if failures:
-    fig = plots.alignment_map(translate_with_alignment(model, failures[0], src_vocab, tgt_vocab, max_len=11))
+    fig = plots.alignment_map(translate_with_alignment(model, failures[0], src_vocab, tgt_vocab, max_new_tokens=11))
 
 # %% [markdown]
 # ## `translate(text)`
@@ -476,7 +477,7 @@ if failures:
 def translate(text):
     """A human-written date -> its ISO form ``YYYY-MM-DD``, by the trained model."""
     check_text(text, model.max_len)  # empty or too long: a clear ValueError
-    return models.translate(model, text, src_vocab, tgt_vocab, max_len=11)
+    return models.translate(model, text, src_vocab, tgt_vocab, max_new_tokens=11)
 
 # %% tags=["nbval-ignore-output"]
 print(translate("3 May 1979"), translate("July 4th, 1976"), translate("FRIDAY, 13 OCTOBER 2017"))
@@ -590,7 +591,7 @@ ch08.reading_positions.check(my_reading_positions)
 # ```python
 # source = torch.nn.utils.rnn.pad_sequence([torch.tensor(src_vocab.encode(t)) for t in length_texts[-1_000:]],
 #                                          batch_first=True)
-# generated = models.greedy_decode(model, source, tgt_vocab.sos_id, tgt_vocab.eos_id, max_len=11)
+# generated = models.greedy_decode(model, source, tgt_vocab.sos_id, tgt_vocab.eos_id, max_new_tokens=11)
 # confidence = my_confidence(model, source, generated, tgt_vocab.sos_id, tgt_vocab.eos_id)
 # ```
 #

@@ -42,7 +42,7 @@ from stepbystep.data import (
     REFERENCE_DATES,
     CompletionDataset,
     Vocab,
-    complete_dates,
+    check_text,
     completion_collate,
     completion_vocab,
     date_datasets,
@@ -55,16 +55,15 @@ from stepbystep.data import (
 from stepbystep.data.tokens import EOS
 from stepbystep.exercises import ch09
 from stepbystep.expect import expect, expect_close
+from stepbystep.experiments.date_completion import complete_dates
+from stepbystep.experiments.generation_timing import step_logits, time_per_token
 from stepbystep.models import (
     DecoderOnlyTransformer,
     TokenTransformer,
-    check_text,
     completion_loss,
     generate,
     next_token_logits,
     sampling_distribution,
-    step_logits,
-    time_per_token,
 )
 from stepbystep.widgets import sampling_explorer
 
@@ -500,7 +499,7 @@ sampling_explorer(writer, vocab, prompt="March")
 tied, untied = build(tie_weights=True), build(tie_weights=False)
 n_tied, n_untied = (sum(p.numel() for p in m.parameters()) for m in (tied, untied))
 print(f"tied {n_tied:,}, untied {n_untied:,}: {n_untied - n_tied:,} = {len(vocab)} x 64 fewer")
-print(f"one matrix: {tied.output.weight is tied.embed.weight}")
+print(f"one matrix: {tied.head.weight is tied.embed.weight}")
 
 # %% [markdown]
 # Does it help here? Two short runs from the same seed, 60 steps each on the first 1,920

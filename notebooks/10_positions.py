@@ -47,6 +47,7 @@ from stepbystep import plots
 from stepbystep.data.lag_copy import FIRST_TOKEN, lag_copy_accuracy, lag_copy_batch
 from stepbystep.exercises import ch10
 from stepbystep.expect import expect, expect_all, expect_close
+from stepbystep.experiments.generation_timing import step_logits
 from stepbystep.experiments.position_claims import length_claims, training_length_claims
 from stepbystep.models import (
     IGNORE_INDEX,
@@ -58,7 +59,6 @@ from stepbystep.models import (
     alibi_slopes,
     completion_loss,
     sinusoidal_table,
-    step_logits,
 )
 from stepbystep.widgets import position_explorer
 
