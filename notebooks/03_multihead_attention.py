@@ -2,9 +2,11 @@
 # # Chapter 03: multi-head and narrow attention
 #
 # Chapter 02 gave a model several attention heads by running several full-size attention
-# modules side by side. The Transformer does it differently: it cuts each vector into
-# pieces and gives every head one piece. This chapter takes that apart, one reshape at a
-# time, and then looks at what separate heads make possible.
+# modules side by side. The Transformer does it differently: it projects each vector once,
+# to queries, keys and values of $d_{model}$ features, and gives every head a slice of
+# $d_k$ features of each projection. The input itself is not cut: every head still reads all
+# $d_{model}$ input features, through its own rows of the projection. This chapter takes that
+# apart, one reshape at a time, and then looks at what separate heads make possible.
 #
 # We follow Daniel Voigt Godoy, *Deep Learning with PyTorch Step-by-Step*, chapter 9 (wide
 # heads) and chapter 10 (narrow heads), "the book" from here on. Narrow heads come from
@@ -20,8 +22,8 @@
 #   wide ones grow with the number of heads;
 # - rebuild each head's attention map from its own chunk, and build two heads that answer
 #   two different questions about the same sequence;
-# - say what **attention dropout** does to a row of weights, and why the stored weights are
-#   the ones *before* dropout;
+# - say what **attention dropout** does to a row of weights, where it comes from, and why
+#   this course stores the weights *before* dropout (the book stores them after);
 # - show numerically that self-attention without positions is **permutation equivariant**;
 # - switch to the **fused** kernel (`store_alphas=False`), check that it computes the same
 #   outputs, and measure what keeping the weights costs.
@@ -77,7 +79,7 @@ from stepbystep.widgets import divisors, heads_explorer
 # The book calls the wide module `MultiHeadAttention` (chapter 9) and the narrow one
 # `MultiHeadedAttention` (chapter 10). The names differ by two letters, both take
 # `(n_heads, d_model)` as their first two arguments, and they keep their attention weights
-# `alphas` in **opposite layouts**: heads first for wide heads, $(h, N, L_q, L_k)$, batch first
+# `alphas` in **different layouts**: heads first for wide heads, $(h, N, L_q, L_k)$, batch first
 # for narrow heads, $(N, h, L_q, L_k)$. Mixing them up runs without an error and reads the
 # wrong numbers. The package keeps the book's names and adds two that say what they are,
 # `WideMultiHeadAttention` and `NarrowMultiHeadAttention`: the same classes under a clearer
@@ -100,7 +102,9 @@ for name, module in (("wide", WideMultiHeadAttention(3, 6)), ("narrow", NarrowMu
 # ## Chunking, one reshape at a time
 #
 # Take one sequence ($N = 1$) of $L = 4$ vectors with $d_{model} = 6$ features, numbered so
-# that every feature can be followed, and cut it for $h = 3$ heads.
+# that every feature can be followed, and cut it for $h = 3$ heads. (A real layer cuts the
+# projected queries, keys and values, not the input; the numbered input just makes the
+# reshapes easy to follow. We come back to the projections below.)
 
 # %%
 n_heads, d_model = 3, 6
@@ -148,14 +152,50 @@ print(f"make_chunks gives the same tensor: {torch.equal(mha.make_chunks(x), head
 
 # %% [markdown]
 # After attention, each head's context is $(N, h, L, d_k)$ and the heads go back side by side:
-# transpose again, then `view` as $(N, L, d_{model})$. The transposed tensor is no longer laid
-# out in memory in index order (it is not *contiguous*), and `view` refuses to reinterpret it;
-# `contiguous()` makes a copy in the right order first. That is `output_function`'s first step.
+# transpose again, then `view` as $(N, L, d_{model})$. Whether that `view` works depends on
+# how the tensor sits in memory. Transposing our `heads` back simply undoes the first
+# transpose, so the numbers are in index order again (the tensor is *contiguous*) and `view`
+# merges them without a copy:
 
 # %%
 print(f"heads.is_contiguous(): {heads.is_contiguous()}")
-merged = heads.transpose(1, 2).contiguous().view(1, 4, d_model)  # (N, L, d_model)
+print(f"heads.transpose(1, 2).is_contiguous(): {heads.transpose(1, 2).is_contiguous()}")
+merged = heads.transpose(1, 2).view(1, 4, d_model)  # (N, L, d_model)
 print(f"merging the heads gives x back: {torch.equal(merged, x)}")
+
+# %% [markdown]
+# A real context is different: it is computed, `alphas @ values`, and a freshly computed
+# $(N, h, L, d_k)$ tensor is laid out head after head. Its transpose $(N, L, h, d_k)$ is only a
+# new way of indexing that memory, not in index order, and `view` refuses to reinterpret it.
+# Here the context of uniform weights (every position averages its head's values):
+
+# %%
+uniform = torch.full((1, n_heads, 4, 4), 0.25)  # (N, h, L_q, L_k): every row averages all 4 positions
+context = uniform @ heads  # (N, h, L, d_k), a new tensor in memory order
+swapped = context.transpose(1, 2)  # (N, L, h, d_k)
+print(f"context.is_contiguous(): {context.is_contiguous()}, after transpose: {swapped.is_contiguous()}")
+try:
+    swapped.view(1, 4, d_model)
+    view_error = None
+except RuntimeError as error:
+    view_error = str(error)
+print(f"view raised an error: {view_error is not None}")
+expect(view_error is not None and "view size is not compatible" in view_error,
+       "view refuses the transposed context: its size and stride do not allow it", got=view_error)
+
+# %% [markdown]
+# `contiguous()` copies the numbers into the new index order, after which `view` works;
+# `reshape` does the same in one call (it copies only when it has to). Both give the heads
+# side by side, head 0's $d_k$ features first, at every position. `output_function` merges
+# with `flatten(2)`, which, like `reshape`, copies when it has to, and then applies the last
+# linear layer.
+
+# %%
+merged_context = swapped.contiguous().view(1, 4, d_model)  # (N, L, d_model)
+expect(torch.equal(merged_context, swapped.reshape(1, 4, d_model)), "contiguous().view and reshape merge alike",
+       got="different tensors")
+expect(torch.equal(merged_context[0, :, :d_k], context[0, 0]), "the first d_k features of every position are head 0's",
+       got=merged_context[0, :, :d_k])
 
 # %% [markdown]
 # In a real layer the chunks are cut from the projected queries, keys and values, not from
@@ -226,7 +266,12 @@ fig = plots.head_parameter_counts(head_counts, wide_counts, narrow_counts, d_mod
 # %% [markdown]
 # With one head the two designs are the same size. With more, narrow heads keep both the
 # parameters and the work of one full-size head, while wide heads multiply both. The price of
-# narrow heads is that each head compares queries and keys in only $d_k$ dimensions.
+# narrow heads is that each head compares queries and keys in only $d_k$ dimensions: a head's
+# $(L, L)$ score matrix $Q_i K_i^\top$ is a product through $d_k$ columns, so its rank is at
+# most $d_k$ (Bhojanapalli et al., "Low-Rank Bottleneck in Multi-head Attention Models", 2020,
+# study this limit). At $d_k = 1$ each score is a product of two numbers, $q_i k_j$, so every
+# query attends most to the key with the largest $k_j$ (if $q_i > 0$) or the smallest (if
+# $q_i < 0$). The explorer at the end of the chapter shows each head's rank.
 
 # %% [markdown]
 # ## Each head, its own map
@@ -255,7 +300,8 @@ expect_close(mha.alphas, by_hand, "every head's stored map is the softmax of its
 # sequence for different reasons. To see it without training, we build such heads by hand.
 # Four tokens of $d_{model} = 4$ features: features 0-1 say **what** a token is (type A or B,
 # one-hot), features 2-3 say **where** it is, as a point on a circle of 4 positions
-# ($\cos$ and $\sin$ of $p\pi/2$ for position $p$).
+# ($\cos$ and $\sin$ of $p\pi/2$ for position $p$; chapter 02's table pairs them the other way
+# round, $\sin$ first, which changes nothing here).
 
 # %%
 what = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0], [0.0, 1.0]])  # (L, 2): types A, B, A, B
@@ -327,7 +373,12 @@ fig = plots.attention_maps(one_head.alphas[0], titles=["one head: both questions
 # ## Attention dropout
 #
 # `NarrowMultiHeadAttention(..., dropout=p)` applies dropout to the attention weights during
-# training, as the book's module does: each weight is zeroed with probability $p$, and the
+# training, as the book's module does. This dropout is not in Vaswani et al. (2017): the
+# paper's section 5.4 applies dropout only to each sublayer's output and to the sums of
+# embeddings and positional encodings. Dropout on the attention weights is found in
+# implementations: the authors' tensor2tensor library has an `attention_dropout` setting, and
+# Rush's "The Annotated Transformer" (2018) and the book drop the weights right after the
+# softmax. Each weight is zeroed with probability $p$, and the
 # survivors are multiplied by $1/(1-p)$. So a row no longer sums to 1; it sums to 1 only *on
 # average*, which keeps the expected context the same as without dropout. Take a module with
 # $p = 0.3$, still in training mode, and one row of its weights (the numbers depend on the
@@ -376,7 +427,10 @@ expect(abs(zeroed - p) < 0.01, "dropout zeroes a share p of the weights (± 0.01
 expect_close(many.mean(dim=0), row, "on average over 20,000 draws, the weights are the stored ones (± 0.03)", atol=0.03)
 
 # %% [markdown]
-# Why store the weights *before* dropout in `alphas`? Because they are the model's answer to
+# Why store the weights *before* dropout in `alphas`? Here the course departs from the book:
+# the book's `MultiHeadedAttention.attn` applies dropout first and then stores the dropped
+# weights, so in training mode its stored rows do not sum to 1 (in eval mode the two agree).
+# We keep the weights before dropout because they are the model's answer to
 # "where does this query look": deterministic, each row summing to 1, and exactly the weights
 # used in eval mode, when dropout is off. The dropped weights are a fresh random draw on every
 # call. Two calls in training mode give two different outputs, but the same stored weights:
@@ -512,6 +566,9 @@ print(f"teaching path {1e3 * teaching_time:.2f} ms, fused {1e3 * fused_time:.2f}
 # seed every time, and its projections are $(12, 12)$ whatever the head count, so the
 # projected queries and keys never change: only the way they are cut does. With one head, a
 # single map scores all 12 features at once; with 12 heads, each map scores one feature.
+# The label also gives the rank of each head's $4 \times 4$ score matrix: 4 while
+# $d_k \ge 4$, then $d_k$, down to 1 at 12 heads. The module is untrained, so the maps show
+# how the cut changes, not what trained heads look at.
 
 # %% tags=["nbval-ignore-output"]
 heads_explorer(d_model=12)
@@ -525,19 +582,40 @@ heads_explorer(d_model=12)
 #   projection into $h$ chunks of $d_k = d_{model}/h$, so the cost stays that of one head and
 #   $h$ must divide $d_{model}$; its `alphas` is $(N, h, L_q, L_k)$.
 # - Chunking is `view(N, L, h, d_k)` then `transpose(1, 2)`; viewing straight to
-#   $(N, h, L, d_k)$ mixes positions. Merging is the reverse, with `contiguous()` before `view`.
+#   $(N, h, L, d_k)$ mixes positions. Merging is the reverse; a computed context is no longer
+#   contiguous after its transpose, so it needs `contiguous()` before `view`, or `reshape`.
 # - A chunk of a projection is a small $d_{model} \to d_k$ projection: narrow heads are
 #   independent heads that share a weight matrix's storage, and each head's map is the softmax
 #   of its own chunk's scores.
 # - Separate heads can ask separate questions (same type? one step back?); one head with the
 #   same projections adds the scores and cannot keep the questions apart.
 # - Attention dropout zeroes weights and scales the survivors by $1/(1-p)$; rows sum to 1
-#   only on average. `alphas` keeps the weights before dropout: deterministic, rows summing
-#   to 1, the ones used in eval mode.
+#   only on average. It comes from implementations (tensor2tensor, the Annotated Transformer,
+#   the book), not from the paper. `alphas` keeps the weights before dropout (the book keeps
+#   them after): deterministic, rows summing to 1, the ones used in eval mode.
 # - Without positional encoding, self-attention is permutation equivariant, and the order of
 #   the keys does not matter at all.
 # - `store_alphas=False` computes the same outputs with `F.scaled_dot_product_attention` and
 #   keeps no weights; keeping them costs memory that grows with $L^2$.
+
+# %% [markdown]
+# ## The narrow module's methods
+#
+# `NarrowMultiHeadAttention` splits the work into the book's methods, each a step of this
+# chapter:
+#
+# - `init_keys(key)` projects the keys and values once and keeps them as chunks,
+#   `proj_key` and `proj_value`, $(N, h, L_k, d_k)$;
+# - `make_chunks(x)` is the split of this chapter, $(N, L, d_{model}) \to (N, h, L, d_k)$;
+# - `score_function(query)` projects and chunks the queries and returns every head's scaled
+#   scores $Q_i K_i^\top / \sqrt{d_k}$, $(N, h, L_q, L_k)$;
+# - `forward(query, mask)` masks the scores, takes the softmax (keeping `alphas`), applies
+#   dropout and takes the weighted sum of the values, then calls `output_function`, which
+#   merges the heads and applies the last linear layer, `linear_out`.
+
+# %%
+print([name for name in ("init_keys", "make_chunks", "score_function", "output_function")
+       if callable(getattr(mha, name))])
 
 # %% [markdown]
 # ## Your turn
@@ -547,20 +625,24 @@ heads_explorer(d_model=12)
 # prints a worked solution. The cells below run the checkers on placeholders, so they fail
 # until you fill them in.
 #
-# **1. Split into heads.** Write `my_split_heads(x, n_heads)` turning `x` of shape
-# $(N, L, d_{model})$ into $(N, h, L, d_k)$, without `make_chunks`.
+# **1. Merge the heads.** Write `my_merge_heads(context)` turning a context computed by
+# attention, $(N, h, L, d_k)$, into $(N, L, d_{model})$ with every head's $d_k$ features side
+# by side at each position: the inverse of `make_chunks`. Predict first: which of your steps
+# gives a tensor that is not contiguous, and what happens if you call `view` on it? Then try
+# it, and make the checker pass.
 
 # %%
-def my_split_heads(x, n_heads):
-    return x  # replace: return a (N, n_heads, L, d_k) tensor
+def my_merge_heads(context):
+    return context  # replace: return a (N, L, n_heads * d_k) tensor
 
 
-ch03.split_heads.check(my_split_heads)
+ch03.merge_heads.check(my_merge_heads)
 
 # %% [markdown]
 # **2. Wide parameters.** Write `my_wide_parameter_count(n_heads, d_model)` returning the
 # number of parameters of `WideMultiHeadAttention(n_heads, d_model)` from a formula, without
-# building the module. For which $h$ do wide and narrow heads have the same count?
+# building the module. Then predict, before computing it: at $d_{model} = 512$, how does what
+# one extra wide head adds compare with the whole parameter count of a narrow module?
 
 # %%
 def my_wide_parameter_count(n_heads, d_model):
@@ -573,11 +655,11 @@ ch03.wide_parameter_count.check(my_wide_parameter_count)
 # **3. Weights from a fused module.** A module with `store_alphas=False` keeps no weights.
 # Write `my_fused_weights(mha, query)` that returns them anyway, $(N, h, L_q, L_k)$, for a
 # `NarrowMultiHeadAttention` whose keys were already set with `init_keys` (no mask, eval mode).
-# Which method of the module does most of the work?
+# Which of the methods listed above does most of the work?
 
 # %%
 def my_fused_weights(mha, query):
-    return torch.zeros(query.shape[0], mha.n_heads, query.shape[1], mha.proj_key.shape[2])  # replace
+    return torch.zeros(1)  # replace: return a (N, n_heads, L_q, L_k) tensor
 
 
 ch03.fused_weights.check(my_fused_weights)

@@ -43,13 +43,15 @@ from stepbystep.models import (
     padding_mask,
     subsequent_mask,
 )
-from stepbystep.plots.stacking import seed_spread
+from stepbystep.exercises import ch04
+from stepbystep.widgets import gradient_norms_explorer
 
 # %% [markdown]
 # ## 1. Residual connections
 #
 # A stack of $n$ layers computes $x_{l+1} = F_l(x_l)$ for $l = 0, \dots, n-1$. Backpropagation
-# multiplies the gradient by every layer's Jacobian $\partial F_l / \partial x_l$ on its way
+# multiplies the gradient by every layer's Jacobian $\partial F_l / \partial x_l$ (the matrix of
+# the partial derivatives of the layer's outputs with respect to its inputs) on its way
 # down, so if these matrices shrink vectors a little, the gradient reaching the first layer is
 # shrunk $n$ times: it *vanishes*.
 #
@@ -90,14 +92,15 @@ print(f"gradient at block 1 / gradient at block 20: with the skip {with_skip[0] 
 # %% [markdown]
 # The claim: without the skip the first block gets less than a thousandth of the
 # gradient of the last one; with it, every block's gradient is within a factor of 10 of every
-# other's, and the first block gets more than the last.
+# other's, and the first block gets between 2 and 8 times as much as the last.
 
 # %%
 expect(without_skip[0] / without_skip[-1] < 1e-3, "without the skip, block 1 gets under a thousandth of block 20's gradient",
        got=without_skip[0] / without_skip[-1])
 expect(max(with_skip) / min(with_skip) < 10, "with it, every block's gradient is within a factor of 10 of every other's",
        got=max(with_skip) / min(with_skip))
-expect(with_skip[0] > with_skip[-1], "and block 1 gets more than block 20", got=(with_skip[0], with_skip[-1]))
+expect(2 < with_skip[0] / with_skip[-1] < 8, "and block 1 gets between 2 and 8 times block 20's gradient",
+       got=with_skip[0] / with_skip[-1])
 
 # %%
 fig = plots.depth_profile({"x + F(x) (residual)": with_skip, "F(x) (plain)": without_skip},
@@ -106,9 +109,11 @@ fig = plots.depth_profile({"x + F(x) (residual)": with_skip, "F(x) (plain)": wit
 
 # %% [markdown]
 # Without the skip the gradient shrinks by orders of magnitude on its way to the first block,
-# so the first blocks barely learn. With the skip it stays within a small factor of the top
-# (here it even grows a little on the way down). Every sublayer of the Transformer is wrapped
-# in such a connection.
+# so the first blocks barely learn. With the skip it stays within a small factor of the top,
+# but here it *grows* on the way down, to about 4 times the top's: each $I + \partial F_l /
+# \partial x_l$ here stretches the gradient a little, and twenty small stretches multiply. So
+# residual stacks can also grow gradients, one more reason to normalise. Every sublayer of the
+# Transformer is wrapped in such a connection.
 
 # %% [markdown]
 # ## 2. Layer normalisation, by hand
@@ -166,15 +171,19 @@ fig = plots.layer_norm_by_hand(tokens[0], plain, F.layer_norm(tokens[0], (8,)))
 #   that its batch-mates decide, so the same sentence comes out differently in another batch;
 # - at inference batch norm switches to running averages, another source of mismatch.
 #
-# Here is a padded batch of eight sequences of 8 features: four *quiet* ones (small values)
-# and four *loud* ones (large values around 2), of different lengths, padded with zeros.
+# (Batch norm can be made to work in Transformers with changes: Shen et al., "PowerNorm:
+# Rethinking Batch Normalization in Transformers", 2020.)
+#
+# Here is a padded batch of eight sequences of 8 features: four *quiet* ones (values close to
+# -1.5) and four *loud* ones (values spread widely around 2), of different lengths, padded with
+# zeros.
 
 # %%
 generator = torch.Generator().manual_seed(0)
 n_seq, max_len, d_model = 8, 6, 8
 lengths = torch.tensor([6, 3, 5, 2, 6, 4, 3, 5])  # (N,)
 scale = torch.tensor([0.3] * 4 + [3.0] * 4).view(n_seq, 1, 1)  # (N, 1, 1): quiet, then loud
-shift = torch.tensor([0.0] * 4 + [2.0] * 4).view(n_seq, 1, 1)  # (N, 1, 1)
+shift = torch.tensor([-1.5] * 4 + [2.0] * 4).view(n_seq, 1, 1)  # (N, 1, 1): quiet ones away from the padding's 0
 real = torch.arange(max_len) < lengths.unsqueeze(1)  # (N, L): True = a real token
 batch = (shift + scale * torch.randn(n_seq, max_len, d_model, generator=generator)) * real.unsqueeze(-1)  # (N, L, D)
 
@@ -191,7 +200,8 @@ fig = plots.batch_vs_layer_norm(batch, batch_normed, layer_normed, groups)
 
 # %% [markdown]
 # After batch norm the quiet tokens are still squeezed together and the loud ones still
-# spread out. The padding sits at a value of its own: batch norm maps a zero to
+# spread out. The padding (grey) is a narrow spike of its own, between the quiet tokens and
+# 0, inside the loud tokens' range: batch norm maps a zero to
 # $(0 - \mu_j)/\sigma_j$ for feature $j$, with $\mu_j$ and $\sigma_j$ the batch's statistics,
 # padding included; that is $-\mu_j/\sigma_j$, not 0 and not the mean. After layer norm every
 # real token has mean 0 and standard deviation 1, whatever its sequence. Each of these (the
@@ -244,8 +254,9 @@ expect_close(layer_alone, layer_in_all, "layer norm gives sequence 0 the same va
 #
 # **Norm-last** is the original paper's ("post-norm", Vaswani et al. 2017): the residual stream
 # itself is normalised after every sublayer. **Norm-first** ("pre-norm", the book's default and
-# most modern models'; Xiong et al., "On Layer Normalization in the Transformer Architecture",
-# 2020, analyse the two) normalises only what goes *into* the sublayer; the stream is a plain
+# most modern models', adopted early by Wang et al., "Learning Deep Transformer Models for
+# Machine Translation", 2019, and by GPT-2, Radford et al., 2019; Xiong et al., "On Layer
+# Normalization in the Transformer Architecture", 2020, analyse the two) normalises only what goes *into* the sublayer; the stream is a plain
 # sum of the input and
 # every sublayer's output. In code:
 
@@ -279,9 +290,15 @@ for norm_first, by_hand in ((True, norm_first_sublayer), (False, norm_last_subla
 # ## 5. Encoder and decoder layers
 #
 # An **encoder layer** is two wrapped sublayers: self-attention (every element of the source
-# attends to every other, except padding) and the position-wise feed-forward network (the same
-# small network applied to each element). Input and output are `(N, L, d_model)`, so layers can
-# be chained.
+# attends to every other, except padding) and the position-wise feed-forward network, the same
+# small network applied to each element on its own. The paper's equation 2 writes it
+#
+# $$\mathrm{FFN}(x) = \max(0,\ x W_1 + b_1)\, W_2 + b_2,$$
+#
+# a linear layer to `ff_units` features, a ReLU and a linear layer back to `d_model`;
+# `feed_forward` builds exactly that, with dropout after the ReLU (Linear, ReLU, Dropout,
+# Linear). The paper uses `ff_units` = 2048 for `d_model` = 512, four times wider, a typical
+# ratio. Input and output are `(N, L, d_model)`, so layers can be chained.
 
 # %%
 torch.manual_seed(3)
@@ -315,7 +332,11 @@ print("cross-attention weights (N, n_heads, L_target, L_source):", tuple(decoder
 # `EncoderTransf(encoder_layer, n_layers)` adds positional encoding and then applies
 # `n_layers` **deep copies** of the layer you give it (`DecoderTransf` does the same for decoder
 # layers). Deep copies start with the *same* weights, but they are separate tensors: training
-# moves each one on its own.
+# moves each one on its own. Starting equal is harmless, because each layer sees a different
+# input (the output of the layer below), so their gradients differ from the first step on.
+# PyTorch's `nn.TransformerEncoder` also deep-copies its layer and keeps the copies equal; the
+# Annotated Transformer (Rush, 2018) re-initialises every weight matrix after building the
+# model, so its copies start different.
 
 # %%
 torch.manual_seed(4)
@@ -370,8 +391,10 @@ for norm_first in (True, False):
           f"{sizes[label][-1]:.2f}, stack output {outputs[label]:.2f}")
 
 # %% [markdown]
-# The norm-first stream grows at every layer (to more than 1.5 times its input's
-# size here), the norm-last stream is back at size 1 after every layer (a layer norm's output
+# Layer 0 is not the input's 0.25: the stack's `PositionalEncoding` multiplies its input by
+# $\sqrt{d_{model}} = 4$ (to RMS 1) and adds the sinusoid table (RMS about 0.7), which gives a
+# little over 1.2. The norm-first stream grows at every layer (to more than 1.5 times its
+# input's size here), the norm-last stream is back at size 1 after every layer (a layer norm's output
 # with $\gamma = 1$, $\beta = 0$ has mean 0 and variance just below 1), and both stacks'
 # outputs have size 1.
 
@@ -427,7 +450,9 @@ expect(not on_corner[gap < 0.018].any(), "no point with |a - b| < 0.018 does",
 # That is why `EncoderDecoderTransf` starts with a linear layer `proj` from `n_features` to
 # `d_model` (and ends with `linear`, back to `n_features`). After projecting to six features,
 # layer norm keeps the points apart. Below, colours mark the corner each point is near; the
-# right panel shows the six normalised features through their two principal components.
+# right panel shows the six normalised features through their two principal components (the
+# two directions along which the points vary most, found by an SVD), a way to draw six
+# features on a flat page.
 
 # %%
 torch.manual_seed(6)
@@ -486,7 +511,7 @@ for run in runs[::2]:
 # In the norm-first stack the gradient is about the same in every layer, a little smaller in
 # each layer than in the one below it. In the norm-last stack it is uneven: **largest in the
 # last layer**, next to the output, and smallest in the middle of the stack. Reading down from
-# the output, it shrinks over the top three wrappers and then levels off; it does not keep
+# the output, it shrinks over the top three layers (each holds two wrappers) and then levels off; it does not keep
 # shrinking all the way down (here the first layer, which reads the un-normalised input, gets
 # more than the second). In norm-last, what a lower layer adds reaches the output only through the
 # norm of every wrapper above it, and each norm rescales the gradient that passes through it;
@@ -521,9 +546,14 @@ fig = plots.gradient_norms_by_layer(runs)
 #   loss of always predicting the average target (above 0.5).
 # - **norm-last without warm-up** gets stuck: after a few full-size steps the gradient reaching
 #   the lower layers collapses below $10^{-3}$, and the loss stalls above 0.2, more than ten
-#   times the other runs'. Adam's first steps move every parameter by about the learning
-#   rate, however small its gradient; in this norm-last stack those large early moves leave
-#   the network in a region where it stops learning.
+#   times the other runs'. We have not measured why. Two explanations from the literature
+#   fit: Adam's first steps move every parameter by about the learning rate, however small its
+#   gradient, because its variance estimate rests on very few gradients (Liu et al., "On the
+#   Variance of the Adaptive Learning Rate and Beyond", 2019, the RAdam paper); and a
+#   norm-last layer depends strongly on its residual branch, so small changes of the weights
+#   are amplified in the output (Liu et al., "Understanding the Difficulty of Training
+#   Transformers", 2020, who argue that this, rather than vanishing gradients, is norm-last's
+#   trouble). Either way, the large early moves leave this stack where it stops learning.
 # - **norm-last with warm-up** trains, to a loss below 0.05: small first steps let it settle
 #   before the learning rate is at full size.
 
@@ -555,7 +585,7 @@ for label, group in by_setting.items():
           f"layers 1-3 at the end: median {np.median(lowers):.1e}")
 
 # %%
-fig = seed_spread(by_setting)
+fig = plots.seed_spread(by_setting)
 
 # %% [markdown]
 # Over the five seeds:
@@ -598,8 +628,6 @@ expect_all(seed_claims(by_setting))
 # change as the stack deepens? From which depth does the run without warm-up get stuck?
 
 # %% tags=["nbval-ignore-output"]
-from stepbystep.widgets import gradient_norms_explorer
-
 gradient_norms_explorer(runs=runs, steps=35)
 
 # %% [markdown]
@@ -637,9 +665,6 @@ gradient_norms_explorer(runs=runs, steps=35)
 # why?). The starter below counts only the attention of one layer.
 
 # %%
-from stepbystep.exercises import ch04
-
-
 def stack_parameter_count(n_layers, d_model, ff_units, norm_first):
     return 4 * (d_model * d_model + d_model)  # the attention's four projections: a start
 
@@ -661,17 +686,20 @@ def masked_batch_norm(x, mask, eps=1e-5):
 ch04.masked_batch_norm.check(masked_batch_norm)
 
 # %% [markdown]
-# **3. Layer norm on two features, in closed form.** Write `layer_norm_pair(a, b)` taking two
-# tensors `(n,)` and returning the `(n, 2)` layer norm of the pairs $(a_i, b_i)$ (no scale or
-# shift) from the formula of section 7, without calling a norm. Careful with pairs whose two
-# values are (almost) equal. The starter returns the signs only.
+# **3. Where layer norm puts a token.** Section 7 found that layer norm leaves two features
+# only two places to go. Take any token $x$ of $d$ features and its layer norm $y$ (scale 1,
+# shift 0, and ignore $\varepsilon$). Predict two numbers that are the same for *every* token:
+# the sum of $y$'s features, $\sum_i y_i$, and the sum of their squares, $\sum_i y_i^2$. Write
+# `layer_norm_invariants(d)` returning them as a pair. Then say what they mean geometrically:
+# where in $\mathbb{R}^3$ do the layer norms of three features lie, and why does that leave
+# only two points for $d = 2$? The starter guesses a sum of 0 and a unit vector.
 
 # %%
-def layer_norm_pair(a, b, eps=1e-5):
-    return torch.stack([torch.sign(a - b), torch.sign(b - a)], dim=-1)  # (n, 2)
+def layer_norm_invariants(d):
+    return 0.0, 1.0  # replace: (sum of the features, sum of their squares) of every layer-normed token
 
 
-ch04.layer_norm_pair.check(layer_norm_pair)
+ch04.layer_norm_invariants.check(layer_norm_invariants)
 
 # %% [markdown]
 # **4. Warm-up, longer or shorter.** With `layer_gradient_norms(n_layers=6, norm_first=False,

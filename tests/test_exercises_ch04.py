@@ -51,11 +51,11 @@ def test_stack_parameter_count_other_wrong_answers_do_not_reveal_the_count():
 
 
 def test_hints_nudge_without_solving(capsys):
-    for exercise in (ch04.stack_parameter_count, ch04.masked_batch_norm, ch04.layer_norm_pair):
+    for exercise in (ch04.stack_parameter_count, ch04.masked_batch_norm, ch04.layer_norm_invariants):
         exercise.hint()
     hints = capsys.readouterr().out
     assert hints.count("\n") == 3
-    for giveaway in ("4 * ", "d_model * d_model", "var(", "unbiased", "mean(", "(a - b) / 2", "sqrt("):
+    for giveaway in ("4 * ", "d_model * d_model", "var(", "unbiased", "mean(", "sqrt(", "sphere", "circle"):
         assert giveaway not in hints
 
 
@@ -86,6 +86,27 @@ def test_masked_batch_norm_padding_left_nonzero_is_caught():
     assert not result and "padding positions should stay at zero" in repr(result)
 
 
+def test_stack_parameter_count_missing_feed_forward_biases_are_named():
+    def no_ffn_bias(n_layers, d_model, ff_units, norm_first):
+        right = ch04.stack_parameter_count._solution(n_layers, d_model, ff_units, norm_first)
+        return right - n_layers * (ff_units + d_model)
+
+    result = ch04.stack_parameter_count.check(no_ffn_bias)
+    assert not result and "feed-forward network's biases" in repr(result)
+
+
+def test_masked_batch_norm_per_sequence_statistics_are_named():
+    def per_sequence(x, mask, eps=1e-5):
+        out = torch.zeros_like(x)
+        for i in range(len(x)):
+            real = x[i][mask[i]]  # (n_real_i, D)
+            out[i] = (x[i] - real.mean(0)) / torch.sqrt(real.var(0, unbiased=False) + eps) * mask[i].unsqueeze(-1)
+        return out
+
+    result = ch04.masked_batch_norm.check(per_sequence)
+    assert not result and "each sequence's statistics on its own" in repr(result)
+
+
 def test_masked_batch_norm_layer_norm_is_caught():
     result = ch04.masked_batch_norm.check(lambda x, mask: F.layer_norm(x, x.shape[-1:]) * mask.unsqueeze(-1))
     assert not result and "layer norm" in repr(result)
@@ -100,38 +121,46 @@ def test_masked_batch_norm_unbiased_variance_is_caught():
     assert not result and "biased variance" in repr(result) and "unbiased=False" not in repr(result)
 
 
-def test_layer_norm_pair_solution_passes_and_matches_layer_norm():
-    assert ch04.layer_norm_pair.check(ch04.layer_norm_pair._solution)
-    a, b = torch.randn(10), torch.randn(10)
-    torch.testing.assert_close(ch04.layer_norm_pair._solution(a, b), F.layer_norm(torch.stack([a, b], -1), (2,)))
+def test_layer_norm_invariants_solution_passes_and_matches_layer_norm():
+    assert ch04.layer_norm_invariants.check(ch04.layer_norm_invariants._solution)
+    for d in (2, 3, 7):
+        y = F.layer_norm(5 * torch.randn(100, d, dtype=torch.float64), (d,), eps=0.0)  # (100, d)
+        total, squares = ch04.layer_norm_invariants._solution(d)
+        torch.testing.assert_close(y.sum(-1), torch.full((100,), total, dtype=torch.float64))
+        torch.testing.assert_close(y.pow(2).sum(-1), torch.full((100,), squares, dtype=torch.float64))
 
 
-def test_layer_norm_pair_unbiased_variance_is_caught():
-    def unbiased(a, b):
-        pair = torch.stack([a, b], dim=-1)
-        return (pair - pair.mean(-1, keepdim=True)) / torch.sqrt(pair.var(-1, keepdim=True) + 1e-5)
-
-    result = ch04.layer_norm_pair.check(unbiased)
-    assert not result and "±0.71" in repr(result)
+def test_layer_norm_invariants_tensor_answers_pass():
+    assert ch04.layer_norm_invariants.check(lambda d: torch.tensor([0.0, float(d)]))
 
 
-def test_layer_norm_pair_without_epsilon_is_caught():
-    def no_eps(a, b):
-        half_gap = (a - b) / 2
-        first = half_gap / half_gap.abs()
-        return torch.stack([first, -first], dim=-1)
-
-    result = ch04.layer_norm_pair.check(no_eps)
-    assert not result and "NaN when a == b" in repr(result)
+def test_layer_norm_invariants_unit_length_is_explained():
+    result = ch04.layer_norm_invariants.check(lambda d: (0.0, 1.0))
+    assert not result and "standard deviation 1, not the length" in repr(result)
 
 
-def test_layer_norm_pair_sign_only_is_caught_near_equal_pairs():
-    result = ch04.layer_norm_pair.check(lambda a, b: torch.stack([torch.sign(a - b), torch.sign(b - a)], dim=-1))
-    assert not result and "a = 2, b = 2.0005" in repr(result)
-    expected = torch.nn.functional.layer_norm(torch.tensor([[2.0, 2.0005]]), (2,))[0]
-    assert f"{expected[0].item():.4f}" not in repr(result)  # the right pair stays hidden
+def test_layer_norm_invariants_unbiased_variance_is_explained():
+    result = ch04.layer_norm_invariants.check(lambda d: (0, d - 1))
+    assert not result and "unbiased variance" in repr(result)
+
+
+def test_layer_norm_invariants_nonzero_sum_is_explained_without_the_answer():
+    result = ch04.layer_norm_invariants.check(lambda d: (1.0, d))
+    assert not result and "subtract the mean" in repr(result)
+    assert "is 0" not in repr(result)
+
+
+def test_layer_norm_invariants_other_answers_do_not_reveal_it():
+    result = ch04.layer_norm_invariants.check(lambda d: (0.0, d**0.5))
+    assert not result and "is not what layer norm gives" in repr(result)
+    assert "sqrt" not in repr(result) and "= d" not in repr(result)
+
+
+def test_layer_norm_invariants_needs_two_numbers():
+    result = ch04.layer_norm_invariants.check(lambda d: 0.0)
+    assert not result and "should return two numbers" in repr(result)
 
 
 def test_solutions_print_their_source(capsys):
-    ch04.layer_norm_pair.solution()
-    assert "half_gap" in capsys.readouterr().out
+    ch04.layer_norm_invariants.solution()
+    assert "squares = float(d)" in capsys.readouterr().out

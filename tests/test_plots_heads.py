@@ -58,7 +58,13 @@ def test_attention_dropout_reports_each_row_sum():
     (ax,) = fig.axes
     assert len(ax.patches) == 9  # three rows of three keys
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert labels == ["before dropout (sum 1.00)", "draw 1 (sum 1.00)", "draw 2 (sum 1.50)"]
+    assert labels == ["before dropout (sum 1.00)", "draw 1 (sum 1.00)", "draw 2 (sum 1.50)", "zeroed by dropout"]
+    (crosses,) = ax.collections  # one × per zeroed weight: key 0 in draw 1, key 2 in draw 2
+    offsets = crosses.get_offsets()
+    width = 0.8 / 3
+    np.testing.assert_allclose(offsets[:, 0], [0.0, 2.0 + width])
+    np.testing.assert_allclose(offsets[:, 1], [0.0, 0.0])
+    assert crosses.get_paths()  # drawn as markers
     assert "1/(1-p) = 2.00" in ax.get_title()
     assert ax.get_xlabel() == "key" and ax.get_ylabel() == "weight"
 

@@ -31,7 +31,9 @@ def test_layer_norm_by_hand_reports_the_largest_difference():
     assert isinstance(fig, Figure) and len(fig.axes) == 3
     before, after, check = fig.axes
     assert before.get_xlabel() == "feature value" and before.get_ylabel() == "token"
-    assert check.get_xlabel() == "nn.LayerNorm" and check.get_ylabel() == "by hand"
+    assert check.get_xlabel() == "PyTorch's layer norm" and check.get_ylabel() == "by hand"
+    legend = before.get_legend()  # below the panel, not over its dots
+    assert legend.get_bbox_to_anchor().y1 < before.get_window_extent().y0 + 1
     assert check.get_title() == "same numbers: largest difference 1.0e-03"
     # the middle panel shows the normalised features of token 1
     token_dots = [line for line in after.lines if line.get_marker() == "o"]
@@ -108,6 +110,11 @@ def test_gradient_norms_by_layer_draws_three_rows_per_run():
     middle_right = fig.axes[3]  # row by row: the second row's second column
     assert len(middle_right.lines) == 3 and middle_right.get_yscale() == "log"
     np.testing.assert_allclose(middle_right.lines[2].get_ydata(), runs[1].norms[:, 2])
+    assert all(ax.get_legend() is None for ax in fig.axes)  # no legend over a panel
+    (legend,) = fig.legends
+    assert [t.get_text() for t in legend.get_texts()] == [
+        "largest in the run", "at initialisation", "layer 1", "layer 2", "layer 3",
+        "loss (left axis)", "learning rate (right axis)"]
 
 
 def test_gradient_norms_by_layer_redraws_in_place():

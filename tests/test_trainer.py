@@ -520,9 +520,41 @@ def test_warm_restarts_step_every_batch_with_the_fractional_epoch():
     sbs.set_lr_scheduler(restarts)
     assert _interval(sbs) == "batch"
     sbs.train(3, progress=False)
-    epochs = np.arange(12) / 4  # 4 batches an epoch: step k starts at epoch k / 4
+    # 4 batches an epoch; after batch i (from 0) of epoch e (from 0) the scheduler steps to e + i / 4,
+    # so batch k of the run uses the rate at (k - 1) / 4, and the first two use the initial rate
+    epochs = np.maximum(np.arange(12) - 1, 0) / 4
     expected = eta_min + (base - eta_min) * (1 + np.cos(np.pi * (epochs % t_0) / t_0)) / 2
     np.testing.assert_allclose(sbs.learning_rates, expected, rtol=1e-6)
+
+
+def test_warm_restarts_match_pytorchs_documented_loop_and_the_book():
+    """PyTorch's CosineAnnealingWarmRestarts example: ``scheduler.step(epoch + i / iters)`` after batch i."""
+    def rates_by_hand(n_epochs):
+        model = _model(0)
+        opt = torch.optim.SGD(model.parameters(), lr=0.01)
+        scheduler = torch.optim.lr_scheduler.CosineAnnealingWarmRestarts(opt, T_0=4)
+        loader = DataLoader(_data(), batch_size=16)
+        iters, rates = len(loader), []
+        for epoch in range(n_epochs):
+            for i, (x, y) in enumerate(loader):
+                rates.append(opt.param_groups[0]["lr"])
+                opt.zero_grad()
+                nn.MSELoss()(model(x), y).backward()
+                opt.step()
+                scheduler.step(epoch + i / iters)
+        return rates
+
+    model = _model(0)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    sbs = StepByStep(model, nn.MSELoss(), opt)
+    sbs.set_loaders(DataLoader(_data(), batch_size=16))
+    sbs.set_lr_scheduler(torch.optim.lr_scheduler.CosineAnnealingWarmRestarts(opt, T_0=4))
+    sbs.train(5, progress=False)
+    by_hand = rates_by_hand(5)
+    assert len(sbs.learning_rates) == len(by_hand) == 20
+    np.testing.assert_allclose(sbs.learning_rates, by_hand, rtol=1e-12)
+    np.testing.assert_allclose(sbs.learning_rates[:3], [0.01, 0.01, 0.009904], atol=5e-7)
+    assert sbs.learning_rates[3] == pytest.approx(0.009619, abs=5e-7)
 
 
 def test_warm_restarts_can_still_step_once_per_epoch():

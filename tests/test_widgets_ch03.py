@@ -65,3 +65,16 @@ def test_slider_offers_the_divisors_and_redraws_the_maps():
     assert widget.figure is figure  # redrawn in place, not a new figure
     slider.value = 1
     assert "d_k = 12" in label.value and len(figure.axes) == 1 + 1
+
+
+@pytest.mark.parametrize("n_heads", [1, 2, 3, 4, 6, 12])
+def test_state_gives_each_heads_score_rank_at_most_d_k(n_heads):
+    state = heads_explorer_state(n_heads, d_model=12, seq_len=4)
+    assert state["score_ranks"] == [min(12 // n_heads, 4)] * n_heads  # random data: the bound is reached
+
+
+def test_label_reports_the_score_ranks():
+    widget = heads_explorer(d_model=12, seq_len=4)
+    slider, label, _ = widget.children
+    slider.value = 12
+    assert "rank of each head's 4×4 scores: [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1]" in label.value

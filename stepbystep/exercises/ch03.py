@@ -1,61 +1,71 @@
-"""Chapter 03's "Your turn": split d_model into heads, count wide heads' parameters, and get
-the attention weights back from a module that runs the fused kernel.
+"""Chapter 03's "Your turn": merge computed heads back into d_model features, count wide
+heads' parameters, and get the attention weights back from a module that runs the fused kernel.
 
 In the notebook::
 
     from stepbystep.exercises import ch03
-    ch03.split_heads.check(my_split_heads)
-    ch03.split_heads.solution()
+    ch03.merge_heads.check(my_merge_heads)
+    ch03.merge_heads.solution()
 """
 import torch
 
 from ..models import NarrowMultiHeadAttention, WideMultiHeadAttention
 from .exercise import Exercise, expects_function
 
-__all__ = ["split_heads", "wide_parameter_count", "fused_weights"]
+__all__ = ["merge_heads", "wide_parameter_count", "fused_weights"]
 
 
-def _split_heads_solution(x, n_heads):
-    batch_size, seq_len, d_model = x.shape
-    d_k = d_model // n_heads
-    x = x.view(batch_size, seq_len, n_heads, d_k)  # (N, L, h, d_k): cut each vector into chunks
-    return x.transpose(1, 2)  # (N, h, L, d_k): heads first, then positions
+def _merge_heads_solution(context):
+    batch_size, n_heads, seq_len, d_k = context.shape
+    context = context.transpose(1, 2)  # (N, L, h, d_k): positions first again, not contiguous
+    return context.reshape(batch_size, seq_len, n_heads * d_k)  # (N, L, d_model): copies into that order
 
 
-@expects_function("split_heads(x, n_heads)")
-def _check_split_heads(answer):
+def _contexts(generator):
+    """Freshly computed contexts, as attention returns them: (N, h, L, d_k), contiguous."""
+    for shape in ((2, 3, 4, 2), (1, 2, 5, 4), (3, 4, 2, 1)):  # L != h, so a straight view mixes things up
+        alphas = torch.softmax(torch.randn(*shape[:3], shape[2], generator=generator), dim=-1)  # (N, h, L, L)
+        values = torch.randn(*shape, generator=generator)  # (N, h, L, d_k)
+        yield alphas @ values  # (N, h, L, d_k)
+
+
+@expects_function("merge_heads(context)")
+def _check_merge_heads(answer):
     generator = torch.Generator().manual_seed(0)
-    for shape, n_heads in (((2, 4, 6), 3), ((1, 5, 8), 2), ((3, 2, 4), 4)):  # L != n_heads
-        x = torch.randn(*shape, generator=generator)  # (N, L, d_model)
-        expected = _split_heads_solution(x, n_heads)  # (N, h, L, d_k)
-        got = answer(x.clone(), n_heads)
+    for context in _contexts(generator):
+        n, h, length, d_k = context.shape
+        expected = _merge_heads_solution(context)  # (N, L, h * d_k)
+        try:
+            got = answer(context.clone())
+        except RuntimeError as error:
+            if "view size is not compatible" in str(error):
+                return ("view refused your tensor: after a transpose, a computed context is no longer laid "
+                        "out in memory in index order, so view cannot reinterpret it as it is")
+            raise
         if not isinstance(got, torch.Tensor):
-            return f"split_heads should return a tensor, got {type(got).__name__}"
+            return f"merge_heads should return a tensor, got {type(got).__name__}"
         if tuple(got.shape) != tuple(expected.shape):
-            return (
-                f"for x of shape {shape} and n_heads={n_heads} the result should be (N, n_heads, L, d_k) "
-                f"= {tuple(expected.shape)}, got {tuple(got.shape)}"
-            )
-        if torch.equal(got, x.view(shape[0], n_heads, shape[1], -1)):
-            return (
-                "the shape is right but the numbers are regrouped wrongly: viewing (N, L, d_model) "
-                "straight as (N, n_heads, L, d_k) cuts each sequence's flat memory into blocks that "
-                "mix positions, so a 'head' holds pieces of different positions"
-            )
+            return (f"for a context of shape {tuple(context.shape)} the result should be (N, L, n_heads * d_k) "
+                    f"= {tuple(expected.shape)}, got {tuple(got.shape)}")
+        if torch.equal(got, context.reshape(n, length, h * d_k)):
+            return ("the shape is right but the numbers are regrouped wrongly: reading the (N, h, L, d_k) "
+                    "memory straight as (N, L, d_model) puts pieces of one head's different positions "
+                    "side by side, instead of every head's features of one position")
         if not torch.allclose(got, expected):
-            return (
-                f"for x of shape {shape} and n_heads={n_heads} the shape is right, but some head does "
-                "not hold its own consecutive chunk of d_k features at every position"
-            )
+            return (f"for a context of shape {tuple(context.shape)} the shape is right, but the features of "
+                    "a position are not head 0's d_k, then head 1's, and so on, in order")
+        split = got.view(n, length, h, d_k).transpose(1, 2)  # (N, h, L, d_k): make_chunks' steps
+        if not torch.equal(split, context):
+            return "splitting your result into heads again does not give the context back"
     return None
 
 
-split_heads = Exercise(
-    "split d_model into heads",
-    _check_split_heads,
-    "two steps: first cut every position's vector into n_heads pieces (one more dimension), "
-    "then bring the head dimension in front of the positions",
-    _split_heads_solution,
+merge_heads = Exercise(
+    "merge the heads back",
+    _check_merge_heads,
+    "undo the two steps of the split in reverse order; then ask whether the tensor you get is "
+    "laid out in memory the way view needs",
+    _merge_heads_solution,
 )
 
 
@@ -83,6 +93,13 @@ def _check_wide_parameter_count(answer):
             return (
                 f"for n_heads={n_heads}, d_model={d_model} you returned {got}, the narrow count, which "
                 "does not grow with the heads; wide heads have more"
+            )
+        narrow_output = n_heads * 3 * (d_model * d_model + d_model) + d_model * d_model + d_model
+        if got == narrow_output:
+            return (
+                f"for n_heads={n_heads}, d_model={d_model} you returned {got}: the heads are right, but "
+                "look again at the output layer's input; how many features arrive after the heads' "
+                "contexts are concatenated?"
             )
         if got == no_biases:
             return (
@@ -146,6 +163,6 @@ fused_weights = Exercise(
     "recover the weights the fused kernel does not keep",
     _check_fused_weights,
     "the fused path skips only the step that keeps the weights, not the module's other methods: "
-    "read NarrowMultiHeadAttention.attn and see which of its steps you can call yourself",
+    "read NarrowMultiHeadAttention.forward and see which of its steps you can call yourself",
     _fused_weights_solution,
 )

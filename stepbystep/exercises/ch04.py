@@ -1,5 +1,5 @@
 """Chapter 04's "Your turn": count a stack's parameters, batch-normalise without the padding, and
-write layer norm on two features in closed form.
+find the two quantities layer norm fixes for every token (and with them, where its outputs lie).
 
 In the notebook::
 
@@ -11,9 +11,9 @@ import torch
 import torch.nn.functional as F
 
 from ..models import EncoderLayer, EncoderTransf
-from .exercise import Exercise, expects_function
+from .exercise import Exercise, as_number, expects_function
 
-__all__ = ["stack_parameter_count", "masked_batch_norm", "layer_norm_pair"]
+__all__ = ["stack_parameter_count", "masked_batch_norm", "layer_norm_invariants"]
 
 
 def _count_parameters(module):
@@ -47,6 +47,10 @@ def _check_stack_parameter_count(answer):
             return f"for {case} you left out the stack's final layer norm"
         if not norm_first and got == expected + final_norm:
             return f"for {case} you added a final layer norm, but a norm-last stack has none"
+        if got in (expected - n_layers * (ff_units + d_model), expected - n_layers * ff_units,
+                   expected - n_layers * d_model):
+            return (f"for {case} your count is short of the feed-forward network's biases: each of its "
+                    "two linear layers has one, as long as its output")
         if got in (expected - n_layers * 4 * d_model, expected - n_layers * 4 * d_model - final_norm):
             return f"for {case} you left out the layer norms: each has a scale and a shift of d_model values"
         if n_layers > 1 and got in ((expected - final_norm * norm_first) // n_layers,
@@ -103,6 +107,11 @@ def _check_masked_batch_norm(answer):
                 "and inflate its variance. Average over the real tokens only")
     if torch.allclose(got[mask], F.layer_norm(x, (3,))[mask], atol=1e-4):
         return "you normalised each token over its features (layer norm); batch norm averages each feature over tokens"
+    per_sequence = torch.stack([_masked_batch_norm_solution(x[i:i + 1], mask[i:i + 1])[0]
+                                for i in range(len(x))])  # (N, L, D): each sequence on its own
+    if torch.allclose(got, per_sequence, atol=1e-4):
+        return ("you took each sequence's statistics on its own; batch norm shares every feature's "
+                "statistics across the real tokens of the whole batch")
     real = x[mask]  # (n_real, 3)
     unbiased = (x - real.mean(0)) / torch.sqrt(real.var(0) + 1e-5) * mask.unsqueeze(-1)  # (N, L, D)
     if torch.allclose(got, unbiased, atol=1e-4):
@@ -120,40 +129,48 @@ masked_batch_norm = Exercise(
 
 
 # ---------------------------------------------------------------------------------- exercise 3
-def _layer_norm_pair_solution(a, b, eps=1e-5):
-    half_gap = (a - b) / 2  # (n,): a and b sit this far either side of their mean
-    first = half_gap / torch.sqrt(half_gap**2 + eps)  # (n,): the variance of the pair is half_gap²
-    return torch.stack([first, -first], dim=-1)  # (n, 2): ±1 unless a and b (nearly) coincide
+def _layer_norm_invariants_solution(d):
+    # y_i = (x_i - mean) / std with the biased std (γ = 1, β = 0, ε ignored):
+    total = 0.0  # sum_i (x_i - mean) = d·mean - d·mean: every output sums to 0
+    squares = float(d)  # sum_i (x_i - mean)² = d·std², divided by std²: every output has squared length d
+    return total, squares  # so y lies on the sphere of radius sqrt(d) in the plane sum = 0
 
 
-@expects_function("layer_norm_pair(a, b)")
-def _check_layer_norm_pair(answer):
-    a = torch.tensor([3.0, -1.0, 0.5, 2.0, 0.001, 7.0])
-    b = torch.tensor([1.0, 4.0, 0.5, 2.0005, 0.0, -7.0])
-    expected = F.layer_norm(torch.stack([a, b], dim=-1), (2,))  # (n, 2)
-    got = answer(a.clone(), b.clone())
-    if not isinstance(got, torch.Tensor):
-        return f"layer_norm_pair should return a tensor, got {type(got).__name__}"
-    if tuple(got.shape) != (len(a), 2):
-        return f"for {len(a)} pairs the result should be ({len(a)}, 2), got {tuple(got.shape)}"
-    if torch.allclose(got, expected, atol=1e-4):
+def _as_pair(got):
+    if isinstance(got, torch.Tensor) and got.numel() == 2:
+        got = got.flatten().tolist()
+    if not isinstance(got, (tuple, list)) or len(got) != 2:
         return None
-    apart = (a - b).abs() > 0.1  # (n,): pairs where ε does not matter
-    if torch.allclose(got[apart], expected[apart] / 2**0.5, atol=1e-3):
-        return "your values are ±0.71 instead of ±1: with two numbers, divide by n = 2, not n - 1 = 1"
-    if torch.isnan(got).any():
-        return "you get NaN when a == b (0 / 0): the ε under the square root is what prevents it"
-    for index in range(len(a)):
-        if not torch.allclose(got[index], expected[index], atol=1e-4):
-            have = ", ".join(f"{v:.4f}" for v in got[index].tolist())
-            return f"for a = {a[index]:g}, b = {b[index]:g} you returned [{have}], which is not their layer norm"
+    numbers = [as_number(value) for value in got]
+    return None if None in numbers else numbers
+
+
+@expects_function("layer_norm_invariants(d)")
+def _check_layer_norm_invariants(answer):
+    for d in (3, 2, 5, 16):
+        got = _as_pair(answer(d))
+        if got is None:
+            return f"layer_norm_invariants({d}) should return two numbers, (sum of the features, sum of their squares)"
+        total, squares = got
+        if abs(total) > 1e-6:
+            return (f"for d = {d} your sum of the features is {total:g}; subtract the mean from every feature "
+                    "and add them up again: what is left?")
+        if abs(squares - d) < 1e-6:
+            continue
+        if abs(squares - 1) < 1e-6:
+            return ("a sum of squares of 1 would make every output a unit vector; layer norm makes the standard "
+                    "deviation 1, not the length. How does a mean of squares relate to their sum?")
+        if abs(squares - (d - 1)) < 1e-6:
+            return (f"for d = {d} you returned d - 1: that is the unbiased variance; layer norm divides by d "
+                    "(check with nn.LayerNorm)")
+        return f"for d = {d} your sum of squares {squares:g} is not what layer norm gives every token"
     return None
 
 
-layer_norm_pair = Exercise(
-    "layer norm of two features, in closed form",
-    _check_layer_norm_pair,
-    "start from the mean of the pair: how far from it is each value, and what is the (biased) "
-    "variance then? Keep the ε of the formula: it is what matters when a and b nearly coincide",
-    _layer_norm_pair_solution,
+layer_norm_invariants = Exercise(
+    "what layer norm fixes for every token",
+    _check_layer_norm_invariants,
+    "write y_i = (x_i - mean) / std and sum it over the d features, then sum its squares; or try "
+    "nn.LayerNorm(3, elementwise_affine=False) on a few random tokens and look at both sums",
+    _layer_norm_invariants_solution,
 )

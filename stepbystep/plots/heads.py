@@ -94,8 +94,8 @@ def attention_dropout(weights, dropped, p):
     """One row of attention weights ``(L_k,)`` before dropout and after ``n_draws`` draws of it.
 
     ``dropped`` is ``(n_draws, L_k)``: each draw zeroes some weights and scales the survivors by
-    ``1 / (1 - p)``, so the rows no longer sum to 1; each legend entry gives its row's sum.
-    Returns the Figure.
+    ``1 / (1 - p)``, so the rows no longer sum to 1; each legend entry gives its row's sum, and
+    a red × marks every weight a draw zeroed. Returns the Figure.
     """
     weights, dropped = _as_numpy(weights, float), _as_numpy(dropped, float)
     if dropped.ndim == 1:
@@ -109,15 +109,22 @@ def attention_dropout(weights, dropped, p):
     n_bars, n_keys = rows.shape
     width = 0.8 / n_bars
     fig, ax = plt.subplots(figsize=(1.5 + 0.9 * n_keys, 3.2), layout="constrained")
+    zeroed_x, handles = [], []
     for index, (row, label) in enumerate(zip(rows, labels)):
-        ax.bar(np.arange(n_keys) + (index - (n_bars - 1) / 2) * width, row, width=width,
-               label=f"{label} (sum {row.sum():.2f})", color="black" if index == 0 else None)
+        positions = np.arange(n_keys) + (index - (n_bars - 1) / 2) * width
+        handles.append(ax.bar(positions, row, width=width, label=f"{label} (sum {row.sum():.2f})",
+               color="black" if index == 0 else None))
+        if index > 0:
+            zeroed_x.extend(positions[(row == 0) & (weights != 0)])  # weights dropout set to 0
+    if zeroed_x:
+        handles.append(ax.scatter(zeroed_x, np.zeros(len(zeroed_x)), marker="x", color="red", s=40,
+                                  zorder=3, label="zeroed by dropout"))
     ax.axhline(0.0, color="gray", lw=0.8)
     ax.set_xticks(range(n_keys))
     ax.set_xlabel("key")
     ax.set_ylabel("weight")
     ax.set_title(f"attention dropout, p = {p}: survivors scaled by 1/(1-p) = {1 / (1 - p):.2f}")
-    ax.legend(fontsize=8)
+    ax.legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside the bars, not over them
     return fig
 
 

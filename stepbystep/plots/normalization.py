@@ -31,7 +31,8 @@ def layer_norm_by_hand(x, normalised, reference):
     ``x``, ``normalised`` and ``reference`` are ``(n_tokens, d_model)``: the tokens, the
     learner's layer norm of them and PyTorch's. Left: each token's features with its mean and
     standard deviation; middle: the same after normalising (mean 0, std 1 per token); right:
-    the two results against each other, with their largest difference. Returns the Figure.
+    the two results against each other, with their largest difference. The legend sits below
+    the left panel. Returns the Figure.
     """
     x, normalised, reference = _as_numpy(x, float), _as_numpy(normalised, float), _as_numpy(reference, float)
     if x.ndim != 2 or normalised.shape != x.shape or reference.shape != x.shape:
@@ -41,12 +42,12 @@ def layer_norm_by_hand(x, normalised, reference):
                              gridspec_kw={"width_ratios": [1.2, 1.2, 1]})
     _token_rows(axes[0], x, "before: each token has its own mean and spread")
     _token_rows(axes[1], normalised, "after: mean 0, std 1 within each token")
-    axes[0].legend(fontsize=8, loc="lower right")
+    axes[0].legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.28), ncol=2)  # below, off the data
     gap = float(np.abs(normalised - reference).max())
     axes[2].plot(reference.ravel(), normalised.ravel(), "o", ms=4)
     low, high = reference.min(), reference.max()
     axes[2].plot([low, high], [low, high], color="black", lw=0.8)
-    axes[2].set_xlabel("nn.LayerNorm")
+    axes[2].set_xlabel("PyTorch's layer norm")
     axes[2].set_ylabel("by hand")
     axes[2].set_title(f"same numbers: largest difference {gap:.1e}")
     return fig
@@ -83,7 +84,7 @@ def batch_vs_layer_norm(raw, batch_normed, layer_normed, groups):
         ax.set_xlabel("value")
         ax.set_ylabel("count")
         ax.set_title(title)
-        ax.legend(fontsize=7, loc="upper right")
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.22))  # below the panel, off the bars
     return fig
 
 

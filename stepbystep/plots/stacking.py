@@ -65,7 +65,8 @@ def gradient_norms_by_layer(runs, fig=None):
     Rows: (1) each layer's gradient norm at initialisation (bars) and the largest it reached
     during the run (black marks); (2) each layer's gradient norm at every step (one line per
     layer, dark = first layer, yellow = last); (3) the loss, and the learning rate on the right
-    axis (dashed). Every row shares its y scale across columns, so runs compare at a glance.
+    axis (dashed). Every row shares its y scale across columns, so runs compare at a glance; one
+    legend for the whole figure sits to its right, over no panel.
     ``fig``: an existing Figure to clear and redraw (for widgets). Returns the Figure.
     """
     runs = _check_runs(runs)
@@ -90,11 +91,11 @@ def gradient_norms_by_layer(runs, fig=None):
             middle.plot(np.arange(steps), norms[:, layer], color=colors[layer], label=f"layer {layer + 1}")
         _log_y(middle)
         middle.set_xlabel("step")
-        bottom.plot(np.arange(steps), run.losses, color="tab:red")
+        bottom.plot(np.arange(steps), run.losses, color="tab:red", label="loss (left axis)")
         _log_y(bottom)
         bottom.set_xlabel("step")
         rate = bottom.twinx()
-        rate.plot(np.arange(steps), run.learning_rates, "--", color="tab:gray")
+        rate.plot(np.arange(steps), run.learning_rates, "--", color="tab:gray", label="learning rate (right axis)")
         rate.set_ylim(0, 1.1 * max(max(r.learning_rates) for r in runs))
         if column == len(runs) - 1:
             rate.set_ylabel("learning rate")
@@ -103,9 +104,15 @@ def gradient_norms_by_layer(runs, fig=None):
     axes[0, 0].set_ylabel("gradient norm")
     axes[1, 0].set_ylabel("gradient norm")
     axes[2, 0].set_ylabel("loss")
-    axes[0, 0].legend(fontsize=7, loc="upper left")
-    if np.shape(runs[-1].norms)[1] <= 8:  # one legend entry per layer: only while they fit
-        axes[1, -1].legend(fontsize=7, ncol=2, loc="upper right")
+    # legends for the whole figure, outside the panels: bars and marks, layers, loss and rate
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    if np.shape(runs[-1].norms)[1] <= 8:  # one entry per layer: only while they fit
+        more = axes[1, -1].get_legend_handles_labels()
+        handles, labels = handles + more[0], labels + more[1]
+    for ax in (axes[2, -1], rate):
+        more = ax.get_legend_handles_labels()
+        handles, labels = handles + more[0], labels + more[1]
+    fig.legend(handles, labels, loc="outside right center", fontsize=7)
     return fig
 
 
@@ -142,7 +149,7 @@ def seed_spread(groups):
     curves.set_xlabel("step")
     curves.set_ylabel("training loss")
     curves.set_title("median over seeds, band: lowest to highest seed")
-    curves.legend(fontsize=8)
+    curves.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)  # below, off the bands
     _log_y(finals)
     finals.set_xticks(range(len(groups)), [label.replace(", ", ",\n") for label in groups], fontsize=8)
     finals.set_xlim(-0.5, len(groups) - 0.5)

@@ -15,8 +15,10 @@ class LRScheduler(Callback):
 
     ``interval='batch'`` steps after every optimizer step, ``'epoch'`` after every epoch.
     ``None`` picks ``'batch'`` for ``OneCycleLR`` and ``CyclicLR`` (their schedules count
-    steps) and for ``CosineAnnealingWarmRestarts`` (stepped with the fractional epoch
-    ``epoch - 1 + batch_index / n_batches``, as PyTorch documents), ``'epoch'`` otherwise.
+    steps) and for ``CosineAnnealingWarmRestarts``, ``'epoch'`` otherwise. Warm restarts
+    follow PyTorch's documented loop (and the book): after batch ``i`` of epoch ``e``, both
+    counted from 0, ``scheduler.step(e + i / n_batches)``; so the first two batches both run at
+    the initial rate.
     ``ReduceLROnPlateau`` steps once per epoch with the validation loss. ``optimizer``, when
     given, must be the one the scheduler was built on.
     """
@@ -51,8 +53,8 @@ class LRScheduler(Callback):
             self.n_batches = len(trainer.train_loader)
 
     def on_batch_end(self, trainer, epoch, batch_index, loss):
-        if self.fractional:  # the rate of the next step: completed epochs plus this one's share
-            self.scheduler.step(epoch - 1 + batch_index / self.n_batches)
+        if self.fractional:  # PyTorch's loop: step(e + i / n) after batch i, with e and i from 0
+            self.scheduler.step(epoch - 1 + (batch_index - 1) / self.n_batches)
         elif self.interval == "batch":
             self.scheduler.step()
 

@@ -34,7 +34,8 @@ def heads_explorer_state(n_heads, d_model=12, seq_len=4, seed=0):
     Returns a dict: ``n_heads``, ``d_k``, ``narrow_parameters`` and ``wide_parameters`` (the
     parameter counts of the narrow ``MultiHeadedAttention`` and of the wide
     ``MultiHeadAttention`` with as many heads, alias ``NarrowMultiHeadAttention`` and
-    ``WideMultiHeadAttention``), and ``alphas``, the self-attention weights ``(n_heads, L, L)``.
+    ``WideMultiHeadAttention``), ``alphas``, the self-attention weights ``(n_heads, L, L)``,
+    and ``score_ranks``, the rank of each head's ``(L, L)`` score matrix (at most ``d_k``).
     """
     check_positive_int("d_model", d_model)
     check_positive_int("n_heads", n_heads)
@@ -49,12 +50,16 @@ def heads_explorer_state(n_heads, d_model=12, seq_len=4, seed=0):
     with evaluating(narrow):
         narrow.init_keys(x)
         narrow(x)
+        queries = narrow.make_chunks(narrow.linear_query(x))[0].detach().double()  # (n_heads, L, d_k)
+        keys = narrow.proj_key[0].detach().double()  # (n_heads, L, d_k)
+        scores = queries @ keys.transpose(-2, -1)  # (n_heads, L, L), rank <= d_k; double so rounding adds no rank
     return {
         "n_heads": n_heads,
         "d_k": narrow.d_k,
         "narrow_parameters": _count_parameters(narrow),
         "wide_parameters": _count_parameters(wide),
         "alphas": narrow.alphas[0],  # (n_heads, L, L)
+        "score_ranks": [int(rank) for rank in torch.linalg.matrix_rank(scores)],
     }
 
 
@@ -75,7 +80,8 @@ def heads_explorer(d_model=12, seq_len=4, seed=0):
         state = heads_explorer_state(slider.value, d_model, seq_len, seed)
         label.value = (
             f"d_model = {d_model}, n_heads = {state['n_heads']}, <b>d_k = {state['d_k']}</b>; "
-            f"parameters: narrow {state['narrow_parameters']:,}, wide {state['wide_parameters']:,}"
+            f"parameters: narrow {state['narrow_parameters']:,}, wide {state['wide_parameters']:,}; "
+            f"rank of each head's {seq_len}×{seq_len} scores: {state['score_ranks']}"
         )
         head_maps(state["alphas"], fig=figure)
         show(output, figure)
