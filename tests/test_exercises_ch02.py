@@ -61,7 +61,7 @@ def test_hints_come_on_request(capsys):
     ch02.causal_mask.hint()
     ch02.masked_attention.hint()
     printed = capsys.readouterr().out
-    assert "torch.tril" in printed and "masked_fill" in printed
+    assert "torch.tril" in printed and "weights.sum(-1)" in printed
 
 
 # ---------------------------------------------------------------- masked attention
@@ -94,7 +94,48 @@ def test_masked_attention_softmax_over_queries_is_caught():
 
 def test_masked_attention_ignoring_the_mask_is_caught():
     result = ch02.masked_attention.check(_attention(use_mask=False))
-    assert not result and "masked keys still get weight" in repr(result)
+    assert not result and "blocked keys still get weight" in repr(result)
+
+
+def test_masked_attention_inverted_mask_is_named(fails_with):
+    def inverted(q, k, v, mask=None):
+        scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+        if mask is not None:
+            scores = scores.masked_fill(mask, float("-inf"))  # the mask not inverted: blocks the allowed keys
+        weights = torch.softmax(scores, dim=-1)
+        return weights @ v, weights
+
+    message = fails_with(ch02.masked_attention, inverted, "go to the keys the mask blocks")
+    assert "True in the mask means 'may attend'" in message and "-inf" not in message
+
+
+def test_masked_attention_masking_after_the_softmax_is_named(fails_with):
+    message = fails_with(ch02.masked_attention, ch02.suspect_attention, "rows no longer sum to 1")
+    assert "before the softmax" not in message  # the repair is not spelled out
+    assert "softmax over the keys" not in message  # not misdiagnosed as a softmax over the wrong dimension
+
+
+def test_masked_attention_suspect_is_right_without_a_mask():
+    q, k, v = torch.randn(2, 3, 8), torch.randn(2, 4, 8), torch.randn(2, 4, 5)
+    context, weights = ch02.suspect_attention(q, k, v)
+    expected_context, expected_weights = _solution(ch02.masked_attention)(q, k, v)
+    assert torch.allclose(weights, expected_weights, atol=1e-6) and torch.allclose(context, expected_context, atol=1e-6)
+
+
+def test_masked_attention_renormalised_after_the_softmax_passes():
+    def renormalised(q, k, v, mask=None):  # zero the blocked weights, then share the rest again: also right
+        weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)
+        if mask is not None:
+            weights = weights * mask
+            weights = weights / weights.sum(-1, keepdim=True)
+        return weights @ v, weights
+
+    assert ch02.masked_attention.check(renormalised)
+
+
+def test_masked_attention_placeholder_reveals_nothing(fails_with):
+    message = fails_with(ch02.masked_attention, lambda q, k, v, mask=None: (None, None), "expected two tensors")
+    assert "scal" not in message and "mask" not in message
 
 
 def test_masked_attention_wrong_return_is_caught():

@@ -1,7 +1,7 @@
 """Chapter 02, self-attention: the "Your turn" exercises.
 
 * ``causal_mask``: build the subsequent mask ``(1, L, L)`` yourself;
-* ``masked_attention``: scaled dot-product attention with a mask, by hand;
+* ``masked_attention``: find and repair the bug of ``suspect_attention``, a masked attention;
 * ``shift_rotation``: the 2×2 rotation that moves a (sin, cos) pair ``k`` positions ahead.
 
 In a notebook::
@@ -17,7 +17,7 @@ import torch
 from ..models import scaled_dot_product, sinusoidal_table, subsequent_mask
 from .exercise import Exercise, expects_function
 
-__all__ = ["causal_mask", "masked_attention", "shift_rotation"]
+__all__ = ["causal_mask", "masked_attention", "shift_rotation", "suspect_attention"]
 
 
 # ---------------------------------------------------------------- causal mask
@@ -75,26 +75,57 @@ def _masked_attention_solution(q, k, v, mask=None):
     return context, weights
 
 
-@expects_function("(q, k, v, mask=None) -> (context, weights)")
-def _check_masked_attention(attention):
+def suspect_attention(q, k, v, mask=None):
+    """Scaled dot-product attention with a bug that shows only under a mask (exercise 2)."""
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (N, L_q, L_k)
+    weights = torch.softmax(scores, dim=-1)  # (N, L_q, L_k)
+    if mask is not None:
+        weights = weights * mask  # (N, L_q, L_k): blocked keys set to 0
+    return weights @ v, weights  # (N, L_q, d_v), (N, L_q, L_k)
+
+
+def _attention_inputs():
     generator = torch.Generator().manual_seed(2)
     q = torch.randn(2, 3, 16, generator=generator)  # (N, L_q, d_k)
     k = torch.randn(2, 4, 16, generator=generator)  # (N, L_k, d_k)
     v = torch.randn(2, 4, 5, generator=generator)  # (N, L_k, d_v)
     padding = torch.tensor([[True, True, True, False], [True, True, False, False]]).unsqueeze(1)  # (N, 1, L_k)
-    for mask, label in ((None, "without a mask"), (padding, "with a padding mask")):
+    causal = subsequent_mask(4)[:, 1:]  # (1, 3, 4): query i may read keys 0..i+1
+    return q, k, v, padding, causal
+
+
+@expects_function("(q, k, v, mask=None) -> (context, weights)")
+def _check_masked_attention(attention):
+    q, k, v, padding, causal = _attention_inputs()
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (N, L_q, L_k)
+    for mask, label in ((None, "without a mask"), (padding, "with a padding mask"), (causal, "with a causal mask")):
         result = attention(q, k, v, mask) if mask is not None else attention(q, k, v)
         if not isinstance(result, tuple) or len(result) != 2:
             return f"expected a pair (context, weights), got {type(result).__name__}"
         context, weights = result
+        if not isinstance(context, torch.Tensor) or not isinstance(weights, torch.Tensor):
+            return (f"expected two tensors (context, weights), got {type(context).__name__} and "
+                    f"{type(weights).__name__}")
         expected_context, expected_weights = scaled_dot_product(q, k, v, mask)
         if tuple(weights.shape) != (2, 3, 4) or tuple(context.shape) != (2, 3, 5):
             return (f"expected weights (N, L_q, L_k) = (2, 3, 4) and context (N, L_q, d_v) = (2, 3, 5), "
                     f"got {tuple(weights.shape)} and {tuple(context.shape)}")
+        weights = weights.detach()
+        if mask is not None:
+            allowed = mask.expand_as(weights)  # (N, L_q, L_k)
+            inverted = torch.softmax(scores.masked_fill(allowed, float("-inf")), dim=-1)  # NaN in rows with no key
+            if torch.allclose(weights.nan_to_num(), inverted.nan_to_num(), atol=1e-5):
+                return (f"{label}, your weights go to the keys the mask blocks: True in the mask means 'may attend', "
+                        "so fill the scores where it is False")
+            after = torch.softmax(scores, dim=-1) * allowed  # (N, L_q, L_k): masked after normalising
+            if torch.allclose(weights, after, atol=1e-5):
+                return (f"{label}, the blocked keys get no weight, but the rows no longer sum to 1: the weight they "
+                        "had is lost rather than shared among the allowed keys. Where in the computation should the "
+                        "mask act?")
         if not torch.allclose(weights.sum(-1), torch.ones(2, 3), atol=1e-5):
-            return "each query's weights must sum to 1: take the softmax over the keys, the last dimension"
+            return f"{label}, each query's weights must sum to 1: take the softmax over the keys, the last dimension"
         if mask is not None and weights.masked_select(~mask.expand_as(weights)).abs().max() > 1e-6:
-            return "masked keys still get weight: fill their scores with -inf (or a very negative number) before the softmax"
+            return f"{label}, blocked keys still get weight: their scores must not take part in the softmax"
         unscaled = torch.softmax(q @ k.transpose(-2, -1), dim=-1)  # (N, L_q, L_k)
         if mask is None and torch.allclose(weights, unscaled, atol=1e-5):
             return "your weights are those of unscaled dot products: the scores are missing their scaling"
@@ -106,10 +137,10 @@ def _check_masked_attention(attention):
 
 
 masked_attention = Exercise(
-    "masked scaled dot-product attention",
+    "repair suspect_attention",
     _check_masked_attention,
-    "scores = q @ kᵀ / √d_k; blocked scores -> -inf with masked_fill(~mask, ...); softmax over the last "
-    "dimension; context = weights @ v.",
+    "print weights.sum(-1) of suspect_attention under a mask: what should every row sum to? A blocked key "
+    "should behave as if it were not there at all.",
     _masked_attention_solution,
 )
 
