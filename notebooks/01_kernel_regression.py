@@ -31,8 +31,8 @@ from stepbystep import plots
 from stepbystep.data import make_regression_data, regression_grid, true_function
 from stepbystep.exercises import ch01
 from stepbystep.expect import expect, expect_close
-from stepbystep.plots.kernel_regression import dot_product_weights
 from stepbystep.models import KernelRegression, best_sigma, gaussian_kernel, leave_one_out_error, nadaraya_watson
+from stepbystep.plots.kernel_regression import dot_product_weights, query_attention
 from stepbystep.widgets import sigma_explorer
 
 # %% [markdown]
@@ -157,6 +157,13 @@ shortfall = y_true[row] - package_predictions[row]
 expect(shortfall > 0.2, "at x = 5 the prediction falls more than 0.2 short of the curve", got=shortfall)
 
 # %% [markdown]
+# The same row as a picture: each training point drawn with an area proportional to its weight
+# for this query, and below, the weights themselves under the kernel centred on the query.
+
+# %%
+fig = query_attention(x_train, y_train, float(x_grid[row]), 0.5, x_grid=x_grid, y_true=y_true)
+
+# %% [markdown]
 # The prediction falls short of the true curve. Because we know the noise-free curve, we can
 # take the shortfall apart:
 #
@@ -265,7 +272,8 @@ fig = plots.loo_curve(sigmas, loo_errors)
 #   it zero or negative;
 # - in **training mode** every query is a training point, and it must not attend to itself.
 #   The loader hands the module each query together with its index among the training points,
-#   `key_index`, and the key with that index gets weight 0. Leaving a point out by its *index*
+#   `key_index`, and the key with that index gets weight 0. (Each example's input is a dict;
+#   `StepByStep` hands a dict to the model as keyword arguments, `model(**x)`.) Leaving a point out by its *index*
 #   rather than by its value matters when two training points share an $x$: the other one
 #   still counts. In **eval mode** every point is used, as a finished model should. (Like
 #   dropout, the module behaves differently in the two modes.)

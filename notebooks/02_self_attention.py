@@ -7,7 +7,9 @@
 # and predicts the other two.
 #
 # The chapter follows Daniel Voigt Godoy, *Deep Learning with PyTorch Step-by-Step*,
-# chapter 9 ("the book"): its task, its models and its seeded numbers. Scaled dot-product
+# chapter 9 ("the book"): its task and its models. Some numbers are the book's (the encoded
+# source below is checked against it); the data seeds, the training length and the training
+# seeds are the course's own. Scaled dot-product
 # attention, multi-head attention and the sinusoidal positional encoding come from Vaswani et
 # al., "Attention Is All You Need" (2017), "the paper" below.
 #
@@ -94,7 +96,9 @@ fig = plots.score_variance(d_ks, unscaled_variance, scaled_variance)
 # Why does the spread matter? The softmax exaggerates differences: when the scores are tens of
 # units apart, almost all the weight goes to the largest one. The weights then barely move when
 # the scores change a little, so the gradients that should teach the model which keys matter
-# all but vanish. Here is one query against eight keys at $d_k = 256$:
+# become tiny (the paper suspects this, section 3.2.1, and gives the variance argument above in
+# its footnote 4). Here is one query
+# against eight keys at $d_k = 256$:
 
 # %% tags=["nbval-ignore-output"]
 q = torch.randn(1, 256, generator=generator)  # (1, d_k)
@@ -109,6 +113,32 @@ expect(scaled_weights.max() < 0.5, "with scaling, no key takes half of it", got=
 
 # %%
 fig = plots.softmax_rows({"softmax(q·k)": unscaled_weights, "softmax(q·k / √d_k)": scaled_weights})
+
+# %% [markdown]
+# One query shows the weights, not the gradients. The gradient of the weights with respect to
+# the scores is the softmax's Jacobian, $\operatorname{diag}(p) - p p^\top$; dividing the scores
+# by $\sqrt{d_k}$ also divides this gradient by $\sqrt{d_k}$, so we count that factor too. The
+# median size (Frobenius norm) of the Jacobian over 4,000 queries, each against eight keys:
+
+# %% tags=["nbval-ignore-output"]
+q = torch.randn(4000, 1, 256, generator=generator)  # (4000, 1, d_k)
+k = torch.randn(4000, 8, 256, generator=generator)  # (4000, 8, d_k)
+raw_scores = (q @ k.transpose(-2, -1))[:, 0]  # (4000, 8)
+jacobian_norms = {}
+for label, scores, factor in (("unscaled", raw_scores, 1.0), ("scaled", raw_scores / 16, 1 / 16)):
+    p = torch.softmax(scores, dim=-1)  # (4000, 8)
+    jacobian = torch.diag_embed(p) - p[:, :, None] * p[:, None, :]  # (4000, 8, 8)
+    jacobian_norms[label] = (factor * jacobian.norm(dim=(-2, -1))).median().item()  # d weights / d (q·k)
+    print(f"{label:>8}: median Jacobian norm, 1/√d_k factor included, {jacobian_norms[label]:.4f}")
+
+# %%
+expect(jacobian_norms["scaled"] > 5 * jacobian_norms["unscaled"],
+       "with scaling the median gradient is over 5 times larger, even after the 1/√d_k factor",
+       got=jacobian_norms)
+
+# %% [markdown]
+# The saturation shrinks the gradient exponentially in the gap between the scores, while the
+# scaling costs only the polynomial factor $1/\sqrt{d_k}$: scaling wins by far.
 
 # %% [markdown]
 # Dividing by $\sqrt{d_k}$ brings the variance back to about 1 whatever the width (within
@@ -163,8 +193,9 @@ for mask in (None, causal):
 
 # %% [markdown]
 # Same numbers. Is the fused kernel faster? It runs in one call, without Python between the
-# steps, and picks an implementation for the hardware; the fastest ones never store the
-# $L_q \times L_k$ weights at all, which saves memory and memory traffic on long sequences. How
+# steps, and picks an implementation for the hardware; the fastest ones (memory-efficient
+# attention, Rabe and Staats, "Self-attention Does Not Need O(n²) Memory", 2021; FlashAttention,
+# Dao et al., 2022) never store the $L_q \times L_k$ weights at all, which saves memory and memory traffic on long sequences. How
 # much that buys depends on the machine and the sizes, so measure it: here on our small batch
 # and on 8 sequences of length 256 with $d_k = 64$. The timings vary from machine to machine
 # and run to run:
@@ -221,8 +252,9 @@ print(f"test: source {tuple(source_test.shape)}, target {tuple(target_test.shape
 # vector $x$ (here $n_{features} = 2$: a point) to a query, a key and a value. We use the
 # package's `Attention(hidden_dim, input_dim)`: `init_keys(keys)` projects the keys once,
 # then `forward(query)` projects the queries, computes the scaled scores and the weighted sum,
-# and keeps the weights in `alphas` `(N, L_q, L_k)`. In this class's default (the book's) the
-# values are the keys themselves, not a projection of them.
+# and keeps the weights in `alphas` `(N, L_q, L_k)`; `hidden_dim` is $d_k$, the size of the
+# projected queries and keys. In this class's default (the book's) the values are the raw
+# inputs handed to `init_keys`, not projected at all.
 #
 # When the queries and the keys are the *same* sequence, it is **self-attention**: every
 # element of the source reads every element of the source, itself included.
@@ -328,8 +360,10 @@ expect_close(states, book_states, "the encoded source is the book's, to four dec
 #
 # 1. **self-attention** over what it has *already* seen of the target;
 # 2. **cross-attention**: its queries come from the decoder, but its keys and values are the
-#    encoder's states. This is how the target reads the source. `init_keys(states)` hands the
-#    states over before decoding.
+#    encoder's states. This is how the target reads the source; attention between a decoder
+#    and an encoder comes from Bahdanau, Cho and Bengio, "Neural Machine Translation by
+#    Jointly Learning to Align and Translate" (2015). `init_keys(states)` hands the states
+#    over before decoding.
 #
 # Then a feed-forward network maps each position to a 2-D point. The weights of the
 # cross-attention have one row per target position and one column per *source* position:
@@ -348,7 +382,9 @@ print(f"cross-attention weights {tuple(decoder.cross_attn_heads.alphas.shape)} (
 # ## Teacher forcing and the shifted target
 #
 # What does the decoder read? While training we know the whole target, so we let the decoder
-# read the **true** previous point at every position: this is **teacher forcing**. The
+# read the **true** previous point at every position: this is **teacher forcing** (Williams
+# and Zipser, "A Learning Algorithm for Continually Running Fully Recurrent Neural Networks",
+# 1989). The
 # decoder's input is the target **shifted right by one**: the last source corner, then every
 # target corner but the last. Position $i$ reads corner $i$ of the shifted sequence and must
 # predict target corner $i$, the *next* corner.
@@ -481,7 +517,9 @@ print(f"source mask {tuple(source_mask.shape)}:\n{source_mask.int()}")
 
 # %% [markdown]
 # With the mask, the encoder gives the padded keys zero weight, and the outputs at the real
-# positions do not depend on what the padding holds:
+# positions do not depend on what the padding holds. The padded positions are still *queries*:
+# they get weights and outputs like any other row (in the maps below, the rows of the padded
+# positions are not zero), and later layers and the loss ignore those outputs.
 
 # %%
 torch.manual_seed(11)
@@ -553,7 +591,9 @@ fig = plots.encoding_heatmap(table)
 # unit circle, at angle $\omega_i t$. Moving $k$ positions ahead adds $\omega_i k$ to the
 # angle, wherever you start: it is the same rotation, a fixed $2 \times 2$ matrix that depends
 # on $k$ but not on $t$. So "the element $k$ steps back" is a simple, linear relation between
-# encodings, which attention's linear projections can pick up. The arrows below all jump
+# encodings. The paper chose the sinusoids for this reason: its authors "hypothesized it would
+# allow the model to easily learn to attend by relative positions" (section 3.5), a
+# hypothesis, not a result. The arrows below all jump
 # $k = 2$ positions:
 
 # %%
@@ -783,7 +823,9 @@ mask_explorer()
 #   keeps each position from reading the answer, and keeps greedy predictions stable as
 #   points are appended.
 # - A source mask `(N, 1, L)` hides padding from every query.
-# - Attention is blind to order; sinusoidal positional encoding adds it back. A shift by $k$
+# - Attention is blind to order; sinusoidal positional encoding adds it back. On a task where
+#   only the encoder can know the order, the model with positions beat both order-blind
+#   models at all five seeds, and the $\times\sqrt{2}$ alone did not. A shift by $k$
 #   positions is a rotation of each (sin, cos) pair, and distances depend only on the offset
 #   (but do not grow steadily with it: the fast pairs wrap around).
 #

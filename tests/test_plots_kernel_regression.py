@@ -157,3 +157,19 @@ def test_dashboard_colourbar_is_labelled(data):
     x, y, x_grid, y_true = data
     fig = kernel_dashboard(x, y, x_grid, kernel_fit(x, y, x_grid, 0.5), y_true=y_true)
     assert [ax.get_ylabel() for ax in fig.axes if ax.get_label() == "<colorbar>"] == ["weight α"]
+
+
+def test_query_attention_sizes_points_by_their_weight(data):
+    from stepbystep.plots.kernel_regression import query_attention
+
+    x, y, x_grid, y_true = data
+    fig = query_attention(x, y, 5.0, 0.5, x_grid=x_grid, y_true=y_true)
+    top, bottom = fig.axes
+    weights = nadaraya_watson(torch.tensor([5.0]), x, y, 0.5)[1][0].numpy()
+    points = top.collections[0]
+    assert np.allclose(points.get_sizes(), 5 + 400 * weights, atol=1e-4)
+    assert np.allclose(bottom.collections[1].get_offsets()[:, 1], weights, atol=1e-6)
+    assert bottom.get_ylabel() == "weight α" and bottom.get_xlabel() == "x" and top.get_ylabel() == "y"
+    assert "x = 5" in top.get_title()
+    with pytest.raises(ValueError, match="positive width"):
+        query_attention(x, y, 5.0, -1.0)

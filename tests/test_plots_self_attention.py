@@ -180,3 +180,10 @@ def test_compare_runs_ticks_whole_epochs():
     (ax,) = compare_runs({"a": ([1.0, 0.5, 0.4], [1.2, 0.6, 0.5])}).axes
     ax.figure.canvas.draw()
     assert _integers(ax.get_xticks())
+
+
+def test_relative_shift_titles_say_position_or_positions():
+    titles = [ax.get_title() for ax in relative_shift(TABLE, pairs=(0,), shift=2, starts=(0,)).axes]
+    assert titles == ["pair 0: +2 positions = same rotation"]
+    titles = [ax.get_title() for ax in relative_shift(TABLE, pairs=(0,), shift=1, starts=(0,)).axes]
+    assert titles == ["pair 0: +1 position = same rotation"]

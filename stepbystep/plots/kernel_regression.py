@@ -9,7 +9,8 @@ import torch
 from ..models.kernel_regression import gaussian_kernel, nadaraya_watson
 from ._arrays import _as_numpy
 
-__all__ = ["kernel_shapes", "kernel_fits", "kernel_weights", "loo_curve", "kernel_dashboard", "dot_product_weights"]
+__all__ = ["kernel_shapes", "kernel_fits", "kernel_weights", "loo_curve", "kernel_dashboard", "dot_product_weights",
+           "query_attention"]
 
 
 def _new_axes(ax, figsize):
@@ -205,4 +206,47 @@ def dot_product_weights(x_train, y_train, x_grid, sigma, y_true=None):
     axes[2].lines[-1].set_label("kernel fit")
     axes[2].plot(x_grid.numpy(), (product_weights @ y_train).numpy(), color="tab:red", lw=2, label="product-only fit")
     axes[2].legend(fontsize=7, loc="lower right")
+    return fig
+
+
+def query_attention(x_train, y_train, query, sigma, x_grid=None, y_true=None):
+    """What one query attends to: the training points sized by their weight, and the weights.
+
+    Top: the data, each training point's area proportional to its weight for the query at
+    ``query``, and the prediction there. Bottom: the weights ``α(query, xⱼ)`` as stems, under
+    the kernel ``K(x − query)`` rescaled to the largest weight. Returns the Figure.
+    """
+    x_train = torch.as_tensor(_as_numpy(x_train, float), dtype=torch.float32)
+    y_train = torch.as_tensor(_as_numpy(y_train, float), dtype=torch.float32)
+    if x_train.ndim != 1 or x_train.shape != y_train.shape:
+        raise ValueError(f"x_train and y_train must be 1-D of one length, got {tuple(x_train.shape)} and "
+                         f"{tuple(y_train.shape)}")
+    if not float(sigma) > 0:
+        raise ValueError(f"sigma must be a positive width, got {sigma}")
+    query_t = torch.tensor([float(query)])  # (1,)
+    prediction, weights = nadaraya_watson(query_t, x_train, y_train, float(sigma))  # (1,), (1, n)
+    weights = weights[0].numpy()  # (n,)
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(6.5, 5), sharex=True, height_ratios=(3, 2), layout="constrained")
+    if x_grid is not None and y_true is not None:
+        top.plot(_as_numpy(x_grid, float), _as_numpy(y_true, float), color="tab:green", ls="--", lw=1,
+                 label="true function")
+    top.scatter(x_train.numpy(), y_train.numpy(), s=5 + 400 * weights, color="tab:blue", alpha=0.6,
+                label="training point (area ∝ weight)")
+    top.scatter([float(query)], [float(prediction)], marker="*", s=200, color="tab:red", zorder=3,
+                label=f"prediction at x = {float(query):.3g}")
+    top.axvline(float(query), color="tab:red", lw=0.8, ls=":")
+    top.set_ylabel("y")
+    top.set_title(f"what the query at x = {float(query):.3g} attends to (σ = {float(sigma):.3g})")
+    top.legend(fontsize=7, loc="upper left")
+    bottom.vlines(x_train.numpy(), 0, weights, color="tab:blue", lw=1.5)
+    bottom.scatter(x_train.numpy(), weights, color="tab:blue", s=10, label="weight α of each training point")
+    curve_x = torch.linspace(float(x_train.min()), float(x_train.max()), 400)  # (400,)
+    curve = gaussian_kernel(curve_x - float(query), float(sigma)).numpy()  # (400,)
+    bottom.plot(curve_x.numpy(), curve * weights.max(), color="tab:gray", lw=1,
+                label="kernel K(x − query), scaled to the largest weight")
+    bottom.axvline(float(query), color="tab:red", lw=0.8, ls=":")
+    bottom.set_xlabel("x")
+    bottom.set_ylabel("weight α")
+    bottom.set_ylim(0, weights.max() * 1.5)
+    bottom.legend(fontsize=7, loc="upper left")
     return fig
