@@ -173,3 +173,9 @@ def test_query_attention_sizes_points_by_their_weight(data):
     assert "x = 5" in top.get_title()
     with pytest.raises(ValueError, match="positive width"):
         query_attention(x, y, 5.0, -1.0)
+
+
+def test_dashboard_title_can_carry_the_lowest_error(data):
+    x, y, x_grid, _ = data
+    fig = kernel_dashboard(x, y, x_grid, kernel_fit(x, y, x_grid, 0.5), best=(0.316, 0.1696))
+    assert fig._suptitle.get_text().endswith("(lowest: 0.170 at σ = 0.316)")

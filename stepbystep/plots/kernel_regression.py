@@ -156,11 +156,12 @@ def loo_curve(sigmas, errors, learned_sigma=None, ax=None):
     return fig
 
 
-def kernel_dashboard(x_train, y_train, x_grid, fit, y_true=None, fig=None):
+def kernel_dashboard(x_train, y_train, x_grid, fit, y_true=None, fig=None, best=None):
     """The σ widget's figure: the fit, the kernel and the weights for one ``KernelFit``.
 
     Draws on ``fig`` after clearing it (so a widget can redraw one figure in place), or on a
-    new figure. The title carries σ and the leave-one-out error. Returns the Figure.
+    new figure. The title carries σ and the leave-one-out error, and with ``best`` ``(σ,
+    error)`` the lowest leave-one-out error to compare with. Returns the Figure.
     """
     if fig is None:
         fig = plt.figure(figsize=(12, 3.6), layout="constrained")
@@ -173,7 +174,10 @@ def kernel_dashboard(x_train, y_train, x_grid, fit, y_true=None, fig=None):
     ax_kernel.set_ylim(-0.05, 1.05)
     mesh = _draw_weights(ax_weights, fit.weights, x_grid, x_train, "weights α (query × key)")
     fig.colorbar(mesh, ax=ax_weights, label="weight α")
-    fig.suptitle(f"σ = {fit.sigma:.3g}   leave-one-out MSE = {fit.loo_error:.3f}")
+    title = f"σ = {fit.sigma:.3g}   leave-one-out MSE = {fit.loo_error:.3f}"
+    if best is not None:
+        title += f"   (lowest: {float(best[1]):.3f} at σ = {float(best[0]):.3g})"
+    fig.suptitle(title)
     return fig
 
 
