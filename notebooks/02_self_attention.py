@@ -51,6 +51,7 @@ from stepbystep.models import (
     sinusoidal_table,
     subsequent_mask,
 )
+from stepbystep.plots.masks import padded_attention_maps
 from stepbystep.plots.seed_study import seed_dots
 from stepbystep.widgets import mask_explorer
 
@@ -157,7 +158,7 @@ expect(jacobian_norms["scaled"] > 5 * jacobian_norms["unscaled"],
 #
 # The formula is three lines of PyTorch. A **mask** (`True` = may attend, one entry per
 # query and key) blocks some keys: their scores become $-\infty$ before the softmax, so their
-# weight is exactly 0.
+# weight is exactly 0. From here on, shapes start with $N$, the number of sequences in a batch.
 
 # %%
 def attention_by_hand(q, k, v, mask=None):
@@ -171,7 +172,8 @@ def attention_by_hand(q, k, v, mask=None):
 
 
 # %% [markdown]
-# PyTorch ships the same computation as one fused function, `F.scaled_dot_product_attention`.
+# PyTorch ships the same computation as one fused function, `F.scaled_dot_product_attention`
+# (a **fused kernel**: one routine that does all the steps, instead of one call per step).
 # Its boolean `attn_mask` follows the same convention as ours (`True` = takes part), so we can
 # pass our mask as it is. (PyTorch's `nn.MultiheadAttention` uses the *opposite* convention;
 # chapter 06 deals with that.) Let us compare the two, and the package's tested
@@ -518,8 +520,8 @@ print(f"source mask {tuple(source_mask.shape)}:\n{source_mask.int()}")
 # %% [markdown]
 # With the mask, the encoder gives the padded keys zero weight, and the outputs at the real
 # positions do not depend on what the padding holds. The padded positions are still *queries*:
-# they get weights and outputs like any other row (in the maps below, the rows of the padded
-# positions are not zero), and later layers and the loss ignore those outputs.
+# they get weights and outputs like any other row (hatched in the maps below), and later layers
+# and the loss ignore those outputs.
 
 # %%
 torch.manual_seed(11)
@@ -533,8 +535,8 @@ print(f"largest weight on a padded key: {alphas.masked_select(~source_mask).max(
 print(f"real positions unchanged when the padding changes: {torch.allclose(states[real], other_states[real])}")
 
 # %%
-fig = plots.attention_maps(alphas[0], titles=[f"length {n}" for n in lengths.tolist()],
-                           suptitle="head 0, with the source mask")
+fig = padded_attention_maps(alphas[0], lengths, titles=[f"length {n}" for n in lengths.tolist()],
+                            suptitle="head 0, with the source mask")
 
 # %% [markdown]
 # ## Attention is blind to order
@@ -562,9 +564,9 @@ print(f"shuffling commutes with the encoder: {torch.allclose(shuffled_then_encod
 # ## Positional encoding
 #
 # The fix is to add to each element a vector that depends on its position $t$: a
-# **positional encoding**. The Transformer's is made of sinusoids. For a model of size $d$,
-# dimension pair $(2i, 2i+1)$ holds a sine and a cosine of the same angular speed
-# $\omega_i = 10000^{-2i/d}$:
+# **positional encoding**. The Transformer's is made of sinusoids. For a model of size $d$
+# ($d_{model}$ in the paper), dimension pair $(2i, 2i+1)$ holds a sine and a cosine of the same
+# **angular speed** $\omega_i = 10000^{-2i/d}$, the angle in radians that the pair turns per position:
 #
 # $$
 # PE(t)_{2i} = \sin(\omega_i t), \qquad PE(t)_{2i+1} = \cos(\omega_i t).
@@ -585,6 +587,10 @@ fig = plots.sinusoids(table, dims=(0, 1, 2, 3))
 
 # %%
 fig = plots.encoding_heatmap(table)
+
+# %% [markdown]
+# Over these 20 positions the slow pairs (dimensions 4 to 7) hardly change: they tell
+# positions apart only in long sequences, hundreds or thousands of positions long.
 
 # %% [markdown]
 # **A shift is a rotation.** Each pair $(\sin \omega_i t, \cos \omega_i t)$ is a point on the
@@ -839,15 +845,20 @@ mask_explorer()
 # `.hint()` gives a nudge and `.solution()` prints a worked solution. The cells below run the
 # checkers on placeholders, so they fail until you fill them in.
 #
-# **1. The causal mask.** Write `my_causal_mask(size)` returning the subsequent mask, a bool
-# tensor `(1, size, size)` with `True` where a query may attend, without `subsequent_mask`.
+# **1. Causal and padding together.** A decoder reading a batch of padded targets needs both
+# masks at once: query $i$ may read key $j$ only if $j$ comes no later than $i$ *and* $j$ is a
+# real position of its sequence. Write `my_decoder_mask(lengths, size)` returning a bool
+# tensor `(N, size, size)`, `True` where a query may attend, for the `N` sequences whose real
+# lengths are in `lengths` (a tensor), padded to `size`; without `subsequent_mask`. Before you
+# check: what should the row of a padded query look like? (The mask explorer above shows the
+# combination.)
 
 # %%
-def my_causal_mask(size):
-    return torch.ones(1, size, size, dtype=torch.bool)  # replace: this lets every query see every key
+def my_decoder_mask(lengths, size):
+    return torch.ones(len(lengths), size, size, dtype=torch.bool)  # replace: every query sees every key
 
 
-ch02.causal_mask.check(my_causal_mask)
+ch02.decoder_mask.check(my_decoder_mask)
 
 # %% [markdown]
 # **2. Find the bug.** `ch02.suspect_attention(q, k, v, mask=None)` is a scaled dot-product

@@ -1,6 +1,7 @@
 """Chapter 02's exercises: the worked solutions pass, typical mistakes get a helpful message."""
 import math
 
+import pytest
 import torch
 
 from stepbystep.exercises import ch02
@@ -10,58 +11,47 @@ def _solution(exercise):
     return exercise._solution
 
 
-# ---------------------------------------------------------------- causal mask
-def test_causal_mask_solution_passes():
-    assert ch02.causal_mask.check(_solution(ch02.causal_mask))
+# ---------------------------------------------------------------- causal and padding mask
+def _causal(size):
+    return torch.ones(size, size, dtype=torch.bool).tril()  # (L, L)
 
 
-def test_causal_mask_transposed_is_caught():
-    result = ch02.causal_mask.check(lambda size: torch.ones(size, size, dtype=torch.bool).triu().unsqueeze(0))
-    assert not result and "transpose" in repr(result)
+def _real(lengths, size):
+    return torch.arange(size) < lengths[:, None]  # (N, L)
 
 
-def test_causal_mask_inverted_is_caught():
-    result = ch02.causal_mask.check(lambda size: ~torch.ones(size, size, dtype=torch.bool).tril().unsqueeze(0))
-    assert not result and "inverted" in repr(result)
+def test_decoder_mask_solution_passes():
+    assert ch02.decoder_mask.check(_solution(ch02.decoder_mask))
 
 
-def test_causal_mask_without_the_diagonal_is_caught():
-    result = ch02.causal_mask.check(lambda size: torch.ones(size, size, dtype=torch.bool).tril(-1).unsqueeze(0))
-    assert not result and "attend to itself" in repr(result)
+@pytest.mark.parametrize("wrong, words", [
+    (lambda lengths, size: _causal(size).expand(len(lengths), size, size), "the padding is missing"),
+    (lambda lengths, size: _real(lengths, size)[:, None, :].expand(len(lengths), size, size),
+     "the causal part is missing"),
+    (lambda lengths, size: ~(_causal(size)[None] & _real(lengths, size)[:, None, :]), "inverted"),
+    (lambda lengths, size: _causal(size)[None] | _real(lengths, size)[:, None, :], "it has to pass both"),
+    (lambda lengths, size: _causal(size)[None] & _real(lengths, size)[:, :, None], "padding hides keys"),
+    (lambda lengths, size: (_causal(size)[None] & _real(lengths, size)[:, None, :]).transpose(1, 2), "transpose"),
+    (lambda lengths, size: _causal(size)[None], "one mask per sequence"),
+    (lambda lengths, size: (_causal(size)[None] & _real(lengths, size)[:, None, :]).float(), "bool"),
+    (lambda lengths, size: _causal(size).tril(-1)[None] & _real(lengths, size)[:, None, :], "attend to itself"),
+    (lambda lengths, size: torch.ones(len(lengths), size, size, dtype=torch.bool), "read a key it must not"),
+])
+def test_decoder_mask_typical_mistakes(fails_with, wrong, words):
+    message = fails_with(ch02.decoder_mask, wrong, words)
+    assert "tensor(" not in message and "Hint:" not in message  # no right mask printed, hint on request
 
 
-def test_causal_mask_wrong_shape_and_dtype_are_caught():
-    result = ch02.causal_mask.check(lambda size: torch.ones(size, size).tril().bool())
-    assert not result and "expected shape (1, 3, 3)" in repr(result)
-    result = ch02.causal_mask.check(lambda size: torch.ones(size, size).tril().unsqueeze(0))
-    assert not result and "bool" in repr(result)
-    assert "Stuck? .hint() gives a nudge" in repr(result) and "Hint:" not in repr(result)
-
-
-def test_causal_mask_messages_never_show_the_right_mask():
-    placeholder = ch02.causal_mask.check(lambda size: torch.ones(1, size, size, dtype=torch.bool))
-    assert not placeholder and "lets a query read a key that comes after it" in repr(placeholder)
-    assert "tensor" not in repr(placeholder)  # no expected mask printed
-
-    def too_strict(size):  # only the diagonal: hides earlier keys
-        return torch.eye(size, dtype=torch.bool).unsqueeze(0)
-
-    result = ch02.causal_mask.check(too_strict)
-    assert not result and "hides from a query a key" in repr(result)
-
-    def mixed(size):  # the lower triangle shifted: sees key i + 1, hides key 0 from the last query
-        mask = torch.eye(size, dtype=torch.bool) | torch.eye(size, dtype=torch.bool).roll(1, dims=1)
-        return mask.unsqueeze(0)
-
-    result = ch02.causal_mask.check(mixed)
-    assert not result and "later keys and hides some earlier ones" in repr(result)
+def test_decoder_mask_not_a_tensor():
+    result = ch02.decoder_mask.check(lambda lengths, size: [[True]])
+    assert not result and "expected a tensor" in repr(result)
 
 
 def test_hints_come_on_request(capsys):
-    ch02.causal_mask.hint()
+    ch02.decoder_mask.hint()
     ch02.masked_attention.hint()
     printed = capsys.readouterr().out
-    assert "torch.tril" in printed and "weights.sum(-1)" in printed
+    assert "a key must pass both" in printed and "weights.sum(-1)" in printed
 
 
 # ---------------------------------------------------------------- masked attention

@@ -1,14 +1,14 @@
 """Chapter 02, self-attention: the "Your turn" exercises.
 
-* ``causal_mask``: build the subsequent mask ``(1, L, L)`` yourself;
+* ``decoder_mask``: combine the causal mask and each sequence's padding into ``(N, L, L)``;
 * ``masked_attention``: find and repair the bug of ``suspect_attention``, a masked attention;
 * ``shift_rotation``: the 2×2 rotation that moves a (sin, cos) pair ``k`` positions ahead.
 
 In a notebook::
 
     from stepbystep.exercises import ch02
-    ch02.causal_mask.check(my_causal_mask)
-    ch02.causal_mask.solution()
+    ch02.decoder_mask.check(my_decoder_mask)
+    ch02.decoder_mask.solution()
 """
 import math
 
@@ -17,50 +17,71 @@ import torch
 from ..models import scaled_dot_product, sinusoidal_table, subsequent_mask
 from .exercise import Exercise, expects_function
 
-__all__ = ["causal_mask", "masked_attention", "shift_rotation", "suspect_attention"]
+__all__ = ["decoder_mask", "masked_attention", "shift_rotation", "suspect_attention"]
 
 
-# ---------------------------------------------------------------- causal mask
-def _causal_mask_solution(size):
-    ones = torch.ones(size, size, dtype=torch.bool)  # (L, L)
-    # row i is query i: keep keys 0..i, the lower triangle including the diagonal
-    return torch.tril(ones).unsqueeze(0)  # (1, L, L)
+# ---------------------------------------------------------------- causal and padding mask
+def _decoder_mask_solution(lengths, size):
+    causal = torch.ones(size, size, dtype=torch.bool).tril()  # (L, L): query i may read keys 0..i
+    real = torch.arange(size) < lengths[:, None]  # (N, L): True on each sequence's real positions
+    # a key must come no later than the query AND be real; padding blocks keys, the last dimension
+    return causal[None] & real[:, None, :]  # (N, L, L)
 
 
-@expects_function("size -> mask")
-def _check_causal_mask(make_mask):
-    for size in (3, 5, 1):
-        mask = make_mask(size)
-        expected = subsequent_mask(size)  # (1, L, L)
+_MASK_CASES = ((torch.tensor([3, 1, 2]), 3), (torch.tensor([5, 2]), 5), (torch.tensor([4, 3, 1, 2]), 4))
+
+
+@expects_function("(lengths, size) -> mask")
+def _check_decoder_mask(make_mask):
+    for lengths, size in _MASK_CASES:
+        n = len(lengths)
+        mask = make_mask(lengths.clone(), size)
         if not isinstance(mask, torch.Tensor):
-            return f"for size {size} expected a tensor, got {type(mask).__name__}"
-        if tuple(mask.shape) != (1, size, size):
-            return f"for size {size} expected shape (1, {size}, {size}), got {tuple(mask.shape)}"
+            return f"for {n} sequences of size {size} expected a tensor, got {type(mask).__name__}"
+        if tuple(mask.shape) != (n, size, size):
+            if tuple(mask.shape) == (1, size, size):
+                return (f"expected one mask per sequence, shape (N, L, L) = ({n}, {size}, {size}), got (1, {size}, "
+                        f"{size}): the padding differs from sequence to sequence")
+            return f"for {n} sequences of size {size} expected shape ({n}, {size}, {size}), got {tuple(mask.shape)}"
         if mask.dtype != torch.bool:
             return f"expected a bool mask (True = may attend), got dtype {mask.dtype}"
+        real = torch.arange(size) < lengths[:, None]  # (N, L)
+        causal = subsequent_mask(size).expand(n, size, size)  # (N, L, L)
+        padding = real[:, None, :].expand(n, size, size)  # (N, L, L): padded keys blocked
+        expected = causal & padding
         if torch.equal(mask, expected):
             continue
+        if torch.equal(mask, ~expected):
+            return "your mask is inverted: True must mean 'may attend'"
+        if torch.equal(mask, causal):
+            return "a query can still read the padded keys of a shorter sequence: the padding is missing"
+        if torch.equal(mask, padding):
+            return "a query can read keys that come after it: the causal part is missing"
+        if torch.equal(mask, causal | padding):
+            return "your mask lets a key through if it passes either mask; it has to pass both"
+        if torch.equal(mask, causal & real[:, :, None]):
+            return ("you blocked the padded queries (rows), but a real query can still read padded keys (columns): "
+                    "padding hides keys")
         if torch.equal(mask, expected.transpose(1, 2)):
-            return "query 0 may attend to a later key: your mask is the transpose (upper triangle) of the right one"
-        if size > 1 and torch.equal(mask, ~expected):  # at size 1 it is also the missing diagonal
-            return "your mask is inverted: True must mean 'may attend', so the lower triangle is True"
-        if not mask[0].diagonal().all():
-            return "a query must be allowed to attend to itself: the diagonal must be True"
-        sees_the_future = bool((mask & ~expected).any())
-        hides_the_past = bool((~mask & expected).any())
-        if sees_the_future and hides_the_past:
-            return f"for size {size} your mask lets queries read some later keys and hides some earlier ones"
-        if sees_the_future:
-            return f"for size {size} your mask lets a query read a key that comes after it"
-        return f"for size {size} your mask hides from a query a key that does not come after it"
+            return "query 0 may attend to a later key: your mask is the transpose of the right one"
+        if not expected.diagonal(dim1=1, dim2=2)[real].eq(mask.diagonal(dim1=1, dim2=2)[real]).all():
+            return "a real position must be allowed to attend to itself"
+        reads_too_much = bool((mask & ~expected).any())
+        hides_too_much = bool((~mask & expected).any())
+        if reads_too_much and hides_too_much:
+            return f"for lengths {lengths.tolist()} your mask lets queries read some keys they must not, and hides others"
+        if reads_too_much:
+            return f"for lengths {lengths.tolist()} your mask lets a query read a key it must not"
+        return f"for lengths {lengths.tolist()} your mask hides from a query a key it may read"
     return None
 
 
-causal_mask = Exercise(
-    "causal mask",
-    _check_causal_mask,
-    "row i is query i; it may read keys 0..i. torch.tril keeps the lower triangle.",
-    _causal_mask_solution,
+decoder_mask = Exercise(
+    "causal and padding mask",
+    _check_decoder_mask,
+    "build the two masks on their own, the causal one (L, L) and the padding one from the lengths "
+    "(N, L); a key must pass both. Which dimension of (N, L_query, L_key) does padding block?",
+    _decoder_mask_solution,
 )
 
 
