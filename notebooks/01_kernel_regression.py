@@ -444,8 +444,8 @@ expect(kernel_mse < 0.5 and dot_mse > 40 * kernel_mse,
 
 # %% [markdown]
 # So when does a dot product behave like a kernel? When the per-key term is the same for every
-# key, or small next to the rest (Zhang et al., *Dive into Deep Learning*, section 11.3, make
-# this point):
+# key, or small next to the rest (Zhang et al., *Dive into Deep Learning*, section 11.3.1, make
+# this point about normalised keys):
 #
 # - **keys of equal size**: if every key has the same norm $\lVert k \rVert$, the term
 #   $-\lVert k \rVert^2/2\sigma^2$ is one constant for the whole row and the softmax ignores
@@ -455,7 +455,9 @@ expect(kernel_mse < 0.5 and dot_mse > 40 * kernel_mse,
 #   norms of queries and keys comparable, so the per-key term varies little;
 # - **learned projections**: a model that computes its queries and keys can put the missing
 #   term back. Our `product_scores` above is itself a dot product, of $(q, 1)$ with
-#   $(k, -k^2/2)$, divided by $\sigma^2$: a projection can learn to add such a feature.
+#   $(k, -k^2/2)$, divided by $\sigma^2$. A linear projection cannot square its input, but
+#   when the input already carries a feature like $k^2$ (earlier non-linear layers can supply
+#   one), a learned projection can route it into the keys.
 
 # %%
 angles = 2 * torch.pi * torch.arange(50) / 50  # (50,): keys evenly round a circle of radius 3
