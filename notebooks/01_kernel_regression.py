@@ -15,7 +15,8 @@
 #
 # - write Nadaraya-Watson kernel regression in a few lines of PyTorch and read its **weights
 #   matrix** as "which training points each query attends to";
-# - explain how the kernel width σ trades noise (under-smoothing) against bias (over-smoothing);
+# - explain how the kernel width σ trades variance (under-smoothing: the fit copies the noise)
+#   against bias (over-smoothing);
 # - choose σ by **leave-one-out** error, and say why a point must not attend to itself;
 # - **learn** σ by gradient descent with `StepByStep`, and compare it with the leave-one-out choice;
 # - rewrite the kernel weights as a **softmax of scores**, and name the parts **queries**,
@@ -31,6 +32,7 @@ from stepbystep.data import make_regression_data, regression_grid, true_function
 from stepbystep.exercises import ch01
 from stepbystep.expect import expect, expect_close
 from stepbystep.models import KernelRegression, best_sigma, gaussian_kernel, leave_one_out_error, nadaraya_watson
+from stepbystep.plots.kernel_regression import dot_product_weights, query_attention
 from stepbystep.widgets import sigma_explorer
 
 # %% [markdown]
@@ -72,7 +74,8 @@ print(f"x from {x_train.min():.2f} to {x_train.max():.2f}; mean target {y_train.
 # $$
 #
 # Its usual factor $1/(\sigma\sqrt{2\pi})$ cancels in the ratio, so we leave it out. The
-# width $\sigma$ sets how far "close" reaches, as a multiple of σ:
+# width $\sigma$ is the unit in which distances are measured: a training point $1\sigma$ away
+# gets kernel value 0.61, one $3\sigma$ away only 0.011.
 
 # %%
 for multiple, value in zip((0, 1, 2, 3), gaussian_kernel(torch.tensor([0.0, 1.0, 2.0, 3.0]), sigma=1.0)):
@@ -82,8 +85,10 @@ for multiple, value in zip((0, 1, 2, 3), gaussian_kernel(torch.tensor([0.0, 1.0,
 fig = plots.kernel_shapes([0.2, 0.5, 2.0])
 
 # %% [markdown]
-# Written out in PyTorch, the whole method is four lines. Every query is compared with every
-# training input at once by broadcasting a column against a row.
+# Written out in PyTorch, the whole method is four lines. We already call the prediction
+# points **queries**, the training inputs **keys** and the targets **values**; the last
+# section of the chapter says why. Every query is compared with every key at once by
+# broadcasting a column against a row.
 
 # %%
 def kernel_regression_by_hand(queries, keys, values, sigma):
@@ -150,6 +155,13 @@ expect(set(top.indices.tolist()) == set(nearest.tolist()), "the three largest we
        got=f"largest at {top.indices.tolist()}, nearest {nearest.tolist()}")
 shortfall = y_true[row] - package_predictions[row]
 expect(shortfall > 0.2, "at x = 5 the prediction falls more than 0.2 short of the curve", got=shortfall)
+
+# %% [markdown]
+# The same row as a picture: each training point drawn with an area proportional to its weight
+# for this query, and below, the weights themselves under the kernel centred on the query.
+
+# %%
+fig = query_attention(x_train, y_train, float(x_grid[row]), 0.5, x_grid=x_grid, y_true=y_true)
 
 # %% [markdown]
 # The prediction falls short of the true curve. Because we know the noise-free curve, we can
@@ -260,7 +272,8 @@ fig = plots.loo_curve(sigmas, loo_errors)
 #   it zero or negative;
 # - in **training mode** every query is a training point, and it must not attend to itself.
 #   The loader hands the module each query together with its index among the training points,
-#   `key_index`, and the key with that index gets weight 0. Leaving a point out by its *index*
+#   `key_index`, and the key with that index gets weight 0. (Each example's input is a dict;
+#   `StepByStep` hands a dict to the model as keyword arguments, `model(**x)`.) Leaving a point out by its *index*
 #   rather than by its value matters when two training points share an $x$: the other one
 #   still counts. In **eval mode** every point is used, as a finished model should. (Like
 #   dropout, the module behaves differently in the two modes.)
@@ -382,19 +395,78 @@ expect(not by_softmax.isnan().any(), "no prediction with the softmax is NaN", go
 # softmax, and return the weighted average of the values,
 # $\;\text{attention}(q) = \sum_j \operatorname{softmax}_j\big(s(q, k_j)\big)\, v_j$.
 #
-# Chapter 02 keeps this recipe and changes the score. Expanding our score,
-# $-(q - k)^2 / 2\sigma^2 = \big(qk - k^2/2 - q^2/2\big)/\sigma^2$. The $q^2$ term is the
-# same for every key of a query, and a softmax ignores a constant added to a whole row, so
-# what matters is a **product** of query and key, $qk/\sigma^2$, minus a term in $k^2$. For
-# vectors that product becomes the dot product $q \cdot k$, scaled by $1/\sqrt{d_k}$ instead of
-# $1/\sigma^2$ (and the per-key term is dropped). A quick check that dropping the $q^2$ term
-# changes nothing:
+# Chapter 02 keeps this recipe and changes the score. Expanding ours,
+# $-(q - k)^2 / 2\sigma^2 = \big(qk - k^2/2 - q^2/2\big)/\sigma^2$, gives three terms:
+#
+# - $q^2/2\sigma^2$ is the same for every key of a query, and a softmax ignores a constant
+#   added to a whole row, so dropping it changes nothing;
+# - $qk/\sigma^2$ is a **product** of query and key;
+# - $-k^2/2\sigma^2$ is a **per-key** term: it penalises large keys.
+#
+# A quick check of the first point:
 
 # %%
 q, k = x_grid[:, None], x_train[None, :]  # (200, 1), (1, 50)
 product_scores = (q * k - k**2 / 2) / sigma**2  # (200, 50): no q² term
 same = torch.allclose(torch.softmax(product_scores, dim=-1), weights, atol=1e-5)
 print("product-and-key scores give the same weights:", same)
+
+# %% [markdown]
+# Chapter 02's score keeps only the product. Its queries and keys are vectors of length
+# $d_k$ (the **key dimension**), the product is the dot product $q \cdot k$, and it is divided
+# by $\sqrt{d_k}$ instead of $\sigma^2$. Dropping the per-key term is **not** harmless: it
+# turns a score that asks "how close is the key?" into one that also asks "how large is the
+# key?". On our data, where the keys run from 0.4 to 9.8, the product $qk/\sigma^2$ grows
+# fastest for the largest key, so every query with $x > 0$ ends up giving that one key its
+# largest weight, and the diagonal band is gone:
+
+# %%
+fig = dot_product_weights(x_train, y_train, x_grid, sigma, y_true=y_true)
+
+# %% tags=["nbval-ignore-output"]
+dot_weights = torch.softmax(q * k / sigma**2, dim=-1)  # (200, 50): the per-key term dropped
+largest_key = int(torch.argmax(x_train))
+for x_query in (1.0, 5.0, 9.0):
+    r = int(torch.argmin((x_grid - x_query).abs()))
+    j = int(torch.argmax(dot_weights[r]))
+    print(f"query x = {x_grid[r]:.2f}: largest weight {dot_weights[r, j]:.2f} on the key x = {x_train[j]:.2f}")
+kernel_mse = ((weights @ y_train - y_true) ** 2).mean()  # against the noise-free curve
+dot_mse = ((dot_weights @ y_train - y_true) ** 2).mean()
+print(f"MSE against the true curve: kernel {kernel_mse:.2f}, product only {dot_mse:.2f}")
+
+# %%
+favourite = dot_weights.argmax(dim=-1)  # (200,): the key each query weighs most
+expect((favourite[x_grid > 0] == largest_key).all(), "every query with x > 0 weighs the largest key most",
+       got=f"{int((favourite[x_grid > 0] != largest_key).sum())} queries that do not")
+expect(kernel_mse < 0.5 and dot_mse > 40 * kernel_mse,
+       "the kernel fits the curve with an MSE under 0.5, the product-only scores more than 40 times worse",
+       got=(kernel_mse, dot_mse))
+
+# %% [markdown]
+# So when does a dot product behave like a kernel? When the per-key term is the same for every
+# key, or small next to the rest (Zhang et al., *Dive into Deep Learning*, section 11.3.1, make
+# this point about normalised keys):
+#
+# - **keys of equal size**: if every key has the same norm $\lVert k \rVert$, the term
+#   $-\lVert k \rVert^2/2\sigma^2$ is one constant for the whole row and the softmax ignores
+#   it. Then $\operatorname{softmax}(q \cdot k/\sigma^2)$ *is* the Gaussian kernel of the
+#   distance $\lVert q - k \rVert$ (checked below on points of a circle);
+# - **normalisation**: layers that normalise their outputs (layer norm, chapter 04) keep the
+#   norms of queries and keys comparable, so the per-key term varies little;
+# - **learned projections**: a model that computes its queries and keys can put the missing
+#   term back. Our `product_scores` above is itself a dot product, of $(q, 1)$ with
+#   $(k, -k^2/2)$, divided by $\sigma^2$. A linear projection cannot square its input, but
+#   when the input already carries a feature like $k^2$ (earlier non-linear layers can supply
+#   one), a learned projection can route it into the keys.
+
+# %%
+angles = 2 * torch.pi * torch.arange(50) / 50  # (50,): keys evenly round a circle of radius 3
+circle_keys = 3 * torch.stack([angles.cos(), angles.sin()], dim=-1)  # (50, 2): all of norm 3
+circle_queries = 3 * torch.stack([torch.cos(angles[:7] + 0.05), torch.sin(angles[:7] + 0.05)], dim=-1)  # (7, 2)
+dot_on_circle = torch.softmax(circle_queries @ circle_keys.T / sigma**2, dim=-1)  # (7, 50)
+kernel_on_circle = torch.softmax(-torch.cdist(circle_queries, circle_keys) ** 2 / (2 * sigma**2), dim=-1)  # (7, 50)
+expect_close(dot_on_circle, kernel_on_circle, "with keys of equal norm, the dot-product weights are the kernel "
+             "weights (± 1e-5)", atol=1e-5)
 
 # %% [markdown]
 # In chapter 02 the queries, keys and values are no longer given: each is a learned linear
@@ -438,16 +510,18 @@ sigma_explorer(x_train, y_train, sigma=0.5)
 # `.hint()` gives a nudge and `.solution()` prints a worked solution. The cells below run the
 # checkers on placeholders, so they fail until you fill them in.
 #
-# **1. Scores.** Write `my_scores(queries, keys, sigma)` returning the `(n_q, n_k)` scores
-# whose softmax over the keys gives the Gaussian kernel weights. (Is there more than one right
-# answer?)
+# **1. Another kernel.** The softmax form works for any kernel: the scores are $\log K$. Write
+# `my_scores(queries, keys, sigma)` returning the `(n_q, n_k)` scores whose softmax over the
+# keys gives the weights of the **Laplace kernel** $K(u) = e^{-|u|/\sigma}$. Before you fit
+# with it: its peak at $u = 0$ is a sharp corner, not a smooth bump. Do you expect its fit to
+# look smoother or rougher than the Gaussian's at the same σ? Draw both and see.
 
 # %%
 def my_scores(queries, keys, sigma):
-    return torch.zeros(len(queries), len(keys))  # replace with your scores, (n_q, n_k)
+    return torch.zeros(len(queries), len(keys))  # replace with the Laplace kernel's scores, (n_q, n_k)
 
 
-ch01.gaussian_scores.check(my_scores)
+ch01.laplace_scores.check(my_scores)
 
 # %% [markdown]
 # **2. Leave-one-out by hand.** Write `my_loo_error(x, y, sigma)` returning the leave-one-out
@@ -462,11 +536,14 @@ def my_loo_error(x, y, sigma):
 ch01.loo_error.check(my_loo_error)
 
 # %% [markdown]
-# **3. Noise and the best width.** Make two data sets with `make_regression_data(n=50,
-# noise=..., seed=42)`, one with noise 0.1 and one with noise 1.0, and find the σ that
-# leave-one-out picks for each on the grid `ch01.LOO_SIGMA_GRID`. Answer with a dict
-# `{0.1: sigma, 1.0: sigma}`. Before you compute: which one do you expect to be wider, and why?
+# **3. Noise and the best width.** Predict first: if the targets get noisier, should
+# leave-one-out pick a wider kernel or a narrower one, and why? Then check your prediction:
+# make three data sets with `make_regression_data(n=50, noise=..., seed=42)`, with noise 0.1,
+# 0.5 and 1.0, draw their leave-one-out curves on the grid `ch01.LOO_SIGMA_GRID` in one plot,
+# and answer with a dict `{0.1: sigma, 0.5: sigma, 1.0: sigma}` of the widths leave-one-out
+# picks. Look at the curves near their minima too: which is flattest, and what does that say
+# about how precisely σ matters there?
 
 # %%
-my_widths = {0.1: 1.0, 1.0: 1.0}  # replace with the widths you find
+my_widths = {0.1: 1.0, 0.5: 1.0, 1.0: 1.0}  # replace with the widths you find
 ch01.loo_sigma.check(my_widths)

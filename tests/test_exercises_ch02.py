@@ -1,6 +1,7 @@
 """Chapter 02's exercises: the worked solutions pass, typical mistakes get a helpful message."""
 import math
 
+import pytest
 import torch
 
 from stepbystep.exercises import ch02
@@ -10,58 +11,47 @@ def _solution(exercise):
     return exercise._solution
 
 
-# ---------------------------------------------------------------- causal mask
-def test_causal_mask_solution_passes():
-    assert ch02.causal_mask.check(_solution(ch02.causal_mask))
+# ---------------------------------------------------------------- causal and padding mask
+def _causal(size):
+    return torch.ones(size, size, dtype=torch.bool).tril()  # (L, L)
 
 
-def test_causal_mask_transposed_is_caught():
-    result = ch02.causal_mask.check(lambda size: torch.ones(size, size, dtype=torch.bool).triu().unsqueeze(0))
-    assert not result and "transpose" in repr(result)
+def _real(lengths, size):
+    return torch.arange(size) < lengths[:, None]  # (N, L)
 
 
-def test_causal_mask_inverted_is_caught():
-    result = ch02.causal_mask.check(lambda size: ~torch.ones(size, size, dtype=torch.bool).tril().unsqueeze(0))
-    assert not result and "inverted" in repr(result)
+def test_decoder_mask_solution_passes():
+    assert ch02.decoder_mask.check(_solution(ch02.decoder_mask))
 
 
-def test_causal_mask_without_the_diagonal_is_caught():
-    result = ch02.causal_mask.check(lambda size: torch.ones(size, size, dtype=torch.bool).tril(-1).unsqueeze(0))
-    assert not result and "attend to itself" in repr(result)
+@pytest.mark.parametrize("wrong, words", [
+    (lambda lengths, size: _causal(size).expand(len(lengths), size, size), "the padding is missing"),
+    (lambda lengths, size: _real(lengths, size)[:, None, :].expand(len(lengths), size, size),
+     "the causal part is missing"),
+    (lambda lengths, size: ~(_causal(size)[None] & _real(lengths, size)[:, None, :]), "inverted"),
+    (lambda lengths, size: _causal(size)[None] | _real(lengths, size)[:, None, :], "it has to pass both"),
+    (lambda lengths, size: _causal(size)[None] & _real(lengths, size)[:, :, None], "padding hides keys"),
+    (lambda lengths, size: (_causal(size)[None] & _real(lengths, size)[:, None, :]).transpose(1, 2), "transpose"),
+    (lambda lengths, size: _causal(size)[None], "one mask per sequence"),
+    (lambda lengths, size: (_causal(size)[None] & _real(lengths, size)[:, None, :]).float(), "bool"),
+    (lambda lengths, size: _causal(size).tril(-1)[None] & _real(lengths, size)[:, None, :], "attend to itself"),
+    (lambda lengths, size: torch.ones(len(lengths), size, size, dtype=torch.bool), "read a key it must not"),
+])
+def test_decoder_mask_typical_mistakes(fails_with, wrong, words):
+    message = fails_with(ch02.decoder_mask, wrong, words)
+    assert "tensor(" not in message and "Hint:" not in message  # no right mask printed, hint on request
 
 
-def test_causal_mask_wrong_shape_and_dtype_are_caught():
-    result = ch02.causal_mask.check(lambda size: torch.ones(size, size).tril().bool())
-    assert not result and "expected shape (1, 3, 3)" in repr(result)
-    result = ch02.causal_mask.check(lambda size: torch.ones(size, size).tril().unsqueeze(0))
-    assert not result and "bool" in repr(result)
-    assert "Stuck? .hint() gives a nudge" in repr(result) and "Hint:" not in repr(result)
-
-
-def test_causal_mask_messages_never_show_the_right_mask():
-    placeholder = ch02.causal_mask.check(lambda size: torch.ones(1, size, size, dtype=torch.bool))
-    assert not placeholder and "lets a query read a key that comes after it" in repr(placeholder)
-    assert "tensor" not in repr(placeholder)  # no expected mask printed
-
-    def too_strict(size):  # only the diagonal: hides earlier keys
-        return torch.eye(size, dtype=torch.bool).unsqueeze(0)
-
-    result = ch02.causal_mask.check(too_strict)
-    assert not result and "hides from a query a key" in repr(result)
-
-    def mixed(size):  # the lower triangle shifted: sees key i + 1, hides key 0 from the last query
-        mask = torch.eye(size, dtype=torch.bool) | torch.eye(size, dtype=torch.bool).roll(1, dims=1)
-        return mask.unsqueeze(0)
-
-    result = ch02.causal_mask.check(mixed)
-    assert not result and "later keys and hides some earlier ones" in repr(result)
+def test_decoder_mask_not_a_tensor():
+    result = ch02.decoder_mask.check(lambda lengths, size: [[True]])
+    assert not result and "expected a tensor" in repr(result)
 
 
 def test_hints_come_on_request(capsys):
-    ch02.causal_mask.hint()
+    ch02.decoder_mask.hint()
     ch02.masked_attention.hint()
     printed = capsys.readouterr().out
-    assert "torch.tril" in printed and "masked_fill" in printed
+    assert "a key must pass both" in printed and "weights.sum(-1)" in printed
 
 
 # ---------------------------------------------------------------- masked attention
@@ -94,7 +84,48 @@ def test_masked_attention_softmax_over_queries_is_caught():
 
 def test_masked_attention_ignoring_the_mask_is_caught():
     result = ch02.masked_attention.check(_attention(use_mask=False))
-    assert not result and "masked keys still get weight" in repr(result)
+    assert not result and "blocked keys still get weight" in repr(result)
+
+
+def test_masked_attention_inverted_mask_is_named(fails_with):
+    def inverted(q, k, v, mask=None):
+        scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+        if mask is not None:
+            scores = scores.masked_fill(mask, float("-inf"))  # the mask not inverted: blocks the allowed keys
+        weights = torch.softmax(scores, dim=-1)
+        return weights @ v, weights
+
+    message = fails_with(ch02.masked_attention, inverted, "go to the keys the mask blocks")
+    assert "True in the mask means 'may attend'" in message and "-inf" not in message
+
+
+def test_masked_attention_masking_after_the_softmax_is_named(fails_with):
+    message = fails_with(ch02.masked_attention, ch02.suspect_attention, "rows no longer sum to 1")
+    assert "before the softmax" not in message  # the repair is not spelled out
+    assert "softmax over the keys" not in message  # not misdiagnosed as a softmax over the wrong dimension
+
+
+def test_masked_attention_suspect_is_right_without_a_mask():
+    q, k, v = torch.randn(2, 3, 8), torch.randn(2, 4, 8), torch.randn(2, 4, 5)
+    context, weights = ch02.suspect_attention(q, k, v)
+    expected_context, expected_weights = _solution(ch02.masked_attention)(q, k, v)
+    assert torch.allclose(weights, expected_weights, atol=1e-6) and torch.allclose(context, expected_context, atol=1e-6)
+
+
+def test_masked_attention_renormalised_after_the_softmax_passes():
+    def renormalised(q, k, v, mask=None):  # zero the blocked weights, then share the rest again: also right
+        weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)
+        if mask is not None:
+            weights = weights * mask
+            weights = weights / weights.sum(-1, keepdim=True)
+        return weights @ v, weights
+
+    assert ch02.masked_attention.check(renormalised)
+
+
+def test_masked_attention_placeholder_reveals_nothing(fails_with):
+    message = fails_with(ch02.masked_attention, lambda q, k, v, mask=None: (None, None), "expected two tensors")
+    assert "scal" not in message and "mask" not in message
 
 
 def test_masked_attention_wrong_return_is_caught():

@@ -106,3 +106,76 @@ def test_dashboard_draws_three_panels_and_redraws_in_place(data):
     same = kernel_dashboard(x, y, x_grid, kernel_fit(x, y, x_grid, 3.0), y_true=y_true, fig=fig)
     assert same is fig and len(fig.axes) == 4
     assert "σ = 3" in fig.get_suptitle()
+
+
+def test_kernel_weights_explains_the_dotted_diagonal_below_the_axes(data):
+    x, y, x_grid, _ = data
+    fig = kernel_weights(nadaraya_watson(x_grid, x, y, 0.5)[1], x_grid, x)
+    legend = fig.axes[0].get_legend()
+    assert [t.get_text() for t in legend.get_texts()] == ["query = key (x = xⱼ)"]
+    assert legend.get_bbox_to_anchor().y0 < fig.axes[0].get_window_extent().y0  # under the heatmap, not on it
+
+
+def test_loo_curve_labels_the_ticks_between_decades(data):
+    x, y, _, _ = data
+    sigmas = torch.logspace(-2, 1, 61)
+    fig = loo_curve(sigmas, leave_one_out_error(x, y, sigmas))
+    ax = fig.axes[0]
+    fig.canvas.draw()
+    minor = [t.get_text() for t in ax.yaxis.get_minorticklabels() if t.get_text()]
+    assert any(label in minor for label in ("0.2", "0.3", "0.5", "2", "3", "5"))
+
+
+def test_dot_product_weights_piles_onto_the_largest_key(data):
+    from stepbystep.plots.kernel_regression import dot_product_weights
+
+    x, y, x_grid, y_true = data
+    fig = dot_product_weights(x, y, x_grid, 0.5, y_true=y_true)
+    kernel_ax, product_ax, fit_ax = [ax for ax in fig.axes if ax.get_label() != "<colorbar>"]
+    assert "q·k/σ²" in product_ax.get_title() and "(q − k)²" in kernel_ax.get_title()
+    product = product_ax.collections[0].get_array().reshape(len(x_grid), len(x))  # sorted queries x sorted keys
+    assert (product[x_grid.numpy() > 0].argmax(axis=1) == len(x) - 1).all()  # the last column: the largest key
+    kernel = kernel_ax.collections[0].get_array().reshape(len(x_grid), len(x))
+    assert (kernel.argmax(axis=1) != len(x) - 1).any()
+    labels = [line.get_label() for line in fit_ax.lines]
+    assert "kernel fit" in labels and "product-only fit" in labels
+    assert sum(1 for ax in fig.axes if ax.get_label() == "<colorbar>") == 2
+    assert all(ax.get_ylabel() == "weight α" for ax in fig.axes if ax.get_label() == "<colorbar>")
+
+
+def test_dot_product_weights_rejects_bad_input(data):
+    from stepbystep.plots.kernel_regression import dot_product_weights
+
+    x, y, x_grid, _ = data
+    with pytest.raises(ValueError, match="positive width"):
+        dot_product_weights(x, y, x_grid, 0.0)
+    with pytest.raises(ValueError, match="1-D of one length"):
+        dot_product_weights(x, y[:-1], x_grid, 0.5)
+
+
+def test_dashboard_colourbar_is_labelled(data):
+    x, y, x_grid, y_true = data
+    fig = kernel_dashboard(x, y, x_grid, kernel_fit(x, y, x_grid, 0.5), y_true=y_true)
+    assert [ax.get_ylabel() for ax in fig.axes if ax.get_label() == "<colorbar>"] == ["weight α"]
+
+
+def test_query_attention_sizes_points_by_their_weight(data):
+    from stepbystep.plots.kernel_regression import query_attention
+
+    x, y, x_grid, y_true = data
+    fig = query_attention(x, y, 5.0, 0.5, x_grid=x_grid, y_true=y_true)
+    top, bottom = fig.axes
+    weights = nadaraya_watson(torch.tensor([5.0]), x, y, 0.5)[1][0].numpy()
+    points = top.collections[0]
+    assert np.allclose(points.get_sizes(), 5 + 400 * weights, atol=1e-4)
+    assert np.allclose(bottom.collections[1].get_offsets()[:, 1], weights, atol=1e-6)
+    assert bottom.get_ylabel() == "weight α" and bottom.get_xlabel() == "x" and top.get_ylabel() == "y"
+    assert "x = 5" in top.get_title()
+    with pytest.raises(ValueError, match="positive width"):
+        query_attention(x, y, 5.0, -1.0)
+
+
+def test_dashboard_title_can_carry_the_lowest_error(data):
+    x, y, x_grid, _ = data
+    fig = kernel_dashboard(x, y, x_grid, kernel_fit(x, y, x_grid, 0.5), best=(0.316, 0.1696))
+    assert fig._suptitle.get_text().endswith("(lowest: 0.170 at σ = 0.316)")

@@ -180,3 +180,25 @@ def test_compare_runs_ticks_whole_epochs():
     (ax,) = compare_runs({"a": ([1.0, 0.5, 0.4], [1.2, 0.6, 0.5])}).axes
     ax.figure.canvas.draw()
     assert _integers(ax.get_xticks())
+
+
+def test_relative_shift_titles_say_position_or_positions():
+    titles = [ax.get_title() for ax in relative_shift(TABLE, pairs=(0,), shift=2, starts=(0,)).axes]
+    assert titles == ["pair 0: +2 positions = same rotation"]
+    titles = [ax.get_title() for ax in relative_shift(TABLE, pairs=(0,), shift=1, starts=(0,)).axes]
+    assert titles == ["pair 0: +1 position = same rotation"]
+
+
+def test_padded_attention_maps_hatches_the_padded_query_rows_only():
+    from stepbystep.plots.masks import padded_attention_maps
+
+    weights = torch.softmax(torch.randn(3, 4, 4), dim=-1)
+    fig = padded_attention_maps(weights, torch.tensor([4, 2, 3]), titles=["a", "b", "c"])
+    maps = [ax for ax in fig.axes if ax.get_label() != "<colorbar>"]
+    hatched = [[(p.get_xy()[1], p.get_width()) for p in ax.patches if p.get_hatch() == "//"] for ax in maps]
+    assert hatched == [[], [(2, 4), (3, 4)], [(3, 4)]]
+    assert "padded queries" in fig._suptitle.get_text()
+    with pytest.raises(ValueError, match="lengths must be 3 lengths between 1 and 4"):
+        padded_attention_maps(weights, torch.tensor([4, 5, 1]))
+    with pytest.raises(ValueError, match=r"\(N, L, L\)"):
+        padded_attention_maps(weights[:, :3], torch.tensor([3, 3, 3]))

@@ -1,8 +1,8 @@
 """Chapter 01 "Your turn": attention as kernel regression.
 
-- ``gaussian_scores``: write the scores whose softmax gives the Gaussian kernel weights.
+- ``laplace_scores``: extend the softmax form to another kernel, the Laplace kernel.
 - ``loo_error``: write the leave-one-out error for one width σ.
-- ``loo_sigma``: find the width leave-one-out picks at two noise levels.
+- ``loo_sigma``: find the width leave-one-out picks at three noise levels.
 """
 import torch
 
@@ -11,10 +11,10 @@ from ..data.regression import make_regression_data
 from ..models.kernel_regression import leave_one_out_error, nadaraya_watson
 from .exercise import Exercise, expects_function
 
-__all__ = ["gaussian_scores", "loo_error", "loo_sigma", "LOO_SIGMA_GRID"]
+__all__ = ["laplace_scores", "loo_error", "loo_sigma", "LOO_SIGMA_GRID"]
 
 LOO_SIGMA_GRID = torch.logspace(-2, 1, 61)  # the widths ``loo_sigma`` searches: 0.01 .. 10
-_NOISE_LEVELS = (0.1, 1.0)
+_NOISE_LEVELS = (0.1, 0.5, 1.0)
 
 
 def _sample_points(seed=0):
@@ -25,42 +25,53 @@ def _sample_points(seed=0):
 
 
 # ---------------------------------------------------------------------------------- exercise 1
-def _gaussian_scores_solution(queries, keys, sigma):
+def _laplace_scores_solution(queries, keys, sigma):
     distance = queries[:, None] - keys[None, :]  # (n_q, n_k)
-    # log K(x - xⱼ); adding any constant to a whole row is also right: softmax ignores it
-    return -(distance**2) / (2 * sigma**2)  # (n_q, n_k)
+    # log K(x - xⱼ) for K(u) = exp(-|u| / σ); any constant added to a whole row is also right
+    return -distance.abs() / sigma  # (n_q, n_k)
+
+
+def _softmax_matches(scores, reference):
+    return torch.allclose(torch.softmax(scores, dim=-1), torch.softmax(reference, dim=-1), atol=1e-5)
 
 
 @expects_function("scores(queries, keys, sigma)")
-def _check_gaussian_scores(answer):
+def _check_laplace_scores(answer):
     queries, keys = _sample_points()
     sigma = 1.5
     scores = check_tensor("what your function returns", answer(queries, keys, sigma)).detach().float()
     if scores.shape != (7, 9):
         return f"for 7 queries and 9 keys the scores should have shape (7, 9), got {tuple(scores.shape)}"
-    weights = torch.softmax(scores, dim=-1)  # (7, 9)
-    expected = nadaraya_watson(queries, keys, torch.zeros(9), sigma)[1]  # (7, 9)
-    if torch.allclose(weights, expected, atol=1e-5):
-        return None
     distance = queries[:, None] - keys[None, :]  # (7, 9)
-    if torch.allclose(weights, torch.softmax(distance**2 / (2 * sigma**2), dim=-1), atol=1e-5):
+    if _softmax_matches(scores, -distance.abs() / sigma):
+        return None
+    if _softmax_matches(scores, distance.abs() / sigma):
         return "your weights grow with the distance: far keys win. A minus sign is missing."
-    if torch.allclose(weights, torch.softmax(-(distance**2) / sigma**2, dim=-1), atol=1e-5):
-        return "your kernel is too narrow by a factor √2: check the 2 in 2σ²."
-    if torch.allclose(weights, torch.softmax(-(distance**2) / (2 * sigma), dim=-1), atol=1e-5):
-        return "you divide by 2σ, not 2σ²: the width has to be squared."
-    return "the softmax of your scores is not the Gaussian kernel weights"
+    if _softmax_matches(scores, -(distance**2) / (2 * sigma**2)):
+        return "these are the Gaussian kernel's scores: the Laplace kernel uses the distance itself, not its square."
+    if _softmax_matches(scores, -distance / sigma) or _softmax_matches(scores, distance / sigma):
+        return ("your weights favour keys on one side of the query, whatever their distance: the kernel needs the "
+                "size of the distance, |x − xⱼ|, not its sign.")
+    if _softmax_matches(scores, -distance.abs() / sigma**2):
+        return "you divide by σ², which makes the kernel's width depend on σ squared: the Laplace kernel divides by σ."
+    if _softmax_matches(scores, -distance.abs()):
+        return "your weights do not depend on σ: the width has to enter the scores."
+    return "the softmax of your scores is not the Laplace kernel weights"
 
 
-gaussian_scores = Exercise(
-    "scores whose softmax is the Gaussian kernel weights",
-    _check_gaussian_scores,
-    "take the log of K(x - xⱼ) = exp(-(x - xⱼ)² / (2σ²)); the normalising sum becomes the softmax",
-    _gaussian_scores_solution,
+laplace_scores = Exercise(
+    "scores whose softmax is the Laplace kernel weights",
+    _check_laplace_scores,
+    "the Gaussian's scores were log K; what is log K for K(u) = exp(-|u| / σ)?",
+    _laplace_scores_solution,
 )
 
 
 # ---------------------------------------------------------------------------------- exercise 2
+def _near(value, target):
+    return abs(value - target) <= 1e-4 * max(1.0, abs(target))
+
+
 def _loo_error_solution(x, y, sigma):
     distance = x[:, None] - x[None, :]  # (n, n)
     scores = -(distance**2) / (2 * sigma**2)  # (n, n)
@@ -82,8 +93,17 @@ def _check_loo_error(answer):
         if abs(error - expected) <= 1e-4 * max(1.0, expected):
             continue
         in_sample = float(((nadaraya_watson(x, x, y, sigma)[0] - y) ** 2).mean())
-        if abs(error - in_sample) <= 1e-4 * max(1.0, in_sample):
+        if _near(error, in_sample):
             return f"at σ = {sigma} you return the in-sample error: each point still attends to itself"
+        if _near(error, expected * len(x)):
+            return f"at σ = {sigma} you return the sum of the squared errors: the MSE is their mean"
+        if _near(error, expected**0.5):
+            return f"at σ = {sigma} you return the root of the mean squared error: the exercise asks for the MSE itself"
+        weights = nadaraya_watson(x, x, y, sigma)[1]  # (n, n): every point included
+        zeroed = weights * (1 - torch.eye(len(x)))  # (n, n): the diagonal zeroed after normalising
+        if _near(error, float(((zeroed @ y - y) ** 2).mean())):
+            return (f"at σ = {sigma} each point gets no weight on itself, but your weights' rows no longer sum to 1: "
+                    "the weight the point had is lost, not shared among the others")
         return f"at σ = {sigma} your function returned {error:.4f}, which is not the leave-one-out MSE"
     return None
 
@@ -104,7 +124,7 @@ def _loo_sigma_solution():
     from stepbystep.models import best_sigma
 
     answer = {}
-    for noise in (0.1, 1.0):
+    for noise in (0.1, 0.5, 1.0):
         x, y = make_regression_data(n=50, noise=noise, seed=42)
         answer[noise], _ = best_sigma(x, y, LOO_SIGMA_GRID)
     return answer  # the noisier set needs the wider kernel: it averages more points
@@ -120,20 +140,20 @@ def _check_loo_sigma(answer):
         return f"expected a dict with the keys {list(_NOISE_LEVELS)} (the noise levels), got {got}"
     given = {noise: float(answer[noise]) for noise in _NOISE_LEVELS}
     expected = _loo_sigma_solution()
-    low, high = _NOISE_LEVELS
     if all(_close(given[n], expected[n]) for n in _NOISE_LEVELS):
         return None
-    if _close(given[low], expected[high]) and _close(given[high], expected[low]):
-        return "your two widths are swapped: which data set needs more averaging?"
+    widths = [given[n] for n in _NOISE_LEVELS]
+    if all(a > b for a, b in zip(widths, widths[1:])):
+        return "your widths shrink as the noise grows: which data set needs more averaging?"
     wrong = [n for n in _NOISE_LEVELS if not _close(given[n], expected[n])]
     return "; ".join(f"for noise {n} your σ = {given[n]:.3f} is not the width leave-one-out picks on LOO_SIGMA_GRID"
                      for n in wrong)
 
 
 loo_sigma = Exercise(
-    "the width leave-one-out picks at two noise levels",
+    "the width leave-one-out picks at three noise levels",
     _check_loo_sigma,
-    "make_regression_data(n=50, noise=..., seed=42) for each noise level, then best_sigma over "
-    "LOO_SIGMA_GRID",
+    "noisier targets need more of them averaged to cancel the noise. Chapter 01 picked the width with "
+    "the lowest leave-one-out error on a grid of widths; do the same for each data set.",
     _loo_sigma_solution,
 )

@@ -1,14 +1,14 @@
 """Chapter 02, self-attention: the "Your turn" exercises.
 
-* ``causal_mask``: build the subsequent mask ``(1, L, L)`` yourself;
-* ``masked_attention``: scaled dot-product attention with a mask, by hand;
+* ``decoder_mask``: combine the causal mask and each sequence's padding into ``(N, L, L)``;
+* ``masked_attention``: find and repair the bug of ``suspect_attention``, a masked attention;
 * ``shift_rotation``: the 2×2 rotation that moves a (sin, cos) pair ``k`` positions ahead.
 
 In a notebook::
 
     from stepbystep.exercises import ch02
-    ch02.causal_mask.check(my_causal_mask)
-    ch02.causal_mask.solution()
+    ch02.decoder_mask.check(my_decoder_mask)
+    ch02.decoder_mask.solution()
 """
 import math
 
@@ -17,50 +17,71 @@ import torch
 from ..models import scaled_dot_product, sinusoidal_table, subsequent_mask
 from .exercise import Exercise, expects_function
 
-__all__ = ["causal_mask", "masked_attention", "shift_rotation"]
+__all__ = ["decoder_mask", "masked_attention", "shift_rotation", "suspect_attention"]
 
 
-# ---------------------------------------------------------------- causal mask
-def _causal_mask_solution(size):
-    ones = torch.ones(size, size, dtype=torch.bool)  # (L, L)
-    # row i is query i: keep keys 0..i, the lower triangle including the diagonal
-    return torch.tril(ones).unsqueeze(0)  # (1, L, L)
+# ---------------------------------------------------------------- causal and padding mask
+def _decoder_mask_solution(lengths, size):
+    causal = torch.ones(size, size, dtype=torch.bool).tril()  # (L, L): query i may read keys 0..i
+    real = torch.arange(size) < lengths[:, None]  # (N, L): True on each sequence's real positions
+    # a key must come no later than the query AND be real; padding blocks keys, the last dimension
+    return causal[None] & real[:, None, :]  # (N, L, L)
 
 
-@expects_function("size -> mask")
-def _check_causal_mask(make_mask):
-    for size in (3, 5, 1):
-        mask = make_mask(size)
-        expected = subsequent_mask(size)  # (1, L, L)
+_MASK_CASES = ((torch.tensor([3, 1, 2]), 3), (torch.tensor([5, 2]), 5), (torch.tensor([4, 3, 1, 2]), 4))
+
+
+@expects_function("(lengths, size) -> mask")
+def _check_decoder_mask(make_mask):
+    for lengths, size in _MASK_CASES:
+        n = len(lengths)
+        mask = make_mask(lengths.clone(), size)
         if not isinstance(mask, torch.Tensor):
-            return f"for size {size} expected a tensor, got {type(mask).__name__}"
-        if tuple(mask.shape) != (1, size, size):
-            return f"for size {size} expected shape (1, {size}, {size}), got {tuple(mask.shape)}"
+            return f"for {n} sequences of size {size} expected a tensor, got {type(mask).__name__}"
+        if tuple(mask.shape) != (n, size, size):
+            if tuple(mask.shape) == (1, size, size):
+                return (f"expected one mask per sequence, shape (N, L, L) = ({n}, {size}, {size}), got (1, {size}, "
+                        f"{size}): the padding differs from sequence to sequence")
+            return f"for {n} sequences of size {size} expected shape ({n}, {size}, {size}), got {tuple(mask.shape)}"
         if mask.dtype != torch.bool:
             return f"expected a bool mask (True = may attend), got dtype {mask.dtype}"
+        real = torch.arange(size) < lengths[:, None]  # (N, L)
+        causal = subsequent_mask(size).expand(n, size, size)  # (N, L, L)
+        padding = real[:, None, :].expand(n, size, size)  # (N, L, L): padded keys blocked
+        expected = causal & padding
         if torch.equal(mask, expected):
             continue
+        if torch.equal(mask, ~expected):
+            return "your mask is inverted: True must mean 'may attend'"
+        if torch.equal(mask, causal):
+            return "a query can still read the padded keys of a shorter sequence: the padding is missing"
+        if torch.equal(mask, padding):
+            return "a query can read keys that come after it: the causal part is missing"
+        if torch.equal(mask, causal | padding):
+            return "your mask lets a key through if it passes either mask; it has to pass both"
+        if torch.equal(mask, causal & real[:, :, None]):
+            return ("you blocked the padded queries (rows), but a real query can still read padded keys (columns): "
+                    "padding hides keys")
         if torch.equal(mask, expected.transpose(1, 2)):
-            return "query 0 may attend to a later key: your mask is the transpose (upper triangle) of the right one"
-        if size > 1 and torch.equal(mask, ~expected):  # at size 1 it is also the missing diagonal
-            return "your mask is inverted: True must mean 'may attend', so the lower triangle is True"
-        if not mask[0].diagonal().all():
-            return "a query must be allowed to attend to itself: the diagonal must be True"
-        sees_the_future = bool((mask & ~expected).any())
-        hides_the_past = bool((~mask & expected).any())
-        if sees_the_future and hides_the_past:
-            return f"for size {size} your mask lets queries read some later keys and hides some earlier ones"
-        if sees_the_future:
-            return f"for size {size} your mask lets a query read a key that comes after it"
-        return f"for size {size} your mask hides from a query a key that does not come after it"
+            return "query 0 may attend to a later key: your mask is the transpose of the right one"
+        if not expected.diagonal(dim1=1, dim2=2)[real].eq(mask.diagonal(dim1=1, dim2=2)[real]).all():
+            return "a real position must be allowed to attend to itself"
+        reads_too_much = bool((mask & ~expected).any())
+        hides_too_much = bool((~mask & expected).any())
+        if reads_too_much and hides_too_much:
+            return f"for lengths {lengths.tolist()} your mask lets queries read some keys they must not, and hides others"
+        if reads_too_much:
+            return f"for lengths {lengths.tolist()} your mask lets a query read a key it must not"
+        return f"for lengths {lengths.tolist()} your mask hides from a query a key it may read"
     return None
 
 
-causal_mask = Exercise(
-    "causal mask",
-    _check_causal_mask,
-    "row i is query i; it may read keys 0..i. torch.tril keeps the lower triangle.",
-    _causal_mask_solution,
+decoder_mask = Exercise(
+    "causal and padding mask",
+    _check_decoder_mask,
+    "build the two masks on their own, the causal one (L, L) and the padding one from the lengths "
+    "(N, L); a key must pass both. Which dimension of (N, L_query, L_key) does padding block?",
+    _decoder_mask_solution,
 )
 
 
@@ -75,26 +96,57 @@ def _masked_attention_solution(q, k, v, mask=None):
     return context, weights
 
 
-@expects_function("(q, k, v, mask=None) -> (context, weights)")
-def _check_masked_attention(attention):
+def suspect_attention(q, k, v, mask=None):
+    """Scaled dot-product attention with a bug that shows only under a mask (exercise 2)."""
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (N, L_q, L_k)
+    weights = torch.softmax(scores, dim=-1)  # (N, L_q, L_k)
+    if mask is not None:
+        weights = weights * mask  # (N, L_q, L_k): blocked keys set to 0
+    return weights @ v, weights  # (N, L_q, d_v), (N, L_q, L_k)
+
+
+def _attention_inputs():
     generator = torch.Generator().manual_seed(2)
     q = torch.randn(2, 3, 16, generator=generator)  # (N, L_q, d_k)
     k = torch.randn(2, 4, 16, generator=generator)  # (N, L_k, d_k)
     v = torch.randn(2, 4, 5, generator=generator)  # (N, L_k, d_v)
     padding = torch.tensor([[True, True, True, False], [True, True, False, False]]).unsqueeze(1)  # (N, 1, L_k)
-    for mask, label in ((None, "without a mask"), (padding, "with a padding mask")):
+    causal = subsequent_mask(4)[:, 1:]  # (1, 3, 4): query i may read keys 0..i+1
+    return q, k, v, padding, causal
+
+
+@expects_function("(q, k, v, mask=None) -> (context, weights)")
+def _check_masked_attention(attention):
+    q, k, v, padding, causal = _attention_inputs()
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (N, L_q, L_k)
+    for mask, label in ((None, "without a mask"), (padding, "with a padding mask"), (causal, "with a causal mask")):
         result = attention(q, k, v, mask) if mask is not None else attention(q, k, v)
         if not isinstance(result, tuple) or len(result) != 2:
             return f"expected a pair (context, weights), got {type(result).__name__}"
         context, weights = result
+        if not isinstance(context, torch.Tensor) or not isinstance(weights, torch.Tensor):
+            return (f"expected two tensors (context, weights), got {type(context).__name__} and "
+                    f"{type(weights).__name__}")
         expected_context, expected_weights = scaled_dot_product(q, k, v, mask)
         if tuple(weights.shape) != (2, 3, 4) or tuple(context.shape) != (2, 3, 5):
             return (f"expected weights (N, L_q, L_k) = (2, 3, 4) and context (N, L_q, d_v) = (2, 3, 5), "
                     f"got {tuple(weights.shape)} and {tuple(context.shape)}")
+        weights = weights.detach()
+        if mask is not None:
+            allowed = mask.expand_as(weights)  # (N, L_q, L_k)
+            inverted = torch.softmax(scores.masked_fill(allowed, float("-inf")), dim=-1)  # NaN in rows with no key
+            if torch.allclose(weights.nan_to_num(), inverted.nan_to_num(), atol=1e-5):
+                return (f"{label}, your weights go to the keys the mask blocks: True in the mask means 'may attend', "
+                        "so fill the scores where it is False")
+            after = torch.softmax(scores, dim=-1) * allowed  # (N, L_q, L_k): masked after normalising
+            if torch.allclose(weights, after, atol=1e-5):
+                return (f"{label}, the blocked keys get no weight, but the rows no longer sum to 1: the weight they "
+                        "had is lost rather than shared among the allowed keys. Where in the computation should the "
+                        "mask act?")
         if not torch.allclose(weights.sum(-1), torch.ones(2, 3), atol=1e-5):
-            return "each query's weights must sum to 1: take the softmax over the keys, the last dimension"
+            return f"{label}, each query's weights must sum to 1: take the softmax over the keys, the last dimension"
         if mask is not None and weights.masked_select(~mask.expand_as(weights)).abs().max() > 1e-6:
-            return "masked keys still get weight: fill their scores with -inf (or a very negative number) before the softmax"
+            return f"{label}, blocked keys still get weight: their scores must not take part in the softmax"
         unscaled = torch.softmax(q @ k.transpose(-2, -1), dim=-1)  # (N, L_q, L_k)
         if mask is None and torch.allclose(weights, unscaled, atol=1e-5):
             return "your weights are those of unscaled dot products: the scores are missing their scaling"
@@ -106,10 +158,10 @@ def _check_masked_attention(attention):
 
 
 masked_attention = Exercise(
-    "masked scaled dot-product attention",
+    "repair suspect_attention",
     _check_masked_attention,
-    "scores = q @ kᵀ / √d_k; blocked scores -> -inf with masked_fill(~mask, ...); softmax over the last "
-    "dimension; context = weights @ v.",
+    "print weights.sum(-1) of suspect_attention under a mask: what should every row sum to? A blocked key "
+    "should behave as if it were not there at all.",
     _masked_attention_solution,
 )
 

@@ -3,12 +3,14 @@ import math
 
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib import ticker
 import torch
 
 from ..models.kernel_regression import gaussian_kernel, nadaraya_watson
 from ._arrays import _as_numpy
 
-__all__ = ["kernel_shapes", "kernel_fits", "kernel_weights", "loo_curve", "kernel_dashboard"]
+__all__ = ["kernel_shapes", "kernel_fits", "kernel_weights", "loo_curve", "kernel_dashboard", "dot_product_weights",
+           "query_attention"]
 
 
 def _new_axes(ax, figsize):
@@ -57,7 +59,7 @@ def _draw_weights(ax, weights, queries, keys, title):
     mesh = ax.pcolormesh(key_edges, query_edges, sorted_weights,
                          cmap="viridis", vmin=0.0, vmax=max(sorted_weights.max(), 1e-12))
     low, high = max(key_edges[0], query_edges[0]), min(key_edges[-1], query_edges[-1])
-    ax.plot([low, high], [low, high], color="white", lw=0.8, ls=":")  # query = key
+    ax.plot([low, high], [low, high], color="white", lw=0.8, ls=":", label="query = key (x = xⱼ)")
     ax.set_xlabel("key: training input xⱼ")
     ax.set_ylabel("query: input x")
     ax.set_title(title)
@@ -111,10 +113,17 @@ def kernel_weights(weights, queries, keys, title="which training points each que
     along the dotted diagonal (attend to near neighbours only), a wide one a broad haze.
     Returns the Figure.
     """
-    fig, ax = _new_axes(ax, (4.6, 3.8))
+    fig, ax = _new_axes(ax, (4.6, 4.2))
     mesh = _draw_weights(ax, weights, queries, keys, title)
     fig.colorbar(mesh, ax=ax, label="weight α")
+    _diagonal_legend(ax)
     return fig
+
+
+def _diagonal_legend(ax):
+    """The dotted query = key line's legend, below the axes (never over the weights)."""
+    legend = ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), fontsize=8, frameon=False)
+    legend.get_lines()[0].set_color("black")  # the line is white on the weights, the legend sits on white
 
 
 def loo_curve(sigmas, errors, learned_sigma=None, ax=None):
@@ -137,6 +146,9 @@ def loo_curve(sigmas, errors, learned_sigma=None, ax=None):
     ax.set_xscale("log")
     if errors.min() > 0:
         ax.set_yscale("log")  # the minimum is a dip of a few tenths next to errors in the tens
+        ax.yaxis.set_minor_locator(ticker.LogLocator(base=10, subs=(0.2, 0.3, 0.5)))
+        ax.yaxis.set_minor_formatter(ticker.FormatStrFormatter("%g"))  # label 0.2, 0.3, 0.5, 2, 3, 5 too
+        ax.yaxis.set_major_formatter(ticker.FormatStrFormatter("%g"))
     ax.set_xlabel("kernel width σ")
     ax.set_ylabel("leave-one-out MSE")
     ax.set_title("choosing σ by leave-one-out error")
@@ -144,11 +156,12 @@ def loo_curve(sigmas, errors, learned_sigma=None, ax=None):
     return fig
 
 
-def kernel_dashboard(x_train, y_train, x_grid, fit, y_true=None, fig=None):
+def kernel_dashboard(x_train, y_train, x_grid, fit, y_true=None, fig=None, best=None):
     """The σ widget's figure: the fit, the kernel and the weights for one ``KernelFit``.
 
     Draws on ``fig`` after clearing it (so a widget can redraw one figure in place), or on a
-    new figure. The title carries σ and the leave-one-out error. Returns the Figure.
+    new figure. The title carries σ and the leave-one-out error, and with ``best`` ``(σ,
+    error)`` the lowest leave-one-out error to compare with. Returns the Figure.
     """
     if fig is None:
         fig = plt.figure(figsize=(12, 3.6), layout="constrained")
@@ -160,6 +173,84 @@ def kernel_dashboard(x_train, y_train, x_grid, fit, y_true=None, fig=None):
     _draw_kernel(ax_kernel, [fit.sigma], max_distance=5.0)
     ax_kernel.set_ylim(-0.05, 1.05)
     mesh = _draw_weights(ax_weights, fit.weights, x_grid, x_train, "weights α (query × key)")
-    fig.colorbar(mesh, ax=ax_weights)
-    fig.suptitle(f"σ = {fit.sigma:.3g}   leave-one-out MSE = {fit.loo_error:.3f}")
+    fig.colorbar(mesh, ax=ax_weights, label="weight α")
+    title = f"σ = {fit.sigma:.3g}   leave-one-out MSE = {fit.loo_error:.3f}"
+    if best is not None:
+        title += f"   (lowest: {float(best[1]):.3f} at σ = {float(best[0]):.3g})"
+    fig.suptitle(title)
+    return fig
+
+
+def dot_product_weights(x_train, y_train, x_grid, sigma, y_true=None):
+    """Gaussian-kernel weights next to the weights of the product scores ``q·k/σ²`` alone.
+
+    Left: the kernel's weights (``softmax(-(q - k)²/2σ²)``); middle: the weights of
+    ``softmax(q·k/σ²)``, the per-key term ``-k²/2σ²`` dropped; right: both fits. With keys of
+    different sizes the product favours the largest key, so its weights pile up in one column.
+    Returns the Figure.
+    """
+    x_train, y_train, x_grid = (torch.as_tensor(_as_numpy(t, float), dtype=torch.float32)
+                                for t in (x_train, y_train, x_grid))
+    if x_train.ndim != 1 or x_train.shape != y_train.shape or x_grid.ndim != 1:
+        raise ValueError(f"x_train and y_train must be 1-D of one length and x_grid 1-D, got "
+                         f"{tuple(x_train.shape)}, {tuple(y_train.shape)} and {tuple(x_grid.shape)}")
+    if not float(sigma) > 0:
+        raise ValueError(f"sigma must be a positive width, got {sigma}")
+    kernel_weights_ = nadaraya_watson(x_grid, x_train, y_train, float(sigma))[1]  # (n_q, n_k)
+    product_weights = torch.softmax(x_grid[:, None] * x_train[None, :] / float(sigma) ** 2, dim=-1)  # (n_q, n_k)
+    fig, axes = plt.subplots(1, 3, figsize=(13, 4.2), layout="constrained")
+    for ax, weights, title in ((axes[0], kernel_weights_, "kernel: −(q − k)²/2σ²"),
+                               (axes[1], product_weights, "product only: q·k/σ²")):
+        mesh = _draw_weights(ax, weights, x_grid, x_train, f"scores {title}")
+        fig.colorbar(mesh, ax=ax, label="weight α")
+        _diagonal_legend(ax)
+    truth = None if y_true is None else _as_numpy(y_true, float)
+    _draw_fit(axes[2], x_train.numpy(), y_train.numpy(), x_grid.numpy(), (kernel_weights_ @ y_train).numpy(),
+              truth, f"fits, σ = {float(sigma):.3g}")
+    axes[2].lines[-1].set_label("kernel fit")
+    axes[2].plot(x_grid.numpy(), (product_weights @ y_train).numpy(), color="tab:red", lw=2, label="product-only fit")
+    axes[2].legend(fontsize=7, loc="lower right")
+    return fig
+
+
+def query_attention(x_train, y_train, query, sigma, x_grid=None, y_true=None):
+    """What one query attends to: the training points sized by their weight, and the weights.
+
+    Top: the data, each training point's area proportional to its weight for the query at
+    ``query``, and the prediction there. Bottom: the weights ``α(query, xⱼ)`` as stems, under
+    the kernel ``K(x − query)`` rescaled to the largest weight. Returns the Figure.
+    """
+    x_train = torch.as_tensor(_as_numpy(x_train, float), dtype=torch.float32)
+    y_train = torch.as_tensor(_as_numpy(y_train, float), dtype=torch.float32)
+    if x_train.ndim != 1 or x_train.shape != y_train.shape:
+        raise ValueError(f"x_train and y_train must be 1-D of one length, got {tuple(x_train.shape)} and "
+                         f"{tuple(y_train.shape)}")
+    if not float(sigma) > 0:
+        raise ValueError(f"sigma must be a positive width, got {sigma}")
+    query_t = torch.tensor([float(query)])  # (1,)
+    prediction, weights = nadaraya_watson(query_t, x_train, y_train, float(sigma))  # (1,), (1, n)
+    weights = weights[0].numpy()  # (n,)
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(6.5, 5), sharex=True, height_ratios=(3, 2), layout="constrained")
+    if x_grid is not None and y_true is not None:
+        top.plot(_as_numpy(x_grid, float), _as_numpy(y_true, float), color="tab:green", ls="--", lw=1,
+                 label="true function")
+    top.scatter(x_train.numpy(), y_train.numpy(), s=5 + 400 * weights, color="tab:blue", alpha=0.6,
+                label="training point (area ∝ weight)")
+    top.scatter([float(query)], [float(prediction)], marker="*", s=200, color="tab:red", zorder=3,
+                label=f"prediction at x = {float(query):.3g}")
+    top.axvline(float(query), color="tab:red", lw=0.8, ls=":")
+    top.set_ylabel("y")
+    top.set_title(f"what the query at x = {float(query):.3g} attends to (σ = {float(sigma):.3g})")
+    top.legend(fontsize=7, loc="upper left")
+    bottom.vlines(x_train.numpy(), 0, weights, color="tab:blue", lw=1.5)
+    bottom.scatter(x_train.numpy(), weights, color="tab:blue", s=10, label="weight α of each training point")
+    curve_x = torch.linspace(float(x_train.min()), float(x_train.max()), 400)  # (400,)
+    curve = gaussian_kernel(curve_x - float(query), float(sigma)).numpy()  # (400,)
+    bottom.plot(curve_x.numpy(), curve * weights.max(), color="tab:gray", lw=1,
+                label="kernel K(x − query), scaled to the largest weight")
+    bottom.axvline(float(query), color="tab:red", lw=0.8, ls=":")
+    bottom.set_xlabel("x")
+    bottom.set_ylabel("weight α")
+    bottom.set_ylim(0, weights.max() * 1.5)
+    bottom.legend(fontsize=7, loc="upper left")
     return fig

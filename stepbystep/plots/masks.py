@@ -5,8 +5,9 @@ from matplotlib.patches import Rectangle
 from ..checks import check_non_negative_int
 from ._arrays import _as_numpy
 from ._heatmaps import MASK, WEIGHTS, heatmap
+from .attention import attention_maps
 
-__all__ = ["mask_map", "mask_and_weights"]
+__all__ = ["mask_map", "mask_and_weights", "padded_attention_maps"]
 
 
 def _as_square(name, values):
@@ -80,4 +81,28 @@ def mask_and_weights(mask, weights, query_row=None, fig=None):
         row = weights[query_row]
         weights_ax.set_title(f"weights of query {query_row}: sum {row.sum():.2f}, "
                              f"{int(mask[query_row].sum())} keys visible", fontsize=10)
+    return fig
+
+
+def padded_attention_maps(weights, lengths, titles=None, suptitle=None):
+    """One head's weights ``(N, L, L)`` over ``N`` padded sequences, the padded query rows greyed.
+
+    ``lengths`` ``(N,)``: each sequence's real length. The rows of padded queries are hatched
+    grey: their weights are computed but their outputs are ignored downstream; the padded key
+    columns show the zeros the source mask gives them. Returns the Figure.
+    """
+    weights = _as_numpy(weights, float)
+    lengths = [int(n) for n in _as_numpy(lengths).reshape(-1)]
+    if weights.ndim != 3 or weights.shape[1] != weights.shape[2]:
+        raise ValueError(f"weights must be of shape (N, L, L), got {weights.shape}")
+    size = weights.shape[1]
+    if len(lengths) != weights.shape[0] or not all(1 <= n <= size for n in lengths):
+        raise ValueError(f"lengths must be {weights.shape[0]} lengths between 1 and {size}, got {lengths}")
+    note = "hatched rows: padded queries (computed, then ignored)"
+    fig = attention_maps(weights, titles=titles, suptitle=f"{suptitle}\n{note}" if suptitle else note)
+    maps = [ax for ax in fig.axes if ax.get_label() != "<colorbar>"]
+    for ax, length in zip(maps, lengths):
+        for row in range(length, size):
+            ax.add_patch(Rectangle((0, row), size, 1, facecolor="lightgrey", edgecolor="dimgrey", hatch="//",
+                                   alpha=0.9, zorder=4))
     return fig

@@ -41,7 +41,7 @@ def sinusoids(table, dims=(0, 1, 2, 3)):
         ax.set_ylabel(f"dim {dim}\n({'sin' if dim % 2 == 0 else 'cos'})")
     axes[-1, 0].set_xlabel("position")
     _integer_ticks(axes[-1, 0].xaxis)  # the panels share the x axis
-    axes[0, 0].set_title("Each dimension is a wave over the positions")
+    axes[0, 0].set_title("each dimension is a wave over the positions")
     return fig
 
 
@@ -55,7 +55,7 @@ def encoding_heatmap(table):
     _integer_ticks(ax.yaxis)
     ax.set_xlabel("dimension")
     ax.set_ylabel("position")
-    ax.set_title("Positional encoding")
+    ax.set_title("positional encoding")
     fig.colorbar(image, ax=ax, label="value (red +, blue -)")
     return fig
 
@@ -92,7 +92,7 @@ def relative_shift(table, pairs=(0, 1), shift=1, starts=(0, 3, 6)):
         ax.set_aspect("equal")
         ax.set_xlabel(f"dim {2 * pair} (sin)")
         ax.set_ylabel(f"dim {2 * pair + 1} (cos)")
-        ax.set_title(f"pair {pair}: +{shift} position(s) = same rotation", fontsize=10)
+        ax.set_title(f"pair {pair}: +{shift} position{'' if shift == 1 else 's'} = same rotation", fontsize=10)
     return fig
 
 

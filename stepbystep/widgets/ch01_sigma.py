@@ -55,7 +55,7 @@ def sigma_explorer(x_train=None, y_train=None, sigma=0.5, n_grid=200):
 
     def redraw(_change=None):
         fit = kernel_fit(x_train, y_train, x_grid, slider.value)
-        kernel_dashboard(x_train, y_train, x_grid, fit, y_true=y_true, fig=figure)
+        kernel_dashboard(x_train, y_train, x_grid, fit, y_true=y_true, fig=figure, best=(grid_best, grid_error))
         label.value = (f"leave-one-out MSE at σ = {fit.sigma:.3f}: {fit.loo_error:.4f}   "
                        f"(lowest on the slider's range: {grid_error:.4f} at σ = {grid_best:.3f})")
         show(output, figure)

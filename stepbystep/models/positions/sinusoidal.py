@@ -31,9 +31,10 @@ def sinusoidal_table(max_len, d_model):
 class PositionalEncoding(nn.Module):
     """Adds the sinusoidal encoding of each position to a batch of sequences.
 
-    ``scale_input``: multiply ``x`` by ``√d_model`` first, so input and encoding are comparable
-    (the paper's small embeddings, the book's square corners); ``False`` for ``nn.Embedding``
-    outputs, which scaling would make drown the encoding. ``pe`` ``(1, max_len, d_model)``: the
+    ``scale_input``: multiply ``x`` by ``√d_model`` first, as the paper (which gives no reason)
+    and the book do; it brings embeddings that start small (std ``1/√d_model``) to the
+    encoding's size. ``False`` for ``nn.Embedding`` outputs, which scaling would make drown
+    the encoding. ``pe`` ``(1, max_len, d_model)``: the
     table, a buffer rebuilt rather than saved; the book's state dicts, which store it, load when
     their table is this one (within ``1e-6 + 2e-7·max_len``).
     ``forward(x, start=0)``: ``x`` ``(N, L, d_model)`` plus rows ``start .. start + L - 1``.

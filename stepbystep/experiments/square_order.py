@@ -1,0 +1,117 @@
+"""Chapter 02's experiment: does the encoder need positions to tell a square's direction?
+
+The decoder starts from a fixed start vector (the origin, the squares' centre), not from the
+last source corner, so everything it knows about the order of the two source corners has to
+come through the encoder. Three models, built after the same seed, are compared over seeds:
+
+- ``"no PE"``: ``EncoderSelfAttn`` / ``DecoderSelfAttn``, blind to the order of the source;
+- ``"scale only"``: ``EncoderPe`` / ``DecoderPe`` with the table zeroed, so only the input's
+  ``×√2`` remains: still blind to the order, the control for the scaling;
+- ``"PE"``: ``EncoderPe`` / ``DecoderPe``, the table added.
+"""
+import statistics
+
+import torch
+from torch import nn, optim
+from torch.utils.data import DataLoader
+
+from stepbystep.checks import check_positive_int
+from stepbystep.expect import Claim
+from stepbystep.models import DecoderPe, DecoderSelfAttn, EncoderDecoderSelfAttn, EncoderPe, EncoderSelfAttn
+from stepbystep.training import StepByStep
+
+__all__ = ["FixedStartSeq2Seq", "ORDER_VARIANTS", "order_model", "train_order_model", "order_study", "order_claims"]
+
+ORDER_VARIANTS = ("no PE", "scale only", "PE")
+
+
+class FixedStartSeq2Seq(EncoderDecoderSelfAttn):
+    """``EncoderDecoderSelfAttn`` whose decoder reads a fixed start vector (zeros) first.
+
+    Teacher forcing reads ``[start, target[:-1]]``; greedy decoding starts from ``start``. The
+    decoder never sees a source corner, so the source's order reaches it only through the
+    encoder's states.
+    """
+
+    def __init__(self, encoder, decoder, input_len=2, target_len=2):
+        super().__init__(encoder, decoder, input_len, target_len)
+        self.register_buffer("start", torch.zeros(1, 1, self.n_features), persistent=False)  # (1, 1, F)
+
+    def _greedy(self, source_seq, source_mask=None):
+        inputs = self.start.expand(len(source_seq), 1, self.n_features)  # (N, 1, F)
+        for step in range(self.target_len):
+            mask = self.trg_masks[:, : step + 1, : step + 1]  # (1, step+1, step+1)
+            out = self.decode(inputs, source_mask, mask)  # (N, step+1, F)
+            inputs = torch.cat([inputs, out[:, -1:].detach()], dim=1)  # (N, step+2, F)
+        return inputs[:, 1:]  # (N, target_len, F): the start vector dropped
+
+    def forward(self, X, source_mask=None):
+        """Like ``EncoderDecoderSelfAttn``, with the start vector in place of the last source corner."""
+        if not self.training:
+            return super().forward(X, source_mask)  # greedy, through _greedy above
+        full = self.input_len + self.target_len
+        if not isinstance(X, torch.Tensor) or X.dim() != 3 or X.shape[1] != full or X.shape[2] != self.n_features:
+            got = tuple(X.shape) if isinstance(X, torch.Tensor) else type(X).__name__
+            raise ValueError(f"X must have shape (N, {full}, {self.n_features}) in training mode, got {got}")
+        self.encode(X[:, : self.input_len], source_mask)
+        start = self.start.expand(len(X), 1, self.n_features)  # (N, 1, F)
+        shifted_target_seq = torch.cat([start, X[:, self.input_len : -1]], dim=1)  # (N, target_len, F)
+        return self.decode(shifted_target_seq, source_mask, self.trg_masks)  # (N, target_len, F)
+
+
+def order_model(variant, n_heads=3, d_model=2, ff_units=10):
+    """A ``FixedStartSeq2Seq`` for the squares (2 features, 2 + 2 corners), one of ``ORDER_VARIANTS``."""
+    if variant not in ORDER_VARIANTS:
+        raise ValueError(f"variant must be one of {ORDER_VARIANTS}, got {variant!r}")
+    if variant == "no PE":
+        encoder = EncoderSelfAttn(n_heads, d_model, ff_units, n_features=2)
+        decoder = DecoderSelfAttn(n_heads, d_model, ff_units, n_features=2)
+    else:
+        encoder = EncoderPe(n_heads, d_model, ff_units, n_features=2, max_len=2)
+        decoder = DecoderPe(n_heads, d_model, ff_units, n_features=2, max_len=2)
+        if variant == "scale only":
+            encoder.pe.pe.zero_()  # the ×√2 stays, the positions go
+            decoder.pe.pe.zero_()
+    return FixedStartSeq2Seq(encoder, decoder)
+
+
+def train_order_model(variant, train_data, test_data, seed, n_epochs=20, lr=0.01, batch_size=16):
+    """Seed, build ``order_model(variant)`` and train it with MSE and Adam; returns the trainer.
+
+    The test loss (``val_losses``) is measured in eval mode: greedy, from the test sources alone.
+    """
+    check_positive_int("n_epochs", n_epochs)
+    torch.manual_seed(seed)
+    model = order_model(variant)
+    sbs = StepByStep(model, nn.MSELoss(), optim.Adam(model.parameters(), lr=lr))
+    sbs.set_loaders(DataLoader(train_data, batch_size=batch_size, shuffle=True),
+                    DataLoader(test_data, batch_size=len(test_data)))
+    sbs.train(n_epochs, progress=False)
+    return sbs
+
+
+def order_study(train_data, test_data, seeds, n_epochs=20):
+    """Train every variant at every seed; returns ``{variant: [trainer per seed]}``."""
+    if len(seeds) < 1:
+        raise ValueError("seeds must name at least one seed")
+    return {variant: [train_order_model(variant, train_data, test_data, seed, n_epochs) for seed in seeds]
+            for variant in ORDER_VARIANTS}
+
+
+def order_claims(losses):
+    """The claims chapter 02 makes about the final test losses ``{variant: [loss per seed]}``, for ``expect_all``."""
+    median = {variant: statistics.median(losses[variant]) for variant in ORDER_VARIANTS}
+    blind = min(median["no PE"], median["scale only"])
+    wins = sum(pe < min(plain, scaled) for pe, plain, scaled in
+               zip(losses["PE"], losses["no PE"], losses["scale only"]))
+    lowest_blind = min(losses["no PE"] + losses["scale only"])
+    return [
+        Claim(median["PE"] < 0.75 * blind, "the median test loss with positions is under three quarters of either "
+              "order-blind model's", median),
+        Claim(wins == len(losses["PE"]), "at every seed the model with positions beats both order-blind models",
+              f"{wins} of {len(losses['PE'])} seeds"),
+        Claim(lowest_blind > 0.45, "neither order-blind model gets below a test loss of 0.45 at any seed",
+              lowest_blind),
+        Claim(1 / 1.5 < median["scale only"] / median["no PE"] < 1.5, "the ×√2 alone moves the median test loss "
+              "by less than a factor 1.5", median["scale only"] / median["no PE"]),
+    ]
