@@ -453,6 +453,14 @@ expect_close(outputs[1][:, 0], outputs[0][:, 0], "step 1 keeps the point step 0 
 expect_close(greedy, model.predict(source_seq), "the two steps are what model.predict does", atol=1e-5)
 
 # %% [markdown]
+# The whole model in one picture, its sizes read from `model`: an encoder and a decoder made of
+# attention and feed-forward networks only, with no residual connections or norms yet (the
+# parts this chapter builds are in yellow).
+
+# %%
+fig = plots.architecture.architecture_diagram(model, highlight=("self-attention", "cross-attention"))
+
+# %% [markdown]
 # With the mask, appending a point leaves the predictions already made as they were: position 0
 # can only see position 0. (In eval mode `model(source)` runs this same loop; in training mode
 # it takes the whole sequence and uses teacher forcing.) We will see what happens *without* the

@@ -11,6 +11,7 @@ from matplotlib.figure import Figure  # noqa: E402
 
 from stepbystep.models import build_transformer  # noqa: E402
 from stepbystep.plots import loss_comparison, transformer_attention, transformer_diagram  # noqa: E402
+from stepbystep.plots.architecture import architecture_diagram  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -23,33 +24,8 @@ def _texts(fig):
     return [text.get_text() for ax in fig.axes for text in ax.texts]
 
 
-def test_transformer_diagram_reads_the_sizes_from_the_model():
-    model = build_transformer(n_features=3, input_len=4, target_len=5, d_model=8, n_heads=2, ff_units=7,
-                              n_layers=3, seed=0)
-    fig = transformer_diagram(model)
-    assert isinstance(fig, Figure)
-    texts = "\n".join(_texts(fig))
-    assert "proj: Linear(3 → 8)" in texts and "linear: Linear(8 → 3)" in texts
-    assert "(N, 4, 3)" in texts and "(N, 5, 8)" in texts and "(N, 4, 8)" in texts
-    assert "3 × encoder layer" in texts and "self-attention (2 heads)" in texts
-    assert "feed-forward (7 hidden units)" in texts and "x + drop(f(norm(x)))" in texts
-    assert texts.count("final LayerNorm") == 2
-    assert "d_model = 8, 2 heads, 3 + 3 layers" in fig.axes[0].get_title()
-    # one arrow between consecutive boxes on each side, plus states -> decoder layers
-    arrows = [child for child in fig.axes[0].texts if child.get_text() == "" and hasattr(child, "arrow_patch")]
-    boxes_left, boxes_right = 6, 7
-    assert len(arrows) == (boxes_left - 1) + (boxes_right - 1) + 1
-
-
-def test_transformer_diagram_of_norm_last_layers_has_no_final_norm():
-    fig = transformer_diagram(build_transformer(norm_first=False, seed=0))
-    texts = "\n".join(_texts(fig))
-    assert "final LayerNorm" not in texts and "norm(x + drop(f(x)))" in texts
-
-
-def test_transformer_diagram_rejects_other_models():
-    with pytest.raises(TypeError, match="expected an EncoderDecoderTransf"):
-        transformer_diagram(torch.nn.Linear(2, 2))
+def test_transformer_diagram_is_the_architecture_diagram():
+    assert transformer_diagram is architecture_diagram
 
 
 def test_loss_comparison_draws_a_bar_per_label_and_dots_for_draws():

@@ -1,6 +1,6 @@
 """The whole Transformer: its data flow, losses side by side, and its three kinds of attention.
 
-* ``transformer_diagram``: the boxes and arrows of an ``EncoderDecoderTransf``, with its sizes;
+* ``transformer_diagram``: ``architecture_diagram`` (``plots.architecture``) by its former name;
 * ``loss_comparison``: one row per loss (a mode, a model or a baseline): bars on a linear
   axis, points on a log axis, draws shown as dots;
 * ``transformer_attention``: encoder self-, decoder self- and cross-attention of a few
@@ -13,100 +13,16 @@ import numpy as np
 
 from ..checks import check_instance
 from ._arrays import _as_numpy
+from .architecture import architecture_diagram
 from .attention import _draw_map
 from .sequences import _square_axes
 
 __all__ = ["transformer_diagram", "loss_comparison", "transformer_attention"]
 
-_ENCODER_COLOR = "#dbe9f6"
-_DECODER_COLOR = "#fde4cf"
-_DATA_COLOR = "#eeeeee"
 
 
 # ----------------------------------------------------------------------------- the diagram
-def _box(ax, x, y, text, color):
-    return ax.text(x, y, text, ha="center", va="center", fontsize=8.5, multialignment="center",
-                   bbox=dict(boxstyle="round,pad=0.5", facecolor=color, edgecolor="gray"))
-
-
-def _arrow(ax, start, end, label=None):
-    """An arrow from box ``start`` to box ``end``, clipped at both boxes' edges."""
-    ax.annotate("", xy=end.get_position(), xytext=start.get_position(),
-                arrowprops=dict(arrowstyle="-|>", color="dimgray", lw=1.2, shrinkA=0, shrinkB=0,
-                                patchA=start.get_bbox_patch(), patchB=end.get_bbox_patch()))
-    if label:
-        (x0, y0), (x1, y1) = start.get_position(), end.get_position()
-        ax.text((x0 + x1) / 2, (y0 + y1) / 2 + 0.02, label, ha="center", va="bottom", fontsize=8,
-                color="dimgray", style="italic")
-
-
-def _wrapper_rule(norm_first):
-    return "each sublayer: x + drop(f(norm(x)))" if norm_first else "each sublayer: norm(x + drop(f(x)))"
-
-
-def transformer_diagram(model):
-    """The data flow of an ``EncoderDecoderTransf`` ``model``, bottom to top, with its sizes.
-
-    Left, the encoder: source, the shared projection ``proj``, positional encoding, the
-    encoder layers and their final norm (if any). Right, the decoder: the shifted target
-    (teacher forcing in training, the model's own predictions when decoding greedily), the
-    same projection, positional encoding, the decoder layers, whose cross-attention reads the
-    encoder's states, the final norm and the output layer ``linear``. Every shape is read from
-    the model. Returns the Figure.
-    """
-    parts = ("encoder", "decoder", "proj", "linear", "input_len", "target_len", "n_features")
-    if not all(hasattr(model, part) for part in parts):
-        raise TypeError(f"expected an EncoderDecoderTransf (with {', '.join(parts)}), got {type(model).__name__}")
-    encoder, decoder = model.encoder, model.decoder
-    d_model, n_features = encoder.d_model, model.n_features
-    source_len, target_len = model.input_len, model.target_len
-    enc_layer, dec_layer = encoder.layers[0], decoder.layers[0]
-
-    fig, ax = plt.subplots(figsize=(9, 7.5), layout="constrained")
-    ax.set_axis_off()
-    ax.set_xlim(0, 1)
-    ax.set_ylim(0, 1)
-    left, right = 0.25, 0.73
-
-    enc_boxes = [
-        _box(ax, left, 0.05, f"source: the first {source_len} corners\n(N, {source_len}, {n_features})", _DATA_COLOR),
-        _box(ax, left, 0.19, f"proj: Linear({n_features} → {d_model})\n(N, {source_len}, {d_model})", _ENCODER_COLOR),
-        _box(ax, left, 0.31, "+ positional encoding", _ENCODER_COLOR),
-        _box(ax, left, 0.50, f"{encoder.n_layers} × encoder layer\nself-attention ({enc_layer.n_heads} heads)\n"
-                             f"feed-forward ({enc_layer.ff_units} hidden units)\n{_wrapper_rule(enc_layer.norm_first)}",
-             _ENCODER_COLOR),
-    ]
-    if encoder.norm is not None:
-        enc_boxes.append(_box(ax, left, 0.67, "final LayerNorm", _ENCODER_COLOR))
-    states = _box(ax, left, 0.80, f"encoder states\n(N, {source_len}, {d_model})", _DATA_COLOR)
-    enc_boxes.append(states)
-
-    dec_boxes = [
-        _box(ax, right, 0.05, f"shifted target (N, {target_len}, {n_features}):\nthe last source corner, then\n"
-                              "training: the true corners (teacher forcing)\neval: its own predictions (greedy)",
-             _DATA_COLOR),
-        _box(ax, right, 0.19, f"proj (the same layer)\n(N, {target_len}, {d_model})", _DECODER_COLOR),
-        _box(ax, right, 0.31, "+ positional encoding", _DECODER_COLOR),
-    ]
-    dec_text = (f"{decoder.n_layers} × decoder layer\nmasked self-attention ({dec_layer.n_heads} heads)\n"
-                f"cross-attention to the states\nfeed-forward ({dec_layer.ff_units} hidden units)\n"
-                f"{_wrapper_rule(dec_layer.norm_first)}")
-    dec_layers = _box(ax, right, 0.50, dec_text, _DECODER_COLOR)
-    dec_boxes.append(dec_layers)
-    if decoder.norm is not None:
-        dec_boxes.append(_box(ax, right, 0.67, "final LayerNorm", _DECODER_COLOR))
-    dec_boxes += [
-        _box(ax, right, 0.79, f"linear: Linear({d_model} → {n_features})", _DECODER_COLOR),
-        _box(ax, right, 0.92, f"prediction: the last {target_len} corners\n(N, {target_len}, {n_features})",
-             _DATA_COLOR),
-    ]
-    for boxes in (enc_boxes, dec_boxes):
-        for start, end in zip(boxes[:-1], boxes[1:]):
-            _arrow(ax, start, end)
-    _arrow(ax, states, dec_layers, label="keys and values")
-    ax.set_title(f"EncoderDecoderTransf: d_model = {d_model}, {enc_layer.n_heads} heads, "
-                 f"{encoder.n_layers} + {decoder.n_layers} layers")
-    return fig
+transformer_diagram = architecture_diagram  # the one diagram function (plots.architecture), by its former name
 
 
 # ----------------------------------------------------------------------------- losses side by side
