@@ -37,7 +37,12 @@ def test_loss_comparison_draws_a_bar_per_label_and_dots_for_draws():
     assert widths == pytest.approx([0.01, 0.03])
     (dots,) = ax.collections
     assert sorted(dots.get_offsets()[:, 0]) == pytest.approx([0.02, 0.03, 0.04])
-    assert sorted(t.get_text() for t in ax.texts) == ["0.0100", "mean of the 3 dots: 0.0300"]
+    assert sorted(t.get_text() for t in ax.texts) == ["0.0100", "mean of the 3 dots (black tick): 0.0300"]
+    # the mean's tick spans the row at x = 0.03, and its label starts there, above the row
+    (tick,) = ax.lines
+    assert list(tick.get_xdata()) == pytest.approx([0.03, 0.03])
+    label = next(t for t in ax.texts if t.get_text().startswith("mean"))
+    assert label.xy[0] == pytest.approx(0.03) and label.xy[1] > 1.3
     assert ax.get_xlabel() == "MSE" and ax.get_title() == "one batch"
     assert ax.get_xscale() == "linear"
 
@@ -59,7 +64,7 @@ def test_loss_comparison_on_a_log_scale_draws_points_not_bars():
     assert sorted(points.get_offsets()[:, 0]) == pytest.approx([0.012, 0.03, 1.0])  # one per row, at its mean
     assert dict(zip(points.get_offsets()[:, 1], points.get_offsets()[:, 0])) == pytest.approx({2: 1.0, 1: 0.012, 0: 0.03})
     assert sorted(dots.get_offsets()[:, 0]) == pytest.approx([0.02, 0.04])
-    assert sorted(t.get_text() for t in ax.texts) == ["0.0120", "1.0000", "mean of the 2 dots: 0.0300"]
+    assert sorted(t.get_text() for t in ax.texts) == ["0.0120", "1.0000", "mean of the 2 dots (black tick): 0.0300"]
 
 
 @pytest.mark.parametrize("losses, error", [({}, ValueError), ([0.1], TypeError), ({"a": float("nan")}, ValueError),
@@ -100,8 +105,12 @@ def test_transformer_attention_draws_every_head_of_every_kind_per_sequence():
     assert [t.get_text() for t in first_cross.texts] == [f"{w:.2f}" for w in cross[4, 0].flatten().tolist()]
     np.testing.assert_allclose(first_decoder.collections[0].get_array(), decoder[4, 0].numpy(), rtol=1e-6)
     assert [t.get_text() for t in first_cross.get_xticklabels()] == ["$x_0$", "$x_1$"]
-    assert [t.get_text() for t in first_decoder.get_yticklabels()] == ["$x_1$", "$\\hat{x}_2$"]
-    assert first_decoder.get_ylabel() == "decoder input" and first_cross.get_ylabel() == "decoder input"
+    # decoder rows say what each position reads and what it predicts; the columns what it reads
+    rows = ["$x_1 \\to \\hat{x}_2$", "$\\hat{x}_2 \\to \\hat{x}_3$"]
+    assert [t.get_text() for t in first_decoder.get_yticklabels()] == rows
+    assert [t.get_text() for t in first_cross.get_yticklabels()] == rows
+    assert [t.get_text() for t in first_decoder.get_xticklabels()] == ["$x_1$", "$\\hat{x}_2$"]
+    assert first_decoder.get_ylabel() == "input → prediction" and first_cross.get_ylabel() == "input → prediction"
     # the corner panel numbers the source and target corners 0-3
     assert sorted(t.get_text() for t in corners[0].texts) == ["0", "1", "2", "3"]
 

@@ -33,7 +33,8 @@ def loss_comparison(losses, title=None, xlabel="loss", log=False):
     under several dropout draws) give a bar at their mean with each value drawn as a dot.
     ``log=True`` uses a log scale, for losses of different magnitudes, and draws each mean as a
     point instead of a bar: a log axis has no zero, so the length of a bar on it would depend
-    only on where the axis happens to start. Each row is labelled with its value (or mean).
+    only on where the axis happens to start. Each row is labelled with its value; a row of
+    draws marks its mean with a black tick, labelled above the row.
     Returns the Figure.
     """
     check_instance("losses", losses, dict, "a dict of label -> loss(es)")
@@ -60,14 +61,16 @@ def loss_comparison(losses, title=None, xlabel="loss", log=False):
         ax.barh(positions, means, height=0.6, color=colors, alpha=0.6)
     for position, label, mean in zip(positions, labels, means):
         draws = values[label]
-        text = f"{mean:.4f}"
         if draws.size > 1:
             offsets = np.linspace(-0.2, 0.2, draws.size)  # spread the dots over the row's height
             ax.scatter(draws, position + offsets, color="black", s=10, zorder=4)
-            # said in full: next to the largest dot, a bare number would read as that dot's value
-            text = f"mean of the {draws.size} dots: {mean:.4f}"
-        ax.annotate(text, (draws.max(), position), xytext=(8, 0), textcoords="offset points",
-                    va="center", fontsize=8)
+            ax.plot([mean, mean], [position - 0.32, position + 0.32], color="black", lw=2, zorder=5)
+            # above the row, from the mean's tick: beside the largest dot it would read as that dot's value
+            ax.annotate(f"mean of the {draws.size} dots (black tick): {mean:.4f}", (mean, position + 0.34),
+                        va="bottom", ha="left", fontsize=8)
+        else:
+            ax.annotate(f"{mean:.4f}", (mean, position), xytext=(8, 0), textcoords="offset points",
+                        va="center", fontsize=8)
     largest = max(float(v.max()) for v in values.values())
     if log:
         ax.set_xscale("log")
@@ -75,7 +78,8 @@ def loss_comparison(losses, title=None, xlabel="loss", log=False):
         ax.set_xlim(smallest / 1.5, largest * 4.0)  # room for the labels
         ax.set_ylim(positions.min() - 0.6, positions.max() + 0.6)
     else:
-        ax.set_xlim(right=largest * 1.4)  # room for the labels
+        ax.set_xlim(0, largest * 1.25)  # room for the labels
+        ax.set_ylim(positions.min() - 0.6, positions.max() + 0.85)  # room above the top row
     ax.set_yticks(positions, labels)
     ax.set_xlabel(xlabel)
     if title:
@@ -131,7 +135,8 @@ def transformer_attention(encoder, decoder, cross, source, target=None, predicte
 
     Labels assume greedy decoding (weights kept after ``predict``): the source corners are
     ``x_0 ... x_{L_s-1}``; the decoder reads the last source corner, then its own predictions
-    ``x̂_{L_s} ...``. Returns the Figure.
+    ``x̂_{L_s} ...``; each decoder row is labelled with what it reads and what it predicts
+    (``x_1 → x̂_2``). Returns the Figure.
     """
     encoder = _check_alphas("encoder", encoder)
     n, n_heads, source_len = encoder.shape[:3]
@@ -150,14 +155,19 @@ def transformer_attention(encoder, decoder, cross, source, target=None, predicte
 
     source_labels = [f"$x_{i}$" for i in range(source_len)]
     decoder_labels = [f"$x_{source_len - 1}$"] + [f"$\\hat{{x}}_{source_len + i}$" for i in range(target_len - 1)]
+    # a decoder row is a position: the input it reads -> the corner it predicts
+    predicts = [f"$\\hat{{x}}_{source_len + i}$" for i in range(target_len)]
+    row_labels = [f"{read[:-1]} \\to {made[1:]}" for read, made in zip(decoder_labels, predicts)]
     kinds = (
         ("encoder self-attention", encoder, source_labels, source_labels, "source corner", "source corner"),
-        ("decoder self-attention (masked)", decoder, decoder_labels, decoder_labels, "decoder input", "decoder input"),
-        ("cross-attention", cross, decoder_labels, source_labels, "decoder input", "source corner"),
+        ("decoder self-attention (masked)", decoder, row_labels, decoder_labels, "input → prediction",
+         "decoder input"),
+        ("cross-attention", cross, row_labels, source_labels, "input → prediction", "source corner"),
     )
     n_rows = len(indices)
-    fig = plt.figure(figsize=(1.9 + 3 * 1.3 * n_heads, 0.8 + 1.55 * n_rows), layout="constrained")
-    corner_fig, *map_figs = fig.subfigures(1, 4, width_ratios=[1.2] + [n_heads] * 3, wspace=0.02)
+    fig = plt.figure(figsize=(3.4 + 3 * 1.25 * n_heads, 0.8 + 1.55 * n_rows), layout="constrained")
+    corner_fig, *map_figs = fig.subfigures(1, 4, width_ratios=[1.2, n_heads, n_heads + 0.5, n_heads + 1.0],
+                                           wspace=0.02)
     corner_axes = corner_fig.subplots(n_rows, 1, squeeze=False)[:, 0]
     corner_fig.suptitle("corners", fontsize=10)
     for ax, index in zip(corner_axes, indices):
@@ -173,6 +183,8 @@ def transformer_attention(encoder, decoder, cross, source, target=None, predicte
                                   f"head {head}" if row == 0 else None, annotate=True)
                 ax.set_xlabel(k_name if row == n_rows - 1 else "", fontsize=8)
                 ax.set_ylabel(q_name if head == 0 else "", fontsize=8)
+                if head > 0:  # the rows are the same for every head: label them once, on the left
+                    ax.tick_params(axis="y", labelleft=False)
         subfig.suptitle(title + suffix, fontsize=10)
     fig.colorbar(image, ax=list(axes.flat), fraction=0.05, pad=0.03, label="weight")
     return fig
