@@ -38,7 +38,8 @@ def _quiet_stderr():
 
 
 def attention_ops(compute, ops=KERNEL_OPS):
-    """The operations of ``ops`` that one call of ``compute()`` runs on the CPU, without gradients, in ``ops``' order."""
+    """The operations of ``ops`` that one call of ``compute()`` runs on the CPU, without
+    gradients, in ``ops``' order."""
     if not callable(compute):
         raise TypeError(f"compute must be a function of no arguments, got {type(compute).__name__}")
     with _quiet_stderr(), torch.no_grad(), profile(activities=[ProfilerActivity.CPU]) as prof:

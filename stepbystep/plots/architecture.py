@@ -80,8 +80,8 @@ def _sublayer_boxes(layer, kind):
     """A layer's sublayers in order, each inside its wrapper, and the residual spans (start, end)."""
     cross = isinstance(layer, DecoderLayer)
     heads = _heads(layer.n_heads)
-    sublayers = [(f"{'masked ' if cross else ''}self-attention ({heads})" + ("\ncausal mask" if cross else "\nsource mask"),
-                  {"self-attention", "mask"})]
+    mask = "causal mask" if cross else "source mask"
+    sublayers = [(f"{'masked ' if cross else ''}self-attention ({heads})\n{mask}", {"self-attention", "mask"})]
     if cross:
         sublayers.append((f"cross-attention ({heads})\nkeys, values: encoder states; source mask",
                           {"cross-attention", "mask"}))
@@ -121,7 +121,8 @@ def _stack_box(stack, kind, memory=False):
              f"{'masked ' if cross else ''}self-attention ({_heads(layer.n_heads)})"]
     if cross:
         lines.append("cross-attention to the " + ("memory" if memory else "states"))
-    lines += [f"feed-forward ({layer.d_model} → {layer.ff_units} → {layer.d_model})", _wrapper_rule(layer.norm_first)]
+    lines += [f"feed-forward ({layer.d_model} → {layer.ff_units} → {layer.d_model})",
+              _wrapper_rule(layer.norm_first)]
     return _Box("\n".join(lines), kind, {kind} | _layer_parts(layer.norm_first, cross))
 
 
@@ -324,7 +325,8 @@ def _side_link(ax, fig, column, start, end, kind):
         x0, x1, color, style, label, ha = extents[0][0, 0], extents[-1][0, 0], "tab:purple", "-", "residual", "right"
     else:
         x = max(e[1, 0] for e in extents) + 0.03
-        x0, x1, color, style, label, ha = extents[0][1, 0], extents[-1][1, 0], "tab:brown", "--", "the same matrix", "left"
+        x0, x1 = extents[0][1, 0], extents[-1][1, 0]
+        color, style, label, ha = "tab:brown", "--", "the same matrix", "left"
     ax.plot([x0, x, x], [y0, y0, y1], color=color, lw=1.1, linestyle=style)
     arrow = "-|>" if kind == "residual" else "-"
     ax.annotate("", xy=(x1, y1), xytext=(x, y1),
