@@ -32,7 +32,6 @@ from stepbystep.data import make_regression_data, regression_grid, true_function
 from stepbystep.exercises import ch01
 from stepbystep.expect import expect, expect_close
 from stepbystep.models import KernelRegression, best_sigma, gaussian_kernel, leave_one_out_error, nadaraya_watson
-from stepbystep.plots.kernel_regression import dot_product_weights, query_attention
 from stepbystep.widgets import sigma_explorer
 
 # %% [markdown]
@@ -161,7 +160,7 @@ expect(shortfall > 0.2, "at x = 5 the prediction falls more than 0.2 short of th
 # for this query, and below, the weights themselves under the kernel centred on the query.
 
 # %%
-fig = query_attention(x_train, y_train, float(x_grid[row]), 0.5, x_grid=x_grid, y_true=y_true)
+fig = plots.query_attention(x_train, y_train, float(x_grid[row]), 0.5, x_grid=x_grid, y_true=y_true)
 
 # %% [markdown]
 # The prediction falls short of the true curve. Because we know the noise-free curve, we can
@@ -421,7 +420,7 @@ print("product-and-key scores give the same weights:", same)
 # largest weight, and the diagonal band is gone:
 
 # %%
-fig = dot_product_weights(x_train, y_train, x_grid, sigma, y_true=y_true)
+fig = plots.dot_product_weights(x_train, y_train, x_grid, sigma, y_true=y_true)
 
 # %% tags=["nbval-ignore-output"]
 dot_weights = torch.softmax(q * k / sigma**2, dim=-1)  # (200, 50): the per-key term dropped

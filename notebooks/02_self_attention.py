@@ -51,8 +51,6 @@ from stepbystep.models import (
     sinusoidal_table,
     subsequent_mask,
 )
-from stepbystep.plots.masks import padded_attention_maps
-from stepbystep.plots.seed_study import seed_dots
 from stepbystep.widgets import mask_explorer
 
 # %% [markdown]
@@ -492,6 +490,14 @@ print(f"same as model.predict: {torch.allclose(greedy, model.predict(source_seq)
 expect_close(greedy, model.predict(source_seq), "the two steps are what model.predict does", atol=1e-5)
 
 # %% [markdown]
+# The whole model in one picture, its sizes read from `model`: an encoder and a decoder made of
+# attention and feed-forward networks only, with no residual connections or norms yet (the
+# parts this chapter builds are in yellow).
+
+# %%
+fig = plots.architecture_diagram(model, highlight=("self-attention", "cross-attention"))
+
+# %% [markdown]
 # (In eval mode `model(source)` runs this same loop; in training mode it takes the whole
 # sequence and uses teacher forcing.) What the mask does to this loop cannot be seen on an
 # untrained decoder: its outputs hardly depend on its input yet, so appending a point barely
@@ -535,8 +541,8 @@ print(f"largest weight on a padded key: {alphas.masked_select(~source_mask).max(
 print(f"real positions unchanged when the padding changes: {torch.allclose(states[real], other_states[real])}")
 
 # %%
-fig = padded_attention_maps(alphas[0], lengths, titles=[f"length {n}" for n in lengths.tolist()],
-                            suptitle="head 0, with the source mask")
+fig = plots.padded_attention_maps(alphas[0], lengths, titles=[f"length {n}" for n in lengths.tolist()],
+                                  suptitle="head 0, with the source mask")
 
 # %% [markdown]
 # ## Attention is blind to order
@@ -731,8 +737,8 @@ for variant, losses in test_losses.items():
           + f"   median {statistics.median(losses):.3f}")
 
 # %%
-fig = seed_dots(test_losses, ylabel="test loss after 20 epochs (greedy)",
-                title="five seeds each: one dot per seed, bar at the median")
+fig = plots.seed_dots(test_losses, ylabel="test loss after 20 epochs (greedy)",
+                      title="five seeds each: one dot per seed, bar at the median")
 
 # %% [markdown]
 # Training is floating-point arithmetic repeated thousands of times, so these losses come out

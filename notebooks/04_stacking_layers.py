@@ -327,6 +327,14 @@ print("decoder output:", tuple(out.shape))
 print("cross-attention weights (N, n_heads, L_target, L_source):", tuple(decoder_layer.cross_attn_heads.alphas.shape))
 
 # %% [markdown]
+# The decoder layer drawn sublayer by sublayer: each sublayer sits inside its wrapper (norm-
+# first here: LayerNorm, the sublayer, then dropout and the residual add), the wrapper's parts
+# in yellow.
+
+# %%
+fig = plots.architecture_diagram(decoder_layer, highlight="wrapper")
+
+# %% [markdown]
 # ## 6. Stacking copies of a layer
 #
 # `EncoderTransf(encoder_layer, n_layers)` adds positional encoding and then applies
@@ -348,6 +356,13 @@ with torch.no_grad():
 print(f"after changing layer 0, layer 1 is unchanged: {torch.equal(w1 + 1.0, w0)}")
 print(f"parameters: one layer {sum(p.numel() for p in stack.layers[0].parameters())}, "
       f"the stack {sum(p.numel() for p in stack.parameters())}")
+
+# %% [markdown]
+# The stack in one picture: positions, three copies of the layer, and a final LayerNorm (the
+# layers are norm-first, so their output is not normalised yet).
+
+# %%
+fig = plots.architecture_diagram(stack, highlight="encoder")
 
 # %% [markdown]
 # The stack has a little more than three times one layer's parameters: the extra

@@ -40,7 +40,8 @@ from stepbystep import StepByStep
 from stepbystep import plots
 from stepbystep.data import square_splits
 from stepbystep.exercises import ch06
-from stepbystep.expect import expect, expect_close
+from stepbystep.expect import expect, expect_all, expect_close
+from stepbystep.experiments.attention_kernels import attention_ops, kernel_claims
 from stepbystep.models import (
     DecoderLayer,
     EncoderLayer,
@@ -164,8 +165,8 @@ expect(changes["batch_first=True"] < 1e-6, "read batch first, it does not move (
 #
 # The package's `TransformerModel` wrapper (below) takes our batch-first sequences whatever the
 # layout of the `nn.Transformer` inside. Around a sequence-first one it transposes them to
-# $(L, N, d_{model})$ on the way in and back on the way out, as the book's wrapper does, so the
-# sequences stay independent:
+# $(L, N, d_{model})$ on the way in and back on the way out, as the printed book's wrapper
+# does, so the sequences stay independent:
 
 # %%
 corner_batch = torch.randn(4, 2, 2, generator=generator)  # (N, L_s, F): four batch-first sources
@@ -185,11 +186,15 @@ expect(wrapped_moved < 1e-6, "inside the wrapper, sequence 0 does not move (by l
 # ## Three ways to write a mask
 #
 # Our masks (chapter 02) say where a query **may attend**: `True` = allowed. A target mask is
-# $(1, L_t, L_t)$, a source (padding) mask $(N, 1, L_s)$. PyTorch's modules take masks in two
-# other forms:
+# $(1, L_t, L_t)$, a source (padding) mask $(N, 1, L_s)$. The *function*
+# `F.scaled_dot_product_attention` reads a boolean mask the same way (`True` = takes part,
+# chapter 02), which is why our fused path can hand it our masks as they are. PyTorch's
+# *modules* (`nn.MultiheadAttention` and the `nn.Transformer` family) take masks in two other
+# forms:
 #
 # - **boolean, `True` = blocked**: the opposite of ours. A mask shared by the batch is
-#   `attn_mask` $(L_q, L_k)$ (`tgt_mask`, `src_mask`, `memory_mask` in `nn.Transformer`);
+#   `attn_mask` $(L_q, L_k)$ (`tgt_mask`, `src_mask`, `memory_mask` in `nn.Transformer`); a
+#   mask per sequence may be 3-D, $(N \cdot h, L_q, L_k)$, one per sequence and head;
 #   padding goes in a separate `key_padding_mask` $(N, L_k)$ (`src_key_padding_mask`,
 #   `tgt_key_padding_mask`, `memory_key_padding_mask`);
 # - **additive float**: a number added to the scores before the softmax: $0$ keeps a key,
@@ -262,7 +267,8 @@ expect(torch.all(wrong_weights[0, :-1][~future[:-1]] == 0), "the keep-mask passe
 expect_close(wrong_weights[0, :-1].sum(dim=-1), 1.0, "its first three rows still sum to 1", atol=1e-6)
 expect(torch.isnan(wrong_weights[0, -1]).all(), "its last query, with every key blocked, gets NaN",
        got=wrong_weights[0, -1])
-expect(torch.all(right_weights[0][future] == 0), "the converted mask puts no weight on the future", got=right_weights[0])
+expect(torch.all(right_weights[0][future] == 0), "the converted mask puts no weight on the future",
+       got=right_weights[0])
 expect_close(right_weights[0].sum(dim=-1), 1.0, "and every row sums to 1", atol=1e-6)
 
 # %% [markdown]
@@ -271,13 +277,25 @@ expect_close(right_weights[0].sum(dim=-1), 1.0, "and every row sums to 1", atol=
 # has no future at all, every key is blocked, and its softmax divides zero by zero: `nan`,
 # which then spreads through every later layer.
 #
-# **The book's wrapper.** The book's `TransformerModel` (chapter 10) makes this mistake with
-# the *source* mask. Its `encode_decode` forwards its `source_mask` argument to
-# `nn.Transformer` as `src_key_padding_mask`, where `True` means "ignore this key", while the
-# book builds its source masks with `True` meaning "may attend". Its training code never
-# passes a source mask, so the mistake shows only with padded sources. (Its causal mask comes
-# from `nn.Transformer.generate_square_subsequent_mask` and is right.) Here is that mistake
-# on the two padded sources above: one query per sequence attends to its four keys.
+# **The book's wrapper.** The book's `TransformerModel` (chapter 10) forwards its
+# `source_mask` argument to `nn.Transformer` as `src_key_padding_mask`, where `True` means
+# "ignore this key", while the book builds its source masks with `True` meaning "may attend".
+# Its training code never passes a source mask, so nothing goes wrong there. (Its causal mask
+# comes from `nn.Transformer.generate_square_subsequent_mask` and is right.) Passed as it is,
+# the book's $(N, 1, L_s)$ source mask does not even get as far as being misread: PyTorch
+# refuses its third dimension first.
+
+# %%
+try:
+    keys = torch.randn(2, 4, 6)  # (N, L_s, d_model)
+    self_attention(keys[:, :1], keys, keys, key_padding_mask=source_mask)  # the book's (N, 1, L_s) mask
+except AssertionError as error:
+    print(f"AssertionError: {error}")
+
+# %% [markdown]
+# The silent mistake comes one step later: squeeze the mask to $(N, L_s)$ to satisfy the
+# shape check, and forget to negate it. Here it is on the two padded sources above: one query
+# per sequence attends to its four keys.
 
 # %% tags=["nbval-ignore-output"]
 padded_keys = torch.randn(2, 4, 6, generator=torch.Generator().manual_seed(7))  # (N, L_s, d_model)
@@ -415,13 +433,23 @@ except ValueError as error:
 # opposite meanings would invite exactly the mistake above.
 
 # %%
-wrapper = TransformerModel(nn.Transformer(6, 3, 1, 1, 10, batch_first=True), input_len=2, target_len=2, n_features=2)
+small_transformer = nn.Transformer(6, 3, 1, 1, 10, batch_first=True)
+wrapper = TransformerModel(small_transformer, input_len=2, target_len=2, n_features=2)
 print(f"TransformerModel.causal_blocked_mask (True = blocked):\n{wrapper.causal_blocked_mask}")
 print(f"the negation of our trg_masks: {torch.equal(wrapper.causal_blocked_mask, ~subsequent_mask(2)[0])}")
 book_transformer = nn.Transformer(d_model=6, nhead=3, num_encoder_layers=1, num_decoder_layers=1, dim_feedforward=20)
 for input_norm in (True, False):  # the book's chapter-10 model, with and without the input norm
     n_book = sum(p.numel() for p in TransformerModel(book_transformer, 2, 2, 2, input_norm=input_norm).parameters())
     print(f"the book's model with input_norm={input_norm}: {n_book} parameters")
+
+# %% [markdown]
+# The book's model (one layer in each stack, 20 hidden units) has 12 more parameters with the
+# input norm: a `LayerNorm` over $d_{model} = 6$ has a weight and a bias of 6 each. Here is
+# what PyTorch provides (green) and what the wrapper adds around it (purple), drawn from
+# `wrapper`:
+
+# %%
+fig = plots.architecture_diagram(wrapper)
 
 # %% [markdown]
 # The data are chapter 05's: 256 training sequences, here in batches of 32 (chapter 05 used
@@ -434,7 +462,8 @@ train_data, val_data, _ = square_splits(train_seed=13, val_seed=19, test_seed=17
 train_loader = DataLoader(train_data, batch_size=32, shuffle=True, generator=torch.Generator())
 val_loader = DataLoader(val_data, batch_size=len(val_data))
 val_source, val_target = val_data.tensors  # (128, 2, 2), (128, 2, 2)
-print(f"train: {tuple(train_data.tensors[0].shape)}, validation: {tuple(val_source.shape)} -> {tuple(val_target.shape)}")
+print(f"train: {tuple(train_data.tensors[0].shape)}, "
+      f"validation: {tuple(val_source.shape)} -> {tuple(val_target.shape)}")
 
 # %% [markdown]
 # Our model is chapter 05's: $d_{model} = 6$, 3 heads, 10 hidden units, dropout 0.1, 2 layers
@@ -514,7 +543,6 @@ for name, elapsed in seconds.items():
 fig = plots.model_comparison(
     {name: (trainer.losses, trainer.val_losses) for name, trainer in trainers.items()},
     parameters={name: trainer.count_parameters() for name, trainer in trainers.items()},
-    seconds=seconds,
     val_label="validation",
 )
 
@@ -566,14 +594,16 @@ fig = plots.sequence_predictions(val_source, val_target, predictions, n=8)
 # calls `F.scaled_dot_product_attention`, which does all of it in one kernel and never keeps
 # the weights.
 #
-# PyTorch's layers always attend through that fused function. On top of it, in evaluation
-# they have a **fast path**: the whole encoder layer runs as one native operation. It is taken
-# only when the layer is in eval mode, gradients are off (`torch.no_grad()` or
-# `torch.inference_mode()`), `batch_first=True`, the number of heads is **even**, and a few
-# more conditions hold. Our 3-head models never qualify.
+# (This "fused" is about attention's kernel; Adam's `fused=True` in chapters 07 and 08 is
+# another thing: one call updating every parameter.)
 #
-# Small models hide these differences behind the Python overhead of each call, so we measure
-# on a larger layer: $d_{model} = 64$, 4 heads, 128 hidden units, 16 sequences of 128
+# PyTorch's layers also have a **fast path** in evaluation: the whole encoder layer runs as
+# one native operation. It is taken only when the layer is in eval mode, gradients are off
+# (`torch.no_grad()` or `torch.inference_mode()`), `batch_first=True`, the number of heads is
+# **even**, and a few more conditions hold. Our 3-head models never qualify.
+#
+# Small models hide differences of speed behind the Python overhead of each call, so we
+# measure on a larger layer: $d_{model} = 64$, 4 heads, 128 hidden units, 16 sequences of 128
 # positions. First, the four variants must compute the same outputs. The fast path switches
 # on and off with `torch.backends.mha.set_fastpath_enabled`.
 
@@ -611,16 +641,42 @@ for name, output in outputs.items():
 for name, output in outputs.items():
     expect_close(output, reference, f"{name}: the same outputs as the teaching path (± 1e-4)", atol=1e-4)
 
+# %% [markdown]
+# All four agree to within $10^{-4}$, and the fast path comes out closest to the teaching
+# path (in our runs, bit for bit). Which operations does each variant run? `torch.profiler` records every operation a
+# call makes; `attention_ops` keeps those that tell the paths apart (the CPU operations of
+# this chapter's PyTorch: `_transformer_encoder_layer_fwd` is the fast path's whole layer,
+# `_native_multi_head_attention` its attention, `bmm` a batched matrix product and
+# `_softmax` a softmax computed as a step of its own):
+
+# %% tags=["nbval-ignore-output"]
+paths = {"teaching": "ours, teaching path", "fused": "ours, fused path",
+         "no fast path": "PyTorch, no fast path", "fast path": "PyTorch, fast path"}
+kernel_ops = {path: attention_ops(variants[name]) for path, name in paths.items()}
+for path, ops in kernel_ops.items():
+    print(f"{paths[path]:<22} {', '.join(op.removeprefix('aten::') for op in ops)}")
+
+# %%
+expect_all(kernel_claims(kernel_ops))
+
+# %% [markdown]
+# So on the CPU the two fused variants, ours and PyTorch's layer without the fast path, call
+# `scaled_dot_product_attention`; the fast path does **not**. It runs the layer as one
+# native operation, but its attention computes the scores with `bmm`, softmaxes them and
+# multiplies by the values with another `bmm`, as our teaching path does: the
+# $(N, h, L, L)$ weights are written out in memory, they are just not returned. That is why
+# it matches the teaching path so closely. The teaching path, in addition, keeps the weights:
+
 # %%
 weights_size = teaching.self_attn_heads.alphas.numel() * teaching.self_attn_heads.alphas.element_size()
 print(f"weights the teaching path keeps: {tuple(teaching.self_attn_heads.alphas.shape)}, "
       f"{weights_size / 2**20:.1f} MiB")
 
 # %% [markdown]
-# All four agree to within $10^{-4}$. The teaching path keeps the weights of
-# every head and every pair of positions; their size grows with $L^2$, and in training the
-# graph keeps them (and their dropped-out copy) for the backward pass as well. Now the time of one forward pass of each variant (the best of a few
-# repeats, on this machine, in this run):
+# They cover every head and every pair of positions; their size grows with $L^2$, and in
+# training the graph keeps them (and their dropped-out copy) for the backward pass as well.
+# Now the time of one forward pass of each variant (the best of a few repeats, on this
+# machine, in this run):
 
 # %% tags=["nbval-ignore-output"]
 timings = {}
@@ -632,12 +688,15 @@ for name, elapsed in timings.items():
 fig = plots.timing_bars(timings, title="one encoder layer, eval mode, (16, 128, 64) input")
 
 # %% [markdown]
-# These times belong to this machine and this run; on another they can differ, even in
-# order, so read them as an example rather than a result. What does not depend on the
-# machine is where the savings can come from: the fused kernel never writes the weights out
-# and reads them back, and the fast path also skips the Python calls between the layer's
-# steps. Both compute the same function. What the teaching path buys instead is the weights
-# themselves, which is what every attention map in this course is drawn from.
+# These times belong to this machine and this run (a few repeats on a shared machine); on
+# another they can differ, even in order, so read them as an example rather than a result.
+# What does not depend on the machine is the table of operations above: only the fused
+# kernel avoids writing the $(N, h, L, L)$ weights out and reading them back, while the fast
+# path saves Python calls between the layer's steps but still computes attention with `bmm`
+# and a softmax. In our runs of this chapter on the CPU, the fast path was no faster than
+# PyTorch's layer without it.
+# What the teaching path buys instead is the weights themselves, which is what every
+# attention map in this course is drawn from.
 
 # %% [markdown]
 # ## Recap
@@ -647,22 +706,27 @@ fig = plots.timing_bars(timings, title="one encoder layer, eval mode, (16, 128, 
 #   norm-last layers (`norm_first=False`), and a final `LayerNorm` on each stack.
 # - Sequence-first by mistake does not fail: attention silently mixes the sequences of a
 #   batch. The `TransformerModel` wrapper takes batch-first sequences and transposes them
-#   for a sequence-first transformer, as the book's does.
-# - PyTorch's boolean masks mean **blocked** where ours mean **may attend**; padding goes in a
-#   separate `key_padding_mask` $(N, L_k)$; float masks are added to the scores ($0$ or
-#   $-\infty$). Convert explicitly (`to_torch_attn_mask`, `to_key_padding_mask`,
-#   `to_additive_mask`): a keep-mask passed as is raises no error, it attends to the future
-#   (or to the padding) and gives `nan` where every key is blocked. The book's wrapper passes
-#   its keep-style source mask as `src_key_padding_mask`, a mistake that shows with padded
-#   sources; the package's wrapper names its blocked causal mask `causal_blocked_mask`.
+#   for a sequence-first transformer, as the printed book's does.
+# - PyTorch's *modules* (`nn.MultiheadAttention`, `nn.Transformer…`) read a boolean `True`
+#   as **blocked** where ours mean **may attend**; the *function*
+#   `F.scaled_dot_product_attention` reads it as ours do. Padding goes in a separate
+#   `key_padding_mask` $(N, L_k)$; float masks are added to the scores ($0$ or $-\infty$).
+#   Convert explicitly (`to_torch_attn_mask`, `to_key_padding_mask`, `to_additive_mask`): a
+#   keep-mask of the right shape raises no error, it attends to the future (or to the
+#   padding) and gives `nan` where every key is blocked. The book's wrapper passes its
+#   keep-style source mask as `src_key_padding_mask`; its $(N, 1, L_s)$ shape fails loudly
+#   first, and squeezed without negating it would be misread silently. The package's wrapper
+#   names its blocked causal mask `causal_blocked_mask`.
 # - `in_proj_weight` stacks the query, key and value projections; with the weights copied
 #   (`copy_to_torch`), our layers and PyTorch's compute the same outputs, norm-first or
 #   norm-last.
 # - Trained the same way from the same start, `TransformerModel` and our model have the same
 #   parameters and reach similar losses; their curves differ through dropout's random draws,
 #   and without dropout they agree.
-# - The fused kernel and PyTorch's eval fast path (even heads, no gradients, batch first)
-#   compute the same outputs without keeping the weights.
+# - The fused kernel (`F.scaled_dot_product_attention`) and PyTorch's eval fast path (even
+#   heads, no gradients, batch first) compute the same outputs without keeping the weights.
+#   On the CPU the fast path runs the layer as one operation but attends with `bmm` and a
+#   softmax, not with the fused kernel: the profiler shows which operations each path calls.
 
 # %% [markdown]
 # ## Your turn
@@ -672,30 +736,36 @@ fig = plots.timing_bars(timings, title="one encoder layer, eval mode, (16, 128, 
 # `.hint()` gives a nudge and `.solution()` prints a worked solution. The cells below run the
 # checkers on placeholders, so they fail until you fill them in.
 #
-# **1. Masks for PyTorch.** Write `my_pytorch_masks(source_mask, target_mask)` that takes our
-# source mask $(N, 1, L_s)$ and target mask $(1, L_t, L_t)$ and returns
-# `(key_padding_mask, attn_mask)` in PyTorch's boolean convention, without the package's
-# converters. The placeholder passes our keep-masks unchanged: the mistake the book's wrapper
-# makes with its source mask.
+# **1. One mask for padding and causality.** A decoder's self-attention over *padded*
+# targets needs two masks at once: the causal one and the padding one. `nn.MultiheadAttention`
+# also takes a single 3-D `attn_mask` of shape $(N \cdot h, L, L)$, one per sequence and per
+# head, in the additive form. Write `my_combined_mask(target_pad, causal, n_heads)` that takes
+# our keep-masks, a target padding mask $(N, 1, L)$ and the causal mask $(1, L, L)$, and
+# returns that float mask: $0$ where a query may attend, $-\infty$ where it may not. Before
+# you run the check, predict: which rows of a padded sequence's mask still have more than one
+# $0$? The checker compares `nn.MultiheadAttention`'s outputs under your mask with the
+# right ones.
 
 # %%
-def my_pytorch_masks(source_mask, target_mask):
-    return source_mask[:, 0, :], target_mask[0]  # replace: the shapes are right, the meaning is not
+def my_combined_mask(target_pad, causal, n_heads):
+    return target_pad & causal  # replace: a float mask, one per sequence and per head
 
 
-ch06.pytorch_masks.check(my_pytorch_masks)
+ch06.combined_mask.check(my_combined_mask)
 
 # %% [markdown]
-# **2. Copy attention by hand.** Write `my_copy_attention(ours, theirs)` that copies a
-# `MultiHeadedAttention`'s weights into an `nn.MultiheadAttention` of the same size, in place,
-# without `copy_to_torch`.
+# **2. The copy the other way.** The chapter copied our attention into PyTorch's. Write
+# `my_copy_from_torch(theirs, ours)` that copies an `nn.MultiheadAttention`'s weights into our
+# `MultiHeadedAttention` of the same size, in place: split `in_proj_weight` and
+# `in_proj_bias` back into our three projections (`Tensor.chunk` helps), and `out_proj` into
+# `linear_out`. The checker then compares the two modules' outputs on a padded batch.
 
 # %%
-def my_copy_attention(ours, theirs):
-    pass  # replace: copy the projections into theirs.in_proj_weight, in_proj_bias and out_proj
+def my_copy_from_torch(theirs, ours):
+    pass  # replace: copy theirs' projections into ours.linear_query, linear_key, linear_value, linear_out
 
 
-ch06.copy_attention.check(my_copy_attention)
+ch06.copy_from_torch.check(my_copy_from_torch)
 
 # %% [markdown]
 # **3. The matching `nn.Transformer`.** Write `my_matching_transformer(model)` that builds an
@@ -703,7 +773,8 @@ ch06.copy_attention.check(my_copy_attention)
 # final norms) that reads our batch-first tensors as they are, so that
 # `copy_to_torch(model, TransformerModel(..., input_norm=False))` accepts it. Read the
 # sizes from the model, not from this chapter. The placeholder leaves most arguments at
-# PyTorch's defaults, and several of them do not fit.
+# PyTorch's defaults, and several of them do not fit. (The checker compares predictions in
+# evaluation mode, where dropout does nothing, so it cannot check your dropout rate.)
 
 # %%
 def my_matching_transformer(model):

@@ -189,6 +189,13 @@ model = build()
 print(f"{sum(p.numel() for p in model.parameters()):,} parameters")
 
 # %% [markdown]
+# The model in one picture: one causal stack between the embedding and the output layer, with
+# no encoder and no cross-attention (the parts new in this chapter are in yellow).
+
+# %%
+fig = plots.architecture_diagram(model, highlight=("decoder", "head"))
+
+# %% [markdown]
 # The output layer has its own weight here (`tie_weights=False`); a section below measures the
 # other choice. The logits have one row per position, and the causal mask means a row does not
 # change when later tokens change:

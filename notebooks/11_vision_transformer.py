@@ -211,6 +211,13 @@ print(f"{'pos_embed':>26}: {model.pos_embed.numel():5,d} parameters, shape {tupl
 print(f"{'total':>26}: {sum(p.numel() for p in model.parameters()):5,d} parameters")
 
 # %% [markdown]
+# The ViT in one picture: patches become tokens, a CLS token goes first, and the head reads
+# only the CLS token's final state (the parts new in this chapter are in yellow).
+
+# %%
+fig = plots.architecture_diagram(model, highlight=("embedding", "cls", "head"))
+
+# %% [markdown]
 # The learned table costs 160 parameters and changes nothing at first. A model built from the
 # same seed without it (`learned_positions=False`, the book's model) has the same parameters
 # and gives the same logits:

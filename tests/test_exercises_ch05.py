@@ -1,4 +1,5 @@
 """Chapter 05's exercises: the worked solutions pass, typical wrong answers get a useful message."""
+import pytest
 import torch
 import torch.nn.functional as F
 
@@ -180,4 +181,49 @@ def test_hints_are_printed_on_request(capsys):
     ch05.teacher_forced_loss.hint()
     ch05.greedy_decode.hint()
     out = capsys.readouterr().out
-    assert "-1 or 1" in out and "model.train(was_training)" in out and "source[:, -1:]" in out
+    assert "-1 or 1" in out and "source[:, -1:]" in out and "the mode you found the model in" in out
+    # the teacher-forcing hint is a nudge, not the recipe: no slices, no mask, no restoring call
+    assert "full[:, input_len-1:-1]" not in out and "trg_masks" not in out and "model.train(was_training)" not in out
+    assert "the mask matters at every step" in out  # why decoding without the mask drifts at a later corner
+
+
+def test_teacher_forced_loss_summed_instead_of_averaged_is_named(fails_with):
+    def summed(model, full):
+        was_training = model.training
+        model.eval()
+        with torch.no_grad():
+            model.encode(full[:, :2])
+            predicted = model.decode(full[:, 1:3], target_mask=model.trg_masks)
+            loss = torch.nn.functional.mse_loss(predicted, full[:, 2:], reduction="sum")
+        model.train(was_training)
+        return loss.item()
+    fails_with(ch05.teacher_forced_loss, summed, "the sum of the squared errors, not their mean")
+
+
+@pytest.mark.parametrize("answer, words", [
+    ("teacher forcing", "the two differ only in teacher forcing"),
+    ("both", 'answer "dropout" or "teacher forcing"'),
+    (None, 'answer "dropout" or "teacher forcing"'),
+])
+def test_gap_cause_wrong_answers(fails_with, answer, words):
+    message = fails_with(ch05.gap_cause, answer, words)
+    assert "dropout makes the gap" not in message
+
+
+def test_gap_cause_accepts_dropout_in_any_case():
+    assert ch05.gap_cause.check(" Dropout ")
+
+
+@pytest.mark.parametrize("answer, words", [
+    (0.02, "counts two noises"),
+    (0.0, "too low"),
+    (0.1, "too high"),
+    ("0.01", "expected a number"),
+])
+def test_corner_baseline_mse_wrong_predictions(fails_with, answer, words):
+    message = fails_with(ch05.corner_baseline_mse, answer, words)
+    assert "0.01" not in message
+
+
+def test_corner_baseline_mse_accepts_the_noise_variance():
+    assert ch05.corner_baseline_mse.check(0.01) and ch05.corner_baseline_mse.check(torch.tensor(0.0102))

@@ -15,97 +15,104 @@ def quiet_nested_tensor_warning():
         yield
 
 
-def test_pytorch_masks_solution_passes():
-    assert ch06.pytorch_masks.check(ch06.pytorch_masks._solution)
+def _additive(keep):
+    return torch.zeros(keep.shape).masked_fill(~keep, float("-inf"))
 
 
-def test_pytorch_masks_keep_masks_passed_unchanged_are_called_out():
-    result = ch06.pytorch_masks.check(lambda source, target: (source[:, 0, :], target[0]))
-    assert not result
-    assert "key_padding_mask is our keep-mask unchanged" in repr(result)
-    assert "the mistake the book's TransformerModel makes with its source mask" in repr(result)
-    assert "Stuck? .hint() gives a nudge" in repr(result) and "invert" not in repr(result)
+def test_combined_mask_solution_passes():
+    assert ch06.combined_mask.check(ch06.combined_mask._solution)
 
 
-def test_pytorch_masks_inverted_target_but_not_source_names_the_source():
-    result = ch06.pytorch_masks.check(lambda source, target: (source[:, 0, :], ~target[0]))
-    assert not result and "key_padding_mask" in repr(result)
-    result = ch06.pytorch_masks.check(lambda source, target: (~source[:, 0, :], target[0]))
-    assert not result and "attn_mask is our keep-mask unchanged" in repr(result)
+def test_combined_mask_with_a_large_finite_negative_number_passes():
+    def finite(target_pad, causal, n_heads):
+        keep = (target_pad & causal).repeat_interleave(n_heads, dim=0)
+        return torch.zeros(keep.shape).masked_fill(~keep, -1e9)
+    assert ch06.combined_mask.check(finite)
 
 
-def test_pytorch_masks_wrong_shapes_say_expected_and_got():
-    result = ch06.pytorch_masks.check(lambda source, target: (~source, ~target))
-    assert not result and "should have shape (3, 3), got (3, 1, 3)" in repr(result)
+@pytest.mark.parametrize("answer, words", [
+    (lambda pad, causal, h: (pad & causal).repeat_interleave(h, dim=0), "boolean mask"),
+    (lambda pad, causal, h: _additive(pad & causal), "one mask per sequence"),
+    (lambda pad, causal, h: _additive(~(pad & causal)).repeat_interleave(h, dim=0), "the convention is inverted"),
+    (lambda pad, causal, h: _additive(pad & causal).repeat(h, 1, 1), "the copies are in the wrong order"),
+    (lambda pad, causal, h: _additive(causal.expand(pad.shape[0], -1, -1)).repeat_interleave(h, dim=0),
+     "only the causal part"),
+    (lambda pad, causal, h: _additive(pad.expand(-1, pad.shape[-1], -1)).repeat_interleave(h, dim=0),
+     "only the padding part"),
+    (lambda pad, causal, h: torch.zeros(pad.shape[0] * h, 2, 2), "expected shape (4, 4, 4)"),
+    (lambda pad, causal, h: (pad & causal).int(), "expected a float tensor"),
+    (lambda pad, causal, h: None, "expected a tensor"),
+])
+def test_combined_mask_typical_slips_are_named(fails_with, answer, words):
+    message = fails_with(ch06.combined_mask, answer, words)
+    assert "repeat_interleave" not in message and "-inf where it may" not in message.replace(
+        "0 sits where a query must not attend, -inf where it may", "")
 
 
-def test_pytorch_masks_additive_masks_are_asked_to_be_boolean():
-    def additive(source, target):
-        blocked_source, blocked_target = ~source[:, 0, :], ~target[0]
-        return (torch.zeros(blocked_source.shape).masked_fill(blocked_source, float("-inf")),
-                torch.zeros(blocked_target.shape).masked_fill(blocked_target, float("-inf")))
-
-    result = ch06.pytorch_masks.check(additive)
-    assert not result and "should be boolean" in repr(result)
+def test_combined_mask_other_wrong_values_are_called_wrong(fails_with):
+    def off_by_one(pad, causal, h):
+        keep = (pad & causal).repeat_interleave(h, dim=0).clone()
+        keep[0, 0, 1] = True  # one future key let through
+        return _additive(keep)
+    fails_with(ch06.combined_mask, off_by_one, "some entries are wrong")
 
 
-def test_pytorch_masks_needs_a_pair():
-    result = ch06.pytorch_masks.check(lambda source, target: ~source[:, 0, :])
-    assert not result and "return a pair" in repr(result)
+def test_copy_from_torch_solution_passes():
+    assert ch06.copy_from_torch.check(ch06.copy_from_torch._solution)
 
 
-def test_copy_attention_solution_passes():
-    assert ch06.copy_attention.check(ch06.copy_attention._solution)
-
-
-def test_copy_attention_doing_nothing_fails():
-    result = ch06.copy_attention.check(lambda ours, theirs: None)
-    assert not result and "still has its own weights" in repr(result)
-
-
-def _copy_with(order=("query", "key", "value"), transpose=False, out_proj=True):
-    def copy(ours, theirs):
-        layers = [getattr(ours, f"linear_{name}") for name in order]
+def _copy_with(order=(0, 1, 2), transpose=False, biases=True, out_proj=True):
+    def copy(theirs, ours):
+        blocks, bias_blocks = theirs.in_proj_weight.chunk(3), theirs.in_proj_bias.chunk(3)
         with torch.no_grad():
-            weights = [layer.weight.T if transpose else layer.weight for layer in layers]
-            theirs.in_proj_weight.copy_(torch.cat(weights))
-            theirs.in_proj_bias.copy_(torch.cat([layer.bias for layer in layers]))
+            for linear, i in zip((ours.linear_query, ours.linear_key, ours.linear_value), order):
+                linear.weight.copy_(blocks[i].T if transpose else blocks[i])
+                if biases:
+                    linear.bias.copy_(bias_blocks[i])
             if out_proj:
-                theirs.out_proj.weight.copy_(ours.linear_out.weight)
-                theirs.out_proj.bias.copy_(ours.linear_out.bias)
+                ours.linear_out.weight.copy_(theirs.out_proj.weight)
+                ours.linear_out.bias.copy_(theirs.out_proj.bias)
     return copy
 
 
-def test_copy_attention_wrong_order_fails():
-    result = ch06.copy_attention.check(_copy_with(order=("key", "query", "value")))
-    assert not result and "not in the order PyTorch reads them" in repr(result)
+@pytest.mark.parametrize("answer, words", [
+    (lambda theirs, ours: None, "nothing was copied"),
+    (_copy_with(order=(1, 0, 2)), "not in the order in_proj_weight stacks them"),
+    (_copy_with(transpose=True), "transposed"),
+    (_copy_with(biases=False), "their biases are not in_proj_bias's blocks"),
+    (_copy_with(out_proj=False), "linear_out"),
+])
+def test_copy_from_torch_typical_slips_are_named(fails_with, answer, words):
+    message = fails_with(ch06.copy_from_torch, answer, words)
+    assert "chunk(3)" not in message
 
 
-def test_copy_attention_transposed_weights_fail():
-    result = ch06.copy_attention.check(_copy_with(transpose=True))
-    assert not result and "transposed" in repr(result)
+def test_copy_from_torch_without_no_grad_is_reported_not_raised(fails_with):
+    def copy_with_grad(theirs, ours):
+        ours.linear_query.weight.copy_(theirs.in_proj_weight.chunk(3)[0])
+    fails_with(ch06.copy_from_torch, copy_with_grad, "where PyTorch records no gradients")
 
 
-def test_copy_attention_forgotten_output_layer_fails():
-    result = ch06.copy_attention.check(_copy_with(out_proj=False))
-    assert not result and "out_proj" in repr(result)
+def test_copy_from_torch_wrong_dimension_is_reported(fails_with):
+    def split_columns(theirs, ours):
+        with torch.no_grad():
+            ours.linear_query.weight.copy_(theirs.in_proj_weight.chunk(3, dim=1)[0])
+    fails_with(ch06.copy_from_torch, split_columns, "check along which dimension")
 
 
-def test_copy_attention_without_no_grad_is_reported_not_raised():
-    def copy_with_grad(ours, theirs):
-        theirs.in_proj_weight.copy_(torch.cat([ours.linear_query.weight, ours.linear_key.weight,
-                                               ours.linear_value.weight]))
-
-    result = ch06.copy_attention.check(copy_with_grad)
-    assert not result and "raised RuntimeError" in repr(result)  # PyTorch's own words follow
-    assert "torch.no_grad()" in ch06.copy_attention._hint  # and the hint, on request, says why
+def test_copy_from_torch_weights_from_elsewhere_are_named(fails_with):
+    def random_weights(theirs, ours):
+        with torch.no_grad():
+            ours.linear_query.weight.copy_(torch.randn_like(ours.linear_query.weight))
+    fails_with(ch06.copy_from_torch, random_weights, "are not the blocks of in_proj_weight")
 
 
-def test_copy_attention_leaves_the_global_rng_alone():
+def test_exercises_leave_the_global_rng_alone():
     torch.manual_seed(0)
     expected = torch.rand(1)
     torch.manual_seed(0)
-    ch06.copy_attention.check(ch06.copy_attention._solution)
+    ch06.copy_from_torch.check(ch06.copy_from_torch._solution)
+    ch06.combined_mask.check(ch06.combined_mask._solution)
     assert torch.equal(torch.rand(1), expected)
 
 
@@ -148,32 +155,16 @@ def test_matching_transformer_needs_an_nn_transformer():
 
 
 def test_solutions_print_their_source(capsys):
-    ch06.pytorch_masks.solution()
-    ch06.copy_attention.solution()
+    ch06.combined_mask.solution()
+    ch06.copy_from_torch.solution()
     ch06.matching_transformer.solution()
     out = capsys.readouterr().out
-    assert "~source_mask[:, 0, :]" in out and "in_proj_weight.copy_" in out and "batch_first=True" in out
-
-
-def test_wrong_mask_values_are_shown_but_not_the_answer():
-    def half_inverted(source, target):
-        return ~source[:, 0, :], torch.zeros_like(target[0])  # right padding, nothing blocked
-    result = ch06.pytorch_masks.check(half_inverted)
-    assert not result and "attn_mask has the right shape and dtype but not the right values" in repr(result)
-    assert "got [[0, 0], [0, 0]]" in repr(result) and "[[0, 1], [0, 0]]" not in repr(result)
-
-
-def test_in_proj_weight_that_is_not_ours_at_all_is_named():
-    def random_weights(ours, theirs):
-        with torch.no_grad():
-            theirs.in_proj_weight.copy_(torch.randn_like(theirs.in_proj_weight))
-    result = ch06.copy_attention.check(random_weights)
-    assert not result and "does not hold our query, key and value projection weights" in repr(result)
+    assert "repeat_interleave" in out and "in_proj_weight.chunk(3)" in out and "batch_first=True" in out
 
 
 def test_hints_are_printed_on_request(capsys):
-    ch06.pytorch_masks.hint()
-    ch06.copy_attention.hint()
+    ch06.combined_mask.hint()
+    ch06.copy_from_torch.hint()
     ch06.matching_transformer.hint()
     out = capsys.readouterr().out
-    assert "invert each mask" in out and "in_proj_weight" in out and "batch_first" in out
+    assert "both keep-masks" in out and "chunk" in out and "batch_first" in out

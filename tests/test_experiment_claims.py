@@ -7,9 +7,11 @@ import pytest
 import torch
 
 from stepbystep.expect import ClaimFailed, expect_all
+from stepbystep.experiments.attention_kernels import attention_ops, kernel_claims
 from stepbystep.experiments.norm_placement import initial_gradient_claims, seed_claims, training_claims
 from stepbystep.experiments.position_claims import length_claims, training_length_claims
 from stepbystep.experiments.square_baselines import baseline_claims
+from stepbystep.models import EncoderLayer, copy_to_torch
 
 
 def failing(claims):
@@ -131,3 +133,30 @@ def test_baseline_claims_hold_for_a_trained_model_and_fail_for_an_untrained_one(
         "predicting zeros costs about the targets' variance, 1.01 (0.9 to 1.1)",
         "the mirror costs about 2 · 0.1² = 0.02 (0.015 to 0.025)",
         "the Transformer stays above the noise floor"]
+
+
+def test_attention_ops_finds_the_operations_each_path_runs():
+    torch.manual_seed(0)
+    teaching = EncoderLayer(2, 8, 16, dropout=0.0, norm_first=False).eval()
+    fused = EncoderLayer(2, 8, 16, dropout=0.0, norm_first=False, store_alphas=False).eval()
+    fused.load_state_dict(teaching.state_dict())
+    theirs = copy_to_torch(teaching, torch.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True).eval())
+    x = torch.randn(2, 5, 8)
+
+    def pytorch(fast):
+        torch.backends.mha.set_fastpath_enabled(fast)
+        try:
+            return theirs(x)
+        finally:
+            torch.backends.mha.set_fastpath_enabled(True)
+
+    ops = {"teaching": attention_ops(lambda: teaching(x)), "fused": attention_ops(lambda: fused(x)),
+           "no fast path": attention_ops(lambda: pytorch(False)), "fast path": attention_ops(lambda: pytorch(True))}
+    assert failing(kernel_claims(ops)) == []
+    # swapped paths are caught
+    swapped = dict(ops, **{"fast path": ops["fused"], "fused": ops["fast path"]})
+    assert len(failing(kernel_claims(swapped))) == 2
+    with pytest.raises(ValueError, match="missing"):
+        kernel_claims({"teaching": []})
+    with pytest.raises(TypeError, match="compute must be a function"):
+        attention_ops(None)

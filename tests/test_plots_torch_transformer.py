@@ -89,19 +89,33 @@ def test_model_comparison_draws_losses_parameters_and_times():
     assert [t.get_text() for t in time_ax.get_xticklabels()] == ["ours", "theirs"]
 
 
-def test_model_comparison_names_the_second_curve():
-    fig = model_comparison(_runs(), parameters={"ours": 1, "theirs": 1}, seconds={"ours": 1.0, "theirs": 1.0},
-                           val_label="validation")
-    loss_ax = fig.axes[0]
+def test_model_comparison_names_the_second_curve_and_says_equal_counts_in_the_title():
+    fig = model_comparison(_runs(), parameters={"ours": 1728, "theirs": 1728}, val_label="validation")
+    (loss_ax,) = fig.axes  # equal counts make no panel, and no times were given
     labels = [t.get_text() for t in loss_ax.get_legend().get_texts()]
-    assert "ours: validation (last 0.1000)" in labels and loss_ax.get_title() == "training and validation losses"
+    assert "ours: validation (last 0.1000)" in labels
+    assert loss_ax.get_title() == "training and validation losses (each model: 1,728 parameters)"
+
+
+def test_model_comparison_labels_log_ticks_inside_the_data_and_keeps_the_legend_off_it():
+    runs = {"ours": ([1.0, 0.1, 0.03], [0.9, 0.05, 0.016]), "theirs": ([1.0, 0.2, 0.04], [0.8, 0.06, 0.02])}
+    fig = model_comparison(runs)
+    (ax,) = fig.axes
+    fig.canvas.draw()
+    low, high = ax.get_ylim()
+    ticks = [(value, label.get_text()) for value, label in zip(ax.get_yticks(), ax.get_yticklabels())
+             if low <= value <= high]
+    shown = {label for _, label in ticks}
+    assert {"0.02", "0.05", "0.1", "0.2", "0.5", "1"} <= shown
+    legend_box = ax.get_legend().get_window_extent()
+    assert legend_box.x0 >= ax.get_window_extent().x1  # beside the axes, not over the curves
 
 
 def test_model_comparison_needs_the_same_names_in_every_dict():
     with pytest.raises(ValueError, match="parameters must be a dict"):
         model_comparison(_runs(), parameters={"ours": 1}, seconds={"ours": 1.0, "theirs": 1.0})
     with pytest.raises(ValueError, match="seconds"):
-        model_comparison(_runs(), parameters={"ours": 1, "theirs": 1}, seconds={"theirs": 1.0, "ours": 1.0})
+        model_comparison(_runs(), seconds={"theirs": 1.0, "ours": 1.0})
     with pytest.raises(ValueError, match="runs must be a non-empty dict"):
         model_comparison({}, parameters={}, seconds={})
     with pytest.raises(TypeError, match="parameters must be a dict with the runs' names"):

@@ -10,7 +10,7 @@ from matplotlib.collections import QuadMesh  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from stepbystep.models import build_transformer  # noqa: E402
-from stepbystep.plots import loss_comparison, transformer_attention, transformer_diagram  # noqa: E402
+from stepbystep.plots import loss_comparison, transformer_attention  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -23,35 +23,6 @@ def _texts(fig):
     return [text.get_text() for ax in fig.axes for text in ax.texts]
 
 
-def test_transformer_diagram_reads_the_sizes_from_the_model():
-    model = build_transformer(n_features=3, input_len=4, target_len=5, d_model=8, n_heads=2, ff_units=7,
-                              n_layers=3, seed=0)
-    fig = transformer_diagram(model)
-    assert isinstance(fig, Figure)
-    texts = "\n".join(_texts(fig))
-    assert "proj: Linear(3 → 8)" in texts and "linear: Linear(8 → 3)" in texts
-    assert "(N, 4, 3)" in texts and "(N, 5, 8)" in texts and "(N, 4, 8)" in texts
-    assert "3 × encoder layer" in texts and "self-attention (2 heads)" in texts
-    assert "feed-forward (7 hidden units)" in texts and "x + drop(f(norm(x)))" in texts
-    assert texts.count("final LayerNorm") == 2
-    assert "d_model = 8, 2 heads, 3 + 3 layers" in fig.axes[0].get_title()
-    # one arrow between consecutive boxes on each side, plus states -> decoder layers
-    arrows = [child for child in fig.axes[0].texts if child.get_text() == "" and hasattr(child, "arrow_patch")]
-    boxes_left, boxes_right = 6, 7
-    assert len(arrows) == (boxes_left - 1) + (boxes_right - 1) + 1
-
-
-def test_transformer_diagram_of_norm_last_layers_has_no_final_norm():
-    fig = transformer_diagram(build_transformer(norm_first=False, seed=0))
-    texts = "\n".join(_texts(fig))
-    assert "final LayerNorm" not in texts and "norm(x + drop(f(x)))" in texts
-
-
-def test_transformer_diagram_rejects_other_models():
-    with pytest.raises(TypeError, match="expected an EncoderDecoderTransf"):
-        transformer_diagram(torch.nn.Linear(2, 2))
-
-
 def test_loss_comparison_draws_a_bar_per_label_and_dots_for_draws():
     fig = loss_comparison({"train mode": [0.02, 0.03, 0.04], "eval mode": 0.01}, title="one batch", xlabel="MSE")
     (ax,) = fig.axes
@@ -61,7 +32,12 @@ def test_loss_comparison_draws_a_bar_per_label_and_dots_for_draws():
     assert widths == pytest.approx([0.01, 0.03])
     (dots,) = ax.collections
     assert sorted(dots.get_offsets()[:, 0]) == pytest.approx([0.02, 0.03, 0.04])
-    assert sorted(t.get_text() for t in ax.texts) == ["0.0100", "mean of the 3 dots: 0.0300"]
+    assert sorted(t.get_text() for t in ax.texts) == ["0.0100", "mean of the 3 dots (black tick): 0.0300"]
+    # the mean's tick spans the row at x = 0.03, and its label starts there, above the row
+    (tick,) = ax.lines
+    assert list(tick.get_xdata()) == pytest.approx([0.03, 0.03])
+    label = next(t for t in ax.texts if t.get_text().startswith("mean"))
+    assert label.xy[0] == pytest.approx(0.03) and label.xy[1] > 1.3
     assert ax.get_xlabel() == "MSE" and ax.get_title() == "one batch"
     assert ax.get_xscale() == "linear"
 
@@ -83,7 +59,7 @@ def test_loss_comparison_on_a_log_scale_draws_points_not_bars():
     assert sorted(points.get_offsets()[:, 0]) == pytest.approx([0.012, 0.03, 1.0])  # one per row, at its mean
     assert dict(zip(points.get_offsets()[:, 1], points.get_offsets()[:, 0])) == pytest.approx({2: 1.0, 1: 0.012, 0: 0.03})
     assert sorted(dots.get_offsets()[:, 0]) == pytest.approx([0.02, 0.04])
-    assert sorted(t.get_text() for t in ax.texts) == ["0.0120", "1.0000", "mean of the 2 dots: 0.0300"]
+    assert sorted(t.get_text() for t in ax.texts) == ["0.0120", "1.0000", "mean of the 2 dots (black tick): 0.0300"]
 
 
 @pytest.mark.parametrize("losses, error", [({}, ValueError), ([0.1], TypeError), ({"a": float("nan")}, ValueError),
@@ -124,8 +100,12 @@ def test_transformer_attention_draws_every_head_of_every_kind_per_sequence():
     assert [t.get_text() for t in first_cross.texts] == [f"{w:.2f}" for w in cross[4, 0].flatten().tolist()]
     np.testing.assert_allclose(first_decoder.collections[0].get_array(), decoder[4, 0].numpy(), rtol=1e-6)
     assert [t.get_text() for t in first_cross.get_xticklabels()] == ["$x_0$", "$x_1$"]
-    assert [t.get_text() for t in first_decoder.get_yticklabels()] == ["$x_1$", "$\\hat{x}_2$"]
-    assert first_decoder.get_ylabel() == "decoder input" and first_cross.get_ylabel() == "decoder input"
+    # decoder rows say what each position reads and what it predicts; the columns what it reads
+    rows = ["$x_1 \\to \\hat{x}_2$", "$\\hat{x}_2 \\to \\hat{x}_3$"]
+    assert [t.get_text() for t in first_decoder.get_yticklabels()] == rows
+    assert [t.get_text() for t in first_cross.get_yticklabels()] == rows
+    assert [t.get_text() for t in first_decoder.get_xticklabels()] == ["$x_1$", "$\\hat{x}_2$"]
+    assert first_decoder.get_ylabel() == "input → prediction" and first_cross.get_ylabel() == "input → prediction"
     # the corner panel numbers the source and target corners 0-3
     assert sorted(t.get_text() for t in corners[0].texts) == ["0", "1", "2", "3"]
 

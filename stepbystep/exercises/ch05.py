@@ -15,7 +15,7 @@ from ..data import generate_sequences
 from ..models import build_transformer
 from .exercise import Exercise, as_number, expects_function
 
-__all__ = ["teacher_forced_loss", "corner_baseline", "greedy_decode"]
+__all__ = ["teacher_forced_loss", "gap_cause", "corner_baseline", "corner_baseline_mse", "greedy_decode"]
 
 
 def _squares(n, seed):
@@ -83,6 +83,9 @@ def _check_teacher_forced_loss(answer):
             for value, problem in _variant_losses(model, full).items():
                 if abs(got - value) <= 1e-6:
                     return problem
+            if abs(got - expected * full[:, model.input_len:].numel()) <= 1e-4 * max(1.0, got):
+                return ("this is the sum of the squared errors, not their mean: the MSE averages over "
+                        "every coordinate of every predicted corner")
             return (f"on the checker's batch your function returned {got:.6f}, which is not the loss of "
                     "teacher-forced predictions with dropout off")
     return None
@@ -91,11 +94,41 @@ def _check_teacher_forced_loss(answer):
 teacher_forced_loss = Exercise(
     "the teacher-forced loss without dropout",
     _check_teacher_forced_loss,
-    "remember model.training, then model.eval() switches dropout off; model.encode(full[:, :input_len]), "
-    "then model.decode(full[:, input_len-1:-1], target_mask=model.trg_masks) predicts every target "
-    "corner at once; compare with full[:, input_len:] using the MSE, and restore the mode with "
-    "model.train(was_training)",
+    "in eval mode model(...) decodes greedily, so teacher forcing has to be written out: the model's "
+    "encode and decode methods split the work, and decode can read all the target's inputs at once "
+    "if the causal mask keeps each position from seeing its own answer. Which corners does the "
+    "decoder read in training? And the mode you found the model in is worth noting before you change it",
     _teacher_forced_loss_solution,
+)
+
+
+def _gap_cause_solution():
+    # three losses on the same training batch, each neighbouring pair differing in one thing:
+    #   training mode: dropout on,  teacher forcing  (mean over dropout draws)
+    #   your function: dropout off, teacher forcing  -> differs from the first only in dropout
+    #   eval mode:     dropout off, greedy           -> differs from the second only in teacher forcing
+    # with dropout off, the two decodings give almost the same loss (within about 5% on every
+    # training seed we tried), while training mode's mean is far higher: dropout makes the gap
+    return "dropout"
+
+
+def _check_gap_cause(answer):
+    if not isinstance(answer, str) or answer.strip().lower() not in ("dropout", "teacher forcing"):
+        return f'answer "dropout" or "teacher forcing", got {answer!r}'
+    if answer.strip().lower() == "teacher forcing":
+        return ("compare your teacher-forced loss (dropout off) with the eval-mode loss (dropout off, "
+                "greedy): the two differ only in teacher forcing. How much of the gap to the training-mode "
+                "loss is left between them?")
+    return None
+
+
+gap_cause = Exercise(
+    "which difference explains the gap between the modes",
+    _check_gap_cause,
+    "line up three losses on the same batch: training mode (dropout on, teacher forcing), your function "
+    "(dropout off, teacher forcing) and eval mode (dropout off, greedy). Each neighbouring pair differs "
+    "in one thing only",
+    _gap_cause_solution,
 )
 
 
@@ -146,6 +179,38 @@ corner_baseline = Exercise(
 )
 
 
+def _corner_baseline_mse_solution():
+    # the snapped prediction is the exact corner c; a target corner is c + noise, the noise of
+    # standard deviation 0.1 per coordinate, so the expected squared error per coordinate is its
+    # variance. (The mirror baseline keeps the source's noise as well: 2 * 0.1**2 = 0.02.)
+    return 0.1**2
+
+
+def _check_corner_baseline_mse(answer):
+    value = as_number(answer)
+    if value is None:
+        return f"expected a number, the MSE you predict, got {type(answer).__name__}"
+    if 0.009 <= value <= 0.011:
+        return None
+    if 0.018 <= value <= 0.022:
+        return ("that counts two noises, the source's and the target's, as the mirror baseline does; "
+                "which of them does snapping to a corner remove?")
+    if value < 0.009:
+        return ("too low: whatever a predictor does, the target corners carry their own noise, which no "
+                "prediction made from the source can foresee")
+    return ("too high: the baseline's corners are exact, so its error is only what the targets' own noise "
+            "(standard deviation 0.1 per coordinate) puts between them and the prediction")
+
+
+corner_baseline_mse = Exercise(
+    "the nearest-corner baseline's expected MSE",
+    _check_corner_baseline_mse,
+    "an MSE averages squared errors per coordinate. Once the prediction is the exact corner, what is "
+    "left between it and a target corner? Its variance is the expected MSE",
+    _corner_baseline_mse_solution,
+)
+
+
 # ----------------------------------------------------------------------------- 3. greedy decoding
 def _greedy_decode_solution(model, source):
     model.encode(source)  # the decoder's cross-attention now reads these states
@@ -181,7 +246,9 @@ greedy_decode = Exercise(
     "greedy decoding by hand",
     _check_greedy_decode,
     "model.encode(source) once; start the decoder's inputs from the last source corner, source[:, -1:]; "
-    "then, target_len times, model.decode(inputs, target_mask=...) with the mask sliced to the inputs' "
-    "length, and torch.cat the last output position onto inputs",
+    "then, target_len times, decode the inputs so far and append the newest prediction. If only a later "
+    "corner differs: the mask's last row allows everything, but with two layers the state of position 0, "
+    "which later positions read, changes when position 0 may see position 1, so the mask matters at "
+    "every step",
     _greedy_decode_solution,
 )

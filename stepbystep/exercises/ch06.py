@@ -1,12 +1,12 @@
-"""Chapter 06's "Your turn": write our masks in PyTorch's convention, copy attention weights
-into ``nn.MultiheadAttention`` by hand, and build the ``nn.Transformer`` that matches one of
-our models.
+"""Chapter 06's "Your turn": combine a padding and a causal mask into one additive mask per
+head for ``nn.MultiheadAttention``, copy its weights back into our attention, and build the
+``nn.Transformer`` that matches one of our models.
 
 In the notebook::
 
     from stepbystep.exercises import ch06
-    ch06.pytorch_masks.check(my_pytorch_masks)
-    ch06.pytorch_masks.solution()
+    ch06.combined_mask.check(my_combined_mask)
+    ch06.combined_mask.solution()
 """
 import itertools
 
@@ -25,111 +25,145 @@ from ..models import (
     copy_to_torch,
     subsequent_mask,
     to_key_padding_mask,
-    to_torch_attn_mask,
 )
 from .exercise import Exercise, expects_function
 
-__all__ = ["pytorch_masks", "copy_attention", "matching_transformer"]
+__all__ = ["combined_mask", "copy_from_torch", "matching_transformer"]
 
 
-def _pytorch_masks_solution(source_mask, target_mask):
-    key_padding_mask = ~source_mask[:, 0, :]  # (N, 1, L_s) -> (N, L_s): True = padding, blocked
-    attn_mask = ~target_mask[0]  # (1, L_t, L_t) -> (L_t, L_t): True = blocked (a future position)
-    return key_padding_mask, attn_mask
+def _combined_mask_solution(target_pad, causal, n_heads):
+    keep = target_pad & causal  # (N, 1, L) & (1, L, L) -> (N, L, L): True = may attend
+    additive = torch.zeros(keep.shape).masked_fill(~keep, float("-inf"))  # (N, L, L): 0 or -inf
+    return additive.repeat_interleave(n_heads, dim=0)  # (N * h, L, L): row n * h + j is sequence n, head j
 
 
-def _mask_cases():
-    """Pairs of our keep-masks: a padded source ``(N, 1, L_s)`` and a causal target ``(1, L_t, L_t)``."""
-    lengths = torch.tensor([[3, 2, 1], [4, 4, 2]])  # real (unpadded) length of each source
-    for real, source_len, target_len in ((lengths[0], 3, 2), (lengths[1], 4, 3)):
-        source_mask = (torch.arange(source_len) < real[:, None]).unsqueeze(1)  # (N, 1, L_s)
-        yield source_mask, subsequent_mask(target_len)  # (1, L_t, L_t)
+def _combined_cases():
+    """Padded targets' keep-masks ``(N, 1, L)`` (position 0 always real), causal masks and head counts."""
+    for lengths, n_heads in (([4, 2], 2), ([3, 1, 2], 3)):
+        length = max(lengths)
+        target_pad = (torch.arange(length) < torch.tensor(lengths)[:, None]).unsqueeze(1)  # (N, 1, L)
+        yield target_pad, subsequent_mask(length), n_heads
 
 
-def _check_one_mask(name, got, keep, expected, unchanged_note=""):
+def _additive(keep):
+    return torch.zeros(keep.shape).masked_fill(~keep, float("-inf"))
+
+
+def _diagnose_combined(got, target_pad, causal, n_heads):
+    n, length = target_pad.shape[0], target_pad.shape[-1]
+    expected = _combined_mask_solution(target_pad, causal, n_heads)  # (N * h, L, L)
     if not isinstance(got, torch.Tensor):
-        return f"{name} should be a tensor, got {type(got).__name__}"
+        return f"expected a tensor, got {type(got).__name__}"
+    if got.dtype == torch.bool:
+        return ("this is a boolean mask; the exercise asks for the additive float form, a number "
+                "added to each score")
+    if not got.is_floating_point():
+        return f"expected a float tensor (a number added to each score), got dtype {got.dtype}"
+    if tuple(got.shape) == (n, length, length):
+        return (f"shape {tuple(got.shape)} has one mask per sequence; a 3-D attn_mask of "
+                f"nn.MultiheadAttention needs one per sequence and per head, {tuple(expected.shape)}")
     if tuple(got.shape) != tuple(expected.shape):
-        return f"{name} should have shape {tuple(expected.shape)}, got {tuple(got.shape)}"
-    if got.dtype != torch.bool:
-        return (
-            f"{name} should be boolean (True = blocked), got dtype {got.dtype}; additive float "
-            "masks work too, but PyTorch wants both masks of the same kind"
-        )
-    if torch.equal(got, keep.reshape(expected.shape)):
-        return (
-            f"{name} is our keep-mask unchanged: PyTorch reads True as *blocked*, so every query "
-            f"would attend exactly where it must not{unchanged_note}"
-        )
-    if not torch.equal(got, expected):
-        return (f"{name} has the right shape and dtype but not the right values: got "
-                f"{got.int().tolist()} (1 = True), and PyTorch reads True as blocked")
+        return f"expected shape {tuple(expected.shape)} (N * n_heads, L, L), got {tuple(got.shape)}"
+    keep = (target_pad & causal).repeat_interleave(n_heads, dim=0)  # (N * h, L, L)
+    allowed_zero = bool(torch.all(got[keep] == 0))
+    blocked_low = bool(torch.all(got[~keep] < -1e4))
+    if not (allowed_zero and blocked_low):
+        if bool(torch.all(got[~keep] == 0)) and bool(torch.all(got[keep] < -1e4)):
+            return "the convention is inverted: 0 sits where a query must not attend, -inf where it may"
+        if n > 1 and n_heads > 1 and torch.equal(torch.nan_to_num(got), torch.nan_to_num(
+                _additive(target_pad & causal).repeat(n_heads, 1, 1))):
+            return ("each sequence's mask is right, but the copies are in the wrong order: "
+                    "nn.MultiheadAttention reads row n * n_heads + j as sequence n, head j")
+        causal_only = _additive(causal.expand(n, length, length)).repeat_interleave(n_heads, dim=0)
+        if torch.equal(got, causal_only):
+            return "the padded positions can still be attended to: only the causal part is there"
+        padding_only = _additive(target_pad.expand(n, length, length)).repeat_interleave(n_heads, dim=0)
+        if torch.equal(got, padding_only):
+            return "a query can still attend to later positions: only the padding part is there"
+        return ("some entries are wrong: every allowed (query, key) pair should hold 0 and every "
+                "blocked one a very negative number such as -inf")
     return None
 
 
-@expects_function("pytorch_masks(source_mask, target_mask)")
-def _check_pytorch_masks(answer):
-    for source_mask, target_mask in _mask_cases():
-        got = answer(source_mask.clone(), target_mask.clone())
-        if not isinstance(got, (tuple, list)) or len(got) != 2:
-            return "return a pair (key_padding_mask, attn_mask)"
-        problem = _check_one_mask(
-            "key_padding_mask", got[0], source_mask, to_key_padding_mask(source_mask),
-            " (the mistake the book's TransformerModel makes with its source mask)",
-        ) or _check_one_mask("attn_mask", got[1], target_mask, to_torch_attn_mask(target_mask))
-        if problem:
-            shapes = f"a source mask {tuple(source_mask.shape)} and a target mask {tuple(target_mask.shape)}"
-            return f"for {shapes}: {problem}"
+@expects_function("combined_mask(target_pad, causal, n_heads)")
+def _check_combined_mask(answer):
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(4)
+        for target_pad, causal, n_heads in _combined_cases():
+            got = answer(target_pad.clone(), causal.clone(), n_heads)
+            problem = _diagnose_combined(got, target_pad, causal, n_heads)
+            n, length = target_pad.shape[0], target_pad.shape[-1]
+            where = f"for {n} targets of length {length} and {n_heads} heads"
+            if problem:
+                return f"{where}: {problem}"
+            attention = nn.MultiheadAttention(embed_dim=2 * n_heads, num_heads=n_heads, batch_first=True).eval()
+            x = torch.randn(n, length, 2 * n_heads)  # (N, L, d_model)
+            with torch.no_grad():
+                out, _ = attention(x, x, x, attn_mask=got)
+                expected, _ = attention(x, x, x, attn_mask=_combined_mask_solution(target_pad, causal, n_heads))
+            if not torch.allclose(out, expected, atol=1e-6):
+                return f"{where}: the mask looks right, but nn.MultiheadAttention's outputs differ"
     return None
 
 
-pytorch_masks = Exercise(
-    "our masks in PyTorch's convention",
-    _check_pytorch_masks,
-    "invert each mask with ~ (ours: True = may attend; PyTorch's: True = blocked), then drop the "
-    "singleton dimension: the source mask's middle one, the target mask's first one",
-    _pytorch_masks_solution,
+combined_mask = Exercise(
+    "one additive mask for padding and causality",
+    _check_combined_mask,
+    "a query may attend where both keep-masks say True; broadcasting (N, 1, L) with (1, L, L) gives "
+    "(N, L, L). Then turn it into numbers (masked_fill), and give every head its own copy of its "
+    "sequence's mask, next to each other",
+    _combined_mask_solution,
 )
 
 
-def _copy_attention_solution(ours, theirs):
-    q, k, v = ours.linear_query, ours.linear_key, ours.linear_value
+def _copy_from_torch_solution(theirs, ours):
+    w_q, w_k, w_v = theirs.in_proj_weight.chunk(3)  # three (d_model, d_model) blocks, stacked in that order
+    b_q, b_k, b_v = theirs.in_proj_bias.chunk(3)  # three (d_model,) blocks
     with torch.no_grad():  # copying into parameters is not a step to differentiate
-        theirs.in_proj_weight.copy_(torch.cat([q.weight, k.weight, v.weight]))  # (3 d_model, d_model)
-        theirs.in_proj_bias.copy_(torch.cat([q.bias, k.bias, v.bias]))  # (3 d_model,)
-        theirs.out_proj.weight.copy_(ours.linear_out.weight)  # (d_model, d_model)
-        theirs.out_proj.bias.copy_(ours.linear_out.bias)  # (d_model,)
+        for linear, weight, bias in ((ours.linear_query, w_q, b_q), (ours.linear_key, w_k, b_k),
+                                     (ours.linear_value, w_v, b_v)):
+            linear.weight.copy_(weight)
+            linear.bias.copy_(bias)
+        ours.linear_out.weight.copy_(theirs.out_proj.weight)  # (d_model, d_model)
+        ours.linear_out.bias.copy_(theirs.out_proj.bias)  # (d_model,)
 
 
 def _attention_pair():
-    """A seeded ``MultiHeadedAttention`` and a fresh ``nn.MultiheadAttention`` of the same size."""
+    """A seeded ``nn.MultiheadAttention`` and a fresh ``MultiHeadedAttention`` of the same size."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(3)
-        ours = MultiHeadedAttention(n_heads=3, d_model=6, dropout=0.0).eval()
         theirs = nn.MultiheadAttention(embed_dim=6, num_heads=3, dropout=0.0, batch_first=True).eval()
-    return ours, theirs
+        with torch.no_grad():  # PyTorch starts its biases at zero: give them values worth copying
+            theirs.in_proj_bias.normal_()
+            theirs.out_proj.bias.normal_()
+        torch.manual_seed(4)
+        ours = MultiHeadedAttention(n_heads=3, d_model=6, dropout=0.0).eval()
+    return theirs, ours
 
 
-def _diagnose_copy(ours, theirs, before):
+def _diagnose_copy(theirs, ours, before):
     """Name the typical mistake behind a wrong copy, or ``None`` when none is recognised."""
-    q, k, v = ours.linear_query, ours.linear_key, ours.linear_value
-    weight, bias = theirs.in_proj_weight, theirs.in_proj_bias
-    if all(torch.equal(p, before[name]) for name, p in theirs.named_parameters()):
-        return "PyTorch's module still has its own weights: nothing was copied into its parameters"
-    if torch.equal(weight, before["in_proj_weight"]):
-        return "in_proj_weight was not copied"
-    if torch.equal(weight, torch.cat([q.weight.T, k.weight.T, v.weight.T])):
-        return "in_proj_weight holds our weights transposed"
-    if not torch.equal(weight, torch.cat([q.weight, k.weight, v.weight])):
-        if _is_reordering(weight, [q.weight, k.weight, v.weight]):
-            return "in_proj_weight holds our three projection weights, but not in the order PyTorch reads them"
-        return "in_proj_weight does not hold our query, key and value projection weights"
-    if not torch.equal(bias, torch.cat([q.bias, k.bias, v.bias])):
-        return "in_proj_bias does not hold our query, key and value biases in the order PyTorch reads them"
-    if not torch.equal(theirs.out_proj.weight, ours.linear_out.weight) or not torch.equal(
-        theirs.out_proj.bias, ours.linear_out.bias
+    blocks = list(theirs.in_proj_weight.chunk(3))
+    biases = list(theirs.in_proj_bias.chunk(3))
+    linears = [ours.linear_query, ours.linear_key, ours.linear_value]
+    weights = [linear.weight for linear in linears]
+    if all(torch.equal(p, before[name]) for name, p in ours.named_parameters()):
+        return "our module still has its own weights: nothing was copied into its parameters"
+    if all(torch.equal(w, before[f"linear_{n}.weight"]) for w, n in zip(weights, ("query", "key", "value"))):
+        return "the query, key and value weights were not copied"
+    if all(torch.equal(w, b.T) for w, b in zip(weights, blocks)):
+        return "the projection weights are transposed: nn.Linear stores (out, in), as in_proj_weight does"
+    if not all(torch.equal(w, b) for w, b in zip(weights, blocks)):
+        if _is_reordering(torch.cat(weights), blocks):
+            return ("our three projections hold PyTorch's three blocks, but not in the order "
+                    "in_proj_weight stacks them")
+        return "the query, key and value weights are not the blocks of in_proj_weight"
+    if not all(torch.equal(linear.bias, b) for linear, b in zip(linears, biases)):
+        return "the projection weights are right, but their biases are not in_proj_bias's blocks"
+    if not torch.equal(ours.linear_out.weight, theirs.out_proj.weight) or not torch.equal(
+        ours.linear_out.bias, theirs.out_proj.bias
     ):
-        return "the output layer out_proj (its weight or its bias) differs from our linear_out"
+        return "the output layer linear_out (its weight or its bias) differs from PyTorch's out_proj"
     return None
 
 
@@ -138,13 +172,20 @@ def _is_reordering(stacked, parts):
     return any(torch.equal(stacked, torch.cat(order)) for order in itertools.permutations(parts))
 
 
-@expects_function("copy_attention(ours, theirs)")
-def _check_copy_attention(answer):
-    ours, theirs = _attention_pair()
-    before = {name: p.detach().clone() for name, p in theirs.named_parameters()}
-    answer(ours, theirs)
+@expects_function("copy_from_torch(theirs, ours)")
+def _check_copy_from_torch(answer):
+    theirs, ours = _attention_pair()
+    before = {name: p.detach().clone() for name, p in ours.named_parameters()}
+    try:
+        answer(theirs, ours)
+    except RuntimeError as error:
+        if "leaf Variable" in str(error):
+            return (f"copying raised RuntimeError ({error}): an in-place copy into a parameter has to "
+                    "happen where PyTorch records no gradients")
+        return (f"copying raised RuntimeError ({error}); in_proj_weight is {tuple(theirs.in_proj_weight.shape)}: "
+                "check along which dimension its three blocks are stacked")
     with torch.no_grad():
-        problem = _diagnose_copy(ours, theirs, before)
+        problem = _diagnose_copy(theirs, ours, before)
         if problem:
             return problem
         generator = torch.Generator().manual_seed(0)
@@ -152,19 +193,19 @@ def _check_copy_attention(answer):
         key = torch.randn(2, 4, 6, generator=generator)  # (N, L_k, d_model)
         source_mask = torch.tensor([[[True, True, True, False]], [[True, True, False, False]]])  # (N, 1, L_k)
         ours.init_keys(key)
-        expected = ours(query, mask=source_mask)  # (N, L_q, d_model)
-        got, _ = theirs(query, key, key, key_padding_mask=to_key_padding_mask(source_mask))  # (N, L_q, d_model)
-    if not torch.allclose(got, expected, atol=1e-6):
-        return "the weights look right but the outputs differ: did something else in PyTorch's module change?"
+        got = ours(query, mask=source_mask)  # (N, L_q, d_model)
+        expected, _ = theirs(query, key, key, key_padding_mask=to_key_padding_mask(source_mask))
+    if not torch.allclose(got, expected, atol=1e-5):
+        return "the weights look right but the outputs differ: did something else in our module change?"
     return None
 
 
-copy_attention = Exercise(
-    "copy attention weights into nn.MultiheadAttention",
-    _check_copy_attention,
-    "in_proj_weight is torch.cat of the query, key and value weights (that order), in_proj_bias the "
-    "same for the biases, out_proj is linear_out; copy with .copy_() inside torch.no_grad()",
-    _copy_attention_solution,
+copy_from_torch = Exercise(
+    "copy nn.MultiheadAttention's weights into ours",
+    _check_copy_from_torch,
+    "in_proj_weight is three (d_model, d_model) matrices stacked on top of each other, in_proj_bias "
+    "three vectors; Tensor.chunk splits a tensor into equal pieces. Copy inside torch.no_grad()",
+    _copy_from_torch_solution,
 )
 
 

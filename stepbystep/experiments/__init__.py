@@ -1,5 +1,14 @@
 """Chapter experiments too long for a notebook cell, each tested, in the course's order."""
+from .square_order import (
+    ORDER_VARIANTS,
+    FixedStartSeq2Seq,
+    order_claims,
+    order_model,
+    order_study,
+    train_order_model,
+)
 from .square_baselines import baseline_claims
+from .attention_kernels import KERNEL_OPS, attention_ops, kernel_claims
 from .gradient_norms import GradientNormRun, encoder_regressor, layer_gradient_norms, layer_norms_of_gradients
 from .norm_placement import initial_gradient_claims, seed_claims, training_claims
 from .date_completion import complete_dates

@@ -7,16 +7,26 @@ from .attention import attention_map, attention_maps
 from .sequences import sequence_predictions, square_sequences
 from .training import loss_curves, lr_range_curve
 from .filters import filter_grid, output_grid
+from .architecture import architecture_diagram
+from .seed_study import seed_dots
 
-from .kernel_regression import kernel_dashboard, kernel_fits, kernel_shapes, kernel_weights, loo_curve
-from .masks import mask_and_weights, mask_map
+from .kernel_regression import (
+    dot_product_weights,
+    kernel_dashboard,
+    kernel_fits,
+    kernel_shapes,
+    kernel_weights,
+    loo_curve,
+    query_attention,
+)
+from .masks import mask_and_weights, mask_map, padded_attention_maps
 from .positional import encoding_heatmap, position_distances, relative_shift, sinusoids
 from .runs import compare_runs
 from .scores import score_variance, softmax_rows
 from .heads import attention_dropout, head_chunks, head_maps, head_parameter_counts
 from .normalization import batch_vs_layer_norm, layer_norm_by_hand, layer_norm_collapse
 from .stacking import depth_profile, gradient_norms_by_layer, seed_spread
-from .transformer import loss_comparison, transformer_attention, transformer_diagram
+from .transformer import loss_comparison, transformer_attention
 from .torch_transformer import mask_conventions, model_comparison, timing_bars
 from .tokens import learning_rate_schedule, padded_batch, reversal_attention
 from .dates import alignment_map, alignment_maps, date_errors

@@ -2,7 +2,7 @@
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
-from matplotlib.ticker import MaxNLocator
+from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
 
 from ..checks import check_choice, check_instance, check_tensor
 from ..models import to_additive_mask, to_key_padding_mask, to_torch_attn_mask
@@ -83,29 +83,36 @@ def _check_names(name, values, names):
         raise ValueError(f"{name} must be {expected}, got {list(values)}")
 
 
-def model_comparison(runs, parameters, seconds, val_label="test"):
-    """Several models trained the same way: loss curves, parameter counts and training times.
+def model_comparison(runs, parameters=None, seconds=None, val_label="test"):
+    """Several models trained the same way: loss curves, and optionally parameter counts and times.
 
     Args:
         runs: maps a model's name to ``(train_losses, val_losses)``, per-epoch sequences.
-        parameters: maps the same names, in the same order, to parameter counts.
-        seconds: maps the same names to training wall times in seconds.
+        parameters: ``None``, or maps the same names, in the same order, to parameter counts.
+            Equal counts are said in the title rather than drawn as equal bars.
+        seconds: ``None``, or maps the same names to training wall times in seconds (a panel of bars).
         val_label: what the second curve of each run was measured on (``"validation"`` or
             ``"test"``), used in the legend and the title.
 
-    Three axes: every loss curve on one log-scale axes (training solid, the other dashed, one
-    colour a model, the legend giving each final value), then one bar per model for the
-    parameters and one for the time. Returns the Figure.
+    Every loss curve goes on one log-scale axes, with labelled ticks at 1, 2 and 5 times each
+    power of ten (training solid, the other dashed, one colour a model, the legend, outside
+    the data, giving each final value). Returns the Figure.
     """
     check_instance("runs", runs, dict, "a dict of name -> (train, test) losses")
     if not runs:
         raise ValueError("runs must be a non-empty dict of name -> (train, test) losses, got an empty dict")
     names = list(runs)
-    _check_names("parameters", parameters, names)
-    _check_names("seconds", seconds, names)
-    fig, (loss_ax, param_ax, time_ax) = plt.subplots(
-        1, 3, figsize=(12, 3.8), layout="constrained", gridspec_kw={"width_ratios": [2.2, 1, 1]}
-    )
+    bars = []
+    if parameters is not None:
+        _check_names("parameters", parameters, names)
+        if len(set(parameters.values())) > 1:
+            bars.append((parameters, "parameters", "{:,.0f}", "parameter count"))
+    if seconds is not None:
+        _check_names("seconds", seconds, names)
+        bars.append((seconds, "seconds", "{:.1f} s", "training wall time"))
+    fig, axes = plt.subplots(1, 1 + len(bars), figsize=(7.5 + 2.6 * len(bars), 3.8), layout="constrained",
+                             gridspec_kw={"width_ratios": [2.6] + [1] * len(bars)}, squeeze=False)
+    loss_ax, *bar_axes = axes[0]
     colors = [f"C{index}" for index in range(len(names))]
     for name, color in zip(names, colors):
         if len(runs[name]) != 2:
@@ -116,22 +123,26 @@ def model_comparison(runs, parameters, seconds, val_label="test"):
             loss_ax.plot(np.arange(1, len(test) + 1), test, color=color, ls="--",
                          label=f"{name}: {val_label} (last {test[-1]:.4f})")
     loss_ax.set_yscale("log")
+    loss_ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    loss_ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+    loss_ax.yaxis.set_minor_formatter(NullFormatter())
     loss_ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     loss_ax.set_xlabel("epoch")
-    loss_ax.set_ylabel("loss")
-    loss_ax.set_title(f"training and {val_label} losses")
-    loss_ax.legend(fontsize=8)
+    loss_ax.set_ylabel("loss (log scale)")
+    title = f"training and {val_label} losses"
+    if parameters is not None and len(set(parameters.values())) == 1:
+        title += f" (each model: {next(iter(parameters.values())):,} parameters)"
+    loss_ax.set_title(title, fontsize=10)
+    loss_ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
     positions = np.arange(len(names))
-    for ax, values, label, fmt in ((param_ax, parameters, "parameters", "{:,.0f}"),
-                                   (time_ax, seconds, "seconds", "{:.1f} s")):
+    for ax, (values, label, fmt, ax_title) in zip(bar_axes, bars):
         heights = [values[name] for name in names]
-        bars = ax.bar(positions, heights, color=colors)
-        ax.bar_label(bars, labels=[fmt.format(h) for h in heights], fontsize=8)
+        drawn = ax.bar(positions, heights, color=colors)
+        ax.bar_label(drawn, labels=[fmt.format(h) for h in heights], fontsize=8)
         ax.set_xticks(positions, names, fontsize=8)
         ax.set_ylabel(label)
         ax.margins(y=0.15)
-    param_ax.set_title("parameter count")
-    time_ax.set_title("training wall time")
+        ax.set_title(ax_title, fontsize=10)
     return fig
 
 

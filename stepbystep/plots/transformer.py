@@ -1,6 +1,5 @@
 """The whole Transformer: its data flow, losses side by side, and its three kinds of attention.
 
-* ``transformer_diagram``: the boxes and arrows of an ``EncoderDecoderTransf``, with its sizes;
 * ``loss_comparison``: one row per loss (a mode, a model or a baseline): bars on a linear
   axis, points on a log axis, draws shown as dots;
 * ``transformer_attention``: encoder self-, decoder self- and cross-attention of a few
@@ -16,97 +15,8 @@ from ._arrays import _as_numpy
 from .attention import _draw_map
 from .sequences import _square_axes
 
-__all__ = ["transformer_diagram", "loss_comparison", "transformer_attention"]
+__all__ = ["loss_comparison", "transformer_attention"]
 
-_ENCODER_COLOR = "#dbe9f6"
-_DECODER_COLOR = "#fde4cf"
-_DATA_COLOR = "#eeeeee"
-
-
-# ----------------------------------------------------------------------------- the diagram
-def _box(ax, x, y, text, color):
-    return ax.text(x, y, text, ha="center", va="center", fontsize=8.5, multialignment="center",
-                   bbox=dict(boxstyle="round,pad=0.5", facecolor=color, edgecolor="gray"))
-
-
-def _arrow(ax, start, end, label=None):
-    """An arrow from box ``start`` to box ``end``, clipped at both boxes' edges."""
-    ax.annotate("", xy=end.get_position(), xytext=start.get_position(),
-                arrowprops=dict(arrowstyle="-|>", color="dimgray", lw=1.2, shrinkA=0, shrinkB=0,
-                                patchA=start.get_bbox_patch(), patchB=end.get_bbox_patch()))
-    if label:
-        (x0, y0), (x1, y1) = start.get_position(), end.get_position()
-        ax.text((x0 + x1) / 2, (y0 + y1) / 2 + 0.02, label, ha="center", va="bottom", fontsize=8,
-                color="dimgray", style="italic")
-
-
-def _wrapper_rule(norm_first):
-    return "each sublayer: x + drop(f(norm(x)))" if norm_first else "each sublayer: norm(x + drop(f(x)))"
-
-
-def transformer_diagram(model):
-    """The data flow of an ``EncoderDecoderTransf`` ``model``, bottom to top, with its sizes.
-
-    Left, the encoder: source, the shared projection ``proj``, positional encoding, the
-    encoder layers and their final norm (if any). Right, the decoder: the shifted target
-    (teacher forcing in training, the model's own predictions when decoding greedily), the
-    same projection, positional encoding, the decoder layers, whose cross-attention reads the
-    encoder's states, the final norm and the output layer ``linear``. Every shape is read from
-    the model. Returns the Figure.
-    """
-    parts = ("encoder", "decoder", "proj", "linear", "input_len", "target_len", "n_features")
-    if not all(hasattr(model, part) for part in parts):
-        raise TypeError(f"expected an EncoderDecoderTransf (with {', '.join(parts)}), got {type(model).__name__}")
-    encoder, decoder = model.encoder, model.decoder
-    d_model, n_features = encoder.d_model, model.n_features
-    source_len, target_len = model.input_len, model.target_len
-    enc_layer, dec_layer = encoder.layers[0], decoder.layers[0]
-
-    fig, ax = plt.subplots(figsize=(9, 7.5), layout="constrained")
-    ax.set_axis_off()
-    ax.set_xlim(0, 1)
-    ax.set_ylim(0, 1)
-    left, right = 0.25, 0.73
-
-    enc_boxes = [
-        _box(ax, left, 0.05, f"source: the first {source_len} corners\n(N, {source_len}, {n_features})", _DATA_COLOR),
-        _box(ax, left, 0.19, f"proj: Linear({n_features} → {d_model})\n(N, {source_len}, {d_model})", _ENCODER_COLOR),
-        _box(ax, left, 0.31, "+ positional encoding", _ENCODER_COLOR),
-        _box(ax, left, 0.50, f"{encoder.n_layers} × encoder layer\nself-attention ({enc_layer.n_heads} heads)\n"
-                             f"feed-forward ({enc_layer.ff_units} hidden units)\n{_wrapper_rule(enc_layer.norm_first)}",
-             _ENCODER_COLOR),
-    ]
-    if encoder.norm is not None:
-        enc_boxes.append(_box(ax, left, 0.67, "final LayerNorm", _ENCODER_COLOR))
-    states = _box(ax, left, 0.80, f"encoder states\n(N, {source_len}, {d_model})", _DATA_COLOR)
-    enc_boxes.append(states)
-
-    dec_boxes = [
-        _box(ax, right, 0.05, f"shifted target (N, {target_len}, {n_features}):\nthe last source corner, then\n"
-                              "training: the true corners (teacher forcing)\neval: its own predictions (greedy)",
-             _DATA_COLOR),
-        _box(ax, right, 0.19, f"proj (the same layer)\n(N, {target_len}, {d_model})", _DECODER_COLOR),
-        _box(ax, right, 0.31, "+ positional encoding", _DECODER_COLOR),
-    ]
-    dec_text = (f"{decoder.n_layers} × decoder layer\nmasked self-attention ({dec_layer.n_heads} heads)\n"
-                f"cross-attention to the states\nfeed-forward ({dec_layer.ff_units} hidden units)\n"
-                f"{_wrapper_rule(dec_layer.norm_first)}")
-    dec_layers = _box(ax, right, 0.50, dec_text, _DECODER_COLOR)
-    dec_boxes.append(dec_layers)
-    if decoder.norm is not None:
-        dec_boxes.append(_box(ax, right, 0.67, "final LayerNorm", _DECODER_COLOR))
-    dec_boxes += [
-        _box(ax, right, 0.79, f"linear: Linear({d_model} → {n_features})", _DECODER_COLOR),
-        _box(ax, right, 0.92, f"prediction: the last {target_len} corners\n(N, {target_len}, {n_features})",
-             _DATA_COLOR),
-    ]
-    for boxes in (enc_boxes, dec_boxes):
-        for start, end in zip(boxes[:-1], boxes[1:]):
-            _arrow(ax, start, end)
-    _arrow(ax, states, dec_layers, label="keys and values")
-    ax.set_title(f"EncoderDecoderTransf: d_model = {d_model}, {enc_layer.n_heads} heads, "
-                 f"{encoder.n_layers} + {decoder.n_layers} layers")
-    return fig
 
 
 # ----------------------------------------------------------------------------- losses side by side
@@ -117,7 +27,8 @@ def loss_comparison(losses, title=None, xlabel="loss", log=False):
     under several dropout draws) give a bar at their mean with each value drawn as a dot.
     ``log=True`` uses a log scale, for losses of different magnitudes, and draws each mean as a
     point instead of a bar: a log axis has no zero, so the length of a bar on it would depend
-    only on where the axis happens to start. Each row is labelled with its value (or mean).
+    only on where the axis happens to start. Each row is labelled with its value; a row of
+    draws marks its mean with a black tick, labelled above the row.
     Returns the Figure.
     """
     check_instance("losses", losses, dict, "a dict of label -> loss(es)")
@@ -144,14 +55,16 @@ def loss_comparison(losses, title=None, xlabel="loss", log=False):
         ax.barh(positions, means, height=0.6, color=colors, alpha=0.6)
     for position, label, mean in zip(positions, labels, means):
         draws = values[label]
-        text = f"{mean:.4f}"
         if draws.size > 1:
             offsets = np.linspace(-0.2, 0.2, draws.size)  # spread the dots over the row's height
             ax.scatter(draws, position + offsets, color="black", s=10, zorder=4)
-            # said in full: next to the largest dot, a bare number would read as that dot's value
-            text = f"mean of the {draws.size} dots: {mean:.4f}"
-        ax.annotate(text, (draws.max(), position), xytext=(8, 0), textcoords="offset points",
-                    va="center", fontsize=8)
+            ax.plot([mean, mean], [position - 0.32, position + 0.32], color="black", lw=2, zorder=5)
+            # above the row, from the mean's tick: beside the largest dot it would read as that dot's value
+            ax.annotate(f"mean of the {draws.size} dots (black tick): {mean:.4f}", (mean, position + 0.34),
+                        va="bottom", ha="left", fontsize=8)
+        else:
+            ax.annotate(f"{mean:.4f}", (mean, position), xytext=(8, 0), textcoords="offset points",
+                        va="center", fontsize=8)
     largest = max(float(v.max()) for v in values.values())
     if log:
         ax.set_xscale("log")
@@ -159,7 +72,8 @@ def loss_comparison(losses, title=None, xlabel="loss", log=False):
         ax.set_xlim(smallest / 1.5, largest * 4.0)  # room for the labels
         ax.set_ylim(positions.min() - 0.6, positions.max() + 0.6)
     else:
-        ax.set_xlim(right=largest * 1.4)  # room for the labels
+        ax.set_xlim(0, largest * 1.25)  # room for the labels
+        ax.set_ylim(positions.min() - 0.6, positions.max() + 0.85)  # room above the top row
     ax.set_yticks(positions, labels)
     ax.set_xlabel(xlabel)
     if title:
@@ -215,7 +129,8 @@ def transformer_attention(encoder, decoder, cross, source, target=None, predicte
 
     Labels assume greedy decoding (weights kept after ``predict``): the source corners are
     ``x_0 ... x_{L_s-1}``; the decoder reads the last source corner, then its own predictions
-    ``x̂_{L_s} ...``. Returns the Figure.
+    ``x̂_{L_s} ...``; each decoder row is labelled with what it reads and what it predicts
+    (``x_1 → x̂_2``). Returns the Figure.
     """
     encoder = _check_alphas("encoder", encoder)
     n, n_heads, source_len = encoder.shape[:3]
@@ -234,14 +149,19 @@ def transformer_attention(encoder, decoder, cross, source, target=None, predicte
 
     source_labels = [f"$x_{i}$" for i in range(source_len)]
     decoder_labels = [f"$x_{source_len - 1}$"] + [f"$\\hat{{x}}_{source_len + i}$" for i in range(target_len - 1)]
+    # a decoder row is a position: the input it reads -> the corner it predicts
+    predicts = [f"$\\hat{{x}}_{source_len + i}$" for i in range(target_len)]
+    row_labels = [f"{read[:-1]} \\to {made[1:]}" for read, made in zip(decoder_labels, predicts)]
     kinds = (
         ("encoder self-attention", encoder, source_labels, source_labels, "source corner", "source corner"),
-        ("decoder self-attention (masked)", decoder, decoder_labels, decoder_labels, "decoder input", "decoder input"),
-        ("cross-attention", cross, decoder_labels, source_labels, "decoder input", "source corner"),
+        ("decoder self-attention (masked)", decoder, row_labels, decoder_labels, "input → prediction",
+         "decoder input"),
+        ("cross-attention", cross, row_labels, source_labels, "input → prediction", "source corner"),
     )
     n_rows = len(indices)
-    fig = plt.figure(figsize=(1.9 + 3 * 1.3 * n_heads, 0.8 + 1.55 * n_rows), layout="constrained")
-    corner_fig, *map_figs = fig.subfigures(1, 4, width_ratios=[1.2] + [n_heads] * 3, wspace=0.02)
+    fig = plt.figure(figsize=(3.4 + 3 * 1.25 * n_heads, 0.8 + 1.55 * n_rows), layout="constrained")
+    corner_fig, *map_figs = fig.subfigures(1, 4, width_ratios=[1.2, n_heads, n_heads + 0.5, n_heads + 1.0],
+                                           wspace=0.02)
     corner_axes = corner_fig.subplots(n_rows, 1, squeeze=False)[:, 0]
     corner_fig.suptitle("corners", fontsize=10)
     for ax, index in zip(corner_axes, indices):
@@ -257,6 +177,8 @@ def transformer_attention(encoder, decoder, cross, source, target=None, predicte
                                   f"head {head}" if row == 0 else None, annotate=True)
                 ax.set_xlabel(k_name if row == n_rows - 1 else "", fontsize=8)
                 ax.set_ylabel(q_name if head == 0 else "", fontsize=8)
+                if head > 0:  # the rows are the same for every head: label them once, on the left
+                    ax.tick_params(axis="y", labelleft=False)
         subfig.suptitle(title + suffix, fontsize=10)
     fig.colorbar(image, ax=list(axes.flat), fraction=0.05, pad=0.03, label="weight")
     return fig
