@@ -90,6 +90,7 @@ def test_cls_attention_overlay_labels_every_patch():
     assert [t.get_text() for t in ax.texts] == ["0.50", "0.10", "0.00", "0.00", "0.20", "0.00", "0.00", "0.00", "0.10"]
     assert overlay.get_extent() == [-0.5, 11.5, 11.5, -0.5]  # the 3x3 grid stretched over the 12x12 image
     assert overlay.get_clim() == (0.0, 1.0) and ax.get_title() == "head 0"
+    assert all(t.get_color() == "white" and t.get_path_effects() for t in ax.texts)  # outlined: readable on any colour
     with pytest.raises(ValueError, match="does not tile"):
         cls_attention_overlay(torch.rand(12, 12), torch.rand(5, 5), ax)
 

@@ -1,6 +1,7 @@
 """Chapter 11's figures: line images, patches, token counts, a confusion matrix, CLS attention."""
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib import patheffects
 from matplotlib.patches import Rectangle
 
 from ..checks import check_positive_int
@@ -138,12 +139,13 @@ def confusion_heatmap(confusion, class_names, title="confusion matrix"):
     return fig
 
 
-def cls_attention_overlay(image, attention, ax, title=None, alpha=0.55):
+def cls_attention_overlay(image, attention, ax, title=None, alpha=0.45):
     """Draw a grey image with the CLS token's attention over its patches laid on top, on ``ax``.
 
     ``attention`` ``(grid, grid)``: one weight per patch; each patch is coloured by its weight
-    on a fixed 0-1 scale (a weight of 1 is the whole head's attention on that patch). Returns
-    the overlay's image (for a colour bar).
+    on a fixed 0-1 scale (a weight of 1 is the whole head's attention on that patch) and
+    labelled with it in white outlined in black, readable on any colour. Returns the overlay's
+    image (for a colour bar).
     """
     image = _one_image(image)
     attention = _as_numpy(attention, float)
@@ -164,7 +166,8 @@ def cls_attention_overlay(image, attention, ax, title=None, alpha=0.55):
     for row in range(attention.shape[0]):
         for col in range(attention.shape[1]):
             ax.text((col + 0.5) * patch_w - 0.5, (row + 0.5) * patch_h - 0.5, f"{attention[row, col]:.2f}",
-                    ha="center", va="center", fontsize=7, color="cyan")
+                    ha="center", va="center", fontsize=7, color="white",
+                    path_effects=[patheffects.withStroke(linewidth=2, foreground="black")])
     if title:
         ax.set_title(title, fontsize=9)
     return overlay
