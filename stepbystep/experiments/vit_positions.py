@@ -11,10 +11,11 @@ from torch import nn
 from torch.optim.lr_scheduler import OneCycleLR
 
 from ..checks import check_instance, check_positive_int, check_tensor
+from ..expect import Claim
 from ..models import EncoderLayer, EncoderTransf, ViT
 
 __all__ = ["shuffled_logits", "ShuffledPatches", "small_vit", "small_cnn", "fit", "accuracy", "position_runs",
-           "POSITION_MODELS"]
+           "POSITION_MODELS", "blind_ceiling", "position_claims"]
 
 POSITION_MODELS = ("ViT", "ViT, patches shuffled", "CNN")
 
@@ -126,3 +127,32 @@ def position_runs(train_data, val_data, n_outputs, seeds=(0, 1, 2), n_epochs=16)
     return {name: torch.tensor([accuracy(fit(build(seed), train_data, n_epochs, seed=seed), val_data)
                                 for seed in seeds])
             for name, build in builders.items()}
+
+
+def blind_ceiling(rows, labels, patch_size=4):
+    """The best accuracy on ``labels`` ``(n,)`` of any rule that knows a bar's row ``rows`` ``(n,)``
+    only within its patch (``row % patch_size``): for each such row, the majority label's share."""
+    check_tensor("rows", rows)
+    check_tensor("labels", labels)
+    check_positive_int("patch_size", patch_size)
+    if rows.shape != labels.shape or rows.dim() != 1:
+        raise ValueError(f"rows and labels must be two (n,) tensors, got {tuple(rows.shape)} and {tuple(labels.shape)}")
+    right = 0
+    for within in range(patch_size):
+        chosen = labels[rows % patch_size == within]  # the labels of the bars at this row inside their patch
+        if len(chosen):
+            right += int(torch.bincount(chosen).max())
+    return right / len(labels)
+
+
+def position_claims(results, ceiling):
+    """The bar task's claims: the ViT and the CNN learn it, the ViT blind to positions cannot."""
+    vit, blind, cnn = (results[name] for name in POSITION_MODELS)
+    return [
+        Claim(bool(vit.min() >= 0.95), "the ViT gets at least 95% in every seed", vit),
+        Claim(bool(blind.max() <= ceiling + 0.03) and bool(blind.max() < vit.min()),
+              "the ViT blind to positions stays within 3 points of the best a blind rule can do, below every ViT seed",
+              (blind, ceiling)),
+        Claim(bool(cnn.min() >= 0.98) and bool(cnn.median() >= vit.median()),
+              "the CNN gets at least 98% in every seed, its median at least the ViT's", (cnn, vit)),
+    ]
