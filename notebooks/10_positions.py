@@ -396,8 +396,8 @@ expect_all(training_length_claims(results, by_position, chance=1 / (VOCAB_SIZE -
 # - Kazemnejad et al., "The Impact of Positional Encoding on Length Generalization in
 #   Transformers" (NeurIPS 2023), trained small decoder-only models on algorithmic and
 #   reasoning tasks (copying, addition, sorting, …) and found that **no positional encoding
-#   at all** generalised to longer inputs better than ALiBi, RoPE and learned positions:
-#   the opposite of the ranking below.
+#   at all** generalised to longer inputs better than ALiBi, RoPE, T5's bias and learned
+#   positions: the opposite of the ranking below.
 #
 # A learned table cannot even be asked, past its last row. Our run:
 
@@ -433,11 +433,12 @@ for pair, theta in enumerate(rotary_frequencies(8).tolist()):  # d_k = 8: 4 pair
           f"up to 63 {63 * theta:6.2f} rad")
 
 # %% [markdown]
-# Pair 0 turns many times over within the training length: every angle it meets later was seen
-# in training. Pair 1 never turned more than 1.5 rad in training; past an offset of about 30
-# its angles pass 3 rad, half a turn, and the scores it gives are ones the model never learned
-# to use (pair 2 too meets angles four times its trained range, but small ones). This is the
-# argument behind the ways long-context models stretch RoPE: **position
+# Pair 0 turns more than twice around within the training length: every angle it meets later
+# was seen in training. Pair 1 never turned more than 1.5 rad in training; past an offset of
+# about 30 its angles pass 3 rad, half a turn, and the scores it gives are ones the model never
+# learned to use (pair 2 too meets angles four times its trained range, but small ones). That
+# fits the figure, where the red line drops a few positions past 32; it is a likely reason,
+# not one we tested. The same argument is behind the ways long-context models stretch RoPE: **position
 # interpolation** (Chen et al. 2023, "Extending Context Window of Large Language Models via
 # Positional Interpolation") divides the positions so that the longest offsets map back into
 # the trained angles; **NTK-aware scaling** (a 2023 community proposal) raises the base

@@ -519,8 +519,8 @@ expect(head_shares.max() > 0.5, "at least one head gives more than half its patc
 # ## Try it
 #
 # Pick a held-out image with the slider and a head (or the mean of the heads) in the dropdown:
-# the label gives the prediction and its probability, the figure the CLS attention over the
-# image's patches. Look for the images the model gets wrong, if any, and for the shortest
+# the label and the figure's title give the prediction and its probability, the figure the CLS
+# attention over the image's patches. Look for the images the model gets wrong, if any, and for the shortest
 # diagonals.
 
 # %% tags=["nbval-ignore-output"]
