@@ -5,7 +5,7 @@ import math
 import torch
 
 from stepbystep.exercises import ch10
-from stepbystep.models import alibi_bias
+from stepbystep.models import alibi_bias, alibi_slopes
 
 
 # ----------------------------------------------------------------------------- rotate one pair
@@ -45,12 +45,13 @@ def test_slopes_solution_passes():
     assert ch10.slopes.check(ch10.slopes._solution)
 
 
-def test_slopes_placeholder_is_caught(fails_with):
-    fails_with(ch10.slopes, lambda n: [1.0] * n, "last slope is wrong")
+def test_slopes_placeholder_is_caught_without_revealing_the_answer(fails_with):
+    message = fails_with(ch10.slopes, lambda n: [1.0] * n, "not the paper's geometric sequence")
+    assert "2^" not in message.split("hint")[0] and "1/" not in message
 
 
 def test_slopes_reversed_are_caught(fails_with):
-    fails_with(ch10.slopes, lambda n: ch10.slopes._solution(n).flip(0), "opposite order")
+    fails_with(ch10.slopes, lambda n: ch10.slopes._solution(n).flip(0), "wrong order")
 
 
 def test_slopes_negative_are_caught(fails_with):
@@ -61,12 +62,30 @@ def test_slopes_too_many_are_caught(fails_with):
     fails_with(ch10.slopes, lambda n: [2 ** -(8 * (h + 1) / n) for h in range(n + 1)], "there should be")
 
 
-def test_slopes_starting_at_one_are_caught(fails_with):
-    fails_with(ch10.slopes, lambda n: [2 ** (-8 * h / n) for h in range(n)], "last slope")
+def test_slopes_power_of_two_formula_everywhere_is_caught(fails_with):
+    # the geometric sequence applied to 6 heads too: right for 8, 4 and 1, wrong for 6
+    fails_with(ch10.slopes, lambda n: [2 ** -(8 * (h + 1) / n) for h in range(n)], "as if 6 were one")
 
 
-def test_slopes_not_geometric_are_caught(fails_with):
-    fails_with(ch10.slopes, lambda n: [(h + 1) / (2 * n) for h in range(n)], "geometric")
+def test_slopes_next_larger_power_truncated_is_caught(fails_with):
+    def truncated(n):  # the first n slopes of the next larger power of two
+        larger = 2 ** math.ceil(math.log2(n))
+        return [2 ** -(8 * (h + 1) / larger) for h in range(n)]
+    fails_with(ch10.slopes, truncated, "with 6 heads your first 4 slopes are not")
+
+
+def test_slopes_extra_heads_wrong_are_caught(fails_with):
+    def extra_wrong(n):  # the smaller power's slopes, then the larger one's first slopes (not every other)
+        if n & (n - 1) == 0:
+            return ch10.slopes._solution(n)
+        smaller = 2 ** math.floor(math.log2(n))
+        return ch10.slopes._solution(smaller).tolist() + [2 ** -(8 * (h + 1) / (2 * smaller)) for h in range(n - smaller)]
+    fails_with(ch10.slopes, extra_wrong, "the 2 after them are not")
+
+
+def test_slopes_solution_matches_the_package_for_many_head_counts():
+    for n in range(1, 33):
+        torch.testing.assert_close(ch10.slopes._solution(n).double(), alibi_slopes(n).double())
 
 
 # ----------------------------------------------------------------------------- RoPE's offset
@@ -137,3 +156,9 @@ def test_messages_do_not_reveal_the_answers(fails_with):
     assert "cos" not in message and "sin" not in message
     message = fails_with(ch10.alibi_mask, lambda h, n: torch.zeros(h, n, n), "future")
     assert "tensor(" not in message and "triu" not in message
+
+
+def test_alibi_mask_large_negative_instead_of_inf_is_told_why(fails_with):
+    def large_negative(h, n):
+        return ch10.alibi_mask._solution(h, n).clamp(min=-1e9)
+    fails_with(ch10.alibi_mask, large_negative, "float('-inf')")

@@ -38,6 +38,13 @@ def test_patchify_pixels_in_the_wrong_order_are_caught(fails_with):
     fails_with(ch11.patchify, channels_last, "flattened in another order")
 
 
+def test_patchify_forgetting_the_channel_permute_is_told_where_the_channel_goes(fails_with):
+    def no_permute(images, p):  # unfold, then reshape without moving the channel next to the pixels
+        blocks = images.unfold(2, p, p).unfold(3, p, p)  # (N, C, H/p, W/p, p, p)
+        return blocks.reshape(images.shape[0], -1, images.shape[1] * p * p)
+    fails_with(ch11.patchify, no_permute, "with C > 1, put the channel dimension next to the pixel dimensions")
+
+
 def test_patchify_wrong_size_and_type_are_caught(fails_with):
     fails_with(ch11.patchify, lambda images, p: images[:, :, :p, :p].flatten(2), "cannot hold every pixel")
     fails_with(ch11.patchify, lambda images, p: None, "expected a tensor")
@@ -51,22 +58,40 @@ def test_patchify_errors_are_reported_not_raised(fails_with):
 # ----------------------------------------------------------------------------- counting tokens
 def test_token_count_solution_passes():
     assert ch11.token_count.check(ch11.token_count._solution)
-    assert ch11.token_count._solution(12, 4) == 10 and ch11.token_count._solution(224, 16) == 197
+    assert ch11.token_count._solution(12, 12, 4) == (10, 100) and ch11.token_count._solution(224, 224, 16)[0] == 197
+    assert ch11.token_count._solution(224, 160, 16) == (141, 141 ** 2)
 
 
 def test_token_count_forgetting_the_cls_token_is_caught(fails_with):
-    message = fails_with(ch11.token_count, lambda s, p: (s // p) ** 2, "besides the patches")
+    message = fails_with(ch11.token_count, lambda h, w, p: ((h // p) * (w // p), ((h // p) * (w // p)) ** 2),
+                         "besides the patches")
     assert "10" not in message  # the expected count is not given away
 
 
+def test_token_count_square_only_is_caught(fails_with):
+    fails_with(ch11.token_count, lambda h, w, p: ((h // p) ** 2 + 1, ((h // p) ** 2 + 1) ** 2), "as if the image were square")
+
+
 def test_token_count_one_direction_is_caught(fails_with):
-    fails_with(ch11.token_count, lambda s, p: s // p + 1, "two directions")
+    fails_with(ch11.token_count, lambda h, w, p: (h // p + 1, (h // p + 1) ** 2), "two directions")
+
+
+def test_token_count_attention_mistakes_are_caught(fails_with):
+    def tokens(h, w, p):
+        return (h // p) * (w // p) + 1
+    fails_with(ch11.token_count, lambda h, w, p: (tokens(h, w, p), (tokens(h, w, p) - 1) ** 2), "the CLS token too")
+    fails_with(ch11.token_count, lambda h, w, p: (tokens(h, w, p), tokens(h, w, p)), "for every key")
+    fails_with(ch11.token_count, lambda h, w, p: (tokens(h, w, p), tokens(h, w, p) * (tokens(h, w, p) + 1) // 2),
+               "not causal")
+    fails_with(ch11.token_count, lambda h, w, p: (tokens(h, w, p), 2 * tokens(h, w, p) ** 2), "attention weights are not")
 
 
 def test_token_count_other_mistakes(fails_with):
-    fails_with(ch11.token_count, lambda s, p: (s // p) ** 2 + 2, "the count is not right")
-    fails_with(ch11.token_count, lambda s, p: (s / p) ** 2 + 1, "a whole number of tokens")
-    assert ch11.token_count.check(lambda s, p: torch.tensor((s // p) ** 2 + 1))
+    fails_with(ch11.token_count, lambda h, w, p: ((h // p) * (w // p) + 2, 0), "number of tokens is not right")
+    fails_with(ch11.token_count, lambda h, w, p: ((h / p) * (w / p) + 1, 0), "two whole numbers")
+    fails_with(ch11.token_count, lambda h, w, p: 0, "two whole numbers")
+    assert ch11.token_count.check(lambda h, w, p: (torch.tensor((h // p) * (w // p) + 1),
+                                                   torch.tensor(((h // p) * (w // p) + 1) ** 2)))
 
 
 # ----------------------------------------------------------------------------- mean pooling

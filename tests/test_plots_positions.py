@@ -2,6 +2,7 @@
 import math
 
 import matplotlib.pyplot as plt
+import numpy as np
 import pytest
 import torch
 
@@ -24,6 +25,10 @@ def test_alibi_heads_one_panel_per_head():
     fig = plots.alibi_heads(alibi_bias(6, 5), alibi_slopes(6))
     titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
     assert titles[:2] == ["head 0: slope 1/4", "head 1: slope 1/16"] and len(titles) == 6
+    assert list(fig.axes[0].get_xticks()) == [0, 4]  # ticks every 4 positions
+    future = fig.axes[0].images[0].get_array()  # the grey layer: drawn above the diagonal only
+    drawn = ~np.ma.getmaskarray(np.ma.masked_invalid(future))
+    assert np.array_equal(drawn, np.triu(np.ones((5, 5), dtype=bool), k=1))
     with pytest.raises(ValueError, match=r"bias must have shape \(n_heads, L, L\)"):
         plots.alibi_heads(torch.zeros(2, 3, 4))
 
@@ -50,6 +55,10 @@ def test_rope_scores_and_results():
     results = {"alibi": torch.rand(3, 3), "rope": torch.rand(3, 3)}
     fig = plots.length_generalization(results, (16, 32, 64), 16)
     assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == ["alibi", "rope"]
+    dots = fig.axes[0].collections[0].get_offsets()  # one dot per seed and length
+    assert len(dots) == 9 and np.allclose(sorted(dots[:, 1]), sorted(results["alibi"].flatten().tolist()))
+    medians = fig.axes[0].lines[0].get_ydata()
+    assert np.allclose(medians, results["alibi"].median(dim=0).values.numpy())
     with pytest.raises(ValueError, match="expected accuracies for 2 lengths"):
         plots.length_generalization(results, (16, 32), 16)
     fig = plots.accuracy_by_position({"alibi": torch.rand(20)}, 8, chance=0.1)
@@ -63,4 +72,6 @@ def test_position_explorer_figure_redraws_on_the_same_figure():
     state = position_explorer_state(head=1, length=8)
     assert plots.position_explorer_figure(state, figure) is figure
     plots.position_explorer_figure(position_explorer_state(head=2, length=8), figure)
-    assert len(figure.axes) == 4 and "head 2" in figure.axes[0].get_title()
+    assert len(figure.axes) == 6 and "head 2" in figure.axes[0].get_title()  # 4 panels and 2 colour bars
+    assert figure.axes[0].get_xlabel() == "distance (positions)"
+    assert [ax.get_ylabel() for ax in figure.axes[4:]] == ["attention weight", "attention weight"]

@@ -90,6 +90,7 @@ def test_cls_attention_overlay_labels_every_patch():
     assert [t.get_text() for t in ax.texts] == ["0.50", "0.10", "0.00", "0.00", "0.20", "0.00", "0.00", "0.00", "0.10"]
     assert overlay.get_extent() == [-0.5, 11.5, 11.5, -0.5]  # the 3x3 grid stretched over the 12x12 image
     assert overlay.get_clim() == (0.0, 1.0) and ax.get_title() == "head 0"
+    assert all(t.get_color() == "white" and t.get_path_effects() for t in ax.texts)  # outlined: readable on any colour
     with pytest.raises(ValueError, match="does not tile"):
         cls_attention_overlay(torch.rand(12, 12), torch.rand(5, 5), ax)
 
@@ -101,3 +102,19 @@ def test_cls_attention_maps_one_row_per_image_one_column_per_head():
     assert [fig.axes[i].get_title() for i in (0, 1, 4, 5)] == ["a", "head 0", "head 3", "b"]
     with pytest.raises(ValueError, match="for the same n"):
         cls_attention_maps(images, attention[:1])
+
+
+def test_seed_accuracies_one_row_per_model_one_dot_per_seed():
+    from stepbystep.plots.vit import seed_accuracies
+    results = {"ViT": torch.tensor([0.98, 0.99, 1.0]), "CNN": torch.tensor([1.0, 1.0, 1.0])}
+    fig = seed_accuracies(results, chance=0.5, ceiling=0.67, title="bars")
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["ViT", "CNN"]
+    dots = [collection.get_offsets() for collection in ax.collections]
+    assert np.allclose(dots[0][:, 0], [0.98, 0.99, 1.0]) and np.allclose(dots[0][:, 1], 0)
+    assert np.allclose(dots[1][:, 1], 1)
+    medians = [line.get_xdata()[0] for line in ax.lines if line.get_linestyle() == "-"]
+    assert np.allclose(medians, [0.99, 1.0])
+    assert ax.get_xlabel().startswith("held-out accuracy") and ax.get_title() == "bars"
+    with pytest.raises(ValueError, match="one accuracy per seed"):
+        seed_accuracies({"ViT": torch.zeros(2, 2)})

@@ -17,7 +17,7 @@ def test_state_alibi_follows_the_head():
     assert torch.equal(weights.triu(diagonal=1), torch.zeros(10, 10))  # causal
     row = weights[-1]
     assert bool((row[1:] > row[:-1]).all())  # the nearer the key, the more attention
-    steep, shallow = position_explorer_state(head=0, length=10), position_explorer_state(head=7, length=10)
+    steep, shallow = position_explorer_state(head=0, length=10), position_explorer_state(head=3, length=10)
     assert steep["alibi_attention"][-1, -1] > shallow["alibi_attention"][-1, -1]
 
 
@@ -38,18 +38,21 @@ def test_a_larger_base_turns_slower():
 
 
 def test_state_refuses_a_head_out_of_range():
+    with pytest.raises(ValueError, match="head must be an int in 0..3"):  # 4 heads by default, as the chapter's model
+        position_explorer_state(head=4)
     with pytest.raises(ValueError, match="head must be an int in 0..7"):
-        position_explorer_state(head=8)
+        position_explorer_state(head=8, n_heads=8)
 
 
 def test_sliders_redraw_in_place():
     widget = position_explorer(length=10)
     assert isinstance(widget, FigureBox)
     figure = widget.figure
-    assert len(figure.axes) == 4 and "head 0" in figure.axes[0].get_title()
-    widget.head.value = 5
-    assert widget.figure is figure and len(figure.axes) == 4
-    assert "head 5" in figure.axes[0].get_title() and "head 5 of 8" in widget.label.value
+    assert len(figure.axes) == 6 and "head 0" in figure.axes[0].get_title()
+    assert widget.head.max == 3  # the chapter's 4 heads
+    widget.head.value = 3
+    assert widget.figure is figure and len(figure.axes) == 6
+    assert "head 3" in figure.axes[0].get_title() and "head 3 of 4" in widget.label.value
     widget.base.value = 100.0
     assert "base 100" in figure.axes[2].get_title()
     assert plt.get_fignums() == []

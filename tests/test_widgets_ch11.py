@@ -66,6 +66,8 @@ def test_widget_redraws_in_place(setup):
     assert f"predicted <b>{CLASSES[state['prediction']]}</b>" in widget.label.value
     assert "true class straight" in widget.label.value
     assert figure.axes[1].get_title() == "CLS attention, mean of the heads"
+    # the prediction is in the figure too, so the still image of a static copy shows it
+    assert figure._suptitle.get_text().startswith(f"image 0: predicted {CLASSES[state['prediction']]} (probability")
 
     widget.slider.value = 5
     widget.heads.value = 2
@@ -75,6 +77,7 @@ def test_widget_redraws_in_place(setup):
     expected = vit_explorer_state(model, images, 5, head=2)["attention"].flatten()
     assert texts == [f"{value:.2f}" for value in expected.tolist()]
     assert "image 5" in widget.label.value and "true class \\" in widget.label.value
+    assert figure._suptitle.get_text().startswith("image 5: predicted")
     assert len(figure.axes) == 3  # image, overlay and colour bar, not a growing stack
     assert plt.get_fignums() == []  # built without pyplot: no stray static figure
 

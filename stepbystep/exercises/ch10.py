@@ -1,4 +1,5 @@
-"""Chapter 10's "Your turn": one RoPE rotation by hand, ALiBi's slopes, RoPE's offset, ALiBi as a fused mask.
+"""Chapter 10's "Your turn": one RoPE rotation by hand, ALiBi's slopes for any head count, RoPE's offset,
+ALiBi as a fused mask.
 
 In the notebook::
 
@@ -66,16 +67,25 @@ rotate_pair = Exercise(
 )
 
 
-# ----------------------------------------------------------------------------- 2. ALiBi's slopes
+# ----------------------------------------------------------------------------- 2. ALiBi's slopes, any head count
+def _power_of_two_slopes(n):
+    start = 2 ** (-8 / n)
+    return [start ** (h + 1) for h in range(n)]
+
+
 def _slopes_solution(n_heads):
-    # for a power of two: the geometric sequence starting at 2^(-8/n), with ratio 2^(-8/n)
-    start = 2 ** (-8 / n_heads)
-    return torch.tensor([start ** (h + 1) for h in range(n_heads)])
+    # a power of two: the geometric sequence 2^(-8/n), 2^(-16/n), ..., 2^(-8)
+    if n_heads & (n_heads - 1) == 0:
+        return torch.tensor(_power_of_two_slopes(n_heads))
+    # otherwise: the slopes of the next smaller power of two, then every other slope of the next larger one
+    smaller = 2 ** math.floor(math.log2(n_heads))
+    extra = _power_of_two_slopes(2 * smaller)[0::2][: n_heads - smaller]
+    return torch.tensor(_power_of_two_slopes(smaller) + extra)
 
 
 @expects_function("slopes(n_heads)")
 def _check_slopes(answer):
-    for n_heads in (8, 4, 2, 16, 1):
+    for n_heads in (8, 4, 1, 6, 12, 3, 20):
         got = answer(n_heads)
         try:
             got = torch.as_tensor(got, dtype=torch.float64).flatten()
@@ -86,24 +96,28 @@ def _check_slopes(answer):
         wanted = alibi_slopes(n_heads).double()
         if torch.allclose(got, wanted, rtol=1e-5, atol=0):
             continue
-        if torch.allclose(got, wanted.flip(0), rtol=1e-5, atol=0):
-            return f"with {n_heads} heads the slopes are right but in the opposite order: the first head is the steepest"
         if not bool((got > 0).all()):
             return "the slopes must be positive: the bias is -slope × distance, the sign is already there"
-        ratios = got[1:] / got[:-1]
-        if n_heads > 1 and not torch.allclose(ratios, ratios[0].expand_as(ratios), rtol=1e-5):
-            return f"with {n_heads} heads the slopes should form a geometric sequence (a constant ratio), yours do not"
-        if abs(float(got[-1]) - 2 ** -8) > 1e-9 * 2 ** -8 + 1e-12:
-            return f"with {n_heads} heads the last slope is wrong: the paper makes it the same for any number of heads"
-        return f"with {n_heads} heads the slopes start at the wrong value"
+        if torch.allclose(got.sort(descending=True).values, wanted.sort(descending=True).values, rtol=1e-5, atol=0):
+            return f"with {n_heads} heads you have the right slopes in the wrong order: the paper's order is kept"
+        power_of_two = n_heads & (n_heads - 1) == 0
+        if power_of_two:
+            return f"with {n_heads} heads (a power of two) your slopes are not the paper's geometric sequence"
+        if torch.allclose(got, torch.tensor(_power_of_two_slopes(n_heads), dtype=torch.float64), rtol=1e-5):
+            return (f"with {n_heads} heads you used the power-of-two formula as if {n_heads} were one: the paper "
+                    f"does something else for other head counts")
+        smaller = 2 ** math.floor(math.log2(n_heads))
+        if not torch.allclose(got[:smaller], wanted[:smaller], rtol=1e-5):
+            return f"with {n_heads} heads your first {smaller} slopes are not those the paper uses"
+        return f"with {n_heads} heads your first {smaller} slopes are right, the {n_heads - smaller} after them are not"
     return None
 
 
 slopes = Exercise(
-    "ALiBi's slopes",
+    "ALiBi's slopes for any number of heads",
     _check_slopes,
-    "for n heads (a power of two) the paper starts at 2^(-8/n) and multiplies by that same number for every "
-    "next head, so the n-th slope is always 2^(-8)",
+    "write the power-of-two case first; for other counts, build on the slopes of the two powers of two around "
+    "n_heads, as the chapter's text describes. math.log2 tells you which powers those are",
     _slopes_solution,
 )
 
@@ -149,7 +163,9 @@ offset_score = Exercise(
 
 # ----------------------------------------------------------------------------- 4. ALiBi as a fused mask
 def _alibi_mask_solution(n_heads, length):
-    bias = alibi_bias(n_heads, length)  # (h, L, L): -slope x distance
+    positions = torch.arange(length)
+    distance = (positions[:, None] - positions[None, :]).float()  # (L, L): query i is i - j after key j
+    bias = -alibi_slopes(n_heads)[:, None, None] * distance  # (h, L, L): -slope x distance
     future = torch.ones(length, length, dtype=torch.bool).triu(diagonal=1)  # (L, L): True above the diagonal
     return bias.masked_fill(future, float("-inf"))  # what F.scaled_dot_product_attention adds to the scores
 
@@ -162,11 +178,15 @@ def _check_alibi_mask(answer):
             return "return a float tensor: F.scaled_dot_product_attention adds a float mask to the scores"
         if tuple(got.shape) != (n_heads, length, length):
             return f"expected one (L, L) matrix per head, (h, L, L) = {(n_heads, length, length)}, got {tuple(got.shape)}"
-        wanted = _alibi_mask_solution(n_heads, length)
+        future = torch.ones(length, length, dtype=torch.bool).triu(diagonal=1)  # (L, L)
+        wanted = alibi_bias(n_heads, length).masked_fill(future, float("-inf"))  # (h, L, L): the package's answer
         blocked = torch.isinf(wanted)
         if torch.isnan(got).any():
             return "the mask holds NaN: use -inf (float('-inf')) for the keys a query must not read"
         if not torch.equal(torch.isneginf(got), blocked):
+            if bool((got[blocked] <= -1e4).all()) and not torch.isneginf(got).any():
+                return ("the future keys get a large negative number: that happens to work here, but write "
+                        "float('-inf'), which no score can outweigh whatever its size")
             if torch.equal(torch.isneginf(got), blocked.transpose(-2, -1)):
                 return "the future is the part above the diagonal (key after query): -inf there, not below"
             return "the -inf entries should be exactly the future keys (above the diagonal)"
@@ -180,7 +200,8 @@ def _check_alibi_mask(answer):
 alibi_mask = Exercise(
     "ALiBi as the fused kernel's float mask",
     _check_alibi_mask,
-    "start from alibi_bias(n_heads, length) and fill the future with float('-inf'): torch.triu(..., diagonal=1) "
-    "of a square of ones marks the keys after each query",
+    "alibi_slopes(n_heads) gives one slope per head; query i is i - j positions after key j (torch.arange and "
+    "broadcasting build that (L, L) grid). Then fill the future with float('-inf'): torch.triu(..., diagonal=1) of "
+    "a square of ones marks the keys after each query",
     _alibi_mask_solution,
 )

@@ -1,4 +1,4 @@
-"""Chapter 11's "Your turn": cutting patches by hand, counting tokens, and mean pooling.
+"""Chapter 11's "Your turn": cutting patches by hand, counting tokens and attention weights, mean pooling.
 
 In the notebook::
 
@@ -70,6 +70,9 @@ def _check_patchify(answer):
         if _same_values_per_row(got.flatten(0, 1), wanted.flatten(0, 1)):
             return (f"{where}: each patch holds the right pixels, but flattened in another order than a "
                     "convolution's weights (channel, then row, then column)")
+        if channels > 1:
+            return (f"{where}: the patches do not hold the right pixels; with C > 1, put the channel dimension "
+                    "next to the pixel dimensions before reshaping, so that each patch gathers its own channels")
         return f"{where}: the patches do not hold the right pixels"
     return None
 
@@ -84,40 +87,62 @@ patchify = Exercise(
 
 
 # ----------------------------------------------------------------------------- 2. counting tokens
-def _token_count_solution(img_size, patch_size):
-    patches_per_side = img_size // patch_size
-    return patches_per_side ** 2 + 1  # every patch, and the CLS token
+def _token_count_solution(height, width, patch_size):
+    n_patches = (height // patch_size) * (width // patch_size)  # rows of patches times columns of patches
+    n_tokens = n_patches + 1  # every patch, and the CLS token
+    return n_tokens, n_tokens ** 2  # every token's query against every token's key, per head and layer
 
 
-_TOKEN_CASES = ((12, 4), (12, 2), (12, 6), (224, 16), (224, 14), (384, 16), (12, 12), (30, 5))
+_TOKEN_CASES = ((12, 12, 4), (224, 160, 16), (12, 6, 3), (384, 224, 32), (30, 10, 5), (8, 16, 8))
 
 
-@expects_function("n_tokens(img_size, patch_size)")
+def _as_two_ints(got):
+    if not isinstance(got, (tuple, list)) or len(got) != 2:
+        return None
+    values = []
+    for value in got:
+        if isinstance(value, torch.Tensor) and value.numel() == 1:
+            value = value.item()
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            return None
+        values.append(int(value))
+    return values
+
+
+@expects_function("n_tokens_and_weights(height, width, patch_size)")
 def _check_token_count(answer):
-    for img_size, patch_size in _TOKEN_CASES:
-        got = answer(img_size, patch_size)
-        where = f"a {img_size}x{img_size} image in {patch_size}x{patch_size} patches"
-        if isinstance(got, torch.Tensor) and got.numel() == 1:
-            got = got.item()
-        if isinstance(got, bool) or not isinstance(got, numbers.Integral):
-            return f"for {where}: expected a whole number of tokens (an int), got {got!r}"
-        wanted = _token_count_solution(img_size, patch_size)
-        if got == wanted:
-            continue
-        if got == wanted - 1:
-            return f"for {where}: the count leaves out a token that the encoder reads besides the patches"
-        if got == img_size // patch_size + 1 or got == img_size // patch_size:
-            return (f"for {where}: the count grows like the patches along one side; patches tile the image in "
-                    "two directions")
-        return f"for {where}: the count is not right"
+    for height, width, patch_size in _TOKEN_CASES:
+        got = _as_two_ints(answer(height, width, patch_size))
+        where = f"a {height}x{width} image (height x width) in {patch_size}x{patch_size} patches"
+        if got is None:
+            return "return two whole numbers: (tokens, attention weights per head), e.g. a tuple of ints"
+        tokens, weights = got
+        wanted_tokens, wanted_weights = _token_count_solution(height, width, patch_size)
+        if tokens != wanted_tokens:
+            if tokens == wanted_tokens - 1:
+                return f"for {where}: the count leaves out a token that the encoder reads besides the patches"
+            if tokens in ((height // patch_size) ** 2 + 1, (width // patch_size) ** 2 + 1):
+                return (f"for {where}: you counted as if the image were square; the patches along the height and "
+                        "along the width differ")
+            if tokens in (height // patch_size + 1, width // patch_size + 1, (height + width) // patch_size + 1):
+                return f"for {where}: the patches tile the image in two directions: count a grid, not a line"
+            return f"for {where}: the number of tokens is not right"
+        if weights != wanted_weights:
+            if weights == (tokens - 1) ** 2:
+                return f"for {where}: the attention weights count every token, the CLS token too"
+            if weights == tokens:
+                return f"for {where}: each token's query gets a weight for every key, not one weight in all"
+            if weights == tokens * (tokens + 1) // 2:
+                return f"for {where}: the ViT's encoder is not causal: every token reads every token"
+            return f"for {where}: the tokens are right, the attention weights are not"
     return None
 
 
 token_count = Exercise(
-    "counting the tokens",
+    "counting tokens and attention weights",
     _check_token_count,
-    "count the patches along one side, then over the whole square image, and remember what the ViT puts "
-    "in front of the patch tokens",
+    "count the patches along the height and along the width separately, then the grid they form; remember what "
+    "the ViT puts in front of the patch tokens, and that attention scores every query against every key",
     _token_count_solution,
 )
 

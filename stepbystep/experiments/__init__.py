@@ -13,4 +13,5 @@ from .gradient_norms import GradientNormRun, encoder_regressor, layer_gradient_n
 from .norm_placement import initial_gradient_claims, seed_claims, training_claims
 from .date_completion import complete_dates
 from .generation_timing import step_logits, time_per_token
-from .position_claims import length_claims, training_length_claims
+from .position_claims import alibi_head_claims, far_token_claims, length_claims, training_length_claims
+from .vit_positions import POSITION_MODELS, ShuffledPatches, blind_ceiling, position_runs, shuffled_logits

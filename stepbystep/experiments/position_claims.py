@@ -2,11 +2,13 @@
 
 ``results`` maps each scheme to its accuracies ``(seeds, 3)`` over the first 16, 32 and 64
 positions; ``by_position`` maps it to the seed-0 model's accuracy at each position ``(64,)``.
+``alibi_head_claims`` compares ALiBi with 4 and 8 heads, ``far_token_claims`` the schemes on
+a task whose answer lies 8 tokens back.
 Each function returns the claims the text makes, for ``expect_all``.
 """
 from stepbystep.expect import Claim
 
-__all__ = ["training_length_claims", "length_claims"]
+__all__ = ["training_length_claims", "length_claims", "alibi_head_claims", "far_token_claims"]
 
 
 def _lowest_highest(results):
@@ -56,4 +58,33 @@ def length_claims(results, by_position, train_length):
               (rope_near, rope_far)),
         Claim(all(highest["none"][longer] < lowest["none"][longer - 1] for longer in (1, 2)),
               "without positions, the accuracy falls at every longer test length", results["none"]),
+    ]
+
+
+def alibi_head_claims(four_heads, eight_heads):
+    """ALiBi with 4 heads (steepest slope 1/4) against 8 heads (steepest 1/2): ``(seeds, 3)`` each."""
+    median4, median8 = four_heads.median(dim=0).values, eight_heads.median(dim=0).values  # (3,) each
+    return [
+        Claim(eight_heads[:, 0].min() > four_heads[:, 0].max(),
+              "at 16 tokens, every 8-head seed beats every 4-head seed", (four_heads[:, 0], eight_heads[:, 0])),
+        Claim(bool((median8 > median4).all()), "the 8-head median is higher at every test length", (median4, median8)),
+    ]
+
+
+def far_token_claims(results):
+    """Copying the token 8 back: ALiBi no longer learns it, RoPE learns it and holds past the training length."""
+    lowest, highest = _lowest_highest(results)
+    return [
+        Claim(all(lowest[scheme][0] >= 0.99 for scheme in ("sinusoidal", "rope")),
+              "sinusoidal and RoPE get at least 99% at 16 tokens in every seed",
+              {scheme: lowest[scheme][0].item() for scheme in ("sinusoidal", "rope")}),
+        Claim(highest["alibi"][0] < 0.4 and highest["none"][0] < 0.4,
+              "ALiBi and no positions stay below 40% at 16 tokens in every seed",
+              {scheme: highest[scheme][0].item() for scheme in ("alibi", "none")}),
+        Claim(bool((lowest["rope"] > highest["alibi"]).all()),
+              "RoPE beats ALiBi at every test length in every seed", (lowest["rope"], highest["alibi"])),
+        Claim(lowest["rope"][2] >= 0.7 and all(lowest["rope"][2] > highest[scheme][2]
+                                               for scheme in ("sinusoidal", "learned", "alibi", "none")),
+              "RoPE keeps at least 70% at 64 tokens in every seed, ahead of every other scheme",
+              {scheme: (lowest[scheme][2].item(), highest[scheme][2].item()) for scheme in results}),
     ]

@@ -55,5 +55,6 @@ from .vit import (
     confusion_heatmap,
     line_samples,
     patch_grid,
+    seed_accuracies,
     tokens_by_patch_size,
 )

@@ -4,7 +4,7 @@ import math
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
-from matplotlib.ticker import MaxNLocator
+from matplotlib.ticker import MaxNLocator, NullLocator
 
 from ._arrays import _as_numpy
 from .positional import _as_table
@@ -72,7 +72,7 @@ def alibi_heads(bias, slopes=None, fig=None):
     """ALiBi's bias matrix per head: ``bias`` ``(n_heads, L, L)`` (``alibi_bias``), future masked.
 
     One heatmap per head, query rows and key columns, with the future (above the diagonal)
-    blank because a causal model never reads it. ``slopes`` ``(n_heads,)`` label the panels.
+    grey because a causal model never reads it; ticks every 4 positions. ``slopes`` ``(n_heads,)`` label the panels.
     Returns the Figure.
     """
     bias = _as_numpy(bias, float)
@@ -90,12 +90,15 @@ def alibi_heads(bias, slopes=None, fig=None):
         if head >= n_heads:
             ax.axis("off")
             continue
+        ax.imshow(np.where(future, 1.0, np.nan), cmap="Greys", vmin=0, vmax=4, interpolation="nearest")  # grey future
         image = ax.imshow(np.ma.masked_array(bias[head], future), cmap="Greens_r", vmin=lowest, vmax=0,
                           interpolation="nearest")
         slope = "" if slopes is None else f": slope 1/{1 / float(slopes[head]):g}"
         ax.set_title(f"head {head}{slope}", fontsize=9)
-        ax.set_xticks([])
-        ax.set_yticks([])
+        ticks = np.arange(0, length, 4)
+        ax.set_xticks(ticks)
+        ax.set_yticks(ticks)
+        ax.tick_params(labelsize=7)
     axes[0].set_ylabel("query position")
     axes[0].set_xlabel("key position")
     fig.colorbar(image, ax=list(axes[:n_heads]), shrink=0.8, label="bias added to the score")
@@ -169,39 +172,40 @@ def rope_scores(scores_by_start, distances, fig=None):
     return fig
 
 
-def _summary(accuracies):
+def _seed_values(accuracies):
     values = _as_numpy(accuracies, float)  # (seeds, lengths)
     if values.ndim != 2:
         raise ValueError(f"each scheme's accuracies must be (seeds, lengths), got shape {values.shape}")
-    return values.mean(axis=0), values.min(axis=0), values.max(axis=0)
+    return values
 
 
-def length_generalization(results, lengths, train_length):
-    """Accuracy against the test length, one line per scheme: the mean over seeds, and a bar
-    from the lowest seed to the highest.
+def length_generalization(results, lengths, train_length, title=None):
+    """Accuracy against the test length, one colour per scheme: a dot per seed, and a line
+    through the medians.
 
     ``results`` maps a scheme to ``(seeds, lengths)`` accuracies; ``lengths`` the test lengths;
     a dotted line marks ``train_length``. Returns the Figure.
     """
     lengths = list(lengths)
     fig, ax = plt.subplots(figsize=(7, 3.8), layout="constrained")
-    offsets = np.linspace(-0.04, 0.04, max(len(results), 1))
+    offsets = np.linspace(-0.06, 0.06, max(len(results), 1))
     for offset, (scheme, accuracies) in zip(offsets, results.items()):
-        mean, low, high = _summary(accuracies)
-        if mean.shape != (len(lengths),):
-            raise ValueError(f"{scheme}: expected accuracies for {len(lengths)} lengths, got {mean.shape[0]}")
-        x = np.array(lengths, dtype=float) * (1 + offset)  # a small shift, so the bars do not hide each other
-        ax.errorbar(x, mean, yerr=[mean - low, high - mean], marker="o", capsize=3,
-                    color=SCHEME_COLOURS.get(scheme), label=scheme)
+        values = _seed_values(accuracies)
+        if values.shape[1] != len(lengths):
+            raise ValueError(f"{scheme}: expected accuracies for {len(lengths)} lengths, got {values.shape[1]}")
+        x = np.array(lengths, dtype=float) * (1 + offset)  # a small shift, so the schemes do not hide each other
+        colour = SCHEME_COLOURS.get(scheme)
+        ax.plot(x, np.median(values, axis=0), color=colour, lw=1.5, label=scheme)
+        ax.scatter(np.tile(x, len(values)), values.ravel(), color=colour, s=16, alpha=0.8, zorder=3)
     ax.axvline(train_length, color="black", ls=":", lw=1)
     ax.text(train_length, 0.02, " training length", fontsize=8)
     ax.set_xscale("log", base=2)
     ax.set_xticks(lengths, [str(length) for length in lengths])
+    ax.xaxis.set_minor_locator(NullLocator())
     ax.set_ylim(0, 1.04)
     ax.set_xlabel("test length (tokens)")
     ax.set_ylabel("accuracy (all positions)")
-    ax.set_title("Trained on one length, tested on longer ones (mean; bars: lowest to highest seed)",
-                 fontsize=10)
+    ax.set_title(title or "Trained on one length, tested on longer ones (dots: seeds; line: median)", fontsize=10)
     ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
     return fig
 
@@ -245,13 +249,15 @@ def position_explorer_figure(state, fig):
     bias_ax.set_title(f"ALiBi head {state['head']}: slope {state['slope']:.4g}, bias = -slope × distance",
                       fontsize=9)
     bias_ax.set_ylabel("bias")
+    bias_ax.set_xlabel("distance (positions)")
     score_ax.plot(distances, _as_numpy(state["rope_scores"], float), marker=".", color="tab:red")
     score_ax.set_title(f"RoPE, base {state['base']:.4g}: score of one vector with itself, moved", fontsize=9)
     score_ax.set_ylabel("score")
     score_ax.set_xlabel("distance (positions)")
     for ax, key, cmap, title in ((alibi_map, "alibi_attention", "Greens", "ALiBi attention (no content)"),
                                  (rope_map, "rope_attention", "Reds", "RoPE attention (one repeated vector)")):
-        ax.imshow(_as_numpy(state[key], float), cmap=cmap, vmin=0, vmax=1, interpolation="nearest")
+        image = ax.imshow(_as_numpy(state[key], float), cmap=cmap, vmin=0, vmax=1, interpolation="nearest")
+        fig.colorbar(image, ax=ax, shrink=0.8, label="attention weight")
         ax.set_title(title, fontsize=9)
         ax.set_xticks([])
         ax.set_yticks([])

@@ -13,7 +13,7 @@ from ._figure_box import FigureBox, show
 __all__ = ["position_explorer_state", "position_explorer"]
 
 
-def position_explorer_state(head=0, base=10000.0, n_heads=8, length=16, d_head=16, seed=0):
+def position_explorer_state(head=0, base=10000.0, n_heads=4, length=16, d_head=16, seed=0):
     """What the chapter-10 widget shows: ALiBi's bias for one head and RoPE's score for one base.
 
     ALiBi: head ``head`` of ``n_heads`` (its slope from ``alibi_slopes``), the bias
@@ -54,7 +54,7 @@ def position_explorer_state(head=0, base=10000.0, n_heads=8, length=16, d_head=1
     }
 
 
-def position_explorer(n_heads=8, length=16, d_head=16, seed=0):
+def position_explorer(n_heads=4, length=16, d_head=16, seed=0):
     """Sliders for ALiBi's head (its slope) and RoPE's base, redrawing the bias or score against
     the distance and the attention pattern each gives (``position_explorer_state`` computes it;
     ``plots.position_explorer_figure`` draws it). Returns a ``VBox``; its ``figure`` is redrawn

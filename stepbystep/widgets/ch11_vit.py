@@ -55,6 +55,18 @@ def _vit_message(state, index, class_names):
     return message
 
 
+def _vit_text(state, index, class_names):
+    """The label's message in plain text, for the figure's title (so a still image shows it too)."""
+    def name(label):
+        return class_names[label] if class_names else str(label)
+
+    prediction = state["prediction"]
+    text = f"image {index}: predicted {name(prediction)} (probability {state['probabilities'][prediction]:.3f})"
+    if state["label"] is not None:
+        text += f", true: {name(state['label'])}, {'right' if state['label'] == prediction else 'WRONG'}"
+    return text
+
+
 def _draw_image(ax, image, title):
     """A grey image ``(H, W)`` in [0, 1], pixel for pixel, without ticks."""
     ax.imshow(image.numpy(), cmap="gray", vmin=0.0, vmax=1.0, interpolation="nearest")
@@ -90,7 +102,8 @@ def vit_explorer(model, images, labels=None, class_names=None, index=0, head=Non
         which = "mean of the heads" if heads.value is None else f"head {heads.value}"
         overlay = cls_attention_overlay(state["image"][0], state["attention"], overlay_ax,
                                         title=f"CLS attention, {which}")
-        figure.colorbar(overlay, ax=overlay_ax, shrink=0.8)
+        figure.colorbar(overlay, ax=overlay_ax, shrink=0.8, label="CLS attention weight")
+        figure.suptitle(_vit_text(state, slider.value, class_names), fontsize=9)
         label.value = _vit_message(state, slider.value, class_names)
         show(output, figure)
 

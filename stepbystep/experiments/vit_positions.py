@@ -1,0 +1,158 @@
+"""Chapter 11's position experiments: does the ViT use where its patches are?
+
+``shuffled_logits`` runs a trained ``ViT`` with its patch tokens put in another order before
+the positions are added: a model that ignores positions gives the same answers. The
+``position_runs`` study trains, over several seeds, the chapter's ViT, the same ViT that never
+sees a patch's position (its patch tokens shuffled anew for every image, in training and in
+test), and the chapter's CNN, on a task of our choice, and returns their held-out accuracies.
+"""
+import torch
+from torch import nn
+from torch.optim.lr_scheduler import OneCycleLR
+
+from ..checks import check_instance, check_positive_int, check_tensor
+from ..expect import Claim
+from ..models import EncoderLayer, EncoderTransf, ViT
+
+__all__ = ["shuffled_logits", "ShuffledPatches", "small_vit", "small_cnn", "fit", "accuracy", "position_runs",
+           "POSITION_MODELS", "blind_ceiling", "position_claims"]
+
+POSITION_MODELS = ("ViT", "ViT, patches shuffled", "CNN")
+
+
+def _with_patches(model, images, order):
+    """The logits of ``model`` when ``order`` ``(N, n_patches)`` rearranges each image's patch tokens
+    before the CLS token and the positions are added."""
+    patches = model.embed(images)  # (N, n_patches, d_model)
+    index = order[..., None].expand_as(patches)  # (N, n_patches, d_model)
+    patches = patches.gather(1, index)  # (N, n_patches, d_model): patch order[i, j] at place j
+    cls_tokens = model.cls_token.expand(images.size(0), -1, -1)  # (N, 1, d_model)
+    source = torch.cat((cls_tokens, patches), dim=1)  # (N, 1 + n_patches, d_model)
+    if model.pos_embed is not None:
+        source = source + model.pos_embed  # the positions of the places, not of the patches
+    return model.mlp(model.encode(source))  # (N, n_outputs)
+
+
+def shuffled_logits(model, images, permutation):
+    """``model``'s logits ``(N, n_outputs)`` with every image's patch tokens in the order
+    ``permutation`` (a 1-D permutation of ``0 .. n_patches - 1``), in eval mode, without gradients."""
+    check_instance("model", model, ViT)
+    check_tensor("images", images)
+    check_tensor("permutation", permutation)
+    n_patches = model.embed.n_patches
+    if permutation.dim() != 1 or not torch.equal(permutation.sort().values, torch.arange(n_patches)):
+        raise ValueError(f"permutation must hold 0 .. {n_patches - 1} once each, got {permutation.tolist()}")
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            return _with_patches(model, images, permutation.expand(images.size(0), -1))
+    finally:
+        model.train(was_training)
+
+
+class ShuffledPatches(nn.Module):
+    """A ``ViT`` that never knows where a patch is: each call puts every image's patch tokens in a
+    fresh random order (from its own ``generator``) before the positions are added."""
+
+    def __init__(self, vit, seed=0):
+        super().__init__()
+        check_instance("vit", vit, ViT)
+        self.vit = vit
+        self.generator = torch.Generator().manual_seed(seed)
+
+    def forward(self, images):
+        noise = torch.rand(images.size(0), self.vit.embed.n_patches, generator=self.generator)  # (N, n_patches)
+        return _with_patches(self.vit, images, noise.argsort(dim=1).to(images.device))  # (N, n_outputs)
+
+
+def small_vit(seed, n_outputs, img_size=12, patch_size=4):
+    """The chapter's ViT: d_model 16, 4 heads, 20 hidden units, one layer, no dropout, seeded."""
+    torch.manual_seed(seed)
+    layer = EncoderLayer(n_heads=4, d_model=16, ff_units=20, dropout=0.0)
+    return ViT(EncoderTransf(layer, n_layers=1), img_size=img_size, in_channels=1, patch_size=patch_size,
+               n_outputs=n_outputs)
+
+
+def small_cnn(seed, n_outputs):
+    """The chapter's CNN for 12×12 images: two 3×3 convolutions with ReLU and 2×2 pooling, a linear head."""
+    torch.manual_seed(seed)
+    return nn.Sequential(
+        nn.Conv2d(1, 12, kernel_size=3, padding=1), nn.ReLU(), nn.MaxPool2d(2),  # (N, 12, 6, 6)
+        nn.Conv2d(12, 16, kernel_size=3, padding=1), nn.ReLU(), nn.MaxPool2d(2),  # (N, 16, 3, 3)
+        nn.Flatten(), nn.Linear(16 * 3 * 3, n_outputs),  # (N, n_outputs)
+    )
+
+
+def fit(model, train_data, n_epochs=16, batch_size=32, lr=1e-2, seed=0):
+    """The chapter's recipe: cross-entropy, Adam, one-cycle schedule; batches drawn with ``seed``."""
+    check_positive_int("n_epochs", n_epochs)
+    check_positive_int("batch_size", batch_size)
+    images, labels = train_data.tensors  # (n, 1, s, s), (n,)
+    n_batches = -(-len(labels) // batch_size)
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    scheduler = OneCycleLR(optimizer, max_lr=lr, total_steps=n_epochs * n_batches)
+    generator = torch.Generator().manual_seed(seed)
+    loss_fn = nn.CrossEntropyLoss()
+    model.train()
+    for _ in range(n_epochs):
+        order = torch.randperm(len(labels), generator=generator)  # (n,)
+        for batch in order.split(batch_size):
+            loss = loss_fn(model(images[batch]), labels[batch])
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            scheduler.step()
+    return model.eval()
+
+
+def accuracy(model, data):
+    """Held-out accuracy of ``model`` on a ``TensorDataset`` of images and labels."""
+    images, labels = data.tensors
+    model.eval()
+    with torch.no_grad():
+        return (model(images).argmax(dim=1) == labels).float().mean().item()
+
+
+def position_runs(train_data, val_data, n_outputs, seeds=(0, 1, 2), n_epochs=16):
+    """Held-out accuracy of each of ``POSITION_MODELS`` for each seed: a dict of ``(len(seeds),)`` tensors.
+    The seed fixes the initial weights and the order of the batches."""
+    if len(seeds) < 1:
+        raise ValueError("seeds must hold at least one seed")
+    builders = {
+        "ViT": lambda seed: small_vit(seed, n_outputs),
+        "ViT, patches shuffled": lambda seed: ShuffledPatches(small_vit(seed, n_outputs), seed),
+        "CNN": lambda seed: small_cnn(seed, n_outputs),
+    }
+    return {name: torch.tensor([accuracy(fit(build(seed), train_data, n_epochs, seed=seed), val_data)
+                                for seed in seeds])
+            for name, build in builders.items()}
+
+
+def blind_ceiling(rows, labels, patch_size=4):
+    """The best accuracy on ``labels`` ``(n,)`` of any rule that knows a bar's row ``rows`` ``(n,)``
+    only within its patch (``row % patch_size``): for each such row, the majority label's share."""
+    check_tensor("rows", rows)
+    check_tensor("labels", labels)
+    check_positive_int("patch_size", patch_size)
+    if rows.shape != labels.shape or rows.dim() != 1:
+        raise ValueError(f"rows and labels must be two (n,) tensors, got {tuple(rows.shape)} and {tuple(labels.shape)}")
+    right = 0
+    for within in range(patch_size):
+        chosen = labels[rows % patch_size == within]  # the labels of the bars at this row inside their patch
+        if len(chosen):
+            right += int(torch.bincount(chosen).max())
+    return right / len(labels)
+
+
+def position_claims(results, ceiling):
+    """The bar task's claims: the ViT and the CNN learn it, the ViT blind to positions cannot."""
+    vit, blind, cnn = (results[name] for name in POSITION_MODELS)
+    return [
+        Claim(bool(vit.min() >= 0.95), "the ViT gets at least 95% in every seed", vit),
+        Claim(bool(blind.max() <= ceiling + 0.03) and bool(blind.max() < vit.min()),
+              "the ViT blind to positions stays within 3 points of the best a blind rule can do, below every ViT seed",
+              (blind, ceiling)),
+        Claim(bool(cnn.min() >= 0.98) and bool(cnn.median() >= vit.median()),
+              "the CNN gets at least 98% in every seed, its median at least the ViT's", (cnn, vit)),
+    ]
