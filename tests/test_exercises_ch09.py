@@ -198,7 +198,11 @@ def test_tied_logit_std_divided_is_caught(fails_with):
 
 
 def test_tied_logit_std_wrong_in_the_std_is_caught(fails_with):
-    fails_with(ch09.tied_logit_std, lambda s, d: s ** 2 * math.sqrt(d), "embedding's doubles")
+    fails_with(ch09.tied_logit_std, lambda s, d: s ** 2 * math.sqrt(d), "multiplied by 10/3")
+
+
+def test_tied_logit_std_negative_is_caught(fails_with):
+    fails_with(ch09.tied_logit_std, lambda s, d: -s * math.sqrt(d), "positive number")
 
 
 def test_tied_logit_std_needs_a_number(fails_with):

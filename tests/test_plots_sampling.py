@@ -59,6 +59,7 @@ def test_token_times():
     fig = plots.token_times([0.001] * 5, [0.001 * i for i in range(1, 6)], prompt_length=3)
     lines = fig.axes[0].get_lines()
     assert len(lines) == 2 and list(lines[0].get_xdata()) == [3, 4, 5, 6, 7]
+    assert [t.get_text() for t in fig.axes[0].texts] == ["prefill"]
     plt.close(fig)
 
 

@@ -203,10 +203,11 @@ def _check_tied_logit_std(answer):
     wanted = [_tied_logit_std_solution(*case) for case in cases]
     if all(abs(g - w) <= 0.05 * w for g, w in zip(got, wanted)):
         return None
-    if got[1] / got[0] != got[1] / got[0] or got[0] <= 0:
+    if any(not g > 0 for g in got):
         return "a standard deviation is a positive number"
     if abs(got[1] / got[0] - 1.0 / 0.3) > 0.05 * (1.0 / 0.3):
-        return "a logit is a sum of products with the embedding: how does its spread change when the embedding's doubles?"
+        return ("a logit is a sum of products with the embedding: when the embedding's standard deviation is "
+                "multiplied by 10/3, by how much is the logits' multiplied?")
     ratio = got[0] / got[2]  # d_model 64 against 16
     if abs(ratio - 4) < 0.2:
         return ("the prediction grows like d_model; the terms of a sum of independent products add their "

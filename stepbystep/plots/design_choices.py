@@ -68,7 +68,8 @@ def seed_dots(results, metrics, references=None):
         if key in references:
             value, text = references[key]
             ax.axhline(value, color="grey", ls="--", lw=1)
-            ax.annotate(text, (len(names) - 0.5, value), ha="right", va="bottom", fontsize=8, color="grey")
+            ax.annotate(text, (-0.55, value), ha="left", va="top", fontsize=8, color="grey",
+                        xytext=(0, -2), textcoords="offset points")
         ax.set_xticks(range(len(names)), names)
         ax.set_xlim(-0.6, len(names) - 0.4)
         ax.set_ylim(0, 1.05)

@@ -205,17 +205,21 @@ def token_times(cached, uncached, prompt_length=0):
     """Milliseconds per generated token against its position, with and without the KV cache.
 
     ``cached`` and ``uncached`` are lists of seconds, one per step (``time_per_token``); step
-    ``i`` writes the token at position ``prompt_length + i``.
+    ``i`` writes the token at position ``prompt_length + i``; the first cached step, which
+    reads the whole prompt at once (the prefill), is marked.
     """
     fig, ax = plt.subplots(figsize=(8, 3.2), layout="constrained")
     for times, label, colour in ((uncached, "without cache: the whole stream again", "tab:red"),
                                  (cached, "with the KV cache: one new token", "tab:blue")):
         positions = prompt_length + np.arange(len(times))
         ax.plot(positions, 1000 * _as_numpy(times, float), label=label, color=colour, lw=1)
+    if len(cached):
+        ax.annotate("prefill", (prompt_length, 1000 * float(cached[0])), xytext=(8, 12), textcoords="offset points",
+                    fontsize=8, color="tab:blue", arrowprops=dict(arrowstyle="->", color="tab:blue", lw=0.8))
     ax.set_xlabel("position of the new token")
     ax.set_ylabel("ms per token")
     ax.set_ylim(bottom=0)
-    ax.legend(frameon=False)
+    ax.legend(frameon=False, loc="upper left")
     return fig
 
 
