@@ -543,9 +543,11 @@ for text, iso, well_formed, right in sampling_explorer_state(writer, vocab, "Mar
 # The embedding maps a token to a vector; the output layer maps a vector to one logit per
 # token. Both are $V \times d_{model}$ matrices about the same tokens ($V$ is the vocabulary's
 # size, 64 here), so one matrix can serve both, **tying** them (Press and Wolf 2017, "Using the
-# Output Embedding to Improve Language Models"; Inan et al. 2017 proposed it at the same time):
+# Output Embedding to Improve Language Models"; proposed at the same time by Inan, Khosravi
+# and Socher 2017, "Tying Word Vectors and Word Classifiers: A Loss Framework for Language
+# Modeling"):
 # a token's logit is the dot product of the final state with that token's embedding. GPT-2 ties
-# its embeddings, and so does nanoGPT; some large models (the LLaMA family) keep them apart.
+# its embeddings, and so does nanoGPT; some large models, such as LLaMA 1 and 2, keep them apart.
 # Tying saves $V \cdot d_{model}$ parameters:
 
 # %%
@@ -688,8 +690,8 @@ expect(abs(exact_gap) < 0.04, "greedy exact match stays within 4 points (median 
 # To write token $t + 1$, the model needs the keys and values of tokens $0..t$ in every layer.
 # Those of tokens $0..t-1$ were already computed at the previous step, and causal attention
 # means they never change: an old token never reads a new one. So each attention layer can
-# **keep** them, the **KV cache** (it goes back to the first Transformer decoders; Pope et al.
-# 2022, "Efficiently Scaling Transformer Inference", analyse its costs at scale). A step then
+# **keep** them, the **KV cache** (Pope et al. 2022, "Efficiently Scaling Transformer
+# Inference", analyse its memory and time costs at scale). A step then
 # feeds only the new token, projects its query, key and value, appends the key and value to
 # the cache, and computes one row of attention. Without the cache every step runs the whole
 # stream through the model again.
@@ -766,7 +768,8 @@ print(f"a full cache of {long_model.max_len} tokens: 2 x {long_model.n_layers} l
 # You Need") gives all the heads one shared key and value head, dividing the cache by the
 # number of heads, and **grouped-query attention** (Ainslie et al. 2023, "GQA: Training
 # Generalized Multi-Query Transformer Models from Multi-Head Checkpoints") shares one key and
-# value head per group of query heads, a middle ground that keeps most of the quality.
+# value head per group of query heads: a middle ground that its authors found close to
+# multi-head attention in quality and to multi-query attention in speed.
 #
 # The cache changes *when* things are computed, never *what*: the trained model writes the same
 # tokens with and without it, and its logits agree to rounding, for a batch of prompts of
