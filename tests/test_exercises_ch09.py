@@ -138,3 +138,124 @@ def test_messages_do_not_reveal_the_answers(fails_with):
     assert "[" not in message  # no list of expected targets
     message = fails_with(ch09.top_k, lambda logits, k: logits, "keep k tokens")
     assert "inf," not in message and "tensor(" not in message
+
+
+def test_cached_step_without_output_projection_is_caught(fails_with):
+    def unprojected(attention, x_new, keys, values):
+        q = attention.make_chunks(attention.linear_query(x_new))
+        keys = torch.cat([keys, attention.make_chunks(attention.linear_key(x_new))], dim=2)
+        values = torch.cat([values, attention.make_chunks(attention.linear_value(x_new))], dim=2)
+        weights = torch.softmax(q @ keys.transpose(-2, -1) / math.sqrt(attention.d_k), dim=-1)
+        context = (weights @ values).transpose(1, 2).reshape(x_new.shape[0], 1, -1)
+        return context, keys, values
+    fails_with(ch09.cached_step, unprojected, "linear_out")
+
+
+def test_completion_mask_unshifted_with_prompt_masked_is_caught(fails_with):
+    def unshifted(stream, n):
+        targets = stream[:-1].clone()
+        targets[:n] = -100
+        return targets
+    fails_with(ch09.completion_mask, unshifted, "shift the stream by one")
+
+
+def test_completion_mask_zero_instead_of_minus_100_is_caught(fails_with):
+    def zeros(stream, n):
+        targets = stream[1:].clone()
+        targets[:n - 1] = 0
+        return targets
+    fails_with(ch09.completion_mask, zeros, "exactly IGNORE_INDEX (-100)")
+
+
+def test_hints_do_not_give_the_answers():
+    assert "[..., -1:]" not in ch09.top_k._hint and "masked_fill" not in ch09.top_k._hint
+    assert "prompt_length - 1" not in ch09.completion_mask._hint
+    assert "stream[1:]" not in ch09.completion_mask._hint
+    assert "sqrt" not in ch09.tied_logit_std._hint and "√" not in ch09.tied_logit_std._hint
+
+
+# ----------------------------------------------------------------------------- tied logits' scale
+def test_tied_logit_std_solution_passes_and_matches_a_model():
+    assert ch09.tied_logit_std.check(ch09.tied_logit_std._solution)
+    from stepbystep.models import DecoderOnlyTransformer
+    torch.manual_seed(0)
+    model = DecoderOnlyTransformer(40, d_model=64, n_layers=2, dropout=0.0, tie_weights=True, embedding_std=0.3)
+    with torch.no_grad():
+        logits = model(torch.randint(4, 40, (16, 20)))
+    assert abs(logits.std().item() - ch09.tied_logit_std._solution(0.3, 64)) < 0.5 * 2.4
+
+
+def test_tied_logit_std_linear_in_d_model_is_caught(fails_with):
+    fails_with(ch09.tied_logit_std, lambda s, d: s * d, "variances")
+
+
+def test_tied_logit_std_without_d_model_is_caught(fails_with):
+    fails_with(ch09.tied_logit_std, lambda s, d: s, "does not change with d_model")
+
+
+def test_tied_logit_std_divided_is_caught(fails_with):
+    fails_with(ch09.tied_logit_std, lambda s, d: s / math.sqrt(d), "not with d_model as a dot product does")
+
+
+def test_tied_logit_std_wrong_in_the_std_is_caught(fails_with):
+    fails_with(ch09.tied_logit_std, lambda s, d: s ** 2 * math.sqrt(d), "multiplied by 10/3")
+
+
+def test_tied_logit_std_negative_is_caught(fails_with):
+    fails_with(ch09.tied_logit_std, lambda s, d: -s * math.sqrt(d), "positive number")
+
+
+def test_tied_logit_std_needs_a_number(fails_with):
+    fails_with(ch09.tied_logit_std, lambda s, d: None, "one number")
+
+
+# ----------------------------------------------------------------------------- top-p
+def test_top_p_solution_passes():
+    assert ch09.top_p.check(ch09.top_p._solution)
+
+
+def _nucleus(logits, p, strict):
+    probs = torch.softmax(logits, dim=-1)
+    sorted_probs, order = probs.sort(dim=-1, descending=True)
+    cumulative = sorted_probs.cumsum(dim=-1)
+    keep_sorted = cumulative < p if strict else cumulative - sorted_probs <= p
+    keep = torch.zeros_like(keep_sorted).scatter(-1, order, keep_sorted)
+    return logits.masked_fill(~keep, float("-inf"))
+
+
+def test_top_p_without_the_crossing_token_is_caught(fails_with):
+    fails_with(ch09.top_p, lambda logits, p: _nucleus(logits, p, strict=True), "crosses p")
+
+
+def test_top_p_one_token_too_many_is_caught(fails_with):
+    def one_more(logits, p):
+        probs = torch.softmax(logits, dim=-1)
+        sorted_probs, order = probs.sort(dim=-1, descending=True)
+        before = sorted_probs.cumsum(dim=-1) - sorted_probs
+        keep_sorted = torch.cat([torch.ones_like(before[:, :1], dtype=torch.bool), before[:, :-1] < p], dim=1)
+        keep = torch.zeros_like(keep_sorted).scatter(-1, order, keep_sorted)
+        return logits.masked_fill(~keep, float("-inf"))
+    fails_with(ch09.top_p, one_more, "more tokens than it needs")
+
+
+def test_top_p_least_likely_tokens_is_caught(fails_with):
+    def ascending(logits, p):
+        probs = torch.softmax(logits, dim=-1)
+        sorted_probs, order = probs.sort(dim=-1)
+        keep_sorted = sorted_probs.cumsum(dim=-1) - sorted_probs < p
+        keep = torch.zeros_like(keep_sorted).scatter(-1, order, keep_sorted)
+        return logits.masked_fill(~keep, float("-inf"))
+    fails_with(ch09.top_p, ascending, "not the most likely tokens")
+
+
+def test_top_p_unsorted_positions_is_caught(fails_with):
+    def forgets_to_scatter(logits, p):
+        probs = torch.softmax(logits, dim=-1)
+        sorted_probs, _ = probs.sort(dim=-1, descending=True)
+        keep = sorted_probs.cumsum(dim=-1) - sorted_probs < p
+        return logits.masked_fill(~keep, float("-inf"))
+    fails_with(ch09.top_p, forgets_to_scatter, "tokens' own order")
+
+
+def test_top_p_placeholder_is_caught(fails_with):
+    fails_with(ch09.top_p, lambda logits, p: logits, "more tokens than it needs")

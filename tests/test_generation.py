@@ -13,7 +13,7 @@ from stepbystep.models import (
     top_k_filter,
     top_p_filter,
 )
-from stepbystep.experiments.generation_timing import step_logits, time_per_token
+from stepbystep.experiments.generation_timing import cache_numbers, step_logits, time_per_token, time_slope
 from stepbystep.models.gpt.generation import sample_next
 
 V, PAD, EOS = 20, 0, 2
@@ -314,3 +314,17 @@ def test_the_model_checks_the_range_of_ids_on_the_cpu_and_generation_still_agree
         model(torch.tensor([[1, 999]]), cache=cache)
     out = generate(model, [1, 5, 6], 5, temperature=0)
     assert torch.equal(out, generate(model, [1, 5, 6], 5, temperature=0, use_cache=False))
+
+
+def test_time_slope_and_cache_numbers():
+    assert time_slope([1.0, 3.0, 5.0, 7.0], first_position=10) == pytest.approx(2.0)
+    assert time_slope([2.0] * 5) == pytest.approx(0.0)
+    with pytest.raises(ValueError, match="two step times"):
+        time_slope([1.0])
+    model = DecoderOnlyTransformer(20, d_model=16, n_heads=2, ff_units=32, n_layers=3, dropout=0.0, max_len=32)
+    assert cache_numbers(model, 10) == 2 * 3 * 10 * 16
+    cache = model.new_cache()
+    with torch.no_grad():
+        model(torch.randint(4, 20, (1, 10)), cache=cache)
+    held = sum(t.numel() for layer in cache.layers for t in (layer.keys, layer.values))
+    assert held == cache_numbers(model, 10)

@@ -59,4 +59,50 @@ def test_token_times():
     fig = plots.token_times([0.001] * 5, [0.001 * i for i in range(1, 6)], prompt_length=3)
     lines = fig.axes[0].get_lines()
     assert len(lines) == 2 and list(lines[0].get_xdata()) == [3, 4, 5, 6, 7]
+    assert [t.get_text() for t in fig.axes[0].texts] == ["prefill"]
     plt.close(fig)
+
+
+@pytest.mark.parametrize("target", [0, 16, 63])
+def test_smoothed_targets_draws_the_target_and_the_small_bars(vocab, target):
+    fig = plots.smoothed_targets(64, target, 0.1, n_shown=9)
+    plain, smooth = fig.axes
+    heights = [bar.get_height() for bar in smooth.patches]
+    assert len(heights) == 9
+    assert max(heights) == pytest.approx(0.9 + 0.1 / 64)  # the target is in view
+    assert sum(h == pytest.approx(0.1 / 64) for h in heights) == 8  # ε/V on every other token shown
+    assert smooth.get_yscale() == "log" and smooth.get_ylim()[0] < 0.1 / 64
+    assert [t.get_text() for t in plain.texts].count("0") == 8  # the one-hot's zeros are written
+    plain_heights = [bar.get_height() for bar in plain.patches]
+    assert sum(h == 1.0 for h in plain_heights) == 1
+
+
+def test_smoothed_targets_labels_ticks_with_symbols(vocab):
+    fig = plots.smoothed_targets(len(vocab), vocab.stoi["7"], 0.1, vocab=vocab)
+    labels = [t.get_text() for t in fig.axes[1].get_xticklabels()]
+    assert "7" in labels
+
+
+def test_temperature_effect_shows_the_tail(vocab):
+    logits = torch.randn(len(vocab)) * 3
+    fig = plots.temperature_effect(logits, vocab, [1.0, 2.0], top=12)
+    for ax, temperature in zip(fig.axes, [1.0, 2.0]):
+        heights = [bar.get_height() for bar in ax.patches]
+        assert len(heights) == 13 and sum(heights) == pytest.approx(1.0, abs=1e-5)
+        probs = torch.softmax(logits / temperature, dim=-1)
+        assert heights[-1] == pytest.approx(1 - probs.sort(descending=True).values[:12].sum().item(), abs=1e-5)
+        assert "others" in ax.get_xticklabels()[-1].get_text()
+
+
+def test_stream_attention_names_the_layer_and_heads(vocab):
+    weights = torch.softmax(torch.randn(4, 5, 5), dim=-1)
+    fig = plots.stream_attention(weights, list("abcde"), first_row=2, layer_name="layer 2 of 2")
+    assert fig.axes[0].get_title() == "layer 2 of 2, mean of 4 heads"
+    assert fig.axes[1].get_ylabel() == "attention weight"
+
+
+def test_completion_stream_legend_names_the_prompt_inputs(vocab):
+    inputs, targets = CompletionDataset([("Tue 10 Jul 2007", "2007-07-10")], vocab)[0]
+    fig = plots.completion_stream(inputs, targets, vocab)
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert len(labels) == 3 and any("ignored" in label for label in labels)

@@ -62,3 +62,17 @@ def test_sliders_redraw_in_place(setup):
     widget.top_p.value = 0.3
     assert "top-p 0.3" in figure.axes[0].get_title()
     assert plt.get_fignums() == []
+
+
+def test_state_at_temperature_zero_draws_the_greedy_choice(setup):
+    model, vocab = setup
+    state = sampling_explorer_state(model, vocab, "March", temperature=0)
+    assert state["probs"].max() == 1.0 and int((state["probs"] > 0).sum()) == 1
+
+
+def test_prompt_box_redraws(setup):
+    model, vocab = setup
+    widget = sampling_explorer(model, vocab, n_samples=2)
+    widget.prompt.value = "Tue"
+    assert "'Tue'" in widget.figure.axes[0].get_title()
+    assert "Tue" in widget.samples.value

@@ -1,4 +1,5 @@
-"""Chapter 09's "Your turn": top-k filtering, one cached attention step, the completion-only targets.
+"""Chapter 09's "Your turn": top-k filtering, one cached attention step, the completion-only targets,
+the scale of tied logits, top-p filtering.
 
 In the notebook::
 
@@ -12,11 +13,11 @@ import math
 import torch
 
 from ..data.date_completions import IGNORE_INDEX, completion_targets
-from ..models import top_k_filter
+from ..models import top_k_filter, top_p_filter
 from ..models import MultiHeadedAttention
 from .exercise import Exercise, expects_function
 
-__all__ = ["top_k", "cached_step", "completion_mask"]
+__all__ = ["top_k", "cached_step", "completion_mask", "tied_logit_std", "top_p"]
 
 
 # ----------------------------------------------------------------------------- 1. top-k filtering
@@ -50,8 +51,9 @@ def _check_top_k(answer):
 top_k = Exercise(
     "top-k filtering",
     _check_top_k,
-    "torch.topk gives each row's k largest values; compare every logit with the smallest of them "
-    "(keepdim, or index with [..., -1:]) and fill the smaller ones with float('-inf')",
+    "which single number, per row, separates the logits to keep from the others? torch.topk can find it; "
+    "then what value makes softmax give a token probability 0, and which tensor method writes it where a "
+    "condition holds?",
     _top_k_solution,
 )
 
@@ -101,7 +103,17 @@ def _check_cached_step(answer):
         return None
     if torch.allclose(output, _unscaled(attention, x[:, 5:], new_keys, new_values), atol=1e-5):
         return "the scores must be divided by √d_k, as in every attention of the course"
+    if torch.allclose(output, _unprojected(attention, x[:, 5:], new_keys, new_values), atol=1e-5):
+        return ("the heads are merged but not projected: attention ends with its output layer "
+                "(output_function does both, linear_out is the projection)")
     return "the output differs from the last row of attention over the whole stream"
+
+
+def _unprojected(attention, x_new, keys, values):
+    q = attention.make_chunks(attention.linear_query(x_new))
+    weights = torch.softmax(q @ keys.transpose(-2, -1) / math.sqrt(attention.d_k), dim=-1)
+    context = weights @ values  # (N, h, 1, d_k)
+    return context.transpose(1, 2).reshape(x_new.shape[0], 1, -1)  # heads merged, no linear_out
 
 
 def _unscaled(attention, x_new, keys, values):
@@ -142,6 +154,9 @@ def _check_completion_mask(answer):
             return (f"a stream of {len(stream)} tokens has {len(wanted)} next-token targets (the last token "
                     f"predicts nothing), got {len(got)}")
         counted = got != IGNORE_INDEX
+        if counted.any() and torch.equal(got[counted], stream[:-1][counted]):
+            return ("the counted targets are the tokens at their own positions: position i must predict token "
+                    "i + 1, so shift the stream by one")
         if torch.equal(got, stream[1:]):
             return "every target is counted: the prompt's targets should be IGNORE_INDEX (-100)"
         if torch.equal(counted, wanted != IGNORE_INDEX) and not torch.equal(got[counted], wanted[counted]):
@@ -152,6 +167,8 @@ def _check_completion_mask(answer):
                 return "one prompt token too many is counted: is the separator '=' a target of the loss?"
             if int(counted.sum()) == n_wanted - 1:
                 return "one completion token is ignored: the first one, predicted from the separator, must count"
+            if int(counted.sum()) == len(got) and not torch.equal(got, stream[1:]):
+                return "nothing is ignored: ignored targets must be exactly IGNORE_INDEX (-100), the value the loss skips"
             return "the counted positions are not the completion's"
         if not torch.equal(got, wanted):
             return "the counted positions are right, but their targets are not the next tokens"
@@ -161,7 +178,104 @@ def _check_completion_mask(answer):
 completion_mask = Exercise(
     "the completion-only targets",
     _check_completion_mask,
-    "the targets are the stream shifted left by one (stream[1:]); the first prompt_length tokens are the prompt, "
-    "so the targets that are prompt tokens are the first prompt_length - 1: set them to -100",
+    "input position i is scored on token i + 1: which slice of the stream are the targets? Then, which of "
+    "those targets is the first one the loss should count: the token predicted from the separator '=' is it "
+    "a prompt token or an answer token?",
     _completion_mask_solution,
+)
+
+
+# ----------------------------------------------------------------------------- 4. tied logits' scale
+def _tied_logit_std_solution(embedding_std, d_model):
+    # a logit is h · e: d_model products of a unit-variance state component and an N(0, std²) weight
+    return embedding_std * math.sqrt(d_model)
+
+
+@expects_function("tied_logit_std(embedding_std, d_model)")
+def _check_tied_logit_std(answer):
+    cases = ((0.3, 64), (1.0, 64), (0.3, 16), (0.1, 256))
+    got = []
+    for embedding_std, d_model in cases:
+        value = answer(embedding_std, d_model)
+        if not isinstance(value, (int, float)) and not (isinstance(value, torch.Tensor) and value.numel() == 1):
+            return f"return one number, the predicted standard deviation, got {type(value).__name__}"
+        got.append(float(value))
+    wanted = [_tied_logit_std_solution(*case) for case in cases]
+    if all(abs(g - w) <= 0.05 * w for g, w in zip(got, wanted)):
+        return None
+    if any(not g > 0 for g in got):
+        return "a standard deviation is a positive number"
+    if abs(got[1] / got[0] - 1.0 / 0.3) > 0.05 * (1.0 / 0.3):
+        return ("a logit is a sum of products with the embedding: when the embedding's standard deviation is "
+                "multiplied by 10/3, by how much is the logits' multiplied?")
+    ratio = got[0] / got[2]  # d_model 64 against 16
+    if abs(ratio - 4) < 0.2:
+        return ("the prediction grows like d_model; the terms of a sum of independent products add their "
+                "variances, not their standard deviations")
+    if abs(ratio - 1) < 0.05:
+        return "the prediction does not change with d_model, but a logit sums d_model products"
+    return "the prediction scales with the embedding's standard deviation, but not with d_model as a dot product does"
+
+
+tied_logit_std = Exercise(
+    "the scale of tied logits",
+    _check_tied_logit_std,
+    "the final LayerNorm gives each component of the state a variance of about 1; a tied logit is the dot "
+    "product of that state with one row of the embedding. What is the variance of a sum of d_model "
+    "independent products?",
+    _tied_logit_std_solution,
+)
+
+
+# ----------------------------------------------------------------------------- 5. top-p filtering
+def _top_p_solution(logits, p):
+    probs = torch.softmax(logits, dim=-1)  # (N, V)
+    sorted_probs, order = probs.sort(dim=-1, descending=True)  # (N, V)
+    mass_before = sorted_probs.cumsum(dim=-1) - sorted_probs  # (N, V): what the more likely tokens hold
+    keep_sorted = mass_before < p  # (N, V): the nucleus, the token that crosses p included
+    keep = torch.zeros_like(keep_sorted).scatter(-1, order, keep_sorted)  # (N, V), back in token order
+    return logits.masked_fill(~keep, float("-inf"))
+
+
+@expects_function("top_p(logits, p)")
+def _check_top_p(answer):
+    generator = torch.Generator().manual_seed(11)
+    logits = torch.randn(5, 10, generator=generator) * 2  # (5, 10): no ties, no mass exactly at p
+    logits[0] = torch.tensor([6.0, 0, 0, 0, 0, 0, 0, 0, 0, 0])  # a confident row: one token holds > 0.9
+    for p in (0.5, 0.9):
+        got = answer(logits.clone(), p)
+        if not isinstance(got, torch.Tensor) or got.shape != logits.shape:
+            shape = tuple(got.shape) if isinstance(got, torch.Tensor) else type(got).__name__
+            return f"return a tensor of the logits' shape {tuple(logits.shape)}, got {shape}"
+        kept = torch.isfinite(got)
+        wanted = torch.isfinite(top_p_filter(logits, p))
+        if not kept.any(dim=-1).all():
+            return (f"with p={p} some row keeps no token at all: the most likely token is always kept, and the "
+                    f"token whose probability crosses p belongs to the nucleus")
+        if torch.equal(kept, wanted):
+            if not torch.equal(got[kept], logits[kept]):
+                return "the kept logits must stay as they are: only the others change"
+            if not torch.all(got[~kept] == float("-inf")):
+                return "the left-out logits should be -inf, so that softmax gives them probability 0"
+            continue
+        n_kept, n_wanted = kept.sum(dim=-1), wanted.sum(dim=-1)  # (5,), (5,)
+        if torch.equal(n_kept, n_wanted):
+            return (f"with p={p} every row keeps the right number of tokens, but not the most likely ones: "
+                    f"is the decision put back in the tokens' own order?")
+        if (kept <= wanted).all():
+            return (f"with p={p} a row keeps less than p of the probability: the token whose probability "
+                    f"crosses p belongs to the nucleus")
+        if (kept >= wanted).all():
+            return f"with p={p} some row keeps more tokens than it needs: the nucleus is the *fewest* that reach p"
+        return f"with p={p} the kept tokens are not the most likely tokens of every row"
+    return None
+
+
+top_p = Exercise(
+    "top-p (nucleus) filtering",
+    _check_top_p,
+    "sort each row's probabilities from the most likely down: for each token, how much probability do the "
+    "tokens before it hold? A token belongs to the nucleus while that amount has not yet reached p. Then put "
+    "the decision back in the original token order",
+    _top_p_solution,
 )

@@ -6,7 +6,7 @@ import torch
 from ..devices import evaluating
 from ..models.gpt.generation import generation_steps, prompt_batch
 
-__all__ = ["time_per_token", "step_logits"]
+__all__ = ["time_per_token", "step_logits", "time_slope", "cache_numbers"]
 
 
 def _greedy(logits):
@@ -39,3 +39,20 @@ def step_logits(model, prompt_ids, max_new_tokens, use_cache=True):
         steps = list(generation_steps(model, prompt, max_new_tokens, _greedy, use_cache=use_cache))
     ids = torch.cat([prompt] + [next_ids.unsqueeze(1) for next_ids, _ in steps], dim=1)  # (N, L + T)
     return torch.stack([logits for _, logits in steps], dim=1), ids  # (N, T, V), (N, L + T)
+
+
+def time_slope(times, first_position=0):
+    """The least-squares slope of seconds per step against the new token's position: seconds per
+    extra token of context. ``times`` one float per step, step ``i`` at ``first_position + i``."""
+    if len(times) < 2:
+        raise ValueError(f"need at least two step times for a slope, got {len(times)}")
+    y = torch.tensor(times, dtype=torch.float64)  # (T,)
+    x = first_position + torch.arange(len(times), dtype=torch.float64)  # (T,)
+    x, y = x - x.mean(), y - y.mean()
+    return float((x * y).sum() / (x * x).sum())
+
+
+def cache_numbers(model, n_tokens):
+    """How many numbers a decoder-only ``model``'s KV cache holds for one stream of ``n_tokens``:
+    a key and a value of ``d_model`` numbers per token, in each of ``n_layers`` layers."""
+    return 2 * model.n_layers * n_tokens * model.d_model

@@ -56,18 +56,20 @@ def completion_stream(inputs, targets, vocab, ignore_index=-100, fig=None):
     ax.set_xlabel("position")
     for side in ("top", "right", "left"):
         ax.spines[side].set_visible(False)
-    ax.legend(handles=[Patch(color=_COMPLETION, label="in the loss"), Patch(color=_IGNORED, label="ignored")],
+    ax.legend(handles=[Patch(color=_PROMPT, label="input whose target is ignored"),
+                       Patch(color=_COMPLETION, label="in the loss (input: its target counts)"),
+                       Patch(color=_IGNORED, label="ignored target")],
               loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
     ax.set_title("one stream: each input position predicts the next token; only the completion counts")
     return fig
 
 
-def stream_attention(weights, tokens, first_row=0, head=None, fig=None):
+def stream_attention(weights, tokens, first_row=0, head=None, fig=None, layer_name=None):
     """Self-attention inside one stream: rows ``first_row..`` (the writers) by every column.
 
     ``weights`` ``(n_heads, L, L)`` (a layer's ``alphas`` for one stream), ``tokens`` the ``L``
     symbols; ``head`` picks one head, ``None`` averages them. The causal mask leaves the upper
-    triangle empty. Returns the Figure.
+    triangle empty. ``layer_name`` (e.g. "layer 2 of 2") starts the title. Returns the Figure.
     """
     weights = _as_numpy(weights)
     if weights.ndim != 3 or weights.shape[1:] != (len(tokens), len(tokens)):
@@ -83,7 +85,8 @@ def stream_attention(weights, tokens, first_row=0, head=None, fig=None):
     ax.set_yticks(range(shown.shape[0]), labels[first_row:])
     ax.set_xlabel("token read (key)")
     ax.set_ylabel("position writing the next token")
-    ax.set_title("mean over heads" if head is None else f"head {head}")
+    which = f"mean of {weights.shape[0]} heads" if head is None else f"head {head}"
+    ax.set_title(which if layer_name is None else f"{layer_name}, {which}")
     fig.colorbar(image, ax=ax, label="attention weight")
     return fig
 
@@ -119,7 +122,10 @@ def token_distribution(probs, vocab, kept=None, title=None, top=20, fig=None):
 
 
 def temperature_effect(logits, vocab, temperatures, top=12):
-    """The same logits ``(V,)`` turned into probabilities at several temperatures, side by side."""
+    """The same logits ``(V,)`` turned into probabilities at several temperatures, side by side.
+
+    The ``top`` most likely tokens get a bar each; a last grey bar holds the mass of the other
+    ``V - top`` (the tail a high temperature inflates)."""
     logits = torch.as_tensor(_as_numpy(logits), dtype=torch.float32)
     fig, axes = plt.subplots(1, len(temperatures), figsize=(3.2 * len(temperatures), 2.8), layout="constrained",
                              sharey=True)
@@ -131,10 +137,15 @@ def temperature_effect(logits, vocab, temperatures, top=12):
             probs[logits.argmax()] = 1.0
         else:
             probs = torch.softmax(logits / temperature, dim=-1)
+        tail = 1.0 - probs[order].sum().item()  # the mass of the tokens not drawn
         ax.bar(range(len(order)), probs[order].numpy(), color=_KEPT)
-        ax.set_xticks(range(len(order)), [_symbol(vocab, i) for i in order], fontsize=8)
+        ax.bar(len(order), tail, color=_DROPPED)
+        ax.set_xticks(range(len(order) + 1), [_symbol(vocab, i) for i in order] + [f"{len(logits) - len(order)}\nothers"],
+                      fontsize=8)
         ax.set_ylim(0, 1)
-        ax.set_title(f"T = {temperature:g}" + (" (greedy)" if temperature == 0 else ""), fontsize=10)
+        ax.set_xlabel("next token")
+        ax.set_title(f"T = {temperature:g}" + (" (greedy)" if temperature == 0 else "") + f": others {tail:.2f}",
+                     fontsize=10)
     axes[0].set_ylabel("probability")
     return fig
 
@@ -151,28 +162,42 @@ def filtering_effect(probs, vocab, kept_by_setting, top=16):
     return fig
 
 
-def smoothed_targets(vocab_size, target, epsilon, n_shown=12):
+def smoothed_targets(vocab_size, target, epsilon, vocab=None, n_shown=9):
     """What the loss asks for at one position, without and with label smoothing ``epsilon``.
 
     Without: all the probability on the target. With: ``1 - ε + ε/V`` on it and ``ε/V`` on
     each of the ``V`` tokens (the target included), as ``CrossEntropyLoss(label_smoothing=ε)``.
-    The first ``n_shown`` ids are drawn.
+    ``n_shown`` ids around the target are drawn (labelled with ``vocab``'s symbols when given),
+    on a log axis so that the ``ε/V`` bars show; a zero is written "0" on its place.
     """
     if not 0 <= target < vocab_size:
         raise ValueError(f"target must be an id in 0..{vocab_size - 1}, got {target}")
+    first = min(max(target - n_shown // 2, 0), max(vocab_size - n_shown, 0))
+    shown = np.arange(first, min(first + n_shown, vocab_size))  # ids drawn, the target among them
     plain = np.zeros(vocab_size)
     plain[target] = 1.0
     smooth = np.full(vocab_size, epsilon / vocab_size)
     smooth[target] += 1 - epsilon
-    fig, axes = plt.subplots(1, 2, figsize=(9, 2.6), layout="constrained", sharey=True)
+    labels = [_symbol(vocab, i) if vocab is not None else str(i) for i in shown]
+    fig, axes = plt.subplots(1, 2, figsize=(9, 2.8), layout="constrained", sharey=True)
     for ax, values, title in ((axes[0], plain, "one-hot target"),
                               (axes[1], smooth, f"label smoothing ε = {epsilon:g}")):
-        ax.bar(range(n_shown), values[:n_shown], color=_KEPT)
-        ax.set_xticks(range(n_shown))
-        ax.set_xlabel(f"token id (first {n_shown} of {vocab_size})")
-        ax.set_title(f"{title}: target gets {values[target]:.3f}", fontsize=10)
-        ax.set_ylim(0, 1.05)
-    axes[0].set_ylabel("target probability")
+        colours = [_KEPT if i == target else "tab:blue" for i in shown]
+        ax.bar(range(len(shown)), np.where(values[shown] > 0, values[shown], np.nan), color=colours)
+        for x, value in enumerate(values[shown]):
+            if value == 0:
+                ax.text(x, 2e-4, "0", ha="center", va="bottom", fontsize=8, color="grey")
+        ax.set_yscale("log")
+        ax.set_ylim(1e-4, 2)
+        ax.set_xticks(range(len(shown)), labels)
+        ax.set_xlabel(f"token ({len(shown)} of {vocab_size} around the target, in orange)")
+        ax.set_title(f"{title}: target {values[target]:.3f}, others {values[shown[shown != target][0]]:.4f}",
+                     fontsize=10)
+    if epsilon:
+        axes[1].axhline(epsilon / vocab_size, color="grey", ls="--", lw=1)
+        axes[1].annotate(f"ε/V = {epsilon / vocab_size:.4f}", (len(shown) - 0.5, epsilon / vocab_size),
+                         ha="right", va="bottom", fontsize=8, color="grey")
+    axes[0].set_ylabel("probability asked for")
     return fig
 
 
@@ -180,17 +205,21 @@ def token_times(cached, uncached, prompt_length=0):
     """Milliseconds per generated token against its position, with and without the KV cache.
 
     ``cached`` and ``uncached`` are lists of seconds, one per step (``time_per_token``); step
-    ``i`` writes the token at position ``prompt_length + i``.
+    ``i`` writes the token at position ``prompt_length + i``; the first cached step, which
+    reads the whole prompt at once (the prefill), is marked.
     """
     fig, ax = plt.subplots(figsize=(8, 3.2), layout="constrained")
     for times, label, colour in ((uncached, "without cache: the whole stream again", "tab:red"),
                                  (cached, "with the KV cache: one new token", "tab:blue")):
         positions = prompt_length + np.arange(len(times))
         ax.plot(positions, 1000 * _as_numpy(times, float), label=label, color=colour, lw=1)
+    if len(cached):
+        ax.annotate("prefill", (prompt_length, 1000 * float(cached[0])), xytext=(8, 12), textcoords="offset points",
+                    fontsize=8, color="tab:blue", arrowprops=dict(arrowstyle="->", color="tab:blue", lw=0.8))
     ax.set_xlabel("position of the new token")
     ax.set_ylabel("ms per token")
     ax.set_ylim(bottom=0)
-    ax.legend(frameon=False)
+    ax.legend(frameon=False, loc="upper left")
     return fig
 
 
