@@ -67,7 +67,6 @@ from stepbystep.models import (
     next_token_logits,
     sampling_distribution,
 )
-from stepbystep.plots.design_choices import seed_dots, seed_loss_curves
 from stepbystep.widgets import sampling_explorer, sampling_explorer_state
 
 # %% [markdown]
@@ -583,7 +582,7 @@ for name, seed_runs in tie_runs.items():
     for run in seed_runs:
         print(f"{name:>6}, seed {run.seed}: initial logits' std {run.initial_logit_std:.2f}, validation loss "
               f"{run.val_losses[0]:.2f} at step 0, {run.val_losses[-1]:.3f} after {run.steps[-1]} steps")
-fig = seed_loss_curves(tie_runs, reference=math.log(len(vocab)), reference_label="ln V: a uniform guess")
+fig = plots.seed_loss_curves(tie_runs, reference=math.log(len(vocab)), reference_label="ln V: a uniform guess")
 
 # %%
 initial = {name: statistics.median(run.val_losses[0] for run in runs) for name, runs in tie_runs.items()}
@@ -659,9 +658,10 @@ for epsilon, seed_results in smoothing_results.items():
         print(f"ε = {epsilon}, seed {r['seed']}: confidence {r['confidence']:.3f}, accuracy {r['accuracy']:.4f}, "
               f"ECE {r['ece']:.3f}, whole answer at T = 1 {r['whole_answer']:.3f}, exact match {r['exact']:.1%}")
 named = {f"ε = {epsilon}": seed_results for epsilon, seed_results in smoothing_results.items()}
-fig = seed_dots(named, {"confidence": "confidence", "accuracy": "token accuracy", "ece": "calibration error (ECE)",
-                        "whole_answer": "P(whole answer right), T = 1", "exact": "greedy exact match"},
-                references={"confidence": (cap(0.1, len(vocab)), "1 - ε + ε/V")})
+fig = plots.seed_panels(named, {"confidence": "confidence", "accuracy": "token accuracy",
+                                "ece": "calibration error (ECE)", "whole_answer": "P(whole answer right), T = 1",
+                                "exact": "greedy exact match"},
+                        references={"confidence": (cap(0.1, len(vocab)), "1 - ε + ε/V")})
 
 # %%
 plain, smoothed = smoothing_results[0.0], smoothing_results[0.1]

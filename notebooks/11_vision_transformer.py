@@ -455,7 +455,8 @@ for name, accuracies in bar_results.items():
     print(f"{name:>22}: " + ", ".join(f"{value:.1%}" for value in accuracies.tolist()))
 
 # %%
-fig = plots.seed_accuracies(bar_results, chance=0.5, ceiling=ceiling, title="Where is the bar? (3 seeds)")
+fig = plots.seed_dots(bar_results, ylabel="held-out accuracy", title="Where is the bar? (3 seeds)",
+                      references={"chance": 0.5, "best without positions": ceiling})
 
 # %%
 expect_all(position_claims(bar_results, ceiling))

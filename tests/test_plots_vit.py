@@ -102,19 +102,3 @@ def test_cls_attention_maps_one_row_per_image_one_column_per_head():
     assert [fig.axes[i].get_title() for i in (0, 1, 4, 5)] == ["a", "head 0", "head 3", "b"]
     with pytest.raises(ValueError, match="for the same n"):
         cls_attention_maps(images, attention[:1])
-
-
-def test_seed_accuracies_one_row_per_model_one_dot_per_seed():
-    from stepbystep.plots.vit import seed_accuracies
-    results = {"ViT": torch.tensor([0.98, 0.99, 1.0]), "CNN": torch.tensor([1.0, 1.0, 1.0])}
-    fig = seed_accuracies(results, chance=0.5, ceiling=0.67, title="bars")
-    ax = fig.axes[0]
-    assert [t.get_text() for t in ax.get_yticklabels()] == ["ViT", "CNN"]
-    dots = [collection.get_offsets() for collection in ax.collections]
-    assert np.allclose(dots[0][:, 0], [0.98, 0.99, 1.0]) and np.allclose(dots[0][:, 1], 0)
-    assert np.allclose(dots[1][:, 1], 1)
-    medians = [line.get_xdata()[0] for line in ax.lines if line.get_linestyle() == "-"]
-    assert np.allclose(medians, [0.99, 1.0])
-    assert ax.get_xlabel().startswith("held-out accuracy") and ax.get_title() == "bars"
-    with pytest.raises(ValueError, match="one accuracy per seed"):
-        seed_accuracies({"ViT": torch.zeros(2, 2)})

@@ -8,7 +8,7 @@ from .sequences import sequence_predictions, square_sequences
 from .training import loss_curves, lr_range_curve
 from .filters import filter_grid, output_grid
 from .architecture import architecture_diagram
-from .seed_study import seed_dots
+from .seed_study import seed_dots, seed_loss_curves, seed_panels
 
 from .kernel_regression import (
     dot_product_weights,
@@ -55,6 +55,5 @@ from .vit import (
     confusion_heatmap,
     line_samples,
     patch_grid,
-    seed_accuracies,
     tokens_by_patch_size,
 )

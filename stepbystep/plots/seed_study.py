@@ -1,34 +1,95 @@
-"""Seed studies: one dot per seed and the median, for each model compared."""
+"""Seed studies: every seed as a dot and the median as a bar, for each setting compared.
+
+One drawing serves the course's seed studies: ``seed_dots`` (one measure, chapters 02 and 11),
+``seed_panels`` (several measures, chapter 09) and ``seed_loss_curves`` (curves from step 0, then
+the last value of each seed, chapter 09).
+"""
 import matplotlib.pyplot as plt
 import numpy as np
 
 from ..checks import check_instance
+from ._arrays import _as_numpy
 
-__all__ = ["seed_dots"]
+__all__ = ["seed_dots", "seed_panels", "seed_loss_curves"]
 
 
-def seed_dots(results, ylabel="final test loss", title="one dot per seed, bar at the median"):
-    """Dots of ``results`` ``{name: [value per seed]}``, one column a name, a bar at each median.
-
-    The dots of one seed sit at the same offset in every column, and seed ``i`` is labelled
-    beside the first column. Returns the Figure.
-    """
-    check_instance("results", results, dict, "a dict of name -> values per seed")
-    if not results or any(len(values) == 0 for values in results.values()):
-        raise ValueError("results must map each name to at least one value, got "
-                         f"{ {name: len(values) for name, values in results.items()} }")
-    fig, ax = plt.subplots(figsize=(6, 4), layout="constrained")
+def _draw_seed_dots(ax, results, ylabel, references=None):
+    """Column ``i`` is setting ``i``: its seeds as dots, a bar at their median; ``references``
+    ``{label: value}`` as dashed lines. ``results`` ``{name: values (seeds,)}``."""
     for column, (name, values) in enumerate(results.items()):
-        values = np.asarray([float(v) for v in values])
-        offsets = np.linspace(-0.15, 0.15, len(values)) if len(values) > 1 else np.zeros(1)
+        values = _as_numpy(values, float)
+        if values.ndim != 1 or values.size == 0:
+            raise ValueError(f"{name}: expected one value per seed (seeds,), got shape {values.shape}")
+        offsets = np.linspace(-0.15, 0.15, values.size) if values.size > 1 else np.zeros(1)  # (seeds,)
+        ax.bar(column, np.median(values), color=f"C{column}", alpha=0.35, width=0.6)
         ax.scatter(column + offsets, values, color=f"C{column}", s=30, zorder=3)
-        median = float(np.median(values))
-        ax.hlines(median, column - 0.3, column + 0.3, color="black", lw=2, zorder=2)
-        ax.annotate(f"median {median:.2f}", (column + 0.32, median), va="center", fontsize=8)
+    for label, value in (references or {}).items():
+        ax.axhline(value, color="grey", ls="--", lw=1)
+        ax.annotate(label, (len(results) - 0.45, value), ha="right", va="bottom", fontsize=8, color="grey")
     ax.set_xticks(range(len(results)), list(results))
-    ax.set_xlim(-0.5, len(results) - 0.2)
+    ax.set_xlim(-0.6, len(results) - 0.4)
     ax.set_ylim(bottom=0)
-    ax.set_xlabel("model")
     ax.set_ylabel(ylabel)
-    ax.set_title(title)
+
+
+def _check_results(results):
+    check_instance("results", results, dict, "a dict of setting name -> values per seed")
+    if not results or any(len(values) == 0 for values in results.values()):
+        raise ValueError("results must map each setting to at least one value per seed, got "
+                         f"{ {name: len(values) for name, values in results.items()} }")
+
+
+def seed_dots(results, ylabel, title="each seed (dots), the median (bar)", references=None):
+    """One measure over seeds: ``results`` ``{name: values (seeds,)}``; ``references``
+    ``{label: value}`` (a chance level, a ceiling) drawn dashed. Returns the Figure."""
+    _check_results(results)
+    fig, ax = plt.subplots(figsize=(1.6 * len(results) + 2.6, 3.6), layout="constrained")
+    _draw_seed_dots(ax, results, ylabel, references)
+    ax.set_title(title, fontsize=10)
+    return fig
+
+
+def seed_panels(results, metrics, references=None):
+    """Several measures over seeds, one panel each: ``results`` ``{name: [{metric: value}, ...]}``
+    (a dict per seed), ``metrics`` ``{metric: axis label}``, ``references``
+    ``{metric: (value, label)}``. Returns the Figure."""
+    _check_results(results)
+    if not metrics:
+        raise ValueError("metrics must name at least one measure")
+    references = references or {}
+    fig, axes = plt.subplots(1, len(metrics), figsize=(3.4 * len(metrics), 3.0), layout="constrained")
+    for ax, (key, label) in zip(np.atleast_1d(axes), metrics.items()):
+        per_setting = {name: [numbers[key] for numbers in seeds] for name, seeds in results.items()}
+        reference = {references[key][1]: references[key][0]} if key in references else None
+        _draw_seed_dots(ax, per_setting, label, reference)
+        ax.set_title(label, fontsize=10)
+    fig.suptitle("each seed (dots), the median (bar)", fontsize=10)
+    return fig
+
+
+def seed_loss_curves(runs, reference=None, reference_label=None, ylabel="validation loss"):
+    """Loss against the step for every seed of every setting, from step 0 (left), and each seed's
+    last loss (right). ``runs`` ``{name: [run per seed]}``, each run with ``steps`` and
+    ``val_losses``; ``reference`` a dashed line (e.g. ln V, a uniform guess). Returns the Figure."""
+    check_instance("runs", runs, dict, "a dict of setting name -> runs, one per seed")
+    if not runs or not all(runs.values()):
+        raise ValueError("runs must map each setting's name to a non-empty list of runs")
+    fig, (curves, finals) = plt.subplots(1, 2, figsize=(10.5, 3.4), layout="constrained",
+                                         gridspec_kw={"width_ratios": [1.7, 1]})
+    for column, (name, seed_runs) in enumerate(runs.items()):
+        for index, run in enumerate(seed_runs):
+            curves.plot(run.steps, _as_numpy(run.val_losses, float), color=f"C{column}", lw=1.2, marker=".",
+                        label=f"{name} ({len(seed_runs)} seeds)" if index == 0 else None)
+    if reference is not None:
+        curves.axhline(reference, color="grey", ls="--", lw=1)
+        curves.annotate(reference_label or f"{reference:.2f}", (curves.get_xlim()[1], reference), ha="right",
+                        va="bottom", fontsize=8, color="grey")
+    curves.set_xlabel("training step")
+    curves.set_ylabel(ylabel)
+    curves.set_ylim(bottom=0)
+    curves.legend(loc="upper right", frameon=False)
+    curves.set_title("every seed, from step 0", fontsize=10)
+    last = {name: [run.val_losses[-1] for run in seed_runs] for name, seed_runs in runs.items()}
+    _draw_seed_dots(finals, last, f"{ylabel} at the end")
+    finals.set_title("last value: seeds (dots), median (bar)", fontsize=10)
     return fig

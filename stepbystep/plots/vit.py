@@ -14,7 +14,6 @@ __all__ = [
     "confusion_heatmap",
     "cls_attention_overlay",
     "cls_attention_maps",
-    "seed_accuracies",
 ]
 
 
@@ -195,34 +194,4 @@ def cls_attention_maps(images, attention, titles=None):
             overlay = cls_attention_overlay(images[index], attention[index, head], row[head + 1],
                                             title=f"head {head}" if index == 0 else None)
     fig.colorbar(overlay, ax=axes[:, 1:].ravel().tolist(), label="CLS attention weight", shrink=0.7)
-    return fig
-
-
-def seed_accuracies(results, chance=None, ceiling=None, title="held-out accuracy over seeds"):
-    """Held-out accuracy per model, one row each: a dot per seed and a bar at the median.
-
-    ``results`` maps a model's name to its accuracies ``(seeds,)``. ``chance`` draws a dashed
-    line at the chance level, ``ceiling`` a dotted one at the best a model blind to positions
-    can do. Returns the Figure.
-    """
-    if not results:
-        raise ValueError("results must hold at least one model")
-    names = list(results)
-    fig, ax = plt.subplots(figsize=(7, 0.6 * len(names) + 1.4), layout="constrained")
-    for row, name in enumerate(names):
-        values = _as_numpy(results[name], float)
-        if values.ndim != 1 or values.size == 0:
-            raise ValueError(f"{name}: expected one accuracy per seed (seeds,), got shape {values.shape}")
-        ax.scatter(values, np.full(values.shape, row), color="tab:blue", s=30, zorder=3)
-        median = float(np.median(values))
-        ax.plot([median, median], [row - 0.3, row + 0.3], color="black", lw=2)
-    for level, style, text in ((chance, "--", "chance"), (ceiling, ":", "best without positions")):
-        if level is not None:
-            ax.axvline(level, color="gray", ls=style, lw=1)
-            ax.text(level, len(names) - 0.45, f" {text}", fontsize=8, color="gray", va="bottom")
-    ax.set_yticks(range(len(names)), names)
-    ax.set_ylim(len(names) - 0.2, -0.6)
-    ax.set_xlim(0.4 if chance is None else min(chance, 0.4) - 0.05, 1.02)
-    ax.set_xlabel("held-out accuracy (dots: seeds; bar: median)")
-    ax.set_title(title, fontsize=10)
     return fig
