@@ -12,6 +12,7 @@ from .attention_kernels import KERNEL_OPS, attention_ops, kernel_claims
 from .gradient_norms import GradientNormRun, encoder_regressor, layer_gradient_norms, layer_norms_of_gradients
 from .norm_placement import initial_gradient_claims, seed_claims, training_claims
 from .date_completion import complete_dates
-from .generation_timing import step_logits, time_per_token
+from .design_choices import completion_calibration, smoothing_study, tied_embedding_study
+from .generation_timing import cache_numbers, step_logits, time_per_token, time_slope
 from .position_claims import alibi_head_claims, far_token_claims, length_claims, training_length_claims
 from .vit_positions import POSITION_MODELS, ShuffledPatches, blind_ceiling, position_runs, shuffled_logits
