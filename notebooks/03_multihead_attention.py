@@ -199,8 +199,8 @@ expect(torch.equal(merged_context[0, :, :d_k], context[0, 0]), "the first d_k fe
 
 # %% [markdown]
 # In a real layer the chunks are cut from the projected queries, keys and values, not from
-# the input. Here are the projected queries $Q = XW^Q$ of a random sequence, coloured by value,
-# and the three $(L, d_k)$ matrices the heads get from them: the same numbers, regrouped.
+# the input. Here are the projected queries $Q = XW^Q$ of a random sequence (colour and number
+# give each value), and the three $(L, d_k)$ matrices the heads get from them: the same numbers, regrouped.
 
 # %%
 sequence = torch.randn(1, 4, d_model, generator=torch.Generator().manual_seed(0))  # (N, L, d_model)
@@ -264,10 +264,11 @@ expect(len(set(per_head)) == 1 and per_head[0] > 0, "each extra wide head adds t
 fig = plots.head_parameter_counts(head_counts, wide_counts, narrow_counts, d_model=d_big)
 
 # %% [markdown]
-# With one head the two designs are the same size. With more, narrow heads keep both the
-# parameters and the work of one full-size head, while wide heads multiply both. The price of
-# narrow heads is that each head compares queries and keys in only $d_k$ dimensions: a head's
-# $(L, L)$ score matrix $Q_i K_i^\top$ is a product through $d_k$ columns, so its rank is at
+# With one head the two designs are the same size. The head counts sit at their values on the
+# axis, so the wide heads' straight line is their linear growth. With more heads, narrow heads
+# keep both the parameters and the work of one full-size head, while wide heads multiply both.
+# The price of narrow heads is that each head compares queries and keys in only $d_k$
+# dimensions: a head's $(L, L)$ score matrix $Q_i K_i^\top$ is a product through $d_k$ columns, so its rank is at
 # most $d_k$ (Bhojanapalli et al., "Low-Rank Bottleneck in Multi-head Attention Models", 2020,
 # study this limit). At $d_k = 1$ each score is a product of two numbers, $q_i k_j$, so every
 # query attends most to the key with the largest $k_j$ (if $q_i > 0$) or the smallest (if
@@ -381,8 +382,7 @@ fig = plots.attention_maps(one_head.alphas[0], titles=["one head: both questions
 # softmax. Each weight is zeroed with probability $p$, and the
 # survivors are multiplied by $1/(1-p)$. So a row no longer sums to 1; it sums to 1 only *on
 # average*, which keeps the expected context the same as without dropout. Take a module with
-# $p = 0.3$, still in training mode, and one row of its weights (the numbers depend on the
-# machine's random number generator and floating-point rounding):
+# $p = 0.3$, still in training mode, and one row of its weights (your draws will differ):
 
 # %% tags=["nbval-ignore-output"]
 p = 0.3
@@ -482,9 +482,10 @@ expect_close(out_keys_shuffled, out, "shuffling the keys alone changes no output
 
 # %% [markdown]
 # That is why the Transformer adds positional encodings (chapter 02) before its first layer.
-# Add each position's sinusoidal encoding to the tokens, then shuffle the tokens (the
-# positions stay where they are): the outputs are no longer the old ones shuffled. They move
-# by more than 0.1, far beyond rounding:
+# Shuffle the tokens, then add the sinusoidal encodings: position $p$ gets encoding $p$,
+# whatever token now sits there. The outputs are no longer the old ones shuffled: they move by
+# more than 0.1, far beyond rounding. (Adding the encodings first and then shuffling would move
+# each encoding with its token, and the outputs would again be the old ones, shuffled.)
 
 # %% tags=["nbval-ignore-output"]
 positions = PositionalEncoding(max_len=5, d_model=6, scale_input=False)
@@ -542,7 +543,7 @@ for name, mask in masks.items():
                  atol=1e-5, rtol=1e-5)
 
 # %% [markdown]
-# And time: the average of a few calls of each path on this machine.
+# And time: for each path, the best of three averages of 10 calls, on this machine.
 
 # %% tags=["nbval-ignore-output"]
 calls = 10
@@ -561,8 +562,9 @@ print(f"teaching path {1e3 * teaching_time:.2f} ms, fused {1e3 * fused_time:.2f}
 # ## Try it: the heads explorer
 #
 # The slider runs over the head counts that divide $d_{model} = 12$. For each, the line below
-# it gives $d_k$ and the parameter counts of narrow and wide heads, and the figure shows each
-# head's self-attention map for the same random sequence. The module is built from the same
+# it gives $d_k$ and the parameter counts of narrow and wide heads, and the figure, titled with
+# the head count, $d_k$ and the score ranks, shows each head's self-attention map for the same
+# random sequence. The module is built from the same
 # seed every time, and its projections are $(12, 12)$ whatever the head count, so the
 # projected queries and keys never change: only the way they are cut does. With one head, a
 # single map scores all 12 features at once; with 12 heads, each map scores one feature.
@@ -625,18 +627,23 @@ print([name for name in ("init_keys", "make_chunks", "score_function", "output_f
 # prints a worked solution. The cells below run the checkers on placeholders, so they fail
 # until you fill them in.
 #
-# **1. Merge the heads.** Write `my_merge_heads(context)` turning a context computed by
-# attention, $(N, h, L, d_k)$, into $(N, L, d_{model})$ with every head's $d_k$ features side
-# by side at each position: the inverse of `make_chunks`. Predict first: which of your steps
-# gives a tensor that is not contiguous, and what happens if you call `view` on it? Then try
-# it, and make the checker pass.
+# **1. Split a fused projection.** Many implementations (PyTorch's `nn.MultiheadAttention`
+# among them) compute the queries, keys and values with *one* linear layer of
+# $3 d_{model}$ outputs, whose weight is the three projections' weights stacked: its output,
+# $(N, L, 3 d_{model})$, holds all $d_{model}$ query features of a position, then its key
+# features, then its value features. Write `my_split_qkv(qkv, n_heads)` returning `(q, k, v)`,
+# each $(N, h, L, d_k)$, the chunks that `make_chunks` would give from three separate
+# projections. Predict first: if you `view` the output for the heads first, as
+# $(N, L, h, 3 d_k)$, and then cut every head's $3 d_k$ features into three, what does head 0's
+# "query" hold? And which of your three results are contiguous? Check both predictions, then
+# make the checker pass.
 
 # %%
-def my_merge_heads(context):
-    return context  # replace: return a (N, L, n_heads * d_k) tensor
+def my_split_qkv(qkv, n_heads):
+    return qkv, qkv, qkv  # replace: three (N, n_heads, L, d_k) tensors, the queries', keys' and values'
 
 
-ch03.merge_heads.check(my_merge_heads)
+ch03.split_qkv.check(my_split_qkv)
 
 # %% [markdown]
 # **2. Wide parameters.** Write `my_wide_parameter_count(n_heads, d_model)` returning the
@@ -653,12 +660,15 @@ ch03.wide_parameter_count.check(my_wide_parameter_count)
 
 # %% [markdown]
 # **3. Weights from a fused module.** A module with `store_alphas=False` keeps no weights.
-# Write `my_fused_weights(mha, query)` that returns them anyway, $(N, h, L_q, L_k)$, for a
-# `NarrowMultiHeadAttention` whose keys were already set with `init_keys` (no mask, eval mode).
-# Which of the methods listed above does most of the work?
+# Write `my_fused_weights(mha, query, mask)` that returns them anyway, $(N, h, L_q, L_k)$, for
+# a `NarrowMultiHeadAttention` in eval mode whose keys were already set with `init_keys`, the
+# weights that `forward(query, mask)` would use. `mask` is `None`, a padding mask
+# $(N, 1, L_k)$ or the causal mask $(1, L_q, L_k)$, `True` where a query may attend. Which of
+# the methods listed above does most of the work? The mask has no dimension for the heads:
+# where does it need one, and at which step must it act so that every row still sums to 1?
 
 # %%
-def my_fused_weights(mha, query):
+def my_fused_weights(mha, query, mask):
     return torch.zeros(1)  # replace: return a (N, n_heads, L_q, L_k) tensor
 
 

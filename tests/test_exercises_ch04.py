@@ -95,6 +95,27 @@ def test_stack_parameter_count_missing_feed_forward_biases_are_named():
     assert not result and "feed-forward network's biases" in repr(result)
 
 
+def test_stack_parameter_count_layer_norms_without_their_shift_are_named():
+    def scale_only(n_layers, d_model, ff_units, norm_first):  # each layer norm counted as d_model values
+        right = ch04.stack_parameter_count._solution(n_layers, d_model, ff_units, norm_first)
+        return right - n_layers * 2 * d_model - (d_model if norm_first else 0)
+
+    result = ch04.stack_parameter_count.check(scale_only)
+    assert not result and "each layer norm as d_model values" in repr(result)
+    assert "biases" not in repr(result)
+    assert str(ch04.stack_parameter_count._solution(1, 4, 10, True)) not in repr(result)
+
+
+def test_stack_parameter_count_slips_differ_on_the_first_case():
+    """Each slip's shortfall is distinct on the first case, so each gets its own message."""
+    n, d, f, norm_first = ch04._STACK_CASES[0]
+    shortfalls = [2 * d,  # final norm
+                  n * (f + d), n * f, n * d,  # feed-forward biases
+                  n * 4 * d, n * 4 * d + 2 * d,  # layer norms
+                  n * 2 * d + d]  # layer norms' shifts
+    assert len(set(shortfalls)) == len(shortfalls)
+
+
 def test_masked_batch_norm_per_sequence_statistics_are_named():
     def per_sequence(x, mask, eps=1e-5):
         out = torch.zeros_like(x)

@@ -36,14 +36,20 @@ def test_head_chunks_rejects_a_batch():
         head_chunks(torch.zeros(2, 3, 6), 3)
 
 
-def test_head_parameter_counts_draws_two_bars_per_head_count():
-    fig = head_parameter_counts([1, 2, 3], [10, 20, 30], [12, 12, 12], d_model=6)
+def test_head_parameter_counts_draws_the_counts_against_the_head_count():
+    fig = head_parameter_counts([1, 2, 3, 6], [10, 20, 30, 60], [12, 12, 12, 12], d_model=6)
     (ax,) = fig.axes
-    assert len(ax.patches) == 6
-    assert [t.get_text() for t in ax.get_xticklabels()] == ["1", "2", "3"]
+    wide, narrow = ax.lines
+    # the head counts at their values, not at evenly spaced categories: linear growth is a straight line
+    assert list(wide.get_xdata()) == [1, 2, 3, 6] and list(wide.get_ydata()) == [10, 20, 30, 60]
+    assert list(narrow.get_xdata()) == [1, 2, 3, 6] and list(narrow.get_ydata()) == [12, 12, 12, 12]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["1", "2", "3", "6"]
+    assert list(ax.get_xticks()) == [1, 2, 3, 6]
+    assert [t.get_text() for t in ax.texts] == ["10", "20", "30", "60", "12", "12", "12", "12"]
     assert ax.get_xlabel() == "number of heads" and ax.get_ylabel() == "parameters"
     assert ax.get_title().endswith("d_model = 6")
-    assert [bar.get_height() for bar in ax.patches] == [10, 20, 30, 12, 12, 12]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["wide heads", "narrow heads"]
+    assert ax.get_legend().get_bbox_to_anchor().y1 < ax.get_window_extent().y0 + 1  # below the axes
 
 
 def test_head_parameter_counts_needs_equally_long_inputs():

@@ -69,8 +69,10 @@ def test_layer_norm_collapse_counts_the_two_points_left():
     projected = torch.randn(4, 6)
     fig = layer_norm_collapse(points, normed, [0, 1, 1, 2], projected, label_names=["a", "b", "c"])
     assert len(fig.axes) == 3
-    counts = sorted(text.get_text() for text in fig.axes[1].texts)
-    assert counts == ["1 points", "3 points"]  # every point with a > b lands on (1, -1)
+    counts = sorted(text.get_text() for text in fig.axes[1].texts)  # every point with a > b lands on (1, -1)
+    assert counts == ["1 from a", "1 from c", "1 point near (-1, 1):", "2 from b", "3 points near (1, -1):"]
+    colors = {text.get_text(): text.get_color() for text in fig.axes[1].texts}
+    assert colors["2 from b"] == plt.get_cmap("tab10")(1) and colors["1 from c"] == plt.get_cmap("tab10")(2)
     assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == ["a", "b", "c"]
     assert fig.axes[2].get_title() == "projected to d_model = 6, then layer norm"
     assert len(layer_norm_collapse(points, normed, [0, 1, 1, 2]).axes) == 2

@@ -78,3 +78,11 @@ def test_label_reports_the_score_ranks():
     slider, label, _ = widget.children
     slider.value = 12
     assert "rank of each head's 4×4 scores: [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1]" in label.value
+
+
+def test_figure_title_names_the_setting_so_a_static_page_shows_it():
+    widget = heads_explorer(d_model=12, seq_len=4)
+    slider, _, _ = widget.children
+    assert widget.figure._suptitle.get_text() == "n_heads = 2, d_k = 6, rank of each head's 4×4 scores: [4, 4]"
+    slider.value = 6
+    assert widget.figure._suptitle.get_text() == "n_heads = 6, d_k = 2, rank of each head's 4×4 scores: [2, 2, 2, 2, 2, 2]"

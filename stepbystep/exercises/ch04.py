@@ -30,7 +30,7 @@ def _stack_parameter_count_solution(n_layers, d_model, ff_units, norm_first):
     return n_layers * per_layer + final_norm  # the copies share nothing: n_layers times
 
 
-_STACK_CASES = ((1, 4, 8, True), (3, 6, 10, True), (2, 8, 16, False), (4, 6, 12, False))
+_STACK_CASES = ((1, 4, 10, True), (3, 6, 10, True), (2, 8, 16, False), (4, 6, 12, False))
 
 
 @expects_function("count(n_layers, d_model, ff_units, norm_first)")
@@ -47,6 +47,9 @@ def _check_stack_parameter_count(answer):
             return f"for {case} you left out the stack's final layer norm"
         if not norm_first and got == expected + final_norm:
             return f"for {case} you added a final layer norm, but a norm-last stack has none"
+        if got == expected - n_layers * 2 * d_model - d_model * norm_first:  # a scale per norm, no shift
+            return (f"for {case} you counted each layer norm as d_model values: it has a scale and a shift, "
+                    "each of d_model values")
         if got in (expected - n_layers * (ff_units + d_model), expected - n_layers * ff_units,
                    expected - n_layers * d_model):
             return (f"for {case} your count is short of the feed-forward network's biases: each of its "
@@ -103,8 +106,8 @@ def _check_masked_batch_norm(answer):
     with_padding = F.batch_norm(x.reshape(-1, 3), None, None, training=True)  # (N * L, D)
     if torch.allclose(got.reshape(-1, 3), with_padding, atol=1e-4) or torch.allclose(
             got[mask], with_padding.view_as(x)[mask], atol=1e-4):
-        return ("your statistics include the padding: its zeros pull every feature's mean down "
-                "and inflate its variance. Average over the real tokens only")
+        return ("your statistics include the padding: its zeros pull every feature's mean towards 0 "
+                "and change its variance. Average over the real tokens only")
     if torch.allclose(got[mask], F.layer_norm(x, (3,))[mask], atol=1e-4):
         return "you normalised each token over its features (layer norm); batch norm averages each feature over tokens"
     per_sequence = torch.stack([_masked_batch_norm_solution(x[i:i + 1], mask[i:i + 1])[0]

@@ -65,28 +65,31 @@ def head_chunks(x, n_heads, name="x"):
 
 
 def head_parameter_counts(n_heads, wide, narrow, d_model=None):
-    """Grouped bars: parameters of wide vs narrow multi-head attention for each head count.
+    """Parameters of wide vs narrow multi-head attention against the number of heads.
 
-    ``n_heads``, ``wide`` and ``narrow`` are equally long sequences (counts per head count).
-    Returns the Figure.
+    ``n_heads``, ``wide`` and ``narrow`` are equally long sequences (counts per head count). The
+    head counts sit at their values on a numeric axis, so a count that grows linearly with the
+    heads draws a straight line; every point is labelled with its count. Returns the Figure.
     """
     n_heads, wide, narrow = list(n_heads), list(wide), list(narrow)
     if not len(n_heads) == len(wide) == len(narrow):
         raise ValueError(
             f"n_heads, wide and narrow must be equally long, got {len(n_heads)}, {len(wide)} and {len(narrow)}"
         )
-    fig, ax = plt.subplots(figsize=(1.5 + 0.9 * len(n_heads), 3.2), layout="constrained")
-    positions = np.arange(len(n_heads))
-    for offset, counts, label, color in ((-0.2, wide, "wide heads", "tab:orange"),
-                                         (0.2, narrow, "narrow heads", "tab:blue")):
-        bars = ax.bar(positions + offset, counts, width=0.4, label=label, color=color)
-        ax.bar_label(bars, fontsize=7)
-    ax.set_xticks(positions, [str(h) for h in n_heads])
+    fig, ax = plt.subplots(figsize=(6.0, 3.6), layout="constrained")
+    for counts, label, marker, color, va in ((wide, "wide heads", "o", "tab:orange", "bottom"),
+                                             (narrow, "narrow heads", "s", "tab:blue", "top")):
+        ax.plot(n_heads, counts, marker=marker, color=color, label=label)
+        for h, count in zip(n_heads, counts):
+            ax.annotate(f"{count:,}", (h, count), xytext=(0, 5 if va == "bottom" else -5), textcoords="offset points",
+                        ha="center", va=va, fontsize=7, color=color)
+    ax.set_xticks(n_heads, [str(h) for h in n_heads])
+    ax.set_ylim(bottom=0, top=1.12 * max(wide + narrow))
     ax.set_xlabel("number of heads")
     ax.set_ylabel("parameters")
     title = "parameters of multi-head attention"
     ax.set_title(title if d_model is None else f"{title}, d_model = {d_model}")
-    ax.legend()
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)  # below the axes, off the lines
     return fig
 
 

@@ -99,7 +99,7 @@ def layer_norm_collapse(points, normed, labels, projected_normed=None, label_nam
 
     ``points`` ``(n, 2)``: 2-D inputs (e.g. square corners); ``normed`` ``(n, 2)``: their layer
     norm, which lies on the line ``y = -x`` at ``(-1, 1)`` or ``(1, -1)`` unless the two features
-    are nearly equal (the panel counts the points within 0.05 of each); ``labels`` ``(n,)`` ints colour the
+    are nearly equal (the panel counts the points within 0.05 of each, by label); ``labels`` ``(n,)`` ints colour the
     points (e.g. which corner). ``projected_normed`` ``(n, d_model)``, optional: the layer norm
     after projecting the points to ``d_model`` features, drawn by its first two principal
     components. ``label_names``, optional, names each label in a legend. Returns the Figure.
@@ -120,9 +120,20 @@ def layer_norm_collapse(points, normed, labels, projected_normed=None, label_nam
         axes[0].legend(fontsize=7, loc="center")
     axes[0].set_title("inputs: two features")
     axes[1].scatter(normed[:, 0], normed[:, 1], c=colors, s=40, alpha=0.4)
-    for corner, offset in (((-1.0, 1.0), 14), ((1.0, -1.0), -20)):
-        count = int((np.abs(normed - corner) < 0.05).all(axis=1).sum())
-        axes[1].annotate(f"{count} points", corner, xytext=(0, offset), textcoords="offset points", ha="center")
+    # the points at each end hide one another: count them by colour, in the panel's empty corners
+    for corner, (x, y), align, step in (((-1.0, 1.0), (0.97, 0.97), ("right", "top"), -1),
+                                        ((1.0, -1.0), (0.03, 0.03), ("left", "bottom"), 1)):
+        near = (np.abs(normed - corner) < 0.05).all(axis=1)  # (n,)
+        lines = [(f"{int(near.sum())} point{'s' if near.sum() != 1 else ''} near ({corner[0]:g}, {corner[1]:g}):",
+                  "black")]
+        for label in np.unique(labels[near]):
+            name = f"label {label}" if label_names is None else label_names[label]
+            lines.append((f"{int((near & (labels == label)).sum())} from {name}", plt.get_cmap("tab10")(label % 10)))
+        if step > 0:  # stacked upwards from the bottom: the header goes last, on top
+            lines = lines[::-1]
+        for row, (text, color) in enumerate(lines):
+            axes[1].text(x, y + step * 0.075 * row, text, color=color, fontsize=8, ha=align[0], va=align[1],
+                         transform=axes[1].transAxes)
     axes[1].set_xlim(-1.6, 1.6)
     axes[1].set_ylim(-1.6, 1.6)
     axes[1].set_title("layer norm on d_model = 2: squeezed onto two points")

@@ -129,7 +129,7 @@ def seed_spread(groups):
     if not groups:
         raise ValueError("groups must be a non-empty dict of setting label -> runs, one per seed, got an empty dict")
     fig, (curves, finals) = plt.subplots(1, 2, figsize=(10.5, 3.4), layout="constrained",
-                                         gridspec_kw={"width_ratios": [1.6, 1]})
+                                         gridspec_kw={"width_ratios": [1.4, 1.2]})
     for column, (label, runs) in enumerate(groups.items()):
         runs = _check_runs(runs)
         lengths = {len(run.losses) for run in runs}

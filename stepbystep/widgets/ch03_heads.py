@@ -67,7 +67,7 @@ def heads_explorer(d_model=12, seq_len=4, seed=0):
     """A heads slider over the divisors of ``d_model``: ``d_k``, parameter counts, each head's map.
 
     Returns a ``VBox`` (slider, label, output); its ``figure`` attribute is the one figure the
-    slider redraws.
+    slider redraws, titled with the setting it shows (``n_heads``, ``d_k``, the score ranks).
     """
     options = divisors(d_model)
     slider = widgets.SelectionSlider(options=options, value=options[min(1, len(options) - 1)],
@@ -84,6 +84,8 @@ def heads_explorer(d_model=12, seq_len=4, seed=0):
             f"rank of each head's {seq_len}×{seq_len} scores: {state['score_ranks']}"
         )
         head_maps(state["alphas"], fig=figure)
+        figure.suptitle(f"n_heads = {state['n_heads']}, d_k = {state['d_k']}, rank of each head's "
+                        f"{seq_len}×{seq_len} scores: {state['score_ranks']}", fontsize=9)  # for a static page too
         show(output, figure)
 
     slider.observe(redraw, names="value")
