@@ -72,7 +72,7 @@ def test_beam_tree_draws_every_candidate_and_keeps_the_best():
     fig = beam_tree(TOY, beam_width=2, n_steps=3)
     assert isinstance(fig, Figure)
     texts = [text for text in fig.axes[0].texts]
-    assert len(texts) == 1 + 3 * 2 * 3  # <sos>, then B·V candidates at each of 3 steps
+    assert len(texts) == 1 + 3 + 2 * 3 * 2  # <sos>; its V children; then B·V candidates at steps 2 and 3
     kept = [text.get_text() for text in texts if text.get_fontweight() == "bold"]
     assert len(kept) == 3 * 2
     assert f"ba  {np.log(0.4) + np.log(0.9):.2f}" in kept  # the sure second letter wins step 2
