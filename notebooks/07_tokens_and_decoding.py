@@ -47,7 +47,7 @@ from stepbystep.data import (
 )
 from stepbystep.exercises import ch07
 from stepbystep.expect import expect, expect_close
-from stepbystep.plots.tokens import beam_tree
+from stepbystep.plots.tokens import beam_tree, embedding_runs
 from stepbystep.models import (
     SequenceCrossEntropy,
     TokenTransformer,
@@ -369,8 +369,12 @@ expect(small[-1] < 0.02 and run_exact["std 0.3"] > 0.95,
 expect(small[1] < default[1] / 2, "after epoch 2, std 0.3's loss is under half the default's", got=(small[1], default[1]))
 expect(default[-1] < 0.02, "the default has learned in its third epoch: a loss below 0.02", got=default[-1])
 
+# %% [markdown]
+# The validation loss of each run at the end of each epoch (the points; the lines only join
+# the points of one run), with its exact match in the legend:
+
 # %%
-fig = plots.compare_runs({name: (t.losses, t.val_losses) for name, t in runs.items()}, test_label="validation")
+fig = embedding_runs({name: trainer.val_losses for name, trainer in runs.items()}, run_exact)
 
 # %% [markdown]
 # With the $\sqrt{d_{model}}$ scaling the model is far from reversing anything after two
@@ -747,7 +751,9 @@ expect(len(differ) > 0, "on this model the two decoders disagree on some words",
 # The numbers in brackets are each output's log-probability under the model. Where the two
 # disagree, the beam usually found an output the model itself scores higher, which is the
 # point of searching. It is not guaranteed: the beam may drop greedy's path early, when $B$
-# other beginnings score higher and those all end worse. In the toy model above, make "a"
+# other beginnings score higher and those all end worse. Look also for a beam output much
+# shorter than the word: with $\alpha = 0$ an `<eos>` written early ends the sum of negative
+# terms, which is the bias a length penalty counters. In the toy model above, make "a"
 # followed by "a" a sure thing and every continuation of "b" and "c" weak, and a beam of 2
 # that dropped "a" at step 1 would be beaten by greedy. Whether the output is also *right*
 # depends on the model: a search can only find what the model scores highest.

@@ -59,6 +59,7 @@ from stepbystep.data import (
     wrong_fields,
 )
 from stepbystep.exercises import ch08
+from stepbystep.experiments.date_error_kinds import ERROR_KINDS_BY_DIGIT, field_error_kinds
 from stepbystep.expect import expect
 from stepbystep.models import TokenTransformer, sequence_cross_entropy, translate_with_alignment
 from stepbystep.models.metrics import wilson_interval
@@ -81,7 +82,7 @@ for pattern in DATE_PATTERNS:
     print(f"  {pattern:<20} {render_date(day, pattern)}")
 
 # %% [markdown]
-# The generator also picks a **case** for each text: mostly as Babel writes it, sometimes all
+# The data generator also picks a **case** for each text: mostly as Babel writes it, sometimes all
 # lower case, all upper case, or every word capitalised. A few rules keep every text
 # unambiguous, so that one right answer exists:
 #
@@ -469,9 +470,16 @@ field_counts = Counter(field for _, target, predicted in bad_triples for field i
 print(f"{n_wrong} wrong translations; wrong field: "
       + ", ".join(f"{field} {field_counts[field]}" for field in ("year", "month", "day", "format")))
 day_errors = Counter((target[-2:], predicted[-2:]) for _, target, predicted in bad_triples
-                     if wrong_fields(target, predicted) == ("day",))
+                     if "day" in wrong_fields(target, predicted))
+year_errors = Counter((target[:4], predicted[:4]) for _, target, predicted in bad_triples
+                      if "year" in wrong_fields(target, predicted))
 print("the most frequent wrong days (right -> written): "
       + ", ".join(f"{right} -> {written} ({k})" for (right, written), k in day_errors.most_common(6)))
+print("the most frequent wrong years (right -> written): "
+      + ", ".join(f"{right} -> {written} ({k})" for (right, written), k in year_errors.most_common(6)))
+kinds = field_error_kinds([target for _, target, _ in bad_triples], [predicted for _, _, predicted in bad_triples])
+for field in ("year", "month", "day"):
+    print(f"{field:>5}: " + ", ".join(f"{kind} {kinds[field, kind]}" for kind in ERROR_KINDS_BY_DIGIT))
 
 # %%
 expect(field_counts["day"] >= n_wrong / 3, "the day is wrong in at least a third of the wrong translations",
@@ -529,8 +537,8 @@ for translation in translations:
 
 # %% [markdown]
 # The alignment of a wrong translation of a *long* text, the first failure in the 27-29
-# character bin, shows where the model looked when it went wrong. The title gives the text and
-# the translation; the expected date is printed above the map.
+# character bin, shows where the model looked when it went wrong. The title gives the text, the
+# translation and the expected date.
 
 # %% tags=["nbval-ignore-output"]
 long_failures = [(text, target) for text, target, bad in zip(length_texts[4_000:], length_targets[4_000:],
@@ -541,6 +549,7 @@ if long_failures:
     print(f"{text!r} ({len(text)} characters) -> {failure.translation}, expected {target}, "
           f"wrong {', '.join(wrong_fields(target, failure.translation))}")
     fig = plots.alignment_map(failure)
+    fig.axes[0].set_title(f"{text!r} → {failure.translation!r}, expected {target!r}\n(mean over heads)", fontsize=10)
 
 # %% [markdown]
 # Read the rows of the wrong characters: do they read the part of the text that holds the

@@ -7,7 +7,7 @@ from matplotlib.figure import Figure
 from stepbystep.data import Seq2SeqDataset, Vocab, pad_collate
 from stepbystep.models import TokenTransformer
 from stepbystep.plots import learning_rate_schedule, padded_batch, reversal_attention
-from stepbystep.plots.tokens import beam_tree
+from stepbystep.plots.tokens import beam_tree, embedding_runs
 
 
 def small_batch():
@@ -83,3 +83,16 @@ def test_beam_tree_draws_every_candidate_and_keeps_the_best():
 def test_beam_tree_rejects_a_table_without_start():
     with pytest.raises(ValueError, match="<sos>"):
         beam_tree({"a": {"a": 1.0}})
+
+
+def test_embedding_runs_draws_measured_points_and_reports_exact_match():
+    fig = embedding_runs({"a": [2.0, 1.5], "b": [0.5, 0.05, 0.01]}, {"a": 0.02, "b": 0.99})
+    ax = fig.axes[0]
+    lines = ax.get_lines()
+    assert [list(line.get_ydata()) for line in lines] == [[2.0, 1.5], [0.5, 0.05, 0.01]]
+    assert all(line.get_marker() == "o" for line in lines)
+    labels = [text.get_text() for text in ax.get_legend().get_texts()]
+    assert labels == ["a: exact match 2.0% after epoch 2", "b: exact match 99.0% after epoch 3"]
+    assert ax.get_yscale() == "log" and "validation loss" in ax.get_ylabel() and "epoch" in ax.get_xlabel()
+    with pytest.raises(ValueError, match="same runs"):
+        embedding_runs({"a": [1.0]}, {})

@@ -6,7 +6,7 @@ from matplotlib.colors import ListedColormap
 from ._arrays import _as_numpy
 from ._heatmaps import WEIGHTS, heatmap
 
-__all__ = ["padded_batch", "learning_rate_schedule", "reversal_attention", "beam_tree"]
+__all__ = ["padded_batch", "learning_rate_schedule", "reversal_attention", "beam_tree", "embedding_runs"]
 
 # This chapter's batch figure keeps its own two colours, which its text names: False (padding,
 # blocked): grey; True: blue. Dark text reads on both, which the symbols need.
@@ -160,4 +160,30 @@ def beam_tree(next_probs, beam_width=2, n_steps=3, start="<sos>"):
         ax.spines[side].set_visible(False)
     ax.set_title(f"beam search, B = {beam_width}: total log-probability beside each output "
                  "(blue: kept, grey: dropped)", fontsize=10)
+    return fig
+
+
+def embedding_runs(val_losses, exact):
+    """End-of-epoch validation losses of a few runs, one marker per measurement.
+
+    ``val_losses`` maps a run's name to its per-epoch validation losses; ``exact`` maps the
+    same names to their final exact match (a share, 0-1), written in the legend. The points are
+    the only measurements: the thin lines between them only say which points belong together.
+    The legend sits outside the axes. Returns the Figure.
+    """
+    if not val_losses or set(val_losses) != set(exact):
+        raise ValueError(f"val_losses and exact must name the same runs, got {list(val_losses)} and {list(exact)}")
+    fig, ax = plt.subplots(figsize=(7.5, 3.6), layout="constrained")
+    for index, (name, losses) in enumerate(val_losses.items()):
+        losses = _as_numpy(losses, float)
+        ax.plot(range(1, len(losses) + 1), losses, "o-", color=f"C{index}", lw=0.8, ms=6,
+                label=f"{name}: exact match {100 * exact[name]:.1f}% after epoch {len(losses)}")
+    ax.set_yscale("log")
+    ax.yaxis.set_major_formatter(plt.FuncFormatter(lambda value, _: f"{value:g}"))
+    longest = max(len(losses) for losses in val_losses.values())
+    ax.set_xticks(range(1, longest + 1))
+    ax.set_xlabel("epoch (validation loss measured at its end)")
+    ax.set_ylabel("validation loss (log scale)")
+    ax.set_title("The same model with three embedding settings")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0))
     return fig
