@@ -753,9 +753,10 @@ expect(len(differ) > 0, "on this model the two decoders disagree on some words",
 # point of searching. It is not guaranteed: the beam may drop greedy's path early, when $B$
 # other beginnings score higher and those all end worse. Look also for a beam output much
 # shorter than the word: with $\alpha = 0$ an `<eos>` written early ends the sum of negative
-# terms, which is the bias a length penalty counters. In the toy model above, make "a"
-# followed by "a" a sure thing and every continuation of "b" and "c" weak, and a beam of 2
-# that dropped "a" at step 1 would be beaten by greedy. Whether the output is also *right*
+# terms, which is the bias a length penalty counters. Greedy's first token is always in the
+# beam, but at a later step $B$ other prefixes may outscore greedy's prefix and push it out;
+# if their continuations then turn out unsure while greedy's would have been sure, greedy
+# ends with the more likely output. Whether the output is also *right*
 # depends on the model: a search can only find what the model scores highest.
 
 # %% [markdown]
