@@ -1,8 +1,10 @@
 """Chapter 07's exercises: the solutions pass, typical mistakes fail with a useful message that
 does not give the answer away (no expected value, no index)."""
+import pytest
 import torch
 
 from stepbystep.exercises import ch07
+from stepbystep.models import beam_search
 
 
 def _no_answer_given(message):
@@ -70,27 +72,55 @@ def test_exact_match_counting_batches_fails():
     assert not result and "batch of four rows" in result.message
 
 
-def test_best_output_solution_passes():
-    assert ch07.best_output.check(ch07._best_output_solution)
+def test_beam_step_solution_passes():
+    assert ch07.beam_step.check(ch07._beam_step_solution)
 
 
-def test_best_output_mistakes_fail_without_the_index():
-    always_first = ch07.best_output.check(lambda log_probs, lengths, alpha: 0)
-    assert not always_first and "length_penalty 1.0" in always_first.message
-    assert "picks output 0" in always_first.message
-    _no_answer_given(always_first.message)
-    def mean_always(log_probs, lengths, alpha):
-        return int(torch.tensor(log_probs).div(torch.tensor(lengths, dtype=torch.float)).argmax())
+def test_beam_step_solution_is_the_step_of_beam_search():
+    """Run the exercise's step as a whole beam search on a fixed table of next-token log-probs;
+    it keeps what the package's beam_search keeps."""
+    torch.manual_seed(0)
+    table = torch.log_softmax(torch.randn(6, 5), dim=-1)  # (6, 5): the next token's log-probs after token t
+    table[:, 0] = -30.0  # <pad> is never a live choice
 
-    mean_always = ch07.best_output.check(mean_always)
-    assert not mean_always and "length_penalty 0.0" in mean_always.message and "picks output 2" in mean_always.message
-    assert "shortest" not in mean_always.message  # the message must not answer the exercise's question
-    not_an_index = ch07.best_output.check(lambda log_probs, lengths, alpha: -1.2)
-    assert not not_an_index and "an index" in not_an_index.message
+    class Lookup(torch.nn.Module):
+        max_len = 8
+
+        def encode(self, source):
+            return torch.zeros(len(source), 1, 1), None
+
+        def decode(self, target_in, memory, source_mask=None, cache=None):
+            return table[target_in.clamp(max=5)]  # (N, L, 5): depends on the previous token only
+
+    model = Lookup()
+    expected = ch07._beam_step_solution  # the exercise's step, run by hand below
+    scores, finished = torch.tensor([0.0, float("-inf")]), torch.tensor([False, False])
+    sequences = [[1], [1]]
+    for _ in range(4):
+        log_probs = torch.stack([table[seq[-1]] for seq in sequences])  # (2, 5)
+        scores, beams, tokens = expected(scores, finished, log_probs, 2)
+        sequences = [sequences[b] + [t] for b, t in zip(beams.tolist(), tokens.tolist())]
+        finished = finished[beams] | (tokens == 2)
+    best = sequences[int(scores.argmax())][1:]
+    package = beam_search(model, torch.zeros(1, 1, dtype=torch.long), 1, 2, max_new_tokens=4, beam_width=2,
+                          use_cache=False)
+    assert package[0].tolist()[:len(best)] == best
+
+
+@pytest.mark.parametrize("mistake, words", [
+    (ch07._per_beam_best, "each beam kept its own best token"),
+    (ch07._new_token_only, "new token's log-probability alone"),
+    (ch07._finished_ignored, "finished beam was extended"),
+    (lambda scores, finished, log_probs, width: (scores, torch.arange(2), torch.zeros(2)), "does not keep the 2 best"),
+    (lambda scores, finished, log_probs, width: scores, "three things"),
+])
+def test_beam_step_mistakes_fail_without_the_answer(fails_with, mistake, words):
+    message = fails_with(ch07.beam_step, mistake, words)
+    assert "-1.179" not in message and "-1.447" not in message  # no kept score is given away
 
 
 def test_hints_and_solutions_print(capsys):
-    ch07.best_output.hint()
-    assert "length_penalty" in capsys.readouterr().out
-    ch07.best_output.solution()
-    assert "length_penalty" in capsys.readouterr().out
+    ch07.beam_step.hint()
+    assert "topk" in capsys.readouterr().out
+    ch07.beam_step.solution()
+    assert "topk" in capsys.readouterr().out

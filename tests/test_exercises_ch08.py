@@ -124,8 +124,10 @@ def test_confidence_matches_sequence_log_probs_on_a_case():
 def test_confidence_mistakes_are_caught(fails_with):
     fails_with(ch08.confidence, _by_hand(exponentiate=False), "log-probabilities")
     fails_with(ch08.confidence, _by_hand(stop_at_eos=False), "stop after the first <eos>")
-    fails_with(ch08.confidence, _by_hand(shift=False), "shifted by one")
-    fails_with(ch08.confidence, lambda m, s, g, sos, eos: torch.ones(len(g)), "not the model's")
+    unshifted = fails_with(ch08.confidence, _by_hand(shift=False), "differ from the model's")
+    assert "shifted" not in unshifted and "<sos>" not in unshifted  # a diagnosis, not the hint
+    constant = fails_with(ch08.confidence, lambda m, s, g, sos, eos: torch.ones(len(g)), "not the model's")
+    assert "same probability" in constant and "shifted" not in constant
     fails_with(ch08.confidence, lambda m, s, g, sos, eos: torch.ones(3), "one probability per output row")
     fails_with(ch08.confidence, None, "expected a function")
 

@@ -7,6 +7,7 @@ from matplotlib.figure import Figure
 from stepbystep.data import Seq2SeqDataset, Vocab, pad_collate
 from stepbystep.models import TokenTransformer
 from stepbystep.plots import learning_rate_schedule, padded_batch, reversal_attention
+from stepbystep.plots.tokens import beam_tree, embedding_runs
 
 
 def small_batch():
@@ -61,3 +62,37 @@ def test_reversal_attention_draws_each_head_and_the_anti_diagonal():
     assert fig._suptitle.get_text() == "reversal"
     with pytest.raises(ValueError, match="labels"):
         reversal_attention(alphas, "abc", "dcba⏎")
+
+
+TOY = {"<sos>": {"a": 0.5, "b": 0.4, "c": 0.1}, "a": {"a": 0.4, "b": 0.35, "c": 0.25},
+       "b": {"a": 0.9, "b": 0.05, "c": 0.05}, "c": {"a": 0.34, "b": 0.33, "c": 0.33}}
+
+
+def test_beam_tree_draws_every_candidate_and_keeps_the_best():
+    fig = beam_tree(TOY, beam_width=2, n_steps=3)
+    assert isinstance(fig, Figure)
+    texts = [text for text in fig.axes[0].texts]
+    assert len(texts) == 1 + 3 + 2 * 3 * 2  # <sos>; its V children; then B·V candidates at steps 2 and 3
+    kept = [text.get_text() for text in texts if text.get_fontweight() == "bold"]
+    assert len(kept) == 3 * 2
+    assert f"ba  {np.log(0.4) + np.log(0.9):.2f}" in kept  # the sure second letter wins step 2
+    assert not any(text.startswith("ab ") or text.startswith("ac ") for text in kept)
+    assert [tick.get_text() for tick in fig.axes[0].get_xticklabels()] == ["start", "step 1", "step 2", "step 3"]
+
+
+def test_beam_tree_rejects_a_table_without_start():
+    with pytest.raises(ValueError, match="<sos>"):
+        beam_tree({"a": {"a": 1.0}})
+
+
+def test_embedding_runs_draws_measured_points_and_reports_exact_match():
+    fig = embedding_runs({"a": [2.0, 1.5], "b": [0.5, 0.05, 0.01]}, {"a": 0.02, "b": 0.99})
+    ax = fig.axes[0]
+    lines = ax.get_lines()
+    assert [list(line.get_ydata()) for line in lines] == [[2.0, 1.5], [0.5, 0.05, 0.01]]
+    assert all(line.get_marker() == "o" for line in lines)
+    labels = [text.get_text() for text in ax.get_legend().get_texts()]
+    assert labels == ["a: exact match 2.0% after epoch 2", "b: exact match 99.0% after epoch 3"]
+    assert ax.get_yscale() == "log" and "validation loss" in ax.get_ylabel() and "epoch" in ax.get_xlabel()
+    with pytest.raises(ValueError, match="same runs"):
+        embedding_runs({"a": [1.0]}, {})

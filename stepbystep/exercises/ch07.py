@@ -1,5 +1,5 @@
-"""Chapter 07's "Your turn": masked accuracy, exact match up to ``<eos>``, and ranking
-finished beam-search outputs with a length penalty.
+"""Chapter 07's "Your turn": masked accuracy, exact match up to ``<eos>``, and one step of
+beam search.
 
 In the notebook::
 
@@ -7,8 +7,6 @@ In the notebook::
     ch07.masked_accuracy.check(my_masked_accuracy)
     ch07.masked_accuracy.solution()
 """
-import numbers
-
 import torch
 
 from ..data.special_tokens import EOS, PAD
@@ -16,7 +14,7 @@ from ..models.metrics import masked_accuracy as _masked_accuracy
 from ..models.metrics import sequence_accuracy as _sequence_accuracy
 from .exercise import Exercise, as_number, expects_function
 
-__all__ = ["masked_accuracy", "exact_match", "best_output"]
+__all__ = ["masked_accuracy", "exact_match", "beam_step"]
 
 
 def _number_problem(name, value):
@@ -116,33 +114,93 @@ exact_match = Exercise(
 )
 
 
-# ----------------------------------------------------------------------------- 3. ranking outputs
-def _best_output_solution(log_probs, lengths, length_penalty):
-    log_probs = torch.as_tensor(log_probs, dtype=torch.float)  # (B,)
-    lengths = torch.as_tensor(lengths, dtype=torch.float)  # (B,)
-    scores = log_probs / lengths**length_penalty  # (B,)
-    return int(scores.argmax())
+# ----------------------------------------------------------------------------- 3. one beam step
+def _beam_step_solution(scores, finished, log_probs, beam_width):
+    scores, log_probs = torch.as_tensor(scores, dtype=torch.float), torch.as_tensor(log_probs, dtype=torch.float)
+    finished = torch.as_tensor(finished, dtype=torch.bool)  # (B,)
+    only_pad = torch.full_like(log_probs[0], float("-inf"))  # (V,)
+    only_pad[PAD] = 0.0  # a finished beam goes on with <pad>, at no cost
+    log_probs = torch.where(finished.unsqueeze(-1), only_pad, log_probs)  # (B, V)
+    totals = scores.unsqueeze(-1) + log_probs  # (B, V): every candidate's total
+    best = totals.view(-1).topk(beam_width).indices  # (beam_width,)
+    vocab_size = log_probs.shape[-1]
+    return totals.view(-1)[best], best // vocab_size, best % vocab_size
 
 
-@expects_function("best_output(log_probs, lengths, length_penalty)")
-def _check_best_output(answer):
-    log_probs, lengths = [-1.2, -3.0, -6.0], [1, 4, 9]
-    for alpha in (0.0, 1.0, 0.5):
-        got = answer(log_probs, lengths, alpha)
-        if isinstance(got, torch.Tensor) and got.numel() == 1:
-            got = int(got)
-        if not isinstance(got, numbers.Integral) or isinstance(got, bool):
-            return f"best_output should return an index (an int), got {type(got).__name__}"
-        if got != _best_output_solution(log_probs, lengths, alpha):
-            return (f"for log-probs {log_probs}, lengths {lengths} and length_penalty {alpha} your function "
-                    f"picks output {got}, which does not have the best score log_prob / length ** length_penalty")
+def _per_beam_best(scores, finished, log_probs, beam_width):
+    """A typical mistake: each beam keeps its own best token."""
+    totals = torch.as_tensor(scores).unsqueeze(-1) + torch.as_tensor(log_probs)  # (B, V)
+    value, token = totals.max(dim=-1)  # (B,), (B,)
+    return value, torch.arange(len(value)), token
+
+
+def _finished_ignored(scores, finished, log_probs, beam_width):
+    """A typical mistake: finished beams are extended like the others."""
+    return _beam_step_solution(scores, torch.zeros(len(scores), dtype=torch.bool), log_probs, beam_width)
+
+
+def _new_token_only(scores, finished, log_probs, beam_width):
+    """A typical mistake: candidates ranked by the new token's log-probability alone."""
+    log_probs = torch.as_tensor(log_probs, dtype=torch.float)  # (B, V)
+    best = log_probs.view(-1).topk(beam_width).indices  # (beam_width,)
+    vocab_size = log_probs.shape[-1]
+    totals = torch.as_tensor(scores).unsqueeze(-1) + log_probs  # (B, V)
+    return totals.view(-1)[best], best // vocab_size, best % vocab_size
+
+
+def _beam_cases():
+    """(what the case is, scores, finished, log_probs): two beams over five tokens (0 = <pad>), no ties."""
+    log_probs = torch.log(torch.tensor([[0.01, 0.34, 0.26, 0.22, 0.17],  # beam 0: spread out
+                                        [0.01, 0.04, 0.05, 0.50, 0.40]]))  # (2, 5) beam 1: two sure tokens
+    return [
+        ("two live beams", torch.tensor([-0.1, -2.0]), torch.tensor([False, False]), log_probs),
+        ("a finished beam beside a live one", torch.tensor([-1.0, -0.3]), torch.tensor([False, True]), log_probs),
+    ]
+
+
+def _as_candidates(value):
+    """``(scores, beam_index, token)`` -> sorted list of (round(score, 4), beam, token), or a problem string."""
+    if not isinstance(value, (tuple, list)) or len(value) != 3:
+        return "beam_step should return three things: (scores, beam_index, token)"
+    try:
+        scores, beams, tokens = (torch.as_tensor(part).reshape(-1) for part in value)
+    except (TypeError, ValueError, RuntimeError):
+        return "beam_step should return three tensors (or lists) of numbers"
+    if not len(scores) == len(beams) == len(tokens):
+        return "scores, beam_index and token should have one entry per kept candidate"
+    return sorted(((round(float(s), 4), int(b), int(t)) for s, b, t in zip(scores, beams, tokens)), reverse=True)
+
+
+@expects_function("beam_step(scores, finished, log_probs, beam_width)")
+def _check_beam_step(answer):
+    for description, scores, finished, log_probs in _beam_cases():
+        arguments = (scores.clone(), finished.clone(), log_probs.clone(), 2)
+        got = _as_candidates(answer(*arguments))
+        if isinstance(got, str):
+            return got
+        if len(got) != 2:
+            return f"with beam_width 2 your step keeps {len(got)} candidates; it should keep beam_width of them"
+        expected = _as_candidates(_beam_step_solution(*arguments))
+        if got == expected:
+            continue
+        for mistake, message in [
+            (_finished_ignored, "a finished beam was extended by real tokens, at a cost"),
+            (_per_beam_best, "each beam kept its own best token, but the B best candidates may all come from "
+                             "one beam"),
+            (_new_token_only, "the candidates were ranked by the new token's log-probability alone, not by "
+                              "the total of the whole output"),
+        ]:
+            if got == _as_candidates(mistake(*arguments)):
+                return f"on {description}: {message}"
+        return f"on {description} your step does not keep the 2 best of the B·V candidates"
     return None
 
 
-best_output = Exercise(
-    "ranking finished outputs",
-    _check_best_output,
-    "score each output as log_prob / length ** length_penalty and return the index of the largest "
-    "score (the least negative); with length_penalty 0 the length drops out",
-    _best_output_solution,
+beam_step = Exercise(
+    "one beam step",
+    _check_beam_step,
+    "add each beam's score to every row of log_probs (a (B, V) table of totals); a finished beam's row "
+    "allows only <pad> (id 0) at no cost; then take topk over the flattened table and recover the beam "
+    "(index // V) and the token (index % V)",
+    _beam_step_solution,
 )

@@ -197,8 +197,10 @@ def _check_confidence(answer):
         return None
     if close[2:].all() and not close[:2].any():
         return "right for the outputs that fill their row, wrong where <pad> follows <eos>: stop after the first <eos>"
-    return ("your probabilities are not the model's: does the decoder read <sos> and the output shifted by one, "
-            "and do you stop after the first <eos>?")
+    if len(got) > 1 and bool((got == got.flatten()[0]).all()) and got.flatten()[0] > 1e-6:
+        return (f"every output gets the same probability, {got.flatten()[0].item():.3g}: these are not the "
+                "model's, which differ from output to output")
+    return f"your probabilities differ from the model's on {int((~close).sum())} of the {len(close)} outputs"
 
 
 confidence = Exercise(

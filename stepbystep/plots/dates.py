@@ -128,14 +128,14 @@ def date_errors(texts, targets, predictions, bins=None):
     by_length.bar_label(bars, labels=[f"{k}/{n}" for k, n in zip(errors, counts)], fontsize=7, color="gray",
                         padding=2)
     by_length.set_xticks(positions, [_bin_label(*bin_) for bin_ in bins], fontsize=8)
-    by_length.set_xlabel("source length (characters); gray: wrong/examples; bars: Wilson 95% interval")
+    by_length.set_xlabel("source length (characters); gray: wrong/examples; whiskers: Wilson 95% interval")
     by_length.set_ylabel("wrong translations (%)")
     by_length.set_title(f"{wrong.sum()} wrong of {len(wrong)} ({100 * wrong.mean():.2f}%)")
     by_length.set_ylim(0, max(1.0, highs.max() * 1.2))
 
     by_field.bar(ERROR_KINDS, [fields[kind] for kind in ERROR_KINDS], color="tab:red")
     by_field.set_xlabel("wrong field")
-    by_field.set_ylabel("wrong translations")
+    by_field.set_ylabel("count of wrong translations")
     by_field.set_title("which part is wrong")
     by_field.yaxis.get_major_locator().set_params(integer=True)
     return fig

@@ -1,4 +1,4 @@
-"""Chapter 07's figures: a padded batch and its masks, a warm-up schedule, reversal attention."""
+"""Chapter 07's figures: a padded batch and its masks, a warm-up schedule, reversal attention, a beam."""
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.colors import ListedColormap
@@ -6,7 +6,7 @@ from matplotlib.colors import ListedColormap
 from ._arrays import _as_numpy
 from ._heatmaps import WEIGHTS, heatmap
 
-__all__ = ["padded_batch", "learning_rate_schedule", "reversal_attention"]
+__all__ = ["padded_batch", "learning_rate_schedule", "reversal_attention", "beam_tree", "embedding_runs"]
 
 # This chapter's batch figure keeps its own two colours, which its text names: False (padding,
 # blocked): grey; True: blue. Dark text reads on both, which the symbols need.
@@ -107,13 +107,83 @@ def reversal_attention(alphas, source_tokens, output_tokens, title=None):
         image = ax.imshow(alphas[head], **WEIGHTS)
         rows = np.arange(min(n_out, n_src))
         ax.plot(n_src - 1 - rows, rows, color="white", ls="--", lw=1, alpha=0.7)
-        ax.set_xticks(range(n_src), list(source_tokens), fontsize=7)
-        ax.set_yticks(range(n_out), list(output_tokens), fontsize=7)
+        ax.set_xticks(range(n_src), list(source_tokens), fontsize=9)
+        ax.set_yticks(range(n_out), list(output_tokens), fontsize=9)
         ax.set_xlabel("source (key)")
         if head == 0:
             ax.set_ylabel("output (query)")
         ax.set_title(f"head {head}")
-    fig.colorbar(image, ax=axes[0].tolist(), fraction=0.03)
+    fig.colorbar(image, ax=axes[0].tolist(), fraction=0.03, label="attention weight")
     if title:
         fig.suptitle(title)
+    return fig
+
+
+def beam_tree(next_probs, beam_width=2, n_steps=3, start="<sos>"):
+    """Beam search drawn as a tree, on a toy model whose next token depends on the last one.
+
+    ``next_probs`` maps a token (``start`` included) to a dict ``{token: probability}`` over the
+    same tokens. At every step each kept output is extended by every token; the
+    ``beam_width`` candidates with the highest total log-probability (written beside each
+    node) are kept (blue), the others dropped (grey). Returns the Figure; its axes hold one
+    text per candidate.
+    """
+    if start not in next_probs:
+        raise ValueError(f"next_probs must give the probabilities after {start!r}")
+    vocab = list(next_probs[start])
+    if beam_width < 1 or n_steps < 1:
+        raise ValueError(f"beam_width and n_steps must be at least 1, got {beam_width} and {n_steps}")
+    fig, ax = plt.subplots(figsize=(2.6 * n_steps + 1.2, 0.42 * beam_width * len(vocab) + 1.2),
+                           layout="constrained")
+    beams = [((start,), 0.0, 0.0)]  # (tokens, total log-prob, y)
+    ax.text(0, 0, start, ha="right", va="center", fontsize=9)
+    for step in range(1, n_steps + 1):
+        candidates = [(tokens + (token,), score + np.log(next_probs[tokens[-1]][token]), y)
+                      for tokens, score, y in beams for token in vocab]
+        kept = sorted(range(len(candidates)), key=lambda i: -candidates[i][1])[:beam_width]
+        ys = np.linspace(-(len(candidates) - 1) / 2, (len(candidates) - 1) / 2, len(candidates))[::-1]
+        new_beams = []
+        for index, ((tokens, score, parent_y), y) in enumerate(zip(candidates, ys)):
+            keep = index in kept
+            color = "tab:blue" if keep else "0.6"
+            ax.plot([step - 1, step], [parent_y, y], color=color, lw=1.6 if keep else 0.8)
+            ax.plot(step, y, "o", color=color, ms=5)
+            ax.text(step + 0.06, y, f"{''.join(tokens[1:])}  {score:.2f}", va="center", fontsize=9,
+                    color="black" if keep else "0.5", fontweight="bold" if keep else "normal")
+            if keep:
+                new_beams.append((tokens, score, y))
+        beams = sorted(new_beams, key=lambda beam: -beam[2])
+    ax.set_xticks(range(n_steps + 1), ["start"] + [f"step {step}" for step in range(1, n_steps + 1)])
+    ax.set_xlim(-0.6, n_steps + 0.9)
+    ax.set_yticks([])
+    for side in ("left", "right", "top"):
+        ax.spines[side].set_visible(False)
+    ax.set_title(f"beam search, B = {beam_width}: total log-probability beside each output "
+                 "(blue: kept, grey: dropped)", fontsize=10)
+    return fig
+
+
+def embedding_runs(val_losses, exact):
+    """End-of-epoch validation losses of a few runs, one marker per measurement.
+
+    ``val_losses`` maps a run's name to its per-epoch validation losses; ``exact`` maps the
+    same names to their final exact match (a share, 0-1), written in the legend. The points are
+    the only measurements: the thin lines between them only say which points belong together.
+    The legend sits outside the axes. Returns the Figure.
+    """
+    if not val_losses or set(val_losses) != set(exact):
+        raise ValueError(f"val_losses and exact must name the same runs, got {list(val_losses)} and {list(exact)}")
+    fig, ax = plt.subplots(figsize=(7.5, 3.6), layout="constrained")
+    for index, (name, losses) in enumerate(val_losses.items()):
+        losses = _as_numpy(losses, float)
+        ax.plot(range(1, len(losses) + 1), losses, "o-", color=f"C{index}", lw=0.8, ms=6,
+                label=f"{name}: exact match {100 * exact[name]:.1f}% after epoch {len(losses)}")
+    ax.set_yscale("log")
+    ax.yaxis.set_major_formatter(plt.FuncFormatter(lambda value, _: f"{value:g}"))
+    longest = max(len(losses) for losses in val_losses.values())
+    ax.set_xticks(range(1, longest + 1))
+    ax.set_xlabel("epoch (validation loss measured at its end)")
+    ax.set_ylabel("validation loss (log scale)")
+    ax.set_title("The same model with three embedding settings")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0))
     return fig
