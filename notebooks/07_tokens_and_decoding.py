@@ -47,7 +47,6 @@ from stepbystep.data import (
 )
 from stepbystep.exercises import ch07
 from stepbystep.expect import expect, expect_close
-from stepbystep.plots.tokens import beam_tree, embedding_runs
 from stepbystep.models import (
     SequenceCrossEntropy,
     TokenTransformer,
@@ -374,7 +373,7 @@ expect(default[-1] < 0.02, "the default has learned in its third epoch: a loss b
 # the points of one run), with its exact match in the legend:
 
 # %%
-fig = embedding_runs({name: trainer.val_losses for name, trainer in runs.items()}, run_exact)
+fig = plots.embedding_runs({name: trainer.val_losses for name, trainer in runs.items()}, run_exact)
 
 # %% [markdown]
 # With the $\sqrt{d_{model}}$ scaling the model is far from reversing anything after two
@@ -704,7 +703,7 @@ expect(word_exact <= word_masked, "a whole word right is no more common than a l
 # %%
 toy_model = {"<sos>": {"a": 0.5, "b": 0.4, "c": 0.1}, "a": {"a": 0.4, "b": 0.35, "c": 0.25},
              "b": {"a": 0.9, "b": 0.05, "c": 0.05}, "c": {"a": 0.34, "b": 0.33, "c": 0.33}}
-fig = beam_tree(toy_model, beam_width=2, n_steps=3)
+fig = plots.beam_tree(toy_model, beam_width=2, n_steps=3)
 
 # %% [markdown]
 # Greedy decoding takes "a" (0.5) and then "a" again: "aa" has a total log-probability of

@@ -12,6 +12,7 @@ from .attention_kernels import KERNEL_OPS, attention_ops, kernel_claims
 from .gradient_norms import GradientNormRun, encoder_regressor, layer_gradient_norms, layer_norms_of_gradients
 from .norm_placement import initial_gradient_claims, seed_claims, training_claims
 from .date_completion import complete_dates
+from .date_error_kinds import ERROR_KINDS_BY_DIGIT, digit_error_kind, field_error_kinds
 from .design_choices import completion_calibration, smoothing_study, tied_embedding_study
 from .generation_timing import cache_numbers, step_logits, time_per_token, time_slope
 from .position_claims import alibi_head_claims, far_token_claims, length_claims, training_length_claims

@@ -28,7 +28,7 @@ from .normalization import batch_vs_layer_norm, layer_norm_by_hand, layer_norm_c
 from .stacking import depth_profile, gradient_norms_by_layer, seed_spread
 from .transformer import loss_comparison, transformer_attention
 from .torch_transformer import mask_conventions, model_comparison, timing_bars
-from .tokens import learning_rate_schedule, padded_batch, reversal_attention
+from .tokens import beam_tree, embedding_runs, learning_rate_schedule, padded_batch, reversal_attention
 from .dates import alignment_map, alignment_maps, date_errors
 from .sampling import (
     completion_stream,
