@@ -98,8 +98,9 @@ CASES = {"as written": 0.7, "lower": 0.1, "upper": 0.1, "title": 0.1}
 # Of the pairs whose pattern names a weekday, the fraction that names a random one instead.
 WRONG_WEEKDAY_RATE = 0.1
 
-# The eight test dates of chapter 08's reference model (a public character-level Transformer
-# notebook for date translation) and what they mean.
+# The eight test dates of the date-translation exercise in Andrew Ng's deeplearning.ai Sequence
+# Models course ("Neural Machine Translation with Attention"), which chapter 08's reference model
+# (a public character-level Transformer notebook) also used, and what they mean.
 REFERENCE_DATES = {
     "3 May 1979": "1979-05-03",
     "5 April 09": "2009-04-05",
