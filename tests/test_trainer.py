@@ -9,17 +9,11 @@ import numpy as np
 import pytest
 import torch
 from torch import nn
-from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data import DataLoader
 
+from regression_data import sum_dataset
 from stepbystep import StepByStep, set_seed
 from stepbystep.training import Callback, GradientClipping, LRScheduler, TensorBoard
-
-
-def _data(n=64, seed=0):
-    generator = torch.Generator().manual_seed(seed)
-    x = torch.randn(n, 3, generator=generator)  # (n, 3)
-    y = x.sum(dim=1, keepdim=True) + 0.1 * torch.randn(n, 1, generator=generator)  # (n, 1)
-    return TensorDataset(x, y)
 
 
 def _model(seed=0):
@@ -36,8 +30,8 @@ def _trainer(seed=0, own_generator=True, optimizer="sgd"):
     else:
         opt = torch.optim.Adam(model.parameters(), lr=0.01)
     generator = torch.Generator() if own_generator else None
-    train_loader = DataLoader(_data(), batch_size=16, shuffle=True, generator=generator)
-    val_loader = DataLoader(_data(32, seed=1), batch_size=16)
+    train_loader = DataLoader(sum_dataset(), batch_size=16, shuffle=True, generator=generator)
+    val_loader = DataLoader(sum_dataset(32, seed=1), batch_size=16)
     sbs = StepByStep(model, nn.MSELoss(), opt)
     sbs.set_loaders(train_loader, val_loader)
     return sbs
@@ -494,7 +488,7 @@ def test_a_checkpoint_whose_optimizer_does_not_fit_rolls_the_model_back(tmp_path
     model = _model()
     two_groups = torch.optim.Adam([{"params": model[0].parameters()}, {"params": model[3].parameters()}], lr=0.01)
     sbs = StepByStep(model, nn.MSELoss(), two_groups)
-    sbs.set_loaders(DataLoader(_data(), batch_size=16))
+    sbs.set_loaders(DataLoader(sum_dataset(), batch_size=16))
     sbs.train(1, progress=False)
     before = _trainer_state(sbs)
     with pytest.raises(ValueError, match="parameter group"):
@@ -533,7 +527,7 @@ def test_warm_restarts_match_pytorchs_documented_loop_and_the_book():
         model = _model(0)
         opt = torch.optim.SGD(model.parameters(), lr=0.01)
         scheduler = torch.optim.lr_scheduler.CosineAnnealingWarmRestarts(opt, T_0=4)
-        loader = DataLoader(_data(), batch_size=16)
+        loader = DataLoader(sum_dataset(), batch_size=16)
         iters, rates = len(loader), []
         for epoch in range(n_epochs):
             for i, (x, y) in enumerate(loader):
@@ -547,7 +541,7 @@ def test_warm_restarts_match_pytorchs_documented_loop_and_the_book():
     model = _model(0)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     sbs = StepByStep(model, nn.MSELoss(), opt)
-    sbs.set_loaders(DataLoader(_data(), batch_size=16))
+    sbs.set_loaders(DataLoader(sum_dataset(), batch_size=16))
     sbs.set_lr_scheduler(torch.optim.lr_scheduler.CosineAnnealingWarmRestarts(opt, T_0=4))
     sbs.train(5, progress=False)
     by_hand = rates_by_hand(5)
@@ -635,7 +629,7 @@ def test_callbacks_run_in_the_order_they_were_added_and_without_a_validation_loa
 
     model = _model()
     sbs = StepByStep(model, nn.MSELoss(), torch.optim.SGD(model.parameters(), lr=0.05), callbacks=[Named("first")])
-    sbs.set_loaders(DataLoader(_data(), batch_size=16))
+    sbs.set_loaders(DataLoader(sum_dataset(), batch_size=16))
     sbs.add_callback(Named("second"))
     sbs.train(1, progress=False)
     assert order == [("first", None), ("second", None)]

@@ -20,29 +20,17 @@ from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 import stepbystep
+from regression_data import sum_dataset
 from stepbystep.book.training import ChannelNormalizer, StepByStep
 from stepbystep.plots.filters import output_grid
-
-
-def _regression(n=64, seed=0):
-    generator = torch.Generator().manual_seed(seed)
-    x = torch.randn(n, 3, generator=generator)  # (n, 3)
-    return TensorDataset(x, x.sum(dim=1, keepdim=True))  # y: (n, 1)
 
 
 def _trainer(model=None, lr=0.05, momentum=0.9):
     torch.manual_seed(0)
     model = model if model is not None else nn.Sequential(nn.Linear(3, 8), nn.Dropout(0.2), nn.ReLU(), nn.Linear(8, 1))
     sbs = StepByStep(model, nn.MSELoss(), torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum), device="cpu")
-    sbs.set_loaders(DataLoader(_regression(), batch_size=16, shuffle=True, generator=torch.Generator()))
+    sbs.set_loaders(DataLoader(sum_dataset(noise=0.0), batch_size=16, shuffle=True, generator=torch.Generator()))
     return sbs
-
-
-def _data(n=64, seed=0):
-    generator = torch.Generator().manual_seed(seed)
-    x = torch.randn(n, 3, generator=generator)  # (n, 3)
-    y = x.sum(dim=1, keepdim=True) + 0.1 * torch.randn(n, 1, generator=generator)  # (n, 1)
-    return TensorDataset(x, y)
 
 
 def _validated_trainer(seed=0):
@@ -50,8 +38,8 @@ def _validated_trainer(seed=0):
     torch.manual_seed(seed)
     model = nn.Sequential(nn.Linear(3, 8), nn.Dropout(0.2), nn.ReLU(), nn.Linear(8, 1))
     sbs = StepByStep(model, nn.MSELoss(), torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9))
-    sbs.set_loaders(DataLoader(_data(), batch_size=16, shuffle=True, generator=torch.Generator()),
-                    DataLoader(_data(32, seed=1), batch_size=16))
+    sbs.set_loaders(DataLoader(sum_dataset(), batch_size=16, shuffle=True, generator=torch.Generator()),
+                    DataLoader(sum_dataset(32, seed=1), batch_size=16))
     return sbs
 
 
@@ -154,9 +142,9 @@ def test_correct_checks_its_inputs():
 # ----------------------------------------------------------------------------- loader_apply
 def test_loader_apply_sums_or_averages_over_batches():
     sbs = _validated_trainer()
-    loader = DataLoader(_data(32), batch_size=8)
+    loader = DataLoader(sum_dataset(32), batch_size=8)
     counts = sbs.loader_apply(loader, lambda x, y: torch.tensor([len(x), (y > 0).sum()]))
-    assert counts[0] == 32 and counts[1] == (_data(32).tensors[1] > 0).sum()
+    assert counts[0] == 32 and counts[1] == (sum_dataset(32).tensors[1] > 0).sum()
     means = sbs.loader_apply(loader, lambda x, y: torch.tensor(float(len(x))), reduce="mean")
     assert means.item() == 8.0
     with pytest.raises(ValueError, match="reduce must be one of 'sum', 'mean', got 'max'"):
@@ -178,7 +166,7 @@ def test_loader_apply_works_statically_as_the_book_calls_it():
 
 def test_loader_apply_moves_batches_only_when_called_on_a_trainer():
     sbs = _trainer().to("meta")
-    loader = DataLoader(_regression(32), batch_size=8)
+    loader = DataLoader(sum_dataset(32, noise=0.0), batch_size=8)
     on_meta = lambda x, y: torch.tensor(int(x.device.type == "meta" and y.device.type == "meta"))  # noqa: E731
     assert sbs.loader_apply(loader, on_meta).item() == 4
     assert StepByStep.loader_apply(loader, on_meta).item() == 0
@@ -459,7 +447,7 @@ def test_capture_gradients_records_every_steps_gradient_per_parameter():
 
 def test_capture_parameters_records_the_values_each_training_step_starts_from():
     sbs = _trainer(lr=0.1, momentum=0.0)
-    sbs.set_loaders(sbs.train_loader, DataLoader(_regression(16, seed=1), batch_size=8))
+    sbs.set_loaders(sbs.train_loader, DataLoader(sum_dataset(16, seed=1, noise=0.0), batch_size=8))
     initial = sbs.model[3].weight.detach().clone().numpy()
     sbs.capture_parameters(["3"])
     sbs.train(2, progress=False)
