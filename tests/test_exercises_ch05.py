@@ -49,11 +49,12 @@ def _eval_decode(shift, masked):
     def answer(model, full):
         was_training = model.training
         model.eval()
-        model.encode(full[:, :2])
-        inputs = full[:, 1:-1] if shift else full[:, 2:]
+        n = model.input_len
+        model.encode(full[:, :n])
+        inputs = full[:, n - 1 : -1] if shift else full[:, n:]
         predicted = model.decode(inputs, target_mask=model.trg_masks if masked else None)
         model.train(was_training)
-        return F.mse_loss(predicted, full[:, 2:])  # a one-element tensor is accepted too
+        return F.mse_loss(predicted, full[:, n:])  # a one-element tensor is accepted too
     return answer
 
 
@@ -231,6 +232,19 @@ def _decode_without_encode(model, full):
 
 def test_teacher_forced_loss_without_encode_is_caught(fails_with):
     fails_with(ch05.teacher_forced_loss, _decode_without_encode, "the states of the batch encoded before")
+
+
+def test_teacher_forced_loss_with_hard_coded_lengths_is_caught(fails_with):
+    def two_plus_two(model, full):
+        was_training = model.training
+        model.eval()
+        with torch.no_grad():
+            model.encode(full[:, :2])  # the chapter's lengths, not the model's
+            predicted = model.decode(full[:, 1:3], target_mask=model.trg_masks)
+            loss = F.mse_loss(predicted, full[:, 2:]).item()
+        model.train(was_training)
+        return loss
+    fails_with(ch05.teacher_forced_loss, two_plus_two, "take the lengths from the model")
 
 
 def test_greedy_decode_without_encode_is_caught(fails_with):

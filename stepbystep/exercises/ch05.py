@@ -28,6 +28,10 @@ def _model(seed=0):
     return build_transformer(seed=seed)  # the chapter's model, untrained: any weights will do
 
 
+def _model_of_lengths(input_len, target_len):
+    return build_transformer(input_len=input_len, target_len=target_len, seed=2)  # untrained
+
+
 # ----------------------------------------------------------------------------- 1. teacher-forced loss
 def _teacher_forced_loss_solution(model, full):
     was_training = model.training
@@ -116,6 +120,13 @@ def _check_teacher_forced_loss(answer):
                         "every coordinate of every predicted corner")
             return (f"on the checker's batch your function returned {got:.6f}, which is not the loss of "
                     "teacher-forced predictions with dropout off")
+        other = _model_of_lengths(input_len=3, target_len=1)  # the same sequences, split 3 + 1
+        expected = _teacher_forced_loss_solution(other, full)
+        _encode_another_batch(other, len(full))
+        got = as_number(answer(other, full))
+        if got is None or abs(got - expected) > 1e-6:
+            return ("right for the chapter's model, but not for one that reads 3 source corners and "
+                    "predicts 1: take the lengths from the model, not from the chapter")
     return None
 
 
