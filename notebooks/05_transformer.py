@@ -118,8 +118,9 @@ model = EncoderDecoderTransf(encoder, decoder, input_len=2, target_len=2, n_feat
 # Signals going forward through a layer keep their variance when $\mathrm{Var}(W) = 1/n_{in}$,
 # gradients going backward when $\mathrm{Var}(W) = 1/n_{out}$; Xavier takes the compromise
 # between the two. PyTorch's default, $U(-1/\sqrt{n_{in}}, 1/\sqrt{n_{in}})$, has
-# $\mathrm{Var}(W) = 1/(3 n_{in})$: a third of the "keep the variance" value, so each layer
-# shrinks the signal a little. Biases and layer norms (1-D parameters) keep their defaults.
+# $\mathrm{Var}(W) = 1/(3 n_{in})$: a third of the "keep the variance" value, so each linear
+# layer shrinks the signal's variance to about a third (before the norms and residual
+# connections restore it). Biases and layer norms (1-D parameters) keep their defaults.
 # For the shapes in our model (written $(n_{out}, n_{in})$, as PyTorch stores them), Xavier's
 # bounds are 1.2 to 2.1 times wider than the default's (this chapter does not test whether
 # that matters for this small model):
@@ -203,10 +204,6 @@ print(f"model(full_batch) equals the steps by hand: {torch.allclose(model(full_b
 # Adam with learning rate 0.01 and the mean squared error, for the book's 50 epochs, in
 # mini-batches of 16. After each epoch the trainer computes the loss on the validation set in
 # eval mode, that is with greedy predictions from the sources alone.
-#
-# The numbers a training run prints depend on the machine: the same code adds the same
-# numbers in a different order on another processor or library version, and over 50 epochs
-# those rounding differences grow. So what we claim about a run holds with a margin.
 
 # %% tags=["nbval-ignore-output"]
 sbs = StepByStep(model, nn.MSELoss(), torch.optim.Adam(model.parameters(), lr=0.01))
@@ -230,9 +227,9 @@ fig = plots.loss_curves(sbs.losses, sbs.val_losses)
 # %% [markdown]
 # The loss falls steeply at first (more than tenfold over the run) and then flattens; the
 # final validation loss is below 0.04. Along the way there are **spikes**: at some epochs the
-# validation loss jumps several-fold and then recovers (the scale is logarithmic). Adam at a
-# learning rate of 0.01 on batches of 16 sequences takes large steps, and some of them
-# overshoot. One thing looks odd: the **validation** loss (red) sits *below* the training loss
+# validation loss jumps several-fold and then recovers (the scale is logarithmic). A likely
+# cause is Adam's step size: at a learning rate of 0.01 on batches of 16 sequences some steps
+# may overshoot (this chapter does not test that explanation). One thing looks odd: the **validation** loss (red) sits *below* the training loss
 # (blue) in most epochs (40 or more of the 50), although the model never trains on the
 # validation sequences.
 
@@ -279,15 +276,19 @@ fig = plots.loss_comparison({"training mode (dropout on, teacher forcing)": trai
 #
 # Note that eval mode even has the harder job. It decodes greedily, feeding its own
 # prediction of $x_2$ back in to predict $x_3$, where training mode hands the decoder the
-# true $x_2$. Eval mode still wins, so dropout costs more than teacher forcing saves. (Exercise
-# 1 separates the two: teacher forcing with dropout off.)
+# true $x_2$. How much of the gap is dropout's, and how much teacher forcing's? Exercise 1
+# separates the two: teacher forcing with dropout off.
 #
 # Is this run a lucky one? We trained the same model from five more seeds (0 to 4, for the
-# initial weights and the order of the batches) and measured the same things. The final
-# validation loss ranged from 0.0124 to 0.0180 (median 0.0145); the validation loss was below
-# the training loss in 40 to 50 of the 50 epochs (median 47.5); on this batch, training
-# mode's mean loss was 1.8 to 4.1 times the eval-mode loss (median 2.8), with all 20 dropout
-# draws above it in every run. Every check in this chapter held for every seed.
+# initial weights and the order of the batches) and measured the same things, with
+# `square_seed_spread(range(5))` from `stepbystep.experiments.square_baselines` (it takes
+# about 40 seconds, so this chapter does not run it; run it to check). The final validation
+# loss ranged from 0.0124 to 0.0180 (median 0.0145); the validation loss was below the
+# training loss in 40 to 50 of the 50 epochs (median 47.5); on this batch, training mode's
+# mean loss was 1.8 to 4.1 times the eval-mode loss (median 2.8), with all 20 dropout draws
+# above it in every run. So the thresholds the checks above use (a final validation loss below
+# 0.04, 40 or more epochs below, a ratio above 1.3, 15 or more draws above) held for every
+# seed.
 #
 # A second, smaller reason: each epoch's training loss is the mean over its mini-batches, taken
 # while the model was still improving during that epoch, while the validation loss is measured
@@ -295,13 +296,13 @@ fig = plots.loss_comparison({"training mode (dropout on, teacher forcing)": trai
 # put the training curve above the validation one.
 
 # %% [markdown]
-# **Where the dropout sits.** The paper (section 5.4, "Residual Dropout") applies dropout in
-# two places: to the output of every sublayer, before it is added to the residual stream, and
-# to the sums of the embeddings and the positional encodings, at the bottom of both stacks.
-# Our layers do the first and, like the book, also drop attention weights and feed-forward
-# hidden units. The course does **not** do the second: our stacks pass the sum of the
-# projected input and the positional encoding to the first layer as it is. Counting the
-# model's dropout modules by where they sit:
+# **Where the dropout sits.** The paper (section 5.4, "Regularization", paragraph "Residual
+# Dropout") applies dropout in two places: to the output of every sublayer, before it is
+# added to the residual stream, and to the sums of the embeddings and the positional
+# encodings, at the bottom of both stacks. Our layers do the first and, like the book, also
+# drop attention weights and feed-forward hidden units. The course does **not** do the
+# second: our stacks pass the sum of the projected input and the positional encoding to the
+# first layer as it is. Counting the model's dropout modules by where they sit:
 
 # %%
 places = {"attention weights": "_heads.dropout", "feed-forward hidden units": ".ffn.", "sublayer outputs": ".sublayers."}
@@ -401,17 +402,16 @@ expect(cross_decided.mean() > encoder_decided.mean() + 0.1,
 # %% [markdown]
 # A "decided" value near 1 means hard choices: for a given square, a head reads one source
 # corner and ignores the other, the near-0 and near-1 cells of the figure. The cross-attention
-# heads are decided (above 0.85 on average). Across squares, a mean weight
-# above 0.5 on the matching corner says that a head picks the diagonal more often than not;
-# over all layers, heads and positions the mean is above 0.6, but compare the heads in the
-# table: they differ, and some barely prefer the diagonal, or not at all (the weakest head's
-# value was between 0.14 and 0.54 over the six training seeds we tried). No head has to be
-# right alone: the output layer mixes the heads, and the feed-forward networks and later layers
-# process the result. And the
-# keys are encoder *states*, not raw corners: after the encoder's self-attention, the state
-# of $x_1$ also carries information about $x_0$, so a head that reads the "wrong" corner can
-# still find what it needs. Attention maps show where information *can* flow, not the whole
-# explanation of a prediction.
+# heads are decided (above 0.85 on average). Across squares, a mean weight above 0.5 on the
+# matching corner says that a head picks the diagonal more often than not; over all layers,
+# heads and positions the mean is above 0.6, but compare the heads in the table: they differ,
+# and some barely prefer the diagonal, or not at all (the weakest head's value, `weakest_head`
+# in `square_seed_spread`, was between 0.14 and 0.54 over the six training seeds). No head has
+# to be right alone: the output layer mixes the heads, and the feed-forward networks and later
+# layers process the result. And the keys are encoder *states*, not raw corners: after the
+# encoder's self-attention, the state of $x_1$ also carries information about $x_0$, so a head
+# that reads the "wrong" corner can still find what it needs. Attention maps show where
+# information *can* flow, not the whole explanation of a prediction.
 #
 # **Encoder self-attention** has no such obvious job: both source corners are needed, and
 # each encoder state can gather what it needs from either. Its heads are less decided than
@@ -459,7 +459,7 @@ fig = plots.loss_comparison(test_mse, title="test MSE", xlabel="MSE (log scale)"
 # On a log scale the distances between the points are ratios; a bar would have no meaning
 # there (its length would depend on where the axis starts), so each MSE is a point.
 #
-# What this comparison shows holds on any machine. The Transformer is more
+# The Transformer is more
 # than 20 times better than predicting zeros: it has learned the task. It also beats the
 # mirror baseline (its MSE is below the mirror's), so it does more than copy the source
 # corners to the opposite side: its predictions carry less than all of the source's noise.
@@ -517,14 +517,16 @@ ch05.teacher_forced_loss.check(my_teacher_forced_loss)
 
 # %% [markdown]
 # Once it passes, use it on `x` (our `full_batch` on the model's device) with the trained
-# model, and put its loss next to the training-mode mean (`train_mode.mean()`) and the
-# eval-mode loss (`eval_mode`) above. The two modes differ in two things, dropout and teacher
-# forcing. Which of the two explains the gap: `"dropout"` or `"teacher forcing"`?
+# model. The training-mode mean (`train_mode.mean()`) and the eval-mode loss (`eval_mode`)
+# above differ in two things, dropout and teacher forcing; your loss differs from the first
+# in dropout only. First predict, then measure: what share of the gap between the two modes
+# does switching dropout off close, that is
+# `(train_mode.mean() - your loss) / (train_mode.mean() - eval_mode)`?
 
 # %%
-my_gap_cause = None  # replace: "dropout" or "teacher forcing"
+my_gap_share = None  # replace: the share you measured, a number
 
-ch05.gap_cause.check(my_gap_cause)
+ch05.gap_cause.check(my_gap_share)
 
 # %% [markdown]
 # **2. The nearest-corner baseline.** The mirror baseline copies the source's noise. Write

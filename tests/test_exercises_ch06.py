@@ -41,6 +41,8 @@ def test_combined_mask_with_a_large_finite_negative_number_passes():
      "only the padding part"),
     (lambda pad, causal, h: torch.zeros(pad.shape[0] * h, 2, 2), "expected shape (4, 4, 4)"),
     (lambda pad, causal, h: (pad & causal).int(), "expected a float tensor"),
+    (lambda pad, causal, h: (pad & causal).float().repeat_interleave(h, dim=0), "adding 1 or 0 blocks nothing"),
+    (lambda pad, causal, h: (~(pad & causal)).float().repeat_interleave(h, dim=0), "adding 1 or 0 blocks nothing"),
     (lambda pad, causal, h: None, "expected a tensor"),
 ])
 def test_combined_mask_typical_slips_are_named(fails_with, answer, words):
@@ -85,6 +87,21 @@ def _copy_with(order=(0, 1, 2), transpose=False, biases=True, out_proj=True):
 def test_copy_from_torch_typical_slips_are_named(fails_with, answer, words):
     message = fails_with(ch06.copy_from_torch, answer, words)
     assert "chunk(3)" not in message
+
+
+def _share_out_proj(theirs, ours):
+    _copy_with(out_proj=False)(theirs, ours)
+    ours.linear_out = theirs.out_proj  # the same module, not a copy
+
+
+def _share_out_proj_weight(theirs, ours):
+    _copy_with()(theirs, ours)
+    ours.linear_out.weight = theirs.out_proj.weight  # the same parameter, not a copy
+
+
+@pytest.mark.parametrize("answer", [_share_out_proj, _share_out_proj_weight])
+def test_copy_from_torch_sharing_instead_of_copying_is_named(fails_with, answer):
+    fails_with(ch06.copy_from_torch, answer, "shares PyTorch's parameters instead of holding copies")
 
 
 def test_copy_from_torch_without_no_grad_is_reported_not_raised(fails_with):

@@ -10,7 +10,7 @@ from stepbystep.expect import ClaimFailed, expect_all
 from stepbystep.experiments.attention_kernels import attention_ops, kernel_claims
 from stepbystep.experiments.norm_placement import initial_gradient_claims, seed_claims, training_claims
 from stepbystep.experiments.position_claims import length_claims, training_length_claims
-from stepbystep.experiments.square_baselines import baseline_claims
+from stepbystep.experiments.square_baselines import baseline_claims, square_seed_spread
 from stepbystep.models import EncoderLayer, copy_to_torch
 
 
@@ -146,6 +146,17 @@ def test_position_claims_name_what_a_broken_scheme_breaks():
 
 
 # chapter 05 -------------------------------------------------------------------------------
+def test_square_seed_spread_measures_each_seed_and_reproduces():
+    first, second = square_seed_spread([0, 1], epochs=2)
+    again = square_seed_spread([0], epochs=2)[0]
+    assert first == again and first != second  # a seed reproduces its run; another seed differs
+    assert [first["seed"], second["seed"]] == [0, 1]
+    for run in (first, second):
+        assert 0 <= run["below"] <= 2 and 0 <= run["draws_above"] <= 20
+        assert run["final_val"] > 0 and run["mode_ratio"] > 0 and run["teacher_forced_ratio"] > 0
+        assert 0 <= run["weakest_head"] <= 1
+
+
 def test_baseline_claims_hold_for_a_trained_model_and_fail_for_an_untrained_one():
     assert failing(baseline_claims(1.01, 0.02, 0.015, last_val_loss=0.014, noise_floor=0.01)) == []
     assert failing(baseline_claims(1.01, 0.02, 0.9, last_val_loss=0.014, noise_floor=0.01)) == [

@@ -124,22 +124,31 @@ def test_torch_wrapper_colours_pytorchs_part_and_the_wrappers():
     wrapper = {t for t, c in colors.items() if c == COLORS["wrapper"]}
     assert {"proj: Linear(2 → 6)", "× √6, + positional encoding", "norm: LayerNorm (the book's)",
             "linear: Linear(6 → 2)"} <= wrapper
+    # one proj, one positional encoding and one norm serve both sides: the target side says "the same"
+    assert {"proj (the same layer)", "× √6, + positional encoding (the same)", "norm (the same LayerNorm)"} <= wrapper
+    assert torch_parts[1] == ("nn.TransformerDecoder\n2 × layer: masked self-attention (2 heads),\n"
+                              "cross-attention to the memory (2 heads),\nfeed-forward (6 → 10 → 6), norm-last\n"
+                              "+ final LayerNorm")
     assert any("causal_blocked_mask (3, 3)" in t and "True = blocked" in t for t in wrapper)
     no_norm = dict(_boxes(architecture_diagram(TransformerModel(nn.Transformer(6, 2, 1, 1, 10, batch_first=True),
                                                                 2, 2, 2, input_norm=False))))
-    assert "norm: LayerNorm (the book's)" not in no_norm
+    assert "norm: LayerNorm (the book's)" not in no_norm and "norm (the same LayerNorm)" not in no_norm
+    transf = nn.Transformer(6, 2, 1, 1, 10, batch_first=True)
+    transf.decoder.norm = None  # a decoder stack without its final norm: the box no longer claims one
+    stacks = [t for t, c in _boxes(architecture_diagram(TransformerModel(transf, 2, 2, 2))) if c == COLORS["torch"]]
+    assert stacks[0].endswith("+ final LayerNorm") and "final LayerNorm" not in stacks[1]
 
 
 def test_decoder_only_reads_vocabulary_and_ties():
     model = DecoderOnlyTransformer(20, d_model=16, n_heads=2, ff_units=32, n_layers=3)
     fig = architecture_diagram(model, highlight="head")
     colors = dict(_boxes(fig))
-    assert colors["embed: Embedding(20 → 16)"] == COLORS["decoder"]
-    assert colors["head: Linear(16 → 20), tied to embed"] == HIGHLIGHT
-    assert "next-token logits (N, L, 20)" in colors
+    assert colors["embed: Embedding(V = 20 → d_model = 16)"] == COLORS["decoder"]
+    assert colors["head: Linear(16 → V = 20), tied to embed"] == HIGHLIGHT
+    assert "next-token logits (N, L, V = 20)" in colors
     assert any(t.get_text() == "the same matrix" for t in fig.axes[0].texts)
     untied = architecture_diagram(DecoderOnlyTransformer(20, d_model=16, n_heads=2, n_layers=1, tie_weights=False))
-    assert "head: Linear(16 → 20)" in dict(_boxes(untied))
+    assert "head: Linear(16 → V = 20)" in dict(_boxes(untied))
     assert not any(t.get_text() == "the same matrix" for t in untied.axes[0].texts)
 
 

@@ -28,6 +28,10 @@ def _model(seed=0):
     return build_transformer(seed=seed)  # the chapter's model, untrained: any weights will do
 
 
+def _model_of_lengths(input_len, target_len):
+    return build_transformer(input_len=input_len, target_len=target_len, seed=2)  # untrained
+
+
 # ----------------------------------------------------------------------------- 1. teacher-forced loss
 def _teacher_forced_loss_solution(model, full):
     was_training = model.training
@@ -40,6 +44,29 @@ def _teacher_forced_loss_solution(model, full):
         loss = F.mse_loss(predicted, full[:, model.input_len :])
     model.train(was_training)  # leave the model as we found it
     return loss.item()
+
+
+def _encode_another_batch(model, n):
+    """Leave the states of a different batch of ``n`` sequences in the cross-attentions, so an
+    answer that forgets to encode its own batch reads the wrong states."""
+    was_training = model.training
+    model.eval()
+    with torch.no_grad():
+        model.encode(_squares(n, seed=99)[:, : model.input_len])  # (n, L_s, F)
+    model.train(was_training)
+
+
+def _stale_states_loss(model, full):
+    """The teacher-forced loss (dropout off) of a decoder reading another batch's states; it
+    returns with those states still encoded."""
+    was_training = model.training
+    _encode_another_batch(model, len(full))
+    model.eval()
+    with torch.no_grad():
+        predicted = model.decode(full[:, model.input_len - 1 : -1], target_mask=model.trg_masks)  # (N, L_t, F)
+        loss = F.mse_loss(predicted, full[:, model.input_len :]).item()
+    model.train(was_training)
+    return loss
 
 
 def _variant_losses(model, full):
@@ -68,6 +95,7 @@ def _check_teacher_forced_loss(answer):
         for start_training in (True, False):
             model = _model()
             expected = _teacher_forced_loss_solution(model, full)
+            stale = _stale_states_loss(model, full)  # also leaves another batch's states encoded
             model.train(start_training)
             returned = answer(model, full)
             got = as_number(returned)
@@ -78,6 +106,10 @@ def _check_teacher_forced_loss(answer):
                 return f"the model was in {mode} mode and your function left it in the other mode"
             if abs(got - expected) <= 1e-6:
                 continue
+            if abs(got - stale) <= 1e-6:
+                return ("your decoder read the states of the batch encoded before this one: encode "
+                        "this batch first")
+            _encode_another_batch(model, len(full))
             if abs(as_number(answer(model.train(start_training), full)) - got) > 1e-7:  # a second call
                 return "two calls on the same batch gave different losses: dropout is still on"
             for value, problem in _variant_losses(model, full).items():
@@ -88,6 +120,13 @@ def _check_teacher_forced_loss(answer):
                         "every coordinate of every predicted corner")
             return (f"on the checker's batch your function returned {got:.6f}, which is not the loss of "
                     "teacher-forced predictions with dropout off")
+        other = _model_of_lengths(input_len=3, target_len=1)  # the same sequences, split 3 + 1
+        expected = _teacher_forced_loss_solution(other, full)
+        _encode_another_batch(other, len(full))
+        got = as_number(answer(other, full))
+        if got is None or abs(got - expected) > 1e-6:
+            return ("right for the chapter's model, but not for one that reads 3 source corners and "
+                    "predicts 1: take the lengths from the model, not from the chapter")
     return None
 
 
@@ -107,27 +146,36 @@ def _gap_cause_solution():
     #   training mode: dropout on,  teacher forcing  (mean over dropout draws)
     #   your function: dropout off, teacher forcing  -> differs from the first only in dropout
     #   eval mode:     dropout off, greedy           -> differs from the second only in teacher forcing
-    # with dropout off, the two decodings give almost the same loss (within about 5% on every
-    # training seed we tried), while training mode's mean is far higher: dropout makes the gap
-    return "dropout"
+    # the share of the gap that switching dropout off closes:
+    #   teacher_forced = my_teacher_forced_loss(model, x)
+    #   share = (train_mode.mean() - teacher_forced) / (train_mode.mean() - eval_mode)
+    # with dropout off, the two decodings give almost the same loss, so dropout closes about all of it
+    return 1.0
 
 
 def _check_gap_cause(answer):
-    if not isinstance(answer, str) or answer.strip().lower() not in ("dropout", "teacher forcing"):
-        return f'answer "dropout" or "teacher forcing", got {answer!r}'
-    if answer.strip().lower() == "teacher forcing":
-        return ("compare your teacher-forced loss (dropout off) with the eval-mode loss (dropout off, "
-                "greedy): the two differ only in teacher forcing. How much of the gap to the training-mode "
-                "loss is left between them?")
-    return None
+    value = as_number(answer)
+    if value is None:
+        return f"expected a number, the share of the gap you measured, got {type(answer).__name__}"
+    if 0.85 <= value <= 1.15:
+        return None
+    if value < 0 or value > 2:
+        return ("a share of the gap between the training-mode mean and the eval-mode loss lies near the "
+                "range 0 to 1: divide the drop from the training-mode mean to your teacher-forced loss by "
+                "the whole drop from the training-mode mean to the eval-mode loss")
+    if value < 0.85:
+        return ("too low for what the three losses show: measure the teacher-forced loss with your "
+                "function on x and put it between the other two")
+    return ("too high: that would put the teacher-forced loss well below the eval-mode loss; measure it "
+            "with your function on x")
 
 
 gap_cause = Exercise(
-    "which difference explains the gap between the modes",
+    "the share of the gap that dropout explains",
     _check_gap_cause,
     "line up three losses on the same batch: training mode (dropout on, teacher forcing), your function "
     "(dropout off, teacher forcing) and eval mode (dropout off, greedy). Each neighbouring pair differs "
-    "in one thing only",
+    "in one thing only; the first step is the part of the gap that dropout makes",
     _gap_cause_solution,
 )
 
@@ -212,6 +260,16 @@ corner_baseline_mse = Exercise(
 
 
 # ----------------------------------------------------------------------------- 3. greedy decoding
+class _Shortcut(Exception):
+    """Raised when an answer to the greedy exercise calls the model's own decoding."""
+
+
+def _refuse(name):
+    def refuse(*args, **kwargs):
+        raise _Shortcut(f"model.{name} decodes for you; write the loop with model.encode and model.decode")
+    return refuse
+
+
 def _greedy_decode_solution(model, source):
     model.encode(source)  # the decoder's cross-attention now reads these states
     inputs = source[:, -1:]  # (N, 1, F): the last source corner starts the decoding
@@ -222,18 +280,37 @@ def _greedy_decode_solution(model, source):
     return inputs[:, 1:]  # (N, target_len, F): the predictions, without the source corner
 
 
+def _stale_greedy_decode(model, source):
+    """The solution's loop without its ``encode``: the decoder reads whatever batch was encoded last."""
+    inputs = source[:, -1:]  # (N, 1, F)
+    for i in range(model.target_len):
+        out = model.decode(inputs, target_mask=model.trg_masks[:, : i + 1, : i + 1])  # (N, i+1, F)
+        inputs = torch.cat([inputs, out[:, -1:]], dim=1)  # (N, i+2, F)
+    return inputs[:, 1:]  # (N, target_len, F)
+
+
 @expects_function("greedy_decode(model, source)")
 def _check_greedy_decode(answer):
     source = _squares(8, seed=7)[:, :2]  # (8, 2, 2)
     model = _model(seed=1).eval()
     with torch.no_grad():
         expected = model.predict(source)  # (8, 2, 2)
-        got = answer(model, source.clone())
+        _encode_another_batch(model, len(source))  # an answer that skips encode reads these states
+        stale = _stale_greedy_decode(model, source)  # (8, 2, 2)
+        _encode_another_batch(model, len(source))
+        for name in ("predict", "forward", "_greedy"):  # the exercise writes the loop out: no shortcut through them
+            setattr(model, name, _refuse(name))
+        try:
+            got = answer(model, source.clone())
+        except _Shortcut as shortcut:
+            return str(shortcut)
     if not isinstance(got, torch.Tensor):
         return f"greedy_decode should return a tensor, got {type(got).__name__}"
     if tuple(got.shape) != tuple(expected.shape):
         return (f"the predictions should be (N, target_len, n_features) = {tuple(expected.shape)}, "
                 f"got {tuple(got.shape)}")
+    if torch.allclose(got, stale, atol=1e-5) and not torch.allclose(got, expected, atol=1e-5):
+        return "your decoder read the states of the batch encoded before this one: encode this one first"
     for i in range(model.target_len):
         if not torch.allclose(got[:, i], expected[:, i], atol=1e-5):
             if i == 0:
@@ -245,10 +322,9 @@ def _check_greedy_decode(answer):
 greedy_decode = Exercise(
     "greedy decoding by hand",
     _check_greedy_decode,
-    "model.encode(source) once; start the decoder's inputs from the last source corner, source[:, -1:]; "
-    "then, target_len times, decode the inputs so far and append the newest prediction. If only a later "
-    "corner differs: the mask's last row allows everything, but with two layers the state of position 0, "
-    "which later positions read, changes when position 0 may see position 1, so the mask matters at "
-    "every step",
+    "encode the source once, then start the decoder's inputs from the last source corner. If only a "
+    "later corner differs: the mask's last row allows everything, but with two layers the state of "
+    "position 0, which later positions read, changes when position 0 may see position 1, so the mask "
+    "matters at every step",
     _greedy_decode_solution,
 )

@@ -70,6 +70,9 @@ def _diagnose_combined(got, target_pad, causal, n_heads):
     if not (allowed_zero and blocked_low):
         if bool(torch.all(got[~keep] == 0)) and bool(torch.all(got[keep] < -1e4)):
             return "the convention is inverted: 0 sits where a query must not attend, -inf where it may"
+        if bool(torch.all((got == 0) | (got == 1))):
+            return ("the mask holds 1 and 0; an additive mask's numbers are added to the scores, and "
+                    "adding 1 or 0 blocks nothing")
         if n > 1 and n_heads > 1 and torch.equal(torch.nan_to_num(got), torch.nan_to_num(
                 _additive(target_pad & causal).repeat(n_heads, 1, 1))):
             return ("each sequence's mask is right, but the copies are in the wrong order: "
@@ -147,6 +150,11 @@ def _diagnose_copy(theirs, ours, before):
     biases = list(theirs.in_proj_bias.chunk(3))
     linears = [ours.linear_query, ours.linear_key, ours.linear_value]
     weights = [linear.weight for linear in linears]
+    theirs_ids = {id(p) for p in theirs.parameters()}
+    shared = [name for name, p in ours.named_parameters() if id(p) in theirs_ids]
+    if shared or any(m is theirs.out_proj for m in ours.modules()):
+        return ("our module now shares PyTorch's parameters instead of holding copies of them: training "
+                "either module would change the other")
     if all(torch.equal(p, before[name]) for name, p in ours.named_parameters()):
         return "our module still has its own weights: nothing was copied into its parameters"
     if all(torch.equal(w, before[f"linear_{n}.weight"]) for w, n in zip(weights, ("query", "key", "value"))):

@@ -1,7 +1,15 @@
 """Chapter 05's claims about the Transformer's test MSE against simple predictions of the corners."""
-from stepbystep.expect import Claim
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.utils.data import DataLoader
 
-__all__ = ["baseline_claims"]
+from stepbystep.data import square_splits
+from stepbystep.expect import Claim
+from stepbystep.models import build_transformer
+from stepbystep.training import StepByStep
+
+__all__ = ["baseline_claims", "square_seed_spread"]
 
 
 def baseline_claims(zeros, mirror, transformer, last_val_loss, noise_floor):
@@ -20,3 +28,49 @@ def baseline_claims(zeros, mirror, transformer, last_val_loss, noise_floor):
         Claim(0.7 < transformer / last_val_loss < 1.4, "the test MSE is within 0.7 to 1.4 times the last validation loss",
               transformer / last_val_loss),
     ]
+
+
+def square_seed_spread(seeds, epochs=50, batch_size=16, n_draws=20):
+    """Chapter 05's run again from each seed in ``seeds`` (initial weights and batch order).
+
+    Trains ``build_transformer(seed=s)`` on the chapter's squares with Adam (lr 0.01) for
+    ``epochs`` epochs and measures what the chapter claims about its run. Returns one dict per
+    seed: ``final_val`` (the last validation loss), ``below`` (epochs whose validation loss is
+    below the training loss), ``mode_ratio`` (training mode's mean loss over ``n_draws`` dropout
+    draws on the first 16 training sequences, over the eval-mode loss on them), ``draws_above``,
+    ``teacher_forced_ratio`` (the teacher-forced loss with dropout off, over the eval-mode loss)
+    and ``weakest_head`` (the smallest mean cross-attention weight on the matching source corner
+    over the validation squares, across layers, heads and target positions).
+    """
+    train_data, val_data, _ = square_splits(train_seed=13, val_seed=19, test_seed=17)
+    val_source, _ = val_data.tensors  # (128, 2, 2)
+    full, target = train_data[:16]  # (16, 4, 2), (16, 2, 2)
+    runs = []
+    for seed in seeds:
+        model = build_transformer(seed=seed)
+        trainer = StepByStep(model, nn.MSELoss(), torch.optim.Adam(model.parameters(), lr=0.01))
+        trainer.set_loaders(DataLoader(train_data, batch_size=batch_size, shuffle=True, generator=torch.Generator()),
+                            DataLoader(val_data, batch_size=len(val_data)))
+        trainer.train(epochs, seed=seed, progress=False)
+        model.cpu()
+        with torch.random.fork_rng(devices=[]), torch.no_grad():
+            torch.manual_seed(0)
+            model.train()
+            train_mode = torch.tensor([F.mse_loss(model(full), target).item() for _ in range(n_draws)])  # (n_draws,)
+            model.eval()
+            eval_mode = F.mse_loss(model(full[:, :2]), target).item()  # greedy
+            model.encode(full[:, :2])
+            teacher_forced = F.mse_loss(model.decode(full[:, 1:3], target_mask=model.trg_masks), target).item()
+            model.predict(val_source)  # fills every cross-attention's alphas
+            cross = torch.stack([layer.cross_attn_heads.alphas for layer in model.decoder.layers])  # (2, 128, 3, 2, 2)
+            matching = cross.diagonal(dim1=-2, dim2=-1).mean(dim=1)  # (2, 3, 2): layers, heads, positions
+        runs.append({
+            "seed": seed,
+            "final_val": trainer.val_losses[-1],
+            "below": sum(val < train for train, val in zip(trainer.losses, trainer.val_losses)),
+            "mode_ratio": train_mode.mean().item() / eval_mode,
+            "draws_above": int((train_mode > eval_mode).sum()),
+            "teacher_forced_ratio": teacher_forced / eval_mode,
+            "weakest_head": matching.min().item(),
+        })
+    return runs

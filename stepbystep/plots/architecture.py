@@ -153,7 +153,8 @@ def _transformer_spec(model):
             _Box(f"proj: Linear({f} → {d})\n(N, {ls}, {d})", "encoder", {"embedding"})]
     left += _stack_boxes(encoder, "encoder")
     left.append(_Box(f"encoder states\n(N, {ls}, {d})", "data", {"encoder"}))
-    right = [_Box(f"decoder input: the last source corner, then\ntraining: the true corners, (N, {lt}, {f})\n"
+    right = [_Box(f"decoder input: the last source corner, then\ntraining: the true target corners but the last,\n"
+                  f"(N, {lt}, {f}) (teacher forcing)\n"
                   f"greedy: its own predictions, (N, 1 → {lt}, {f})", "data", {"inputs"}),
              _Box("proj (the same layer)", "decoder", {"embedding"})]
     right += _stack_boxes(decoder, "decoder")
@@ -198,7 +199,7 @@ def _self_attn_spec(model):
     ls, lt, f, d = model.input_len, model.target_len, decoder.n_features, encoder.d_model
     left = ([_Box(f"source: the first {ls} corners\n(N, {ls}, {f})", "data", {"inputs"})]
             + _self_attn_boxes(encoder, "encoder") + [_Box(f"encoder states\n(N, {ls}, {d})", "data", {"encoder"})])
-    right = [_Box(f"decoder input: the last source corner, then\nthe true corners (training) or\n"
+    right = [_Box(f"decoder input: the last source corner, then the true\ntarget corners but the last (training) or\n"
                   f"its own predictions (greedy), (N, {lt}, {f})", "data", {"inputs"})]
     right += _self_attn_boxes(decoder, "decoder")
     cross_at = len(right) - 2
@@ -207,31 +208,40 @@ def _self_attn_spec(model):
     return [left, right], [((0, len(left) - 1), (1, cross_at), "keys and values")], [], title
 
 
+def _torch_stack_box(stack, kind, d):
+    """PyTorch's encoder or decoder stack in one box: its layers' sizes, placement and final norm."""
+    layer = stack.layers[0]
+    heads, ff = _heads(layer.self_attn.num_heads), layer.linear1.out_features
+    placement = "norm-first" if layer.norm_first else "norm-last"
+    if kind == "encoder":
+        sublayers = f"self-attention ({heads}),\nfeed-forward ({d} → {ff} → {d}), {placement}"
+    else:
+        sublayers = (f"masked self-attention ({heads}),\ncross-attention to the memory ({heads}),\n"
+                     f"feed-forward ({d} → {ff} → {d}), {placement}")
+    parts = {"torch", kind, "self-attention", "feed-forward", "wrapper", "norm"} | (
+        {"cross-attention"} if kind == "decoder" else set())
+    text = (f"nn.Transformer{kind.capitalize()}\n{len(stack.layers)} × layer: {sublayers}"
+            + ("\n+ final LayerNorm" if stack.norm is not None else ""))
+    return _Box(text, "torch", parts)
+
+
 def _torch_spec(model):
     transf = model.transf
-    enc_layer = transf.encoder.layers[0]
     d, f, ls, lt = transf.d_model, model.n_features, model.input_len, model.target_len
-    heads = _heads(enc_layer.self_attn.num_heads)
-    ff = enc_layer.linear1.out_features
-    placement = "norm-first" if enc_layer.norm_first else "norm-last"
-
-    def preprocess(length):
-        boxes = [_Box(f"proj: Linear({f} → {d})", "wrapper", {"embedding"}),
-                 _Box(_positions_text(model.pe), "wrapper", {"positions"})]
-        if model.norm is not None:
-            boxes.append(_Box("norm: LayerNorm (the book's)", "wrapper", {"norm"}))
-        return boxes
-
-    enc_stack = _Box(f"nn.TransformerEncoder\n{len(transf.encoder.layers)} × layer: self-attention ({heads}),\n"
-                     f"feed-forward ({d} → {ff} → {d}), {placement}"
-                     + ("\n+ final LayerNorm" if transf.encoder.norm is not None else ""), "torch",
-                     {"torch", "encoder", "self-attention", "feed-forward", "wrapper", "norm"})
-    dec_stack = _Box(f"nn.TransformerDecoder\n{len(transf.decoder.layers)} × layer: masked self-attention,\n"
-                     f"cross-attention to the memory,\nfeed-forward, {placement}\n+ final LayerNorm", "torch",
-                     {"torch", "decoder", "self-attention", "cross-attention", "feed-forward", "wrapper", "norm"})
-    left = ([_Box(f"source (N, {ls}, {f})", "data", {"inputs"})] + preprocess(ls) + [enc_stack]
+    heads = _heads(transf.encoder.layers[0].self_attn.num_heads)
+    # one proj, one positional encoding and one norm serve both sides: the right column says so
+    source_side = [_Box(f"proj: Linear({f} → {d})", "wrapper", {"embedding"}),
+                   _Box(_positions_text(model.pe), "wrapper", {"positions"})]
+    target_side = [_Box("proj (the same layer)", "wrapper", {"embedding"}),
+                   _Box(_positions_text(model.pe) + " (the same)", "wrapper", {"positions"})]
+    if model.norm is not None:
+        source_side.append(_Box("norm: LayerNorm (the book's)", "wrapper", {"norm"}))
+        target_side.append(_Box("norm (the same LayerNorm)", "wrapper", {"norm"}))
+    enc_stack = _torch_stack_box(transf.encoder, "encoder", d)
+    dec_stack = _torch_stack_box(transf.decoder, "decoder", d)
+    left = ([_Box(f"source (N, {ls}, {f})", "data", {"inputs"})] + source_side + [enc_stack]
             + [_Box(f"memory (N, {ls}, {d})", "data", {"encoder"})])
-    right = ([_Box(f"decoder input (N, {lt}, {f})", "data", {"inputs"})] + preprocess(lt) + [dec_stack]
+    right = ([_Box(f"decoder input (N, {lt}, {f})", "data", {"inputs"})] + target_side + [dec_stack]
              + [_Box(f"linear: Linear({d} → {f})", "wrapper", {"head"}),
                 _Box(f"prediction (N, {lt}, {f})", "data", {"outputs"})])
     masks = [_Box("masks, True = blocked:\nsource keep-mask (N, 1, L_s) →\nkey_padding_mask (N, L_s)\n"
@@ -252,7 +262,7 @@ def _decoder_only_spec(model):
                  "none": "no positions (only the causal mask)"}[model.position_scheme]
     pad = "" if model.pad_id is None else f"\npadding (id {model.pad_id}) never attended to"
     boxes = [_Box("token ids (N, L)", "data", {"inputs"}),
-             _Box(f"embed: Embedding({v} → {d})", "decoder", {"embedding"}),
+             _Box(f"embed: Embedding(V = {v} → d_model = {d})", "decoder", {"embedding"}),
              _Box(positions, "decoder", {"positions"}),
              _Box(f"{model.n_layers} × decoder-only layer\ncausal self-attention ({heads}){pad}\n"
                   f"feed-forward ({d} → {layer.ff_units} → {d})\n{_wrapper_rule(model.norm_first)}",
@@ -261,8 +271,8 @@ def _decoder_only_spec(model):
         boxes.append(_Box("final LayerNorm", "decoder", {"norm", "decoder"}))
     head = len(boxes)
     tied = ", tied to embed" if model.tie_weights else ""
-    boxes += [_Box(f"head: Linear({d} → {v}){tied}", "decoder", {"head"}),
-              _Box(f"next-token logits (N, L, {v})", "data", {"outputs"})]
+    boxes += [_Box(f"head: Linear({d} → V = {v}){tied}", "decoder", {"head"}),
+              _Box(f"next-token logits (N, L, V = {v})", "data", {"outputs"})]
     sides = [(0, 1, head, "tied")] if model.tie_weights else []
     return [boxes], [], sides, f"DecoderOnlyTransformer: d_model = {d}, {heads}, {model.n_layers} layers"
 
