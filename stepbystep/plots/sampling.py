@@ -168,6 +168,8 @@ def filtering_effect(probs, vocab, kept_by_setting, top=16):
     for ax, (title, kept) in zip(axes, kept_by_setting.items()):
         kept = _as_numpy(kept)
         _bars(ax, probs, vocab, kept, f"{title}: {int(kept.sum())} kept", top)
+    for ax in axes[1:]:
+        ax.set_ylabel("")  # one shared probability axis, labelled once
     return fig
 
 
