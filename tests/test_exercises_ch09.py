@@ -27,7 +27,15 @@ def test_top_k_zero_instead_of_minus_infinity_is_caught(fails_with):
     def zeros(logits, k):
         kth = logits.topk(k, dim=-1).values[..., -1:]
         return logits.masked_fill(logits < kth, 0.0)
-    fails_with(ch09.top_k, zeros, "every row should keep k tokens")
+    message = fails_with(ch09.top_k, zeros, "the left-out logits must be -inf")
+    assert "masked_fill" not in message  # says what is wrong, not how to write it
+
+
+def test_top_k_a_large_negative_instead_of_minus_infinity_is_caught(fails_with):
+    def very_negative(logits, k):
+        kth = logits.topk(k, dim=-1).values[..., -1:]
+        return logits.masked_fill(logits < kth, -1e9)
+    fails_with(ch09.top_k, very_negative, "the left-out logits must be -inf")
 
 
 def test_top_k_changed_values_are_caught(fails_with):
@@ -259,3 +267,32 @@ def test_top_p_unsorted_positions_is_caught(fails_with):
 
 def test_top_p_placeholder_is_caught(fails_with):
     fails_with(ch09.top_p, lambda logits, p: logits, "more tokens than it needs")
+
+
+def test_cached_step_scaled_by_d_model_is_caught(fails_with):
+    def by_d_model(attention, x_new, keys, values):
+        q = attention.make_chunks(attention.linear_query(x_new))
+        keys = torch.cat([keys, attention.make_chunks(attention.linear_key(x_new))], dim=2)
+        values = torch.cat([values, attention.make_chunks(attention.linear_value(x_new))], dim=2)
+        weights = torch.softmax(q @ keys.transpose(-2, -1) / math.sqrt(attention.d_model), dim=-1)
+        return attention.output_function(weights @ values), keys, values
+    fails_with(ch09.cached_step, by_d_model, "scale by √d_k")
+
+
+def test_cached_step_hint_is_a_nudge_not_the_recipe():
+    hint = ch09.cached_step._hint
+    assert "torch.cat" not in hint and "linear_query" not in hint and "output_function" not in hint
+
+
+def test_completion_mask_inverted_is_caught(fails_with):
+    def inverted(stream, n):
+        targets = stream[1:].clone()
+        targets[n - 1:] = -100  # the prompt counted, the completion masked
+        return targets
+    fails_with(ch09.completion_mask, inverted, "the other way round")
+
+
+def test_completion_mask_float_targets_are_caught(fails_with):
+    def floats(stream, n):
+        return torch.cat([torch.full((n - 1,), -100.0), stream[n:].float()])
+    fails_with(ch09.completion_mask, floats, "integer ids (torch.long)")

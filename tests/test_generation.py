@@ -319,6 +319,9 @@ def test_the_model_checks_the_range_of_ids_on_the_cpu_and_generation_still_agree
 def test_time_slope_and_cache_numbers():
     assert time_slope([1.0, 3.0, 5.0, 7.0], first_position=10) == pytest.approx(2.0)
     assert time_slope([2.0] * 5) == pytest.approx(0.0)
+    spiky = [1.0 + 0.1 * i for i in range(40)]
+    spiky[30:34] = [50.0] * 4  # four slow steps: a least-squares fit would tilt, the median does not
+    assert time_slope(spiky) == pytest.approx(0.1)
     with pytest.raises(ValueError, match="two step times"):
         time_slope([1.0])
     model = DecoderOnlyTransformer(20, d_model=16, n_heads=2, ff_units=32, n_layers=3, dropout=0.0, max_len=32)

@@ -86,3 +86,19 @@ def test_positions_pick_rows_of_the_sinusoidal_table():
     per_row = model.embed_tokens(ids, torch.tensor([[5, 6, 7, 8], [0, 0, 1, 2]]))
     assert torch.equal(per_row[0], embedded[0])
     torch.testing.assert_close(per_row[1] - model.embed(ids)[1], model.pe.pe[0, [0, 0, 1, 2]], atol=1e-6, rtol=0)
+
+
+@pytest.mark.parametrize("capacity", [None, 9])
+def test_a_reordered_cache_continues_the_kept_rows(capacity):
+    torch.manual_seed(0)
+    model = DecoderOnlyTransformer(12, d_model=D, n_heads=HEADS, ff_units=FF, max_len=20).eval()
+    ids = torch.randint(1, 12, (3, 6))
+    rows = torch.tensor([2, 0, 0])  # beam search: hypothesis 2 first, hypothesis 0 twice
+    with torch.no_grad():
+        cache = model.new_cache(capacity=capacity)
+        model(ids[:, :4], cache=cache)
+        cache.reorder(rows)
+        model(ids[rows, 4:5], cache=cache)  # the step after the reorder writes into the kept rows
+        cached = model(ids[rows, 5:], cache=cache)  # (3, 1, V)
+        reference = model(ids[rows])[:, 5:]  # recomputed from scratch
+    torch.testing.assert_close(cached, reference, atol=1e-5, rtol=0)

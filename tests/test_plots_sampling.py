@@ -106,3 +106,18 @@ def test_completion_stream_legend_names_the_prompt_inputs(vocab):
     fig = plots.completion_stream(inputs, targets, vocab)
     labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
     assert len(labels) == 3 and any("ignored" in label for label in labels)
+
+
+def test_stream_attention_masks_the_future_and_bars_name_their_colours(vocab):
+    weights = torch.softmax(torch.randn(2, 5, 5), dim=-1)
+    fig = plots.stream_attention(weights, list("abcde"), first_row=2)
+    shown = fig.axes[0].get_images()[0].get_array()
+    assert shown.mask.tolist() == [[False] * 3 + [True] * 2, [False] * 4 + [True], [False] * 5]  # the staircase
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["masked: a later token"]
+    probs = torch.softmax(torch.randn(len(vocab)), dim=-1)
+    kept = probs >= probs.sort(descending=True).values[2]
+    fig = plots.filtering_effect(probs, vocab, {"top-k 3": kept})
+    assert fig.axes[0].get_xlabel() == "next token"
+    assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == ["kept", "filtered out"]
+    plain, smooth = plots.smoothed_targets(64, 5, 0.1).axes
+    assert plain.get_xlim() == smooth.get_xlim() == (-0.8, 8.8)

@@ -23,7 +23,8 @@ __all__ = ["top_k", "cached_step", "completion_mask", "tied_logit_std", "top_p"]
 # ----------------------------------------------------------------------------- 1. top-k filtering
 def _top_k_solution(logits, k):
     kth_best = logits.topk(k, dim=-1).values[..., -1:]  # (N, 1): the k-th largest logit of each row
-    return logits.masked_fill(logits < kth_best, float("-inf"))  # the others can never be drawn
+    # the others can never be drawn (a logit tied with the k-th survives too: top_k_filter keeps exactly k)
+    return logits.masked_fill(logits < kth_best, float("-inf"))
 
 
 @expects_function("top_k(logits, k)")
@@ -37,6 +38,11 @@ def _check_top_k(answer):
             return f"return a tensor of the logits' shape {tuple(logits.shape)}, got {shape}"
         wanted = top_k_filter(logits, k)
         kept = torch.isfinite(got)
+        right = torch.isfinite(wanted)  # (4, 12): the k most likely of every row
+        if k < logits.shape[-1] and torch.equal(got[right], logits[right]) and not kept[~right].logical_not().any() \
+                and got[~right].unique().numel() == 1:
+            return (f"with k={k} the right tokens keep their logits, but the left-out ones get a finite value: "
+                    f"softmax still gives them some probability; the left-out logits must be -inf")
         if not torch.equal(kept.sum(dim=-1), torch.full((4,), k)):
             return f"with k={k} every row should keep k tokens (finite logits), yours keeps {kept.sum(dim=-1).tolist()}"
         if not torch.equal(kept, torch.isfinite(wanted)):
@@ -103,6 +109,8 @@ def _check_cached_step(answer):
         return None
     if torch.allclose(output, _unscaled(attention, x[:, 5:], new_keys, new_values), atol=1e-5):
         return "the scores must be divided by √d_k, as in every attention of the course"
+    if torch.allclose(output, _unscaled(attention, x[:, 5:], new_keys, new_values, attention.d_model), atol=1e-5):
+        return "the scores are divided by √d_model: scale by √d_k, the size of one head's query and key"
     if torch.allclose(output, _unprojected(attention, x[:, 5:], new_keys, new_values), atol=1e-5):
         return ("the heads are merged but not projected: attention ends with its output layer "
                 "(output_function does both, linear_out is the projection)")
@@ -116,18 +124,18 @@ def _unprojected(attention, x_new, keys, values):
     return context.transpose(1, 2).reshape(x_new.shape[0], 1, -1)  # heads merged, no linear_out
 
 
-def _unscaled(attention, x_new, keys, values):
+def _unscaled(attention, x_new, keys, values, dim=1):
     q = attention.make_chunks(attention.linear_query(x_new))
-    weights = torch.softmax(q @ keys.transpose(-2, -1), dim=-1)
+    weights = torch.softmax(q @ keys.transpose(-2, -1) / math.sqrt(dim), dim=-1)  # dim 1: no scaling
     return attention.output_function(weights @ values)
 
 
 cached_step = Exercise(
     "one cached attention step",
     _check_cached_step,
-    "project the new token with the module's own linear_query, linear_key and linear_value (make_chunks splits "
-    "the heads), torch.cat its key and value to the cache along the token dimension, then one row of scaled "
-    "dot-product attention; output_function merges the heads. No mask is needed: every cached token is in the past",
+    "which of the query, key and value does the new token compute for itself, and which come from the cache? "
+    "Along which dimension of (N, h, t, d_k) do the tokens lie? And does a token at the end of the stream need "
+    "a mask?",
     _cached_step_solution,
 )
 
@@ -153,7 +161,12 @@ def _check_completion_mask(answer):
         if got.shape != wanted.shape:
             return (f"a stream of {len(stream)} tokens has {len(wanted)} next-token targets (the last token "
                     f"predicts nothing), got {len(got)}")
+        if got.dtype != torch.long:
+            return (f"targets must be integer ids (torch.long), got {got.dtype}: the loss reads floating-point "
+                    f"targets as probabilities")
         counted = got != IGNORE_INDEX
+        if counted.any() and not (counted & (wanted != IGNORE_INDEX)).any():
+            return "you count the prompt's targets and mask the completion's: it should be the other way round"
         if counted.any() and torch.equal(got[counted], stream[:-1][counted]):
             return ("the counted targets are the tokens at their own positions: position i must predict token "
                     "i + 1, so shift the stream by one")

@@ -42,14 +42,15 @@ def step_logits(model, prompt_ids, max_new_tokens, use_cache=True):
 
 
 def time_slope(times, first_position=0):
-    """The least-squares slope of seconds per step against the new token's position: seconds per
-    extra token of context. ``times`` one float per step, step ``i`` at ``first_position + i``."""
+    """Seconds per extra token of context: the median of the slopes between every two steps
+    (Theil-Sen), so that a few slow steps (another program on the machine) do not tilt it.
+    ``times`` one float per step, step ``i`` at ``first_position + i``."""
     if len(times) < 2:
         raise ValueError(f"need at least two step times for a slope, got {len(times)}")
     y = torch.tensor(times, dtype=torch.float64)  # (T,)
     x = first_position + torch.arange(len(times), dtype=torch.float64)  # (T,)
-    x, y = x - x.mean(), y - y.mean()
-    return float((x * y).sum() / (x * x).sum())
+    i, j = torch.triu_indices(len(times), len(times), offset=1)  # every pair of steps, i < j
+    return float(((y[j] - y[i]) / (x[j] - x[i])).median())
 
 
 def cache_numbers(model, n_tokens):

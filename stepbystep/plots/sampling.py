@@ -20,6 +20,7 @@ __all__ = [
 
 _SPACE = "␣"
 _PROMPT, _COMPLETION, _IGNORED, _KEPT, _DROPPED = "#c6dbef", "#fdae6b", "#eeeeee", "tab:orange", "#bdbdbd"
+_MASKED = "#d9d9d9"
 
 
 def _symbol(vocab, index):
@@ -75,12 +76,14 @@ def stream_attention(weights, tokens, first_row=0, head=None, fig=None, layer_na
     if weights.ndim != 3 or weights.shape[1:] != (len(tokens), len(tokens)):
         raise ValueError(f"expected weights (n_heads, {len(tokens)}, {len(tokens)}), got {weights.shape}")
     shown = weights.mean(axis=0) if head is None else weights[head]  # (L, L)
-    shown = shown[first_row:]
+    future = np.triu(np.ones(shown.shape, dtype=bool), k=1)  # (L, L): the keys the causal mask hides
+    shown = np.ma.masked_array(shown, future)[first_row:]  # masked cells drawn in _MASKED, not as a weight
     labels = [_SPACE if token == " " else token for token in tokens]
     if fig is None:
         fig = plt.figure(figsize=(1.5 + 0.3 * len(tokens), 1.5 + 0.3 * shown.shape[0]), layout="constrained")
     ax = fig.add_subplot()
-    image = ax.imshow(shown, aspect="auto", **WEIGHTS)
+    cmap = plt.get_cmap(WEIGHTS["cmap"]).with_extremes(bad=_MASKED)
+    image = ax.imshow(shown, aspect="auto", **{**WEIGHTS, "cmap": cmap})
     ax.set_xticks(range(len(labels)), labels)
     ax.set_yticks(range(shown.shape[0]), labels[first_row:])
     ax.set_xlabel("token read (key)")
@@ -88,6 +91,8 @@ def stream_attention(weights, tokens, first_row=0, head=None, fig=None, layer_na
     which = f"mean of {weights.shape[0]} heads" if head is None else f"head {head}"
     ax.set_title(which if layer_name is None else f"{layer_name}, {which}")
     fig.colorbar(image, ax=ax, label="attention weight")
+    fig.legend(handles=[Patch(color=_MASKED, label="masked: a later token")], loc="outside lower right",
+               frameon=False, fontsize=8)
     return fig
 
 
@@ -101,9 +106,13 @@ def _bars(ax, probs, vocab, kept=None, title=None, top=None):
     ax.bar(range(len(order)), probs[order], color=colours)
     ax.set_xticks(range(len(order)), [_symbol(vocab, i) for i in order], fontsize=8)
     ax.set_ylim(0, 1)
+    ax.set_xlabel("next token")
     ax.set_ylabel("probability")
     if title:
         ax.set_title(title, fontsize=10)
+    if kept is not None and not kept[order].all():
+        ax.legend(handles=[Patch(color=_KEPT, label="kept"), Patch(color=_DROPPED, label="filtered out")],
+                  loc="upper right", frameon=False, fontsize=8)
 
 
 def token_distribution(probs, vocab, kept=None, title=None, top=20, fig=None):
@@ -159,6 +168,8 @@ def filtering_effect(probs, vocab, kept_by_setting, top=16):
     for ax, (title, kept) in zip(axes, kept_by_setting.items()):
         kept = _as_numpy(kept)
         _bars(ax, probs, vocab, kept, f"{title}: {int(kept.sum())} kept", top)
+    for ax in axes[1:]:
+        ax.set_ylabel("")  # one shared probability axis, labelled once
     return fig
 
 
@@ -190,6 +201,7 @@ def smoothed_targets(vocab_size, target, epsilon, vocab=None, n_shown=9):
         ax.set_yscale("log")
         ax.set_ylim(1e-4, 2)
         ax.set_xticks(range(len(shown)), labels)
+        ax.set_xlim(-0.8, len(shown) - 0.2)  # the same padding in both panels: no label on a spine
         ax.set_xlabel(f"token ({len(shown)} of {vocab_size} around the target, in orange)")
         ax.set_title(f"{title}: target {values[target]:.3f}, others {values[shown[shown != target][0]]:.4f}",
                      fontsize=10)

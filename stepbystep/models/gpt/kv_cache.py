@@ -36,6 +36,18 @@ class LayerCache:
         self.keys, self.values = keys, values
         return keys, values
 
+    def reorder(self, rows):
+        """Keep the rows ``rows`` ``(N,)``; a preallocated cache reorders its buffers, so that its
+        keys and values stay views of them and the next ``extend`` writes into the kept rows."""
+        if self.keys is None:
+            return
+        if self.capacity is not None:
+            self._buffers = [buffer[rows] for buffer in self._buffers]  # (N, h, capacity, d_k) each
+            t = self.keys.shape[2]
+            self.keys, self.values = (buffer[:, :, :t] for buffer in self._buffers)  # (N, h, t, d_k)
+        else:
+            self.keys, self.values = self.keys[rows], self.values[rows]  # (N, h, t, d_k)
+
 
 class KVCache:
     """What a decoder keeps between steps: a ``LayerCache`` per layer (and per cross-attention,
@@ -74,11 +86,11 @@ class KVCache:
         return subsequent_mask(self.length, device=keep.device)[:, -new:] & keep  # (N, new, t)
 
     def reorder(self, rows):
-        """Keep the rows ``rows`` ``(N,)`` of everything held (beam search: the surviving hypotheses);
-        for caches without ``capacity``, whose keys are not views of buffers."""
+        """Keep the rows ``rows`` ``(N,)`` of everything held (beam search: the surviving hypotheses),
+        the preallocated buffers of a cache with ``capacity`` included."""
         self.keep, self.positions, self.n_real = self.keep[rows], self.positions[rows], self.n_real[rows]
         for layer in self.layers:
-            layer.keys, layer.values = layer.keys[rows], layer.values[rows]
+            layer.reorder(rows)
 
     @property
     def padded(self):
