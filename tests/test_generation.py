@@ -331,3 +331,12 @@ def test_time_slope_and_cache_numbers():
         model(torch.randint(4, 20, (1, 10)), cache=cache)
     held = sum(t.numel() for layer in cache.layers for t in (layer.keys, layer.values))
     assert held == cache_numbers(model, 10)
+
+
+def test_top_p_of_one_keeps_every_token_even_the_tiniest():
+    # 1,000 tokens: one at logit 30, the rest at 0; their running sum rounds to 1 long before the tail
+    logits = torch.zeros(1, 1000)
+    logits[0, 0] = 30.0
+    before = torch.softmax(logits, -1).sort(descending=True).values.cumsum(-1)
+    assert (before[0, :-1] >= 1).any()  # the rounding that would drop the tail without the rule
+    assert torch.equal(top_p_filter(logits, 1.0), logits)

@@ -25,7 +25,8 @@ def _draw_seed_dots(ax, results, ylabel, references=None):
         ax.scatter(column + offsets, values, color=f"C{column}", s=30, zorder=3)
     for label, value in (references or {}).items():
         ax.axhline(value, color="grey", ls="--", lw=1)
-        ax.annotate(label, (len(results) - 0.45, value), ha="right", va="bottom", fontsize=8, color="grey")
+        ax.annotate(label, (len(results) - 0.4, value), ha="right", va="bottom", fontsize=8, color="grey",
+                    xytext=(-4, 2), textcoords="offset points")
     ax.set_xticks(range(len(results)), list(results))
     ax.set_xlim(-0.6, len(results) - 0.4)
     ax.set_ylim(bottom=0)
@@ -83,7 +84,7 @@ def seed_loss_curves(runs, reference=None, reference_label=None, ylabel="validat
     if reference is not None:
         curves.axhline(reference, color="grey", ls="--", lw=1)
         curves.annotate(reference_label or f"{reference:.2f}", (curves.get_xlim()[1], reference), ha="right",
-                        va="bottom", fontsize=8, color="grey")
+                        va="bottom", fontsize=8, color="grey", xytext=(-4, 2), textcoords="offset points")
     curves.set_xlabel("training step")
     curves.set_ylabel(ylabel)
     curves.set_ylim(bottom=0)

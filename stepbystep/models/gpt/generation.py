@@ -56,7 +56,10 @@ def top_k_filter(logits, k):
 
 def top_p_filter(logits, p):
     """Keep each row's nucleus: the fewest most likely tokens whose probabilities reach ``p``
-    (the most likely always); the others get ``-inf``. ``logits`` ``(N, V)``."""
+    (the most likely always); the others get ``-inf``. ``logits`` ``(N, V)``; ``p >= 1`` keeps all
+    (rounding in the running sum must not drop the tail's smallest tokens)."""
+    if p >= 1:
+        return logits
     probs = torch.softmax(logits.float(), dim=-1)  # (N, V)
     sorted_probs, order = probs.sort(dim=-1, descending=True)  # (N, V), (N, V)
     before = sorted_probs.cumsum(dim=-1) - sorted_probs  # (N, V): the mass of the more likely tokens
