@@ -721,8 +721,9 @@ expect(difference > 0.01, "with positional encoding, shuffling changes the outpu
 #   $\times\sqrt{2}$ but is as blind to the order of the source as "no PE".
 #
 # Each is trained with the book's settings (`d_model=2`, 3 heads, 10 hidden units, Adam with
-# learning rate 0.01, mean squared error, batches of 16) for 20 epochs, at five seeds. In
-# training mode the model uses teacher forcing; `StepByStep` evaluates in eval mode, so the
+# learning rate 0.01, mean squared error, batches of 16) for 20 epochs, at five seeds; a seed
+# sets both the initial weights and the order of the mini-batches, so each seed is a full
+# repeat of the run. In training mode the model uses teacher forcing; `StepByStep` evaluates in eval mode, so the
 # test loss is measured on *greedy* predictions from the test sources alone. (This takes about
 # half a minute.)
 
@@ -741,8 +742,8 @@ fig = plots.seed_dots(test_losses, ylabel="test loss after 20 epochs (greedy)",
                       title="five seeds each: one dot per seed, bar at the median")
 
 # %% [markdown]
-# Training is floating-point arithmetic repeated thousands of times, so these losses come out
-# a little differently on another machine. What the five seeds show:
+# One dot per seed: the spread between seeds is why the claims below are about medians and
+# orderings, not exact values. What the five seeds show:
 
 # %%
 expect_all(order_claims(test_losses))
@@ -827,8 +828,9 @@ mask_explorer()
 #   embeddings that start small, the factor makes them comparable in size to the encoding.
 # - Scaled dot-product attention is `softmax(q kᵀ / √d_k) v`; `F.scaled_dot_product_attention`
 #   computes the same in one fused call, without keeping the weights.
-# - An attention head learns the projections to queries, keys and values; wide multi-head
-#   attention runs several full-size heads and mixes them with a linear layer.
+# - An attention head learns the projections to queries and keys (and, in the multi-head
+#   layer, values); wide multi-head attention runs several full-size heads and mixes them with
+#   a linear layer.
 # - The encoder attends to the source (self-attention); the decoder attends to its own input
 #   (self-attention) and to the encoded source (cross-attention).
 # - Training uses teacher forcing on the target shifted right by one; the subsequent mask
@@ -898,7 +900,6 @@ ch02.shift_rotation.check(my_rotation)
 # first: in that setup, will the order-blind models still stall around 0.5? Then train
 # `EncoderDecoderSelfAttn` with `EncoderSelfAttn`/`DecoderSelfAttn` and with
 # `EncoderPe`/`DecoderPe` (`max_len=2`) at three seeds each, and compare the median test
-# losses. Think about what the decoder knows from its first input: the last corner, and through
-# cross-attention the set of both corners. Which corner comes next can be worked out from those
-# alone. (If you swap the source corners of a test square, note that the decoder's first input
-# changes too.)
+# losses. Before you train, think about what the decoder knows from its first input and,
+# through cross-attention, from the encoded source. (If you swap the source corners of a test
+# square, note that the decoder's first input changes too.)

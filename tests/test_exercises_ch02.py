@@ -25,12 +25,14 @@ def test_decoder_mask_solution_passes():
 
 
 @pytest.mark.parametrize("wrong, words", [
-    (lambda lengths, size: _causal(size).expand(len(lengths), size, size), "the padding is missing"),
+    (lambda lengths, size: _causal(size).expand(len(lengths), size, size), "a padded query can still read"),
     (lambda lengths, size: _real(lengths, size)[:, None, :].expand(len(lengths), size, size),
      "the causal part is missing"),
     (lambda lengths, size: ~(_causal(size)[None] & _real(lengths, size)[:, None, :]), "inverted"),
     (lambda lengths, size: _causal(size)[None] | _real(lengths, size)[:, None, :], "it has to pass both"),
-    (lambda lengths, size: _causal(size)[None] & _real(lengths, size)[:, :, None], "padding hides keys"),
+    (lambda lengths, size: _causal(size)[None] & _real(lengths, size)[:, :, None], "read no key at all"),
+    (lambda lengths, size: _causal(size)[None] & _real(lengths, size)[:, :, None] & _real(lengths, size)[:, None, :],
+     "read no key at all"),
     (lambda lengths, size: (_causal(size)[None] & _real(lengths, size)[:, None, :]).transpose(1, 2), "transpose"),
     (lambda lengths, size: _causal(size)[None], "one mask per sequence"),
     (lambda lengths, size: (_causal(size)[None] & _real(lengths, size)[:, None, :]).float(), "bool"),

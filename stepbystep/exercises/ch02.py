@@ -54,16 +54,16 @@ def _check_decoder_mask(make_mask):
         if torch.equal(mask, ~expected):
             return "your mask is inverted: True must mean 'may attend'"
         if torch.equal(mask, causal):
-            return "a query can still read the padded keys of a shorter sequence: the padding is missing"
+            return "a padded query can still read the padded keys of a shorter sequence: the padding is missing"
         if torch.equal(mask, padding):
             return "a query can read keys that come after it: the causal part is missing"
         if torch.equal(mask, causal | padding):
             return "your mask lets a key through if it passes either mask; it has to pass both"
-        if torch.equal(mask, causal & real[:, :, None]):
-            return ("you blocked the padded queries (rows), but a real query can still read padded keys (columns): "
-                    "padding hides keys")
         if torch.equal(mask, expected.transpose(1, 2)):
             return "query 0 may attend to a later key: your mask is the transpose of the right one"
+        if (~mask.any(dim=-1))[~real].any():  # a padded query with no key left to read
+            return ("a padded query's row lets it read no key at all, so its softmax has nothing to normalise (NaN); "
+                    "padding hides keys (columns), not queries")
         if not expected.diagonal(dim1=1, dim2=2)[real].eq(mask.diagonal(dim1=1, dim2=2)[real]).all():
             return "a real position must be allowed to attend to itself"
         reads_too_much = bool((mask & ~expected).any())
