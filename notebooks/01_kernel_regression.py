@@ -157,7 +157,10 @@ expect(shortfall > 0.2, "at x = 5 the prediction falls more than 0.2 short of th
 
 # %% [markdown]
 # The same row as a picture: each training point drawn with an area proportional to its weight
-# for this query, and below, the weights themselves under the kernel centred on the query.
+# for this query, and below, the weights themselves. The grey curve is the kernel centred on
+# the query, divided by the weights' denominator $\sum_i K(x_i - x)$: every weight
+# $\alpha(x, x_j) = K(x_j - x) / \sum_i K(x_i - x)$ lies on it, so the weights are large only
+# where the kernel is.
 
 # %%
 fig = plots.query_attention(x_train, y_train, float(x_grid[row]), 0.5, x_grid=x_grid, y_true=y_true)
