@@ -231,6 +231,7 @@ for label, args, repeats in (("16 × 5, d_k 8", (q, k, v, causal), 2000),
 # %%
 points, directions = generate_sequences(n=8, seed=13)  # 8 arrays (4, 2), directions (8,)
 fig = plots.square_sequences(np.stack(points), directions)
+_ = fig.suptitle("grey: the square [-1, 1]²; the numbers give the order of the corners")
 
 # %% [markdown]
 # `square_datasets` makes the training set (256 sequences, seed 13) and a test set (128
@@ -706,9 +707,9 @@ expect(difference > 0.01, "with positional encoding, shuffling changes the outpu
 # ## Training, with and without positional encoding
 #
 # Does the model need to know the order of the source? In the book's setup the decoder starts
-# from the *last* source corner, and from that corner plus the set of both corners, the
-# direction can be worked out without knowing which corner came first. So that the test can
-# show an effect, we change one thing: the decoder starts from a **fixed start vector** (the
+# from the *last* source corner, so the decoder's own first input already says something about
+# the order (exercise 4 asks what). So that the test measures what positions give the encoder
+# alone, we change one thing: the decoder starts from a **fixed start vector** (the
 # origin, the squares' centre) instead of the last source corner. `FixedStartSeq2Seq` is
 # `EncoderDecoderSelfAttn` with that change; the decoder never reads a source corner, so the
 # order of the source can reach it only through the encoder.
@@ -721,8 +722,9 @@ expect(difference > 0.01, "with positional encoding, shuffling changes the outpu
 #   $\times\sqrt{2}$ but is as blind to the order of the source as "no PE".
 #
 # Each is trained with the book's settings (`d_model=2`, 3 heads, 10 hidden units, Adam with
-# learning rate 0.01, mean squared error, batches of 16) for 20 epochs, at five seeds. In
-# training mode the model uses teacher forcing; `StepByStep` evaluates in eval mode, so the
+# learning rate 0.01, mean squared error, batches of 16) for 20 epochs, at five seeds; a seed
+# sets both the initial weights and the order of the mini-batches, so each seed is a full
+# repeat of the run. In training mode the model uses teacher forcing; `StepByStep` evaluates in eval mode, so the
 # test loss is measured on *greedy* predictions from the test sources alone. (This takes about
 # half a minute.)
 
@@ -741,8 +743,8 @@ fig = plots.seed_dots(test_losses, ylabel="test loss after 20 epochs (greedy)",
                       title="five seeds each: one dot per seed, bar at the median")
 
 # %% [markdown]
-# Training is floating-point arithmetic repeated thousands of times, so these losses come out
-# a little differently on another machine. What the five seeds show:
+# One dot per seed: the spread between seeds is why the claims below are about medians and
+# orderings, not exact values. What the five seeds show:
 
 # %%
 expect_all(order_claims(test_losses))
@@ -767,11 +769,11 @@ fig = plots.compare_runs({variant: (trainers[0].losses, trainers[0].val_losses) 
 
 # %%
 fig = plots.sequence_predictions(source_test, target_test, runs["no PE"][0].predict(source_test))
-_ = fig.suptitle("no PE (seed 0)")
+_ = fig.suptitle("no PE (seed 0); grey: the square [-1, 1]²")
 
 # %%
 fig = plots.sequence_predictions(source_test, target_test, runs["PE"][0].predict(source_test))
-_ = fig.suptitle("with positional encoding (seed 0)")
+_ = fig.suptitle("with positional encoding (seed 0); grey: the square [-1, 1]²")
 
 # %% [markdown]
 # These are five runs of a tiny model trained briefly, on a task built so that order is the
@@ -827,8 +829,9 @@ mask_explorer()
 #   embeddings that start small, the factor makes them comparable in size to the encoding.
 # - Scaled dot-product attention is `softmax(q kᵀ / √d_k) v`; `F.scaled_dot_product_attention`
 #   computes the same in one fused call, without keeping the weights.
-# - An attention head learns the projections to queries, keys and values; wide multi-head
-#   attention runs several full-size heads and mixes them with a linear layer.
+# - An attention head learns the projections to queries and keys (and, in the multi-head
+#   layer, values); wide multi-head attention runs several full-size heads and mixes them with
+#   a linear layer.
 # - The encoder attends to the source (self-attention); the decoder attends to its own input
 #   (self-attention) and to the encoded source (cross-attention).
 # - Training uses teacher forcing on the target shifted right by one; the subsequent mask
@@ -897,8 +900,11 @@ ch02.shift_rotation.check(my_rotation)
 # In the book's setup, `EncoderDecoderSelfAttn`, it starts from the last source corner. Predict
 # first: in that setup, will the order-blind models still stall around 0.5? Then train
 # `EncoderDecoderSelfAttn` with `EncoderSelfAttn`/`DecoderSelfAttn` and with
-# `EncoderPe`/`DecoderPe` (`max_len=2`) at three seeds each, and compare the median test
-# losses. Think about what the decoder knows from its first input: the last corner, and through
-# cross-attention the set of both corners. Which corner comes next can be worked out from those
-# alone. (If you swap the source corners of a test square, note that the decoder's first input
-# changes too.)
+# `EncoderPe`/`DecoderPe` (`max_len=2`) at three seeds each (seeding both the weights and
+# the batch order, `sbs.train(20, seed=seed)`), and compare the median test losses. Before you train, think about what the decoder knows from its first input and,
+# through cross-attention, from the encoded source. (If you swap the source corners of a test
+# square, note that the decoder's first input changes too.) Check your two medians as a dict.
+
+# %%
+book_medians = None  # replace with {"no PE": ..., "PE": ...}, your two median test losses
+ch02.decoder_start.check(book_medians)

@@ -24,6 +24,9 @@ def test_laplace_scores_solution_and_any_row_shift_pass():
     (lambda q, k, s: -(q[:, None] - k[None, :]).abs() / s**2, "divides by σ"),
     (lambda q, k, s: -(q[:, None] - k[None, :]).abs(), "do not depend on σ"),
     (lambda q, k, s: q[:, None] * k[None, :], "not the Laplace kernel weights"),
+    (lambda q, k, s: torch.exp(-(q[:, None] - k[None, :]).abs() / s), "kernel values K themselves"),
+    (lambda q, k, s: torch.softmax(-(q[:, None] - k[None, :]).abs() / s, dim=-1), "already sum to 1"),
+    (lambda q, k, s: torch.softmax(-((q[:, None] - k[None, :]) ** 2) / (2 * s**2), dim=-1), "already sum to 1"),
     (lambda q, k, s: torch.zeros(len(k), len(q)), "should have shape (7, 9)"),
 ])
 def test_laplace_scores_typical_mistakes(fails_with, wrong, message):

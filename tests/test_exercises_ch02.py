@@ -25,12 +25,14 @@ def test_decoder_mask_solution_passes():
 
 
 @pytest.mark.parametrize("wrong, words", [
-    (lambda lengths, size: _causal(size).expand(len(lengths), size, size), "the padding is missing"),
+    (lambda lengths, size: _causal(size).expand(len(lengths), size, size), "a padded query can still read"),
     (lambda lengths, size: _real(lengths, size)[:, None, :].expand(len(lengths), size, size),
      "the causal part is missing"),
     (lambda lengths, size: ~(_causal(size)[None] & _real(lengths, size)[:, None, :]), "inverted"),
     (lambda lengths, size: _causal(size)[None] | _real(lengths, size)[:, None, :], "it has to pass both"),
-    (lambda lengths, size: _causal(size)[None] & _real(lengths, size)[:, :, None], "padding hides keys"),
+    (lambda lengths, size: _causal(size)[None] & _real(lengths, size)[:, :, None], "read no key at all"),
+    (lambda lengths, size: _causal(size)[None] & _real(lengths, size)[:, :, None] & _real(lengths, size)[:, None, :],
+     "read no key at all"),
     (lambda lengths, size: (_causal(size)[None] & _real(lengths, size)[:, None, :]).transpose(1, 2), "transpose"),
     (lambda lengths, size: _causal(size)[None], "one mask per sequence"),
     (lambda lengths, size: (_causal(size)[None] & _real(lengths, size)[:, None, :]).float(), "bool"),
@@ -162,3 +164,27 @@ def test_shift_rotation_wrong_angle_reports_pair_and_error():
 def test_solutions_print_their_source(capsys):
     ch02.shift_rotation.solution()
     assert "def _shift_rotation_solution(omega, k):" in capsys.readouterr().out
+
+
+def test_decoder_start_accepts_the_measured_medians():
+    # the medians measured in the book's setup at seeds 0, 1, 2 (batch order seeded too)
+    assert ch02.decoder_start.check({"no PE": 0.334, "PE": 0.207})
+
+
+@pytest.mark.parametrize("wrong, words", [
+    (None, "expected a dict"),
+    ({"no PE": 0.3}, "expected a dict"),
+    ({"no PE": "0.3", "PE": 0.2}, "positive numbers"),
+    ({"no PE": 0.54, "PE": 0.25}, "floor of 0.5"),  # the fixed-start study's numbers
+    ({"no PE": 0.33, "PE": 0.4}, "not below the order-blind one"),
+])
+def test_decoder_start_typical_mistakes(fails_with, wrong, words):
+    message = fails_with(ch02.decoder_start, wrong, words)
+    assert "Hint:" not in message and "other one" not in message  # the reason comes with the hint
+
+
+def test_decoder_start_hint_and_solution(capsys):
+    ch02.decoder_start.hint()
+    ch02.decoder_start.solution()
+    printed = capsys.readouterr().out
+    assert "last source corner" in printed and "EncoderDecoderSelfAttn" in printed and "seed=seed" in printed

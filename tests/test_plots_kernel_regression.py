@@ -175,6 +175,21 @@ def test_query_attention_sizes_points_by_their_weight(data):
         query_attention(x, y, 5.0, -1.0)
 
 
+def test_query_attention_weights_sit_on_the_normalised_kernel(data):
+    from stepbystep.plots.kernel_regression import query_attention
+
+    x, y, x_grid, y_true = data
+    fig = query_attention(x, y, 5.0, 0.5, x_grid=x_grid, y_true=y_true)
+    bottom = fig.axes[1]
+    curve = bottom.lines[0]
+    assert "Σ K" in curve.get_label()
+    curve_x, curve_y = curve.get_xdata(), curve.get_ydata()
+    weights = nadaraya_watson(torch.tensor([5.0]), x, y, 0.5)[1][0].numpy()
+    on_curve = np.interp(x.numpy(), curve_x, curve_y)  # the curve read at each training point
+    assert np.allclose(on_curve, weights, atol=2e-3)  # up to the 400-point curve's interpolation
+    assert bottom.get_ylim()[1] >= curve_y.max()
+
+
 def test_dashboard_title_can_carry_the_lowest_error(data):
     x, y, x_grid, _ = data
     fig = kernel_dashboard(x, y, x_grid, kernel_fit(x, y, x_grid, 0.5), best=(0.316, 0.1696))

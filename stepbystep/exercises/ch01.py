@@ -45,6 +45,12 @@ def _check_laplace_scores(answer):
     distance = queries[:, None] - keys[None, :]  # (7, 9)
     if _softmax_matches(scores, -distance.abs() / sigma):
         return None
+    kernel = torch.exp(-distance.abs() / sigma)  # (7, 9): K itself
+    if torch.allclose(scores, kernel, atol=1e-5) or _softmax_matches(scores, kernel):
+        return ("you return the kernel values K themselves: the softmax exponentiates its input, so the scores must "
+                "be log K")
+    if torch.allclose(scores.sum(dim=-1), torch.ones(7), atol=1e-4) and (scores >= 0).all():
+        return "you return weights that already sum to 1: the checker wants the scores, before the softmax"
     if _softmax_matches(scores, distance.abs() / sigma):
         return "your weights grow with the distance: far keys win. A minus sign is missing."
     if _softmax_matches(scores, -(distance**2) / (2 * sigma**2)):

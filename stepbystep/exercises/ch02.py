@@ -2,7 +2,9 @@
 
 * ``decoder_mask``: combine the causal mask and each sequence's padding into ``(N, L, L)``;
 * ``masked_attention``: find and repair the bug of ``suspect_attention``, a masked attention;
-* ``shift_rotation``: the 2×2 rotation that moves a (sin, cos) pair ``k`` positions ahead.
+* ``shift_rotation``: the 2×2 rotation that moves a (sin, cos) pair ``k`` positions ahead;
+* ``decoder_start``: the median test losses of the book's setup, whose decoder starts from the
+  last source corner, with and without positions.
 
 In a notebook::
 
@@ -17,7 +19,7 @@ import torch
 from ..models import scaled_dot_product, sinusoidal_table, subsequent_mask
 from .exercise import Exercise, expects_function
 
-__all__ = ["decoder_mask", "masked_attention", "shift_rotation", "suspect_attention"]
+__all__ = ["decoder_mask", "decoder_start", "masked_attention", "shift_rotation", "suspect_attention"]
 
 
 # ---------------------------------------------------------------- causal and padding mask
@@ -54,16 +56,16 @@ def _check_decoder_mask(make_mask):
         if torch.equal(mask, ~expected):
             return "your mask is inverted: True must mean 'may attend'"
         if torch.equal(mask, causal):
-            return "a query can still read the padded keys of a shorter sequence: the padding is missing"
+            return "a padded query can still read the padded keys of a shorter sequence: the padding is missing"
         if torch.equal(mask, padding):
             return "a query can read keys that come after it: the causal part is missing"
         if torch.equal(mask, causal | padding):
             return "your mask lets a key through if it passes either mask; it has to pass both"
-        if torch.equal(mask, causal & real[:, :, None]):
-            return ("you blocked the padded queries (rows), but a real query can still read padded keys (columns): "
-                    "padding hides keys")
         if torch.equal(mask, expected.transpose(1, 2)):
             return "query 0 may attend to a later key: your mask is the transpose of the right one"
+        if (~mask.any(dim=-1))[~real].any():  # a padded query with no key left to read
+            return ("a padded query's row lets it read no key at all, so its softmax has nothing to normalise (NaN); "
+                    "padding hides keys (columns), not queries")
         if not expected.diagonal(dim1=1, dim2=2)[real].eq(mask.diagonal(dim1=1, dim2=2)[real]).all():
             return "a real position must be allowed to attend to itself"
         reads_too_much = bool((mask & ~expected).any())
@@ -204,4 +206,65 @@ shift_rotation = Exercise(
     "expand sin(ωt + ωk) and cos(ωt + ωk) with the angle-addition formulas; the entries of R are "
     "cos(ωk) and ±sin(ωk).",
     _shift_rotation_solution,
+)
+
+
+# ---------------------------------------------------------------- where the decoder starts
+def _decoder_start_solution():
+    import statistics
+
+    from torch import nn, optim
+    from torch.utils.data import DataLoader
+
+    from stepbystep.data import square_datasets
+    from stepbystep.models import DecoderPe, DecoderSelfAttn, EncoderDecoderSelfAttn, EncoderPe, EncoderSelfAttn
+    from stepbystep.training import StepByStep
+
+    train_data, test_data = square_datasets(n_train=256, n_test=128, train_seed=13, test_seed=17)
+    medians = {}
+    for variant in ("no PE", "PE"):
+        losses = []
+        for seed in range(3):
+            torch.manual_seed(seed)
+            if variant == "no PE":
+                encoder, decoder = EncoderSelfAttn(3, 2, 10, n_features=2), DecoderSelfAttn(3, 2, 10, n_features=2)
+            else:
+                encoder = EncoderPe(3, 2, 10, n_features=2, max_len=2)
+                decoder = DecoderPe(3, 2, 10, n_features=2, max_len=2)
+            model = EncoderDecoderSelfAttn(encoder, decoder, input_len=2, target_len=2)
+            sbs = StepByStep(model, nn.MSELoss(), optim.Adam(model.parameters(), lr=0.01))
+            sbs.set_loaders(DataLoader(train_data, batch_size=16, shuffle=True),
+                            DataLoader(test_data, batch_size=len(test_data)))
+            sbs.train(20, seed=seed, progress=False)
+            losses.append(sbs.val_losses[-1])
+        medians[variant] = statistics.median(losses)
+    # No: the decoder's first input is the last source corner and cross-attention gives it the
+    # set of both, so the first corner is the other one; the order reaches the decoder without
+    # positions. The order-blind median falls well below 0.5 (a seed can still come close), and
+    # positions still help: its median stays above the one with positions.
+    return medians
+
+
+def _check_decoder_start(answer):
+    keys = ("no PE", "PE")
+    if not isinstance(answer, dict) or set(answer) != set(keys):
+        got = sorted(answer) if isinstance(answer, dict) else type(answer).__name__
+        return f"expected a dict with the keys {list(keys)} (the two median test losses), got {got}"
+    if not all(isinstance(value, (int, float)) and 0 < value < 2 for value in answer.values()):
+        return "expected two test losses, positive numbers of the size the study above printed"
+    if answer["no PE"] >= 0.45:
+        return ("your order-blind median is still around the floor of 0.5: check that the decoder starts from the last "
+                "source corner (EncoderDecoderSelfAttn, not FixedStartSeq2Seq) and that you trained for 20 epochs")
+    if answer["PE"] >= answer["no PE"]:
+        return ("your median with positions is not below the order-blind one: check that EncoderPe and DecoderPe got "
+                "max_len=2 and were trained like the others; at three seeds, also try three more")
+    return None
+
+
+decoder_start = Exercise(
+    "where the decoder starts",
+    _check_decoder_start,
+    "the decoder's first input is the last source corner, and cross-attention hands it both corners as a set. "
+    "Knowing the set and which corner came last, do you still need positions to know which came first?",
+    _decoder_start_solution,
 )

@@ -78,6 +78,9 @@ def order_model(variant, n_heads=3, d_model=2, ff_units=10):
 def train_order_model(variant, train_data, test_data, seed, n_epochs=20, lr=0.01, batch_size=16):
     """Seed, build ``order_model(variant)`` and train it with MSE and Adam; returns the trainer.
 
+    ``seed`` sets both the initial weights and the order of the mini-batches, so each seed is a
+    full repeat of the run.
+
     The test loss (``val_losses``) is measured in eval mode: greedy, from the test sources alone.
     """
     check_positive_int("n_epochs", n_epochs)
@@ -86,7 +89,7 @@ def train_order_model(variant, train_data, test_data, seed, n_epochs=20, lr=0.01
     sbs = StepByStep(model, nn.MSELoss(), optim.Adam(model.parameters(), lr=lr))
     sbs.set_loaders(DataLoader(train_data, batch_size=batch_size, shuffle=True),
                     DataLoader(test_data, batch_size=len(test_data)))
-    sbs.train(n_epochs, progress=False)
+    sbs.train(n_epochs, seed=seed, progress=False)  # the batch order follows the seed too
     return sbs
 
 

@@ -217,8 +217,8 @@ def query_attention(x_train, y_train, query, sigma, x_grid=None, y_true=None):
     """What one query attends to: the training points sized by their weight, and the weights.
 
     Top: the data, each training point's area proportional to its weight for the query at
-    ``query``, and the prediction there. Bottom: the weights ``α(query, xⱼ)`` as stems, under
-    the kernel ``K(x − query)`` rescaled to the largest weight. Returns the Figure.
+    ``query``, and the prediction there. Bottom: the weights ``α(query, xⱼ)`` as stems, on
+    the curve ``K(x − query) / Σⱼ K(xⱼ − query)``, which every weight lies on. Returns the Figure.
     """
     x_train = torch.as_tensor(_as_numpy(x_train, float), dtype=torch.float32)
     y_train = torch.as_tensor(_as_numpy(y_train, float), dtype=torch.float32)
@@ -246,11 +246,13 @@ def query_attention(x_train, y_train, query, sigma, x_grid=None, y_true=None):
     bottom.scatter(x_train.numpy(), weights, color="tab:blue", s=10, label="weight α of each training point")
     curve_x = torch.linspace(float(x_train.min()), float(x_train.max()), 400)  # (400,)
     curve = gaussian_kernel(curve_x - float(query), float(sigma)).numpy()  # (400,)
-    bottom.plot(curve_x.numpy(), curve * weights.max(), color="tab:gray", lw=1,
-                label="kernel K(x − query), scaled to the largest weight")
+    total = float(gaussian_kernel(x_train - float(query), float(sigma)).sum())  # Σⱼ K(xⱼ − query)
+    curve = curve / total  # (400,) the weight a training point at curve_x would get
+    bottom.plot(curve_x.numpy(), curve, color="tab:gray", lw=1,
+                label="K(x − query) / Σ K: every weight lies on it")
     bottom.axvline(float(query), color="tab:red", lw=0.8, ls=":")
     bottom.set_xlabel("x")
     bottom.set_ylabel("weight α")
-    bottom.set_ylim(0, weights.max() * 1.5)
+    bottom.set_ylim(0, max(weights.max(), curve.max()) * 1.5)
     bottom.legend(fontsize=7, loc="upper left")
     return fig
