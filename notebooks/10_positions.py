@@ -186,7 +186,7 @@ fig = plots.alibi_heads(alibi_bias(4, 12), alibi_slopes(4))
 # RoPE cuts each query and each key ($d_k$ numbers) into $d_k / 2$ pairs $(2i, 2i+1)$ and
 # rotates pair $i$ of the vector at position $p$ by the angle $p\,\theta_i$, with
 # $\theta_i = \text{base}^{-2i/d_k}$ (base 10,000: the sinusoidal table's formula, with $d_k$ in
-place of $d_{model}$, so here the speeds are 1, 0.1, 0.01 and 0.001 radians per position).
+# place of $d_{model}$, so here the speeds are 1, 0.1, 0.01 and 0.001 radians per position).
 # Pair 0 turns one radian per position; the last pair hardly moves. The values are not
 # rotated.
 #
