@@ -524,13 +524,13 @@ expect_all(far_token_claims(far_results, chance=1 / (VOCAB_SIZE - FIRST_TOKEN)))
 # times chance (1 in 15, about 7%) but below 40% in every seed, and within a few points of the
 # model without positions. Its bias only ever falls with distance, so no head can favour the
 # key 8 back over the 8 nearer ones: whatever the model learns, it learns against its bias,
-# with no more help than the model without positions gets from its mask. (Whether a longer
-# training would change that, we did not test.)
+# and it ends up about where the model without positions does. (Whether a longer training
+# would change that, we did not test.)
 #
 # RoPE learns it and holds past the training length (at least 70% at 64 tokens in every seed,
 # ahead of every other scheme). The offset it needs, 8, is inside the trained ones; but the
-# far offsets it never saw, 16 to 63, are present at 64 tokens here too, and they broke it on
-# lag 1. Why they hurt lag 1 and not lag 8, we leave open: a sharper learned preference for
+# far offsets it never saw, 16 to 63, are present at 64 tokens here too, the ones we suspected
+# of breaking it on lag 1. If they do, why they hurt lag 1 and not lag 8 is left open here: a sharper learned preference for
 # offset 8 might outweigh the far keys, for instance, but we did not test it. Sinusoidal
 # learns it at 16 tokens and fails past it again; the learned table gets 86-90% at 16 tokens
 # and fails past it too.
@@ -620,7 +620,7 @@ position_explorer()
 #   bias solves by construction; with 4 heads its steepest slope is only 1/4, and giving 4
 #   heads a steepest slope of 1/2 raises its score at every length.
 # - Copying the token 8 back turns the ranking over: ALiBi learns it only partly (about 25%,
-#   no better than no positions), since its bias never favours a key 8 back; RoPE learns it
+#   about the same as no positions), since its bias never favours a key 8 back; RoPE learns it
 #   and holds at 4×. Kazemnejad et al. found no positions at all best on their tasks:
 #   rankings depend on the task.
 # - RoPE breaks past about 2× on lag-1 copy. A likely reason, untested here, is that its slow
