@@ -45,7 +45,16 @@ from stepbystep.data import (
     line_pixels,
 )
 from stepbystep.exercises import ch11
-from stepbystep.experiments.vit_positions import blind_ceiling, position_claims, position_runs, shuffled_logits
+from stepbystep.experiments.vit_positions import (
+    ShuffledPatches,
+    accuracy,
+    blind_ceiling,
+    fit,
+    position_claims,
+    position_runs,
+    shuffled_logits,
+    small_vit,
+)
 from stepbystep.expect import expect, expect_all, expect_close
 from stepbystep.models import EncoderLayer, EncoderTransf, PatchEmbed, ViT, cls_attention, confusion_matrix, patchify
 from stepbystep.widgets import vit_explorer
@@ -413,9 +422,28 @@ expect(min(shuffled_accuracies) >= 0.9, "with its patches in any of the 5 orders
        got=shuffled_accuracies)
 
 # %% [markdown]
-# The ViT hardly notices. This task does not need positions: every patch that holds part of
-# the line already shows its direction (look at patch 3 above), so "which patches show a
-# diagonal, and which one" is enough, wherever they are. The learned table and the encoder's
+# This ViT hardly notices: it barely relies on where its patches are. That is one trained
+# model, though, and a model that could use the positions. The control for the task itself is
+# a ViT that **never** knows where a patch is: `ShuffledPatches` puts each image's patch tokens
+# in a new random order every time, in training and in test, before the positions are added.
+# The same recipe (`fit`: cross-entropy, Adam, one-cycle, 16 epochs of 32 images), 3 seeds,
+# each fixing the initial weights, the batches and the orders:
+
+# %% tags=["nbval-ignore-output"]
+blind_accuracies = torch.tensor([accuracy(fit(ShuffledPatches(small_vit(seed, n_outputs=3), seed), train_data,
+                                              n_epochs, seed=seed), val_data) for seed in (0, 1, 2)])  # (3,)
+print("ViT that never knows where a patch is, seeds 0-2: "
+      + ", ".join(f"{value:.1%}" for value in blind_accuracies.tolist()))
+
+# %%
+expect(blind_accuracies.min() >= 0.95, "a ViT blind to positions reaches at least 95% in every seed (3 seeds)",
+       got=blind_accuracies)
+
+# %% [markdown]
+# Blind to positions, the ViT still learns the task in every seed: this task does not need
+# positions. Every patch that holds part of the line already shows its direction (look at
+# patch 3 above), so "which patches show a diagonal, and which one" is enough, wherever they
+# are. The learned table and the encoder's
 # sinusoidal encoding are there, but nothing forces the model to use them, and a comparison
 # with the CNN on this task cannot show what either model assumes about images.
 #
@@ -446,8 +474,8 @@ print(f"best accuracy without positions: {ceiling:.1%}")
 # %% [markdown]
 # We train three models with the chapter's recipe, 10 epochs, over 3 seeds (each seed fixes
 # the initial weights and the order of the batches): the chapter's **ViT**; the same ViT
-# with its patch tokens put in a new random order for every image, in training and in test
-# (**patches shuffled**: it cannot know where a patch is); and the chapter's **CNN**.
+# blind to positions, as above (**patches shuffled**: a new random order for every image, in
+# training and in test); and the chapter's **CNN**.
 
 # %% tags=["nbval-ignore-output"]
 bar_results = position_runs(bar_train, bar_val, n_outputs=2, seeds=(0, 1, 2), n_epochs=10)
@@ -511,22 +539,39 @@ line_patches = F.max_pool2d((val_images == 1.0).float(), kernel_size=4).flatten(
 n_line, n_all = int(line_patches.sum()), line_patches.numel()
 print(f"patches the line passes through: {n_line} of {n_all} ({n_line / n_all:.1%})")
 
+# The same share for **untrained** models is the reference: the chapter's model before training
+# (seed 17) and three more seeds. Whatever the trained heads do beyond it, training did.
+
 # %% tags=["nbval-ignore-output"]
-patch_weights = val_attention.flatten(2)  # (500, 4, 9)
-on_line = (patch_weights * line_patches[:, None]).sum(dim=-1) / patch_weights.sum(dim=-1)  # (500, 4)
-head_shares = on_line.mean(dim=0)  # (4,)
-for head, share in enumerate(head_shares.tolist()):
-    print(f"head {head}: {share:.1%} of its patch attention on the line's patches")
+def line_shares(model):
+    """For each head: the mean share of its patch attention that goes to the line's patches, (4,)."""
+    patch_weights = cls_attention(model, val_images)[1].flatten(2)  # (500, 4, 9)
+    on_line = (patch_weights * line_patches[:, None]).sum(dim=-1) / patch_weights.sum(dim=-1)  # (500, 4)
+    return on_line.mean(dim=0)  # (4,)
+
+
+head_shares = line_shares(model)
+untrained_shares = torch.stack([line_shares(small_vit(seed, n_outputs=3)) for seed in (17, 0, 1, 2)])  # (4, 4)
+print("trained, head 0-3:  " + ", ".join(f"{share:.1%}" for share in head_shares.tolist()))
+for seed, shares in zip((17, 0, 1, 2), untrained_shares.tolist()):
+    print(f"untrained, seed {seed:>2}: " + ", ".join(f"{share:.1%}" for share in shares))
 
 # %%
 expect(head_shares.max() > 0.5, "at least one head gives more than half its patch attention to the line's patches",
        got=f"at most {head_shares.max():.1%}")
+expect(head_shares.min() > untrained_shares.max() + 0.1,
+       "every trained head puts a larger share on the line than any untrained head, by more than 10 points",
+       got=(head_shares, untrained_shares.max()))
+expect(untrained_shares.max() < 0.45, "no untrained head puts more than 45% on the line's patches",
+       got=untrained_shares.max())
 
 # %% [markdown]
-# At least one head gives more than half of its patch attention to the line's patches, although
-# they are only about a third of all patches: it has learned to find the line through the
-# noise. The other heads may do the same, or something else: read the background near the
-# line, or the CLS token itself. As in chapter 05, the maps show where information can flow
+# Untrained, every head gives the line's patches about their share of the image, roughly a
+# third (under 45% for each of the 16 heads). The trained model's heads all give them more,
+# at least one more than half, although the line's patches are only about a third of all
+# patches: in this run training taught the CLS token to find the line through the noise. One
+# trained model is not a rule for every seed, and a head that looks at the line may also read
+# the background near it, or the CLS token itself. As in chapter 05, the maps show where information can flow
 # into the CLS state, not the whole explanation of a prediction.
 
 # %% [markdown]
@@ -554,10 +599,12 @@ vit_explorer(model, val_images, val_labels, LINE_CLASSES)
 #   input by $\sqrt{d_{model}}$ first.
 # - On noisy line images our 2,359-parameter ViT reaches at least 98% held-out accuracy; the
 #   **confusion matrix** shows which classes it mixes up, if any.
-# - The line task needs no positions: with its patches shuffled, the trained ViT still gets at
-#   least 90% right. On a task that does (where is the bar?), the ViT learns it, the same ViT
-#   blind to positions stays near the two-in-three ceiling, and the CNN, whose grid of
-#   features knows where each one sits, gets every seed right at least as often (3 seeds).
+# - The line task needs no positions: a ViT that never knows where a patch is learns it (at
+#   least 95% in every seed of 3), and the trained ViT with its patches shuffled still gets at
+#   least 90% right. On a task that needs positions (where is the bar?), the ViT learns it, the same ViT blind
+#   to positions stays near the two-in-three ceiling, and the CNN, whose grid of features
+#   knows where each one sits, reaches at least 98% in every seed, at least as high as the ViT
+#   (3 seeds).
 # - The CLS token's attention, drawn over the image, shows where the CLS state gathers from:
 #   at least one head looks mostly at the patches the line passes through.
 
@@ -618,7 +665,12 @@ ch11.mean_pooling.check(my_mean_pool)
 # `position_runs`: it builds every model from its seed (`torch.manual_seed(seed)` before the
 # weights are made) and draws the batches from the same seed. Which model needs fewer images,
 # and is the gap larger than the spread between seeds? Then try 2×2 patches (how many
-# tokens?) or the book's 2 heads. When you vary a seed with `StepByStep`, remember that
+# tokens?) or the book's 2 heads. `position_runs` builds only the chapter's models, so build
+# these yourself with `small_vit` and `fit` from `stepbystep.experiments.vit_positions`:
+# `small_vit(seed, n_outputs=2, patch_size=2)` for the patches (its ceiling is
+# `blind_ceiling(rows, labels, patch_size=2)`), a copy of `small_vit` with `n_heads=2` for the
+# heads, and `fit(model, bar_train, n_epochs=10, seed=seed)` to train each. When you vary a
+# seed with `StepByStep`, remember that
 # `sbs.train(n_epochs, seed=...)` reseeds only the order of the batches: the initial weights
 # come from the `torch.manual_seed` call before the model is built, so vary both. (No checker:
 # compare the runs.)

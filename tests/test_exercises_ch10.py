@@ -162,3 +162,17 @@ def test_alibi_mask_large_negative_instead_of_inf_is_told_why(fails_with):
     def large_negative(h, n):
         return ch10.alibi_mask._solution(h, n).clamp(min=-1e9)
     fails_with(ch10.alibi_mask, large_negative, "float('-inf')")
+
+
+def test_rotate_pair_hint_does_not_give_the_matrix(capsys):
+    ch10.rotate_pair.hint()
+    hint = capsys.readouterr().out
+    assert "-sin" not in hint and "[[" not in hint
+
+
+def test_slopes_solution_runs_on_its_own(capsys):
+    ch10.slopes.solution()
+    source = capsys.readouterr().out
+    namespace = {"math": math, "torch": torch}
+    exec(source, namespace)  # the printed code needs only math and torch
+    assert ch10.slopes.check(namespace["_slopes_solution"])

@@ -75,3 +75,6 @@ def test_position_explorer_figure_redraws_on_the_same_figure():
     assert len(figure.axes) == 6 and "head 2" in figure.axes[0].get_title()  # 4 panels and 2 colour bars
     assert figure.axes[0].get_xlabel() == "distance (positions)"
     assert [ax.get_ylabel() for ax in figure.axes[4:]] == ["attention weight", "attention weight"]
+    for heatmap in (figure.axes[1], figure.axes[3]):  # the two attention maps: positions readable
+        assert list(heatmap.get_xticks()) == [0, 5] and list(heatmap.get_yticks()) == [0, 5]
+        assert (heatmap.get_xlabel(), heatmap.get_ylabel()) == ("key position", "query position")

@@ -102,3 +102,11 @@ def test_cls_attention_maps_one_row_per_image_one_column_per_head():
     assert [fig.axes[i].get_title() for i in (0, 1, 4, 5)] == ["a", "head 0", "head 3", "b"]
     with pytest.raises(ValueError, match="for the same n"):
         cls_attention_maps(images, attention[:1])
+
+
+def test_confusion_heatmap_wraps_long_class_names():
+    fig = confusion_heatmap(torch.eye(3), ("horizontal or vertical", "diagonal /", "diagonal \\"))
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["horizontal\nor vertical", "diagonal /", "diagonal \\"]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["horizontal or vertical", "diagonal /", "diagonal \\"]
+    assert ax.xaxis.labelpad == 8

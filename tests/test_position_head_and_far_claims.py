@@ -12,11 +12,28 @@ def failing(claims):
 def test_alibi_head_claims():
     four = torch.tensor([[0.968, 0.959, 0.95], [0.974, 0.965, 0.953], [0.968, 0.953, 0.938]])
     eight = torch.tensor([[0.99, 0.988, 0.986], [0.992, 0.989, 0.985], [0.983, 0.975, 0.968]])
-    assert failing(alibi_head_claims(four, eight)) == []
+    steep = torch.tensor([[0.997, 0.996, 0.995], [0.998, 0.997, 0.997], [0.997, 0.996, 0.996]])
+    assert failing(alibi_head_claims(four, steep, eight)) == []
     eight[2, 0] = 0.97  # one 8-head seed no better than the best 4-head seed
-    assert failing(alibi_head_claims(four, eight)) == ["at 16 tokens, every 8-head seed beats every 4-head seed"]
-    assert failing(alibi_head_claims(eight, four)) == ["at 16 tokens, every 8-head seed beats every 4-head seed",
-                                                       "the 8-head median is higher at every test length"]
+    assert failing(alibi_head_claims(four, steep, eight)) == ["at 16 tokens, every 8-head seed beats every 4-head seed"]
+    assert failing(alibi_head_claims(eight, steep, four)) == ["at 16 tokens, every 8-head seed beats every 4-head seed",
+                                                              "the 8-head median is higher at every test length"]
+
+
+def test_alibi_slope_claims():
+    four = torch.tensor([[0.968, 0.959, 0.95], [0.974, 0.965, 0.953], [0.968, 0.953, 0.938]])
+    eight = torch.tensor([[0.99, 0.988, 0.986], [0.992, 0.989, 0.985], [0.983, 0.975, 0.968]])
+    steep = four.clone()
+    steep[0] = torch.tensor([0.999, 0.999, 0.999])  # one steep seed better, the others the same as 4 heads
+    assert failing(alibi_head_claims(four, steep, eight)) == [
+        "4 heads with a steepest slope of 1/2 beat the default 4 heads at every test length in every seed",
+        "4 heads with a steepest slope of 1/2 match or beat the 8-head median at every test length"]
+    steep = torch.tensor([[0.985, 0.98, 0.97]] * 3)  # better than 4 heads, below the 8-head median
+    assert failing(alibi_head_claims(four, steep, eight)) == [
+        "4 heads with a steepest slope of 1/2 match or beat the 8-head median at every test length"]
+
+
+CHANCE = 1 / 15
 
 
 def far_results():
@@ -29,14 +46,23 @@ def far_results():
 
 def test_far_token_claims():
     results = far_results()
-    assert failing(far_token_claims(results)) == []
+    assert failing(far_token_claims(results, CHANCE)) == []
     results["alibi"] = torch.tensor([[0.99, 0.98, 0.97]] * 3)  # an ALiBi that reads 8 back and extrapolates
-    assert failing(far_token_claims(results)) == [
-        "ALiBi and no positions stay below 40% at 16 tokens in every seed",
+    assert failing(far_token_claims(results, CHANCE)) == [
+        "ALiBi and no positions: more than 3 times chance but below 40% at 16 tokens in every seed",
+        "at 16 tokens the ALiBi median is within 5 points of the median without positions",
         "RoPE beats ALiBi at every test length in every seed",
         "RoPE keeps at least 70% at 64 tokens in every seed, ahead of every other scheme"]
     results = far_results()
     results["rope"][1] = torch.tensor([0.98, 0.6, 0.3])  # a RoPE seed that fails past the training length
-    assert failing(far_token_claims(results)) == [
+    assert failing(far_token_claims(results, CHANCE)) == [
         "sinusoidal and RoPE get at least 99% at 16 tokens in every seed",
         "RoPE keeps at least 70% at 64 tokens in every seed, ahead of every other scheme"]
+
+
+def test_far_token_claims_alibi_at_chance():
+    results = far_results()
+    results["alibi"] = torch.tensor([[0.07, 0.07, 0.07]] * 3)  # an ALiBi that learns nothing
+    assert failing(far_token_claims(results, CHANCE)) == [
+        "ALiBi and no positions: more than 3 times chance but below 40% at 16 tokens in every seed",
+        "at 16 tokens the ALiBi median is within 5 points of the median without positions"]

@@ -61,8 +61,9 @@ def _check_rotate_pair(answer):
 rotate_pair = Exercise(
     "one pair rotated by hand",
     _check_rotate_pair,
-    "a rotation matrix by angle φ is [[cos φ, -sin φ], [sin φ, cos φ]]; multiply it with the column (a, b). "
-    "math.cos and math.sin take radians",
+    "a rotation by φ sends (1, 0) to (cos φ, sin φ): where must it send (0, 1), a quarter turn further on? "
+    "A pair (a, b) is a·(1, 0) + b·(0, 1), and a rotation keeps sums and multiples. math.cos and math.sin take "
+    "radians",
     _rotate_pair_solution,
 )
 
@@ -74,13 +75,17 @@ def _power_of_two_slopes(n):
 
 
 def _slopes_solution(n_heads):
-    # a power of two: the geometric sequence 2^(-8/n), 2^(-16/n), ..., 2^(-8)
-    if n_heads & (n_heads - 1) == 0:
-        return torch.tensor(_power_of_two_slopes(n_heads))
+    def power_of_two_slopes(n):
+        # the geometric sequence 2^(-8/n), 2^(-16/n), ..., 2^(-8)
+        start = 2 ** (-8 / n)
+        return [start ** (h + 1) for h in range(n)]
+
+    if n_heads & (n_heads - 1) == 0:  # a power of two
+        return torch.tensor(power_of_two_slopes(n_heads))
     # otherwise: the slopes of the next smaller power of two, then every other slope of the next larger one
     smaller = 2 ** math.floor(math.log2(n_heads))
-    extra = _power_of_two_slopes(2 * smaller)[0::2][: n_heads - smaller]
-    return torch.tensor(_power_of_two_slopes(smaller) + extra)
+    extra = power_of_two_slopes(2 * smaller)[0::2][: n_heads - smaller]
+    return torch.tensor(power_of_two_slopes(smaller) + extra)
 
 
 @expects_function("slopes(n_heads)")

@@ -109,7 +109,7 @@ def _as_two_ints(got):
     return values
 
 
-@expects_function("n_tokens_and_weights(height, width, patch_size)")
+@expects_function("tokens_and_weights(height, width, patch_size)")
 def _check_token_count(answer):
     for height, width, patch_size in _TOKEN_CASES:
         got = _as_two_ints(answer(height, width, patch_size))

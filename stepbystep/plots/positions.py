@@ -259,8 +259,9 @@ def position_explorer_figure(state, fig):
         image = ax.imshow(_as_numpy(state[key], float), cmap=cmap, vmin=0, vmax=1, interpolation="nearest")
         fig.colorbar(image, ax=ax, shrink=0.8, label="attention weight")
         ax.set_title(title, fontsize=9)
-        ax.set_xticks([])
-        ax.set_yticks([])
-        ax.set_ylabel("query")
-        ax.set_xlabel("key")
+        ticks = list(range(0, len(state[key]), 5))  # every 5th position: 0, 5, 10, ...
+        ax.set_xticks(ticks)
+        ax.set_yticks(ticks)
+        ax.set_ylabel("query position")
+        ax.set_xlabel("key position")
     return fig

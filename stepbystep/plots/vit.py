@@ -1,4 +1,6 @@
 """Chapter 11's figures: line images, patches, token counts, a confusion matrix, CLS attention."""
+import textwrap
+
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib import patheffects
@@ -130,9 +132,10 @@ def confusion_heatmap(confusion, class_names, title="confusion matrix"):
     shares = np.divide(counts, totals, out=np.zeros_like(counts), where=totals > 0)
     fig, ax = plt.subplots(figsize=(2.0 + 1.3 * n_classes, 1.2 + 1.0 * n_classes), layout="constrained")
     sns.heatmap(shares, annot=counts.astype(int), fmt="d", cmap="Blues", vmin=0.0, vmax=1.0,
-                xticklabels=class_names, yticklabels=class_names, cbar_kws={"label": "share of the true class"},
+                xticklabels=[textwrap.fill(name, 12) for name in class_names],  # long names on two lines
+                yticklabels=class_names, cbar_kws={"label": "share of the true class"},
                 linewidths=0.5, linecolor="white", square=True, ax=ax)
-    ax.set_xlabel("predicted class")
+    ax.set_xlabel("predicted class", labelpad=8)
     ax.set_ylabel("true class")
     ax.tick_params(axis="y", rotation=0)
     ax.set_title(title)
