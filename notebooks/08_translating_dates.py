@@ -39,6 +39,7 @@ from torch.optim.lr_scheduler import LinearLR, SequentialLR
 from torch.utils.data import DataLoader
 
 from stepbystep import StepByStep, models, plots
+from stepbystep.training import Callback
 from stepbystep.data import (
     DATE_PATTERNS,
     FIRST_DATE,
@@ -217,7 +218,8 @@ print(f"{sum(p.numel() for p in model.parameters()):,} parameters")
 # - a **high peak rate** on **small mini-batches** (32 pairs): more and bigger steps for the
 #   same pairs seen;
 # - **gradient clipping** (`set_clip_grad_norm(1.0)`): whenever the gradient's norm is above
-#   1, it is scaled down to 1, so that no single batch can throw a step far off course;
+#   1, it is scaled down to 1, so that no single batch can throw a step far off course. A
+#   small callback records the norm before the clipping, to see how often it acts;
 # - `fused=True`, as in chapter 07: Adam updates all the model's parameter tensors in one pass
 #   instead of a loop of small operations per tensor. The same algorithm, with fewer small
 #   operations per step.
@@ -233,6 +235,21 @@ scheduler = SequentialLR(optimizer, [LinearLR(optimizer, start_factor=1 / warmup
 sbs = StepByStep(model, sequence_cross_entropy, optimizer)
 sbs.set_loaders(train_loader, val_loader)
 sbs.set_lr_scheduler(scheduler, interval="batch")
+
+
+class GradientNorms(Callback):
+    """Record the gradients' total norm after every backward pass (added before the clipping: unclipped)."""
+
+    def __init__(self):
+        self.norms = []
+
+    def on_after_backward(self, trainer):
+        gradients = [p.grad for p in trainer.model.parameters() if p.grad is not None]
+        self.norms.append(torch.nn.utils.get_total_norm(gradients).item())
+
+
+gradient_norms = GradientNorms()
+sbs.add_callback(gradient_norms)  # callbacks run in the order they were added: this one before the clipping
 sbs.set_clip_grad_norm(1.0)
 
 # %% [markdown]
@@ -247,6 +264,16 @@ print(f"training took {time.perf_counter() - start:.0f} s on {sbs.device}")
 # %% tags=["nbval-ignore-output"]
 for epoch, (loss, val_loss) in enumerate(zip(sbs.losses, sbs.val_losses), start=1):
     print(f"epoch {epoch}: training loss {loss:.4f}, validation loss {val_loss:.4f}")
+norms = torch.tensor(gradient_norms.norms)  # (total_steps,): the gradient's norm before clipping
+clipped_share = {"warm-up": (norms[:warmup_steps] > 1.0).float().mean().item(),
+                 "second half": (norms[len(norms) // 2:] > 1.0).float().mean().item()}
+print(f"steps clipped: {clipped_share['warm-up']:.0%} of the {warmup_steps} warm-up steps, "
+      f"{clipped_share['second half']:.1%} of the second half of training")
+
+# %%
+expect(len(gradient_norms.norms) == total_steps, "one gradient norm per optimizer step", got=len(gradient_norms.norms))
+expect(clipped_share["warm-up"] > 0.1 and clipped_share["second half"] < 0.05,
+       "clipping acts on over 10% of the warm-up steps, on under 5% of the second half's", got=clipped_share)
 
 # %%
 expect(sbs.val_losses[-1] < 0.005, "the validation loss ends below 0.005", got=sbs.val_losses[-1])
