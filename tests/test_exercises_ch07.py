@@ -124,3 +124,31 @@ def test_hints_and_solutions_print(capsys):
     assert "topk" in capsys.readouterr().out
     ch07.beam_step.solution()
     assert "topk" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("mistake, words", [
+    (lambda logits, targets, pad_id: ch07._masked_accuracy_solution(logits, targets, 0), "pad id is 3"),
+    (ch07._masked_by_prediction, "known from the targets"),
+    (ch07._all_positions, "padded positions count"),
+])
+def test_masked_accuracy_named_mistakes_fail_without_the_answer(fails_with, mistake, words):
+    message = fails_with(ch07.masked_accuracy, mistake, words)
+    _no_answer_given(message)
+
+
+def test_masked_accuracy_by_prediction_is_not_called_counting_pads():
+    result = ch07.masked_accuracy.check(ch07._masked_by_prediction)
+    assert not result and "padded positions count" not in result.message
+
+
+@pytest.mark.parametrize("mistake, words", [
+    (ch07._new_token_score, "must include the beam's score"),
+    (ch07._beam_token_swapped, "beam index and the token are swapped"),
+    (ch07._index_by_width, "holds V tokens"),
+    (ch07._finished_pays_pad, "goes on at no cost"),
+    (lambda scores, finished, log_probs, width: ch07._beam_step_solution(scores, finished, log_probs, 2),
+     "with beam_width 3 your step keeps 2 candidates"),
+])
+def test_beam_step_named_slips_fail(fails_with, mistake, words):
+    message = fails_with(ch07.beam_step, mistake, words)
+    assert "-1.193" not in message and "-1.179" not in message

@@ -45,7 +45,7 @@ def test_century_rule_off_by_one_boundary_is_caught(fails_with):
 
 
 def test_century_rule_placeholder_is_caught_without_the_answer(fails_with):
-    """The placeholder puts every year in the 1900s (the reference model's 1990 for "09" is no rule)."""
+    """The placeholder puts every year in the 1900s."""
     fails_with(ch08.century_rule, lambda yy: 1900 + yy, "full_year(0) returned 1900, which is not what the rule gives")
     assert "2000" not in repr(ch08.century_rule.check(lambda yy: 1900 + yy))
 
@@ -124,8 +124,13 @@ def test_confidence_matches_sequence_log_probs_on_a_case():
 def test_confidence_mistakes_are_caught(fails_with):
     fails_with(ch08.confidence, _by_hand(exponentiate=False), "log-probabilities")
     fails_with(ch08.confidence, _by_hand(stop_at_eos=False), "stop after the first <eos>")
-    unshifted = fails_with(ch08.confidence, _by_hand(shift=False), "differ from the model's")
+    unshifted = fails_with(ch08.confidence, _by_hand(shift=False), "read the output itself")
     assert "shifted" not in unshifted and "<sos>" not in unshifted  # a diagnosis, not the hint
+    fails_with(ch08.confidence, ch08._before_eos, "include that token's probability")
+    fails_with(ch08.confidence, lambda m, s, g, sos, eos: torch.zeros(len(g)), "every output gets probability 0")
+    other = fails_with(ch08.confidence, lambda m, s, g, sos, eos: ch08._confidence_solution(m, s, g, sos, eos) * 0.5,
+                       "differ from the model's")
+    assert "read the output itself" not in other
     constant = fails_with(ch08.confidence, lambda m, s, g, sos, eos: torch.ones(len(g)), "not the model's")
     assert "same probability" in constant and "shifted" not in constant
     fails_with(ch08.confidence, lambda m, s, g, sos, eos: torch.ones(3), "one probability per output row")

@@ -38,28 +38,60 @@ def _masked_accuracy_case():
     return logits, targets
 
 
+def _random_case():
+    """Random logits over 7 ids whose pad id is 3 (id 0 is a real token here), with the pad predicted
+    once at a padded position and once at a real one."""
+    logits = torch.randn(3, 5, 7, generator=torch.Generator().manual_seed(0))  # (3, 5, 7)
+    targets = torch.tensor([[4, 5, 6, 2, 3], [0, 2, 3, 3, 3], [6, 6, 0, 6, 2]])  # (3, 5): pad id 3
+    logits[1, 3, 3] = 10.0  # a padded position "predicted right": it must still not count
+    logits[0, 1, 3] = 10.0  # the pad predicted at a real position: it still counts, as a mistake
+    return logits, targets, 3
+
+
+def _all_positions(logits, targets, pad_id):
+    return (logits.argmax(-1) == targets).float().mean().item()
+
+
+def _masked_by_prediction(logits, targets, pad_id):
+    keep = logits.argmax(-1) != pad_id  # (N, L): the positions where the model does not write the pad
+    return (((logits.argmax(-1) == targets) & keep).sum() / keep.sum()).item()
+
+
+def _pad_id_zero(logits, targets, pad_id):
+    return _masked_accuracy_solution(logits, targets, 0)
+
+
 @expects_function("masked_accuracy(logits, targets, pad_id)")
 def _check_masked_accuracy(answer):
-    logits, targets = _masked_accuracy_case()
-    value = answer(logits, targets, PAD)
-    problem = _number_problem("masked_accuracy", value)
-    if problem:
-        return problem
-    expected = _masked_accuracy(logits, targets, PAD)
-    got = as_number(value)
-    all_positions = (logits.argmax(-1) == targets).float().mean().item()
-    if abs(got - all_positions) < 1e-6:
-        return (f"you got {got:.3f}, the accuracy over every position: the padded positions count "
-                "as if they were tokens to predict")
-    if abs(got - expected) > 1e-6:
-        return f"on a batch of 6 real tokens and 2 pads you got {got:.3f}, which is not the masked accuracy"
-    logits = torch.randn(3, 5, 7, generator=torch.Generator().manual_seed(0))  # (3, 5, 7)
-    targets = torch.tensor([[4, 5, 6, 2, 0], [3, 2, 0, 0, 0], [6, 6, 6, 6, 2]])  # (3, 5)
-    logits[1, 3, PAD] = 10.0  # one padded position "predicted right": it must still not count
-    got, expected = as_number(answer(logits, targets, PAD)), _masked_accuracy(logits, targets, PAD)
-    if got is None or abs(got - expected) > 1e-6:
-        return f"right on the first batch, but on random logits you got {got}, which is not the masked accuracy"
-    return None
+    cases = [(*_masked_accuracy_case(), PAD), _random_case()]
+    gots = []
+    for logits, targets, pad_id in cases:
+        value = answer(logits.clone(), targets.clone(), pad_id)
+        problem = _number_problem("masked_accuracy", value)
+        if problem:
+            return problem
+        gots.append(as_number(value))
+
+    def matches(function):
+        return all(abs(got - function(logits, targets, pad_id)) < 1e-6
+                   for got, (logits, targets, pad_id) in zip(gots, cases))
+
+    if matches(_masked_accuracy):
+        return None
+    for mistake, message in [
+        (_all_positions, "the accuracy over every position: the padded positions count as if they were "
+                         "tokens to predict"),
+        (_masked_by_prediction, "you left out the positions where the model predicts the pad, but which "
+                                "positions are padding is known from the targets, whatever the model writes"),
+        (_pad_id_zero, "the second batch's pad id is 3 and id 0 is a real token there: the pads are the "
+                       "positions whose target is pad_id, whichever id that is"),
+    ]:
+        if matches(mistake):
+            return f"you got {gots[0]:.3f} on the first batch, {message}"
+    if abs(gots[0] - _masked_accuracy(*cases[0])) > 1e-6:
+        return f"on a batch of 6 real tokens and 2 pads you got {gots[0]:.3f}, which is not the masked accuracy"
+    return (f"right on the first batch, but on random logits with pad id 3 you got {gots[1]:.3f}, which is not "
+            "the masked accuracy")
 
 
 masked_accuracy = Exercise(
@@ -148,13 +180,46 @@ def _new_token_only(scores, finished, log_probs, beam_width):
     return totals.view(-1)[best], best // vocab_size, best % vocab_size
 
 
+def _new_token_score(scores, finished, log_probs, beam_width):
+    """A typical mistake: the right candidates, but each kept with the new token's log-probability as its score."""
+    kept, beams, tokens = _beam_step_solution(scores, finished, log_probs, beam_width)
+    return torch.as_tensor(log_probs, dtype=torch.float)[beams, tokens], beams, tokens
+
+
+def _beam_token_swapped(scores, finished, log_probs, beam_width):
+    """A typical mistake: beam index and token swapped."""
+    kept, beams, tokens = _beam_step_solution(scores, finished, log_probs, beam_width)
+    return kept, tokens, beams
+
+
+def _index_by_width(scores, finished, log_probs, beam_width):
+    """A typical mistake: the flat index split by the beam width instead of the vocabulary size."""
+    kept, beams, tokens = _beam_step_solution(scores, finished, log_probs, beam_width)
+    flat = beams * torch.as_tensor(log_probs).shape[-1] + tokens  # (beam_width,)
+    return kept, flat // beam_width, flat % beam_width
+
+
+def _finished_pays_pad(scores, finished, log_probs, beam_width):
+    """A typical mistake: a finished beam goes on with <pad>, but pays the model's log p(<pad>)."""
+    log_probs = torch.as_tensor(log_probs, dtype=torch.float)  # (B, V)
+    finished = torch.as_tensor(finished, dtype=torch.bool)  # (B,)
+    pad_only = torch.full_like(log_probs, float("-inf"))  # (B, V)
+    pad_only[:, PAD] = log_probs[:, PAD]
+    totals = torch.as_tensor(scores).unsqueeze(-1) + torch.where(finished.unsqueeze(-1), pad_only, log_probs)
+    best = totals.view(-1).topk(beam_width).indices  # (beam_width,)
+    vocab_size = log_probs.shape[-1]
+    return totals.view(-1)[best], best // vocab_size, best % vocab_size
+
+
 def _beam_cases():
-    """(what the case is, scores, finished, log_probs): two beams over five tokens (0 = <pad>), no ties."""
+    """(what the case is, scores, finished, log_probs, beam_width): two beams over five tokens (0 = <pad>),
+    no ties."""
     log_probs = torch.log(torch.tensor([[0.01, 0.34, 0.26, 0.22, 0.17],  # beam 0: spread out
                                         [0.01, 0.04, 0.05, 0.50, 0.40]]))  # (2, 5) beam 1: two sure tokens
     return [
-        ("two live beams", torch.tensor([-0.1, -2.0]), torch.tensor([False, False]), log_probs),
-        ("a finished beam beside a live one", torch.tensor([-1.0, -0.3]), torch.tensor([False, True]), log_probs),
+        ("two live beams", torch.tensor([-0.1, -2.0]), torch.tensor([False, False]), log_probs, 2),
+        ("a finished beam beside a live one", torch.tensor([-1.0, -0.3]), torch.tensor([False, True]), log_probs, 2),
+        ("two live beams with beam_width 3", torch.tensor([-0.6, -0.5]), torch.tensor([False, False]), log_probs, 3),
     ]
 
 
@@ -173,13 +238,14 @@ def _as_candidates(value):
 
 @expects_function("beam_step(scores, finished, log_probs, beam_width)")
 def _check_beam_step(answer):
-    for description, scores, finished, log_probs in _beam_cases():
-        arguments = (scores.clone(), finished.clone(), log_probs.clone(), 2)
+    for description, scores, finished, log_probs, width in _beam_cases():
+        arguments = (scores.clone(), finished.clone(), log_probs.clone(), width)
         got = _as_candidates(answer(*arguments))
         if isinstance(got, str):
             return got
-        if len(got) != 2:
-            return f"with beam_width 2 your step keeps {len(got)} candidates; it should keep beam_width of them"
+        if len(got) != width:
+            return (f"with beam_width {width} your step keeps {len(got)} candidates; it should keep beam_width "
+                    "of them")
         expected = _as_candidates(_beam_step_solution(*arguments))
         if got == expected:
             continue
@@ -189,10 +255,17 @@ def _check_beam_step(answer):
                              "one beam"),
             (_new_token_only, "the candidates were ranked by the new token's log-probability alone, not by "
                               "the total of the whole output"),
+            (_new_token_score, "the right candidates, but the scores returned are the new token's "
+                               "log-probability: a score must include the beam's score so far"),
+            (_beam_token_swapped, "the right candidates, but the beam index and the token are swapped"),
+            (_index_by_width, "the beam and the token were recovered from the flat index with the beam width, "
+                              "but each beam's row of the flattened table holds V tokens"),
+            (_finished_pays_pad, "a finished beam paid the model's log-probability of <pad>: a finished beam "
+                                 "goes on at no cost"),
         ]:
             if got == _as_candidates(mistake(*arguments)):
                 return f"on {description}: {message}"
-        return f"on {description} your step does not keep the 2 best of the B·V candidates"
+        return f"on {description} your step does not keep the {width} best of the B·V candidates"
     return None
 
 

@@ -156,6 +156,26 @@ def _confidence_solution(model, source_ids, generated, sos_id, eos_id):
     return (token * up_to_eos).sum(dim=1).exp()  # (N,)
 
 
+def _before_eos(model, source_ids, generated, sos_id, eos_id):
+    """A typical mistake: the product stops before the first <eos>, leaving out its probability."""
+    with_eos = _confidence_solution(model, source_ids, generated, sos_id, eos_id)  # (N,)
+    start = torch.full_like(generated[:, :1], sos_id)  # (N, 1)
+    with torch.no_grad():
+        log_probs = model(source_ids, torch.cat([start, generated[:, :-1]], dim=1)).log_softmax(dim=-1)  # (N, L, V)
+    token = log_probs.gather(-1, generated.unsqueeze(-1)).squeeze(-1)  # (N, L)
+    first_eos = ((generated == eos_id).long().cumsum(dim=1) == 1) & (generated == eos_id)  # (N, L)
+    return with_eos / (token * first_eos).sum(dim=1).exp()  # (N,)
+
+
+def _unshifted(model, source_ids, generated, sos_id, eos_id):
+    """A typical mistake: the decoder reads the output itself, not <sos> and the output shifted by one."""
+    with torch.no_grad():
+        log_probs = model(source_ids, generated).log_softmax(dim=-1)  # (N, L, V)
+    token = log_probs.gather(-1, generated.unsqueeze(-1)).squeeze(-1)  # (N, L)
+    is_eos = (generated == eos_id).long()  # (N, L)
+    return (token * ((is_eos.cumsum(dim=1) - is_eos) == 0)).sum(dim=1).exp()  # (N,)
+
+
 def _confidence_case():
     """A small untrained model and outputs with <eos> at different places (padding after it)."""
     from ..models import TokenTransformer  # a tiny model: no trained one needed
@@ -195,6 +215,18 @@ def _check_confidence(answer):
     close = (got.clamp_min(1e-38).log() - wanted).abs() < 1e-3  # (N,)
     if close.all():
         return None
+    if bool((got == 0).all()):
+        return "every output gets probability 0: the model gives each of them some probability"
+    for mistake, message in [
+        (_before_eos, "your product stops before the first <eos>, but writing <eos> is part of the output: "
+                      "include that token's probability"),
+        (_unshifted, "the decoder read the output itself as its input, so each position saw the token it was to "
+                     "predict: it should read what came before that token"),
+    ]:
+        model.eval()
+        if torch.allclose(got.clamp_min(1e-38).log(), mistake(model, source, generated, SOS, EOS).clamp_min(1e-38).log(),
+                          rtol=0, atol=1e-3):
+            return message
     if close[2:].all() and not close[:2].any():
         return "right for the outputs that fill their row, wrong where <pad> follows <eos>: stop after the first <eos>"
     if len(got) > 1 and bool((got == got.flatten()[0]).all()) and got.flatten()[0] > 1e-6:

@@ -164,26 +164,35 @@ def beam_tree(next_probs, beam_width=2, n_steps=3, start="<sos>"):
 
 
 def embedding_runs(val_losses, exact):
-    """End-of-epoch validation losses of a few runs, one marker per measurement.
+    """End-of-epoch validation losses of a few settings, each run on several seeds.
 
-    ``val_losses`` maps a run's name to its per-epoch validation losses; ``exact`` maps the
-    same names to their final exact match (a share, 0-1), written in the legend. The points are
-    the only measurements: the thin lines between them only say which points belong together.
-    The legend sits outside the axes. Returns the Figure.
+    ``val_losses`` maps a setting's name to one sequence of per-epoch validation losses per
+    seed; ``exact`` maps the same names to the seeds' final exact match (shares, 0-1), whose
+    minimum, median and maximum the legend writes. One colour per setting, one line per seed:
+    the points are the only measurements, the thin lines only say which points belong to one
+    run. The legend sits outside the axes. Returns the Figure.
     """
     if not val_losses or set(val_losses) != set(exact):
-        raise ValueError(f"val_losses and exact must name the same runs, got {list(val_losses)} and {list(exact)}")
+        raise ValueError(f"val_losses and exact must name the same settings, got {list(val_losses)} and {list(exact)}")
+    if any(len(val_losses[name]) != len(exact[name]) or not len(exact[name]) for name in val_losses):
+        raise ValueError("val_losses and exact must hold one entry per seed for every setting, "
+                         f"got {[(name, len(val_losses[name]), len(exact[name])) for name in val_losses]}")
     fig, ax = plt.subplots(figsize=(7.5, 3.6), layout="constrained")
-    for index, (name, losses) in enumerate(val_losses.items()):
-        losses = _as_numpy(losses, float)
-        ax.plot(range(1, len(losses) + 1), losses, "o-", color=f"C{index}", lw=0.8, ms=6,
-                label=f"{name}: exact match {100 * exact[name]:.1f}% after epoch {len(losses)}")
+    longest = 1
+    for index, (name, runs) in enumerate(val_losses.items()):
+        shares = np.sort(_as_numpy(exact[name], float))
+        label = (f"{name}: exact match {100 * shares[0]:.1f}-{100 * np.median(shares):.1f}-{100 * shares[-1]:.1f}% "
+                 f"(min-median-max of {len(shares)} seeds)")
+        for run in runs:
+            losses = _as_numpy(run, float)
+            longest = max(longest, len(losses))
+            ax.plot(range(1, len(losses) + 1), losses, "o-", color=f"C{index}", lw=0.6, ms=5, alpha=0.8, label=label)
+            label = None
     ax.set_yscale("log")
     ax.yaxis.set_major_formatter(plt.FuncFormatter(lambda value, _: f"{value:g}"))
-    longest = max(len(losses) for losses in val_losses.values())
     ax.set_xticks(range(1, longest + 1))
     ax.set_xlabel("epoch (validation loss measured at its end)")
     ax.set_ylabel("validation loss (log scale)")
-    ax.set_title("The same model with three embedding settings")
+    ax.set_title("The same model with three embedding settings, one line per seed")
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0))
     return fig
