@@ -15,7 +15,7 @@ Rules that keep every text unambiguous:
 - **ordinals**: ``{ord}`` in a pattern stands for the right English suffix (1st, 2nd, 3rd,
   11th, 22nd); one pattern writes "th" after every day, as people sloppily do ("21th").
 
-People also name the wrong day of the week (the reference model's "Saturday May 9 2018":
+People also name the wrong day of the week (the reference dates' "Saturday May 9 2018":
 9 May 2018 was a Wednesday). The weekday never changes the ISO date, so a fraction
 ``WRONG_WEEKDAY_RATE`` of the pairs whose pattern names one names a random weekday instead.
 """
@@ -99,8 +99,7 @@ CASES = {"as written": 0.7, "lower": 0.1, "upper": 0.1, "title": 0.1}
 WRONG_WEEKDAY_RATE = 0.1
 
 # The eight test dates of the date-translation exercise in Andrew Ng's deeplearning.ai Sequence
-# Models course ("Neural Machine Translation with Attention"), which chapter 08's reference model
-# (a public character-level Transformer notebook) also used, and what they mean.
+# Models course ("Neural Machine Translation with Attention"), and what they mean.
 REFERENCE_DATES = {
     "3 May 1979": "1979-05-03",
     "5 April 09": "2009-04-05",
