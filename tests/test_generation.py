@@ -294,7 +294,7 @@ def test_the_cache_holds_every_chunk_in_order_and_counts_real_tokens():
     assert cache.length == 28 and cache.keep.shape == (2, 28) and cache.n_real.tolist() == [28, 28]
     with torch.no_grad():  # padding arrives late: the counts follow it
         cache.add_tokens(torch.tensor([[True], [False]]))
-    assert cache.padded and cache.n_real.tolist() == [29, 28]
+    assert not bool(cache.keep.all()) and cache.n_real.tolist() == [29, 28]
 
 
 def test_gradients_flow_through_the_cache():

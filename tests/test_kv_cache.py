@@ -71,9 +71,9 @@ def test_the_cache_records_which_tokens_are_real():
     cache = KVCache(1)
     assert cache.keep is None and cache.n_real is None
     cache.add_tokens(torch.ones(2, 3, dtype=torch.bool))
-    assert cache.keep.shape == (2, 3) and bool(cache.keep.all()) and not cache.padded
+    assert cache.keep.shape == (2, 3) and bool(cache.keep.all())
     cache.add_tokens(torch.tensor([[True, False]] * 2))
-    assert cache.padded and cache.keep.tolist() == [[True, True, True, True, False]] * 2
+    assert cache.keep.tolist() == [[True, True, True, True, False]] * 2
     assert cache.n_real.tolist() == [4, 4] and cache.length == 5
 
 

@@ -1,8 +1,5 @@
-"""The course's models, in the order the chapters meet them.
-
-Importing them loads no plotting, widget or date library: the models take only the special
-token ids from the data package.
-"""
+"""The course's models, in the order the chapters meet them; importing them loads no plotting or
+widget library."""
 from .kernel_regression import KernelRegression, best_sigma, gaussian_kernel, leave_one_out_error, nadaraya_watson
 from .attention.masks import (
     check_mask,
@@ -30,14 +27,7 @@ from .seq2seq.decoding import beam_search, greedy_decode, sequence_log_probs
 from .seq2seq.translate import Translation, complete, translate, translate_with_alignment
 from .gpt.kv_cache import KVCache, LayerCache
 from .gpt.model import IGNORE_INDEX, POSITION_SCHEMES, DecoderOnlyLayer, DecoderOnlyTransformer, completion_loss
-from .gpt.generation import (
-    generate,
-    left_pad,
-    next_token_logits,
-    sampling_distribution,
-    top_k_filter,
-    top_p_filter,
-)
+from .gpt.generation import generate, left_pad, next_token_logits, sampling_distribution, top_k_filter, top_p_filter
 from .positions.learned import LearnedPositionalEmbedding
 from .positions.alibi import alibi_bias, alibi_bias_at, alibi_slopes
 from .positions.rotary import RotaryEmbedding, rotary_frequencies, rotate_pairs

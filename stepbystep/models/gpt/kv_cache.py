@@ -92,10 +92,5 @@ class KVCache:
         for layer in self.layers:
             layer.reorder(rows)
 
-    @property
-    def padded(self):
-        """Whether any token held is padding (reads the mask: a host sync on a GPU)."""
-        return self.keep is not None and not bool(self.keep.all())
-
     def __repr__(self):
         return f"KVCache({len(self.layers)} layers, {self.length} tokens)"

@@ -1,7 +1,7 @@
 """The bridge to PyTorch's ``nn.Transformer`` (chapter 06): a seq2seq wrapper and a weight copier.
 
-PyTorch's boolean masks mean "blocked" where ours mean "may attend", and its padding mask is a
-separate ``key_padding_mask`` ``(N, L)``.
+The boolean masks of PyTorch's modules mean "blocked" where ours mean "may attend", and their
+padding mask is a separate ``key_padding_mask`` ``(N, L)``.
 """
 import torch
 import torch.nn.functional as F
