@@ -382,7 +382,7 @@ fig = plots.attention_maps(one_head.alphas[0], titles=["one head: both questions
 # softmax. Each weight is zeroed with probability $p$, and the
 # survivors are multiplied by $1/(1-p)$. So a row no longer sums to 1; it sums to 1 only *on
 # average*, which keeps the expected context the same as without dropout. Take a module with
-# $p = 0.3$, still in training mode, and one row of its weights (your draws will differ):
+# $p = 0.3$, still in training mode, and one row of its weights (seeded, so the draws repeat; another PyTorch build may draw others):
 
 # %% tags=["nbval-ignore-output"]
 p = 0.3

@@ -545,7 +545,7 @@ for run in runs[::2]:
 # shrinking all the way down (here the first layer, which reads the un-normalised input, gets
 # more than the second). In norm-last, what a lower layer adds reaches the output only through the
 # norm of every wrapper above it, and each norm rescales the gradient that passes through it;
-# in norm-first, the residual path skips every norm.
+# in norm-first, the residual path skips every wrapper's norm.
 #
 # What this seed shows (section 9 repeats it over five seeds):
 
@@ -612,6 +612,16 @@ for label, group in by_setting.items():
     lowers = [run.norms[-1, :3].max() for run in group]
     print(f"{label:28s} final loss: median {np.median(finals):.4f}, from {min(finals):.4f} to {max(finals):.4f}; "
           f"layers 1-3 at the end: median {np.median(lowers):.1e}")
+
+# %% [markdown]
+# And the gradient norms of layers 1 to 6 at initialisation, seed by seed (the warm-up does
+# not change them: it scales the steps, not the first gradients):
+
+# %% tags=["nbval-ignore-output"]
+for label, group in by_setting.items():
+    if group[0].warmup_steps == 0:
+        for seed, run in zip(seeds, group):
+            print(f"{label:28s} seed {seed}:", "  ".join(f"{g:.2f}" for g in run.norms[0]))
 
 # %%
 fig = plots.seed_spread(by_setting)
@@ -725,11 +735,11 @@ ch04.masked_batch_norm.check(masked_batch_norm)
 # the sum of $y$'s features, $\sum_i y_i$, and the sum of their squares, $\sum_i y_i^2$. Write
 # `layer_norm_invariants(d)` returning them as a pair. Then say what they mean geometrically:
 # where in $\mathbb{R}^3$ do the layer norms of three features lie, and why does that leave
-# only two points for $d = 2$? The starter guesses a sum of 0 and a unit vector.
+# only two points for $d = 2$?
 
 # %%
 def layer_norm_invariants(d):
-    return 0.0, 1.0  # replace: (sum of the features, sum of their squares) of every layer-normed token
+    return None, None  # replace: (sum of the features, sum of their squares) of every layer-normed token
 
 
 ch04.layer_norm_invariants.check(layer_norm_invariants)

@@ -315,8 +315,7 @@ expect(torch.all(padding_weights[:, 0][~real] == 0), "the converted mask blocks 
 expect_close(padding_weights[:, 0].sum(dim=-1), 1.0, "and its rows sum to 1", atol=1e-6)
 
 # %% [markdown]
-# With the keep-mask, all the weight lands on the padding and none on the real positions (the
-# checks above): the model would read nothing but the filler. A sequence without padding
+# With the keep-mask, all the weight lands on the padding and none on the real positions: the model would read nothing but the filler. A sequence without padding
 # would have every key blocked, and `nan` again.
 
 # %% [markdown]
@@ -569,8 +568,8 @@ expect(gap < 1e-3, "without dropout, the two runs agree within 1e-3 at every epo
 # different draws made them drift apart. Not necessarily bit for bit: the two add the same
 # numbers in different orders, and over many epochs those rounding differences grow, slowly.
 #
-# Training times depend on the hardware and its load, so read the timing cell as an example.
-# Where they differ, the reason is not the architecture,
+# Training times depend on the hardware and its load, so read the timing cell as an example;
+# the two models may well take about the same time. Where they do differ, the reason is not the architecture,
 # which is the same, but the way each library runs it: PyTorch projects queries, keys and
 # values with one matrix multiplication (`in_proj_weight`) and runs the attention itself in
 # one fused call, while our teaching path takes several small steps and keeps the weights.
@@ -692,8 +691,8 @@ fig = plots.timing_bars(timings, title="one encoder layer, eval mode, (16, 128, 
 # table of operations above is the firmer lesson: only the fused kernel avoids writing the
 # $(N, h, L, L)$ weights out and reading them back, while the fast path saves Python calls
 # between the layer's steps but still computes attention with `bmm` and a softmax. So on the
-# CPU the fast path need not be faster than PyTorch's layer without it; compare their two
-# bars above.
+# CPU the fast path need not be faster than PyTorch's layer without it: how the two compare
+# depends on the machine and its load.
 # What the teaching path buys instead is the weights themselves, which is what every
 # attention map in this course is drawn from.
 

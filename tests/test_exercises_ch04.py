@@ -103,7 +103,21 @@ def test_stack_parameter_count_layer_norms_without_their_shift_are_named():
     result = ch04.stack_parameter_count.check(scale_only)
     assert not result and "each layer norm as d_model values" in repr(result)
     assert "biases" not in repr(result)
-    assert str(ch04.stack_parameter_count._solution(1, 4, 10, True)) not in repr(result)
+    assert str(ch04.stack_parameter_count._solution(*ch04._STACK_CASES[0])) not in repr(result)
+
+
+def test_stack_parameter_count_one_norm_per_layer_is_named(fails_with):
+    def one_norm_per_layer(n_layers, d_model, ff_units, norm_first):
+        right = ch04.stack_parameter_count._solution(n_layers, d_model, ff_units, norm_first)
+        return right - n_layers * 2 * d_model
+
+    message = fails_with(ch04.stack_parameter_count, one_norm_per_layer, "one layer norm per layer")
+    assert "final layer norm" not in message
+
+
+def test_layer_norm_invariants_neutral_starter_gets_a_neutral_message(fails_with):
+    message = fails_with(ch04.layer_norm_invariants, lambda d: (None, None), "replace the two Nones")
+    assert "unit" not in message and "sum of the features is" not in message
 
 
 def test_stack_parameter_count_slips_differ_on_the_first_case():
@@ -112,7 +126,8 @@ def test_stack_parameter_count_slips_differ_on_the_first_case():
     shortfalls = [2 * d,  # final norm
                   n * (f + d), n * f, n * d,  # feed-forward biases
                   n * 4 * d, n * 4 * d + 2 * d,  # layer norms
-                  n * 2 * d + d]  # layer norms' shifts
+                  n * 2 * d + d,  # layer norms' shifts
+                  n * 2 * d]  # one norm per layer
     assert len(set(shortfalls)) == len(shortfalls)
 
 

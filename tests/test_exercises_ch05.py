@@ -122,7 +122,7 @@ def test_greedy_decode_without_feedback_says_which_corner():
         return torch.cat([first, second], dim=1)
 
     result = ch05.greedy_decode.check(no_feedback)
-    assert not result and "the corners before corner 1 match model.predict's, corner 1 differs" in repr(result)
+    assert not result and "the predicted corners before x̂_3 match model.predict's, x̂_3 differs" in repr(result)
 
 
 def test_greedy_decode_wrong_start_and_shape():
@@ -130,7 +130,7 @@ def test_greedy_decode_wrong_start_and_shape():
         return ch05.greedy_decode._solution(model, torch.cat([source[:, :1], torch.zeros_like(source[:, 1:])], 1))
 
     result = ch05.greedy_decode.check(starts_from_zeros)
-    assert not result and "the first predicted corner differs" in repr(result)
+    assert not result and "the first predicted corner (x̂_2) differs" in repr(result)
     result = ch05.greedy_decode.check(lambda model, source: source[:, :1])
     assert not result and "should be (N, target_len, n_features) = (8, 2, 2), got (8, 1, 2)" in repr(result)
 
@@ -203,21 +203,39 @@ def test_teacher_forced_loss_summed_instead_of_averaged_is_named(fails_with):
     fails_with(ch05.teacher_forced_loss, summed, "the sum of the squared errors, not their mean")
 
 
-@pytest.mark.parametrize("answer, words", [
-    (0.5, "too low for what the three losses show"),
-    (0.0, "too low for what the three losses show"),
-    (1.4, "too high"),
+def _gap_losses():
+    """An untrained model, a batch and made-up training- and eval-mode losses around its
+    teacher-forced loss: the measured share is 0.01 / 0.009, about 1.11."""
+    model, x = ch05._model(), ch05._squares(16, seed=3)
+    teacher_forced = ch05._teacher_forced_loss_solution(model, x)
+    return model, x, torch.full((20,), teacher_forced + 0.01), teacher_forced + 0.001
+
+
+@pytest.mark.parametrize("share, words", [
+    (1.0, "too low for these three losses"),  # the unmeasured guess
+    (0.5, "too low for these three losses"),
+    (1.2, "too high for these three losses"),
     (3.0, "divide the drop from the training-mode mean"),
     (-0.2, "divide the drop from the training-mode mean"),
     ("dropout", "expected a number"),
     (None, "expected a number"),
 ])
-def test_gap_cause_wrong_answers(fails_with, answer, words):
-    fails_with(ch05.gap_cause, answer, words)
+def test_gap_cause_wrong_answers(fails_with, share, words):
+    message = fails_with(ch05.gap_cause, (share, *_gap_losses()), words)
+    assert "1.1" not in message
 
 
-def test_gap_cause_accepts_a_share_near_one():
-    assert ch05.gap_cause.check(0.97) and ch05.gap_cause.check(torch.tensor(1.04))
+def test_gap_cause_a_bare_number_asks_for_the_losses(fails_with):
+    fails_with(ch05.gap_cause, 1.0, "call ch05.gap_cause.check((my_gap_share, model, x, train_mode, eval_mode))")
+
+
+def test_gap_cause_accepts_the_measured_share():
+    model, x, train_mode, eval_mode = _gap_losses()
+    share = ch05._gap_cause_solution(model, x, train_mode, eval_mode)
+    assert abs(share - 0.01 / 0.009) < 1e-4  # float32 train_mode
+    assert ch05.gap_cause.check((share, model, x, train_mode, eval_mode))
+    assert ch05.gap_cause.check((torch.tensor(share + 0.005), model, x, train_mode, eval_mode))
+    assert model.training  # the checker leaves the model's mode alone
 
 
 def _decode_without_encode(model, full):

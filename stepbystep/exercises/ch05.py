@@ -141,33 +141,38 @@ teacher_forced_loss = Exercise(
 )
 
 
-def _gap_cause_solution():
+def _gap_cause_solution(model, x, train_mode, eval_mode):
     # three losses on the same training batch, each neighbouring pair differing in one thing:
     #   training mode: dropout on,  teacher forcing  (mean over dropout draws)
     #   your function: dropout off, teacher forcing  -> differs from the first only in dropout
     #   eval mode:     dropout off, greedy           -> differs from the second only in teacher forcing
-    # the share of the gap that switching dropout off closes:
-    #   teacher_forced = my_teacher_forced_loss(model, x)
-    #   share = (train_mode.mean() - teacher_forced) / (train_mode.mean() - eval_mode)
-    # with dropout off, the two decodings give almost the same loss, so dropout closes about all of it
-    return 1.0
+    teacher_forced = _teacher_forced_loss_solution(model, x)  # or my_teacher_forced_loss(model, x)
+    train_mean = float(torch.as_tensor(train_mode).mean())
+    # the share of the gap that switching dropout off closes; with dropout off the two decodings
+    # give almost the same loss, so dropout closes about all of it
+    return (train_mean - teacher_forced) / (train_mean - float(eval_mode))
+
+
+_GAP_CALL = "call ch05.gap_cause.check((my_gap_share, model, x, train_mode, eval_mode))"
 
 
 def _check_gap_cause(answer):
-    value = as_number(answer)
+    if not isinstance(answer, tuple) or len(answer) != 5:
+        return f"{_GAP_CALL}, so the checker can measure the share on the same losses"
+    share, model, x, train_mode, eval_mode = answer
+    value = as_number(share)
     if value is None:
-        return f"expected a number, the share of the gap you measured, got {type(answer).__name__}"
-    if 0.85 <= value <= 1.15:
+        return f"expected a number, the share of the gap you measured, got {type(share).__name__}"
+    measured = _gap_cause_solution(model, x, train_mode, eval_mode)
+    if abs(value - measured) <= 0.01:
         return None
     if value < 0 or value > 2:
         return ("a share of the gap between the training-mode mean and the eval-mode loss lies near the "
                 "range 0 to 1: divide the drop from the training-mode mean to your teacher-forced loss by "
                 "the whole drop from the training-mode mean to the eval-mode loss")
-    if value < 0.85:
-        return ("too low for what the three losses show: measure the teacher-forced loss with your "
-                "function on x and put it between the other two")
-    return ("too high: that would put the teacher-forced loss well below the eval-mode loss; measure it "
-            "with your function on x")
+    side = "low" if value < measured else "high"
+    return (f"{value:g} is too {side} for these three losses: measure the teacher-forced loss with your "
+            "function on x and line it up with the training-mode mean and the eval-mode loss")
 
 
 gap_cause = Exercise(
@@ -228,7 +233,8 @@ corner_baseline = Exercise(
 
 
 def _corner_baseline_mse_solution():
-    # the snapped prediction is the exact corner c; a target corner is c + noise, the noise of
+    # the floor of the data: a predictor that copied none of the source's noise would reach it.
+    # The snapped prediction is the exact corner c; a target corner is c + noise, the noise of
     # standard deviation 0.1 per coordinate, so the expected squared error per coordinate is its
     # variance. (The mirror baseline keeps the source's noise as well: 2 * 0.1**2 = 0.02.)
     return 0.1**2
@@ -246,15 +252,15 @@ def _check_corner_baseline_mse(answer):
     if value < 0.009:
         return ("too low: whatever a predictor does, the target corners carry their own noise, which no "
                 "prediction made from the source can foresee")
-    return ("too high: the baseline's corners are exact, so its error is only what the targets' own noise "
-            "(standard deviation 0.1 per coordinate) puts between them and the prediction")
+    return ("too high: once the prediction is an exact corner, which of the two noises, the source's "
+            "and the target's, is left?")
 
 
 corner_baseline_mse = Exercise(
     "the nearest-corner baseline's expected MSE",
     _check_corner_baseline_mse,
     "an MSE averages squared errors per coordinate. Once the prediction is the exact corner, what is "
-    "left between it and a target corner? Its variance is the expected MSE",
+    "left between it and a target corner?",
     _corner_baseline_mse_solution,
 )
 
@@ -313,9 +319,11 @@ def _check_greedy_decode(answer):
         return "your decoder read the states of the batch encoded before this one: encode this one first"
     for i in range(model.target_len):
         if not torch.allclose(got[:, i], expected[:, i], atol=1e-5):
+            first = model.input_len  # the corners count from x_0, so the predicted ones start at x_{input_len}
             if i == 0:
-                return "the first predicted corner differs from model.predict's"
-            return f"the corners before corner {i} match model.predict's, corner {i} differs"
+                return f"the first predicted corner (x̂_{first}) differs from model.predict's"
+            return (f"the predicted corners before x̂_{first + i} match model.predict's, "
+                    f"x̂_{first + i} differs")
     return None
 
 
