@@ -900,7 +900,7 @@ ch02.shift_rotation.check(my_rotation)
 # In the book's setup, `EncoderDecoderSelfAttn`, it starts from the last source corner. Predict
 # first: in that setup, will the order-blind models still stall around 0.5? Then train
 # `EncoderDecoderSelfAttn` with `EncoderSelfAttn`/`DecoderSelfAttn` and with
-# `EncoderPe`/`DecoderPe` (`max_len=2`) at three seeds each (seeding both the weights and
+# `EncoderPe`/`DecoderPe` (`max_len=2`) at five seeds each (seeding both the weights and
 # the batch order, `sbs.train(20, seed=seed)`), and compare the median test losses. Before you train, think about what the decoder knows from its first input and,
 # through cross-attention, from the encoded source. (If you swap the source corners of a test
 # square, note that the decoder's first input changes too.) Check your two medians as a dict.

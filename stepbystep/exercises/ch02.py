@@ -61,13 +61,24 @@ def _check_decoder_mask(make_mask):
             return "a query can read keys that come after it: the causal part is missing"
         if torch.equal(mask, causal | padding):
             return "your mask lets a key through if it passes either mask; it has to pass both"
+        upper = torch.ones(size, size, dtype=torch.bool).triu()[None]  # (1, L, L): keys i..L-1
+        if torch.equal(mask, upper & padding):
+            return ("a query may attend to the keys after it and not to the ones before it: check which triangle "
+                    "your causal part keeps")
         if torch.equal(mask, expected.transpose(1, 2)):
             return "query 0 may attend to a later key: your mask is the transpose of the right one"
-        if (~mask.any(dim=-1))[~real].any():  # a padded query with no key left to read
+        short = torch.arange(size) < (lengths - 1)[:, None]  # (N, L): real positions but the last
+        if torch.equal(mask, causal & short[:, None, :]):
+            return ("your mask hides the last real key of each sequence: check the comparison that turns the lengths "
+                    "into real positions")
+        rows = real[:, :, None]  # (N, L, 1): real queries
+        if torch.equal(mask, causal & rows) or torch.equal(mask, expected & rows):  # padded query rows blocked
             return ("a padded query's row lets it read no key at all, so its softmax has nothing to normalise (NaN); "
                     "padding hides keys (columns), not queries")
         if not expected.diagonal(dim1=1, dim2=2)[real].eq(mask.diagonal(dim1=1, dim2=2)[real]).all():
             return "a real position must be allowed to attend to itself"
+        if (~mask.any(dim=-1)).any():  # a query with no key left to read
+            return "a query's row lets it read no key at all, so its softmax has nothing to normalise (NaN)"
         reads_too_much = bool((mask & ~expected).any())
         hides_too_much = bool((~mask & expected).any())
         if reads_too_much and hides_too_much:
@@ -224,7 +235,7 @@ def _decoder_start_solution():
     medians = {}
     for variant in ("no PE", "PE"):
         losses = []
-        for seed in range(3):
+        for seed in range(5):
             torch.manual_seed(seed)
             if variant == "no PE":
                 encoder, decoder = EncoderSelfAttn(3, 2, 10, n_features=2), DecoderSelfAttn(3, 2, 10, n_features=2)
@@ -240,8 +251,10 @@ def _decoder_start_solution():
         medians[variant] = statistics.median(losses)
     # No: the decoder's first input is the last source corner and cross-attention gives it the
     # set of both, so the first corner is the other one; the order reaches the decoder without
-    # positions. The order-blind median falls well below 0.5 (a seed can still come close), and
-    # positions still help: its median stays above the one with positions.
+    # positions. The order-blind median falls far below the fixed-start floor of 0.5 (some seeds
+    # solve the task, 0.02), and with positions the median is about the same: over 16 seeds,
+    # 0.25 without and 0.26 with, each variant winning at 8 of them. In this setup positions
+    # add nothing the first input did not already give.
     return medians
 
 
@@ -253,11 +266,15 @@ def _check_decoder_start(answer):
     if not all(isinstance(value, (int, float)) and 0 < value < 2 for value in answer.values()):
         return "expected two test losses, positive numbers of the size the study above printed"
     if answer["no PE"] >= 0.45:
-        return ("your order-blind median is still around the floor of 0.5: check that the decoder starts from the last "
-                "source corner (EncoderDecoderSelfAttn, not FixedStartSeq2Seq) and that you trained for 20 epochs")
-    if answer["PE"] >= answer["no PE"]:
-        return ("your median with positions is not below the order-blind one: check that EncoderPe and DecoderPe got "
-                "max_len=2 and were trained like the others; at three seeds, also try three more")
+        return ("your order-blind median is near the floor of 0.5: did the decoder start from the last source corner "
+                "(EncoderDecoderSelfAttn, not FixedStartSeq2Seq), trained for 20 epochs? With few seeds one unlucky "
+                "seed can do this too, so use five")
+    if answer["PE"] >= 0.45:
+        return ("your median with positions is near the floor of 0.5: did EncoderPe and DecoderPe get max_len=2 and "
+                "the decoder start from the last source corner, trained for 20 epochs at five seeds?")
+    if abs(answer["PE"] - answer["no PE"]) > 0.25:
+        return ("your two medians differ by more than the spread between seeds explains: check that both variants "
+                "were built and trained the same way (EncoderDecoderSelfAttn, lr 0.01, 20 epochs, the same five seeds)")
     return None
 
 
