@@ -622,8 +622,8 @@ position_explorer()
 #   heads a steepest slope of 1/2 raises its score at every length.
 # - Copying the token 8 back turns the ranking over: ALiBi learns it only partly (about 25%,
 #   about the same as no positions), since its bias never favours a key 8 back; RoPE learns it
-#   and holds at 4× (median 100% over 3 seeds, its lowest seed 80%). Kazemnejad et al. found no positions at all best on their tasks:
-#   rankings depend on the task.
+#   and holds at 4× (median 100% over 3 seeds, its lowest seed 80%). Kazemnejad et al. found
+#   no positions at all best on their tasks: rankings depend on the task.
 # - RoPE breaks past about 2× on lag-1 copy. A likely reason, untested here, is that its slow
 #   pairs meet angles never seen in training; yet on lag-8 copy it meets the same angles and
 #   holds. Position interpolation, NTK-aware scaling and YaRN rescale the angles back into the
