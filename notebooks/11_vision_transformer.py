@@ -305,7 +305,8 @@ for wrong in [torch.zeros(8, 3, 12, 12), torch.zeros(8, 1, 16, 16), torch.zeros(
 # chapter 08 in one scheduler (it also moves Adam's momentum $\beta_1$ the other way, down
 # while the learning rate goes up); `StepByStep` steps it after every mini-batch. This is
 # fewer steps than the book's 20 epochs of 16 images at $10^{-3}$, so the whole chapter runs
-# in seconds.
+# in seconds. The held-out images serve as the validation set: their loss is what
+# `StepByStep` calls the validation loss, and the figure below labels it so.
 
 # %%
 train_loader = DataLoader(train_data, batch_size=32, shuffle=True, generator=torch.Generator())
@@ -426,7 +427,7 @@ expect(min(shuffled_accuracies) >= 0.9, "with its patches in any of the 5 orders
 # model, though, and a model that could use the positions. The control for the task itself is
 # a ViT that **never** knows where a patch is: `ShuffledPatches` puts each image's patch tokens
 # in a new random order every time, in training and in test, before the positions are added.
-# The same recipe (`fit`: cross-entropy, Adam, one-cycle, 16 epochs of 32 images), 3 seeds,
+# The same recipe (`fit`: cross-entropy, Adam, one-cycle, 16 epochs in mini-batches of 32), 3 seeds,
 # each fixing the initial weights, the batches and the orders:
 
 # %% tags=["nbval-ignore-output"]
@@ -441,11 +442,12 @@ expect(blind_accuracies.min() >= 0.95, "a ViT blind to positions reaches at leas
 
 # %% [markdown]
 # Blind to positions, the ViT still learns the task in every seed: this task does not need
-# positions. Every patch that holds part of the line already shows its direction (look at
-# patch 3 above), so "which patches show a diagonal, and which one" is enough, wherever they
-# are. The learned table and the encoder's
-# sinusoidal encoding are there, but nothing forces the model to use them, and a comparison
-# with the CNN on this task cannot show what either model assumes about images.
+# positions. All but 3 of the 67 possible lines put at least two of their pixels in one
+# patch, and that patch shows the line's direction (look at patch 3 above); the other 3 are
+# lines of a single corner pixel, and they tell their class by the corner of its patch where
+# that pixel sits. So what each patch shows is enough, wherever the patches are. The learned
+# table and the encoder's sinusoidal encoding are there, but nothing forces the model to use
+# them, and a comparison with the CNN on this task cannot show what either model assumes about images.
 #
 # ## A task where positions matter: where is the bar?
 #
@@ -539,6 +541,7 @@ line_patches = F.max_pool2d((val_images == 1.0).float(), kernel_size=4).flatten(
 n_line, n_all = int(line_patches.sum()), line_patches.numel()
 print(f"patches the line passes through: {n_line} of {n_all} ({n_line / n_all:.1%})")
 
+# %% [markdown]
 # The same share for **untrained** models is the reference: the chapter's model before training
 # (seed 17) and three more seeds. Whatever the trained heads do beyond it, training did.
 
