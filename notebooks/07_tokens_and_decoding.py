@@ -31,6 +31,7 @@
 #   **masked (token) accuracy** and **exact match**.
 
 # %%
+import math
 import statistics
 
 import torch
@@ -311,9 +312,9 @@ expect(eos_reads_first > 0.9, "over 90% of the <eos> rows read the first source 
 # %% [markdown]
 # ## A pitfall: the size of the embeddings
 #
-# Both stacks add the positional encoding of chapter 02 to the embeddings. The rule, as
-# chapter 02 put it, is to make the input and the encoding **comparable in size**, so that
-# neither drowns the other. The paper multiplies its embeddings by $\sqrt{d_{model}}$ (section
+# Both stacks add the positional encoding of chapter 02 to the embeddings. A common reading,
+# as chapter 02 put it, is about size: the input and the encoding should be **comparable**, so
+# that neither drowns the other. The paper multiplies its embeddings by $\sqrt{d_{model}}$ (section
 # 3.4) and does not say why. In its reference implementation (tensor2tensor) the embedding,
 # shared with the output layer, starts with standard deviation $d_{model}^{-1/2}$, so there the
 # product has entries of about 1, like the sinusoids. The book keeps the factor for the
@@ -664,11 +665,20 @@ with_exact = [exact for _, exact in warmup_runs["with warm-up"].values()]
 without_exact = sorted(exact for _, exact in warmup_runs["without"].values())
 expect(min(with_exact) >= 0.97, "with the warm-up, every seed reverses at least 97% of the words", got=with_exact)
 expect(without_exact[1] < 0.5, "without it, the median seed reverses under half of the words", got=without_exact)
+learned_losses = [loss for loss, exact in warmup_runs["with warm-up"].values()]
+failed_losses = [loss for loss, exact in warmup_runs["without"].values() if exact < 0.5]
+uniform_loss = math.log(len(vocab))
+expect(min(failed_losses) > 10 * max(learned_losses),
+       "every run without warm-up that failed ends with over 10 times the validation loss of any warm-up run",
+       got=(failed_losses, learned_losses))
+expect(max(failed_losses) < uniform_loss - 0.3,
+       "and yet below the loss of a uniform guess, ln V, by more than 0.3", got=(failed_losses, uniform_loss))
 
 # %% [markdown]
 # With the warm-up, all three seeds learn the task (at least 97% of the words exact). Without
-# it, at this learning rate, the median seed reverses under half of the words: a run that
-# fails keeps a validation loss near that of a uniform guess. Three seeds per setting cannot
+# it, at this learning rate, the median seed reverses under half of the words. A run that
+# fails ends with a validation loss many times that of a run that learned, but below the
+# loss of a uniform guess: it learned something about the letters, and no word. Three seeds per setting cannot
 # say how often a run without warm-up fails, only that it does here while no warm-up run
 # did. What a warm-up buys here is safety in the first steps: without it, whether a run at
 # this learning rate learns at all is left to chance. Layers that normalise first, as
@@ -706,11 +716,11 @@ expect(word_exact <= word_masked, "a whole word right is no more common than a l
 # %% [markdown]
 # Counting the padded positions drags the token accuracy down: the model was never trained
 # to predict anything there. Here the masked accuracy is above the exact match: it grades
-# each letter separately, and with the true previous letters in hand (a word right under
-# free-running decoding is right under teacher forcing too, so this is the usual order, but
-# not a rule: the token accuracy weighs long words more, and a batch whose short words are
-# exact and long ones wrong can have the opposite order). The exact match is
-# what a user of the model sees.
+# each letter separately, with the true previous letters in hand. That is the usual order: a
+# word that greedy decoding writes right is also right letter by letter under teacher
+# forcing. It is not a rule, though: the token accuracy weighs long words more, so a batch
+# whose short words are exact and whose long ones are wrong can reverse it. The exact match
+# is what a user of the model sees.
 
 # %% [markdown]
 # ## Greedy decoding vs beam search
@@ -766,6 +776,8 @@ beam_not_worse = (beam_scores >= greedy_scores - 1e-4).float().mean().item()
 print(f"beam output at least as likely as greedy's: {beam_not_worse:.1%}")
 differ = [i for i in range(n_beam) if vocab.decode(beam_greedy[i]) != vocab.decode(word_beam[i])]
 print(f"words where the two decoders disagree: {len(differ)}")
+beam_shorter = sum(len(vocab.decode(word_beam[i])) < len(vocab.decode(beam_greedy[i])) for i in differ)
+print(f"  of which the beam's output is shorter than greedy's: {beam_shorter}")
 for i in differ[:6]:
     print(f"  {word_val[i][0]:>12}: greedy {vocab.decode(beam_greedy[i]):>12} ({greedy_scores[i]:6.2f}), "
           f"beam {vocab.decode(word_beam[i]):>12} ({beam_scores[i]:6.2f}), right: {word_val[i][1]}")
@@ -780,9 +792,10 @@ expect(max(beam_exact.values()) < 0.1, "neither decoder gets even 10% of the wor
 # The numbers in brackets are each output's log-probability under the model. Where the two
 # disagree, the beam usually found an output the model itself scores higher, which is the
 # point of searching. It is not guaranteed: the beam may drop greedy's path early, when $B$
-# other beginnings score higher and those all end worse. Look also for a beam output much
-# shorter than the word: with $\alpha = 0$ an `<eos>` written early ends the sum of negative
-# terms, which is the bias a length penalty counters. Greedy's first token is always in the
+# other beginnings score higher and those all end worse. With $\alpha = 0$ an `<eos>` written
+# early ends the sum of negative terms, a bias towards short outputs that a length penalty
+# counters; the count printed above of the words where the beam's output is shorter than
+# greedy's says how much it shows here. Greedy's first token is always in the
 # beam, but at a later step $B$ other prefixes may outscore greedy's prefix and push it out;
 # if their continuations then turn out unsure while greedy's would have been sure, greedy
 # ends with the more likely output. Whether the output is also *right*

@@ -146,9 +146,27 @@ def test_masked_accuracy_by_prediction_is_not_called_counting_pads():
     (ch07._beam_token_swapped, "beam index and the token are swapped"),
     (ch07._index_by_width, "holds V tokens"),
     (ch07._finished_pays_pad, "goes on at no cost"),
+    (ch07._finished_dropped, "a finished beam left the beam"),
     (lambda scores, finished, log_probs, width: ch07._beam_step_solution(scores, finished, log_probs, 2),
      "with beam_width 3 your step keeps 2 candidates"),
 ])
 def test_beam_step_named_slips_fail(fails_with, mistake, words):
     message = fails_with(ch07.beam_step, mistake, words)
     assert "-1.193" not in message and "-1.179" not in message
+
+
+def test_beam_step_dropping_finished_is_not_called_paying_pad():
+    result = ch07.beam_step.check(ch07._finished_dropped)
+    assert not result and "log-probability of <pad>" not in result.message
+    result = ch07.beam_step.check(ch07._finished_pays_pad)
+    assert not result and "left the beam" not in result.message
+
+
+@pytest.mark.parametrize("mistake, words", [
+    (lambda predicted, targets, eos_id: ch07._exact_match_solution(predicted, targets, 2), "does not use eos_id"),
+    (lambda predicted, targets, eos_id: ((predicted == targets) | (targets == 0)).all(1).float().mean().item(),
+     "what follows the target's <eos> was compared"),
+])
+def test_exact_match_named_slips_fail(fails_with, mistake, words):
+    message = fails_with(ch07.exact_match, mistake, words)
+    assert "100%" not in message and "0%" not in message  # the named slip, not the case's verdict

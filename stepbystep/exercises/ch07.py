@@ -114,18 +114,29 @@ def _exact_match_solution(predicted, targets, eos_id):
 @expects_function("exact_match(predicted, targets, eos_id)")
 def _check_exact_match(answer):
     targets = torch.tensor([[5, 6, EOS, PAD], [7, EOS, PAD, PAD], [5, 5, 5, EOS], [6, 6, EOS, PAD]])  # (4, 4)
-    cases = [  # (what the one-row case is, prediction, target, whether it is a match)
-        ("a right output followed by other tokens after <eos>", torch.tensor([[5, 6, EOS, 9]]), targets[:1], True),
-        ("an output that goes on where it should write <eos>", torch.tensor([[7, 7, PAD, PAD]]), targets[1:2], False),
-        ("an output that stops too early", torch.tensor([[5, 5, EOS, PAD]]), targets[2:3], False),
-        ("a right output, padded after <eos>", torch.tensor([[6, 6, EOS, PAD]]), targets[3:], True),
+    other_eos = 4  # a vocabulary whose <eos> has id 4, and where id EOS is an ordinary token
+    cases = [  # (what the one-row case is, prediction, target, eos_id, whether it is a match, named slip)
+        ("a right output followed by other tokens after <eos>", torch.tensor([[5, 6, EOS, 9]]), targets[:1], EOS,
+         True, None),
+        ("an output that goes on where it should write <eos>", torch.tensor([[7, 7, PAD, PAD]]), targets[1:2], EOS,
+         False, None),
+        ("an output that stops too early", torch.tensor([[5, 5, EOS, PAD]]), targets[2:3], EOS, False, None),
+        ("a right output, padded after <eos>", torch.tensor([[6, 6, EOS, PAD]]), targets[3:], EOS, True, None),
+        ("a right output for a target with real tokens after its <eos>", torch.tensor([[5, EOS, 9, 9]]),
+         torch.tensor([[5, EOS, 7, 7]]), EOS, True,
+         "what follows the target's <eos> was compared, but only the positions up to its first eos_id count"),
+        (f"with eos_id = {other_eos}, an output wrong before the target's <eos>", torch.tensor([[EOS, 9, other_eos, PAD]]),
+         torch.tensor([[EOS, 5, other_eos, PAD]]), other_eos, False,
+         f"your function does not use eos_id: here it is {other_eos}, and id {EOS} is an ordinary token"),
     ]
-    for description, predicted, target, is_match in cases:
-        value = answer(predicted, target, EOS)
+    for description, predicted, target, eos_id, is_match, slip in cases:
+        value = answer(predicted, target, eos_id)
         problem = _number_problem("exact_match", value)
         if problem:
             return problem
         if abs(as_number(value) - float(is_match)) > 1e-6:
+            if slip:
+                return f"on {description}: {slip}"
             verdict = "a match" if is_match else "a mismatch"
             return f"{description} is {verdict}, but your function gives {as_number(value):.0%} for it"
     predicted = torch.tensor([[5, 6, EOS, 9], [7, 7, PAD, PAD], [5, 5, 5, EOS], [6, 6, EOS, 8]])  # (4, 4)
@@ -211,14 +222,29 @@ def _finished_pays_pad(scores, finished, log_probs, beam_width):
     return totals.view(-1)[best], best // vocab_size, best % vocab_size
 
 
+def _finished_dropped(scores, finished, log_probs, beam_width):
+    """A typical mistake: a finished beam leaves the beam (its row of totals all -inf)."""
+    log_probs = torch.as_tensor(log_probs, dtype=torch.float)  # (B, V)
+    finished = torch.as_tensor(finished, dtype=torch.bool)  # (B,)
+    totals = torch.as_tensor(scores).unsqueeze(-1) + log_probs  # (B, V)
+    totals = totals.masked_fill(finished.unsqueeze(-1), float("-inf"))  # (B, V)
+    best = totals.view(-1).topk(beam_width).indices  # (beam_width,)
+    vocab_size = log_probs.shape[-1]
+    return totals.view(-1)[best], best // vocab_size, best % vocab_size
+
+
 def _beam_cases():
     """(what the case is, scores, finished, log_probs, beam_width): two beams over five tokens (0 = <pad>),
     no ties."""
     log_probs = torch.log(torch.tensor([[0.01, 0.34, 0.26, 0.22, 0.17],  # beam 0: spread out
                                         [0.01, 0.04, 0.05, 0.50, 0.40]]))  # (2, 5) beam 1: two sure tokens
+    # beam 1 finished, with a likely <pad>: paying log p(<pad>) still keeps it in the top 2, dropping it does not
+    finished_log_probs = torch.log(torch.tensor([[0.01, 0.34, 0.26, 0.22, 0.17],
+                                                 [0.30, 0.04, 0.05, 0.32, 0.29]]))  # (2, 5)
     return [
         ("two live beams", torch.tensor([-0.1, -2.0]), torch.tensor([False, False]), log_probs, 2),
-        ("a finished beam beside a live one", torch.tensor([-1.0, -0.3]), torch.tensor([False, True]), log_probs, 2),
+        ("a finished beam beside a live one", torch.tensor([-1.0, -0.3]), torch.tensor([False, True]),
+         finished_log_probs, 2),
         ("two live beams with beam_width 3", torch.tensor([-0.6, -0.5]), torch.tensor([False, False]), log_probs, 3),
     ]
 
@@ -260,6 +286,7 @@ def _check_beam_step(answer):
             (_beam_token_swapped, "the right candidates, but the beam index and the token are swapped"),
             (_index_by_width, "the beam and the token were recovered from the flat index with the beam width, "
                               "but each beam's row of the flattened table holds V tokens"),
+            (_finished_dropped, "a finished beam left the beam: it stays, going on with <pad> at no cost"),
             (_finished_pays_pad, "a finished beam paid the model's log-probability of <pad>: a finished beam "
                                  "goes on at no cost"),
         ]:
