@@ -205,6 +205,10 @@ def test_tied_logit_std_divided_is_caught(fails_with):
     fails_with(ch09.tied_logit_std, lambda s, d: s / math.sqrt(d), "not with d_model as a dot product does")
 
 
+def test_tied_logit_std_wrong_constant_is_caught(fails_with):
+    fails_with(ch09.tied_logit_std, lambda s, d: s * math.sqrt(d / 3), "constant is off")
+
+
 def test_tied_logit_std_wrong_in_the_std_is_caught(fails_with):
     fails_with(ch09.tied_logit_std, lambda s, d: s ** 2 * math.sqrt(d), "multiplied by 10/3")
 
@@ -296,3 +300,9 @@ def test_completion_mask_float_targets_are_caught(fails_with):
     def floats(stream, n):
         return torch.cat([torch.full((n - 1,), -100.0), stream[n:].float()])
     fails_with(ch09.completion_mask, floats, "integer ids (torch.long)")
+
+
+def test_completion_mask_int32_targets_are_caught(fails_with):
+    def int32(stream, n):
+        return ch09.completion_targets(stream, n).to(torch.int32)
+    fails_with(ch09.completion_mask, int32, "F.cross_entropy needs torch.long")

@@ -121,3 +121,10 @@ def test_stream_attention_masks_the_future_and_bars_name_their_colours(vocab):
     assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == ["kept", "filtered out"]
     plain, smooth = plots.smoothed_targets(64, 5, 0.1).axes
     assert plain.get_xlim() == smooth.get_xlim() == (-0.8, 8.8)
+
+
+def test_stream_attention_turns_long_key_labels_upright(vocab):
+    weights = torch.softmax(torch.randn(2, 3, 3), dim=-1)
+    fig = plots.stream_attention(weights, ["<sos>", "T", "u"])
+    ticks = {t.get_text(): t.get_rotation() for t in fig.axes[0].get_xticklabels()}
+    assert ticks == {"<sos>": 90.0, "T": 0.0, "u": 0.0}

@@ -162,8 +162,11 @@ def _check_completion_mask(answer):
             return (f"a stream of {len(stream)} tokens has {len(wanted)} next-token targets (the last token "
                     f"predicts nothing), got {len(got)}")
         if got.dtype != torch.long:
-            return (f"targets must be integer ids (torch.long), got {got.dtype}: the loss reads floating-point "
-                    f"targets as probabilities")
+            if got.dtype.is_floating_point:
+                return (f"targets must be integer ids (torch.long), got {got.dtype}: the loss reads "
+                        f"floating-point targets as probabilities")
+            return (f"targets must be integer ids (torch.long), got {got.dtype}: F.cross_entropy needs "
+                    f"torch.long class ids")
         counted = got != IGNORE_INDEX
         if counted.any() and not (counted & (wanted != IGNORE_INDEX)).any():
             return "you count the prompt's targets and mask the completion's: it should be the other way round"
@@ -227,6 +230,10 @@ def _check_tied_logit_std(answer):
                 "variances, not their standard deviations")
     if abs(ratio - 1) < 0.05:
         return "the prediction does not change with d_model, but a logit sums d_model products"
+    if abs(ratio - 2) < 0.1:
+        return ("the prediction grows the right way with both the embedding's standard deviation and d_model, "
+                "but its constant is off: what is the variance of one product of a state component (variance "
+                "about 1) and an embedding entry?")
     return "the prediction scales with the embedding's standard deviation, but not with d_model as a dot product does"
 
 

@@ -85,6 +85,9 @@ def stream_attention(weights, tokens, first_row=0, head=None, fig=None, layer_na
     cmap = plt.get_cmap(WEIGHTS["cmap"]).with_extremes(bad=_MASKED)
     image = ax.imshow(shown, aspect="auto", **{**WEIGHTS, "cmap": cmap})
     ax.set_xticks(range(len(labels)), labels)
+    for tick in ax.get_xticklabels():
+        if len(tick.get_text()) > 1:  # e.g. "<sos>": upright it would touch its neighbours
+            tick.set_rotation(90)
     ax.set_yticks(range(shown.shape[0]), labels[first_row:])
     ax.set_xlabel("token read (key)")
     ax.set_ylabel("position writing the next token")
