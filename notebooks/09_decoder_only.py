@@ -776,8 +776,9 @@ expect(uncached_end > 2 * cached_end, "and the last 50 tokens cost more than twi
 
 # %% [markdown]
 # Without the cache, a step's cost grows with the stream it reruns: the red curve's slope is
-# what the cache saves per extra token of context (its small regular drops come from how the
-# matrix-multiply kernels split lengths, not from the model). With it, the cost stays almost flat: only
+# what the cache saves per extra token of context (its small regular drops, every 16 or so
+# tokens, most likely come from how the matrix-multiply kernels block the lengths; we did not
+# measure their cause). With it, the cost stays almost flat: only
 # the one row of attention grows. `generate` preallocates its cache
 # (`model.new_cache(capacity=...)`, like Hugging Face's `StaticCache`) and writes each new key
 # and value in place; a cache that grew by `torch.cat` would also copy itself at every step.
