@@ -226,7 +226,8 @@ expect(digit_val_loss < 0.02, "the validation loss is below 0.02", got=digit_val
 device = digit_trainer.device
 val_source, val_target_out = source.to(device), target_out.to(device)  # (300, 16), (300, 17)
 with torch.no_grad():
-    memory, source_mask = digit_model.encode(val_source)  # (300, 16, 32): encoded once, read at every step
+    memory = digit_model.encode(val_source)  # (300, 16, 32): encoded once, read at every step
+    source_mask = digit_model.source_mask(val_source)  # (300, 1, 16): False at padding
     generated = torch.full((len(val_source), 1), digit_vocab.sos_id, device=device)  # (300, 1)
     for step in range(17):  # 16 digits and <eos>
         logits = digit_model.decode(generated, memory, source_mask)  # (300, step + 1, 14)

@@ -269,8 +269,9 @@ print(f"pos_embed all zeros: {bool((model.pos_embed == 0).all())}; same logits a
 # %% [markdown]
 # ## Shapes through the model
 #
-# `model(images)` runs three steps: `preprocess` (patch embeddings, the CLS token in front,
-# the learned positions added), `encode` (the encoder, then the CLS state alone) and the head.
+# `model(images)` runs four steps: `preprocess` (patch embeddings, the CLS token in front,
+# the learned positions added), `encode` (the encoder: one state per token), `pool` (the CLS
+# state alone) and the head.
 # For a batch of 8 images:
 
 # %%
@@ -278,8 +279,8 @@ batch = train_images[:8]  # (8, 1, 12, 12)
 with torch.no_grad():
     tokens = model.embed(batch)  # (8, 9, 16): one token per patch
     source = model.preprocess(batch)  # (8, 10, 16): CLS first, then the patches
-    states = model.encoder(source)  # (8, 10, 16): one state per token
-    cls_state = states[:, 0]  # (8, 16): what the head reads
+    states = model.encode(source)  # (8, 10, 16): one state per token
+    cls_state = model.pool(states)  # (8, 16): the CLS state, what the head reads
     logits = model.mlp(cls_state)  # (8, 3): one logit per class
 for name, tensor in [("images", batch), ("patch tokens", tokens), ("with CLS", source),
                      ("encoder states", states), ("CLS state", cls_state), ("logits", logits)]:
@@ -650,7 +651,7 @@ ch11.token_count.check(my_tokens_and_weights)
 # **3. Mean pooling.** Instead of the CLS state, many image Transformers average the states of
 # the patch tokens. Write `my_mean_pool(states)` that turns the encoder's states
 # $(N, 1 + n_{patches}, d_{model})$ into one vector per image $(N, d_{model})$ that way. Then
-# subclass `ViT`, override `encode(self, source)` to use it, train the subclass exactly as above
+# subclass `ViT`, override `pool(self, states)` to use it, train the subclass exactly as above
 # and compare its held-out accuracy with the CLS model's (no checker for that part: compare the
 # numbers, and try more than one seed before drawing a conclusion). Why would the new model's
 # CLS attention maps tell you nothing?

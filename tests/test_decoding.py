@@ -25,7 +25,10 @@ class MarkovModel(nn.Module):
         self.max_len = 20
 
     def encode(self, source_ids):
-        return source_ids[:, :1].float().unsqueeze(-1), None  # (N, 1, 1): which table
+        return source_ids[:, :1].float().unsqueeze(-1)  # (N, 1, 1): which table
+
+    def source_mask(self, source_ids):
+        return None  # no padding
 
     def decode(self, target_in, memory, source_mask):
         tables = self.log_tables[memory[:, 0, 0].long()]  # (N, V, V)

@@ -22,7 +22,7 @@ def test_shapes_and_cross_attention_weights():
     source, target_in = random_ids(3, 7, 9), random_ids(3, 5, 11)
     logits = model(source, target_in)
     assert logits.shape == (3, 5, 11)
-    memory, source_mask = model.encode(source)
+    memory, source_mask = model.encode(source), model.source_mask(source)
     assert memory.shape == (3, 7, 16) and source_mask.shape == (3, 1, 7)
     assert torch.allclose(model.decode(target_in, memory, source_mask), logits, atol=1e-6)
     alphas = model.decoder.layers[-1].cross_attn_heads.alphas
@@ -47,7 +47,7 @@ def test_without_padding_masks_padding_changes_the_output():
     model = make_model(pad_id=None)
     source, target_in = random_ids(1, 5, 9), random_ids(1, 4, 11)
     padded_source = torch.cat([source, torch.zeros(1, 3, dtype=torch.long)], dim=1)
-    assert model.encode(source)[1] is None
+    assert model.source_mask(source) is None
     assert not torch.allclose(model(padded_source, target_in), model(source, target_in), atol=1e-3)
 
 
@@ -132,7 +132,7 @@ def test_decoding_with_a_cache_gives_the_rows_of_the_whole_target(norm_first, st
     target_in = random_ids(3, 6, 11, seed=1)
     target_in[1, 3] = 0  # padding inside a target: never attended to, with or without the cache
     with torch.no_grad():
-        memory, source_mask = model.encode(source)
+        memory, source_mask = model.encode(source), model.source_mask(source)
         whole = model.decode(target_in, memory, source_mask)  # (3, 6, 11)
         cache = model.new_cache()
         pieces = [model.decode(target_in[:, :2], memory, source_mask, cache=cache)]  # two tokens at once, then one by one
@@ -145,7 +145,7 @@ def test_the_cache_reads_memory_once_and_refuses_what_it_cannot_hold():
     model = make_model()
     source, target_in = random_ids(2, 5, 9), random_ids(2, 12, 11)
     with torch.no_grad():
-        memory, source_mask = model.encode(source)
+        memory, source_mask = model.encode(source), model.source_mask(source)
         cache = model.new_cache()
         model.decode(target_in[:, :1], memory, source_mask, cache=cache)
         projected = cache.cross[0].keys

@@ -75,7 +75,7 @@ def test_shapes_through_the_model():
     images = torch.rand(5, 1, 12, 12)
     source = model.preprocess(images)
     assert source.shape == (5, 10, 16) and model.n_tokens == 10
-    assert model.encode(source).shape == (5, 16)
+    assert model.encode(source).shape == (5, 10, 16)  # every token: the CLS token and 9 patches
     assert model(images).shape == (5, 3)
     multi = _vit(in_channels=3, img_size=8, patch_size=2, n_outputs=4).eval()
     assert multi(torch.rand(2, 3, 8, 8)).shape == (2, 4)

@@ -30,7 +30,7 @@ def _with_patches(model, images, order):
     source = torch.cat((cls_tokens, patches), dim=1)  # (N, 1 + n_patches, d_model)
     if model.pos_embed is not None:
         source = source + model.pos_embed  # the positions of the places, not of the patches
-    return model.mlp(model.encode(source))  # (N, n_outputs)
+    return model.mlp(model.pool(model.encode(source)))  # (N, n_outputs)
 
 
 def shuffled_logits(model, images, permutation):

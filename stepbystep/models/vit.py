@@ -133,15 +133,16 @@ class ViT(nn.Module):
         return src
 
     def encode(self, source):
-        """The encoder's states for ``source`` ``(N, 1 + n_patches, d_model)``; returns the CLS
-        state ``(N, d_model)``, the only one the head reads."""
-        states = self.encoder(source)  # (N, 1 + n_patches, d_model)
+        """The encoder's states, one per token: ``source`` ``(N, 1 + n_patches, d_model)`` -> the same shape."""
+        return self.encoder(source)  # (N, 1 + n_patches, d_model)
+
+    def pool(self, states):
+        """One vector per image for the head: the CLS token's state, ``(N, 1 + n_patches, d_model)`` -> ``(N, d_model)``."""
         return states[:, 0]  # (N, d_model)
 
     def forward(self, X):
         src = self.preprocess(X)  # (N, 1 + n_patches, d_model)
-        cls_state = self.encode(src)  # (N, d_model)
-        return self.mlp(cls_state)  # (N, n_outputs)
+        return self.mlp(self.pool(self.encode(src)))  # (N, n_outputs)
 
 
 def cls_attention(model, images, layer_idx=-1):

@@ -130,7 +130,7 @@ def greedy_decode(model, source_ids, sos_id, eos_id, max_new_tokens, pad_id=PAD,
     09). Returns ``(N, L)`` ids without ``<sos>``.
     """
     _check_arguments(model, source_ids, max_new_tokens)
-    memory, source_mask = model.encode(source_ids)  # (N, L_s, d_model), (N, 1, L_s)
+    memory, source_mask = model.encode(source_ids), model.source_mask(source_ids)  # (N, L_s, d_model), (N, 1, L_s)
     start = torch.full((source_ids.shape[0], 1), sos_id, dtype=torch.long, device=source_ids.device)  # (N, 1)
     step = _token_step(model, memory, source_mask, _new_cache(model, use_cache))
     steps = decode_steps(step, start, max_new_tokens, lambda logits: logits.argmax(dim=-1), eos_id, pad_id)
@@ -155,7 +155,7 @@ def beam_search(model, source_ids, sos_id, eos_id, max_new_tokens, beam_width=4,
     if not length_penalty >= 0:
         raise ValueError(f"length_penalty must be a number >= 0, got {length_penalty!r}")
     n, width, device = source_ids.shape[0], beam_width, source_ids.device
-    memory, source_mask = model.encode(source_ids)  # (N, L_s, d_model), (N, 1, L_s)
+    memory, source_mask = model.encode(source_ids), model.source_mask(source_ids)  # (N, L_s, d_model), (N, 1, L_s)
     memory = memory.repeat_interleave(width, dim=0)  # (N·B, L_s, d_model)
     if source_mask is not None:
         source_mask = source_mask.repeat_interleave(width, dim=0)  # (N·B, 1, L_s)
@@ -207,7 +207,7 @@ def sequence_log_probs(model, source_ids, generated, sos_id, eos_id):
     Use it to compare the outputs of two decoders on the model's own scale.
     """
     check_tensor("generated", generated, ndim=2)  # (N, L)
-    memory, source_mask = model.encode(source_ids)  # (N, L_s, d_model), (N, 1, L_s)
+    memory, source_mask = model.encode(source_ids), model.source_mask(source_ids)  # (N, L_s, d_model), (N, 1, L_s)
     start = torch.full_like(generated[:, :1], sos_id)  # (N, 1)
     target_in = torch.cat([start, generated[:, :-1]], dim=1)  # (N, L)
     logits = model.decode(target_in, memory, source_mask)  # (N, L, V)

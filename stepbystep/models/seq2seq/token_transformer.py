@@ -86,12 +86,10 @@ class TokenTransformer(nn.Module):
         return causal & padding_mask(target_in, self.pad_id)  # (N, L_t, L_t)
 
     def encode(self, source_ids):
-        """Encode the source: returns ``memory`` ``(N, L_s, d_model)`` and its mask ``(N, 1, L_s)``."""
+        """The encoder's states, one per source token: ``(N, L_s)`` ids -> ``memory`` ``(N, L_s, d_model)``."""
         check_ids("source_ids", source_ids, self.src_vocab_size, self.max_len)
-        source_mask = self.source_mask(source_ids)  # (N, 1, L_s) or None
         embedded = self.src_embed(source_ids)  # (N, L_s, d_model)
-        memory = self.encoder(embedded, source_mask)  # (N, L_s, d_model)
-        return memory, source_mask
+        return self.encoder(embedded, self.source_mask(source_ids))  # (N, L_s, d_model)
 
     def new_cache(self):
         """An empty ``KVCache`` for ``decode(..., cache=cache)``: one entry per decoder layer."""
@@ -121,8 +119,8 @@ class TokenTransformer(nn.Module):
         return self.head(states)  # (N, L_t, tgt_vocab_size)
 
     def forward(self, source_ids, target_in):
-        memory, source_mask = self.encode(source_ids)  # (N, L_s, d_model), (N, 1, L_s)
-        return self.decode(target_in, memory, source_mask)  # (N, L_t, tgt_vocab_size)
+        memory = self.encode(source_ids)  # (N, L_s, d_model)
+        return self.decode(target_in, memory, self.source_mask(source_ids))  # (N, L_t, tgt_vocab_size)
 
     def extra_repr(self):
         return f"pad_id={self.pad_id}, max_len={self.max_len}, scale_embeddings={self.scale_embeddings}"
