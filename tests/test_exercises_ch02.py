@@ -189,7 +189,9 @@ def test_decoder_start_accepts_the_measured_medians(medians):
 @pytest.mark.parametrize("wrong, words", [
     (None, "expected a dict"),
     ({"no PE": 0.3}, "expected a dict"),
-    ({"no PE": "0.3", "PE": 0.2}, "positive numbers"),
+    ({"no PE": "0.3", "PE": 0.2}, "got float, str"),
+    ({"no PE": torch.tensor(0.26), "PE": torch.tensor(0.25)}, "use .item()"),  # torch.median's 0-d tensors
+    ({"no PE": -0.3, "PE": 0.2}, "positive numbers"),
     ({"no PE": 0.546, "PE": 0.249}, "floor of 0.5"),  # the fixed-start study's numbers
     ({"no PE": 0.25, "PE": 0.52}, "with positions is near the floor"),
     ({"no PE": 0.05, "PE": 0.40}, "differ by more than the spread"),

@@ -93,7 +93,8 @@ def test_embedding_runs_draws_one_line_per_seed_and_reports_the_spread():
     assert [list(line.get_ydata()) for line in lines] == [[2.0, 1.5], [2.2, 1.9], [0.5, 0.05], [0.4, 0.02], [0.6, 0.1]]
     assert all(line.get_marker() == "o" for line in lines)
     assert lines[0].get_color() == lines[1].get_color() != lines[2].get_color() == lines[4].get_color()
-    labels = [text.get_text() for text in ax.get_legend().get_texts()]
+    assert ax.get_legend() is None and len(fig.legends) == 1  # below the axes, not beside them
+    labels = [text.get_text() for text in fig.legends[0].get_texts()]
     assert labels == ["a: exact match 0.0-1.0-2.0% (min-median-max of 2 seeds)",
                       "b: exact match 90.0-99.0-100.0% (min-median-max of 3 seeds)"]
     assert ax.get_yscale() == "log" and "validation loss" in ax.get_ylabel() and "epoch" in ax.get_xlabel()

@@ -170,14 +170,14 @@ def embedding_runs(val_losses, exact):
     seed; ``exact`` maps the same names to the seeds' final exact match (shares, 0-1), whose
     minimum, median and maximum the legend writes. One colour per setting, one line per seed:
     the points are the only measurements, the thin lines only say which points belong to one
-    run. The legend sits outside the axes. Returns the Figure.
+    run. The legend sits below the axes. Returns the Figure.
     """
     if not val_losses or set(val_losses) != set(exact):
         raise ValueError(f"val_losses and exact must name the same settings, got {list(val_losses)} and {list(exact)}")
     if any(len(val_losses[name]) != len(exact[name]) or not len(exact[name]) for name in val_losses):
         raise ValueError("val_losses and exact must hold one entry per seed for every setting, "
                          f"got {[(name, len(val_losses[name]), len(exact[name])) for name in val_losses]}")
-    fig, ax = plt.subplots(figsize=(7.5, 3.6), layout="constrained")
+    fig, ax = plt.subplots(figsize=(7.5, 4.4), layout="constrained")
     longest = 1
     for index, (name, runs) in enumerate(val_losses.items()):
         shares = np.sort(_as_numpy(exact[name], float))
@@ -194,5 +194,5 @@ def embedding_runs(val_losses, exact):
     ax.set_xlabel("epoch (validation loss measured at its end)")
     ax.set_ylabel("validation loss (log scale)")
     ax.set_title("The same model with three embedding settings, one line per seed")
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0))
+    fig.legend(fontsize=8, loc="outside lower center")
     return fig
