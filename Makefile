@@ -24,7 +24,10 @@ install: $(INSTALLED) $(LAB_OVERRIDES)
 $(INSTALLED): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install --quiet "$(TORCH_SPEC)"
-	$(PY) -m pip install --quiet -e ".[dev]"
+	@# uv resolves and installs the rest from PyPI in seconds where pip takes a minute; it keeps
+	@# the torch installed above, which satisfies the project's range.
+	$(PY) -m pip install --quiet uv
+	$(VENV)/bin/uv pip install --quiet --python $(PY) -e ".[dev]"
 	@# The distribution was called `stepbystep` before it became `stepbystep-course`: drop the
 	@# old name's leftover entry from a .venv made before the rename (the files stay).
 	$(PY) -m pip uninstall --quiet --yes stepbystep 2>/dev/null || true
@@ -44,14 +47,14 @@ lab: install
 # for every pytest run too; here it also covers make notebooks and the benchmarks).
 ONE_THREAD := OMP_NUM_THREADS=1
 
-# The layers' direction, the unit tests, the system tests (browser, site build, make lab, fresh
-# Pythons, benchmarks), then every chapter re-executed and compared with its committed outputs:
-# strict nbval, the literal command of the README (conftest.py adds the sanitising rules and the
-# kernel, and runs the chapters in parallel, one per core).
+# The layers' direction, the unit and the system tests (browser, site build, make lab, fresh
+# Pythons, benchmarks) together, one test file per core, then every chapter re-executed and
+# compared with its committed outputs: strict nbval, the literal command of the README
+# (conftest.py adds the sanitising rules and the kernel, and runs the chapters in parallel, one
+# per core).
 test: install
 	$(VENV)/bin/lint-imports --no-cache
-	$(ONE_THREAD) $(PY) -m pytest tests/
-	$(ONE_THREAD) $(PY) -m pytest -m system tests/
+	$(ONE_THREAD) $(PY) -m pytest -m "not breakage" -n auto --dist loadfile tests/
 	$(ONE_THREAD) $(PY) -m pytest --nbval notebooks/
 
 # The system tests alone: slower, each starts a browser, a site build, a server or a fresh Python.
