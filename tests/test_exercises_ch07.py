@@ -87,7 +87,10 @@ def test_beam_step_solution_is_the_step_of_beam_search():
         max_len = 8
 
         def encode(self, source):
-            return torch.zeros(len(source), 1, 1), None
+            return torch.zeros(len(source), 1, 1)
+
+        def source_mask(self, source):
+            return None
 
         def decode(self, target_in, memory, source_mask=None, cache=None):
             return table[target_in.clamp(max=5)]  # (N, L, 5): depends on the previous token only
