@@ -316,9 +316,9 @@ print(f"{'anywhere else':>25}: {len(elsewhere)}")
 #
 # The predictions for the validation sources (greedy, in eval mode), for the first eight
 # squares: source corners in blue, true target corners circled in green, predictions as red
-# crosses. Each square is travelled corner by corner, so the two circles are the corners
-# opposite the two blue points, in the same order (the attention figure below numbers them).
-# The crosses sit on or next to the circles: the misses are of the size of the noise.
+# crosses. Each square is travelled corner by corner, numbered 0 to 3 in that order, so the
+# circles 2 and 3 are the corners opposite the blue points 0 and 1. The crosses sit on or next
+# to the circles: the misses are of the size of the noise.
 
 # %%
 val_predicted = torch.as_tensor(sbs.predict(val_source))  # (128, 2, 2)

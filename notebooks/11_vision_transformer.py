@@ -335,7 +335,7 @@ print(f"loss: training {sbs_vit.losses[0]:.3f} -> {sbs_vit.losses[-1]:.4f}, "
       f"held-out {sbs_vit.val_losses[0]:.3f} -> {sbs_vit.val_losses[-1]:.4f}")
 
 # %%
-fig = plots.loss_curves(sbs_vit.losses, sbs_vit.val_losses)
+fig = plots.loss_curves(sbs_vit.losses, sbs_vit.val_losses, val_label="held-out loss")
 
 # %% [markdown]
 # ## Held-out accuracy and the confusion matrix

@@ -4,11 +4,12 @@ import matplotlib.pyplot as plt
 __all__ = ["loss_curves", "lr_range_curve"]
 
 
-def loss_curves(losses, val_losses=()):
+def loss_curves(losses, val_losses=(), val_label="validation loss"):
     """Training (and validation) loss per epoch on a log scale; returns the Figure.
 
     A log scale shows the late, small improvements that a linear one flattens; it falls back
-    to linear when a loss is zero or negative.
+    to linear when a loss is zero or negative. ``val_label`` names the second curve in the
+    legend (a chapter that holds out a test set says so).
     """
     losses, val_losses = list(losses), list(val_losses)
     if not losses:
@@ -17,7 +18,7 @@ def loss_curves(losses, val_losses=()):
     epochs = range(1, len(losses) + 1)
     ax.plot(epochs, losses, color="tab:blue", label="training loss")
     if val_losses:
-        ax.plot(range(1, len(val_losses) + 1), val_losses, color="tab:red", label="validation loss")
+        ax.plot(range(1, len(val_losses) + 1), val_losses, color="tab:red", label=val_label)
     if min(losses + val_losses) > 0:
         ax.set_yscale("log")
     ax.set_xlabel("epoch")
