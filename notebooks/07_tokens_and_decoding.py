@@ -57,6 +57,8 @@ from stepbystep.models import (
     TokenTransformer,
     beam_search,
     greedy_decode,
+    markov_beam_steps,
+    markov_greedy,
     masked_accuracy,
     sequence_accuracy,
     sequence_cross_entropy,
@@ -802,6 +804,27 @@ expect(max(beam_exact.values()) < 0.1, "neither decoder gets even 10% of the wor
 # ends with the more likely output. Whether the output is also *right*
 # depends on the model: a search can only find what the model scores highest, and this
 # model, which never learned the task, gets almost no word right with either decoder.
+#
+# Here is a toy model on which greedy decoding wins. Before you run the cell, follow greedy
+# by hand in the table (the most likely letter each time), then guess which of the beam's two
+# outputs at step 2 survive:
+
+# %%
+greedy_wins = {"<sos>": {"a": 0.05, "b": 0.5, "c": 0.45}, "a": {"a": 0.05, "b": 0.9, "c": 0.05},
+               "b": {"a": 0.4, "b": 0.35, "c": 0.25}, "c": {"a": 0.05, "b": 0.45, "c": 0.5}}
+fig = plots.beam_tree(greedy_wins, beam_width=2, n_steps=3, show_greedy=True)
+
+# %% [markdown]
+# Greedy writes "b" (0.5), then "a" (0.4), then the sure "b" (0.9): $0.5 \cdot 0.4 \cdot 0.9 = 0.18$.
+# The beam keeps "b" and "c" at step 1, but at step 2 "cc" ($0.45 \cdot 0.5 = 0.225$) and "cb"
+# ($0.2025$) both edge out greedy's "ba" ($0.20$), so the beam drops it, and with it the sure
+# third letter. Its best output, "ccc", ends at $0.1125$, below greedy's $0.18$:
+
+# %%
+greedy_tokens, greedy_total = markov_greedy(greedy_wins, n_steps=3)
+beam_best = max(score for _, score, _, kept in markov_beam_steps(greedy_wins, 2, 3)[-1] if kept)
+expect(greedy_total > beam_best, "on this toy model greedy's output is more likely than the best of a beam of 2",
+       got=f"greedy {math.exp(greedy_total):.4f}, beam {math.exp(beam_best):.4f}")
 
 # %% [markdown]
 # ## Using the model

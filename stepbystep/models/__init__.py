@@ -24,6 +24,7 @@ from .seq2seq.torch_bridge import TransformerModel, copy_to_torch
 from .seq2seq.token_transformer import TokenTransformer
 from .metrics import SequenceCrossEntropy, masked_accuracy, sequence_accuracy, sequence_cross_entropy
 from .seq2seq.decoding import beam_search, greedy_decode, sequence_log_probs
+from .seq2seq.toy_decoding import markov_beam_steps, markov_greedy
 from .seq2seq.translate import Translation, complete, translate, translate_with_alignment
 from .gpt.kv_cache import KVCache, LayerCache
 from .gpt.model import IGNORE_INDEX, POSITION_SCHEMES, DecoderOnlyLayer, DecoderOnlyTransformer, completion_loss

@@ -3,6 +3,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.colors import ListedColormap
 
+from ..models.seq2seq.toy_decoding import markov_beam_steps, markov_greedy
 from ._arrays import _as_numpy
 from ._heatmaps import WEIGHTS, heatmap
 
@@ -119,40 +120,33 @@ def reversal_attention(alphas, source_tokens, output_tokens, title=None):
     return fig
 
 
-def beam_tree(next_probs, beam_width=2, n_steps=3, start="<sos>"):
+def beam_tree(next_probs, beam_width=2, n_steps=3, start="<sos>", show_greedy=False):
     """Beam search drawn as a tree, on a toy model whose next token depends on the last one.
 
     ``next_probs`` maps a token (``start`` included) to a dict ``{token: probability}`` over the
     same tokens. At every step each kept output is extended by every token; the
     ``beam_width`` candidates with the highest total log-probability (written beside each
-    node) are kept (blue), the others dropped (grey). Returns the Figure; its axes hold one
-    text per candidate.
+    node) are kept (blue), the others dropped (grey). ``show_greedy``: greedy decoding's
+    prefixes ringed in orange, and its output and total written under the tree. Returns the
+    Figure; its axes hold one text per candidate.
     """
-    if start not in next_probs:
-        raise ValueError(f"next_probs must give the probabilities after {start!r}")
-    vocab = list(next_probs[start])
-    if beam_width < 1 or n_steps < 1:
-        raise ValueError(f"beam_width and n_steps must be at least 1, got {beam_width} and {n_steps}")
-    fig, ax = plt.subplots(figsize=(2.6 * n_steps + 1.2, 0.42 * beam_width * len(vocab) + 1.2),
-                           layout="constrained")
-    beams = [((start,), 0.0, 0.0)]  # (tokens, total log-prob, y)
+    steps = markov_beam_steps(next_probs, beam_width, n_steps, start)
+    greedy, greedy_score = markov_greedy(next_probs, n_steps, start)
+    n_candidates = max(len(candidates) for candidates in steps)
+    fig, ax = plt.subplots(figsize=(2.6 * n_steps + 1.2, 0.42 * n_candidates + 1.2), layout="constrained")
     ax.text(0, 0, start, ha="right", va="center", fontsize=9)
-    for step in range(1, n_steps + 1):
-        candidates = [(tokens + (token,), score + np.log(next_probs[tokens[-1]][token]), y)
-                      for tokens, score, y in beams for token in vocab]
-        kept = sorted(range(len(candidates)), key=lambda i: -candidates[i][1])[:beam_width]
+    parent_ys = [0.0]
+    for step, candidates in enumerate(steps, start=1):
         ys = np.linspace(-(len(candidates) - 1) / 2, (len(candidates) - 1) / 2, len(candidates))[::-1]
-        new_beams = []
-        for index, ((tokens, score, parent_y), y) in enumerate(zip(candidates, ys)):
-            keep = index in kept
+        for (tokens, score, parent, keep), y in zip(candidates, ys):
             color = "tab:blue" if keep else "0.6"
-            ax.plot([step - 1, step], [parent_y, y], color=color, lw=1.6 if keep else 0.8)
+            ax.plot([step - 1, step], [parent_ys[parent], y], color=color, lw=1.6 if keep else 0.8)
             ax.plot(step, y, "o", color=color, ms=5)
-            ax.text(step + 0.06, y, f"{''.join(tokens[1:])}  {score:.2f}", va="center", fontsize=9,
+            if show_greedy and tokens == greedy[:step]:
+                ax.plot(step, y, "o", mfc="none", mec="tab:orange", mew=2, ms=11)
+            ax.text(step + 0.06, y, f"{''.join(tokens)}  {score:.2f}", va="center", fontsize=9,
                     color="black" if keep else "0.5", fontweight="bold" if keep else "normal")
-            if keep:
-                new_beams.append((tokens, score, y))
-        beams = sorted(new_beams, key=lambda beam: -beam[2])
+        parent_ys = [y for (*_, keep), y in zip(candidates, ys) if keep]
     ax.set_xticks(range(n_steps + 1), ["start"] + [f"step {step}" for step in range(1, n_steps + 1)])
     ax.set_xlim(-0.6, n_steps + 0.9)
     ax.set_yticks([])
@@ -160,6 +154,9 @@ def beam_tree(next_probs, beam_width=2, n_steps=3, start="<sos>"):
         ax.spines[side].set_visible(False)
     ax.set_title(f"beam search, B = {beam_width}: total log-probability beside each output "
                  "(blue: kept, grey: dropped)", fontsize=10)
+    if show_greedy:
+        ax.set_xlabel(f"orange rings: greedy decoding's path; it writes {''.join(greedy)}, total "
+                      f"log-probability {greedy_score:.2f}", fontsize=9)
     return fig
 
 
