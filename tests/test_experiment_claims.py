@@ -154,7 +154,9 @@ def test_square_seed_spread_measures_each_seed_and_reproduces():
     for run in (first, second):
         assert 0 <= run["below"] <= 2 and 0 <= run["draws_above"] <= 20
         assert run["final_val"] > 0 and run["mode_ratio"] > 0 and run["teacher_forced_ratio"] > 0
-        assert 0 <= run["weakest_head"] <= 1
+        assert 0 <= run["weakest_head"] <= run["matching"] <= 1
+        # the largest of two weights that sum to 1 is at least 0.5
+        assert 0.5 <= run["cross_decided"] <= 1 and 0.5 <= run["encoder_decided"] <= 1
 
 
 def test_baseline_claims_hold_for_a_trained_model_and_fail_for_an_untrained_one():

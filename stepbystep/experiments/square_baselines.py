@@ -39,8 +39,10 @@ def square_seed_spread(seeds, epochs=50, batch_size=16, n_draws=20):
     below the training loss), ``mode_ratio`` (training mode's mean loss over ``n_draws`` dropout
     draws on the first 16 training sequences, over the eval-mode loss on them), ``draws_above``,
     ``teacher_forced_ratio`` (the teacher-forced loss with dropout off, over the eval-mode loss)
-    and ``weakest_head`` (the smallest mean cross-attention weight on the matching source corner
-    over the validation squares, across layers, heads and target positions).
+    ``weakest_head`` (the smallest mean cross-attention weight on the matching source corner
+    over the validation squares, across layers, heads and target positions), ``matching`` (that
+    weight's mean over all of them), and ``cross_decided`` and ``encoder_decided`` (the mean of
+    each row's largest weight, over the cross-attention and the encoder self-attention heads).
     """
     train_data, val_data, _ = square_splits(train_seed=13, val_seed=19, test_seed=17)
     val_source, _ = val_data.tensors  # (128, 2, 2)
@@ -64,6 +66,7 @@ def square_seed_spread(seeds, epochs=50, batch_size=16, n_draws=20):
             model.predict(val_source)  # fills every cross-attention's alphas
             cross = torch.stack([layer.cross_attn_heads.alphas for layer in model.decoder.layers])  # (2, 128, 3, 2, 2)
             matching = cross.diagonal(dim1=-2, dim2=-1).mean(dim=1)  # (2, 3, 2): layers, heads, positions
+            encoder_self = torch.stack([layer.self_attn_heads.alphas for layer in model.encoder.layers])  # (2, 128, 3, 2, 2)
         runs.append({
             "seed": seed,
             "final_val": trainer.val_losses[-1],
@@ -72,5 +75,8 @@ def square_seed_spread(seeds, epochs=50, batch_size=16, n_draws=20):
             "draws_above": int((train_mode > eval_mode).sum()),
             "teacher_forced_ratio": teacher_forced / eval_mode,
             "weakest_head": matching.min().item(),
+            "matching": matching.mean().item(),
+            "cross_decided": cross.max(dim=-1).values.mean().item(),
+            "encoder_decided": encoder_self.max(dim=-1).values.mean().item(),
         })
     return runs
