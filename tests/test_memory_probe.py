@@ -3,7 +3,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from stepbystep.experiments.memory import MemoryReport, measure_memory
+from stepbystep.experiments.memory import MemoryReport, attention_memory, measure_memory, memory_claims
 
 
 def test_a_known_allocation_pattern_gives_known_numbers():
@@ -36,3 +36,27 @@ def test_it_sees_a_fused_kernels_own_buffers():
 def test_compute_must_be_callable():
     with pytest.raises(TypeError, match="compute must be a function of no arguments, got Tensor"):
         measure_memory(torch.ones(1))
+
+
+def test_attention_memory_and_its_claims():
+    lengths = [64, 128, 256, 512, 1024, 2048]
+    peaks = attention_memory(lengths, block=32)
+    assert set(peaks) == {"naive", "tiled", "fused", "output"}
+    assert peaks["output"] == [length * 64 * 4 for length in lengths]
+    assert all(len(values) == len(lengths) for values in peaks.values())
+    assert peaks["naive"][-1] >= 2 * 2048 * 2048 * 4
+    assert peaks["tiled"][-1] < 2048 * 2048 * 4 / 10
+
+
+def test_memory_claims_fail_on_memory_that_grows_like_the_square():
+    lengths = [256, 512, 1024, 2048, 4096, 8192]
+    linear = [length * 256 + 100_000 for length in lengths]
+    quadratic = [2.5 * length * length * 4 for length in lengths]
+    output = [length * 256 for length in lengths]
+    good = {"naive": quadratic, "tiled": linear, "fused": linear, "output": output}
+    assert all(claim.holds for claim in memory_claims(lengths, good))
+    bad = dict(good, tiled=[value + length * length for value, length in zip(linear, lengths)])
+    failed = [claim.claim for claim in memory_claims(lengths, bad) if not claim.holds]
+    assert failed == ["tiled: the memory beyond the output grows by less than 1.5× from L = 1,024 to 8,192",
+                      "at L = 8,192 the naive peak is over 100 times the tiled and the fused ones"]
+    assert not memory_claims(lengths, dict(good, naive=linear))[0].holds

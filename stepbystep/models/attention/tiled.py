@@ -68,9 +68,9 @@ def _tile_keep(mask, is_causal, q_block, k_block, device):
     return keep
 
 
-def _scores(q_tile, k_tile, keep, scale):
-    """The tile's scaled scores ``(N, H, bq, bk)``, ``-inf`` where a key may not be read."""
-    s = (q_tile @ k_tile.transpose(-2, -1)) * scale  # (N, H, bq, bk)
+def _scores(q_scaled, k_tile, keep):
+    """The tile's scores ``(N, H, bq, bk)`` from queries already scaled by ``1/√d``, ``-inf`` where a key may not be read."""
+    s = q_scaled @ k_tile.transpose(-2, -1)  # (N, H, bq, bk)
     return s if keep is None else s.masked_fill(~keep, float("-inf"))
 
 
@@ -80,13 +80,13 @@ def _forward(q, k, v, mask, plan, scale):
     lse = q.new_empty(q.shape[:-1])  # (N, H, L_q)
     is_causal = plan.is_causal
     for q_block, key_blocks in plan.tiles:
-        q_tile = q[..., q_block[0]:q_block[1], :]  # (N, H, bq, d)
+        q_tile = q[..., q_block[0]:q_block[1], :] * scale  # (N, H, bq, d): scaled once, not every tile
         m = q.new_full(q_tile.shape[:-1], float("-inf"))  # (N, H, bq): running max of each row's scores
         l = q.new_zeros(q_tile.shape[:-1])  # (N, H, bq): running sum of exp(score - m)
         acc = q.new_zeros(*q_tile.shape[:-1], v.shape[-1])  # (N, H, bq, d_v): running sum of exp(score - m) · value
         for k_block in key_blocks:
             keep = _tile_keep(mask, is_causal, q_block, k_block, q.device)
-            s = _scores(q_tile, k[..., k_block[0]:k_block[1], :], keep, scale)  # (N, H, bq, bk)
+            s = _scores(q_tile, k[..., k_block[0]:k_block[1], :], keep)  # (N, H, bq, bk)
             m_new = torch.maximum(m, s.amax(dim=-1))  # (N, H, bq): the max over every key read so far
             m_safe = m_new.masked_fill(m_new == float("-inf"), 0.0)  # (N, H, bq): a row with no key yet subtracts 0
             p = torch.exp(s - m_safe.unsqueeze(-1))  # (N, H, bq, bk): exp(score - new max); masked keys exp(-inf) = 0
@@ -107,17 +107,17 @@ def _backward(grad_out, q, k, v, out, lse, mask, plan, scale):
     delta = (grad_out * out).sum(dim=-1)  # (N, H, L_q): Σ_j p_ij dp_ij, the softmax's correction term
     for q_block, key_blocks in plan.tiles:
         rows = slice(q_block[0], q_block[1])
-        q_tile, g_tile = q[..., rows, :], grad_out[..., rows, :]  # (N, H, bq, d), (N, H, bq, d_v)
+        q_tile, g_tile = q[..., rows, :] * scale, grad_out[..., rows, :]  # (N, H, bq, d), (N, H, bq, d_v)
         for k_block in key_blocks:
             cols = slice(k_block[0], k_block[1])
             keep = _tile_keep(mask, plan.is_causal, q_block, k_block, q.device)
-            s = _scores(q_tile, k[..., cols, :], keep, scale)  # (N, H, bq, bk): recomputed, not stored
+            s = _scores(q_tile, k[..., cols, :], keep)  # (N, H, bq, bk): recomputed, not stored
             p = torch.exp(s - lse[..., rows].unsqueeze(-1))  # (N, H, bq, bk): the weights, from the saved lse
             grad_v[..., cols, :] += p.transpose(-2, -1) @ g_tile  # (N, H, bk, d_v)
             dp = g_tile @ v[..., cols, :].transpose(-2, -1)  # (N, H, bq, bk): gradient of the weights
             ds = p * (dp - delta[..., rows].unsqueeze(-1))  # (N, H, bq, bk): through the softmax
             grad_q[..., rows, :] += (ds @ k[..., cols, :]) * scale  # (N, H, bq, d)
-            grad_k[..., cols, :] += (ds.transpose(-2, -1) @ q_tile) * scale  # (N, H, bk, d)
+            grad_k[..., cols, :] += ds.transpose(-2, -1) @ q_tile  # (N, H, bk, d): q_tile is already scaled
     return grad_q, grad_k, grad_v
 
 
