@@ -59,6 +59,7 @@ def test_running_update_diagnoses(fails_with):
     fails_with(ch14.running_update, nothing_rescaled, "rescale the old sum")
     fails_with(ch14.running_update, no_max, "overflows")
     fails_with(ch14.running_update, stale_max, "m should be the largest score read")
+    fails_with(ch14.running_update, lambda m, l, acc, scores, values: (m, l, acc), "m is still -inf or l still 0")
 
 
 def test_skipped_tiles_diagnoses(fails_with):

@@ -60,3 +60,11 @@ def test_memory_claims_fail_on_memory_that_grows_like_the_square():
     assert failed == ["tiled: the memory beyond the output grows by less than 1.5× from L = 1,024 to 8,192",
                       "at L = 8,192 the naive peak is over 100 times the tiled and the fused ones"]
     assert not memory_claims(lengths, dict(good, naive=linear))[0].holds
+
+
+def test_threads_are_set_for_the_call_and_restored():
+    before = torch.get_num_threads()
+    seen, _ = measure_memory(torch.get_num_threads, threads=3)
+    assert seen == 3 and torch.get_num_threads() == before
+    with pytest.raises(ValueError, match="threads must be a positive int, got 0"):
+        measure_memory(torch.get_num_threads, threads=0)

@@ -122,6 +122,8 @@ def _check_update(answer):
         if problem:
             return problem
         m, l, acc = final
+        if m == float("-inf") or l == 0:
+            return "after reading every block, m is still -inf or l still 0: update them from each block's scores"
         if not all(math.isfinite(x) for x in (m, l)) or not torch.isfinite(acc).all():
             return "with scores near 1000 your state overflows: every exponent should have the running max subtracted"
         if not math.isclose(m, float(scores.max()), rel_tol=1e-9):

@@ -11,6 +11,7 @@ import torch
 import torch.nn.functional as F
 from torch.profiler import ProfilerActivity, profile
 
+from ..checks import check_positive_int
 from ..expect import Claim
 from ..models import attend, tiled_attention
 from .attention_kernels import _quiet_stderr
@@ -28,16 +29,25 @@ class MemoryReport:
     allocations: int
 
 
-def measure_memory(compute):
+def measure_memory(compute, threads=None):
     """Run ``compute()`` once and return ``(its result, MemoryReport)``.
 
     Only the memory allocated during the call counts (the inputs, made before, do not); the
     result is still alive at the end, so it is part of the peak. CPU allocations only.
+    ``threads``: run on that many PyTorch threads (a kernel may allocate a buffer per thread);
+    ``None`` leaves the setting as it is.
     """
     if not callable(compute):
         raise TypeError(f"compute must be a function of no arguments, got {type(compute).__name__}")
-    with _quiet_stderr(), profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
-        result = compute()
+    if threads is not None:
+        check_positive_int("threads", threads)
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads or before)
+    try:
+        with _quiet_stderr(), profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+            result = compute()
+    finally:
+        torch.set_num_threads(before)
     events = [event for event in prof.profiler.kineto_results.events()
               if event.name() == "[memory]" and event.device_type() == torch.autograd.DeviceType.CPU]
     alive = peak = largest = count = 0
@@ -54,8 +64,9 @@ def attention_memory(lengths, n_heads=1, d=64, block=128, seed=0):
     ``attend``, which writes the weights out), ``"tiled"`` (``tiled_attention``, blocks of ``block``)
     and ``"fused"`` (``F.scaled_dot_product_attention``, as PyTorch dispatches it here).
 
-    Queries, keys and values ``(1, n_heads, L, d)`` from ``seed``. Returns a dict of lists of
-    bytes, one per length, and ``"output"``: the bytes of the output alone.
+    Queries, keys and values ``(1, n_heads, L, d)`` from ``seed``, on one thread (the fused
+    kernel allocates a buffer per thread). Returns a dict of lists of bytes, one per length,
+    and ``"output"``: the bytes of the output alone.
     """
     peaks = {"naive": [], "tiled": [], "fused": [], "output": []}
     generator = torch.Generator().manual_seed(seed)
@@ -66,7 +77,7 @@ def attention_memory(lengths, n_heads=1, d=64, block=128, seed=0):
                     "tiled": lambda: tiled_attention(q, k, v, block_q=block, block_k=block),
                     "fused": lambda: F.scaled_dot_product_attention(q, k, v)}
             for name, compute in runs.items():
-                out, report = measure_memory(compute)
+                out, report = measure_memory(compute, threads=1)
                 peaks[name].append(report.peak_bytes)
                 del out
         peaks["output"].append(n_heads * length * d * 4)

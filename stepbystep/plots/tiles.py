@@ -132,7 +132,7 @@ def tiles_explorer_figure(state, fig=None):
     block_q, block_k, step = state["block_q"], state["block_k"], state["step"]
     _draw_grid(grid, state["grid"], block_q, block_k,
                f"tile {step} of {state['n_steps']} for query block {state['q_block']}")
-    grid.axhline(state["row"] / block_q - 0.5, color="black", lw=1.5)  # the chosen row, through its block
+    grid.axhline(state["row"] // block_q - 0.5 + (state["row"] % block_q + 0.5) / block_q, color="black", lw=1.5)
     s = _as_numpy(state["scores"], float)
     s = np.where(np.isfinite(s), s, 0.0)  # keys a causal row may not read: no bar
     read = state["keys_read"]
