@@ -1,12 +1,12 @@
 # %% [markdown]
 # # Chapter 14: attention without the L×L matrix: the online softmax and tiles
 #
-# Every attention in this course so far wrote out the whole matrix of weights: one row per
-# query, one column per key, $L_q \times L_k$ numbers. The teaching path keeps it in `alphas`;
-# it is what chapter 02 drew. The fused path calls `F.scaled_dot_product_attention`, and
-# chapter 06 saw that it runs no separate softmax of its own. This chapter shows how attention
-# can be computed **exactly** without ever holding that matrix, builds it by hand, and measures
-# what it saves.
+# The attention we built by hand writes out the whole matrix of weights: one row per query,
+# one column per key, $L_q \times L_k$ numbers. The teaching path keeps it in `alphas`; it is
+# what chapter 02 drew. The fused path calls `F.scaled_dot_product_attention` instead, and
+# chapter 06 saw that it runs no separate softmax of its own. How can it do without the
+# matrix? This chapter shows how attention can be computed **exactly** without ever holding
+# it, builds it by hand, and measures what it saves.
 #
 # Three papers carry the idea:
 #
@@ -98,7 +98,7 @@ expect_close(torch.exp(x - m) / l, torch.softmax(x, dim=0), "the safe softmax is
 #
 # Their paper states the gain as fewer memory accesses (the maximum and the normaliser in one
 # pass over the input instead of two), and measured the softmax up to 1.3 times faster on a
-# GPU, and up to 5 times when fused with the top-k that follows it in a beam search.
+# GPU, and a softmax followed by a top-k, fused into one kernel, up to 5 times faster.
 #
 # Here is a vector of 12 scores read in blocks of 4 (`online_softmax_steps` runs the update
 # above and returns $m$ and $l$ after each block):
@@ -162,9 +162,10 @@ expect(float(merged_m) == float(scores.max()), "the merged max is the max of all
 # %% [markdown]
 # ## Tiled attention
 #
-# For attention with many queries the same holds row by row. Rabe and Staats describe it for
-# one query (memory that does not grow with the length) and for self-attention, and give a
-# practical version that processes the queries and the keys in chunks. FlashAttention cuts
+# For attention with many queries the same holds row by row. Rabe and Staats give an
+# algorithm for one query whose memory does not grow with the sequence length ($O(1)$), an
+# extension to self-attention in $O(\log n)$ memory, and a practical version for accelerators,
+# in chunks of queries and keys, that needs $O(\sqrt{n})$. FlashAttention cuts
 # the computation into **tiles**: a block of `block_q` queries against a block of `block_k`
 # keys. For each block of queries, the key blocks stream past; each tile computes its scores
 # $(N, H, b_q, b_k)$, updates the running maximum and sum of each of its $b_q$ rows, and
@@ -327,7 +328,7 @@ expect_all(memory_claims(LENGTHS, peaks))
 # $128 \times 128$ blocks of scores (64 KiB each) and the per-row statistics; for the fused
 # kernel, the buffer it allocates for its thread, sized by its own blocks (with more threads,
 # one buffer each). At $L = 256$ the tiles
-# barely save anything: two blocks of 128 are almost the whole matrix.
+# save little: a tile of $128 \times 128$ is a quarter of the matrix, and the loop holds a few at once.
 #
 # Which kernel is "fused" here? `scaled_dot_product_attention` chooses among several
 # **backends**, and `torch.nn.attention.sdpa_kernel` restricts the choice. On this machine
@@ -405,8 +406,8 @@ expect(seconds["naive"] > seconds["fused"], "the naive attention takes longer th
 # blocks of 128, and the cost of launching their operations adds up; with larger blocks there
 # are fewer tiles, but each is bigger than the processor's fastest caches. The naive attention, for its part, writes its $2{,}048 \times
 # 2{,}048$ matrices (16 MiB each per head) to main memory and reads them back. The fused
-# kernel runs the same tiled algorithm in one compiled operation, with each tile small enough
-# to stay in the caches. (These times are from one machine and depend on its processor and its
+# kernel runs the same tiled algorithm in one compiled operation, with tiles sized to stay in
+# the caches. (These times are from one machine and depend on its processor and its
 # load; the claims above leave a wide margin.)
 #
 # ## Why a real kernel wins on a GPU
@@ -419,22 +420,27 @@ expect(seconds["naive"] > seconds["fused"], "the naive attention takes longer th
 # writes the $L \times L$ scores to HBM, reads them back for the softmax, writes the weights,
 # reads them again for the product with the values. FlashAttention loads a block of queries
 # into SRAM, streams the key and value blocks through it, and writes only the output; the
-# scores never leave the chip. The paper proves that it needs fewer HBM accesses than standard
-# attention for the SRAM sizes in use, and reports it faster although it computes more in the
-# backward pass: a 3x training speed-up on GPT-2 at length 1K, and 15% end to end on
-# BERT-large at length 512, against the MLPerf 1.1 training record. Attention on long
-# sequences is limited by memory bandwidth, not arithmetic, and that is what the tiles fix.
+# scores never leave the chip. The paper shows that it needs fewer HBM accesses than standard
+# attention, and is optimal for a range of SRAM sizes, and reports it faster although it
+# computes more in the backward pass: a 3x training speed-up on GPT-2 at length 1K, and 15%
+# end to end on BERT-large at length 512 against the MLPerf 1.1 training record. In its
+# analysis the softmax, masking and dropout steps of attention are memory-bound (limited by
+# reading and writing HBM, not by arithmetic), and that is what the tiles fix. The paper's own
+# example (its Figure 2, forward and backward of one GPT-2 medium attention on an A100):
+# standard attention 66.6 GFLOPs, 40.3 GB read and written in HBM, 41.7 ms; FlashAttention
+# 75.2 GFLOPs, 4.4 GB, 7.3 ms. More arithmetic, a tenth of the traffic, a fifth of the time.
 #
 # Rabe and Staats report their chunked implementation within a few percent of the run time of
-# standard attention on TPUs, and the memory overhead of self-attention at length 16,384
+# standard attention, and the memory overhead of self-attention at length 16,384
 # reduced 59-fold for inference and 32-fold for differentiation.
 #
 # ## The backward pass recomputes
 #
 # Autograd through the naive attention keeps the $L \times L$ weights for the backward pass:
 # the gradient of a softmax needs them. That would undo the saving. FlashAttention stores only
-# the output and one number per query row, $\text{lse} = m + \log l$ (the log of the row's sum
-# of $e^{\text{score}}$), and in the backward pass **recomputes** each tile's weights as
+# the output and the softmax's statistics of each query row, its maximum $m$ and sum $l$
+# (FlashAttention-2 keeps one number, $\text{lse} = m + \log l$, the log of the row's sum of
+# $e^{\text{score}}$), and in the backward pass **recomputes** each tile's weights as
 # $e^{\text{score} - \text{lse}}$ from the scores, again one tile at a time. `tiled_attention`
 # does the same (a `torch.autograd.Function` whose backward walks the tiles). Its gradients
 # against autograd through the course's `attend`, causal, in float32:
