@@ -247,18 +247,11 @@ print(f"1,024 in blocks of 64: {counts.computed} computed, {counts.skipped} skip
 # of 32:
 
 # %%
-def tile_states(length, block, is_causal):
-    """1 for each tile the plan computes, 3 for each it skips."""
-    plan, _ = tile_plan(length, length, block, block, is_causal)
-    states = torch.full((len(plan), -(-length // block)), 3)
-    for row, (_, key_blocks) in enumerate(plan):
-        for start, _ in key_blocks:
-            states[row, start // block] = 1
-    return states
-
-
-fig = plots.tile_grid({"no mask: 64 tiles": tile_states(256, 32, False),
-                       "is_causal: 36 computed, 28 skipped": tile_states(256, 32, True)}, 32, 32)
+grids = {}
+for is_causal in (False, True):
+    plan, counts = tile_plan(256, 256, 32, 32, is_causal)
+    grids[f"is_causal={is_causal}: {counts.computed} computed, {counts.skipped} skipped"] = plots.plan_states(plan, 256, 32)
+fig = plots.tile_grid(grids, 32, 32)
 
 # %% [markdown]
 # Are they really skipped, or computed and masked? A test the loop cannot pass by masking:

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from stepbystep import plots
-from stepbystep.models import online_softmax_steps
+from stepbystep.models import online_softmax_steps, tile_plan
 
 
 def test_online_softmax_blocks_draws_the_values_the_max_and_the_sum():
@@ -47,3 +47,10 @@ def test_memory_by_length_draws_one_line_per_method_and_labels_the_log_ticks():
     assert [text.get_text() for text in fig.legends[0].get_texts()] == ["naive", "tiled", "the output alone"]
     with pytest.raises(ValueError, match="one value per length"):
         plots.memory_by_length(lengths, {"naive": [1, 2]}, [1, 2, 3])
+
+
+def test_plan_states_marks_computed_and_skipped_tiles():
+    plan, _ = tile_plan(10, 12, 4, 5, is_causal=True)
+    assert plots.plan_states(plan, 12, 5).tolist() == [[1, 3, 3], [1, 1, 3], [1, 1, 3]]
+    plan, _ = tile_plan(10, 12, 4, 5)
+    assert (plots.plan_states(plan, 12, 5) == 1).all()

@@ -7,7 +7,8 @@ from matplotlib.ticker import FixedLocator, NullLocator
 
 from ._arrays import _as_numpy
 
-__all__ = ["online_softmax_blocks", "tile_grid", "memory_by_length", "tiles_explorer_figure", "TILE_STATES"]
+__all__ = ["online_softmax_blocks", "plan_states", "tile_grid", "memory_by_length", "tiles_explorer_figure",
+           "TILE_STATES"]
 
 TILE_STATES = ("to do", "done", "current", "skipped")  # the codes 0-3 of a tile grid
 _TILE_COLOURS = ListedColormap(["white", "tab:blue", "tab:orange", "lightgrey"])
@@ -53,6 +54,16 @@ def online_softmax_blocks(x, block, m, l):
     right.set_title("the running sum, rescaled when the max grows", fontsize=10)
     right.legend(loc="upper left", fontsize=8, frameon=False)
     return fig
+
+
+def plan_states(plan, l_k, block_k):
+    """The codes of ``tile_grid`` for a ``tile_plan``: ``(n_q_blocks, n_k_blocks)``, 1 where the plan
+    computes a tile, 3 where it skips one."""
+    states = np.full((len(plan), -(-l_k // block_k)), 3)
+    for row, (_, key_blocks) in enumerate(plan):
+        for start, _ in key_blocks:
+            states[row, start // block_k] = 1
+    return states
 
 
 def _draw_grid(ax, states, block_q, block_k, title):

@@ -1,12 +1,11 @@
 """Chapter 14: step through the tiles of one query block and watch one row's running max, sum and output."""
 import ipywidgets as widgets
-import numpy as np
 import torch
 from matplotlib.figure import Figure
 
 from ..checks import check_instance, check_int_range, check_positive_int, check_tensor
 from ..models import attention_row_steps, tile_plan
-from ..plots import tiles_explorer_figure
+from ..plots import plan_states, tiles_explorer_figure
 from ._figure_box import FigureBox, show
 
 __all__ = ["tiles_explorer_state", "tiles_explorer"]
@@ -35,11 +34,8 @@ def tiles_explorer_state(q, k, v, row=0, step=1, block_q=4, block_k=4, is_causal
     key_blocks = plan[q_block][1]
     n_steps = len(key_blocks)
     check_int_range("step", step, 1, n_steps)
-    n_k_blocks = -(-l_k // block_k)
-    grid = np.full((len(plan), n_k_blocks), 3)  # skipped unless the plan computes it
-    for i, (_, blocks) in enumerate(plan):
-        for k_start, _ in blocks:
-            grid[i, k_start // block_k] = 1 if i < q_block else 0
+    grid = plan_states(plan, l_k, block_k)  # 1 computed, 3 skipped
+    grid[q_block:][grid[q_block:] == 1] = 0  # this block and the later ones: still to do
     for j, (k_start, _) in enumerate(key_blocks[:step]):
         grid[q_block, k_start // block_k] = 2 if j == step - 1 else 1
     readable = row + 1 if is_causal else l_k  # a causal row reads keys 0..row
