@@ -31,6 +31,14 @@ class TileCounts:
         return self.computed + self.skipped
 
 
+@dataclass(frozen=True)
+class _Plan:
+    """What the forward and the backward loops run: ``tile_plan``'s tiles, and whether the diagonal tiles are masked."""
+
+    tiles: list
+    is_causal: bool
+
+
 def _blocks(length, size):
     """``[(start, end), ...]`` covering ``0..length``; the last block may be shorter."""
     return [(start, min(start + size, length)) for start in range(0, length, size)]
@@ -85,7 +93,7 @@ def _forward(q, k, v, mask, plan, scale):
         l = q.new_zeros(q_tile.shape[:-1])  # (N, H, bq): running sum of exp(score - m)
         acc = q.new_zeros(*q_tile.shape[:-1], v.shape[-1])  # (N, H, bq, d_v): running sum of exp(score - m) · value
         for k_block in key_blocks:
-            keep = _tile_keep(mask, is_causal, q_block, k_block, q.device)
+            keep = _tile_keep(mask, is_causal, q_block, k_block, q.device)  # (1 or N, 1, 1 or bq, bk) or None
             s = _scores(q_tile, k[..., k_block[0]:k_block[1], :], keep)  # (N, H, bq, bk)
             m_new = torch.maximum(m, s.amax(dim=-1))  # (N, H, bq): the max over every key read so far
             m_safe = m_new.masked_fill(m_new == float("-inf"), 0.0)  # (N, H, bq): a row with no key yet subtracts 0
@@ -110,7 +118,7 @@ def _backward(grad_out, q, k, v, out, lse, mask, plan, scale):
         q_tile, g_tile = q[..., rows, :] * scale, grad_out[..., rows, :]  # (N, H, bq, d), (N, H, bq, d_v)
         for k_block in key_blocks:
             cols = slice(k_block[0], k_block[1])
-            keep = _tile_keep(mask, plan.is_causal, q_block, k_block, q.device)
+            keep = _tile_keep(mask, plan.is_causal, q_block, k_block, q.device)  # (1 or N, 1, 1 or bq, bk) or None
             s = _scores(q_tile, k[..., cols, :], keep)  # (N, H, bq, bk): recomputed, not stored
             p = torch.exp(s - lse[..., rows].unsqueeze(-1))  # (N, H, bq, bk): the weights, from the saved lse
             grad_v[..., cols, :] += p.transpose(-2, -1) @ g_tile  # (N, H, bk, d_v)
@@ -119,12 +127,6 @@ def _backward(grad_out, q, k, v, out, lse, mask, plan, scale):
             grad_q[..., rows, :] += (ds @ k[..., cols, :]) * scale  # (N, H, bq, d)
             grad_k[..., cols, :] += ds.transpose(-2, -1) @ q_tile  # (N, H, bk, d): q_tile is already scaled
     return grad_q, grad_k, grad_v
-
-
-@dataclass(frozen=True)
-class _Plan:
-    tiles: list
-    is_causal: bool
 
 
 class _TiledAttention(torch.autograd.Function):
@@ -154,8 +156,9 @@ def tiled_attention(q, k, v, mask=None, is_causal=False, block_q=64, block_k=64,
     (as ``F.scaled_dot_product_attention``'s), and tiles wholly above the diagonal are skipped;
     with ``mask`` too, both apply. A row with no key to read gets zeros, as the course's attention
     gives. Returns the output ``(N, H, L_q, d_v)``, and with ``return_counts`` also the
-    ``TileCounts`` of the tiles computed and skipped. The largest tensor it creates holds
-    ``N·H·block_q·max(block_k, d, d_v)`` numbers, besides the output and two numbers per row.
+    ``TileCounts`` of the tiles computed and skipped. Besides the output and one number per row
+    (kept for the backward pass), the largest tensor the forward pass creates holds
+    ``N·H·block_q·max(block_k, d, d_v)`` numbers; the backward pass adds the gradients.
     """
     check_tensor("q", q, ndim=4)
     check_tensor("k", k, ndim=4)
