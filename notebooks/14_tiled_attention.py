@@ -27,8 +27,9 @@
 #   to $10^{-5}$, with padding and causal masks, and **skip** the tiles a causal mask hides;
 # - **measure** the memory an attention call allocates, and show it grow with $L^2$ for the
 #   written-out matrix and with $L$ for the tiles and the fused kernel;
-# - say why the Python tiles are **slower** than the fused kernel, and why a real kernel is
-#   faster on a GPU: fewer reads and writes of slow memory, not fewer operations;
+# - say why the Python tiles are **slower** than the fused kernel at their default block size,
+#   and why a real kernel is faster on a GPU: fewer reads and writes of slow memory, not fewer
+#   operations;
 # - explain why the **backward pass** recomputes the tiles instead of storing the weights.
 
 # %%
@@ -389,23 +390,24 @@ for name, times in runs.items():
 
 # %%
 tiled_fastest = [fastest[f"tiled, blocks of {block}"] for block in BLOCKS]
-expect(min(tiled_fastest) > fastest["fused"], "the Python tiles take longer than the fused kernel at every block size",
-       got=fastest)
+expect(min(tiled_fastest[:2]) > fastest["fused"],
+       "the Python tiles in blocks of 32 and of 64 (the default) take longer than the fused kernel", got=fastest)
 expect(tiled_fastest[0] > tiled_fastest[2], "blocks of 32 take longer than blocks of 128", got=tiled_fastest)
 expect(fastest["naive"] > fastest["fused"], "the naive attention takes longer than the fused kernel", got=fastest)
 
 # %% [markdown]
-# The fused kernel is the fastest, and the Python tiles are slower than it at every block
-# size. Each tile costs a handful of separate PyTorch operations, each launched from Python
-# and each reading its inputs from memory and writing its result back: a tile of scores is
-# written by the matrix product, then read and written again by the subtraction, the
-# exponential, the sum. With blocks of 32 there are 4,096 tiles, 16 times as many as with
-# blocks of 128, and the cost of launching their operations adds up; with larger blocks there
-# are fewer tiles, but each is bigger than the processor's fastest caches. The naive attention, for its part, writes its $2{,}048 \times
-# 2{,}048$ matrices (16 MiB each per head) to main memory and reads them back. The fused
-# kernel runs the same tiled algorithm in one compiled operation, with tiles sized to stay in
-# the caches. (These times are from one machine and depend on its processor and its
-# load; the claims above leave a wide margin.)
+# The fused kernel beats the Python tiles at the default blocks of 64, and at 32 by more. Each
+# tile costs a handful of separate PyTorch operations, each launched from Python and each
+# reading its inputs from memory and writing its result back: a tile of scores is written by
+# the matrix product, then read and written again by the subtraction, the exponential, the
+# sum. With blocks of 32 there are 4,096 tiles per head, 16 times as many as with blocks of
+# 128, and the cost of launching their operations adds up. With blocks of 128 or 256 there are
+# few tiles, and on one thread the loop can come close to the fused kernel; how close changes
+# from run to run with the machine's load, so we claim nothing about it. The naive attention,
+# for its part, writes its $2{,}048 \times 2{,}048$ matrices (16 MiB each per head) to main
+# memory and reads them back. The fused kernel runs the tiled algorithm in one compiled
+# operation, without a Python step between the tiles. (These times come from one machine and
+# depend on its processor and its load; the claims above leave a wide margin.)
 #
 # ## Why a real kernel wins on a GPU
 #
@@ -503,9 +505,10 @@ tiles_explorer()
 #   tiled and the fused peaks grow with $L$, like the output. The fused call is frugal only
 #   when its backend is a tiled kernel: PyTorch's FlashAttention kernel for the CPU by
 #   default here, while the `MATH` backend writes the matrix out.
-# - The Python tiles are **slower** than the fused kernel: many small operations, each a round
-#   trip to main memory. A real kernel wins on a GPU by keeping the tiles in on-chip SRAM:
-#   fewer reads and writes of HBM, not fewer FLOPs.
+# - The Python tiles are **slower** than the fused kernel at the default blocks of 64: many
+#   small operations, each launched from Python, each a round trip to main memory. A real
+#   kernel wins on a GPU by keeping the tiles in on-chip SRAM: fewer reads and writes of HBM,
+#   not fewer FLOPs.
 # - The **backward pass** keeps the output and one log-sum-exp per row and recomputes the
 #   tiles; its gradients match autograd's, without an $L \times L$ matrix.
 
