@@ -83,8 +83,9 @@ expect_close(torch.exp(x - m) / l, torch.softmax(x, dim=0), "the safe softmax is
 
 # %% [markdown]
 # The safe softmax reads the row **three times**: once for the maximum, once for the sum, and
-# once more to divide. For attention that means the whole row of scores must be at hand before
-# the first weight is known, and for all queries at once that is the $L_q \times L_k$ matrix.
+# once more to divide. For attention that means the whole row of scores must be at hand (or be
+# computed three times) before the first weight is known, and for all queries at once that is
+# the $L_q \times L_k$ matrix.
 #
 # ## The softmax in one pass
 #
@@ -168,9 +169,10 @@ expect(float(merged_m) == float(scores.max()), "the merged max is the max of all
 # extension to self-attention in $O(\log n)$ memory, and a practical version for accelerators,
 # in chunks of queries and keys, that needs $O(\sqrt{n})$. FlashAttention cuts
 # the computation into **tiles**: a block of `block_q` queries against a block of `block_k`
-# keys. For each block of queries, the key blocks stream past; each tile computes its scores
-# $(N, H, b_q, b_k)$, updates the running maximum and sum of each of its $b_q$ rows, and
-# rescales the partial output. Nothing larger than one tile of scores ever exists.
+# keys. We loop in the order FlashAttention-2 uses (below): for each block of queries, the key
+# blocks stream past; each tile computes its scores $(N, H, b_q, b_k)$, updates the running
+# maximum and sum of each of its $b_q$ rows, and rescales the partial output. No array of
+# scores larger than one tile ever exists.
 #
 # `tiled_attention(q, k, v, mask=None, is_causal=False, block_q=64, block_k=64)` does this.
 # Its loop keeps, per query row, $m$, $l$ and the **unnormalised** output
@@ -268,8 +270,8 @@ expect(not ours[:, :, :32].isnan().any(), "tiled: queries 0-31 never touch the k
 expect(bool(masked_by_hand[:, :, :32].isnan().all()), "written out and masked: the same queries get NaN everywhere")
 
 # %% [markdown]
-# Skipping saves work, not only memory: with $n$ blocks on each side the tiles computed are
-# $n(n+1)/2$ of $n^2$, a little over half.
+# Skipping saves work: with $n$ blocks on each side the tiles computed are $n(n+1)/2$ of
+# $n^2$, a little over half. (It saves no memory: each tile is freed before the next one.)
 #
 # ## Measured: memory
 #
@@ -406,8 +408,8 @@ expect(fastest["naive"] > fastest["fused"], "the naive attention takes longer th
 # from run to run with the machine's load, so we claim nothing about it. The naive attention,
 # for its part, writes its $2{,}048 \times 2{,}048$ matrices (16 MiB each per head) to main
 # memory and reads them back. The fused kernel runs the tiled algorithm in one compiled
-# operation, without a Python step between the tiles. (These times come from one machine and
-# depend on its processor and its load; the claims above leave a wide margin.)
+# operation, without a Python step between the tiles. These times depend on the processor and
+# on its load.
 #
 # ## Why a real kernel wins on a GPU
 #
@@ -417,9 +419,21 @@ expect(fastest["naive"] > fastest["fused"], "the naive attention takes longer th
 # A100 GPU as 40-80 GB of high-bandwidth memory (HBM) at 1.5-2.0 TB/s, and 192 KB of on-chip
 # SRAM in each of its 108 streaming multiprocessors, at about 19 TB/s. Standard attention
 # writes the $L \times L$ scores to HBM, reads them back for the softmax, writes the weights,
-# reads them again for the product with the values. FlashAttention loads a block of queries
-# into SRAM, streams the key and value blocks through it, and writes only the output; the
-# scores never leave the chip. The paper shows that it needs fewer HBM accesses than standard
+# reads them again for the product with the values. FlashAttention keeps each tile of scores
+# in SRAM and never writes the $L \times L$ scores or weights to HBM. In the 2022 paper the key
+# and value blocks form the outer loop, and each query block's partial output and statistics
+# go back to HBM after every step; FlashAttention-2 swaps the two loops, as our
+# `tiled_attention` does: a block of queries stays on the chip while the key and value blocks
+# stream past, and only the output and one log-sum-exp per row are written. Since the query
+# blocks no longer depend on one another, FlashAttention-2 also spreads them over the GPU's
+# processors, besides the batch and the heads; it reports about 2 times the speed of
+# FlashAttention.
+#
+# The 2022 paper counts the HBM accesses: $\Theta(N^2 d^2 / M)$ for FlashAttention against
+# $\Theta(N d + N^2)$ for standard attention, with $N$ the length, $d$ the head size and $M$
+# the size of the SRAM. With $d = 64$, $d^2 = 4{,}096$, while 192 KB hold about 98,000
+# half-precision numbers: the $N^2$ term shrinks about 24-fold, up to the constants that
+# $\Theta$ hides. The paper shows that it needs fewer HBM accesses than standard
 # attention, and is optimal for a range of SRAM sizes, and reports it faster although it
 # computes more in the backward pass: a 3x training speed-up on GPT-2 at length 1K, and 15%
 # end to end on BERT-large at length 512 against the MLPerf 1.1 training record. In its
@@ -427,7 +441,8 @@ expect(fastest["naive"] > fastest["fused"], "the naive attention takes longer th
 # reading and writing HBM, not by arithmetic), and that is what the tiles fix. The paper's own
 # example (its Figure 2, forward and backward of one GPT-2 medium attention on an A100):
 # standard attention 66.6 GFLOPs, 40.3 GB read and written in HBM, 41.7 ms; FlashAttention
-# 75.2 GFLOPs, 4.4 GB, 7.3 ms. More arithmetic, a tenth of the traffic, a fifth of the time.
+# 75.2 GFLOPs, 4.4 GB, 7.3 ms. More arithmetic, a ninth of the traffic, under a fifth of the
+# time.
 #
 # Rabe and Staats report their chunked implementation within a few percent of the run time of
 # standard attention, and the memory overhead of self-attention at length 16,384
@@ -441,8 +456,15 @@ expect(fastest["naive"] > fastest["fused"], "the naive attention takes longer th
 # (FlashAttention-2 keeps one number, $\text{lse} = m + \log l$, the log of the row's sum of
 # $e^{\text{score}}$), and in the backward pass **recomputes** each tile's weights as
 # $e^{\text{score} - \text{lse}}$ from the scores, again one tile at a time. `tiled_attention`
-# does the same (a `torch.autograd.Function` whose backward walks the tiles). Its gradients
-# against autograd through the course's `attend`, causal, in float32:
+# does the same (a `torch.autograd.Function` whose backward walks the tiles).
+#
+# One more term is needed, and it too comes without the weights. Row $i$'s output is
+# $o_i = \sum_j p_{ij} v_j$; with $dO_i$ the gradient arriving at it, the gradient of weight
+# $p_{ij}$ is $dp_{ij} = dO_i \cdot v_j$, and through the softmax the gradient of score $ij$ is
+# $p_{ij}\,(dp_{ij} - \sum_k p_{ik}\, dp_{ik})$. The sum is
+# $\sum_k p_{ik}\, dO_i \cdot v_k = dO_i \cdot o_i$: one number per row, from the output and its
+# gradient alone (`delta` in the code). Gradients of `tiled_attention` against autograd through
+# the course's `attend`, causal, in float32:
 
 # %%
 inputs = [torch.randn(2, 2, 200, 16, generator=generator).requires_grad_() for _ in range(3)]  # q, k, v
@@ -479,11 +501,12 @@ expect(train_peaks["naive"] > 2 * 2048 * 2048 * 4 > 8 * train_peaks["tiled"],
 #
 # The widget steps through the tiles of one query block, for one head of 24 queries and keys
 # in blocks of 4. Pick a query row (the black line in the grid marks it); the tiles slider
-# moves through its block's key blocks, the orange tile being the one just read. On the right,
-# the row's scores (blue: read so far) and its running maximum, its running sum after each
-# tile, and its partial output $\text{acc}/l$ (orange) against the exact one (black crosses):
-# after the last tile they coincide. With causal on, the grey tiles are never visited, and a
-# row near the top of the grid has fewer tiles to read.
+# moves through its block's key blocks, the orange tile being the one just read (blue: done,
+# white: still to do, grey: skipped). On the right, the row's scores (blue: read so far) with
+# its running maximum, its running sum (green) and maximum (red) after each tile, and its
+# partial output $\text{acc}/l$ (orange) against the exact one (black crosses): after the last
+# tile they coincide. With causal on, the grey tiles are never visited, and a row near the top
+# of the grid has fewer tiles to read.
 
 # %% tags=["nbval-ignore-output"]
 tiles_explorer()
@@ -519,30 +542,36 @@ tiles_explorer()
 # what is wrong with it; `.hint()` gives a nudge and `.solution()` a worked answer. The cells
 # below run the checkers on placeholders, so they fail until you fill them in.
 #
-# **1. Merge two partial results.** Write `my_merge(m1, l1, o1, m2, l2, o2)`: `m1`, `l1` are
-# numbers, the maximum and the sum $\sum e^{x_j - m_1}$ of one block's scores, and `o1` a
-# tensor `(d,)`, its values averaged with the block's softmax; the same for a second block.
-# Return `(m, l, o)` over both blocks. Before you run it: if both blocks have the same maximum,
-# what weights do $o_1$ and $o_2$ get?
+# **1. Merge two partial results, empty ones too.** Write `my_merge(m1, l1, o1, m2, l2, o2)`:
+# `m1`, `l1` are numbers, the maximum and the sum $\sum e^{x_j - m_1}$ of one block's scores,
+# and `o1` a tensor `(d,)`, its values averaged with the block's softmax; the same for a second
+# block. Return `(m, l, o)` over both blocks. A block whose keys are all masked is **empty**:
+# `m = -inf`, `l = 0`, `o` zeros. Merged with another block it must leave that block as it is,
+# and two empty blocks must merge into an empty one, without a NaN anywhere. Before you run it:
+# if both blocks have the same maximum, what weights do $o_1$ and $o_2$ get? And where does the
+# formula of this chapter give NaN?
 
 # %%
 def my_merge(m1, l1, o1, m2, l2, o2):
-    return max(m1, m2), l1 + l2, (o1 + o2) / 2  # replace: the exact merge
+    return max(m1, m2), l1 + l2, (o1 + o2) / 2  # replace: the exact merge, empty blocks included
 
 
 ch14.merge.check(my_merge)
 
 # %% [markdown]
-# **2. The running update.** Write `my_update(m, l, acc, scores, values)`: the state of one
-# query row after some blocks (`m` a number, starting at `-inf`; `l` a number, starting at 0;
-# `acc` `(d,)` the unnormalised output $\sum e^{x_j - m} v_j$, starting at zeros), and the next
-# block's `scores` `(b,)` and `values` `(b, d)`. Return the new `(m, l, acc)`. The checker
-# streams blocks through it, some with scores near 1,000, and compares `acc / l` with the
-# softmax.
+# **2. The running update, kept as a log-sum-exp.** FlashAttention-2 keeps one number per row,
+# $\text{lse} = m + \log l = \log \sum_j e^{x_j}$, and its output normalised,
+# $o = \sum_j e^{x_j - \text{lse}} v_j$. Write the running update in that form:
+# `my_update(lse, o, scores, values)` takes the state of one query row after some blocks (`lse`
+# a number, starting at `-inf`; `o` `(d,)`, starting at zeros) and the next block's `scores`
+# `(b,)` and `values` `(b, d)`, and returns the new `(lse, o)`. No $m$ and no $l$ this time:
+# derive the update from what $\text{lse}$ and $o$ mean. The checker streams blocks through it,
+# some with scores near 1,000, and compares `lse` with `torch.logsumexp` and `o` with the
+# softmax-weighted values.
 
 # %%
-def my_update(m, l, acc, scores, values):
-    return m, l, acc  # replace: read the block
+def my_update(lse, o, scores, values):
+    return lse, o  # replace: read the block
 
 
 ch14.running_update.check(my_update)

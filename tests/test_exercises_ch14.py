@@ -4,6 +4,7 @@ import math
 import torch
 
 from stepbystep.exercises import ch14
+from stepbystep.models import merge_partials
 
 
 def test_solutions_pass():
@@ -35,31 +36,47 @@ def test_merge_diagnoses(fails_with):
     fails_with(ch14.merge, 3, "expected a function")
 
 
+def test_merge_handles_empty_parts(fails_with):
+    def textbook(m1, l1, o1, m2, l2, o2):  # right for two real parts, NaN for two empty ones
+        m = max(m1, m2)
+        w1, w2 = l1 * math.exp(m1 - m), l2 * math.exp(m2 - m)
+        return m, w1 + w2, (o1 * w1 + o2 * w2) / (w1 + w2)
+
+    def zero_for_empty(m1, l1, o1, m2, l2, o2):
+        if m1 == float("-inf") or m2 == float("-inf"):
+            return float("-inf"), 0.0, o1 * 0
+        return ch14.merge._solution(m1, l1, o1, m2, l2, o2)
+
+    fails_with(ch14.merge, textbook, "with both parts empty (every key masked: m = -inf, l = 0, o zeros) your merge "
+               "gives NaN")
+    fails_with(ch14.merge, zero_for_empty, "with the second part empty the merge should give the other part unchanged")
+    assert ch14.merge.check(lambda *args: tuple(merge_partials(*args)))  # the package's merge handles them
+
+
 def test_running_update_diagnoses(fails_with):
-    def acc_not_rescaled(m, l, acc, scores, values):
-        m_new = max(m, scores.max().item())
-        p = torch.exp(scores - m_new)
-        return m_new, l * math.exp(m - m_new) + p.sum(), acc + p @ values
+    def logs_added(lse, o, scores, values):
+        new_lse = torch.logaddexp(torch.as_tensor(lse, dtype=scores.dtype), torch.logsumexp(scores, 0))
+        o = o * torch.exp(lse - new_lse) + torch.exp(scores - new_lse) @ values
+        return (torch.logsumexp(scores, 0) if lse == float("-inf") else lse + torch.logsumexp(scores, 0)), o
 
-    def nothing_rescaled(m, l, acc, scores, values):
-        m_new = max(m, scores.max().item())
-        p = torch.exp(scores - m_new)
-        return m_new, l + p.sum(), acc + p @ values
+    def o_not_rescaled(lse, o, scores, values):
+        new_lse = torch.logaddexp(torch.as_tensor(lse, dtype=scores.dtype), torch.logsumexp(scores, 0))
+        return new_lse, o + torch.exp(scores - new_lse) @ values
 
-    def no_max(m, l, acc, scores, values):
-        p = torch.exp(scores)
-        return 0.0, l + p.sum(), acc + p @ values
+    def raw_exponentials(lse, o, scores, values):
+        new_lse = torch.log(torch.exp(torch.as_tensor(lse, dtype=scores.dtype)) + torch.exp(scores).sum())
+        return new_lse, o * torch.exp(lse - new_lse) + torch.exp(scores - new_lse) @ values
 
-    def stale_max(m, l, acc, scores, values):
-        m_new = max(m, scores.max().item())
-        p = torch.exp(scores - m_new)
-        return (m if m > float("-inf") else m_new), l * math.exp(m - m_new) + p.sum(), acc * math.exp(m - m_new) + p @ values
+    def unnormalised(lse, o, scores, values):  # acc-style: o not divided by the sum
+        new_lse = torch.logaddexp(torch.as_tensor(lse, dtype=scores.dtype), torch.logsumexp(scores, 0))
+        return new_lse, o + torch.exp(scores) @ values
 
-    fails_with(ch14.running_update, acc_not_rescaled, "the old acc must be rescaled like the old l")
-    fails_with(ch14.running_update, nothing_rescaled, "rescale the old sum")
-    fails_with(ch14.running_update, no_max, "overflows")
-    fails_with(ch14.running_update, stale_max, "m should be the largest score read")
-    fails_with(ch14.running_update, lambda m, l, acc, scores, values: (m, l, acc), "m is still -inf or l still 0")
+    fails_with(ch14.running_update, logs_added, "adds the blocks' logs")
+    fails_with(ch14.running_update, o_not_rescaled, "the old o was weighted against the old lse")
+    fails_with(ch14.running_update, raw_exponentials, "e^1000 overflows")
+    fails_with(ch14.running_update, unnormalised, "not the softmax-weighted mean")
+    fails_with(ch14.running_update, lambda lse, o, scores, values: (lse, o), "lse is still -inf")
+    fails_with(ch14.running_update, lambda lse, o, scores, values: lse, "return two things")
 
 
 def test_skipped_tiles_diagnoses(fails_with):
@@ -79,10 +96,10 @@ def test_skipped_tiles_diagnoses(fails_with):
         return sum(k > q for q in range(0, l_q, block_q) for k in range(0, l_k, block_k))
 
     fails_with(ch14.skipped_tiles, square_formula, "ragged last block")
-    fails_with(ch14.skipped_tiles, with_diagonal, "includes the tiles on the diagonal")
-    fails_with(ch14.skipped_tiles, computed, "includes the tiles on the diagonal")  # the same number when square
+    fails_with(ch14.skipped_tiles, with_diagonal, "the number of tiles computed")  # n(n+1)/2: the same number
+    fails_with(ch14.skipped_tiles, computed, "the number of tiles computed")
     fails_with(ch14.skipped_tiles, lambda l_q, l_k, block_q, block_k: computed(l_q, l_k, block_q, block_k)
-               if l_q != l_k else ch14.skipped_tiles._solution(l_q, l_k, block_q, block_k), "counted the tiles computed")
+               if l_q != l_k else ch14.skipped_tiles._solution(l_q, l_k, block_q, block_k), "the number of tiles computed")
     fails_with(ch14.skipped_tiles, first_query, "check each tile's first key against its last query")
     fails_with(ch14.skipped_tiles, lambda *args: "six", "return one number")
 

@@ -30,7 +30,7 @@ def test_inputs_made_before_do_not_count_and_views_allocate_nothing():
 def test_it_sees_a_fused_kernels_own_buffers():
     q = torch.randn(1, 1, 512, 16)
     out, report = measure_memory(lambda: F.scaled_dot_product_attention(q, q, q))
-    assert report.peak_bytes > out.numel() * 4  # more than the output: the kernel's working memory
+    assert report.largest_bytes > out.numel() * 4  # a buffer larger than the output: the kernel's working memory
 
 
 def test_compute_must_be_callable():

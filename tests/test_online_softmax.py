@@ -69,3 +69,12 @@ def test_bad_arguments():
         online_softmax_steps(torch.ones(4), 0)
     with pytest.raises(ValueError, match="k must be"):
         attention_row_steps(torch.ones(4), torch.ones(5, 3), torch.ones(5, 2), 2)
+
+
+def test_merge_with_an_empty_part_keeps_the_other_and_two_empty_parts_stay_empty():
+    empty = (float("-inf"), 0.0, torch.zeros(2))
+    part = (torch.tensor(1.5), torch.tensor(2.0), torch.tensor([0.3, -0.7]))
+    for merged in (merge_partials(*part, *empty), merge_partials(*empty, *part)):
+        assert float(merged[0]) == 1.5 and float(merged[1]) == 2.0 and torch.equal(merged[2], part[2])
+    m, l, o = merge_partials(*empty, *empty)
+    assert float(m) == float("-inf") and float(l) == 0.0 and torch.equal(o, torch.zeros(2))

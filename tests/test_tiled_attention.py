@@ -187,3 +187,25 @@ def test_bad_arguments_are_named(call, error, words):
     with pytest.raises(error) as raised:
         call(q, k, v)
     assert words in str(raised.value)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_precision_tiles_are_computed_in_float32(dtype):
+    q, k, v = _inputs(1, 2, 300, 300, 16, 16)
+    reference = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # float32
+    low = [t.to(dtype) for t in (q, k, v)]
+    ours = tiled_attention(*low, is_causal=True, block_q=64, block_k=16)
+    fused = F.scaled_dot_product_attention(*low, is_causal=True)
+    assert ours.dtype == dtype
+    assert (ours.float() - reference).abs().max() <= 1.5 * (fused.float() - reference).abs().max()
+    grads = torch.autograd.grad(tiled_attention(*[t.requires_grad_() for t in low], block_q=64, block_k=16).sum(), low)
+    assert all(grad.dtype == dtype and torch.isfinite(grad).all() for grad in grads)
+
+
+def test_an_int_mask_is_converted_tile_by_tile_never_whole():
+    l_q = l_k = 512
+    q, k, v = _inputs(1, 1, l_q, l_k, 8, 8)
+    mask = subsequent_mask(l_q).int()  # (1, L_q, L_k) of int32: given, not created
+    out, report = measure_memory(lambda: tiled_attention(q, k, v, mask=mask, block_q=64, block_k=64))
+    assert report.largest_bytes < l_q * l_k  # a bool copy of the whole mask would take L_q·L_k bytes
+    assert torch.allclose(out, F.scaled_dot_product_attention(q, k, v, is_causal=True), atol=1e-5)

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import torch
 
+from stepbystep import plots
 from stepbystep.widgets import FigureBox, tiles_explorer, tiles_explorer_state
 
 
@@ -57,3 +58,14 @@ def test_sliders_redraw_in_place():
     colours = figure.axes[0].images[0].get_array()
     assert np.count_nonzero(colours == 3) == 15  # 6 blocks: 6·5/2 tiles skipped
     assert widget.figure is figure and plt.get_fignums() == []
+
+
+def test_figure_shows_the_tile_legend_and_the_running_max_per_tile():
+    q, k, v = _qkv(12)
+    state = tiles_explorer_state(q, k, v, row=9, step=2, block_q=4, block_k=4)
+    fig = plots.tiles_explorer_figure(state)
+    assert [text.get_text() for text in fig.axes[0].get_legend().get_texts()] == ["to do", "done", "current"]
+    twin = fig.axes[-1]
+    assert twin.get_ylabel() == "running max m (red)"
+    assert np.allclose(twin.lines[0].get_ydata(), state["m"].numpy())
+    assert np.allclose(fig.axes[2].lines[0].get_ydata(), state["l"].numpy())

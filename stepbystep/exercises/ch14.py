@@ -1,5 +1,5 @@
-"""Chapter 14's "Your turn": merge two partial softmax results, write the running update, count the
-causal tiles a tiled attention skips.
+"""Chapter 14's "Your turn": merge two partial softmax results (empty ones too), write the running update
+kept as a log-sum-exp, count the causal tiles a tiled attention skips.
 
 In the notebook::
 
@@ -37,7 +37,9 @@ def _as_triple(result, what):
 # ----------------------------------------------------------------------------- 1. merge two partial results
 def _merge_solution(m1, l1, o1, m2, l2, o2):
     m = max(m1, m2)  # the larger max: every exponent is then <= 0
-    w1 = l1 * math.exp(m1 - m)  # part 1's sum, measured against the new max
+    if m == float("-inf"):  # both parts empty: -inf - (-inf) is not a number, so nothing to compute
+        return m, 0.0, o1 * 0
+    w1 = l1 * math.exp(m1 - m)  # part 1's sum, measured against the new max; e^(-inf) = 0 for an empty part
     w2 = l2 * math.exp(m2 - m)
     l = w1 + w2
     o = (o1 * w1 + o2 * w2) / l  # each part's output weighted by its share of the sum
@@ -78,6 +80,23 @@ def _check_merge(answer):
         if torch.allclose(got[2], (args[2].double() + args[5].double()) / 2, atol=1e-5):
             return "your o is the plain mean of the two outputs: the block with the larger share of the sum weighs more"
         return "the merged o is not the softmax-weighted mean of the values of both blocks"
+    part = _partial(*_MERGE_CASES[0][0])
+    part = (float(part[0]), float(part[1]), part[2])
+    empty = (float("-inf"), 0.0, torch.zeros(2))
+    for args, what in (((*part, *empty), "the second part empty"), ((*empty, *part), "the first part empty"),
+                       ((*empty, *empty), "both parts empty")):
+        got, problem = _as_triple(answer(*(x.clone() if isinstance(x, torch.Tensor) else x for x in args)),
+                                  "(m, l, o)")
+        if problem:
+            return problem
+        if any(torch.isnan(x).any() for x in got):
+            return (f"with {what} (every key masked: m = -inf, l = 0, o zeros) your merge gives NaN: "
+                    "what is -inf - (-inf)?")
+        wanted = part if what != "both parts empty" else empty
+        if not (float(got[0]) == float(wanted[0]) and math.isclose(float(got[1]), float(wanted[1]), rel_tol=1e-6)
+                and got[2].shape == wanted[2].shape and torch.allclose(got[2], wanted[2].double(), atol=1e-6)):
+            return f"with {what} the merge should give " + (
+                "the other part unchanged" if what != "both parts empty" else "an empty part: m = -inf, l = 0, o zeros")
     return None
 
 
@@ -85,64 +104,83 @@ merge = Exercise(
     "merge two partial softmax results",
     _check_merge,
     "each l is a sum of exp(score - its own max): multiply by exp(old max - new max) to measure it against the "
-    "new max. Each o is a weighted mean over its block; over both blocks, how much weight does each block carry?",
+    "new max. Each o is a weighted mean over its block; over both blocks, how much weight does each block carry? "
+    "An empty part adds nothing to the sum; when both are empty there is no max to subtract",
     _merge_solution,
 )
 
 
-# ----------------------------------------------------------------------------- 2. the running update
-def _update_solution(m, l, acc, scores, values):
-    m_new = max(m, scores.max().item())  # the max over every score so far
-    p = torch.exp(scores - m_new)  # (b,): this block's terms, against the new max
-    rescale = math.exp(m - m_new)  # the old terms were against the old max
-    return m_new, l * rescale + p.sum(), acc * rescale + p @ values  # acc: Σ exp(score - m) · value
+# ----------------------------------------------------------------------------- 2. the running update, as a log-sum-exp
+def _update_solution(lse, o, scores, values):
+    block_lse = torch.logsumexp(scores, dim=0)  # log Σ_block e^x, with the block's max subtracted inside
+    new_lse = torch.logaddexp(torch.as_tensor(lse, dtype=scores.dtype), block_lse)  # log(e^lse + Σ_block e^x)
+    # o was Σ e^(x - lse) v over the old scores: rescale it to the new lse, then add the block's terms
+    return new_lse, o * torch.exp(lse - new_lse) + torch.exp(scores - new_lse) @ values
 
 
 def _stream(answer, scores, values, block):
-    m, l, acc = float("-inf"), 0.0, torch.zeros(values.shape[1], dtype=values.dtype)
+    lse, o = float("-inf"), torch.zeros(values.shape[1], dtype=values.dtype)
     for start in range(0, len(scores), block):
-        result = answer(m, l, acc.clone(), scores[start:start + block].clone(), values[start:start + block].clone())
-        got, problem = _as_triple(result, "(m, l, acc)")
-        if problem:
-            return None, problem
-        m, l, acc = float(got[0]), float(got[1]), got[2].to(values.dtype)
-    return (m, l, acc), None
+        result = answer(lse, o.clone(), scores[start:start + block].clone(), values[start:start + block].clone())
+        if not isinstance(result, (tuple, list)) or len(result) != 2:
+            return None, f"return two things, (lse, o), got {type(result).__name__}"
+        try:
+            lse, o = float(result[0]), torch.as_tensor(result[1], dtype=values.dtype)
+        except (TypeError, ValueError, RuntimeError):
+            return None, "return lse as a number (or a one-element tensor) and o as a tensor (d,)"
+    return (lse, o), None
 
 
-@expects_function("update(m, l, acc, scores, values)")
+def _wrong_streams(scores, values, block):
+    """What two typical slips end with: (lse, o) with the logs added, and o never rescaled."""
+    logs_added, lse, o = 0.0, float("-inf"), torch.zeros(values.shape[1], dtype=values.dtype)
+    for start in range(0, len(scores), block):
+        s, v = scores[start:start + block], values[start:start + block]
+        logs_added += float(torch.logsumexp(s, 0))
+        new_lse = float(torch.logaddexp(torch.tensor(lse, dtype=s.dtype), torch.logsumexp(s, 0)))
+        o, lse = o + torch.exp(s - new_lse) @ v, new_lse
+    return logs_added, o
+
+
+@expects_function("update(lse, o, scores, values)")
 def _check_update(answer):
     generator = torch.Generator().manual_seed(14)
-    cases = [(torch.randn(9, generator=generator) + 1000.0, 2),  # exp(1000) overflows: the max must be subtracted
-             (torch.tensor([0.5, 2.0, 1.0, 3.5, 0.2, 4.0, 1.0]), 3),  # the max grows twice
-             (torch.randn(20, generator=generator) * 3, 4)]
+    cases = [(torch.tensor([0.5, 2.0, 1.0, 3.5, 0.2, 4.0, 1.0]), 3),  # the max grows twice
+             (torch.randn(20, generator=generator) * 3, 4),
+             (torch.randn(9, generator=generator) + 1000.0, 2)]  # e^1000 overflows: no sum of raw exponentials
     for scores, block in cases:
         scores = scores.double()
         values = torch.randn(len(scores), 3, generator=generator, dtype=torch.float64)
         final, problem = _stream(answer, scores, values, block)
         if problem:
             return problem
-        m, l, acc = final
-        if m == float("-inf") or l == 0:
-            return "after reading every block, m is still -inf or l still 0: update them from each block's scores"
-        if not all(math.isfinite(x) for x in (m, l)) or not torch.isfinite(acc).all():
-            return "with scores near 1000 your state overflows: every exponent should have the running max subtracted"
-        if not math.isclose(m, float(scores.max()), rel_tol=1e-9):
-            return "after the last block m should be the largest score read"
-        exact = torch.softmax(scores, 0) @ values
-        right_l = math.isclose(l, float(torch.exp(scores - scores.max()).sum()), rel_tol=1e-6)
-        if right_l and torch.allclose(acc / l, exact, atol=1e-6):
+        lse, o = final
+        if lse == float("-inf"):
+            return "after reading every block, lse is still -inf: each block's scores must enter it"
+        if not math.isfinite(lse) or not torch.isfinite(o).all():
+            large = " (these scores are near 1000, and e^1000 overflows)" if scores.min() > 100 else ""
+            return (f"your lse or o is not finite{large}: a log of a sum of exponentials must be computed with a max "
+                    "subtracted, as torch.logsumexp and torch.logaddexp do")
+        right_lse = math.isclose(lse, float(torch.logsumexp(scores, 0)), rel_tol=0, abs_tol=1e-6)
+        if right_lse and torch.allclose(o, torch.softmax(scores, 0) @ values, atol=1e-6):
             continue
-        if right_l:
-            return "your l is right but acc is not: when the max grows, the old acc must be rescaled like the old l"
-        return "your l is not Σ exp(score - m) over every score read: when the max grows, rescale the old sum"
+        logs_added, unrescaled = _wrong_streams(scores, values, block)
+        if math.isclose(lse, logs_added, abs_tol=1e-6):
+            return "your lse adds the blocks' logs: that multiplies their sums, and the sums must add"
+        if not right_lse:
+            return "your lse is not log Σ e^score over every score read"
+        if torch.allclose(o, unrescaled, atol=1e-6):
+            return "your lse is right but o is not: the old o was weighted against the old lse, and the lse has changed"
+        return "your lse is right but o is not the softmax-weighted mean of the values read so far"
     return None
 
 
 running_update = Exercise(
-    "the running update of one row",
+    "the running update, kept as a log-sum-exp",
     _check_update,
-    "l and acc both hold sums of terms exp(score - m). When the max changes from m to m_new, by what factor must "
-    "every old term be multiplied to become exp(score - m_new)?",
+    "e^lse is the sum of e^score over the scores read so far: the new sum is the old one plus the block's. "
+    "torch.logaddexp(a, b) is log(e^a + e^b) without overflow. o is a weighted mean with weights e^(score - lse): "
+    "when lse changes, by what factor does each old weight change?",
     _update_solution,
 )
 
@@ -172,11 +210,9 @@ def _check_skipped(answer):
             continue
         l_q, l_k, block_q, block_k = case
         n_q, n_k = math.ceil(l_q / block_q), math.ceil(l_k / block_k)
-        if got == wanted + min(n_q, n_k) and block_q == block_k and l_q == l_k:
-            return (f"for {case} your count includes the tiles on the diagonal: they hold the keys up to each "
-                    f"query, and must be computed")
         if got == n_q * n_k - wanted:
-            return f"for {case} you counted the tiles computed, not those skipped"
+            return (f"for {case} your count is the number of tiles computed (those below the diagonal and on it), "
+                    "not of those skipped")
         if l_q == l_k and block_q == block_k and l_q % block_q == 0:
             return f"for {case} (equal blocks that divide the length) your count is off"
         return (f"for {case} your count is off: with lengths or blocks that differ, or a ragged last block, "

@@ -15,13 +15,16 @@ def merge_partials(m1, l1, o1, m2, l2, o2):
     """Merge two partial softmax results into the result over both parts.
 
     ``m = max(m1, m2)``; ``l = l1·e^(m1-m) + l2·e^(m2-m)``; ``o = (o1·l1·e^(m1-m) + o2·l2·e^(m2-m)) / l``.
-    ``m``, ``l`` are numbers or tensors ``(...)``, ``o`` tensors ``(..., d)``; returns ``(m, l, o)``.
+    An empty part (every key masked: ``m = -inf``, ``l = 0``) leaves the other as it is, and
+    two empty parts give an empty part with ``o`` zeros, never NaN. ``m``, ``l`` are numbers or
+    tensors ``(...)``, ``o`` tensors ``(..., d)``; returns ``(m, l, o)``.
     """
     m = torch.maximum(torch.as_tensor(m1), torch.as_tensor(m2))  # (...): the larger max
-    w1 = torch.as_tensor(l1) * torch.exp(m1 - m)  # (...): part 1's sum, relative to the new max
-    w2 = torch.as_tensor(l2) * torch.exp(m2 - m)  # (...): part 2's
+    m_safe = m.masked_fill(m == float("-inf"), 0.0)  # (...): two empty parts subtract 0, not -inf
+    w1 = torch.as_tensor(l1) * torch.exp(m1 - m_safe)  # (...): part 1's sum, relative to the new max
+    w2 = torch.as_tensor(l2) * torch.exp(m2 - m_safe)  # (...): part 2's
     l = w1 + w2  # (...)
-    o = (o1 * w1.unsqueeze(-1) + o2 * w2.unsqueeze(-1)) / l.unsqueeze(-1)  # (..., d): the weighted mean
+    o = (o1 * w1.unsqueeze(-1) + o2 * w2.unsqueeze(-1)) / torch.where(l > 0, l, 1.0).unsqueeze(-1)  # (..., d)
     return m, l, o
 
 

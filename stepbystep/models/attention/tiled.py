@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import torch
 
 from ...checks import check_instance, check_positive_int, check_tensor
-from .masks import check_mask
+from .masks import as_keep_mask, check_mask
 
 __all__ = ["TileCounts", "tile_plan", "tiled_attention"]
 
@@ -67,7 +67,8 @@ def _tile_keep(mask, is_causal, q_block, k_block, device):
     keep = None
     if mask is not None:
         rows = slice(q_start, q_end) if mask.shape[1] > 1 else slice(None)  # a padding mask has one row for all
-        keep = mask[:, rows, k_start:k_end].unsqueeze(1)  # (1 or N, 1, 1 or bq, bk): one mask for every head
+        keep = mask[:, rows, k_start:k_end].to(device=device, dtype=torch.bool)  # (1 or N, 1 or bq, bk): this tile's
+        keep = keep.unsqueeze(1)  # (1 or N, 1, 1 or bq, bk): one mask for every head
     if is_causal and k_end - 1 > q_start:  # some key of the tile comes after some query: the diagonal crosses it
         queries = torch.arange(q_start, q_end, device=device)  # (bq,)
         keys = torch.arange(k_start, k_end, device=device)  # (bk,)
@@ -82,37 +83,47 @@ def _scores(q_scaled, k_tile, keep):
     return s if keep is None else s.masked_fill(~keep, float("-inf"))
 
 
+def _accumulation_dtype(dtype):
+    """float16 and bfloat16 tiles are computed in float32, as FlashAttention keeps its statistics."""
+    return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+
+
 def _forward(q, k, v, mask, plan, scale):
     """The output ``(N, H, L_q, d_v)`` and each row's log-sum-exp ``(N, H, L_q)`` (``+inf`` for a row with no key)."""
+    dtype = _accumulation_dtype(q.dtype)
     out = q.new_empty(*q.shape[:-1], v.shape[-1])  # (N, H, L_q, d_v)
-    lse = q.new_empty(q.shape[:-1])  # (N, H, L_q)
+    lse = q.new_empty(q.shape[:-1], dtype=dtype)  # (N, H, L_q)
     is_causal = plan.is_causal
     for q_block, key_blocks in plan.tiles:
-        q_tile = q[..., q_block[0]:q_block[1], :] * scale  # (N, H, bq, d): scaled once, not every tile
-        m = q.new_full(q_tile.shape[:-1], float("-inf"))  # (N, H, bq): running max of each row's scores
-        l = q.new_zeros(q_tile.shape[:-1])  # (N, H, bq): running sum of exp(score - m)
-        acc = q.new_zeros(*q_tile.shape[:-1], v.shape[-1])  # (N, H, bq, d_v): running sum of exp(score - m) · value
+        q_tile = q[..., q_block[0]:q_block[1], :].to(dtype) * scale  # (N, H, bq, d): scaled once, not every tile
+        m = q_tile.new_full(q_tile.shape[:-1], float("-inf"))  # (N, H, bq): running max of each row's scores
+        l = q_tile.new_zeros(q_tile.shape[:-1])  # (N, H, bq): running sum of exp(score - m)
+        acc = q_tile.new_zeros(*q_tile.shape[:-1], v.shape[-1])  # (N, H, bq, d_v): running Σ exp(score - m) · value
         for k_block in key_blocks:
             keep = _tile_keep(mask, is_causal, q_block, k_block, q.device)  # (1 or N, 1, 1 or bq, bk) or None
-            s = _scores(q_tile, k[..., k_block[0]:k_block[1], :], keep)  # (N, H, bq, bk)
+            k_tile = k[..., k_block[0]:k_block[1], :].to(dtype)  # (N, H, bk, d)
+            v_tile = v[..., k_block[0]:k_block[1], :].to(dtype)  # (N, H, bk, d_v)
+            s = _scores(q_tile, k_tile, keep)  # (N, H, bq, bk)
             m_new = torch.maximum(m, s.amax(dim=-1))  # (N, H, bq): the max over every key read so far
             m_safe = m_new.masked_fill(m_new == float("-inf"), 0.0)  # (N, H, bq): a row with no key yet subtracts 0
             p = torch.exp(s - m_safe.unsqueeze(-1))  # (N, H, bq, bk): exp(score - new max); masked keys exp(-inf) = 0
             rescale = torch.exp(m - m_safe)  # (N, H, bq): the old sums were relative to the old max: e^(m_old - m_new)
             l = l * rescale + p.sum(dim=-1)  # (N, H, bq): old sum rescaled, plus this tile's
-            acc = acc * rescale.unsqueeze(-1) + p @ v[..., k_block[0]:k_block[1], :]  # (N, H, bq, d_v): the same
+            acc = acc * rescale.unsqueeze(-1) + p @ v_tile  # (N, H, bq, d_v): the same
             m = m_new  # (N, H, bq)
         has_key = l > 0  # (N, H, bq): the largest score contributes e^0 = 1, so l >= 1 once a key was read
         rows = slice(q_block[0], q_block[1])
-        out[..., rows, :] = acc / torch.where(has_key, l, 1.0).unsqueeze(-1)  # (N, H, bq, d_v): zeros with no key
+        out[..., rows, :] = acc / torch.where(has_key, l, 1.0).unsqueeze(-1)  # (N, H, bq, d_v): zeros with no key; cast
         lse[..., rows] = torch.where(has_key, m + l.log(), float("inf"))  # (N, H, bq): log Σ exp(score)
     return out, lse
 
 
 def _backward(grad_out, q, k, v, out, lse, mask, plan, scale):
     """Gradients of ``q``, ``k``, ``v`` from the saved ``out`` and ``lse``, every tile's weights recomputed."""
+    dtype = lse.dtype
+    q, k, v, out, grad_out = (t.to(dtype) for t in (q, k, v, out, grad_out))  # float32 for half inputs
     grad_q, grad_k, grad_v = torch.zeros_like(q), torch.zeros_like(k), torch.zeros_like(v)
-    delta = (grad_out * out).sum(dim=-1)  # (N, H, L_q): Σ_j p_ij dp_ij, the softmax's correction term
+    delta = (grad_out * out).sum(dim=-1)  # (N, H, L_q): Σ_j p_ij dp_ij = dO_i · o_i, the softmax's correction term
     for q_block, key_blocks in plan.tiles:
         rows = slice(q_block[0], q_block[1])
         q_tile, g_tile = q[..., rows, :] * scale, grad_out[..., rows, :]  # (N, H, bq, d), (N, H, bq, d_v)
@@ -144,7 +155,7 @@ class _TiledAttention(torch.autograd.Function):
     def backward(ctx, grad_out):
         q, k, v, out, lse = ctx.saved_tensors
         grads = _backward(grad_out, q, k, v, out, lse, ctx.mask, ctx.plan, ctx.scale)
-        return (*grads, None, None)
+        return (*(grad.to(q.dtype) for grad in grads), None, None)
 
 
 def tiled_attention(q, k, v, mask=None, is_causal=False, block_q=64, block_k=64, return_counts=False):
@@ -158,7 +169,8 @@ def tiled_attention(q, k, v, mask=None, is_causal=False, block_q=64, block_k=64,
     gives. Returns the output ``(N, H, L_q, d_v)``, and with ``return_counts`` also the
     ``TileCounts`` of the tiles computed and skipped. Besides the output and one number per row
     (kept for the backward pass), the largest tensor the forward pass creates holds
-    ``N·H·block_q·max(block_k, d, d_v)`` numbers; the backward pass adds the gradients.
+    ``N·H·block_q·max(block_k, d, d_v)`` numbers; the backward pass adds the gradients. Tiles of
+    float16 or bfloat16 inputs are computed in float32. No dropout on the weights.
     """
     check_tensor("q", q, ndim=4)
     check_tensor("k", k, ndim=4)
@@ -173,9 +185,10 @@ def tiled_attention(q, k, v, mask=None, is_causal=False, block_q=64, block_k=64,
     check_instance("is_causal", is_causal, bool, "True or False")
     check_positive_int("block_q", block_q)
     check_positive_int("block_k", block_k)
-    if mask is not None:
-        check_mask(mask, n, l_q, k.shape[2])
-        mask = mask.bool().to(q.device)  # (1 or N, 1 or L_q, L_k)
+    if mask is not None:  # (1 or N, 1 or L_q, L_k), checked without a bool copy of the whole: each tile takes its part
+        check_tensor("mask", mask)
+        as_keep_mask(mask if mask.numel() == 0 else mask[(0,) * mask.dim()])  # its dtype, from one element
+        check_mask(torch.ones((), dtype=torch.bool).expand(mask.shape), n, l_q, k.shape[2])  # its shape
     tiles, counts = tile_plan(l_q, k.shape[2], block_q, block_k, is_causal)
     out = _TiledAttention.apply(q, k, v, mask, _Plan(tiles, is_causal))  # (N, H, L_q, d_v)
     return (out, counts) if return_counts else out
