@@ -456,7 +456,10 @@ expect(fastest["naive"] > fastest["fused"], "the naive attention takes longer th
 # (FlashAttention-2 keeps one number, $\text{lse} = m + \log l$, the log of the row's sum of
 # $e^{\text{score}}$), and in the backward pass **recomputes** each tile's weights as
 # $e^{\text{score} - \text{lse}}$ from the scores, again one tile at a time. `tiled_attention`
-# does the same (a `torch.autograd.Function` whose backward walks the tiles).
+# does the same (a `torch.autograd.Function` whose backward walks the tiles). Dropout on the
+# weights (which `tiled_attention` does not have) fits the same scheme: FlashAttention applies
+# it inside the kernel and, in the backward pass, regenerates the dropout mask from the saved
+# state of the random number generator instead of storing it.
 #
 # One more term is needed, and it too comes without the weights. Row $i$'s output is
 # $o_i = \sum_j p_{ij} v_j$; with $dO_i$ the gradient arriving at it, the gradient of weight
