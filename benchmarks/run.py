@@ -13,7 +13,7 @@ import torch
 
 from stepbystep.devices import default_device
 
-from . import attention, course, generation, layers, trainer_overhead
+from . import attention, course, generation, layers, tiled, trainer_overhead
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 
@@ -65,6 +65,9 @@ SECTIONS = [
      "one thread), against recomputing the whole stream at every step (goal: at least 2.5× faster at "
      "d_model 64, 10× at 256) and against Hugging Face `transformers`' cached `generate` on a GPT-2 of "
      "the same shape (goal ≤ 0.70; skipped without `transformers`)."),
+    ("Tiled attention", tiled, _ratio_table,
+     "Chapter 14's `tiled_attention` (a Python loop over tiles) and the written-out `attend`, forward only, "
+     "against `F.scaled_dot_product_attention`. No goal: the loop is expected to be slower than the fused kernel."),
     ("Course", course, _course_table,
      "Each chapter executed top to bottom in a clean kernel."),
 ]

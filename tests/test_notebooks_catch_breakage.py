@@ -98,6 +98,21 @@ BREAKS = [
             return original(self, x, positions + positions * positions // 64, *args, **kwargs)
         return broken""",
           "the three curves are equal (± 1e-5): the score depends on the offset only"),
+    Break("merge-without-rescaling", "14_tiled_attention", "stepbystep.models", "merge_partials", """
+        def broken(m1, l1, o1, m2, l2, o2):  # each sum was taken against its own max: added as they are
+            l = l1 + l2
+            return torch.maximum(torch.as_tensor(m1), torch.as_tensor(m2)), l, (o1 * l1 + o2 * l2) / l
+        return broken""",
+          "merging the partial results of keys 0-4 and 5-11 gives the softmax-weighted values (± 1e-6)"),
+    Break("causal-diagonal-tiles-skipped", "14_tiled_attention", "stepbystep.models", "tile_plan", """
+        def broken(l_q, l_k, block_q, block_k, is_causal=False):  # the diagonal tiles skipped too
+            plan, counts = original(l_q, l_k, block_q, block_k, is_causal)
+            if is_causal:
+                plan = [(rows, [keys for keys in key_blocks if keys[1] <= rows[0]] or key_blocks[:1])
+                        for rows, key_blocks in plan]
+            return plan, counts
+        return broken""",
+          "is_causal: the same as the fused kernel's is_causal (± 1e-5)"),
 ]
 
 SITECUSTOMIZE = '''\

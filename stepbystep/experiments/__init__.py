@@ -18,3 +18,4 @@ from .design_choices import completion_calibration, smoothing_study, tied_embedd
 from .generation_timing import cache_numbers, step_logits, time_per_token, time_slope
 from .position_claims import alibi_head_claims, far_token_claims, length_claims, training_length_claims
 from .vit_positions import POSITION_MODELS, ShuffledPatches, blind_ceiling, position_runs, shuffled_logits
+from .memory import MemoryReport, attention_memory, measure_memory, memory_claims

@@ -33,3 +33,5 @@ from .positions.learned import LearnedPositionalEmbedding
 from .positions.alibi import alibi_bias, alibi_bias_at, alibi_slopes
 from .positions.rotary import RotaryEmbedding, rotary_frequencies, rotate_pairs
 from .vit import PatchEmbed, ViT, cls_attention, confusion_matrix, patchify
+from .attention.online_softmax import attention_row_steps, merge_partials, online_softmax_steps
+from .attention.tiled import TileCounts, tile_plan, tiled_attention

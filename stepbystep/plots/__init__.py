@@ -57,3 +57,4 @@ from .vit import (
     patch_grid,
     tokens_by_patch_size,
 )
+from .tiles import TILE_STATES, memory_by_length, online_softmax_blocks, plan_states, tile_grid, tiles_explorer_figure
