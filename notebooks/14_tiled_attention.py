@@ -424,16 +424,17 @@ expect(fastest["naive"] > fastest["fused"], "the naive attention takes longer th
 # and value blocks form the outer loop, and each query block's partial output and statistics
 # go back to HBM after every step; FlashAttention-2 swaps the two loops, as our
 # `tiled_attention` does: a block of queries stays on the chip while the key and value blocks
-# stream past, and only the output and one log-sum-exp per row are written. Since the query
-# blocks no longer depend on one another, FlashAttention-2 also spreads them over the GPU's
-# processors, besides the batch and the heads; it reports about 2 times the speed of
-# FlashAttention.
+# stream past, and only the output and one log-sum-exp per row are written. Since each query
+# block's work is now one self-contained loop, FlashAttention-2 also gives each query block to
+# its own group of the GPU's processors, besides the batch and the heads; it reports about 2
+# times the speed of FlashAttention.
 #
 # The 2022 paper counts the HBM accesses: $\Theta(N^2 d^2 / M)$ for FlashAttention against
 # $\Theta(N d + N^2)$ for standard attention, with $N$ the length, $d$ the head size and $M$
 # the size of the SRAM. With $d = 64$, $d^2 = 4{,}096$, while 192 KB hold about 98,000
 # half-precision numbers: the $N^2$ term shrinks about 24-fold, up to the constants that
-# $\Theta$ hides. The paper shows that it needs fewer HBM accesses than standard
+# $\Theta$ hides (the tile must also hold blocks of $Q$, $K$, $V$ and the output; the paper's
+# Figure 2 measures about 9-fold fewer HBM reads and writes). The paper shows that it needs fewer HBM accesses than standard
 # attention, and is optimal for a range of SRAM sizes, and reports it faster although it
 # computes more in the backward pass: a 3x training speed-up on GPT-2 at length 1K, and 15%
 # end to end on BERT-large at length 512 against the MLPerf 1.1 training record. In its
@@ -506,7 +507,8 @@ expect(train_peaks["naive"] > 2 * 2048 * 2048 * 4 > 8 * train_peaks["tiled"],
 # in blocks of 4. Pick a query row (the black line in the grid marks it); the tiles slider
 # moves through its block's key blocks, the orange tile being the one just read (blue: done,
 # white: still to do, grey: skipped). On the right, the row's scores (blue: read so far) with
-# its running maximum, its running sum (green) and maximum (red) after each tile, and its
+# the current maximum (red line); below, its running sum (green) and maximum (red) after each
+# tile, and its
 # partial output $\text{acc}/l$ (orange) against the exact one (black crosses): after the last
 # tile they coincide. With causal on, the grey tiles are never visited, and a row near the top
 # of the grid has fewer tiles to read.
@@ -562,9 +564,10 @@ def my_merge(m1, l1, o1, m2, l2, o2):
 ch14.merge.check(my_merge)
 
 # %% [markdown]
-# **2. The running update, kept as a log-sum-exp.** FlashAttention-2 keeps one number per row,
-# $\text{lse} = m + \log l = \log \sum_j e^{x_j}$, and its output normalised,
-# $o = \sum_j e^{x_j - \text{lse}} v_j$. Write the running update in that form:
+# **2. The running update, kept as a log-sum-exp.** For its backward pass, FlashAttention-2
+# saves one number per row, $\text{lse} = m + \log l = \log \sum_j e^{x_j}$, beside the
+# normalised output $o = \sum_j e^{x_j - \text{lse}} v_j$ (its loop itself keeps $m$, $l$ and
+# the unnormalised acc, as ours does). Write a running update whose whole state is that pair:
 # `my_update(lse, o, scores, values)` takes the state of one query row after some blocks (`lse`
 # a number, starting at `-inf`; `o` `(d,)`, starting at zeros) and the next block's `scores`
 # `(b,)` and `values` `(b, d)`, and returns the new `(lse, o)`. No $m$ and no $l$ this time:

@@ -77,6 +77,15 @@ def test_running_update_diagnoses(fails_with):
     fails_with(ch14.running_update, unnormalised, "not the softmax-weighted mean")
     fails_with(ch14.running_update, lambda lse, o, scores, values: (lse, o), "lse is still -inf")
     fails_with(ch14.running_update, lambda lse, o, scores, values: lse, "return two things")
+    solution = ch14.running_update._solution
+    fails_with(ch14.running_update, lambda *args: (solution(*args)[0], solution(*args)[1][None]), "should have the values' shape")
+
+
+def test_running_update_accepts_a_float32_computation():
+    def in_float32(lse, o, scores, values):  # torch.tensor(lse) makes a float32 scalar: right to float32 precision
+        new_lse = torch.logaddexp(torch.tensor(lse), torch.logsumexp(scores.float(), 0))
+        return new_lse, o * torch.exp(lse - new_lse.double()) + torch.exp(scores - new_lse.double()) @ values
+    assert ch14.running_update.check(in_float32)
 
 
 def test_skipped_tiles_diagnoses(fails_with):
@@ -96,7 +105,9 @@ def test_skipped_tiles_diagnoses(fails_with):
         return sum(k > q for q in range(0, l_q, block_q) for k in range(0, l_k, block_k))
 
     fails_with(ch14.skipped_tiles, square_formula, "ragged last block")
-    fails_with(ch14.skipped_tiles, with_diagonal, "the number of tiles computed")  # n(n+1)/2: the same number
+    fails_with(ch14.skipped_tiles, with_diagonal, "check each tile's first key")  # n(n+1)/2: computed, squares only
+    fails_with(ch14.skipped_tiles, lambda *args: 1, "your count is off")  # fits the first case only
+    fails_with(ch14.skipped_tiles, lambda *args: 6, "your count is off")  # never 'tiles computed' by chance
     fails_with(ch14.skipped_tiles, computed, "the number of tiles computed")
     fails_with(ch14.skipped_tiles, lambda l_q, l_k, block_q, block_k: computed(l_q, l_k, block_q, block_k)
                if l_q != l_k else ch14.skipped_tiles._solution(l_q, l_k, block_q, block_k), "the number of tiles computed")
@@ -106,4 +117,4 @@ def test_skipped_tiles_diagnoses(fails_with):
 
 def test_failed_checks_do_not_reveal_the_counts():
     message = repr(ch14.skipped_tiles.check(lambda *args: 0))
-    assert "6" not in message.replace("(256, 256, 64, 64)", "")
+    assert "(12, 12, 4, 6)" in message and "1" not in message.replace("(12, 12, 4, 6)", "")

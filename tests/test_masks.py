@@ -194,3 +194,10 @@ def test_integer_keep_masks_convert_like_booleans():
     keep = subsequent_mask(3)
     assert torch.equal(to_torch_attn_mask(keep.long()), to_torch_attn_mask(keep))
     assert torch.equal(to_additive_mask(keep.int()), to_additive_mask(keep))
+
+
+def test_check_mask_names_only_the_sizes_a_batch_of_one_allows():
+    with pytest.raises(ValueError, match=r"mask must have shape \(1, 1, 4\), got \(2, 1, 4\)"):
+        check_mask(torch.ones(2, 1, 4, dtype=torch.bool), 1, 1, 4)
+    with pytest.raises(ValueError, match=r"mask must have shape \(1, 1 or 3, 4\), got \(2, 3, 4\)"):
+        check_mask(torch.ones(2, 3, 4, dtype=torch.bool), 1, 3, 4)

@@ -69,3 +69,12 @@ def test_figure_shows_the_tile_legend_and_the_running_max_per_tile():
     assert twin.get_ylabel() == "running max m (red)"
     assert np.allclose(twin.lines[0].get_ydata(), state["m"].numpy())
     assert np.allclose(fig.axes[2].lines[0].get_ydata(), state["l"].numpy())
+
+
+def test_figure_says_how_many_keys_a_causal_row_may_read():
+    q, k, v = _qkv(12)
+    plain = plots.tiles_explorer_figure(tiles_explorer_state(q, k, v, row=5, step=1, block_q=4, block_k=4))
+    assert plain.axes[1].get_xlabel() == "key (blue: read so far, 4 of 12)"
+    causal = plots.tiles_explorer_figure(tiles_explorer_state(q, k, v, row=5, step=1, block_q=4, block_k=4,
+                                                              is_causal=True))
+    assert causal.axes[1].get_xlabel().startswith("key (blue: read so far, 4 of the 6 this row may read")

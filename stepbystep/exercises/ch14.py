@@ -128,6 +128,9 @@ def _stream(answer, scores, values, block):
             lse, o = float(result[0]), torch.as_tensor(result[1], dtype=values.dtype)
         except (TypeError, ValueError, RuntimeError):
             return None, "return lse as a number (or a one-element tensor) and o as a tensor (d,)"
+        if o.shape != values.shape[1:]:
+            return None, f"o should have the values' shape without the key axis, (d,) = {tuple(values.shape[1:])}, " \
+                         f"got {tuple(o.shape)}"
     return (lse, o), None
 
 
@@ -161,8 +164,8 @@ def _check_update(answer):
             large = " (these scores are near 1000, and e^1000 overflows)" if scores.min() > 100 else ""
             return (f"your lse or o is not finite{large}: a log of a sum of exponentials must be computed with a max "
                     "subtracted, as torch.logsumexp and torch.logaddexp do")
-        right_lse = math.isclose(lse, float(torch.logsumexp(scores, 0)), rel_tol=0, abs_tol=1e-6)
-        if right_lse and torch.allclose(o, torch.softmax(scores, 0) @ values, atol=1e-6):
+        right_lse = math.isclose(lse, float(torch.logsumexp(scores, 0)), rel_tol=1e-6, abs_tol=1e-6)  # float32 too
+        if right_lse and torch.allclose(o, torch.softmax(scores, 0) @ values, rtol=1e-4, atol=1e-6):
             continue
         logs_added, unrescaled = _wrong_streams(scores, values, block)
         if math.isclose(lse, logs_added, abs_tol=1e-6):
@@ -195,7 +198,9 @@ def _skipped_solution(l_q, l_k, block_q, block_k):
     return skipped
 
 
-_TILE_CASES = [(256, 256, 64, 64), (12, 12, 4, 4), (10, 10, 3, 3), (12, 12, 4, 6), (12, 12, 6, 4), (8, 16, 4, 4),
+# The first case's count (1) is neither count of the second (6 skipped, 10 computed): a constant that fits
+# one case is told its count is off, never by chance that it counted the tiles computed.
+_TILE_CASES = [(12, 12, 4, 6), (256, 256, 64, 64), (12, 12, 4, 4), (10, 10, 3, 3), (12, 12, 6, 4), (8, 16, 4, 4),
                (16, 8, 4, 4), (100, 130, 32, 16)]
 
 

@@ -149,6 +149,7 @@ def tiles_explorer_figure(state, fig=None):
                          for code in used], loc="upper center", bbox_to_anchor=(0.5, -0.12), ncols=len(used),
                 fontsize=8, frameon=False)
     s = _as_numpy(state["scores"], float)
+    readable = int(np.isfinite(s).sum())  # a causal row may not read the keys after it
     s = np.where(np.isfinite(s), s, 0.0)  # keys a causal row may not read: no bar
     read = state["keys_read"]
     _shade_blocks(scores, len(s), block_k)
@@ -156,7 +157,8 @@ def tiles_explorer_figure(state, fig=None):
     m = _as_numpy(state["m"], float)
     scores.axhline(m[-1], color="tab:red", lw=1.2, label=f"running max {m[-1]:.2f}")
     scores.set_xlim(-0.5, len(s) - 0.5)
-    scores.set_xlabel(f"key (blue: read so far, {read} of {len(s)})")
+    scores.set_xlabel(f"key (blue: read so far, {read} of {len(s)})" if readable == len(s) else
+                      f"key (blue: read so far, {read} of the {readable} this row may read; no bar: a future key)")
     scores.set_ylabel("score")
     scores.set_title(f"query row {state['row']}: its scores", fontsize=10)
     scores.legend(loc="lower right", fontsize=8)

@@ -42,7 +42,8 @@ def check_mask(mask, n, l_q, l_k):
     as_keep_mask(mask)
     m_n, m_q, m_k = mask.shape if mask.dim() == 3 else (None, None, None)
     if m_n not in (1, n) or m_q not in (1, l_q) or m_k != l_k:
-        raise ValueError(f"mask must have shape (1 or {n}, 1 or {l_q}, {l_k}), got {tuple(mask.shape)}")
+        rows, queries = ("1" if n == 1 else f"1 or {n}"), ("1" if l_q == 1 else f"1 or {l_q}")
+        raise ValueError(f"mask must have shape ({rows}, {queries}, {l_k}), got {tuple(mask.shape)}")
 
 
 def as_keep_mask(mask, name="mask"):

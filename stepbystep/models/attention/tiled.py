@@ -169,8 +169,9 @@ def tiled_attention(q, k, v, mask=None, is_causal=False, block_q=64, block_k=64,
     gives. Returns the output ``(N, H, L_q, d_v)``, and with ``return_counts`` also the
     ``TileCounts`` of the tiles computed and skipped. Besides the output and one number per row
     (kept for the backward pass), the largest tensor the forward pass creates holds
-    ``N·H·block_q·max(block_k, d, d_v)`` numbers; the backward pass adds the gradients. Tiles of
-    float16 or bfloat16 inputs are computed in float32. No dropout on the weights.
+    ``N·H·block_q·max(block_k, d, d_v)`` numbers (for float16 or bfloat16 inputs, also the float32
+    copy of one key and one value block); the backward pass adds the gradients. Tiles of float16 or
+    bfloat16 inputs are computed in float32. No dropout on the weights.
     """
     check_tensor("q", q, ndim=4)
     check_tensor("k", k, ndim=4)
