@@ -36,5 +36,5 @@ from .norms import NORMS, RMSNorm, make_norm
 from .feed_forward import MLPS, SwiGLU, llama_hidden_size, make_feed_forward
 from .positions.rotary import ROTARY_PAIRINGS, rotate_halves
 from .gpt.config import DecoderConfig
-from .gpt.cache_memory import kv_cache_bytes
+from .gpt.cache_memory import PUBLISHED_CACHES, kv_cache_bytes
 from .gpt.from_transformers import config_from_transformers, from_transformers, interleave_permutation

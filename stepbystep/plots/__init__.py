@@ -57,3 +57,4 @@ from .vit import (
     patch_grid,
     tokens_by_patch_size,
 )
+from .todays_block import block_study, kv_cache_memory, prefill_decode

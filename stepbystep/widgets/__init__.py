@@ -14,6 +14,7 @@ from .ch08_dates import date_translator
 from .ch09_sampling import sampling_explorer, sampling_explorer_state
 from .ch10_positions import position_explorer, position_explorer_state
 from .ch11_vit import vit_explorer, vit_explorer_state
+from .ch12_cache import kv_cache_explorer, kv_cache_state
 
 __all__ = [
     "FigureBox",
@@ -40,4 +41,7 @@ __all__ = [
     # chapter 11
     "vit_explorer_state",
     "vit_explorer",
+    # chapter 12
+    "kv_cache_state",
+    "kv_cache_explorer",
 ]

@@ -4,7 +4,16 @@ import torch
 
 from ...checks import check_instance, check_non_negative_int, check_positive_int
 
-__all__ = ["kv_cache_bytes"]
+__all__ = ["PUBLISHED_CACHES", "kv_cache_bytes"]
+
+# from the models' released configurations: layers, query heads, key-value heads, head size, context
+PUBLISHED_CACHES = {
+    "GPT-2 small": dict(n_layers=12, n_heads=12, n_kv_heads=12, head_dim=64, context=1024),
+    "Falcon 7B (multi-query)": dict(n_layers=32, n_heads=71, n_kv_heads=1, head_dim=64, context=2048),
+    "Llama 2 7B": dict(n_layers=32, n_heads=32, n_kv_heads=32, head_dim=128, context=4096),
+    "Llama 2 70B": dict(n_layers=80, n_heads=64, n_kv_heads=8, head_dim=128, context=4096),
+    "Llama 3 8B": dict(n_layers=32, n_heads=32, n_kv_heads=8, head_dim=128, context=8192),
+}
 
 
 def kv_cache_bytes(n_layers, n_kv_heads, head_dim, n_tokens, batch_size=1, dtype=torch.float32):
