@@ -1,6 +1,7 @@
 """Normalisation layers (chapter 12): LayerNorm centres and scales each vector; RMSNorm (Zhang and
 Sennrich 2019) only rescales it by its root mean square, the norm every Llama-family model uses."""
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from ..checks import check_choice, check_positive_int, check_positive_number
@@ -26,8 +27,8 @@ class RMSNorm(nn.Module):
 
     def forward(self, x):
         x32 = x.to(torch.promote_types(x.dtype, torch.float32))  # (..., d_model): at least float32
-        rms = torch.rsqrt(x32.pow(2).mean(dim=-1, keepdim=True) + self.eps)  # (..., 1): 1 / root mean square
-        return self.weight * (x32 * rms).to(x.dtype)  # (..., d_model)
+        normed = F.rms_norm(x32, (self.d_model,), eps=self.eps)  # (..., d_model): x / √(mean(x²) + eps)
+        return self.weight * normed.to(x.dtype)  # (..., d_model)
 
     def extra_repr(self):
         return f"{self.d_model}, eps={self.eps:g}"

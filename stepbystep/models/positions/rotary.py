@@ -36,11 +36,12 @@ def rotate_pairs(x, cos, sin):
 def rotate_halves(x, cos, sin):
     """Rotate each pair ``(x[..., i], x[..., i + d // 2])`` (Hugging Face's ``rotate_half`` pairing).
 
-    Shapes as ``rotate_pairs``. Returns ``(..., d)``: the first halves ``a cos - b sin``, the
-    second ``a sin + b cos``. Equal to ``rotate_pairs`` after moving dimension ``i + d // 2`` next to ``i``.
+    ``x`` ``(..., d)``; ``cos`` ``(..., d)`` the cosines twice, ``[cos θ, cos θ]``; ``sin`` ``(..., d)``
+    the sines with the first half negated, ``[-sin θ, sin θ]`` (``RotaryEmbedding`` keeps both
+    tables). Returns ``(..., d)``: the first halves ``a cos - b sin``, the second ``a sin + b cos``:
+    ``rotate_pairs`` after moving dimension ``i + d // 2`` next to ``i``.
     """
-    a, b = x.chunk(2, dim=-1)  # (..., d // 2) each
-    return torch.cat([a * cos - b * sin, a * sin + b * cos], dim=-1)  # (..., d)
+    return x * cos + x.roll(x.shape[-1] // 2, dims=-1) * sin  # roll: (a, b) -> (b, a)
 
 
 class RotaryEmbedding(nn.Module):
@@ -62,10 +63,15 @@ class RotaryEmbedding(nn.Module):
         check_positive_int("max_len", max_len)
         self.d_head, self.base, self.max_len = d_head, float(base), max_len
         self.pairing = pairing
-        self._rotate = rotate_pairs if pairing == "interleaved" else rotate_halves
         angles = self.angles(torch.arange(max_len))  # (max_len, d_head // 2), float64
         self.register_buffer("cos", angles.cos().float(), persistent=False)  # (max_len, d_head // 2)
         self.register_buffer("sin", angles.sin().float(), persistent=False)  # (max_len, d_head // 2)
+        if pairing == "interleaved":
+            self._rotate, self._tables = rotate_pairs, ("cos", "sin")
+        else:  # rotate_halves' tables, one lookup each per call
+            self.register_buffer("cos_halves", torch.cat([self.cos, self.cos], dim=-1), persistent=False)
+            self.register_buffer("sin_halves", torch.cat([-self.sin, self.sin], dim=-1), persistent=False)
+            self._rotate, self._tables = rotate_halves, ("cos_halves", "sin_halves")  # (max_len, d_head) each
 
     def angles(self, positions):
         """The rotation angles ``positions · θ`` ``(..., d_head // 2)``, in float64 for plots and checks."""
@@ -79,9 +85,9 @@ class RotaryEmbedding(nn.Module):
         if positions is None:
             positions = torch.arange(x.shape[-2], device=x.device)  # (L,)
         check_positions(positions, x.shape[-2], self.max_len)
-        cos, sin = self.cos[positions].to(x.dtype), self.sin[positions].to(x.dtype)  # (L or N, L, d/2)
+        cos, sin = (getattr(self, table)[positions].to(x.dtype) for table in self._tables)  # (L or N, L, d/2 or d)
         if positions.dim() == 2 and x.dim() == 4:
-            cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)  # (N, 1, L, d/2): the same for every head
+            cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)  # (N, 1, L, d/2 or d): the same for every head
         return self._rotate(x, cos, sin)
 
     def extra_repr(self):
