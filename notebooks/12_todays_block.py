@@ -82,7 +82,10 @@ from stepbystep.widgets import kv_cache_explorer
 #
 # GPT-2 (Radford et al. 2019, "Language Models are Unsupervised Multitask Learners") moved the
 # layer norm to the input of each sublayer and added one after the last block: the norm-first
-# wrapper the course has used since chapter 04. The two diagrams below are chapter 09's block
+# wrapper the course has used since chapter 04. Its feed-forward network uses the GELU
+# (Hendrycks and Gimpel 2016, "Gaussian Error Linear Units (GELUs)"), $x\,\Phi(x)$ with $\Phi$
+# the standard normal's distribution function, computed with its tanh approximation. The two
+# diagrams below are chapter 09's block
 # and the block this chapter ends with, at the size we train; what changed is in yellow.
 
 # %%
@@ -190,14 +193,15 @@ expect_close(half(q)[:, order], interleaved(q[:, order]),
 # enough to train many times. The 2017 block (LayerNorm, ReLU 128 wide, biases, sinusoidal
 # positions, untied output) gets the changes one after the other: **+ RMSNorm**, **+ SwiGLU**
 # (85 wide: the same number of weights as ReLU at 128), **+ no biases**, **+ RoPE**, which gives
-# Llama's block. A **control** isolates RoPE: the 2017 block with RoPE alone. Last, Llama's block
-# with **2 and 1 KV heads** instead of 4 (the next section explains them).
+# Llama's block. Two **controls**: the 2017 block with RoPE alone, which isolates RoPE, and GELU
+# (exact form) where SwiGLU goes, with the same weights as ReLU. Last, Llama's block with **2 and
+# 1 KV heads** instead of 4 (the next section explains them).
 #
 # Every variant gets the same recipe for each of 3 seeds: 100 steps of 16 streams from 3,200
 # training pairs, Adam with a warm-up to $10^{-2}$ over 10 steps and a linear decay, the
 # seed fixing both the initial weights and the order of the batches. Then the validation loss
 # (completion tokens only) and the **token accuracy** (the share of completion tokens whose most
-# likely prediction is right) on 500 held-out dates. 100 steps is a short budget: the models
+# likely prediction is right) on 500 validation pairs, whose days never appear in training. 100 steps is a short budget: the models
 # are far from chapter 09's 99% exact match, so we compare how far each gets, not where it ends.
 
 # %% tags=["nbval-ignore-output"]
@@ -220,10 +224,10 @@ expect_all(block_claims(results))
 # than 0.3 in every seed, and it does so alone on the 2017 block too (the control), so the gain
 # is RoPE's, not the combination's. A date's answer must be written relative to the `=` whose
 # position varies with the text's length, and rotary positions give every score the offset
-# between two tokens, which chapter 10 found to matter on such tasks.
+# between two tokens (chapter 10).
 #
-# **RMSNorm, SwiGLU and dropping the biases** each move the median loss by less than 0.15, less
-# than twice the spread of the 2017 block's own seeds: at this scale and budget, three seeds
+# **RMSNorm, SwiGLU (or GELU) and dropping the biases** each move the median loss by less than
+# 0.15, less than twice the spread of the 2017 block's own seeds: at this scale and budget, three seeds
 # cannot tell them from noise, and we claim no effect either way. That is what the papers would
 # lead us to expect. Zhang and Sennrich's claim for RMSNorm is *comparable* quality at a lower
 # cost, and its saving is time, which a model this small spends mostly outside its norms.
@@ -250,7 +254,7 @@ expect_all(block_claims(results))
 # In the course's attention, `n_kv_heads` shrinks the key and value projections to
 # `n_kv_heads × d_k` outputs. The keys and values are computed, rotated and **cached** with
 # `n_kv_heads` heads; only at the scores is each key head repeated for its group
-# (`expand_kv`). The fused kernel does the same without copies
+# (`expand_kv`). The fused kernel takes the shared heads as they are
 # (`F.scaled_dot_product_attention(..., enable_gqa=True)`):
 
 # %%
@@ -361,12 +365,13 @@ expect(all(3 * p < dec for p, dec in zip(per_token, decode_ms)),
        "per token, prefill is more than 3 times cheaper than decode at every prompt length")
 
 # %% [markdown]
-# Per token, the prefill is several times cheaper than a decode step. A prefill multiplies a
-# whole matrix of token vectors by each weight matrix: every weight read from memory serves all
-# the prompt's tokens. A decode step multiplies one vector by each weight matrix: every weight is
-# read to do one multiply-add. On this CPU and at this size much of a decode step is also Python's
-# fixed cost per layer; on an accelerator serving a large model the limit is **memory
-# bandwidth**. A matrix-vector product does about 2 floating-point operations per weight, and a
+# Per token, the prefill is several times cheaper than a decode step, though it does the same
+# arithmetic per token: the difference is what a decode step spends on something else. A prefill
+# multiplies a whole matrix of token vectors by each weight matrix, so every weight read from
+# memory serves all the prompt's tokens; a decode step multiplies one vector by each weight
+# matrix, so every weight is read to do one multiply-add. On this CPU a decode step also pays
+# Python's fixed cost per module, and we did not separate the two. On an accelerator serving a
+# large model the limit is **memory bandwidth**. A matrix-vector product does about 2 floating-point operations per weight, and a
 # bfloat16 weight is 2 bytes: about 1 operation per byte read. An H100 (SXM) does about 990
 # TFLOP/s in bfloat16 but reads its memory at about 3.35 TB/s, so it would need about 300
 # operations per byte to keep its arithmetic busy (NVIDIA's H100 datasheet). A decode step with
@@ -498,8 +503,8 @@ kv_cache_explorer()
 #   shift. **SwiGLU** multiplies a SiLU-gated projection by another; at two thirds of the width
 #   it has the weights of a ReLU network (Llama's rule: `llama_hidden_size`).
 # - On chapter 09's dates (3 seeds, 100 steps), **RoPE** lowered the loss by more than 0.3 in
-#   every seed, alone too; RMSNorm, SwiGLU and no biases each moved it by less than the
-#   noise between seeds. Their published gains (speed, small perplexity gains, stability) are at
+#   every seed, alone too; RMSNorm, SwiGLU (or GELU) and no biases each moved the median by less
+#   than 0.15, within twice the spread of the 2017 block's own seeds. Their published gains (speed, small perplexity gains, stability) are at
 #   a scale this chapter does not reach.
 # - **Grouped-query attention** shares each key-value head among a group of query heads
 #   (`n_kv_heads`; 1 is multi-query); the cache holds only the shared heads:

@@ -23,7 +23,8 @@ def _median_ms(run, repeats):
 
 def prefill_decode_times(model, lengths, repeats=5, seed=0):
     """Median milliseconds, over ``repeats``, of prefill (a prompt of each length in ``lengths``, one
-    pass that fills the cache) and of decode (the one next token after it, cached): two lists.
+    pass that fills the cache) and of decode (one next token after it, cached; the ``repeats``
+    steps follow each other): two lists.
     One sequence; eval mode, no gradients; the prompts are random ids from ``seed``."""
     check_positive_int("repeats", repeats)
     generator = torch.Generator().manual_seed(seed)
@@ -34,14 +35,15 @@ def prefill_decode_times(model, lengths, repeats=5, seed=0):
             prompt = torch.randint(0, model.vocab_size, (1, length), generator=generator).to(device)  # (1, L)
             new = prompt[:, -1:]  # (1, 1)
 
+            caches = []
+
             def fill():
-                cache = model.new_cache(capacity=length + 1)
-                model(prompt, cache=cache)
-                return cache
+                caches.append(model.new_cache(capacity=length + repeats))
+                model(prompt, cache=caches[-1])
 
             prefill.append(_median_ms(fill, repeats))
-            caches = [fill() for _ in range(repeats + 1)]  # filled beforehand: only the step is timed
-            decode.append(_median_ms(lambda: model(new, cache=caches.pop()), repeats))
+            cache = caches[-1]  # filled with the prompt; the decode steps go at length, length + 1, ...
+            decode.append(_median_ms(lambda: model(new, cache=cache), repeats))
     return prefill, decode
 
 
