@@ -4,11 +4,12 @@
 # Chapter 09 built a decoder-only Transformer from the 2017 block of Vaswani et al., "Attention
 # Is All You Need", as we built it following Daniel Voigt Godoy, *Deep Learning with PyTorch
 # Step-by-Step* ("the book"): LayerNorm, a ReLU feed-forward network, biases in every linear
-# layer, positions added to the embeddings, one key and one value head per query head. The open
-# models a learner meets today (Llama, Qwen, Mistral, Gemma and others) run a block that differs in
-# five places: **RMSNorm** instead of LayerNorm, a gated **SwiGLU** feed-forward network, **no
-# biases**, **rotary positions** (chapter 10) and **grouped-query attention**, where several query
-# heads share one key and value head.
+# layer, positions added to the embeddings, one key and one value head per query head. Llama's
+# block, which most open models a learner meets today follow (Mistral, Qwen and Gemma with small
+# variations, such as Gemma's GELU gate or Qwen's biases on the queries, keys and values),
+# differs in five places: **RMSNorm** instead of LayerNorm, a gated **SwiGLU** feed-forward
+# network, **no biases**, **rotary positions** (chapter 10) and **grouped-query attention**, where
+# several query heads share one key and value head.
 #
 # This chapter makes those changes to the course's model one at a time and measures each. Then
 # it shows that the course's model *is* GPT-2 and *is* Llama: `from_transformers` reads a model
@@ -159,7 +160,8 @@ print(f"ReLU, {4 * d} wide: {n_relu:,} weights; SwiGLU, {8 * d // 3} wide: {n_sw
 # PaLM (Chowdhery et al. 2022, "PaLM: Scaling Language Modeling with Pathways") used no biases
 # in its dense layers or its layer norms, and reports that this increased training stability
 # for large models; Llama has none either. A bias is a handful of numbers beside each matrix, so
-# dropping them saves little: here, the chapter's sizes below. RMSNorm has no bias to drop; a
+# dropping them saves little: 724 of the 29,492 parameters of the study's model (printed above).
+# RMSNorm has no bias to drop; a
 # LayerNorm built with `bias=False` (an option since PyTorch 2.1) keeps only its gain.
 #
 # ## Rotary positions, two ways to pair the dimensions
@@ -192,7 +194,7 @@ expect_close(half(q)[:, order], interleaved(q[:, order]),
 # The study: chapter 09's dates, and a 2-layer model with $d_{model} = 32$ and 4 heads, small
 # enough to train many times. The 2017 block (LayerNorm, ReLU 128 wide, biases, sinusoidal
 # positions, untied output) gets the changes one after the other: **+ RMSNorm**, **+ SwiGLU**
-# (85 wide: the same number of weights as ReLU at 128), **+ no biases**, **+ RoPE**, which gives
+# (85 wide: 8,160 weights against ReLU's 8,192 at 128), **+ no biases**, **+ RoPE**, which gives
 # Llama's block. Two **controls**: the 2017 block with RoPE alone, which isolates RoPE, and GELU
 # (exact form) where SwiGLU goes, with the same weights as ReLU. Last, Llama's block with **2 and
 # 1 KV heads** instead of 4 (the next section explains them).
@@ -201,8 +203,9 @@ expect_close(half(q)[:, order], interleaved(q[:, order]),
 # training pairs, Adam with a warm-up to $10^{-2}$ over 10 steps and a linear decay, the
 # seed fixing both the initial weights and the order of the batches. Then the validation loss
 # (completion tokens only) and the **token accuracy** (the share of completion tokens whose most
-# likely prediction is right) on 500 validation pairs, whose days never appear in training. 100 steps is a short budget: the models
-# are far from chapter 09's 99% exact match, so we compare how far each gets, not where it ends.
+# likely prediction is right) on 500 validation pairs, whose days never appear in training.
+# 100 steps is a short budget: the models are far from chapter 09's 99% exact match, so we
+# compare how far each gets, not where it ends.
 
 # %% tags=["nbval-ignore-output"]
 SEEDS = (0, 1, 2)
@@ -227,16 +230,17 @@ expect_all(block_claims(results))
 # between two tokens (chapter 10).
 #
 # **RMSNorm, SwiGLU (or GELU) and dropping the biases** each move the median loss by less than
-# 0.15, less than twice the spread of the 2017 block's own seeds: at this scale and budget, three seeds
-# cannot tell them from noise, and we claim no effect either way. That is what the papers would
-# lead us to expect. Zhang and Sennrich's claim for RMSNorm is *comparable* quality at a lower
-# cost, and its saving is time, which a model this small spends mostly outside its norms.
-# Shazeer's gains for SwiGLU are a few hundredths of log-perplexity, measured on a model of
-# T5's base size after long pre-training, far below what 3 seeds of 100 steps can resolve. PaLM's reason for
-# dropping biases is training stability of *large* models, and a 2-layer model of 32 dimensions
-# has no instability to remove. Llama's authors took these pieces from earlier models (the
-# pre-norm from GPT-3, SwiGLU from PaLM, rotary embeddings from GPT-Neo, as their paper credits them) for
-# what they buy at scale, which this chapter cannot test.
+# 0.15, less than twice the spread of the 2017 block's own seeds: at this scale and budget,
+# three seeds cannot tell them from noise, and we claim no effect either way. That is what the
+# papers would lead us to expect. Zhang and Sennrich's claim for RMSNorm is *comparable*
+# quality at a lower cost, and its saving is time, which this study does not measure (it
+# compares losses after a fixed number of steps). Shazeer's gains for SwiGLU are a few
+# hundredths of log-perplexity, measured on a model of T5's base size after long pre-training,
+# far below what 3 seeds of 100 steps can resolve. PaLM's reason for dropping biases is the
+# training stability of *large* models, which a 2-layer model of 32 dimensions cannot test.
+# Llama's authors took these pieces from earlier models (the pre-norm from GPT-3, SwiGLU from
+# PaLM, rotary embeddings from GPT-Neo, as their paper credits them) for what they buy at
+# scale, which this chapter cannot test either.
 #
 # ## Grouped-query attention
 #
@@ -365,14 +369,15 @@ expect(all(3 * p < dec for p, dec in zip(per_token, decode_ms)),
        "per token, prefill is more than 3 times cheaper than decode at every prompt length")
 
 # %% [markdown]
-# Per token, the prefill is several times cheaper than a decode step, though it does the same
-# arithmetic per token: the difference is what a decode step spends on something else. A prefill
+# Per token, the prefill is several times cheaper than a decode step, though it does about the
+# same arithmetic per token: the difference is what a decode step spends on something else. A prefill
 # multiplies a whole matrix of token vectors by each weight matrix, so every weight read from
 # memory serves all the prompt's tokens; a decode step multiplies one vector by each weight
 # matrix, so every weight is read to do one multiply-add. On this CPU a decode step also pays
 # Python's fixed cost per module, and we did not separate the two. On an accelerator serving a
-# large model the limit is **memory bandwidth**. A matrix-vector product does about 2 floating-point operations per weight, and a
-# bfloat16 weight is 2 bytes: about 1 operation per byte read. An H100 (SXM) does about 990
+# large model the limit is **memory bandwidth**. A matrix-vector product does about 2
+# floating-point operations per weight, and a bfloat16 weight is 2 bytes: about 1 operation per
+# byte read. An H100 (SXM) does about 990
 # TFLOP/s in bfloat16 but reads its memory at about 3.35 TB/s, so it would need about 300
 # operations per byte to keep its arithmetic busy (NVIDIA's H100 datasheet). A decode step with
 # batch size $B$ reaches about $B$ operations per weight byte; a prefill of $L$ tokens about $L$.
@@ -504,8 +509,8 @@ kv_cache_explorer()
 #   it has the weights of a ReLU network (Llama's rule: `llama_hidden_size`).
 # - On chapter 09's dates (3 seeds, 100 steps), **RoPE** lowered the loss by more than 0.3 in
 #   every seed, alone too; RMSNorm, SwiGLU (or GELU) and no biases each moved the median by less
-#   than 0.15, within twice the spread of the 2017 block's own seeds. Their published gains (speed, small perplexity gains, stability) are at
-#   a scale this chapter does not reach.
+#   than 0.15, within twice the spread of the 2017 block's own seeds. Their published gains
+#   (speed, small perplexity gains, stability) are at a scale this chapter does not reach.
 # - **Grouped-query attention** shares each key-value head among a group of query heads
 #   (`n_kv_heads`; 1 is multi-query); the cache holds only the shared heads:
 #   `kv_cache_bytes` = 2 × layers × KV heads × head size × tokens × sequences × bytes,
