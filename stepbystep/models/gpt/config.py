@@ -49,8 +49,9 @@ class DecoderConfig:
     def llama(cls, vocab_size, d_model=4096, n_heads=32, n_layers=32, max_len=8192, n_kv_heads=8, **changes):
         """Llama's block (Touvron et al. 2023): RMSNorm, rotary positions paired as Hugging Face does
         (``rotate_half``), grouped-query attention, SwiGLU of ``llama_hidden_size(d_model)``, no
-        biases, untied output. The defaults are Llama 3 8B's shape but for its vocabulary and
-        ``ff_units`` (14336 there: pass it)."""
+        biases, untied output. The sizes default to Llama 3 8B's layers and heads; its
+        ``ff_units`` (14336) and ``rope_base`` (500000) must be passed, the defaults being Llama 2's
+        rule (``llama_hidden_size``) and base (10000)."""
         check_positive_int("d_model", d_model)
         fields = dict(d_model=d_model, n_heads=n_heads, ff_units=llama_hidden_size(d_model), n_layers=n_layers,
                       max_len=max_len, n_kv_heads=n_kv_heads, pad_id=None, tie_weights=False, dropout=0.0,
