@@ -69,17 +69,21 @@ from stepbystep.widgets import kv_cache_explorer
 # ## The block in 2017 and today
 #
 # Five differences separate chapter 09's block from Llama's (Touvron et al. 2023, "LLaMA: Open
-# and Efficient Foundation Language Models"). The `DecoderOnlyTransformer` takes each as an
-# option, and `DecoderConfig` gathers them; its defaults are chapter 09's block, and
-# `DecoderConfig.gpt2` and `DecoderConfig.llama` give those two families' settings at any size:
+# and Efficient Foundation Language Models"; its successors, Touvron et al. 2023, "Llama 2: Open
+# Foundation and Fine-Tuned Chat Models", and Grattafiori et al. 2024, "The Llama 3 Herd of
+# Models", kept the block and added grouped-query attention). The `DecoderOnlyTransformer`
+# takes each as an option, and `DecoderConfig` gathers them; its defaults are chapter 09's
+# block, and `DecoderConfig.gpt2` and `DecoderConfig.llama` give those two families' settings
+# at any size:
 #
 # | | 2017 block (chapter 09) | GPT-2 (2019) | Llama |
 # |---|---|---|---|
-# | norm | LayerNorm | LayerNorm, before each sublayer | RMSNorm, before each sublayer |
+# | norm | LayerNorm, before each sublayer (the course's since chapter 04; Vaswani et al. put it after) | LayerNorm, before each sublayer | RMSNorm, before each sublayer |
 # | feed-forward | ReLU, `ff_units` wide | GELU (tanh form), 4 × d_model | SwiGLU, 8/3 × d_model or more |
 # | biases | everywhere | everywhere but the output layer | none |
 # | positions | sinusoidal, added | learned, added | rotary (RoPE), in the attention |
 # | key-value heads | one per query head | one per query head | shared (grouped-query) from Llama 2's largest models |
+# | output layer | tied to the embedding in the paper; untied in chapter 09's model and here | tied to the embedding | untied |
 #
 # GPT-2 (Radford et al. 2019, "Language Models are Unsupervised Multitask Learners") moved the
 # layer norm to the input of each sublayer and added one after the last block: the norm-first
@@ -93,7 +97,7 @@ from stepbystep.widgets import kv_cache_explorer
 vocab, train_streams, val_streams = date_streams()  # chapter 09's dates, as padded tensors
 configs = block_configs(len(vocab))
 for name, config in configs.items():
-    print(f"{name:>18}: {sum(p.numel() for p in config.build().parameters()):,} parameters")
+    print(f"{name:>20}: {sum(p.numel() for p in config.build().parameters()):,} parameters")
 
 # %% tags=["nbval-ignore-output"]
 fig = plots.architecture_diagram(configs["2017 block"].build(), title="before: chapter 09's 2017 block")
@@ -141,9 +145,9 @@ expect((RMSNorm(8)(x).mean(dim=-1) > 0.5).all(), "its mean is not moved to 0: no
 # Three matrices instead of two: to keep the parameters and the computation equal, Shazeer
 # shrank the hidden width by a third (from 3072 to 2048 in T5), and found the GLU variants
 # gave a lower perplexity on T5's pre-training objective and the best results on most of the
-# downstream tasks he fine-tuned (GLUE, SuperGLUE, SQuAD). His paper offers no explanation of why. Llama takes
-# $\frac{2}{3} \cdot 4\,d_{model}$, rounded up to a multiple of 256 (Llama 3: a multiplier of
-# 1.3 and multiples of 1024), `llama_hidden_size`:
+# downstream tasks he fine-tuned (GLUE, SuperGLUE, SQuAD). His paper offers no explanation of
+# why. Llama takes $\frac{2}{3} \cdot 4\,d_{model}$, rounded up to a multiple of 256 (Llama 3's
+# released configurations: a multiplier of 1.3 and multiples of 1024), `llama_hidden_size`:
 
 # %%
 print(f"Llama 2 7B: {llama_hidden_size(4096)}; Llama 3 8B: {llama_hidden_size(4096, 1024, 1.3)}")
@@ -187,7 +191,9 @@ expect_close(half(q)[:, order], interleaved(q[:, order]),
 # Since attention scores are dot products, and a dot product does not change when both vectors'
 # dimensions are reordered the same way, a model with one pairing has an exact twin with the
 # other: reorder the rows of each head's query and key projections by `order`. We use this
-# below to load Llama's weights either way.
+# below to load Llama's weights either way. The same permutation runs the other way in
+# practice: Meta's own Llama code rotates interleaved pairs (as complex numbers), and Hugging
+# Face's script that converts Meta's weights permutes the query and key rows for `rotate_half`.
 #
 # ## From 2017 to today, one change at a time
 #
@@ -197,7 +203,9 @@ expect_close(half(q)[:, order], interleaved(q[:, order]),
 # (85 wide: 8,160 weights against ReLU's 8,192 at 128), **+ no biases**, **+ RoPE**, which gives
 # Llama's block. Two **controls**: the 2017 block with RoPE alone, which isolates RoPE, and GELU
 # (exact form) where SwiGLU goes, with the same weights as ReLU. Last, Llama's block with **2 and
-# 1 KV heads** instead of 4 (the next section explains them).
+# 1 KV heads** instead of 4 (the next section explains them), and with 1 KV head and a wider
+# SwiGLU (101 units) that holds the weights the shared heads save, so that it has as many weights
+# as the 4-head block.
 #
 # Every variant gets the same recipe for each of 3 seeds: 100 steps of 16 streams from 3,200
 # training pairs, Adam with a warm-up to $10^{-2}$ over 10 steps and a linear decay, the
@@ -210,11 +218,11 @@ expect_close(half(q)[:, order], interleaved(q[:, order]),
 # %% tags=["nbval-ignore-output"]
 SEEDS = (0, 1, 2)
 results = block_study(configs, SEEDS, train_streams, val_streams)
-print(f"{'variant':>18} {'validation loss: median (min-max)':>36} {'token accuracy: median (min-max)':>36}")
+print(f"{'variant':>20} {'validation loss: median (min-max)':>36} {'token accuracy: median (min-max)':>36}")
 for name, runs in results.items():  # runs: (seeds, 2)
     cells = [f"{m:.3f} ({lo:.3f}-{hi:.3f})" for m, lo, hi in
              zip(runs.median(0).values.tolist(), runs.min(0).values.tolist(), runs.max(0).values.tolist())]
-    print(f"{name:>18} {cells[0]:>36} {cells[1]:>36}")
+    print(f"{name:>20} {cells[0]:>36} {cells[1]:>36}")
 fig = plots.block_study(results)
 
 # %%
@@ -225,7 +233,8 @@ expect_all(block_claims(results))
 #
 # **RoPE** is the one change that matters here, and by far: it lowers the validation loss by more
 # than 0.3 in every seed, and it does so alone on the 2017 block too (the control), so the gain
-# is RoPE's, not the combination's. A date's answer must be written relative to the `=` whose
+# is RoPE's, not the combination's. Why RoPE helps here we did not test (no other position
+# scheme was run): likely because a date's answer must be written relative to the `=`, whose
 # position varies with the text's length, and rotary positions give every score the offset
 # between two tokens (chapter 10).
 #
@@ -259,7 +268,8 @@ expect_all(block_claims(results))
 # `n_kv_heads × d_k` outputs. The keys and values are computed, rotated and **cached** with
 # `n_kv_heads` heads; only at the scores is each key head repeated for its group
 # (`expand_kv`). The fused kernel takes the shared heads as they are
-# (`F.scaled_dot_product_attention(..., enable_gqa=True)`):
+# (`F.scaled_dot_product_attention(..., enable_gqa=True)`; whether it then copies them depends on
+# the kernel):
 
 # %%
 torch.manual_seed(0)
@@ -305,22 +315,28 @@ for n_kv_heads in (4, 2, 1):
 
 # %% [markdown]
 # What sharing costs in quality, from the study above (Llama's block with 4, 2 and 1 KV heads,
-# the same seeds and recipe), side by side with what it saves in memory:
+# the same seeds and recipe, and the 1-KV-head control with a wider feed-forward network), side
+# by side with the weights and what the cache holds:
 
 # %% tags=["nbval-ignore-output"]
-for name, n_kv_heads in (("+ RoPE", 4), ("2 KV heads", 2), ("1 KV head", 1)):
+for name, n_kv_heads in (("+ RoPE", 4), ("2 KV heads", 2), ("1 KV head", 1), ("1 KV head, wider FFN", 1)):
     losses = results[name][:, 0]
-    print(f"{n_kv_heads} KV head{'s' if n_kv_heads > 1 else ''}: validation loss {losses.median():.3f} ({losses.min():.3f}-{losses.max():.3f}), "
-          f"cache {kv_cache_bytes(2, n_kv_heads, 8, 1):,} bytes per token in float32")
+    n_weights = sum(p.numel() for p in configs[name].build().parameters())
+    label = "4 KV heads (+ RoPE)" if name == "+ RoPE" else name
+    print(f"{label:>20}: validation loss {losses.median():.3f} ({losses.min():.3f}-{losses.max():.3f}), "
+          f"{n_weights:,} weights, cache {kv_cache_bytes(2, n_kv_heads, 8, 1):,} bytes per token in float32")
 
 # %%
 expect_all(kv_head_claims(results))
 
 # %% [markdown]
-# At this budget the three medians lie within 0.25 of each other, and each keeps most of RoPE's
-# gain, while the cache shrinks 2× and 4×. Whether multi-query attention costs more at scale, the
-# papers above answer (a small loss, which GQA mostly recovers); three seeds of a tiny model
-# cannot.
+# Multi-query attention costs something here: one KV head ends above every seed of four. But it
+# also has 11% fewer weights, and given them back in its feed-forward network it comes much
+# closer, its seeds overlapping four heads' seeds: part of the cost, at least, is the smaller
+# model, not the sharing, and three seeds cannot say whether any of it is left. Two KV heads
+# land close to four, and every count keeps most of RoPE's gain, while the cache shrinks 2× and
+# 4×. At scale the papers above found a small loss for multi-query attention, which
+# grouped-query attention mostly recovers.
 #
 # ## What the cache costs
 #
@@ -377,8 +393,8 @@ expect(all(3 * p < dec for p, dec in zip(per_token, decode_ms)),
 # Python's fixed cost per module, and we did not separate the two. On an accelerator serving a
 # large model the limit is **memory bandwidth**. A matrix-vector product does about 2
 # floating-point operations per weight, and a bfloat16 weight is 2 bytes: about 1 operation per
-# byte read. An H100 (SXM) does about 990
-# TFLOP/s in bfloat16 but reads its memory at about 3.35 TB/s, so it would need about 300
+# byte read. An H100 (SXM) does about 990 TFLOP/s in bfloat16 (dense; the datasheet's 1,979
+# counts sparsity) but reads its memory at about 3.35 TB/s, so it would need about 300
 # operations per byte to keep its arithmetic busy (NVIDIA's H100 datasheet). A decode step with
 # batch size $B$ reaches about $B$ operations per weight byte; a prefill of $L$ tokens about $L$.
 #
@@ -397,7 +413,12 @@ expect(all(3 * p < dec for p, dec in zip(per_token, decode_ms)),
 # rotary pairs are `rotate_half`'s (kept, or permuted as above).
 #
 # We build both with `transformers`, from a configuration, with random weights: nothing is
-# downloaded. They are small, so that this runs in a second, but the conversion reads any size.
+# downloaded, so there is no real tokenizer or trained weight here either. They are small, so
+# that this runs in a second, but the conversion reads any size. What it cannot read it refuses
+# with a clear error: Llama 3.1 and later rescale RoPE's frequencies for long contexts
+# (`rope_type="llama3"`), which the course's rotary positions do not do. We compare in float32;
+# in bfloat16 the two would agree only to bfloat16's precision (about 3 significant digits),
+# since they round in different places.
 # `transformers` initialises its weights with a standard deviation of 0.02, which makes an
 # untrained model repeat one token; we ask for 0.3, so that the generations below are varied.
 
@@ -482,9 +503,9 @@ expect(ratios["Llama"] < 1.5, "Llama: the course's takes less than 1.5 times tra
 
 # %% [markdown]
 # At this size a step's time is mostly Python's fixed cost per module, not arithmetic. Against
-# `transformers`' GPT-2 the course's generation was faster here; against its Llama, whose code
-# does less per step, about as fast (the ratio printed above; `make bench` measures it side by
-# side at two sizes). On a large model both would spend their time in the same matrix products.
+# `transformers`' GPT-2 the course's generation was faster here; against its Llama, about as
+# fast (the ratio printed above; `make bench` measures both side by side at two sizes). On a
+# large model both would spend their time in the same matrix products.
 #
 # ## Try it
 #
@@ -514,9 +535,12 @@ kv_cache_explorer()
 # - **Grouped-query attention** shares each key-value head among a group of query heads
 #   (`n_kv_heads`; 1 is multi-query); the cache holds only the shared heads:
 #   `kv_cache_bytes` = 2 × layers × KV heads × head size × tokens × sequences × bytes,
-#   128 KiB per token for Llama 3 8B in bfloat16.
+#   128 KiB per token for Llama 3 8B in bfloat16. Here one KV head ended above every seed of
+#   four, but much of that went away when its saved weights were given back to its
+#   feed-forward network.
 # - **Prefill** reads the prompt in one pass; **decode** reads every weight and the whole cache
-#   for each new token, which makes it limited by memory bandwidth on an accelerator.
+#   for each new token, which makes it limited by memory bandwidth on an accelerator at small
+#   batch sizes (about $B$ operations per weight byte for a batch of $B$).
 # - `from_transformers` loads a `transformers` GPT-2 or Llama of any size: the same logits to
 #   1e-4 and the same greedy tokens. GPT-2's `Conv1D` weights are transposed; Llama's
 #   `rotate_half` pairs equal RoFormer's interleaved ones after a fixed permutation.
@@ -553,8 +577,10 @@ ch12.swiglu.check(my_swiglu)
 # %% [markdown]
 # **3. Expand the key-value heads.** Write `my_expand_kv(k, n_heads)`: `k` is `(N, n_kv_heads,
 # L, d_k)`; return `(N, n_heads, L, d_k)` where query head $j$ reads the key head that
-# grouped-query attention gives it. Predict first: with 4 query heads and 2 key heads, which key
-# head does query head 1 read?
+# grouped-query attention gives it. Predict first: with 8 query heads and 2 key heads, which
+# query heads read key head 1? Once it passes, try `k.repeat(1, groups, 1, 1)` instead and
+# predict what the checker says about it, and why a model loaded with `from_transformers` would
+# then give different logits.
 
 # %%
 def my_expand_kv(k, n_heads):
@@ -564,9 +590,10 @@ def my_expand_kv(k, n_heads):
 ch12.expand_kv.check(my_expand_kv)
 
 # %% [markdown]
-# **4. A cache for a batch.** Llama 2 70B has 80 layers and 64 query heads, with 8 KV heads of
-# 128 dimensions. How many GiB does its KV cache take for a batch of 16 sequences of 4,096
-# tokens in float16? Work it out by hand, then with `kv_cache_bytes` or the widget.
+# **4. A cache for a batch.** A model (made up for this exercise) has 48 layers and 40 query
+# heads, with 8 KV heads of 128 dimensions. How many GiB does its KV cache take for a batch of 8
+# sequences of 16,384 tokens in float16? Work it out by hand, then with `kv_cache_bytes` or the
+# widget.
 
 # %%
 my_cache_gib = 0.0  # replace: the cache in GiB

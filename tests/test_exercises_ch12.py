@@ -24,6 +24,8 @@ def test_rms_norm_mistakes_are_caught(fails_with):
     fails_with(ch12.rms_norm, lambda x, w, eps: x / rms(x) * w, "mean square")
     fails_with(ch12.rms_norm, lambda x, w, eps: x / (rms(x).sqrt() + eps) * w, "eps is in the wrong place")
     fails_with(ch12.rms_norm, lambda x, w, eps: x / x.std(dim=-1, keepdim=True) * w, "standard deviation")
+    fails_with(ch12.rms_norm, lambda x, w, eps: x / torch.sqrt(x.pow(2).sum(dim=-1, keepdim=True) + eps) * w,
+               "average the squares")
     fails_with(ch12.rms_norm, lambda x, w, eps: x, "differs from RMSNorm")
     fails_with(ch12.rms_norm, lambda x, w, eps: x.mean(), "shape")
     fails_with(ch12.rms_norm, lambda x, w, eps: 1.0, "return a tensor")
@@ -45,9 +47,12 @@ def test_swiglu_mistakes_are_caught(fails_with):
     fails_with(ch12.swiglu, lambda x, g, u, d: (torch.sigmoid(x @ g.T) * (x @ u.T)) @ d.T, "GLU")
     fails_with(ch12.swiglu, lambda x, g, u, d: (F.relu(x @ g.T) * (x @ u.T)) @ d.T, "ReGLU")
     fails_with(ch12.swiglu, lambda x, g, u, d: F.silu(x @ g.T) @ d.T, "projections is missing")
+    fails_with(ch12.swiglu, lambda x, g, u, d: (F.gelu(x @ g.T) * (x @ u.T)) @ d.T, "GEGLU")
+    fails_with(ch12.swiglu, lambda x, g, u, d: (F.gelu(x @ g.T, approximate="tanh") * (x @ u.T)) @ d.T, "GEGLU")
+    fails_with(ch12.swiglu, lambda x, g, u, d: (F.silu(x @ g) * (x @ u)) @ d, "nn.Linear's layout")
     fails_with(ch12.swiglu, lambda x, g, u, d: F.silu(x @ g.T) * (x @ u.T), "shape")
     fails_with(ch12.swiglu, lambda x, g, u, d: x * 2, "differ from SwiGLU")
-    fails_with(ch12.swiglu, lambda x, g, u, d: x @ g, "raised")
+    fails_with(ch12.swiglu, lambda x, g, u, d: x @ g, "nn.Linear's layout")
 
 
 # ----------------------------------------------------------------------------- expand_kv
@@ -69,22 +74,23 @@ def test_expand_kv_mistakes_are_caught(fails_with):
 # ----------------------------------------------------------------------------- cache size
 def test_cache_size_solution_passes():
     assert ch12.cache_size.check(ch12.cache_size._solution())
-    assert ch12.cache_size.check(torch.tensor(20.0))
+    assert ch12.cache_size.check(torch.tensor(24.0))
 
 
 def test_cache_size_mistakes_are_caught(fails_with):
-    right = 20.0
-    fails_with(ch12.cache_size, right * 8, "every query head")
-    fails_with(ch12.cache_size, right / 2, "one of the two")
+    right = 24.0  # GiB: 2 x 48 x 8 x 128 x 16,384 x 8 x 2 bytes
+    fails_with(ch12.cache_size, right * 5, "every query head")
+    fails_with(ch12.cache_size, right / 2, "half the cache")
     fails_with(ch12.cache_size, right * 2, "bytes one float16")
-    fails_with(ch12.cache_size, right / 16, "one sequence")
-    fails_with(ch12.cache_size, right / 80, "one layer")
+    fails_with(ch12.cache_size, right / 8, "one sequence")
+    fails_with(ch12.cache_size, right / 48, "one layer")
     fails_with(ch12.cache_size, right * 2 ** 30 / 1e9, "GB")
+    fails_with(ch12.cache_size, right * 1024, "MiB")
     fails_with(ch12.cache_size, right * 2 ** 30, "in bytes")
-    fails_with(ch12.cache_size, 3.0, "not the cache's size")
+    fails_with(ch12.cache_size, 7.0, "not the cache's size")
     fails_with(ch12.cache_size, "20", "expected one number")
 
 
 def test_cache_size_messages_do_not_reveal_the_number():
-    for wrong in (160.0, 10.0, 3.0):
-        assert "20" not in repr(ch12.cache_size.check(wrong)).split("Stuck")[0]
+    for wrong in (120.0, 12.0, 7.0):
+        assert "24" not in repr(ch12.cache_size.check(wrong)).split("Stuck")[0]

@@ -133,3 +133,14 @@ def test_other_architectures_are_refused():
 def test_settings_the_course_lacks_are_refused(build, message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(")):
         from_transformers(build())
+
+
+def test_dropout_goes_where_theirs_is():
+    ours = from_transformers(gpt2(attn_pdrop=0.2, resid_pdrop=0.3))
+    layer = ours.layers[0]
+    assert layer.self_attn_heads.dropout.p == 0.2 and [s.drop.p for s in layer.sublayers] == [0.3, 0.3]
+    assert layer.ffn[2].p == 0.0  # GPT-2 has none inside its MLP
+    ours = from_transformers(llama(attention_dropout=0.1))
+    layer = ours.layers[0]
+    assert layer.self_attn_heads.dropout.p == 0.1 and [s.drop.p for s in layer.sublayers] == [0.0, 0.0]
+    assert layer.ffn.drop.p == 0.0

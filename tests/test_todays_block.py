@@ -269,3 +269,36 @@ def test_kv_cache_bytes_errors():
         kv_cache_bytes(2, 8, 128, -1)
     with pytest.raises(TypeError, match="dtype must be a torch.dtype"):
         kv_cache_bytes(2, 8, 128, 10, dtype="bf16")
+
+
+# ----------------------------------------------------------------------------- the code before chapter 12
+# Outputs of seeded models computed with the package as it was before chapter 12's options (commit
+# fcd6d13): with the default options the new code must give them still.
+_GOLDEN_DECODERS = {
+    "sinusoidal": ([1.74994, 7.20595, 12.15594, -4.13879], 137.8114),
+    "learned": ([0.96224, 4.27487, 12.98478, -4.59618], 73.0157),
+    "rope": ([1.48591, 6.28324, 12.81818, -6.41078], 71.7691),
+    "alibi": ([1.12177, 6.12033, 12.92583, -7.3175], 70.3531),
+}
+
+
+@pytest.mark.parametrize("scheme", list(_GOLDEN_DECODERS))
+def test_seeded_decoders_give_the_outputs_of_the_code_before_chapter_12(scheme):
+    torch.manual_seed(0)
+    model = DecoderOnlyTransformer(12, d_model=16, n_heads=4, ff_units=32, n_layers=2, dropout=0.0, max_len=8,
+                                   position_scheme=scheme).eval()
+    with torch.no_grad():
+        out = model(torch.tensor([[1, 5, 9, 3, 7, 2], [1, 4, 4, 8, 0, 0]]))
+    last_row, total = _GOLDEN_DECODERS[scheme]
+    torch.testing.assert_close(out[0, -1, :4], torch.tensor(last_row), rtol=0, atol=1e-4)
+    assert out.sum().item() == pytest.approx(total, abs=1e-2)
+
+
+@pytest.mark.parametrize("store_alphas", [True, False])
+def test_seeded_attention_gives_the_outputs_of_the_code_before_chapter_12(store_alphas):
+    torch.manual_seed(0)
+    attention = MultiHeadedAttention(4, 16, dropout=0.0, store_alphas=store_alphas)
+    x = torch.randn(2, 5, 16)
+    with torch.no_grad():
+        out = attention(x, key=x)
+    torch.testing.assert_close(out[1, -1, :4], torch.tensor([0.41813, -0.19612, 0.22626, -0.48963]), rtol=0, atol=1e-4)

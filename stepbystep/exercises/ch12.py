@@ -58,6 +58,8 @@ def _check_rms_norm(answer):
         rms = inputs.pow(2).mean(dim=-1, keepdim=True)
         if _close(got, inputs / rms * weight):
             return "you divide by the mean square: RMSNorm divides by its root"
+        if _close(got, inputs / torch.sqrt(inputs.pow(2).sum(dim=-1, keepdim=True) + eps) * weight, 1e-4):
+            return "every entry is off by one common factor, the same for every vector: how do you average the squares?"
         if _close(got, inputs / (rms.sqrt() + eps) * weight, 1e-6):
             return "close, but eps is in the wrong place: it guards the mean square before the root is taken"
         if _close(got, inputs / inputs.std(dim=-1, keepdim=True) * weight, 1e-4):
@@ -88,7 +90,13 @@ def _check_swiglu(answer):
     x = torch.randn(2, 3, 6, generator=generator)  # (N, L, d_model)
     gate, up = torch.randn(10, 6, generator=generator), torch.randn(10, 6, generator=generator)  # (hidden, d)
     down = torch.randn(6, 10, generator=generator)  # (d, hidden)
-    got = answer(x.clone(), gate.clone(), up.clone(), down.clone())
+    try:
+        got = answer(x.clone(), gate.clone(), up.clone(), down.clone())
+    except RuntimeError as error:
+        if "shapes cannot be multiplied" in str(error):
+            return ("a matrix product failed on the shapes: the weights are in nn.Linear's layout (out, in), "
+                    "so x cannot multiply them as they are")
+        raise
     if not isinstance(got, torch.Tensor):
         return f"return a tensor, got {type(got).__name__}"
     if got.shape != x.shape:
@@ -101,6 +109,8 @@ def _check_swiglu(answer):
         return "you gate with a sigmoid (that is GLU): SwiGLU's gate is SiLU, a · sigmoid(a)"
     if _close(got, (F.relu(x @ gate.T) * (x @ up.T)) @ down.T, 1e-4):
         return "you gate with ReLU (that is ReGLU): SwiGLU's gate is SiLU"
+    if any(_close(got, (F.gelu(x @ gate.T, approximate=form) * (x @ up.T)) @ down.T, 1e-4) for form in ("none", "tanh")):
+        return "you gate with GELU (that is GEGLU): SwiGLU's gate is SiLU"
     if _close(got, F.silu(x @ gate.T) @ down.T, 1e-4) or _close(got, F.silu(x @ up.T) @ down.T, 1e-4):
         return "one of the two projections is missing: the gated one multiplies another, element by element"
     return "the shape is right, but your numbers differ from SwiGLU's with the same three weights"
@@ -155,8 +165,9 @@ expand_kv = Exercise(
 
 # ----------------------------------------------------------------------------- 4. one configuration's cache
 def _cache_size_solution():
-    # Llama 2 70B: 80 layers, 8 KV heads of 128; 16 sequences of 4,096 tokens; float16 = 2 bytes
-    n_bytes = 2 * 80 * 8 * 128 * 4096 * 16 * 2  # keys and values
+    # 48 layers, 8 KV heads of 128 (the 40 query heads do not count); 8 sequences of 16,384 tokens;
+    # float16 = 2 bytes
+    n_bytes = 2 * 48 * 8 * 128 * 16384 * 8 * 2  # keys and values
     return n_bytes / 2 ** 30  # GiB
 
 
@@ -168,12 +179,13 @@ def _check_cache_size(answer):
     if abs(got - right) <= 1e-3 * right:
         return None
     for wrong, message in (
-        (right * 8, "you cached a key and a value for every query head: this model shares them"),
-        (right / 2, "you counted one of the two things each token caches"),
+        (right * 5, "you cached a key and a value for every query head: this model shares them"),
+        (right / 2, "that is half the cache: count what each token caches, and the bytes per number"),
         (right * 2, "check how many bytes one float16 number takes"),
-        (right / 16, "that is one sequence: the batch holds more"),
-        (right / 80, "that is one layer"),
+        (right / 8, "that is one sequence: the batch holds more"),
+        (right / 48, "that is one layer"),
         (right * 2 ** 30 / 1e9, "that is in GB (10⁹ bytes): the question asks for GiB (2³⁰ bytes)"),
+        (right * 1024, "that is in MiB: the question asks for GiB (1 GiB = 1,024 MiB)"),
         (right * 2 ** 30, "that is in bytes: the question asks for GiB"),
     ):
         if abs(got - wrong) <= 1e-3 * wrong:

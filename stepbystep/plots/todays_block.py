@@ -50,7 +50,8 @@ def _gib(n_bytes):
 def kv_cache_memory(state, fig=None):
     """The KV cache's memory against the context length, from ``kv_cache_state``: the chosen
     configuration's curve for one sequence and for the batch, each published configuration a
-    point at its context length (same dtype). Returns the Figure (``fig`` is cleared and reused)."""
+    point for one sequence at its context length (same dtype), labelled on a white ground so
+    that a curve under a label does not hide it. Returns the Figure (``fig`` is cleared and reused)."""
     check_instance("state", state, dict, "a dict from kv_cache_state")
     if fig is None:
         fig = plt.figure(figsize=(8, 3.8), layout="constrained")
@@ -64,12 +65,13 @@ def kv_cache_memory(state, fig=None):
     ax.plot([state["context"] / 1024], [_gib(state["per_sequence_bytes"])], "o", color="C0")
     for name, (context, n_bytes) in state["published"].items():
         ax.plot([context / 1024], [_gib(n_bytes)], "D", color="dimgray", ms=5)
-        ax.annotate(name, (context / 1024, _gib(n_bytes)), xytext=(5, 3), textcoords="offset points", fontsize=7.5,
-                    color="dimgray")
+        ax.annotate(name, (context / 1024, _gib(n_bytes)), xytext=(6, 4), textcoords="offset points", fontsize=7.5,
+                    color="dimgray", bbox=dict(facecolor="white", edgecolor="none", alpha=0.8, pad=0.5))
     right = max([state["context"]] + [context for context, _ in state["published"].values()]) / 1024
+    ax.title.set_fontsize(10)
     ax.set(xlabel="context length (thousands of tokens)", ylabel="KV cache (GiB)", xlim=(0, 1.2 * right),
            ylim=(0, None),
-           title=f"{state['per_token_bytes'] / 1024:,.1f} KiB per token, {state['dtype']}; "
-                 f"grey: published models at their context, same dtype")
+           title=f"your configuration: {state['per_token_bytes'] / 1024:,.1f} KiB per token in {state['dtype']}\n"
+                 f"grey: published models, one sequence each at its context, in the same dtype")
     ax.legend(fontsize=8, loc="upper left")
     return fig

@@ -131,7 +131,11 @@ class MultiHeadedAttention(nn.Module):
                 mask = mask | ~has_key  # all-masked rows read everything here, zeroed below
             if bias is not None:
                 mask = bias if mask is None else bias.masked_fill(~mask, float("-inf"))
-            gqa = {"enable_gqa": True} if self.groups > 1 else {}  # key heads shared without copies
+            gqa = {}
+            if self.groups > 1 and q.device.type == "mps":  # MPS's kernel may fail on shared heads with a mask
+                k, v = self.expand_kv(k), self.expand_kv(v)  # (N, h, t, d_k)
+            elif self.groups > 1:
+                gqa = {"enable_gqa": True}  # the kernel reads the shared heads (copying them or not)
             context = F.scaled_dot_product_attention(q, k, v, attn_mask=mask,
                                                      dropout_p=self.dropout.p if self.training else 0.0, **gqa)
             if has_key is not None:

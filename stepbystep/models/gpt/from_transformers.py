@@ -33,8 +33,8 @@ def _gpt2_config(c, rope_pairing):
         raise _unsupported("scale_attn_weights", False, "the course's attention scales scores by 1/√d_k")
     return DecoderConfig.gpt2(c.vocab_size, d_model=c.n_embd, n_heads=c.n_head, n_layers=c.n_layer,
                               max_len=c.n_positions, ff_units=c.n_inner or 4 * c.n_embd,
-                              mlp=_GELUS[c.activation_function], norm_eps=c.layer_norm_epsilon,
-                              dropout=c.resid_pdrop, tie_weights=bool(c.tie_word_embeddings))
+                              mlp=_GELUS[c.activation_function], norm_eps=c.layer_norm_epsilon, dropout=0.0,
+                              tie_weights=bool(c.tie_word_embeddings))
 
 
 def _llama_config(c, rope_pairing):
@@ -55,8 +55,8 @@ def _llama_config(c, rope_pairing):
                                n_layers=c.num_hidden_layers, max_len=c.max_position_embeddings,
                                n_kv_heads=c.num_key_value_heads or c.num_attention_heads, ff_units=c.intermediate_size,
                                norm_eps=c.rms_norm_eps, rope_base=rope.get("rope_theta", 10000.0),
-                               rope_pairing=rope_pairing, bias=bool(c.attention_bias),
-                               dropout=float(c.attention_dropout or 0.0), tie_weights=bool(c.tie_word_embeddings))
+                               rope_pairing=rope_pairing, bias=bool(c.attention_bias), dropout=0.0,
+                               tie_weights=bool(c.tie_word_embeddings))
 
 
 def _architecture(hf_model):
@@ -84,6 +84,14 @@ def interleave_permutation(d_head):
 
 def _copy(target, source, transpose=False):
     target.copy_(source.t() if transpose else source)
+
+
+def _set_dropout(model, attention_p, residual_p):
+    """Theirs where ours has the same place: on the attention weights and on each sublayer's output."""
+    for layer in model.layers:
+        layer.self_attn_heads.dropout.p = attention_p
+        for sublayer in layer.sublayers:
+            sublayer.drop.p = residual_p
 
 
 def _load_gpt2(model, hf):
@@ -141,15 +149,21 @@ def from_transformers(hf_model, rope_pairing="rotate_half", store_alphas=False):
     ``LlamaForCausalLM`` of any size: its config read (``config_from_transformers``), every weight
     copied, on the same device and dtype, in the same train or eval mode. ``rope_pairing``
     (Llama): ``"rotate_half"`` as stored, or ``"interleaved"`` (query and key rows permuted:
-    the same function). ``store_alphas``: the teaching path. Another architecture is a ``TypeError``."""
+    the same function). ``store_alphas``: the teaching path. Another architecture is a ``TypeError``;
+    a setting the course lacks (Llama 3.1's scaled rotary frequencies, among others) a ``ValueError``.
+    Equal in eval mode; in training, the dropout on the attention weights and on the sublayers'
+    outputs is theirs, but GPT-2's dropout on the embeddings has no place here."""
     config = config_from_transformers(hf_model, rope_pairing).replace(store_alphas=store_alphas)
     parameter = next(hf_model.parameters())
     model = config.build().to(device=parameter.device, dtype=parameter.dtype)
     with torch.no_grad():
+        c = hf_model.config
         if type(hf_model).__name__ == "GPT2LMHeadModel":
             _load_gpt2(model, hf_model)
+            _set_dropout(model, c.attn_pdrop, c.resid_pdrop)
         else:
             _load_llama(model, hf_model)
+            _set_dropout(model, float(c.attention_dropout or 0.0), 0.0)
         if not config.tie_weights:
             _copy(model.head.weight, hf_model.lm_head.weight)
     return model.train(hf_model.training)
