@@ -13,7 +13,7 @@ import torch
 
 from stepbystep.devices import default_device
 
-from . import attention, course, generation, layers, tiled, trainer_overhead
+from . import attention, converted, course, generation, layers, tiled, trainer_overhead
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 
@@ -65,6 +65,11 @@ SECTIONS = [
      "one thread), against recomputing the whole stream at every step (goal: at least 2.5× faster at "
      "d_model 64, 10× at 256) and against Hugging Face `transformers`' cached `generate` on a GPT-2 of "
      "the same shape (goal ≤ 0.70; skipped without `transformers`)."),
+    ("Generation on converted models", converted, _ratio_table,
+     "Chapter 12's `from_transformers`: a `transformers` GPT-2 and a grouped-query Llama (4 heads, 2 KV heads), "
+     "2 layers, random weights, converted; greedy generation of 256 tokens after 16 (the same tokens, checked), "
+     "the course's cached `generate` against `transformers`' cached `generate` on the same weights "
+     "(CPU, one thread; goal ≤ 0.70)."),
     ("Tiled attention", tiled, _ratio_table,
      "Chapter 14's `tiled_attention` (a Python loop over tiles) and the written-out `attend`, forward only, "
      "against `F.scaled_dot_product_attention`. No goal: the loop is expected to be slower than the fused kernel."),

@@ -3,7 +3,7 @@ tests (make test-system); the timing helpers they share are unit tests."""
 import nbformat
 import pytest
 
-from benchmarks import attention, course, generation, layers, run, tiled, trainer_overhead
+from benchmarks import attention, converted, course, generation, layers, run, tiled, trainer_overhead
 from benchmarks.timing import compare, ratio_row
 
 
@@ -45,8 +45,8 @@ def test_trainer_benchmark_checks_both_loops_did_the_same_work():
 
 
 @pytest.mark.system  # a toy-sized real run
-@pytest.mark.parametrize("module", [attention, layers, generation, tiled],
-                         ids=["attention", "layers", "generation", "tiled"])
+@pytest.mark.parametrize("module", [attention, layers, generation, converted, tiled],
+                         ids=["attention", "layers", "generation", "converted", "tiled"])
 def test_ratio_benchmarks_run(module):
     _check_ratio_rows(module.run(quick=True))
 

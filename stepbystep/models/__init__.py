@@ -33,5 +33,11 @@ from .positions.learned import LearnedPositionalEmbedding
 from .positions.alibi import alibi_bias, alibi_bias_at, alibi_slopes
 from .positions.rotary import RotaryEmbedding, rotary_frequencies, rotate_pairs
 from .vit import PatchEmbed, ViT, cls_attention, confusion_matrix, patchify
+from .norms import NORMS, RMSNorm, make_norm
+from .feed_forward import MLPS, SwiGLU, llama_hidden_size, make_feed_forward
+from .positions.rotary import ROTARY_PAIRINGS, rotate_halves
+from .gpt.config import DecoderConfig
+from .gpt.cache_memory import PUBLISHED_CACHES, kv_cache_bytes
+from .gpt.from_transformers import config_from_transformers, from_transformers, interleave_permutation
 from .attention.online_softmax import attention_row_steps, merge_partials, online_softmax_steps
 from .attention.tiled import TileCounts, tile_plan, tiled_attention

@@ -57,4 +57,5 @@ from .vit import (
     patch_grid,
     tokens_by_patch_size,
 )
+from .todays_block import block_study, kv_cache_memory, prefill_decode
 from .tiles import TILE_STATES, memory_by_length, online_softmax_blocks, plan_states, tile_grid, tiles_explorer_figure

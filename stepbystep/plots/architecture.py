@@ -9,7 +9,7 @@ Models: chapter 02's ``EncoderSelfAttn`` / ``DecoderSelfAttn`` / ``EncoderPe`` /
 and ``EncoderDecoderSelfAttn``; chapter 04's ``EncoderLayer`` / ``DecoderLayer`` (one layer,
 sublayer by sublayer) and ``EncoderTransf`` / ``DecoderTransf``; chapter 05's
 ``EncoderDecoderTransf``; chapter 06's ``TransformerModel`` (PyTorch's part in ``TORCH``);
-chapter 09's ``DecoderOnlyTransformer``; chapter 11's ``ViT``.
+chapter 09's ``DecoderOnlyTransformer`` (with chapter 12's options); chapter 11's ``ViT``.
 """
 import math
 
@@ -28,6 +28,7 @@ from ..models import (
     EncoderPe,
     EncoderSelfAttn,
     EncoderTransf,
+    RMSNorm,
     TransformerModel,
     ViT,
 )
@@ -253,28 +254,49 @@ def _torch_spec(model):
     return [left, right, masks], links, [], title  # the masks go between the two sides
 
 
+def _todays_block_lines(model, layer):
+    """Chapter 12's options where they differ from the 2017 block: the attention's KV heads, the
+    feed-forward network, the norm, the biases; the lines the stack box adds, and the norm's name."""
+    attention = layer.self_attn_heads
+    heads = _heads(layer.n_heads)
+    if attention.n_kv_heads != attention.n_heads:
+        kind = "multi-query" if attention.n_kv_heads == 1 else "grouped-query"
+        heads += f", {attention.n_kv_heads} KV head{'s' if attention.n_kv_heads > 1 else ''}: {kind}"
+    mlp = {"relu": "feed-forward", "gelu": "GELU feed-forward", "gelu_tanh": "GELU (tanh) feed-forward",
+           "swiglu": "SwiGLU feed-forward"}[getattr(layer, "mlp", "relu")]
+    norm = "RMSNorm" if isinstance(model.norm if model.norm is not None else layer.sublayers[0].norm, RMSNorm) \
+        else "LayerNorm"
+    extras = ([] if norm == "LayerNorm" else [f"norm = {norm}"]) + \
+        ([] if attention.linear_query.bias is not None else ["no biases"])
+    return heads, mlp, extras, norm
+
+
 def _decoder_only_spec(model):
     layer = model.layers[0]
     d, v = model.d_model, model.vocab_size
-    heads = _heads(layer.n_heads)
+    heads, mlp, extras, norm = _todays_block_lines(model, layer)
+    rope = "RoPE: queries, keys rotated"
+    if model.rotary is not None and model.rotary.pairing != "interleaved":
+        rope += f" ({model.rotary.pairing} pairs)"
     positions = {"sinusoidal": "+ sinusoidal positions", "learned": "+ learned positions",
-                 "alibi": "ALiBi: − slope × distance on the scores", "rope": "RoPE: queries, keys rotated",
+                 "alibi": "ALiBi: − slope × distance on the scores", "rope": rope,
                  "none": "no positions (only the causal mask)"}[model.position_scheme]
     pad = "" if model.pad_id is None else f"\npadding (id {model.pad_id}) never attended to"
+    extra = "".join(f"\n{line}" for line in extras)
     boxes = [_Box("token ids (N, L)", "data", {"inputs"}),
              _Box(f"embed: Embedding(V = {v} → d_model = {d})", "decoder", {"embedding"}),
              _Box(positions, "decoder", {"positions"}),
              _Box(f"{model.n_layers} × decoder-only layer\ncausal self-attention ({heads}){pad}\n"
-                  f"feed-forward ({d} → {layer.ff_units} → {d})\n{_wrapper_rule(model.norm_first)}",
+                  f"{mlp} ({d} → {layer.ff_units} → {d})\n{_wrapper_rule(model.norm_first)}{extra}",
                   "decoder", {"decoder"} | _layer_parts(model.norm_first, False))]
     if model.norm is not None:
-        boxes.append(_Box("final LayerNorm", "decoder", {"norm", "decoder"}))
+        boxes.append(_Box(f"final {norm}", "decoder", {"norm", "decoder"}))
     head = len(boxes)
     tied = ", tied to embed" if model.tie_weights else ""
     boxes += [_Box(f"head: Linear({d} → V = {v}){tied}", "decoder", {"head"}),
               _Box(f"next-token logits (N, L, V = {v})", "data", {"outputs"})]
     sides = [(0, 1, head, "tied")] if model.tie_weights else []
-    return [boxes], [], sides, f"DecoderOnlyTransformer: d_model = {d}, {heads}, {model.n_layers} layers"
+    return [boxes], [], sides, f"DecoderOnlyTransformer: d_model = {d}, {_heads(layer.n_heads)}, {model.n_layers} layers"
 
 
 def _vit_spec(model):

@@ -14,6 +14,7 @@ from .ch08_dates import date_translator
 from .ch09_sampling import sampling_explorer, sampling_explorer_state
 from .ch10_positions import position_explorer, position_explorer_state
 from .ch11_vit import vit_explorer, vit_explorer_state
+from .ch12_cache import kv_cache_explorer, kv_cache_state
 from .ch14_tiles import tiles_explorer, tiles_explorer_state
 
 __all__ = [
@@ -41,6 +42,9 @@ __all__ = [
     # chapter 11
     "vit_explorer_state",
     "vit_explorer",
+    # chapter 12
+    "kv_cache_state",
+    "kv_cache_explorer",
     # chapter 14
     "tiles_explorer_state",
     "tiles_explorer",

@@ -25,29 +25,40 @@ class MultiHeadedAttention(nn.Module):
             ``self.alphas`` ``(N, h, L_q, L_k)``, before dropout; ``False`` calls the fused
             ``F.scaled_dot_product_attention`` (same outputs, ``alphas`` stays ``None``).
         rotary: ``None`` or a ``RotaryEmbedding`` over ``d_k`` that rotates queries and keys (RoPE).
+        n_kv_heads: grouped-query attention (Ainslie et al. 2023): only ``n_kv_heads`` heads of keys
+            and values, each read by ``n_heads // n_kv_heads`` query heads in a row; ``1`` is
+            multi-query attention (Shazeer 2019). ``None`` (or ``n_heads``): one per query head.
+        bias: the four projections have biases (GPT-2) or not (Llama).
 
     ``forward(query, mask=None, key=None, bias=None, positions=None, cache=None)``:
     ``query`` ``(N, L_q, d_model)``; ``key`` ``(N, L_k, d_model)`` to attend to (``None``: the keys
     set by ``init_keys``, the book's two-step use); ``mask`` ``(1 or N, 1 or L_q, L_k)`` bool,
     ``True`` = may attend; ``bias`` ``(h or N, h, L_q, L_k)`` added to the scores (ALiBi);
     ``positions`` ``(L,)`` or ``(N, L)`` where rotary turns the queries and the new keys;
-    ``cache`` a ``LayerCache`` (KV cache): the new keys and values join the earlier ones, which ``mask``
-    and ``bias`` then cover. Returns ``(N, L_q, d_model)``.
+    ``cache`` a ``LayerCache`` (KV cache): the new keys and values ``(N, n_kv_heads, L, d_k)`` join the
+    earlier ones, which ``mask`` and ``bias`` then cover. Returns ``(N, L_q, d_model)``.
     """
 
-    def __init__(self, n_heads, d_model, dropout=0.1, store_alphas=True, rotary=None):
+    def __init__(self, n_heads, d_model, dropout=0.1, store_alphas=True, rotary=None, n_kv_heads=None, bias=True):
         super().__init__()
         check_positive_int("n_heads", n_heads)
         check_positive_int("d_model", d_model)
         if d_model % n_heads != 0:
             raise ValueError(f"d_model must be divisible by n_heads, got d_model={d_model} and n_heads={n_heads}")
+        n_kv_heads = n_heads if n_kv_heads is None else n_kv_heads
+        check_positive_int("n_kv_heads", n_kv_heads)
+        if n_heads % n_kv_heads != 0:
+            raise ValueError(f"n_kv_heads must divide n_heads (each key head serves a whole group of query "
+                             f"heads), got n_heads={n_heads} and n_kv_heads={n_kv_heads}")
+        check_instance("bias", bias, bool, "True or False")
         self.n_heads, self.d_model, self.d_k = n_heads, d_model, d_model // n_heads
+        self.n_kv_heads, self.groups = n_kv_heads, n_heads // n_kv_heads
         self.store_alphas = store_alphas
         # creation order as in the book, so seeded constructions give the book's numbers
-        self.linear_query = nn.Linear(d_model, d_model)
-        self.linear_key = nn.Linear(d_model, d_model)
-        self.linear_value = nn.Linear(d_model, d_model)
-        self.linear_out = nn.Linear(d_model, d_model)
+        self.linear_query = nn.Linear(d_model, d_model, bias=bias)
+        self.linear_key = nn.Linear(d_model, n_kv_heads * self.d_k, bias=bias)
+        self.linear_value = nn.Linear(d_model, n_kv_heads * self.d_k, bias=bias)
+        self.linear_out = nn.Linear(d_model, d_model, bias=bias)
         self.dropout = nn.Dropout(p=dropout)
         self.alphas = self.proj_key = self.proj_value = None
         self.rotary = None
@@ -63,8 +74,13 @@ class MultiHeadedAttention(nn.Module):
         self.rotary = rotary
 
     def make_chunks(self, x):
-        """Split into heads: ``(N, L, d_model)`` -> ``(N, h, L, d_k)``."""
-        return x.view(x.shape[0], x.shape[1], self.n_heads, self.d_k).transpose(1, 2)
+        """Split into heads: ``(N, L, h · d_k)`` -> ``(N, h, L, d_k)`` (``h``: query or key heads)."""
+        return x.view(x.shape[0], x.shape[1], -1, self.d_k).transpose(1, 2)
+
+    def expand_kv(self, x):
+        """Keys or values ``(N, n_kv_heads, L, d_k)`` -> ``(N, h, L, d_k)``: each key head repeated
+        for the ``groups`` query heads that read it (query head ``j`` reads key head ``j // groups``)."""
+        return x if self.groups == 1 else x.repeat_interleave(self.groups, dim=1)
 
     def output_function(self, contexts):
         """Merge the heads ``(N, h, L_q, d_k)`` -> ``(N, L_q, d_model)``, then ``linear_out``."""
@@ -75,18 +91,18 @@ class MultiHeadedAttention(nn.Module):
         return x if self.rotary is None else self.rotary(x, positions)
 
     def project_keys(self, key, positions=None):
-        """Keys (rotated) and values of ``key`` ``(N, L_k, d_model)``: ``(N, h, L_k, d_k)`` each."""
+        """Keys (rotated) and values of ``key`` ``(N, L_k, d_model)``: ``(N, n_kv_heads, L_k, d_k)`` each."""
         return self.rotate(self.make_chunks(self.linear_key(key)), positions), self.make_chunks(self.linear_value(key))
 
     def init_keys(self, key, positions=None):
         """The book's first step: project ``key`` ``(N, L_k, d_model)`` for the next ``forward`` calls."""
         self._check_input("key", key)
-        self.proj_key, self.proj_value = self.project_keys(key, positions)  # (N, h, L_k, d_k) each
+        self.proj_key, self.proj_value = self.project_keys(key, positions)  # (N, n_kv_heads, L_k, d_k) each
 
     def score_function(self, query, positions=None):
         """Scaled scores of ``query`` ``(N, L_q, d_model)`` against the ``init_keys`` keys: ``(N, h, L_q, L_k)``."""
         q = self.rotate(self.make_chunks(self.linear_query(query)), positions)  # (N, h, L_q, d_k)
-        return q @ self.proj_key.transpose(-2, -1) / self.d_k ** 0.5
+        return q @ self.expand_kv(self.proj_key).transpose(-2, -1) / self.d_k ** 0.5
 
     def forward(self, query, mask=None, key=None, bias=None, positions=None, cache=None):
         if key is None and cache is None:
@@ -95,16 +111,17 @@ class MultiHeadedAttention(nn.Module):
         if cache is not None and cache.static and cache.keys is not None:
             k, v = cache.keys, cache.values  # cross-attention: the encoder's states, projected once
         elif key is not None:
-            k, v = self.project_keys(key, positions)  # (N, h, L_k, d_k) each
+            k, v = self.project_keys(key, positions)  # (N, n_kv_heads, L_k, d_k) each
             if cache is not None:
-                k, v = cache.extend(k, v)  # (N, h, t, d_k): the earlier tokens' too
+                k, v = cache.extend(k, v)  # (N, n_kv_heads, t, d_k): the earlier tokens' too
         else:
-            k, v = self.proj_key, self.proj_value  # (N, h, L_k, d_k): from init_keys
+            k, v = self.proj_key, self.proj_value  # (N, n_kv_heads, L_k, d_k): from init_keys
         if mask is not None:
             mask = mask.bool().unsqueeze(1)  # (1 or N, 1, 1 or L_q, L_k): one mask for every head
         if bias is not None:
             bias = bias.to(q.dtype)  # (h or N, h, L_q, L_k)
         if self.store_alphas:
+            k, v = self.expand_kv(k), self.expand_kv(v)  # (N, h, t, d_k): a key head per query head
             context, alphas = attend(q, k, v, mask, bias, self.dropout)  # (N, h, L_q, d_k), (N, h, L_q, L_k)
             self.alphas = alphas.detach()
         else:  # the fused kernel: the same numbers, no weights kept
@@ -114,8 +131,13 @@ class MultiHeadedAttention(nn.Module):
                 mask = mask | ~has_key  # all-masked rows read everything here, zeroed below
             if bias is not None:
                 mask = bias if mask is None else bias.masked_fill(~mask, float("-inf"))
+            gqa = {}
+            if self.groups > 1 and q.device.type == "mps":  # MPS's kernel may fail on shared heads with a mask
+                k, v = self.expand_kv(k), self.expand_kv(v)  # (N, h, t, d_k)
+            elif self.groups > 1:
+                gqa = {"enable_gqa": True}  # the kernel reads the shared heads (copying them or not)
             context = F.scaled_dot_product_attention(q, k, v, attn_mask=mask,
-                                                     dropout_p=self.dropout.p if self.training else 0.0)
+                                                     dropout_p=self.dropout.p if self.training else 0.0, **gqa)
             if has_key is not None:
                 context = context.masked_fill(~has_key, 0.0)  # (N, h, L_q, d_k)
             self.alphas = None
@@ -152,7 +174,8 @@ class MultiHeadedAttention(nn.Module):
         return state
 
     def extra_repr(self):
-        return f"n_heads={self.n_heads}, d_model={self.d_model}, d_k={self.d_k}, store_alphas={self.store_alphas}"
+        kv = "" if self.groups == 1 else f", n_kv_heads={self.n_kv_heads}"
+        return f"n_heads={self.n_heads}{kv}, d_model={self.d_model}, d_k={self.d_k}, store_alphas={self.store_alphas}"
 
 
 NarrowMultiHeadAttention = MultiHeadedAttention

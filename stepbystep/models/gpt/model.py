@@ -9,12 +9,14 @@ from ...data.special_tokens import IGNORE_INDEX
 from ...devices import evaluating
 from ..positions.alibi import alibi_bias_at, alibi_slopes
 from .kv_cache import KVCache
+from ..feed_forward import MLPS
+from ..norms import NORMS, make_norm
 from ..seq2seq.layers import EncoderLayer
 from ..seq2seq.token_transformer import check_ids
 from ..positions.learned import LearnedPositionalEmbedding
 from ..metrics import sequence_cross_entropy
 from ..positions.sinusoidal import PositionalEncoding
-from ..positions.rotary import RotaryEmbedding
+from ..positions.rotary import ROTARY_PAIRINGS, RotaryEmbedding
 
 __all__ = ["DecoderOnlyLayer", "DecoderOnlyTransformer", "IGNORE_INDEX", "POSITION_SCHEMES", "completion_loss"]
 
@@ -23,10 +25,12 @@ POSITION_SCHEMES = ("sinusoidal", "learned", "alibi", "rope", "none")
 
 class DecoderOnlyLayer(EncoderLayer):
     """A decoder-only layer: an ``EncoderLayer`` (no encoder to read) under a causal mask, whose
-    attention may rotate its queries and keys (``rotary``, RoPE)."""
+    attention may rotate its queries and keys (``rotary``, RoPE). Chapter 12's options
+    (``n_kv_heads``, ``bias``, ``mlp``, ``norm``, ``norm_eps``) build today's block."""
 
-    def __init__(self, n_heads, d_model, ff_units, dropout=0.1, norm_first=True, store_alphas=True, rotary=None):
-        super().__init__(n_heads, d_model, ff_units, dropout, norm_first=norm_first, store_alphas=store_alphas)
+    def __init__(self, n_heads, d_model, ff_units, dropout=0.1, norm_first=True, store_alphas=True, rotary=None,
+                 **options):
+        super().__init__(n_heads, d_model, ff_units, dropout, norm_first=norm_first, store_alphas=store_alphas, **options)
         self.self_attn_heads.set_rotary(rotary)
 
 
@@ -51,14 +55,27 @@ class DecoderOnlyTransformer(nn.Module):
             scores, ``self.alibi_slopes``) or ``"rope"`` (queries and keys rotated, ``self.rotary``
             with ``rope_base``) inside the attention; ``"none"``: only the causal mask.
 
+    Today's block (chapter 12), the defaults giving the 2017 block above:
+        n_kv_heads: key and value heads, dividing ``n_heads`` (grouped-query; 1: multi-query).
+        norm: ``"layernorm"`` or ``"rmsnorm"``, every norm with ``norm_eps``.
+        mlp: ``"relu"``, ``"gelu"``, ``"gelu_tanh"`` (GPT-2) or ``"swiglu"`` (Llama), ``ff_units`` wide.
+        bias: biases in the attention, the feed-forward network and LayerNorms; ``head_bias``: in the output layer.
+        rope_pairing: ``"interleaved"`` (RoFormer's) or ``"rotate_half"`` (Hugging Face's Llama).
+    ``DecoderConfig`` gathers them, with GPT-2's and Llama's settings.
+
     ``forward(ids, cache=None)``: with a ``KVCache`` (``new_cache()``), ``ids`` are only the new tokens.
     """
 
     def __init__(self, vocab_size, d_model=64, n_heads=4, ff_units=128, n_layers=2, dropout=0.1, max_len=64,
                  pad_id=0, norm_first=True, tie_weights=True, embedding_std=None, store_alphas=False,
-                 position_scheme="sinusoidal", rope_base=10000.0):
+                 position_scheme="sinusoidal", rope_base=10000.0, *, n_kv_heads=None, norm="layernorm", norm_eps=1e-5,
+                 mlp="relu", bias=True, head_bias=True, rope_pairing="interleaved"):
         super().__init__()
         check_choice("position_scheme", position_scheme, POSITION_SCHEMES)
+        check_choice("norm", norm, NORMS)
+        check_choice("mlp", mlp, MLPS)
+        check_choice("rope_pairing", rope_pairing, ROTARY_PAIRINGS)
+        check_instance("head_bias", head_bias, bool, "True or False")
         check_positive_number("rope_base", rope_base)
         for name, value in (("vocab_size", vocab_size), ("d_model", d_model), ("n_layers", n_layers),
                             ("max_len", max_len)):
@@ -89,15 +106,15 @@ class DecoderOnlyTransformer(nn.Module):
             if d_model % n_heads == 0 and (d_model // n_heads) % 2 != 0:
                 raise ValueError(f"position_scheme 'rope' needs an even d_model // n_heads (the dimensions go in "
                                  f"pairs), got d_model={d_model} and n_heads={n_heads}")
-            self.rotary = RotaryEmbedding(d_model // n_heads, base=rope_base, max_len=max_len) \
+            self.rotary = RotaryEmbedding(d_model // n_heads, base=rope_base, max_len=max_len, pairing=rope_pairing) \
                 if d_model % n_heads == 0 else None  # (an indivisible d_model is refused by the layers)
         self.layers = nn.ModuleList([
             DecoderOnlyLayer(n_heads, d_model, ff_units, dropout, norm_first=norm_first, store_alphas=store_alphas,
-                             rotary=self.rotary)
+                             rotary=self.rotary, n_kv_heads=n_kv_heads, bias=bias, mlp=mlp, norm=norm, norm_eps=norm_eps)
             for _ in range(n_layers)
         ])
-        self.norm = nn.LayerNorm(d_model) if self.norm_first else None
-        self.head = nn.Linear(d_model, vocab_size)  # the output layer
+        self.norm = make_norm(norm, d_model, norm_eps, bias) if self.norm_first else None
+        self.head = nn.Linear(d_model, vocab_size, bias=head_bias)  # the output layer
         if self.tie_weights:
             self.head.weight = self.embed.weight  # one (V, d_model) matrix, two uses
 

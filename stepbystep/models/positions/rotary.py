@@ -1,14 +1,17 @@
 """Rotary position embeddings (chapter 10; Su et al. 2021): each pair of dimensions ``(2i, 2i + 1)``
 of a query or key turns by ``position · θ_i``, ``θ_i = base^(-2i / d_head)``, so a score sees the
-offset between two tokens, never where they sit.
+offset between two tokens, never where they sit. Hugging Face's Llama pairs dimension ``i`` with
+``i + d_head / 2`` instead (``rotate_half``): the same rotations on permuted dimensions (chapter 12).
 """
 import torch
 from torch import nn
 
-from ...checks import check_instance, check_positive_int, check_positive_number
+from ...checks import check_choice, check_instance, check_positive_int, check_positive_number
 from .learned import check_positions
 
-__all__ = ["RotaryEmbedding", "rotary_frequencies", "rotate_pairs"]
+__all__ = ["ROTARY_PAIRINGS", "RotaryEmbedding", "rotary_frequencies", "rotate_halves", "rotate_pairs"]
+
+ROTARY_PAIRINGS = ("interleaved", "rotate_half")
 
 
 def rotary_frequencies(d_head, base=10000.0):
@@ -30,24 +33,45 @@ def rotate_pairs(x, cos, sin):
     return rotated.flatten(-2)  # (..., d): the pairs interleaved again
 
 
+def rotate_halves(x, cos, sin):
+    """Rotate each pair ``(x[..., i], x[..., i + d // 2])`` (Hugging Face's ``rotate_half`` pairing).
+
+    ``x`` ``(..., d)``; ``cos`` ``(..., d)`` the cosines twice, ``[cos θ, cos θ]``; ``sin`` ``(..., d)``
+    the sines with the first half negated, ``[-sin θ, sin θ]`` (``RotaryEmbedding`` keeps both
+    tables). Returns ``(..., d)``: the first halves ``a cos - b sin``, the second ``a sin + b cos``:
+    ``rotate_pairs`` after moving dimension ``i + d // 2`` next to ``i``.
+    """
+    return x * cos + x.roll(x.shape[-1] // 2, dims=-1) * sin  # roll: (a, b) -> (b, a)
+
+
 class RotaryEmbedding(nn.Module):
     """Rotates queries or keys ``(..., L, d_head)`` pair by pair at their positions (RoPE); no
     parameters, so one serves every layer. ``cos``, ``sin`` ``(max_len, d_head // 2)``: the table,
-    built up front and not saved; a position past it is a ``ValueError``.
+    built up front and not saved; a position past it is a ``ValueError``. ``pairing``:
+    ``"interleaved"`` (RoFormer's and the course's pairs ``(2i, 2i + 1)``) or ``"rotate_half"``
+    (Hugging Face's Llama: ``(i, i + d_head / 2)``); pair ``i`` turns at ``θ_i`` either way.
     ``forward(x, positions=None)``: ``positions`` ``(L,)`` or ``(N, L)`` (``None``: ``0 .. L-1``).
     """
 
-    def __init__(self, d_head, base=10000.0, max_len=512):
+    def __init__(self, d_head, base=10000.0, max_len=512, pairing="interleaved"):
         super().__init__()
+        check_choice("pairing", pairing, ROTARY_PAIRINGS)
         check_positive_int("d_head", d_head)
         if d_head % 2 != 0:
             raise ValueError(f"d_head must be an even int (the dimensions go in pairs), got {d_head}")
         check_positive_number("base", base)
         check_positive_int("max_len", max_len)
         self.d_head, self.base, self.max_len = d_head, float(base), max_len
+        self.pairing = pairing
         angles = self.angles(torch.arange(max_len))  # (max_len, d_head // 2), float64
         self.register_buffer("cos", angles.cos().float(), persistent=False)  # (max_len, d_head // 2)
         self.register_buffer("sin", angles.sin().float(), persistent=False)  # (max_len, d_head // 2)
+        if pairing == "interleaved":
+            self._rotate, self._tables = rotate_pairs, ("cos", "sin")
+        else:  # rotate_halves' tables, one lookup each per call
+            self.register_buffer("cos_halves", torch.cat([self.cos, self.cos], dim=-1), persistent=False)
+            self.register_buffer("sin_halves", torch.cat([-self.sin, self.sin], dim=-1), persistent=False)
+            self._rotate, self._tables = rotate_halves, ("cos_halves", "sin_halves")  # (max_len, d_head) each
 
     def angles(self, positions):
         """The rotation angles ``positions · θ`` ``(..., d_head // 2)``, in float64 for plots and checks."""
@@ -61,10 +85,11 @@ class RotaryEmbedding(nn.Module):
         if positions is None:
             positions = torch.arange(x.shape[-2], device=x.device)  # (L,)
         check_positions(positions, x.shape[-2], self.max_len)
-        cos, sin = self.cos[positions].to(x.dtype), self.sin[positions].to(x.dtype)  # (L or N, L, d/2)
+        cos, sin = (getattr(self, table)[positions].to(x.dtype) for table in self._tables)  # (L or N, L, d/2 or d)
         if positions.dim() == 2 and x.dim() == 4:
-            cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)  # (N, 1, L, d/2): the same for every head
-        return rotate_pairs(x, cos, sin)
+            cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)  # (N, 1, L, d/2 or d): the same for every head
+        return self._rotate(x, cos, sin)
 
     def extra_repr(self):
-        return f"d_head={self.d_head}, base={self.base:g}, max_len={self.max_len}"
+        pairing = "" if self.pairing == "interleaved" else f", pairing={self.pairing!r}"
+        return f"d_head={self.d_head}, base={self.base:g}, max_len={self.max_len}{pairing}"

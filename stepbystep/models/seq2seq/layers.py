@@ -3,6 +3,8 @@ from torch import nn
 
 from ...checks import check_positive_int
 from ..attention.narrow import MultiHeadedAttention
+from ..feed_forward import make_feed_forward
+from ..norms import make_norm
 
 __all__ = ["SubLayerWrapper", "EncoderLayer", "DecoderLayer", "feed_forward"]
 
@@ -10,12 +12,7 @@ __all__ = ["SubLayerWrapper", "EncoderLayer", "DecoderLayer", "feed_forward"]
 def feed_forward(d_model, ff_units, dropout):
     """The position-wise feed-forward network ``(N, L, d_model) -> (N, L, d_model)``, in PyTorch's
     order (Linear, ReLU, Dropout, Linear), so ``copy_to_torch`` copies it."""
-    return nn.Sequential(
-        nn.Linear(d_model, ff_units),
-        nn.ReLU(),
-        nn.Dropout(dropout),
-        nn.Linear(ff_units, d_model),
-    )
+    return make_feed_forward("relu", d_model, ff_units, dropout)
 
 
 class SubLayerWrapper(nn.Module):
@@ -24,12 +21,13 @@ class SubLayerWrapper(nn.Module):
 
     ``forward(x, sublayer, is_self_attn=False, **kwargs)``: ``(N, L, d_model)`` in and out; the
     sublayer gets ``kwargs``, and self-attention its keys from the same input as its queries.
+    ``norm``, ``norm_eps``, ``bias``: see ``make_norm`` (chapter 12; the default is ``nn.LayerNorm(d_model)``).
     """
 
-    def __init__(self, d_model, dropout, norm_first=True):
+    def __init__(self, d_model, dropout, norm_first=True, norm="layernorm", norm_eps=1e-5, bias=True):
         super().__init__()
         self.norm_first = bool(norm_first)
-        self.norm = nn.LayerNorm(d_model)
+        self.norm = make_norm(norm, d_model, norm_eps, bias)
         self.drop = nn.Dropout(dropout)
 
     def forward(self, x, sublayer, is_self_attn=False, **kwargs):
@@ -45,32 +43,40 @@ class SubLayerWrapper(nn.Module):
 
 class _Layer(nn.Module):
     """Attention sublayers (``self_attn_heads``, then ``cross_attn_heads`` for a decoder), a
-    feed-forward network and one wrapper each, created in the book's order."""
+    feed-forward network and one wrapper each, created in the book's order. Chapter 12's options:
+    ``n_kv_heads`` and ``bias`` for the attention, ``mlp`` (``make_feed_forward``), ``norm`` and
+    ``norm_eps`` (``make_norm``); ``bias`` covers the projections, the network and a LayerNorm."""
 
-    def __init__(self, n_heads, d_model, ff_units, dropout, norm_first, store_alphas, cross):
+    def __init__(self, n_heads, d_model, ff_units, dropout, norm_first, store_alphas, cross, n_kv_heads=None,
+                 bias=True, mlp="relu", norm="layernorm", norm_eps=1e-5):
         super().__init__()
         for name, value in (("n_heads", n_heads), ("d_model", d_model), ("ff_units", ff_units)):
             check_positive_int(name, value)
         self.n_heads, self.d_model, self.ff_units = n_heads, d_model, ff_units
         self.norm_first = bool(norm_first)
-        self.self_attn_heads = MultiHeadedAttention(n_heads, d_model, dropout, store_alphas)
+        self.mlp = mlp
+        self.self_attn_heads = MultiHeadedAttention(n_heads, d_model, dropout, store_alphas, n_kv_heads=n_kv_heads,
+                                                    bias=bias)
         if cross:
-            self.cross_attn_heads = MultiHeadedAttention(n_heads, d_model, dropout, store_alphas)
-        self.ffn = feed_forward(d_model, ff_units, dropout)
-        self.sublayers = nn.ModuleList([SubLayerWrapper(d_model, dropout, norm_first) for _ in range(2 + cross)])
+            self.cross_attn_heads = MultiHeadedAttention(n_heads, d_model, dropout, store_alphas, n_kv_heads=n_kv_heads,
+                                                         bias=bias)
+        self.ffn = make_feed_forward(mlp, d_model, ff_units, dropout, bias)
+        self.sublayers = nn.ModuleList([SubLayerWrapper(d_model, dropout, norm_first, norm, norm_eps, bias)
+                                        for _ in range(2 + cross)])
 
 
 class EncoderLayer(_Layer):
     """One encoder layer: self-attention, then a feed-forward network, each wrapped.
 
     ``n_heads`` must divide ``d_model``; ``dropout`` acts on the weights, the network and the
-    wrappers; ``norm_first``: see ``SubLayerWrapper``; ``store_alphas=False``: the fused kernel.
+    wrappers; ``norm_first``: see ``SubLayerWrapper``; ``store_alphas=False``: the fused kernel;
+    ``options``: chapter 12's (``n_kv_heads``, ``bias``, ``mlp``, ``norm``, ``norm_eps``).
     ``forward(query, mask=None, bias=None, positions=None, cache=None)``: ``(N, L, d_model)`` in
     and out, ``mask`` ``(N, 1 or L, L)``; the rest goes to the self-attention.
     """
 
-    def __init__(self, n_heads, d_model, ff_units, dropout=0.1, norm_first=True, store_alphas=True):
-        super().__init__(n_heads, d_model, ff_units, dropout, norm_first, store_alphas, cross=False)
+    def __init__(self, n_heads, d_model, ff_units, dropout=0.1, norm_first=True, store_alphas=True, **options):
+        super().__init__(n_heads, d_model, ff_units, dropout, norm_first, store_alphas, cross=False, **options)
 
     def forward(self, query, mask=None, bias=None, positions=None, cache=None):
         x = self.sublayers[0](query, self.self_attn_heads, is_self_attn=True, mask=mask, bias=bias,

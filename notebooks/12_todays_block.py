@@ -1,0 +1,601 @@
+# %% [markdown]
+# # Chapter 12: today's decoder block, RMSNorm, SwiGLU and grouped-query attention
+#
+# Chapter 09 built a decoder-only Transformer from the 2017 block of Vaswani et al., "Attention
+# Is All You Need", as we built it following Daniel Voigt Godoy, *Deep Learning with PyTorch
+# Step-by-Step* ("the book"): LayerNorm, a ReLU feed-forward network, biases in every linear
+# layer, positions added to the embeddings, one key and one value head per query head. Llama's
+# block, which most open models a learner meets today follow (Mistral, Qwen and Gemma with small
+# variations, such as Gemma's GELU gate or Qwen's biases on the queries, keys and values),
+# differs in five places: **RMSNorm** instead of LayerNorm, a gated **SwiGLU** feed-forward
+# network, **no biases**, **rotary positions** (chapter 10) and **grouped-query attention**, where
+# several query heads share one key and value head.
+#
+# This chapter makes those changes to the course's model one at a time and measures each. Then
+# it shows that the course's model *is* GPT-2 and *is* Llama: `from_transformers` reads a model
+# built by Hugging Face's `transformers` library, copies its weights, and gets its logits and its
+# generations.
+#
+# By the end of this chapter you will be able to:
+#
+# - write **RMSNorm** and the **SwiGLU** feed-forward network, and give Llama's rule for its
+#   width;
+# - train the 2017 block and each step towards Llama's on chapter 09's dates, over three seeds,
+#   and say what each change buys here and what the papers say it buys at scale;
+# - build **grouped-query** and **multi-query** attention from the course's attention, and show
+#   that the KV cache then holds only the shared heads;
+# - compute a **KV cache's memory** for any configuration (Llama 3 8B: 128 KiB per token in
+#   bfloat16), and say why a decode step is limited by memory rather than arithmetic;
+# - load a **GPT-2** and a **Llama** built by `transformers` into the course's model, and explain
+#   the one permutation that rotary weights need between the two pairings of dimensions.
+
+# %%
+import statistics
+
+import torch
+from torch import nn
+
+from stepbystep import plots
+from stepbystep.exercises import ch12
+from stepbystep.expect import expect, expect_all, expect_close
+from stepbystep.experiments.cache_timing import generation_times, prefill_decode_times
+from stepbystep.experiments.todays_block import (
+    BLOCK_STEPS,
+    block_claims,
+    block_configs,
+    block_study,
+    date_streams,
+    kv_head_claims,
+)
+from stepbystep.models import (
+    PUBLISHED_CACHES,
+    DecoderConfig,
+    MultiHeadedAttention,
+    RMSNorm,
+    RotaryEmbedding,
+    SwiGLU,
+    config_from_transformers,
+    from_transformers,
+    generate,
+    interleave_permutation,
+    kv_cache_bytes,
+    llama_hidden_size,
+    make_feed_forward,
+    subsequent_mask,
+)
+from stepbystep.widgets import kv_cache_explorer
+
+# %% [markdown]
+# ## The block in 2017 and today
+#
+# Five differences separate chapter 09's block from Llama's (Touvron et al. 2023, "LLaMA: Open
+# and Efficient Foundation Language Models"; its successors, Touvron et al. 2023, "Llama 2: Open
+# Foundation and Fine-Tuned Chat Models", and Grattafiori et al. 2024, "The Llama 3 Herd of
+# Models", kept the block and added grouped-query attention). The `DecoderOnlyTransformer`
+# takes each as an option, and `DecoderConfig` gathers them; its defaults are chapter 09's
+# block, and `DecoderConfig.gpt2` and `DecoderConfig.llama` give those two families' settings
+# at any size:
+#
+# | | 2017 block (chapter 09) | GPT-2 (2019) | Llama |
+# |---|---|---|---|
+# | norm | LayerNorm, before each sublayer (the course's since chapter 04; Vaswani et al. put it after) | LayerNorm, before each sublayer | RMSNorm, before each sublayer |
+# | feed-forward | ReLU, `ff_units` wide | GELU (tanh form), 4 × d_model | SwiGLU, 8/3 × d_model or more |
+# | biases | everywhere | everywhere but the output layer | none |
+# | positions | sinusoidal, added | learned, added | rotary (RoPE), in the attention |
+# | key-value heads | one per query head | one per query head | shared (grouped-query) from Llama 2's largest models |
+# | output layer | tied to the embedding in the paper; untied in chapter 09's model and here | tied to the embedding | untied |
+#
+# GPT-2 (Radford et al. 2019, "Language Models are Unsupervised Multitask Learners") moved the
+# layer norm to the input of each sublayer and added one after the last block: the norm-first
+# wrapper the course has used since chapter 04. Its feed-forward network uses the GELU
+# (Hendrycks and Gimpel 2016, "Gaussian Error Linear Units (GELUs)"), $x\,\Phi(x)$ with $\Phi$
+# the standard normal's distribution function, computed with its tanh approximation. The two
+# diagrams below are chapter 09's block
+# and the block this chapter ends with, at the size we train; what changed is in yellow.
+
+# %%
+vocab, train_streams, val_streams = date_streams()  # chapter 09's dates, as padded tensors
+configs = block_configs(len(vocab))
+for name, config in configs.items():
+    print(f"{name:>20}: {sum(p.numel() for p in config.build().parameters()):,} parameters")
+
+# %% tags=["nbval-ignore-output"]
+fig = plots.architecture_diagram(configs["2017 block"].build(), title="before: chapter 09's 2017 block")
+fig = plots.architecture_diagram(configs["1 KV head"].build(), highlight=("decoder", "norm", "positions"),
+                                 title="after: Llama's block (here with one KV head)")
+
+# %% [markdown]
+# ## RMSNorm
+#
+# LayerNorm (chapter 04) centres each vector, divides it by its standard deviation, then scales
+# and shifts each feature. Zhang and Sennrich ("Root Mean Square Layer Normalization", 2019)
+# drop the centring and the shift: each vector is divided by its **root mean square**,
+#
+# $$\mathrm{RMSNorm}(x) = \frac{x}{\sqrt{\frac{1}{d}\sum_i x_i^2 + \varepsilon}} \odot g,$$
+#
+# with one learned gain $g$ per feature. They report that it performs comparably to LayerNorm
+# while reducing the running time by 7% to 64% across the models they tried, the saving coming
+# from the statistics it no longer computes. PyTorch has it as `nn.RMSNorm`; the course's
+# `RMSNorm` computes the statistics in float32 whatever the input's dtype, as Llama does, and
+# equals PyTorch's with the same gain:
+
+# %%
+torch.manual_seed(0)
+ours, theirs = RMSNorm(8, eps=1e-6), nn.RMSNorm(8, eps=1e-6)
+with torch.no_grad():
+    ours.weight.uniform_(0.5, 1.5)
+    theirs.weight.copy_(ours.weight)
+x = torch.randn(4, 8) + 5  # (4, 8): vectors whose mean is far from 0
+expect_close(ours(x), theirs(x), "RMSNorm equals nn.RMSNorm with the same gain (± 1e-6)", atol=1e-6)
+expect_close(RMSNorm(8)(x).pow(2).mean(dim=-1), torch.ones(4), "with a gain of 1, every vector's mean square is 1",
+             atol=1e-4)
+expect((RMSNorm(8)(x).mean(dim=-1) > 0.5).all(), "its mean is not moved to 0: no centring (each row's mean > 0.5)")
+
+# %% [markdown]
+# ## SwiGLU
+#
+# The 2017 feed-forward network is $W_2\,\mathrm{ReLU}(W_1 x)$. A **gated linear unit** computes
+# two projections of $x$ and multiplies them element by element, one of them passed through an
+# activation: the gate decides, feature by feature, how much of the other passes. Shazeer's
+# "GLU Variants Improve Transformer" (2020) tried several gates in T5's feed-forward network;
+# with the SiLU gate, $\mathrm{SiLU}(a) = a\,\sigma(a)$ (also called Swish), it is **SwiGLU**:
+#
+# $$\mathrm{SwiGLU}(x) = W_{down}\big(\mathrm{SiLU}(W_{gate}\,x) \odot W_{up}\,x\big).$$
+#
+# Three matrices instead of two: to keep the parameters and the computation equal, Shazeer
+# shrank the hidden width by a third (from 3072 to 2048 in T5), and found the GLU variants
+# gave a lower perplexity on T5's pre-training objective and the best results on most of the
+# downstream tasks he fine-tuned (GLUE, SuperGLUE, SQuAD). His paper offers no explanation of
+# why. Llama takes $\frac{2}{3} \cdot 4\,d_{model}$, rounded up to a multiple of 256 (Llama 3's
+# released configurations: a multiplier of 1.3 and multiples of 1024), `llama_hidden_size`:
+
+# %%
+print(f"Llama 2 7B: {llama_hidden_size(4096)}; Llama 3 8B: {llama_hidden_size(4096, 1024, 1.3)}")
+d = 32
+relu_ffn, swiglu_ffn = make_feed_forward("relu", d, 4 * d, bias=False), make_feed_forward("swiglu", d, 8 * d // 3,
+                                                                                          bias=False)
+print(swiglu_ffn)
+n_relu, n_swiglu = (sum(p.numel() for p in ffn.parameters()) for ffn in (relu_ffn, swiglu_ffn))
+print(f"ReLU, {4 * d} wide: {n_relu:,} weights; SwiGLU, {8 * d // 3} wide: {n_swiglu:,} weights")
+
+# %% [markdown]
+# ## No biases
+#
+# PaLM (Chowdhery et al. 2022, "PaLM: Scaling Language Modeling with Pathways") used no biases
+# in its dense layers or its layer norms, and reports that this increased training stability
+# for large models; Llama has none either. A bias is a handful of numbers beside each matrix, so
+# dropping them saves little: 724 of the 29,492 parameters of the study's model (printed above).
+# RMSNorm has no bias to drop; a
+# LayerNorm built with `bias=False` (an option since PyTorch 2.1) keeps only its gain.
+#
+# ## Rotary positions, two ways to pair the dimensions
+#
+# Chapter 10's RoPE (Su et al. 2021, "RoFormer: Enhanced Transformer with Rotary Position
+# Embedding") turns the pairs of dimensions $(2i, 2i+1)$ of each query and key by
+# $p\,\theta_i$. Hugging Face's Llama turns the pairs $(i, i + d/2)$ instead, with a function
+# named `rotate_half`. Pair $i$ turns at the same speed either way, so the two are the same
+# function up to a fixed **permutation** of the dimensions: list dimension $i$ next to
+# $i + d/2$ and one becomes the other. `RotaryEmbedding(..., pairing="rotate_half")` turns
+# Hugging Face's pairs; `interleave_permutation` is the order that maps one pairing to the other:
+
+# %%
+d_head = 8
+half, interleaved = RotaryEmbedding(d_head, max_len=16, pairing="rotate_half"), RotaryEmbedding(d_head, max_len=16)
+order = interleave_permutation(d_head)
+print(f"order: {order.tolist()}  (dimension i sits next to i + {d_head // 2})")
+q = torch.randn(16, d_head)  # (L, d_head): one query per position
+expect_close(half(q)[:, order], interleaved(q[:, order]),
+             "rotate_half pairs, then reordered = reordered, then interleaved pairs (± 1e-6)", atol=1e-6)
+
+# %% [markdown]
+# Since attention scores are dot products, and a dot product does not change when both vectors'
+# dimensions are reordered the same way, a model with one pairing has an exact twin with the
+# other: reorder the rows of each head's query and key projections by `order`. We use this
+# below to load Llama's weights either way. The same permutation runs the other way in
+# practice: Meta's own Llama code rotates interleaved pairs (as complex numbers), and Hugging
+# Face's script that converts Meta's weights permutes the query and key rows for `rotate_half`.
+#
+# ## From 2017 to today, one change at a time
+#
+# The study: chapter 09's dates, and a 2-layer model with $d_{model} = 32$ and 4 heads, small
+# enough to train many times. The 2017 block (LayerNorm, ReLU 128 wide, biases, sinusoidal
+# positions, untied output) gets the changes one after the other: **+ RMSNorm**, **+ SwiGLU**
+# (85 wide: 8,160 weights against ReLU's 8,192 at 128), **+ no biases**, **+ RoPE**, which gives
+# Llama's block. Two **controls**: the 2017 block with RoPE alone, which isolates RoPE, and GELU
+# (exact form) where SwiGLU goes, with the same weights as ReLU. Last, Llama's block with **2 and
+# 1 KV heads** instead of 4 (the next section explains them), and with 1 KV head and a wider
+# SwiGLU (101 units) that holds the weights the shared heads save, so that it has as many weights
+# as the 4-head block.
+#
+# Every variant gets the same recipe for each of 3 seeds: 100 steps of 16 streams from 3,200
+# training pairs, Adam with a warm-up to $10^{-2}$ over 10 steps and a linear decay, the
+# seed fixing both the initial weights and the order of the batches. Then the validation loss
+# (completion tokens only) and the **token accuracy** (the share of completion tokens whose most
+# likely prediction is right) on 500 validation pairs, whose days never appear in training.
+# 100 steps is a short budget: the models are far from chapter 09's 99% exact match, so we
+# compare how far each gets, not where it ends.
+
+# %% tags=["nbval-ignore-output"]
+SEEDS = (0, 1, 2)
+results = block_study(configs, SEEDS, train_streams, val_streams)
+print(f"{'variant':>20} {'validation loss: median (min-max)':>36} {'token accuracy: median (min-max)':>36}")
+for name, runs in results.items():  # runs: (seeds, 2)
+    cells = [f"{m:.3f} ({lo:.3f}-{hi:.3f})" for m, lo, hi in
+             zip(runs.median(0).values.tolist(), runs.min(0).values.tolist(), runs.max(0).values.tolist())]
+    print(f"{name:>20} {cells[0]:>36} {cells[1]:>36}")
+fig = plots.block_study(results)
+
+# %%
+expect_all(block_claims(results))
+
+# %% [markdown]
+# ### What the runs show, and what the papers report
+#
+# **RoPE** is the one change that matters here, and by far: it lowers the validation loss by more
+# than 0.3 in every seed, and it does so alone on the 2017 block too (the control), so the gain
+# is RoPE's, not the combination's. Why RoPE helps here we did not test (no other position
+# scheme was run): likely because a date's answer must be written relative to the `=`, whose
+# position varies with the text's length, and rotary positions give every score the offset
+# between two tokens (chapter 10).
+#
+# **RMSNorm, SwiGLU (or GELU) and dropping the biases** each move the median loss by less than
+# 0.15, less than twice the spread of the 2017 block's own seeds: at this scale and budget,
+# three seeds cannot tell them from noise, and we claim no effect either way. That is what the
+# papers would lead us to expect. Zhang and Sennrich's claim for RMSNorm is *comparable*
+# quality at a lower cost, and its saving is time, which this study does not measure (it
+# compares losses after a fixed number of steps). Shazeer's gains for SwiGLU are a few
+# hundredths of log-perplexity, measured on a model of T5's base size after long pre-training,
+# far below what 3 seeds of 100 steps can resolve. PaLM's reason for dropping biases is the
+# training stability of *large* models, which a 2-layer model of 32 dimensions cannot test.
+# Llama's authors took these pieces from earlier models (the pre-norm from GPT-3, SwiGLU from
+# PaLM, rotary embeddings from GPT-Neo, as their paper credits them) for what they buy at
+# scale, which this chapter cannot test either.
+#
+# ## Grouped-query attention
+#
+# In multi-head attention every query head has its own key and value head. **Multi-query
+# attention** (Shazeer 2019, "Fast Transformer Decoding: One Write-Head is All You Need") gives
+# all the query heads one shared key head and one shared value head; Shazeer found decoding much
+# faster, with only a minor loss of quality. **Grouped-query attention** (Ainslie et al. 2023,
+# "GQA: Training Generalized Multi-Query Transformer Models from Multi-Head Checkpoints") is the
+# middle ground: `n_kv_heads` key and value heads, each shared by a group of
+# `n_heads // n_kv_heads` neighbouring query heads. Its authors report that it reaches a quality
+# close to multi-head attention at a speed close to multi-query attention, and that a multi-head
+# model can be converted to it with about 5% of its original pre-training compute. Llama 2 used it
+# in its largest models (34B and 70B), Llama 3 in all of them.
+#
+# In the course's attention, `n_kv_heads` shrinks the key and value projections to
+# `n_kv_heads × d_k` outputs. The keys and values are computed, rotated and **cached** with
+# `n_kv_heads` heads; only at the scores is each key head repeated for its group
+# (`expand_kv`). The fused kernel takes the shared heads as they are
+# (`F.scaled_dot_product_attention(..., enable_gqa=True)`; whether it then copies them depends on
+# the kernel):
+
+# %%
+torch.manual_seed(0)
+x = torch.randn(2, 6, 32)  # (N, L, d_model)
+for n_kv_heads in (4, 2, 1):
+    torch.manual_seed(1)
+    teaching = MultiHeadedAttention(4, 32, dropout=0.0, n_kv_heads=n_kv_heads)  # store_alphas=True
+    torch.manual_seed(1)
+    fused = MultiHeadedAttention(4, 32, dropout=0.0, store_alphas=False, n_kv_heads=n_kv_heads)
+    keys, values = teaching.project_keys(x)
+    print(f"n_kv_heads={n_kv_heads}: linear_key {tuple(teaching.linear_key.weight.shape)}, keys {tuple(keys.shape)}, "
+          f"expanded {tuple(teaching.expand_kv(keys).shape)}, query head -> key head "
+          f"{[h // teaching.groups for h in range(4)]}")
+    expect_close(teaching(x, subsequent_mask(6), key=x), fused(x, subsequent_mask(6), key=x),
+                 f"n_kv_heads={n_kv_heads}: the teaching path equals the fused path (± 1e-5)", atol=1e-5)
+
+# %% [markdown]
+# With `n_kv_heads == n_heads` nothing changes: the same modules are created in the same order,
+# so every seeded model of the earlier chapters computes exactly what it did.
+#
+# The cache of a Llama-block model holds `n_kv_heads` heads per layer, and `kv_cache_bytes`
+# counts them: $2 \times n_{layers} \times n_{kv\_heads} \times d_k \times$ tokens $\times$
+# sequences $\times$ bytes per number (2 for the keys and the values). We check it against the
+# cache's real tensors, and check that generation writes the same tokens with and without the
+# cache:
+
+# %%
+prompt = val_streams[0][:3, :12]  # (3, 12): three prompts' first tokens
+for n_kv_heads in (4, 2, 1):
+    torch.manual_seed(0)
+    model = configs["+ RoPE"].replace(n_kv_heads=n_kv_heads, pad_id=None).build().eval()
+    cache = model.new_cache()
+    with torch.no_grad():
+        model(prompt, cache=cache)
+    held = sum(t.numel() * t.element_size() for layer in cache.layers for t in (layer.keys, layer.values))
+    formula = kv_cache_bytes(model.n_layers, n_kv_heads, 8, 12, batch_size=3)
+    print(f"n_kv_heads={n_kv_heads}: cached keys {tuple(cache.layers[0].keys.shape)} per layer, {held:,} bytes; "
+          f"kv_cache_bytes: {formula:,}")
+    expect(held == formula, f"n_kv_heads={n_kv_heads}: kv_cache_bytes counts the cache's bytes exactly")
+    expect(torch.equal(generate(model, prompt, 10, temperature=0), generate(model, prompt, 10, temperature=0,
+                                                                            use_cache=False)),
+           f"n_kv_heads={n_kv_heads}: the same tokens with and without the cache")
+
+# %% [markdown]
+# What sharing costs in quality, from the study above (Llama's block with 4, 2 and 1 KV heads,
+# the same seeds and recipe, and the 1-KV-head control with a wider feed-forward network), side
+# by side with the weights and what the cache holds:
+
+# %% tags=["nbval-ignore-output"]
+for name, n_kv_heads in (("+ RoPE", 4), ("2 KV heads", 2), ("1 KV head", 1), ("1 KV head, wider FFN", 1)):
+    losses = results[name][:, 0]
+    n_weights = sum(p.numel() for p in configs[name].build().parameters())
+    label = "4 KV heads (+ RoPE)" if name == "+ RoPE" else name
+    print(f"{label:>20}: validation loss {losses.median():.3f} ({losses.min():.3f}-{losses.max():.3f}), "
+          f"{n_weights:,} weights, cache {kv_cache_bytes(2, n_kv_heads, 8, 1):,} bytes per token in float32")
+
+# %%
+expect_all(kv_head_claims(results))
+
+# %% [markdown]
+# Multi-query attention costs something here: one KV head ends above every seed of four. But it
+# also has 11% fewer weights, and given them back in its feed-forward network it comes much
+# closer, its seeds overlapping four heads' seeds: part of the cost, at least, is the smaller
+# model, not the sharing, and three seeds cannot say whether any of it is left. Two KV heads
+# land close to four, and every count keeps most of RoPE's gain, while the cache shrinks 2× and
+# 4×. At scale the papers above found a small loss for multi-query attention, which
+# grouped-query attention mostly recovers.
+#
+# ## What the cache costs
+#
+# The same formula for published models (from their released configurations), in bfloat16:
+
+# %%
+for name, c in PUBLISHED_CACHES.items():
+    per_token = kv_cache_bytes(c["n_layers"], c["n_kv_heads"], c["head_dim"], 1, dtype=torch.bfloat16)
+    full = kv_cache_bytes(c["n_layers"], c["n_kv_heads"], c["head_dim"], c["context"], dtype=torch.bfloat16)
+    print(f"{name:>24}: {c['n_layers']} layers x {c['n_kv_heads']} KV x {c['head_dim']} = "
+          f"{per_token // 1024:,} KiB per token, {full / 2 ** 20:,.0f} MiB for its {c['context']:,} tokens")
+llama3 = PUBLISHED_CACHES["Llama 3 8B"]
+expect(kv_cache_bytes(32, 8, 128, 1, dtype=torch.bfloat16) == 128 * 1024,
+       "Llama 3 8B caches 2 x 32 x 8 x 128 x 2 bytes = 128 KiB per token")
+expect(kv_cache_bytes(32, 8, 128, 8192, dtype=torch.bfloat16) == 2 ** 30, "1 GiB for its 8,192 tokens")
+
+# %% [markdown]
+# Llama 2 7B caches 512 KiB per token; Llama 3 8B, the same depth and width with 8 KV heads
+# instead of 32, caches a quarter of that. A batch of 32 conversations at 8,192 tokens would
+# hold 32 GiB of cache for Llama 3 8B (its weights take about 16 GB in bfloat16), and 128 GiB
+# with a KV head per query head.
+#
+# ### Prefill and decode
+#
+# Generation runs in two phases (chapter 09): the **prefill** reads the whole prompt in one
+# pass and fills the cache; then each **decode** step reads one new token. We time both on
+# a wider Llama-block model (256 dimensions, 4 layers, 8 heads, 2 KV heads, untrained: the
+# weights do not change the cost), on one thread, the median of 5 runs each:
+
+# %% tags=["nbval-ignore-output"]
+threads = torch.get_num_threads()
+torch.set_num_threads(1)  # for the timing only: restored below
+torch.manual_seed(0)
+wide = DecoderConfig.llama(256, d_model=256, n_heads=8, n_layers=4, max_len=600, n_kv_heads=2).build()
+lengths = [64, 256, 512]
+prefill_ms, decode_ms = prefill_decode_times(wide, lengths)
+torch.set_num_threads(threads)
+for length, p, dec in zip(lengths, prefill_ms, decode_ms):
+    print(f"prompt of {length:>3}: prefill {p:6.1f} ms ({p / length:.3f} ms per token), then one decode step "
+          f"{dec:.2f} ms")
+fig = plots.prefill_decode(lengths, prefill_ms, decode_ms)
+
+# %%
+per_token = [p / length for p, length in zip(prefill_ms, lengths)]
+expect(all(3 * p < dec for p, dec in zip(per_token, decode_ms)),
+       "per token, prefill is more than 3 times cheaper than decode at every prompt length")
+
+# %% [markdown]
+# Per token, the prefill is several times cheaper than a decode step, though it does about the
+# same arithmetic per token: the difference is what a decode step spends on something else. A prefill
+# multiplies a whole matrix of token vectors by each weight matrix, so every weight read from
+# memory serves all the prompt's tokens; a decode step multiplies one vector by each weight
+# matrix, so every weight is read to do one multiply-add. On this CPU a decode step also pays
+# Python's fixed cost per module, and we did not separate the two. On an accelerator serving a
+# large model the limit is **memory bandwidth**. A matrix-vector product does about 2
+# floating-point operations per weight, and a bfloat16 weight is 2 bytes: about 1 operation per
+# byte read. An H100 (SXM) does about 990 TFLOP/s in bfloat16 (dense; the datasheet's 1,979
+# counts sparsity) but reads its memory at about 3.35 TB/s, so it would need about 300
+# operations per byte to keep its arithmetic busy (NVIDIA's H100 datasheet). A decode step with
+# batch size $B$ reaches about $B$ operations per weight byte; a prefill of $L$ tokens about $L$.
+#
+# The cache adds to every decode step's reads: each step reads every cached key and value of
+# its sequence, and does about one operation per byte on them whatever the batch size. That is
+# why sharing key-value heads speeds up decoding: with a group of $g$ query heads per key head,
+# there are $g$ times fewer bytes to read for the same queries.
+#
+# ## The real thing: GPT-2 and Llama from `transformers`
+#
+# `from_transformers(hf_model)` takes a `GPT2LMHeadModel` or a `LlamaForCausalLM` of any size,
+# reads its configuration into a `DecoderConfig`, builds the course's model and copies every
+# weight. Two differences are in how the weights are stored, not in what they compute: GPT-2
+# keeps its projections as `Conv1D`, whose weight is `nn.Linear`'s transposed, with one fused
+# `c_attn` matrix for the queries, keys and values (split in three and transposed); Llama's
+# rotary pairs are `rotate_half`'s (kept, or permuted as above).
+#
+# We build both with `transformers`, from a configuration, with random weights: nothing is
+# downloaded, so there is no real tokenizer or trained weight here either. They are small, so
+# that this runs in a second, but the conversion reads any size. What it cannot read it refuses
+# with a clear error: Llama 3.1 and later rescale RoPE's frequencies for long contexts
+# (`rope_type="llama3"`), which the course's rotary positions do not do. We compare in float32;
+# in bfloat16 the two would agree only to bfloat16's precision (about 3 significant digits),
+# since they round in different places.
+# `transformers` initialises its weights with a standard deviation of 0.02, which makes an
+# untrained model repeat one token; we ask for 0.3, so that the generations below are varied.
+
+# %%
+import transformers  # noqa: E402  (needed only here)
+
+transformers.logging.set_verbosity_error()
+torch.manual_seed(0)
+hf_gpt2 = transformers.GPT2LMHeadModel(transformers.GPT2Config(
+    vocab_size=500, n_embd=64, n_layer=2, n_head=4, n_positions=256, initializer_range=0.3,
+    bos_token_id=None, eos_token_id=None)).eval()
+torch.manual_seed(0)
+hf_llama = transformers.LlamaForCausalLM(transformers.LlamaConfig(
+    vocab_size=500, hidden_size=64, intermediate_size=172, num_hidden_layers=2, num_attention_heads=4,
+    num_key_value_heads=2, max_position_embeddings=256, rope_theta=500000.0, initializer_range=0.3,
+    bos_token_id=None, eos_token_id=None)).eval()
+print(config_from_transformers(hf_llama))
+
+# %% [markdown]
+# The Llama has 4 query heads and 2 KV heads (grouped-query) and RoPE's base of 500,000, as in
+# Llama 3. Converted, both give the logits of the originals, for a batch of random token ids:
+
+# %% tags=["nbval-ignore-output"]
+ours_gpt2, ours_llama = from_transformers(hf_gpt2), from_transformers(hf_llama)
+ours_llama_interleaved = from_transformers(hf_llama, rope_pairing="interleaved")
+ids = torch.randint(0, 500, (4, 100), generator=torch.Generator().manual_seed(0))  # (4, 100)
+with torch.no_grad():
+    logits = {"GPT-2": (ours_gpt2(ids), hf_gpt2(ids).logits), "Llama": (ours_llama(ids), hf_llama(ids).logits),
+              "Llama, interleaved pairs": (ours_llama_interleaved(ids), hf_llama(ids).logits)}
+for name, (mine, theirs) in logits.items():
+    print(f"{name:>24}: max |Δlogit| {(mine - theirs).abs().max():.1e}, logits up to {theirs.abs().max():.1f}")
+
+# %%
+for name, (mine, theirs) in logits.items():
+    expect_close(mine, theirs, f"{name}: the course's logits equal transformers' (± 1e-4)", atol=1e-4)
+
+# %% [markdown]
+# And greedy generation writes the same tokens: the course's `generate(..., temperature=0)`,
+# with its cache and without, against `transformers`' `generate(do_sample=False)`. The ids
+# themselves are random, so we only compare them:
+
+# %%
+prompt = ids[:2, :8]  # (2, 8)
+for name, ours, theirs in (("GPT-2", ours_gpt2, hf_gpt2), ("Llama", ours_llama, hf_llama)):
+    reference = theirs.generate(prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=40, do_sample=False)
+    expect(torch.equal(generate(ours, prompt, 40, temperature=0), reference),
+           f"{name}: 40 greedy tokens equal transformers', with the cache")
+    expect(torch.equal(generate(ours, prompt, 40, temperature=0, use_cache=False), reference),
+           f"{name}: and without it")
+    expect(len(set(reference[0, 8:].tolist())) > 5, f"{name}: more than 5 different tokens among the 40")
+
+# %% [markdown]
+# Another architecture gets a clear error rather than a wrong model:
+
+# %%
+try:
+    from_transformers(hf_gpt2.transformer)  # GPT-2 without its output layer
+except TypeError as error:
+    print(error)
+
+# %% [markdown]
+# Last, speed. The same weights, the same prompt, the same 128 tokens, one thread: the course's
+# cached `generate` against `transformers`' `generate` with its cache. (`make bench` measures the
+# same at two sizes.)
+
+# %% tags=["nbval-ignore-output"]
+torch.set_num_threads(1)  # for the timing only: restored below
+speed = {}
+for name, ours, theirs in (("GPT-2", ours_gpt2, hf_gpt2), ("Llama", ours_llama, hf_llama)):
+    speed[name] = generation_times(ours, theirs, prompt[:1], 128)
+    seconds, same = speed[name]
+    print(f"{name}: ours {seconds['ours']:.3f} s, transformers {seconds['transformers']:.3f} s, "
+          f"ratio {seconds['ours'] / seconds['transformers']:.2f}; the same tokens: {same}")
+torch.set_num_threads(threads)
+
+# %%
+ratios = {name: seconds["ours"] / seconds["transformers"] for name, (seconds, _) in speed.items()}
+for name, (_, same) in speed.items():
+    expect(same, f"{name}: the timed runs wrote the same tokens")
+expect(ratios["GPT-2"] < 1, "GPT-2: the course's generation takes less time than transformers'", got=ratios["GPT-2"])
+expect(ratios["Llama"] < 1.5, "Llama: the course's takes less than 1.5 times transformers' time", got=ratios["Llama"])
+
+# %% [markdown]
+# At this size a step's time is mostly Python's fixed cost per module, not arithmetic. Against
+# `transformers`' GPT-2 the course's generation was faster here; against its Llama, about as
+# fast (the ratio printed above; `make bench` measures both side by side at two sizes). On a
+# large model both would spend their time in the same matrix products.
+#
+# ## Try it
+#
+# The KV cache's memory for any configuration: layers, query heads, KV heads, head size,
+# context, batch size and dtype. The curve is your configuration's cache against the context
+# length; the grey points are published models at their context length in the same dtype. The
+# line under the sliders also gives what the same model would cache with a key-value head per
+# query head. It starts at Llama 3 8B in bfloat16: try 32 KV heads (Llama 2 7B), then 1.
+
+# %% tags=["nbval-ignore-output"]
+kv_cache_explorer()
+
+# %% [markdown]
+# ## Recap
+#
+# - Today's decoder block differs from 2017's in five places: **RMSNorm**, a **SwiGLU**
+#   feed-forward network, **no biases**, **rotary positions** and **grouped-query attention**.
+#   The course's `DecoderOnlyTransformer` takes each as an option (`DecoderConfig.gpt2`,
+#   `DecoderConfig.llama`), and with the defaults computes exactly what it did.
+# - **RMSNorm** divides each vector by its root mean square and scales it: no centring, no
+#   shift. **SwiGLU** multiplies a SiLU-gated projection by another; at two thirds of the width
+#   it has the weights of a ReLU network (Llama's rule: `llama_hidden_size`).
+# - On chapter 09's dates (3 seeds, 100 steps), **RoPE** lowered the loss by more than 0.3 in
+#   every seed, alone too; RMSNorm, SwiGLU (or GELU) and no biases each moved the median by less
+#   than 0.15, within twice the spread of the 2017 block's own seeds. Their published gains
+#   (speed, small perplexity gains, stability) are at a scale this chapter does not reach.
+# - **Grouped-query attention** shares each key-value head among a group of query heads
+#   (`n_kv_heads`; 1 is multi-query); the cache holds only the shared heads:
+#   `kv_cache_bytes` = 2 × layers × KV heads × head size × tokens × sequences × bytes,
+#   128 KiB per token for Llama 3 8B in bfloat16. Here one KV head ended above every seed of
+#   four, but much of that went away when its saved weights were given back to its
+#   feed-forward network.
+# - **Prefill** reads the prompt in one pass; **decode** reads every weight and the whole cache
+#   for each new token, which makes it limited by memory bandwidth on an accelerator at small
+#   batch sizes (about $B$ operations per weight byte for a batch of $B$).
+# - `from_transformers` loads a `transformers` GPT-2 or Llama of any size: the same logits to
+#   1e-4 and the same greedy tokens. GPT-2's `Conv1D` weights are transposed; Llama's
+#   `rotate_half` pairs equal RoFormer's interleaved ones after a fixed permutation.
+
+# %% [markdown]
+# ## Your turn
+#
+# Each exercise has a checker: `.check(answer)` says whether your answer is right and, if not,
+# what is wrong with it; `.hint()` gives a nudge and `.solution()` a worked answer. The cells
+# below run the checkers on placeholders, so they fail until you fill them in.
+#
+# **1. RMSNorm by hand.** Write `my_rms_norm(x, weight, eps)` for `x` of shape `(..., d)` and a
+# gain `weight` of shape `(d,)`, without `nn.RMSNorm`. Before you run it: for a vector whose
+# entries are all 3, what does RMSNorm return, and what does LayerNorm?
+
+# %%
+def my_rms_norm(x, weight, eps):
+    return x * weight  # replace: divide each vector by its root mean square first
+
+
+ch12.rms_norm.check(my_rms_norm)
+
+# %% [markdown]
+# **2. The SwiGLU forward.** Write `my_swiglu(x, gate_weight, up_weight, down_weight)`: `x` is
+# `(N, L, d_model)`, the three weights are in `nn.Linear`'s layout `(out, in)`.
+
+# %%
+def my_swiglu(x, gate_weight, up_weight, down_weight):
+    return x  # replace: gate, up, down
+
+
+ch12.swiglu.check(my_swiglu)
+
+# %% [markdown]
+# **3. Expand the key-value heads.** Write `my_expand_kv(k, n_heads)`: `k` is `(N, n_kv_heads,
+# L, d_k)`; return `(N, n_heads, L, d_k)` where query head $j$ reads the key head that
+# grouped-query attention gives it. Predict first: with 8 query heads and 2 key heads, which
+# query heads read key head 1? Once it passes, try `k.repeat(1, groups, 1, 1)` instead and
+# predict what the checker says about it, and why a model loaded with `from_transformers` would
+# then give different logits.
+
+# %%
+def my_expand_kv(k, n_heads):
+    return k  # replace: one key head per query head
+
+
+ch12.expand_kv.check(my_expand_kv)
+
+# %% [markdown]
+# **4. A cache for a batch.** A model (made up for this exercise) has 48 layers and 40 query
+# heads, with 8 KV heads of 128 dimensions. How many GiB does its KV cache take for a batch of 8
+# sequences of 16,384 tokens in float16? Work it out by hand, then with `kv_cache_bytes` or the
+# widget.
+
+# %%
+my_cache_gib = 0.0  # replace: the cache in GiB
+
+ch12.cache_size.check(my_cache_gib)

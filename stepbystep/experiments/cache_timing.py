@@ -1,0 +1,67 @@
+"""Chapter 12's timings: prefill (a prompt in one pass) against decode (one new token), and the
+course's cached generation against ``transformers``' on the same converted model."""
+import statistics
+import time
+
+import torch
+
+from ..checks import check_positive_int
+from ..devices import evaluating
+from ..models.gpt.generation import generate
+
+__all__ = ["prefill_decode_times", "generation_times"]
+
+
+def _median_ms(run, repeats):
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return 1000 * statistics.median(times)
+
+
+def prefill_decode_times(model, lengths, repeats=5, seed=0):
+    """Median milliseconds, over ``repeats``, of prefill (a prompt of each length in ``lengths``, one
+    pass that fills the cache) and of decode (one next token after it, cached; the ``repeats``
+    steps follow each other): two lists.
+    One sequence; eval mode, no gradients; the prompts are random ids from ``seed``."""
+    check_positive_int("repeats", repeats)
+    generator = torch.Generator().manual_seed(seed)
+    device = next(model.parameters()).device
+    prefill, decode = [], []
+    with evaluating(model), torch.inference_mode():
+        for length in lengths:
+            prompt = torch.randint(0, model.vocab_size, (1, length), generator=generator).to(device)  # (1, L)
+            new = prompt[:, -1:]  # (1, 1)
+
+            caches = []
+
+            def fill():
+                caches.append(model.new_cache(capacity=length + repeats))
+                model(prompt, cache=caches[-1])
+
+            prefill.append(_median_ms(fill, repeats))
+            cache = caches[-1]  # filled with the prompt; the decode steps go at length, length + 1, ...
+            decode.append(_median_ms(lambda: model(new, cache=cache), repeats))
+    return prefill, decode
+
+
+def generation_times(ours, theirs, prompt, max_new_tokens, repeats=5):
+    """Median seconds of greedy generation of ``max_new_tokens`` after ``prompt`` ``(1, L)``, over
+    ``repeats`` runs of each, alternating: the course's cached ``generate`` on ``ours``, and
+    ``theirs.generate(do_sample=False)`` (a ``transformers`` model, its cache on). Returns
+    ``{"ours": s, "transformers": s}`` and whether both wrote the same tokens."""
+    mask = torch.ones_like(prompt)
+    runs = {
+        "ours": lambda: generate(ours, prompt, max_new_tokens, temperature=0),
+        "transformers": lambda: theirs.generate(prompt, attention_mask=mask, max_new_tokens=max_new_tokens,
+                                                min_new_tokens=max_new_tokens, do_sample=False, use_cache=True),
+    }
+    times = {name: [] for name in runs}
+    with torch.inference_mode():
+        same = torch.equal(runs["ours"](), runs["transformers"]())  # also the warm-up
+        for _ in range(repeats):  # alternating, so that a busy moment slows both
+            for name, run in runs.items():
+                times[name].append(_median_ms(run, 1) / 1000)
+    return {name: statistics.median(seconds) for name, seconds in times.items()}, same

@@ -1,0 +1,145 @@
+"""Chapter 12's study: from the 2017 block to Llama's, one change at a time, on chapter 09's dates.
+
+Every variant is a ``DecoderConfig`` trained with the same recipe (``train_block``) for a few
+seeds; ``block_study`` returns, per variant, the validation loss and the token accuracy of each
+seed, ``(seeds, 2)``. ``block_claims`` and ``kv_head_claims`` are the claims the text makes.
+"""
+import torch
+
+from ..checks import check_positive_int, check_positive_number
+from ..data.date_completions import IGNORE_INDEX, CompletionDataset, completion_collate, completion_vocab
+from ..data.dates import date_datasets
+from ..expect import Claim
+from ..models.gpt.config import DecoderConfig
+from ..models.gpt.model import completion_loss
+
+__all__ = ["BLOCK_STEPS", "block_configs", "block_claims", "block_study", "date_streams", "kv_head_claims",
+           "train_block"]
+
+BLOCK_STEPS = ("2017 block", "+ RMSNorm", "+ SwiGLU", "+ no biases", "+ RoPE")
+
+
+def date_streams(n_train=3_200, n_val=500, seed=0):
+    """Chapter 09's date streams as padded tensors: ``vocab, (train_x, train_y), (val_x, val_y)``,
+    each ``(n, L)``, the prompt's targets ``IGNORE_INDEX`` (the completion-only loss)."""
+    train_pairs, val_pairs = date_datasets(n_train=n_train, n_val=n_val, seed=seed)
+    vocab = completion_vocab(train_pairs)
+    tensors = [completion_collate(list(CompletionDataset(pairs, vocab))) for pairs in (train_pairs, val_pairs)]
+    return vocab, tensors[0], tensors[1]
+
+
+def block_configs(vocab_size, d_model=32, n_heads=4, n_layers=2, max_len=48):
+    """The study's variants, ``{name: DecoderConfig}``: chapter 09's 2017 block (LayerNorm, a
+    ``4 · d_model`` ReLU network, biases, sinusoidal positions), then each change of
+    ``BLOCK_STEPS`` added to the one before (SwiGLU ``8 · d_model // 3`` wide: the same number of
+    weights); then two controls, ``"2017 block + RoPE"`` (RoPE alone) and ``"+ RMSNorm, GELU"``
+    (GELU where the next step puts SwiGLU: the same weights as ReLU), and the Llama block (the
+    last step) with 2 and 1 key-value heads, and with 1 and a SwiGLU network widened to hold the
+    weights the shared heads save (``"1 KV head, wider FFN"``: as many weights as 4 KV heads)."""
+    check_positive_int("d_model", d_model)
+    base = DecoderConfig(vocab_size, d_model=d_model, n_heads=n_heads, ff_units=4 * d_model, n_layers=n_layers,
+                         dropout=0.0, max_len=max_len, embedding_std=0.3, tie_weights=False)
+    changes = ({}, dict(norm="rmsnorm"), dict(mlp="swiglu", ff_units=8 * d_model // 3),
+               dict(bias=False, head_bias=False), dict(position_scheme="rope"))
+    configs, config = {}, base
+    for name, change in zip(BLOCK_STEPS, changes):
+        config = configs[name] = config.replace(**change)
+    configs["2017 block + RoPE"] = base.replace(position_scheme="rope")
+    configs["+ RMSNorm, GELU"] = configs["+ RMSNorm"].replace(mlp="gelu")
+    for n_kv_heads in (2, 1):
+        configs[f"{n_kv_heads} KV head{'s' if n_kv_heads > 1 else ''}"] = config.replace(n_kv_heads=n_kv_heads)
+    saved = 2 * (n_heads - 1) * (d_model // n_heads) * d_model  # per layer: the key and value weights one KV head drops
+    extra = saved // (3 * d_model)  # SwiGLU units that hold them (3 · d_model weights each)
+    configs["1 KV head, wider FFN"] = configs["1 KV head"].replace(ff_units=config.ff_units + extra)
+    return configs
+
+
+def train_block(config, seed, train, val, steps=100, batch_size=16, lr=1e-2, warmup=10):
+    """The recipe: ``config.build()`` under ``torch.manual_seed(seed)``; Adam, warm-up over ``warmup``
+    steps to ``lr`` then a linear decay to zero, ``steps`` mini-batches of ``batch_size`` streams
+    in an order drawn by a generator seeded with ``100 + seed`` (each batch cut after its longest
+    stream: the padding after it changes nothing, causal attention never reads ahead). Returns the validation loss and
+    the token accuracy (argmax right, completion tokens only) on ``val``."""
+    check_positive_int("steps", steps)
+    check_positive_number("lr", lr)
+    torch.manual_seed(seed)
+    model = config.build()
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr, fused=True)  # one kernel for every weight: faster
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda step: min((step + 1) / warmup, (steps - step) / max(steps - warmup, 1)))
+    train_x, train_y = train  # (n, L) each
+    order = torch.randperm(len(train_x), generator=torch.Generator().manual_seed(100 + seed))  # (n,)
+    model.train()
+    for step in range(steps):
+        start = step * batch_size % len(train_x)
+        rows = order[start:start + batch_size]  # (B,)
+        x, y = train_x[rows], train_y[rows]  # (B, L) each
+        length = int((y != IGNORE_INDEX).nonzero()[:, 1].max()) + 1  # the last scored position: then padding
+        loss = completion_loss(model(x[:, :length]), y[:, :length])
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        schedule.step()
+    model.eval()
+    val_x, val_y = val
+    with torch.no_grad():
+        logits = model(val_x)  # (n_val, L, V)
+    counted = val_y != IGNORE_INDEX  # (n_val, L)
+    accuracy = (logits.argmax(dim=-1)[counted] == val_y[counted]).float().mean()
+    return completion_loss(logits, val_y).item(), accuracy.item()
+
+
+def block_study(configs, seeds, train, val, **recipe):
+    """``{name: tensor (seeds, 2)}``: each variant's validation loss and token accuracy per seed.
+    On one thread (restored after): ops this small only wait for each other across threads."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return {name: torch.tensor([train_block(config, seed, train, val, **recipe) for seed in seeds])
+                for name, config in configs.items()}
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _loss(results, name):
+    return results[name][:, 0]  # (seeds,)
+
+
+def block_claims(results):
+    """What the text says about the steps: RoPE's large gain (with its control), the others' small moves."""
+    median = {name: _loss(results, name).median().item() for name in results}
+    small = {step: abs(median[step] - median[before]) for before, step in zip(BLOCK_STEPS, BLOCK_STEPS[1:-1])}
+    small["+ RMSNorm, GELU"] = abs(median["+ RMSNorm, GELU"] - median["+ RMSNorm"])
+    rope_gain = _loss(results, "+ no biases") - _loss(results, "+ RoPE")  # (seeds,): same seeds, paired
+    control_gain = _loss(results, "2017 block") - _loss(results, "2017 block + RoPE")  # (seeds,)
+    base = _loss(results, "2017 block")
+    return [
+        Claim(rope_gain.min() > 0.3, "RoPE lowers the validation loss by more than 0.3 in every seed", rope_gain),
+        Claim(control_gain.min() > 0.3, "RoPE alone on the 2017 block also lowers it by more than 0.3 in every seed",
+              control_gain),
+        Claim(max(small.values()) < 0.15, "RMSNorm, SwiGLU, GELU and dropping the biases each move the median loss "
+                                          "by less than 0.15", small),
+        Claim(max(small.values()) < 0.5 * min(rope_gain.median().item(), control_gain.median().item()),
+              "each of those moves is less than half of RoPE's median gain", small),
+        Claim(max(small.values()) < 2 * (base.max() - base.min()),
+              "each of those moves is less than twice the spread of the 2017 block's own seeds",
+              (small, base.max() - base.min())),
+    ]
+
+
+def kv_head_claims(results):
+    """Fewer key-value heads on the Llama block (``"+ RoPE"``: 4 heads): what the runs show."""
+    four, one = _loss(results, "+ RoPE"), _loss(results, "1 KV head")  # (seeds,) each
+    wider = _loss(results, "1 KV head, wider FFN")  # (seeds,)
+    gap, wider_gap = (abs(x.median() - four.median()).item() for x in (one, wider))
+    medians = [_loss(results, name).median().item() for name in ("+ RoPE", "2 KV heads", "1 KV head")]
+    base = _loss(results, "2017 block").median().item()
+    return [
+        Claim(bool(one.min() > four.max()), "one KV head ends with a higher loss than four, in every seed and "
+                                            "above all of four's seeds", (four, one)),
+        Claim(wider_gap < 0.5 * gap, "given the weights it saves back in its feed-forward network, one KV head's "
+                                     "median comes less than half as far from four's", (gap, wider_gap)),
+        Claim(bool(wider.min() < four.max()), "and its seeds overlap four heads' seeds", (four, wider)),
+        Claim(base - max(medians) > 0.3, "4, 2 and 1 KV heads each keep most of RoPE's gain: medians more than 0.3 "
+                                         "below the 2017 block's", (base, medians)),
+    ]

@@ -1,0 +1,68 @@
+"""A decoder's settings in one object (chapter 12): the 2017 block's, GPT-2's and Llama's differ
+only in these fields, so one ``DecoderOnlyTransformer`` builds all three."""
+from dataclasses import asdict, dataclass, replace
+
+from ...checks import check_positive_int
+from ..feed_forward import llama_hidden_size
+from .model import DecoderOnlyTransformer
+
+__all__ = ["DecoderConfig"]
+
+
+@dataclass(frozen=True)
+class DecoderConfig:
+    """Every argument of ``DecoderOnlyTransformer``; ``build()`` makes the model, ``replace(**changes)``
+    a changed copy. ``DecoderConfig.gpt2(...)`` and ``DecoderConfig.llama(...)`` give those families'
+    blocks at any size; the defaults are the course's 2017 block (chapter 09)."""
+
+    vocab_size: int
+    d_model: int = 64
+    n_heads: int = 4
+    ff_units: int = 128
+    n_layers: int = 2
+    dropout: float = 0.1
+    max_len: int = 64
+    pad_id: int | None = 0
+    norm_first: bool = True
+    tie_weights: bool = True
+    embedding_std: float | None = None
+    store_alphas: bool = False
+    position_scheme: str = "sinusoidal"
+    rope_base: float = 10000.0
+    n_kv_heads: int | None = None
+    norm: str = "layernorm"
+    norm_eps: float = 1e-5
+    mlp: str = "relu"
+    bias: bool = True
+    head_bias: bool = True
+    rope_pairing: str = "interleaved"
+
+    @classmethod
+    def gpt2(cls, vocab_size, d_model=768, n_heads=12, n_layers=12, max_len=1024, **changes):
+        """GPT-2's block (Radford et al. 2019): pre-norm LayerNorm, learned positions, a
+        ``4 · d_model`` GELU (tanh) network, biases everywhere but the output layer, tied output."""
+        fields = dict(d_model=d_model, n_heads=n_heads, ff_units=4 * d_model, n_layers=n_layers, max_len=max_len,
+                      pad_id=None, position_scheme="learned", mlp="gelu_tanh", head_bias=False)
+        return cls(vocab_size, **{**fields, **changes})
+
+    @classmethod
+    def llama(cls, vocab_size, d_model=4096, n_heads=32, n_layers=32, max_len=8192, n_kv_heads=8, **changes):
+        """Llama's block (Touvron et al. 2023): RMSNorm, rotary positions paired as Hugging Face does
+        (``rotate_half``), grouped-query attention, SwiGLU of ``llama_hidden_size(d_model)``, no
+        biases, untied output. The sizes default to Llama 3 8B's layers and heads; its
+        ``ff_units`` (14336) and ``rope_base`` (500000) must be passed, the defaults being Llama 2's
+        rule (``llama_hidden_size``) and base (10000)."""
+        check_positive_int("d_model", d_model)
+        fields = dict(d_model=d_model, n_heads=n_heads, ff_units=llama_hidden_size(d_model), n_layers=n_layers,
+                      max_len=max_len, n_kv_heads=n_kv_heads, pad_id=None, tie_weights=False, dropout=0.0,
+                      position_scheme="rope", rope_pairing="rotate_half", norm="rmsnorm", norm_eps=1e-5,
+                      mlp="swiglu", bias=False, head_bias=False)
+        return cls(vocab_size, **{**fields, **changes})
+
+    def replace(self, **changes):
+        """A copy with ``changes``."""
+        return replace(self, **changes)
+
+    def build(self):
+        """The ``DecoderOnlyTransformer`` these settings describe (its own random weights)."""
+        return DecoderOnlyTransformer(**asdict(self))

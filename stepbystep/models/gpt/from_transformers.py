@@ -1,0 +1,169 @@
+"""Load a Hugging Face ``transformers`` GPT-2 or Llama into the course's model (chapter 12): read
+its config into a ``DecoderConfig``, build the ``DecoderOnlyTransformer`` and copy every weight.
+
+Two differences in storage, none in the function: GPT-2 keeps its projections as ``Conv1D``
+(``nn.Linear``'s weight transposed) with one fused ``c_attn`` for queries, keys and values; Llama
+rotates the pairs ``(i, i + d/2)`` (``rotate_half``), which the course matches, or, with
+``rope_pairing="interleaved"``, turns into RoFormer's ``(2i, 2i + 1)`` by permuting the rows of
+the query and key projections.
+"""
+import torch
+
+from ...checks import check_choice
+from ..positions.rotary import ROTARY_PAIRINGS
+from .config import DecoderConfig
+
+__all__ = ["SUPPORTED_ARCHITECTURES", "config_from_transformers", "from_transformers", "interleave_permutation"]
+
+SUPPORTED_ARCHITECTURES = ("GPT2LMHeadModel", "LlamaForCausalLM")
+_GELUS = {"gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "gelu": "gelu"}
+
+
+def _unsupported(setting, value, why):
+    return ValueError(f"from_transformers cannot convert {setting}={value!r}: {why}")
+
+
+def _gpt2_config(c, rope_pairing):
+    if c.activation_function not in _GELUS:
+        raise _unsupported("activation_function", c.activation_function, "the course's GPT-2 uses GELU")
+    for setting in ("scale_attn_by_inverse_layer_idx", "reorder_and_upcast_attn"):
+        if getattr(c, setting, False):
+            raise _unsupported(setting, True, "the course's attention scales scores by 1/√d_k only")
+    if not getattr(c, "scale_attn_weights", True):
+        raise _unsupported("scale_attn_weights", False, "the course's attention scales scores by 1/√d_k")
+    return DecoderConfig.gpt2(c.vocab_size, d_model=c.n_embd, n_heads=c.n_head, n_layers=c.n_layer,
+                              max_len=c.n_positions, ff_units=c.n_inner or 4 * c.n_embd,
+                              mlp=_GELUS[c.activation_function], norm_eps=c.layer_norm_epsilon, dropout=0.0,
+                              tie_weights=bool(c.tie_word_embeddings))
+
+
+def _llama_config(c, rope_pairing):
+    rope = getattr(c, "rope_parameters", None) or dict(getattr(c, "rope_scaling", None) or {},  # transformers 4
+                                                        rope_theta=getattr(c, "rope_theta", 10000.0))
+    rope = {"rope_type": rope.get("rope_type", rope.get("type", "default")), **rope}
+    if rope.get("rope_type", "default") != "default":
+        raise _unsupported("rope_type", rope["rope_type"], "the course's rotary positions have no frequency scaling")
+    if c.hidden_act != "silu":
+        raise _unsupported("hidden_act", c.hidden_act, "the course's SwiGLU gates with SiLU")
+    head_dim = getattr(c, "head_dim", None) or c.hidden_size // c.num_attention_heads
+    if head_dim != c.hidden_size // c.num_attention_heads:
+        raise _unsupported("head_dim", head_dim, f"the course's heads are hidden_size // num_attention_heads = "
+                                                   f"{c.hidden_size // c.num_attention_heads} wide")
+    if bool(c.attention_bias) != bool(getattr(c, "mlp_bias", False)):
+        raise _unsupported("mlp_bias", c.mlp_bias, "the course's bias option covers attention and MLP together")
+    return DecoderConfig.llama(c.vocab_size, d_model=c.hidden_size, n_heads=c.num_attention_heads,
+                               n_layers=c.num_hidden_layers, max_len=c.max_position_embeddings,
+                               n_kv_heads=c.num_key_value_heads or c.num_attention_heads, ff_units=c.intermediate_size,
+                               norm_eps=c.rms_norm_eps, rope_base=rope.get("rope_theta", 10000.0),
+                               rope_pairing=rope_pairing, bias=bool(c.attention_bias), dropout=0.0,
+                               tie_weights=bool(c.tie_word_embeddings))
+
+
+def _architecture(hf_model):
+    name = type(hf_model).__name__
+    if name not in SUPPORTED_ARCHITECTURES or not hasattr(hf_model, "config"):
+        raise TypeError(f"from_transformers converts a transformers {' or a '.join(SUPPORTED_ARCHITECTURES)}, "
+                        f"got {name}")
+    return name
+
+
+def config_from_transformers(hf_model, rope_pairing="rotate_half"):
+    """The ``DecoderConfig`` of a ``GPT2LMHeadModel`` or ``LlamaForCausalLM`` (its ``config`` read;
+    a setting the course's model lacks is a ``ValueError``). ``rope_pairing``: Llama's pairs."""
+    check_choice("rope_pairing", rope_pairing, ROTARY_PAIRINGS)
+    build = _gpt2_config if _architecture(hf_model) == "GPT2LMHeadModel" else _llama_config
+    return build(hf_model.config, rope_pairing)
+
+
+def interleave_permutation(d_head):
+    """The order that moves Hugging Face's ``rotate_half`` pairs ``(i, i + d/2)`` to RoFormer's
+    ``(2i, 2i + 1)``: ``[0, d/2, 1, d/2 + 1, ...]`` ``(d_head,)``; row ``j`` of a head's new
+    projection is row ``order[j]`` of the old one."""
+    return torch.arange(d_head).view(2, d_head // 2).t().flatten()  # (d_head,)
+
+
+def _copy(target, source, transpose=False):
+    target.copy_(source.t() if transpose else source)
+
+
+def _set_dropout(model, attention_p, residual_p):
+    """Theirs where ours has the same place: on the attention weights and on each sublayer's output."""
+    for layer in model.layers:
+        layer.self_attn_heads.dropout.p = attention_p
+        for sublayer in layer.sublayers:
+            sublayer.drop.p = residual_p
+
+
+def _load_gpt2(model, hf):
+    d, blocks = model.d_model, hf.transformer
+    _copy(model.embed.weight, blocks.wte.weight)
+    _copy(model.pe.weight, blocks.wpe.weight)
+    for layer, block in zip(model.layers, blocks.h):
+        attention, (attn_sub, ffn_sub) = layer.self_attn_heads, layer.sublayers
+        for norm, hf_norm in ((attn_sub.norm, block.ln_1), (ffn_sub.norm, block.ln_2)):
+            _copy(norm.weight, hf_norm.weight)
+            _copy(norm.bias, hf_norm.bias)
+        weight, bias = block.attn.c_attn.weight, block.attn.c_attn.bias  # (d, 3d), (3d,): Conv1D, q | k | v
+        for i, linear in enumerate((attention.linear_query, attention.linear_key, attention.linear_value)):
+            _copy(linear.weight, weight[:, i * d:(i + 1) * d], transpose=True)
+            _copy(linear.bias, bias[i * d:(i + 1) * d])
+        for linear, conv in ((attention.linear_out, block.attn.c_proj), (layer.ffn[0], block.mlp.c_fc),
+                             (layer.ffn[3], block.mlp.c_proj)):
+            _copy(linear.weight, conv.weight, transpose=True)
+            _copy(linear.bias, conv.bias)
+    _copy(model.norm.weight, blocks.ln_f.weight)
+    _copy(model.norm.bias, blocks.ln_f.bias)
+
+
+def _load_llama(model, hf):
+    inner = hf.model
+    _copy(model.embed.weight, inner.embed_tokens.weight)
+    for layer, block in zip(model.layers, inner.layers):
+        attention, hf_attention = layer.self_attn_heads, block.self_attn
+        order = None
+        if model.rotary.pairing == "interleaved":  # per head, rows (i, i + d/2) become (2i, 2i + 1)
+            d_k = attention.d_k
+            order = interleave_permutation(d_k)  # (d_k,)
+        pairs = ((attention.linear_query, hf_attention.q_proj, order), (attention.linear_key, hf_attention.k_proj, order),
+                 (attention.linear_value, hf_attention.v_proj, None), (attention.linear_out, hf_attention.o_proj, None))
+        for linear, hf_linear, rows in pairs:
+            weight, bias = hf_linear.weight, hf_linear.bias  # (heads · d_k, d_model), (heads · d_k,)
+            if rows is not None:
+                weight = weight.view(-1, attention.d_k, weight.shape[-1])[:, rows].flatten(0, 1)
+                bias = None if bias is None else bias.view(-1, attention.d_k)[:, rows].flatten()
+            _copy(linear.weight, weight)
+            if bias is not None:
+                _copy(linear.bias, bias)
+        for linear, hf_linear in ((layer.ffn.gate, block.mlp.gate_proj), (layer.ffn.up, block.mlp.up_proj),
+                                  (layer.ffn.down, block.mlp.down_proj)):
+            _copy(linear.weight, hf_linear.weight)
+            if hf_linear.bias is not None:
+                _copy(linear.bias, hf_linear.bias)
+        _copy(layer.sublayers[0].norm.weight, block.input_layernorm.weight)
+        _copy(layer.sublayers[1].norm.weight, block.post_attention_layernorm.weight)
+    _copy(model.norm.weight, inner.norm.weight)
+
+
+def from_transformers(hf_model, rope_pairing="rotate_half", store_alphas=False):
+    """The course's ``DecoderOnlyTransformer`` equal to a ``transformers`` ``GPT2LMHeadModel`` or
+    ``LlamaForCausalLM`` of any size: its config read (``config_from_transformers``), every weight
+    copied, on the same device and dtype, in the same train or eval mode. ``rope_pairing``
+    (Llama): ``"rotate_half"`` as stored, or ``"interleaved"`` (query and key rows permuted:
+    the same function). ``store_alphas``: the teaching path. Another architecture is a ``TypeError``;
+    a setting the course lacks (Llama 3.1's scaled rotary frequencies, among others) a ``ValueError``.
+    Equal in eval mode; in training, the dropout on the attention weights and on the sublayers'
+    outputs is theirs, but GPT-2's dropout on the embeddings has no place here."""
+    config = config_from_transformers(hf_model, rope_pairing).replace(store_alphas=store_alphas)
+    parameter = next(hf_model.parameters())
+    model = config.build().to(device=parameter.device, dtype=parameter.dtype)
+    with torch.no_grad():
+        c = hf_model.config
+        if type(hf_model).__name__ == "GPT2LMHeadModel":
+            _load_gpt2(model, hf_model)
+            _set_dropout(model, c.attn_pdrop, c.resid_pdrop)
+        else:
+            _load_llama(model, hf_model)
+            _set_dropout(model, float(c.attention_dropout or 0.0), 0.0)
+        if not config.tie_weights:
+            _copy(model.head.weight, hf_model.lm_head.weight)
+    return model.train(hf_model.training)
