@@ -88,7 +88,11 @@ class MultiHeadedAttention(nn.Module):
 
     def rotate(self, x, positions=None):
         """Queries or keys ``(N, h, L, d_k)`` rotated at ``positions`` (RoPE), or as they are."""
-        return x if self.rotary is None else self.rotary(x, positions)
+        if self.rotary is None:
+            return x
+        if positions is None:
+            positions = torch.arange(x.shape[-2], device=x.device)  # (L,)
+        return self.rotary.rotate(x, positions)  # the model keeps positions in range: no per-call checks
 
     def project_keys(self, key, positions=None):
         """Keys (rotated) and values of ``key`` ``(N, L_k, d_model)``: ``(N, n_kv_heads, L_k, d_k)`` each."""

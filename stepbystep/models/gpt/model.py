@@ -126,7 +126,7 @@ class DecoderOnlyTransformer(nn.Module):
         """Token embeddings plus the table rows at ``positions`` ``(N, L)`` (sinusoidal, learned): ``(N, L, d_model)``."""
         x = self.embed(ids)  # (N, L, d_model)
         if isinstance(self.pe, LearnedPositionalEmbedding):
-            return self.pe(x, positions)  # (N, L, d_model)
+            return x + self.pe.rows(positions).to(x.dtype)  # (N, L, d_model): positions come from the cache
         if self.pe is not None:
             return x + F.embedding(positions, self.pe.pe[0]).to(x.dtype)  # (N, L, d_model): the rows at positions
         return x

@@ -55,7 +55,12 @@ class LearnedPositionalEmbedding(nn.Module):
         if positions is None:
             positions = torch.arange(x.shape[1], device=x.device)  # (L,)
         check_positions(positions, x.shape[1], self.max_len)
-        return x + self.weight[positions].to(x.dtype)  # (N, L, d_model)
+        return x + self.rows(positions).to(x.dtype)  # (N, L, d_model)
+
+    def rows(self, positions):
+        """The table's rows at ``positions`` ``(L,)`` or ``(N, L)``, unchecked (the model's every step):
+        ``(L or N, L, d_model)``."""
+        return self.weight[positions]
 
     def extra_repr(self):
         return f"max_len={self.max_len}, d_model={self.d_model}"

@@ -85,6 +85,11 @@ class RotaryEmbedding(nn.Module):
         if positions is None:
             positions = torch.arange(x.shape[-2], device=x.device)  # (L,)
         check_positions(positions, x.shape[-2], self.max_len)
+        return self.rotate(x, positions)
+
+    def rotate(self, x, positions):
+        """``forward`` without its checks, for the attention's every call: ``x`` ``(..., L, d_head)``
+        turned at ``positions`` ``(L,)`` or ``(N, L)``, which the caller keeps in ``0 .. max_len - 1``."""
         cos, sin = (getattr(self, table)[positions].to(x.dtype) for table in self._tables)  # (L or N, L, d/2 or d)
         if positions.dim() == 2 and x.dim() == 4:
             cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)  # (N, 1, L, d/2 or d): the same for every head

@@ -34,7 +34,8 @@ class SubLayerWrapper(nn.Module):
         sub_in = self.norm(x) if self.norm_first else x  # (N, L, d_model)
         if is_self_attn:
             kwargs["key"] = sub_in
-        out = x + self.drop(sublayer(sub_in, **kwargs))  # (N, L, d_model)
+        out = sublayer(sub_in, **kwargs)  # (N, L, d_model)
+        out = x + (self.drop(out) if self.training else out)  # eval: no call to an identity (each generated token)
         return out if self.norm_first else self.norm(out)
 
     def extra_repr(self):
