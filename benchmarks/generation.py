@@ -4,7 +4,7 @@ Greedy generation of 256 tokens after a 16-token prompt, 4 heads, ``ff_units = 4
 2 layers, CPU, one thread, at ``d_model`` 64 (where Python overhead dominates a step) and 256.
 Without the cache every step runs the whole stream again; with it a step feeds one token. The
 peer is ``GPT2LMHeadModel(GPT2Config(...)).generate(do_sample=False, use_cache=True)`` of the
-same shape with random weights, built offline; it is skipped when ``transformers`` is missing.
+same shape with random weights, built offline.
 """
 import torch
 
@@ -12,10 +12,7 @@ from stepbystep.models import DecoderOnlyTransformer, generate
 
 from .timing import compare, ratio_row
 
-try:
-    import transformers
-except ImportError:  # the peer is a dev dependency: without it, its rows are skipped
-    transformers = None
+import transformers
 
 SIZES = (64, 256)
 SPEEDUP_GOALS = {64: 2.5, 256: 10.0}  # the cache should make generation at least this much faster
@@ -41,17 +38,15 @@ def _peer(d_model, max_len):
 
 
 def timings(d_model, new_tokens=NEW_TOKENS, repeats=5):
-    """Median seconds of one generation: ``{"cache", "recompute"[, "transformers"]: seconds}``."""
+    """Median seconds of one generation: ``{"cache", "recompute", "transformers": seconds}``."""
     max_len = PROMPT_LENGTH + new_tokens
     model = _ours(d_model, max_len)
     prompt = torch.randint(4, VOCAB, (1, PROMPT_LENGTH), generator=torch.Generator().manual_seed(0))
+    peer, mask = _peer(d_model, max_len), torch.ones_like(prompt)
     contenders = {"cache": lambda: generate(model, prompt, new_tokens, temperature=0),
-                  "recompute": lambda: generate(model, prompt, new_tokens, temperature=0, use_cache=False)}
-    if transformers is not None:
-        peer, mask = _peer(d_model, max_len), torch.ones_like(prompt)
-        contenders["transformers"] = lambda: peer.generate(
-            prompt, attention_mask=mask, max_new_tokens=new_tokens, min_new_tokens=new_tokens, do_sample=False,
-            use_cache=True)
+                  "recompute": lambda: generate(model, prompt, new_tokens, temperature=0, use_cache=False),
+                  "transformers": lambda: peer.generate(prompt, attention_mask=mask, max_new_tokens=new_tokens,
+                                                        min_new_tokens=new_tokens, do_sample=False, use_cache=True)}
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
@@ -69,8 +64,7 @@ def run(quick=False):
         medians = timings(d_model, new_tokens, repeats=1 if quick else 5)
         case = f"{new_tokens} new tokens after {PROMPT_LENGTH}, d_model={d_model}, {LAYERS} layers, 1 thread"
         rows.append(ratio_row(case, medians, "cache", "recompute", goal=1 / SPEEDUP_GOALS[d_model]))
-        if "transformers" in medians:
-            rows.append(ratio_row(case, medians, "cache", "transformers", goal=PEER_GOAL))
+        rows.append(ratio_row(case, medians, "cache", "transformers", goal=PEER_GOAL))
     return rows
 
 

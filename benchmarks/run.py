@@ -64,7 +64,7 @@ SECTIONS = [
      "Greedy generation of 256 tokens after 16 with the KV cache (4 heads, ff 4·d_model, 2 layers, CPU, "
      "one thread), against recomputing the whole stream at every step (goal: at least 2.5× faster at "
      "d_model 64, 10× at 256) and against Hugging Face `transformers`' cached `generate` on a GPT-2 of "
-     "the same shape (goal ≤ 0.70; skipped without `transformers`)."),
+     "the same shape (goal ≤ 0.70)."),
     ("Generation on converted models", converted, _ratio_table,
      "Chapter 12's `from_transformers`: a `transformers` GPT-2 and a grouped-query Llama (4 heads, 2 KV heads), "
      "2 layers, random weights, converted; greedy generation of 256 tokens after 16 (the same tokens, checked), "
