@@ -146,8 +146,9 @@ expect((RMSNorm(8)(x).mean(dim=-1) > 0.5).all(), "its mean is not moved to 0: no
 # shrank the hidden width by a third (from 3072 to 2048 in T5), and found the GLU variants
 # gave a lower perplexity on T5's pre-training objective and the best results on most of the
 # downstream tasks he fine-tuned (GLUE, SuperGLUE, SQuAD). His paper offers no explanation of
-# why. Llama takes $\frac{2}{3} \cdot 4\,d_{model}$, rounded up to a multiple of 256 (Llama 3's
-# released configurations: a multiplier of 1.3 and multiples of 1024), `llama_hidden_size`:
+# why. LLaMA and the smaller Llama 2 models take $\frac{2}{3} \cdot 4\,d_{model}$, rounded up to
+# a multiple of 256; later ones also scale it (Llama 3 8B's released configuration: a multiplier
+# of 1.3 and multiples of 1024), `llama_hidden_size`:
 
 # %%
 print(f"Llama 2 7B: {llama_hidden_size(4096)}; Llama 3 8B: {llama_hidden_size(4096, 1024, 1.3)}")
@@ -330,10 +331,10 @@ for name, n_kv_heads in (("+ RoPE", 4), ("2 KV heads", 2), ("1 KV head", 1), ("1
 expect_all(kv_head_claims(results))
 
 # %% [markdown]
-# Multi-query attention costs something here: one KV head ends above every seed of four. But it
-# also has 11% fewer weights, and given them back in its feed-forward network it comes much
-# closer, its seeds overlapping four heads' seeds: part of the cost, at least, is the smaller
-# model, not the sharing, and three seeds cannot say whether any of it is left. Two KV heads
+# Multi-query attention costs something here: one KV head ends above four in every seed, seed
+# for seed. But it also has 11% fewer weights; given them back in its feed-forward network, its
+# median comes closer to four's, though most of its seeds still end above four's: part of the
+# cost may be the smaller model rather than the sharing, and three seeds cannot say how much. Two KV heads
 # land close to four, and every count keeps most of RoPE's gain, while the cache shrinks 2× and
 # 4×. At scale the papers above found a small loss for multi-query attention, which
 # grouped-query attention mostly recovers.
@@ -399,7 +400,8 @@ expect(all(3 * p < dec for p, dec in zip(per_token, decode_ms)),
 # batch size $B$ reaches about $B$ operations per weight byte; a prefill of $L$ tokens about $L$.
 #
 # The cache adds to every decode step's reads: each step reads every cached key and value of
-# its sequence, and does about one operation per byte on them whatever the batch size. That is
+# its sequence, and (with a key-value head per query head) does about one operation per byte on
+# them whatever the batch size. That is
 # why sharing key-value heads speeds up decoding: with a group of $g$ query heads per key head,
 # there are $g$ times fewer bytes to read for the same queries.
 #
@@ -535,9 +537,8 @@ kv_cache_explorer()
 # - **Grouped-query attention** shares each key-value head among a group of query heads
 #   (`n_kv_heads`; 1 is multi-query); the cache holds only the shared heads:
 #   `kv_cache_bytes` = 2 × layers × KV heads × head size × tokens × sequences × bytes,
-#   128 KiB per token for Llama 3 8B in bfloat16. Here one KV head ended above every seed of
-#   four, but much of that went away when its saved weights were given back to its
-#   feed-forward network.
+#   128 KiB per token for Llama 3 8B in bfloat16. Here one KV head ended above four in every
+#   seed; giving its saved weights back to its feed-forward network closed part of that gap.
 # - **Prefill** reads the prompt in one pass; **decode** reads every weight and the whole cache
 #   for each new token, which makes it limited by memory bandwidth on an accelerator at small
 #   batch sizes (about $B$ operations per weight byte for a batch of $B$).

@@ -24,6 +24,9 @@ def test_rms_norm_mistakes_are_caught(fails_with):
     fails_with(ch12.rms_norm, lambda x, w, eps: x / rms(x) * w, "mean square")
     fails_with(ch12.rms_norm, lambda x, w, eps: x / (rms(x).sqrt() + eps) * w, "eps is in the wrong place")
     fails_with(ch12.rms_norm, lambda x, w, eps: x / x.std(dim=-1, keepdim=True) * w, "standard deviation")
+    fails_with(ch12.rms_norm, lambda x, w, eps: x / x.std(dim=-1, keepdim=True, unbiased=False) * w,
+               "standard deviation")
+    fails_with(ch12.rms_norm, lambda x, w, eps: x / rms(x).sqrt() * w, "eps is missing or ignored")
     fails_with(ch12.rms_norm, lambda x, w, eps: x / torch.sqrt(x.pow(2).sum(dim=-1, keepdim=True) + eps) * w,
                "average the squares")
     fails_with(ch12.rms_norm, lambda x, w, eps: x, "differs from RMSNorm")

@@ -89,12 +89,11 @@ def test_block_claims_hold_on_the_chapter_s_numbers_and_fail_otherwise():
 
 def test_kv_head_claims_hold_and_fail():
     assert all(_claims(_results(**GOOD), kv_head_claims).values())
-    no_cost = dict(GOOD, **{"1 KV head": [0.83, 0.64, 0.84]})
-    held = _claims(_results(**no_cost), kv_head_claims)
-    assert not held["one KV head ends with a higher loss than four, in every seed and above all of four's seeds"]
-    still_far = dict(GOOD, **{"1 KV head, wider FFN": [0.92, 0.93, 0.92]})
+    one_seed_better = dict(GOOD, **{"1 KV head": [0.93, 0.63, 0.93]})  # above four's median, not seed for seed
+    held = _claims(_results(**one_seed_better), kv_head_claims)
+    assert not held["one KV head ends with a higher loss than four in every seed, seed for seed"]
+    still_far = dict(GOOD, **{"1 KV head, wider FFN": [0.93, 0.94, 0.93]})
     held = _claims(_results(**still_far), kv_head_claims)
-    assert not held["and its seeds overlap four heads' seeds"]
     assert not any(v for k, v in held.items() if k.startswith("given the weights"))
     collapsed = dict(GOOD, **{"1 KV head": [1.3, 1.3, 1.3]})
     assert not _claims(_results(**collapsed), kv_head_claims)["4, 2 and 1 KV heads each keep most of RoPE's gain: "

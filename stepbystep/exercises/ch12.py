@@ -62,7 +62,9 @@ def _check_rms_norm(answer):
             return "every entry is off by one common factor, the same for every vector: how do you average the squares?"
         if _close(got, inputs / (rms.sqrt() + eps) * weight, 1e-6):
             return "close, but eps is in the wrong place: it guards the mean square before the root is taken"
-        if _close(got, inputs / inputs.std(dim=-1, keepdim=True) * weight, 1e-4):
+        if _close(got, inputs / rms.sqrt() * weight, 1e-6):
+            return "eps is missing or ignored: on these tiny vectors it matters, since it guards the mean square"
+        if any(_close(got, inputs / inputs.std(dim=-1, keepdim=True, correction=c) * weight, 1e-4) for c in (0, 1)):
             return "you divide by the standard deviation, which subtracts the mean first: use the root mean square"
         return "your output differs from RMSNorm's with the same weight and eps"
     return None

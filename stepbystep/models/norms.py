@@ -15,7 +15,8 @@ class RMSNorm(nn.Module):
     """``x / √(mean(x²) + eps) · weight`` over the last dimension; no mean removed, no bias.
 
     ``weight`` ``(d_model,)`` starts at ones. The statistics are taken in float32 or wider whatever
-    the input's dtype (as Llama does), then the result is cast back. ``(..., d_model)`` in and out.
+    the input's dtype (as Llama does), then cast back to the input's dtype before the gain (the product
+    takes the wider of the two dtypes). ``(..., d_model)`` in and out.
     """
 
     def __init__(self, d_model, eps=1e-6):
