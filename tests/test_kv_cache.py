@@ -102,3 +102,18 @@ def test_a_reordered_cache_continues_the_kept_rows(capacity):
         cached = model(ids[rows, 5:], cache=cache)  # (3, 1, V)
         reference = model(ids[rows])[:, 5:]  # recomputed from scratch
     torch.testing.assert_close(cached, reference, atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("store_alphas", [True, False])
+@pytest.mark.parametrize("position_scheme", ["learned", "rope", "alibi"])
+def test_without_padding_one_new_token_reads_every_key_as_the_whole_stream_does(store_alphas, position_scheme):
+    # pad_id=None: a single new token is given no mask at all, and must still match the whole stream's row
+    torch.manual_seed(0)
+    model = DecoderOnlyTransformer(12, d_model=16, n_heads=2, ff_units=32, n_layers=2, pad_id=None, max_len=12,
+                                   store_alphas=store_alphas, position_scheme=position_scheme).eval()
+    ids = torch.randint(0, 12, (3, 9))
+    with torch.no_grad():
+        whole = model(ids)  # (3, 9, 12)
+        cache = model.new_cache()
+        steps = [model(ids[:, :4], cache=cache)] + [model(ids[:, t:t + 1], cache=cache) for t in range(4, 9)]
+    torch.testing.assert_close(torch.cat(steps, dim=1), whole, atol=1e-5, rtol=0)

@@ -44,7 +44,7 @@ class SwiGLU(nn.Module):
 
     def forward(self, x):
         h = F.silu(self.gate(x)) * self.up(x)  # (N, L, hidden): SiLU(a) = a · sigmoid(a)
-        return self.down(self.drop(h))  # (N, L, d_model)
+        return self.down(self.drop(h) if self.training else h)  # (N, L, d_model)
 
     def extra_repr(self):
         return f"d_model={self.d_model}, hidden={self.hidden}"

@@ -149,7 +149,8 @@ class DecoderOnlyTransformer(nn.Module):
         cache = self.new_cache() if fresh else cache  # without one, the whole stream is new: one code path
         keep = torch.ones_like(ids, dtype=torch.bool) if self.pad_id is None else ids != self.pad_id  # (N, L)
         positions = cache.add_tokens(keep)  # (N, L): real tokens before each, padding not counted
-        mask = cache.mask(ids.shape[1])  # (N, L, t): causal, no padding keys
+        # (N, L, t): causal, no padding keys; one new token without padding may read every key
+        mask = None if self.pad_id is None and ids.shape[1] == 1 else cache.mask(ids.shape[1])
         bias = self.attention_bias(positions, cache.positions)  # None, or ALiBi's (N, h, L, t)
         x = self.embed_tokens(ids, positions)  # (N, L, d_model)
         for layer, layer_cache in zip(self.layers, cache.layers):

@@ -90,7 +90,9 @@ class RotaryEmbedding(nn.Module):
     def rotate(self, x, positions):
         """``forward`` without its checks, for the attention's every call: ``x`` ``(..., L, d_head)``
         turned at ``positions`` ``(L,)`` or ``(N, L)``, which the caller keeps in ``0 .. max_len - 1``."""
-        cos, sin = (getattr(self, table)[positions].to(x.dtype) for table in self._tables)  # (L or N, L, d/2 or d)
+        cos, sin = (getattr(self, table)[positions] for table in self._tables)  # (L or N, L, d/2 or d)
+        if cos.dtype != x.dtype:
+            cos, sin = cos.to(x.dtype), sin.to(x.dtype)
         if positions.dim() == 2 and x.dim() == 4:
             cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)  # (N, 1, L, d/2 or d): the same for every head
         return self._rotate(x, cos, sin)
