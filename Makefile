@@ -47,15 +47,14 @@ lab: install
 # for every pytest run too; here it also covers make notebooks and the benchmarks).
 ONE_THREAD := OMP_NUM_THREADS=1
 
-# The layers' direction, the unit and the system tests (browser, site build, make lab, fresh
-# Pythons, benchmarks) together, one test file per core, then every chapter re-executed and
-# compared with its committed outputs: strict nbval, the literal command of the README
-# (conftest.py adds the sanitising rules and the kernel, and runs the chapters in parallel, one
-# per core).
+# The layers' direction, then one pytest call for the rest, spread over every core so that no
+# core waits for another stage: the unit and the system tests (browser, site build, make lab,
+# fresh Pythons, benchmarks) and every chapter re-executed and compared with its committed
+# outputs, the strict pass of `pytest --nbval notebooks/` (conftest.py adds the sanitising
+# rules and the kernel, and keeps each notebook and each test file on one worker).
 test: install
 	$(VENV)/bin/lint-imports --no-cache
-	$(ONE_THREAD) $(PY) -m pytest -m "not breakage" -n auto --dist loadfile tests/
-	$(ONE_THREAD) $(PY) -m pytest --nbval notebooks/
+	$(ONE_THREAD) $(PY) -m pytest -m "not breakage" --nbval tests/ notebooks/
 
 # The system tests alone: slower, each starts a browser, a site build, a server or a fresh Python.
 test-system: $(INSTALLED)
