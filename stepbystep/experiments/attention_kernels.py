@@ -1,12 +1,10 @@
 """Chapter 06: which CPU operations each way of running attention calls, found with ``torch.profiler``."""
-import contextlib
-import os
-import sys
-
 import torch
 from torch.profiler import ProfilerActivity, profile
 
 from stepbystep.expect import Claim
+
+from .quiet_profiler import quiet_stderr
 
 __all__ = ["KERNEL_OPS", "attention_ops", "kernel_claims"]
 
@@ -22,27 +20,12 @@ KERNEL_OPS = (
 )
 
 
-@contextlib.contextmanager
-def _quiet_stderr():
-    """Send the process's stderr (file descriptor 2) to the null device: the profiler's library
-    writes a line there each time it starts and stops."""
-    sys.stderr.flush()
-    saved = os.dup(2)
-    try:
-        with open(os.devnull, "w") as null:
-            os.dup2(null.fileno(), 2)
-            yield
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-
-
 def attention_ops(compute, ops=KERNEL_OPS):
     """The operations of ``ops`` that one call of ``compute()`` runs on the CPU, without
     gradients, in ``ops``' order."""
     if not callable(compute):
         raise TypeError(f"compute must be a function of no arguments, got {type(compute).__name__}")
-    with _quiet_stderr(), torch.no_grad(), profile(activities=[ProfilerActivity.CPU]) as prof:
+    with quiet_stderr(), torch.no_grad(), profile(activities=[ProfilerActivity.CPU]) as prof:
         compute()
     seen = {event.key for event in prof.key_averages()}
     return [op for op in ops if op in seen]

@@ -14,7 +14,7 @@ from torch.profiler import ProfilerActivity, profile
 from ..checks import check_positive_int
 from ..expect import Claim
 from ..models import attend, tiled_attention
-from .attention_kernels import _quiet_stderr
+from .quiet_profiler import quiet_stderr
 
 __all__ = ["MemoryReport", "measure_memory", "attention_memory", "memory_claims"]
 
@@ -44,7 +44,7 @@ def measure_memory(compute, threads=None):
     before = torch.get_num_threads()
     torch.set_num_threads(threads or before)
     try:
-        with _quiet_stderr(), profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        with quiet_stderr(), profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
             result = compute()
     finally:
         torch.set_num_threads(before)
