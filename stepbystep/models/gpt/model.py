@@ -91,15 +91,17 @@ class DecoderOnlyTransformer(nn.Module):
                                  f"pairs), got d_model={d_model} and n_heads={n_heads}")
             self.rotary = RotaryEmbedding(d_model // n_heads, base=rope_base, max_len=max_len) \
                 if d_model % n_heads == 0 else None  # (an indivisible d_model is refused by the layers)
-        self.layers = nn.ModuleList([
-            DecoderOnlyLayer(n_heads, d_model, ff_units, dropout, norm_first=norm_first, store_alphas=store_alphas,
-                             rotary=self.rotary)
-            for _ in range(n_layers)
-        ])
+        self.layers = nn.ModuleList([self.make_layer(n_heads, d_model, ff_units, dropout, norm_first, store_alphas)
+                                     for _ in range(n_layers)])
         self.norm = nn.LayerNorm(d_model) if self.norm_first else None
         self.head = nn.Linear(d_model, vocab_size)  # the output layer
         if self.tie_weights:
             self.head.weight = self.embed.weight  # one (V, d_model) matrix, two uses
+
+    def make_layer(self, n_heads, d_model, ff_units, dropout, norm_first, store_alphas):
+        """One layer of the stack, a ``DecoderOnlyLayer`` (a subclass may build another kind)."""
+        return DecoderOnlyLayer(n_heads, d_model, ff_units, dropout, norm_first=norm_first, store_alphas=store_alphas,
+                                rotary=self.rotary)
 
     def new_cache(self, capacity=None):
         """An empty ``KVCache`` for this model's layers (``capacity``: preallocated tokens, no gradients)."""

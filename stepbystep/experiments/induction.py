@@ -1,0 +1,160 @@
+"""Chapter 13's experiment: attention-only models trained on repeated random sequences, and the
+claims the chapter makes about them.
+
+Every training batch has its own half-length, drawn from ``MIN_LENGTH .. MAX_LENGTH``: with one fixed
+length, a head that attends ``length - 1`` positions back would predict the repeat from positions
+alone, and even a one-layer model could do it. With the length changing, only reading the tokens
+works. ``train_on_repeats`` records the loss on both halves of every batch, and every
+``probe_every`` steps the heads' scores on a probe set, so the drop of the loss can be set beside
+the heads that appear.
+"""
+import math
+
+import torch
+
+from ..checks import check_positive_int, check_positive_number
+from ..data.repeated_sequences import repeated_sequences
+from ..expect import Claim
+from ..interpret import half_losses, head_scores, per_position_loss
+from ..models import AttentionOnlyTransformer
+
+__all__ = ["VOCAB_SIZE", "MIN_LENGTH", "MAX_LENGTH", "build_model", "train_on_repeats", "drop_step",
+           "phase_change_claims", "circuit_claims", "ablation_claims", "one_layer_claims"]
+
+VOCAB_SIZE, MIN_LENGTH, MAX_LENGTH = 32, 4, 16  # tokens; the shortest and longest half
+
+
+def build_model(n_layers=2, seed=0, n_heads=4, d_model=64):
+    """The chapter's attention-only model (RoPE positions, room for two halves of ``MAX_LENGTH``)."""
+    torch.manual_seed(seed)
+    return AttentionOnlyTransformer(VOCAB_SIZE, d_model=d_model, n_heads=n_heads, n_layers=n_layers,
+                                    max_len=2 * MAX_LENGTH, position_scheme="rope")
+
+
+def train_on_repeats(n_layers=2, seed=0, steps=300, batch_size=32, lr=1e-2, probe=None, probe_every=10):
+    """Train ``build_model(n_layers, seed)`` with Adam for ``steps`` batches of repeated sequences.
+
+    Batch ``step`` holds ``batch_size`` sequences from ``repeated_sequences`` with data seed
+    ``1 + seed · steps + step`` (seed 0 is left to test sets) and a half-length drawn from this
+    seed's own generator. Returns the model in eval mode and a dict: ``"first"`` and ``"repeat"``
+    ``(steps,)``, the batch's mean loss on each half before its update; with ``probe`` ids, also
+    ``"probe_steps"`` ``(P,)`` and the heads' ``"previous"`` and ``"induction"`` scores on it
+    ``(P, n_layers, H)`` every ``probe_every`` steps and after the last.
+    """
+    for name, value in (("n_layers", n_layers), ("steps", steps), ("batch_size", batch_size),
+                        ("probe_every", probe_every)):
+        check_positive_int(name, value)
+    check_positive_number("lr", lr)
+    model = build_model(n_layers, seed)
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    lengths = torch.randint(MIN_LENGTH, MAX_LENGTH + 1, (steps,), generator=torch.Generator().manual_seed(seed))
+    first, repeat, probes = torch.empty(steps), torch.empty(steps), []
+    model.train()
+    for step, length in enumerate(lengths.tolist()):
+        if probe is not None and step % probe_every == 0:
+            probes.append((step, *head_scores(model, probe)))
+            model.train()
+        ids = repeated_sequences(batch_size, length, VOCAB_SIZE, seed=1 + seed * steps + step)  # (B, 2 · length)
+        logits = model(ids)  # (B, 2 · length, V)
+        loss = torch.nn.functional.cross_entropy(logits[:, :-1].transpose(1, 2), ids[:, 1:])
+        first[step], repeat[step] = half_losses(per_position_loss(logits.detach(), ids), length)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    model.eval()
+    history = {"first": first, "repeat": repeat}
+    if probe is not None:
+        probes.append((steps, *head_scores(model, probe)))
+        history["probe_steps"] = torch.tensor([p[0] for p in probes])  # (P,)
+        history["previous"] = torch.stack([p[1] for p in probes])  # (P, n_layers, H)
+        history["induction"] = torch.stack([p[2] for p in probes])  # (P, n_layers, H)
+    return model, history
+
+
+def drop_step(repeat, threshold, window=10):
+    """The first step at which the mean of the last ``window`` repeat losses is below ``threshold``;
+    ``None`` if it never is. ``repeat`` ``(steps,)``."""
+    check_positive_int("window", window)
+    smooth = repeat.unfold(0, window, 1).mean(dim=1)  # (steps - window + 1,): mean of steps t-window+1 .. t
+    below = (smooth < threshold).nonzero()
+    return None if len(below) == 0 else below[0].item() + window - 1
+
+
+def phase_change_claims(histories, drops, steps):
+    """The loss on the first half stays near ln V, the repeat falls far below, abruptly, in every seed.
+
+    ``histories``: one ``train_on_repeats`` dict per seed; ``drops``: each seed's ``drop_step``.
+    """
+    log_v = math.log(VOCAB_SIZE)
+    late_first = torch.tensor([h["first"][-20:].mean().item() for h in histories])  # (seeds,)
+    late_repeat = torch.tensor([h["repeat"][-20:].mean().item() for h in histories])  # (seeds,)
+    sharp = [h["repeat"][d - 20:d - 10].mean().item() - h["repeat"][d + 10:d + 20].mean().item()
+             if d is not None and 20 <= d <= steps - 20 else None for h, d in zip(histories, drops)]
+    return [
+        Claim(bool(((late_first - log_v).abs() < 0.5).all()),
+              "over the last 20 steps the first half's loss is within 0.5 of ln V in every seed", late_first),
+        Claim(bool((late_repeat < 0.25 * log_v).all()),
+              "over the last 20 steps the repeat's loss is below a quarter of ln V in every seed", late_repeat),
+        Claim(all(d is not None and d < steps - 20 for d in drops),
+              "the repeat's loss drops below half of ln V in every seed, well before the end", drops),
+        Claim(all(s is not None and s > 0.25 * log_v for s in sharp),
+              "in every seed the repeat's loss falls by over a quarter of ln V within 30 steps around the drop",
+              sharp),
+    ]
+
+
+def circuit_claims(previous, induction):
+    """In every seed: a previous-token head in layer 0 and an induction head in layer 1.
+
+    ``previous``, ``induction``: ``(seeds, 2, H)`` scores of the trained two-layer models.
+    """
+    best_previous = previous[:, 0].max(dim=1).values  # (seeds,)
+    best_induction = induction[:, 1].max(dim=1).values  # (seeds,)
+    return [
+        Claim(bool((best_previous > 0.9).all()), "every seed has a layer-0 head with a previous-token score above 0.9",
+              best_previous),
+        Claim(bool((best_induction > 0.7).all()), "every seed has a layer-1 head with an induction score above 0.7",
+              best_induction),
+        Claim(bool((induction[:, 0].max(dim=1).values < 0.3).all()),
+              "no layer-0 head has an induction score above 0.3, in any seed", induction[:, 0].max(dim=1).values),
+    ]
+
+
+def ablation_claims(repeat_losses, baseline, circuit):
+    """Switching off a circuit head raises the repeat's loss far more than switching off any other.
+
+    ``repeat_losses`` ``(seeds, 2, H)``: the repeat's loss with each head off; ``baseline``
+    ``(seeds,)``: with none off; ``circuit``: per seed, the set of ``(layer, head)`` pairs it uses.
+    """
+    rises = repeat_losses - baseline[:, None, None]  # (seeds, 2, H)
+    in_circuit = torch.zeros_like(rises, dtype=torch.bool)
+    for seed, pairs in enumerate(circuit):
+        for layer, head in pairs:
+            in_circuit[seed, layer, head] = True
+    lowest_circuit = torch.stack([rises[s][in_circuit[s]].min() for s in range(len(circuit))])  # (seeds,)
+    highest_other = torch.stack([rises[s][~in_circuit[s]].max() for s in range(len(circuit))])  # (seeds,)
+    return [
+        Claim(bool((lowest_circuit > 1.0).all()),
+              "in every seed, switching off either circuit head raises the repeat's loss by more than 1", lowest_circuit),
+        Claim(bool((highest_other < 0.25 * lowest_circuit).all()),
+              "in every seed, every other head raises it by less than a quarter of the smaller circuit rise",
+              highest_other),
+    ]
+
+
+def one_layer_claims(one_layer_repeat, two_layer_repeat, one_layer_induction):
+    """One layer on the same budget: the repeat's loss stays high and no head scores as an induction head.
+
+    ``one_layer_repeat``, ``two_layer_repeat`` ``(seeds,)`` test losses on the repeat;
+    ``one_layer_induction`` ``(seeds, H)``.
+    """
+    log_v = math.log(VOCAB_SIZE)
+    best = one_layer_induction.max(dim=1).values  # (seeds,)
+    return [
+        Claim(bool((one_layer_repeat > 0.75 * log_v).all()),
+              "every one-layer seed keeps the repeat's loss above three quarters of ln V", one_layer_repeat),
+        Claim(bool(one_layer_repeat.min() > 3 * two_layer_repeat.max()),
+              "the best one-layer seed's repeat loss is over 3 times the worst two-layer seed's",
+              (one_layer_repeat.min(), two_layer_repeat.max())),
+        Claim(bool((best < 0.3).all()), "no one-layer head has an induction score above 0.3, in any seed", best),
+    ]
