@@ -17,3 +17,15 @@ from .design_choices import completion_calibration, smoothing_study, tied_embedd
 from .generation_timing import cache_numbers, step_logits, time_per_token, time_slope
 from .position_claims import alibi_head_claims, far_token_claims, length_claims, training_length_claims
 from .vit_positions import POSITION_MODELS, ShuffledPatches, blind_ceiling, position_runs, shuffled_logits
+from .induction import (
+    MAX_LENGTH,
+    MIN_LENGTH,
+    VOCAB_SIZE,
+    ablation_claims,
+    build_model,
+    circuit_claims,
+    drop_step,
+    one_layer_claims,
+    phase_change_claims,
+    train_on_repeats,
+)

@@ -14,6 +14,7 @@ from .ch08_dates import date_translator
 from .ch09_sampling import sampling_explorer, sampling_explorer_state
 from .ch10_positions import position_explorer, position_explorer_state
 from .ch11_vit import vit_explorer, vit_explorer_state
+from .ch13_heads import head_explorer, head_explorer_state, parse_tokens
 
 __all__ = [
     "FigureBox",
@@ -40,4 +41,8 @@ __all__ = [
     # chapter 11
     "vit_explorer_state",
     "vit_explorer",
+    # chapter 13
+    "head_explorer_state",
+    "head_explorer",
+    "parse_tokens",
 ]

@@ -1,0 +1,79 @@
+"""Chapter 13's experiment: training on repeated sequences, the drop step and the claims."""
+import math
+
+import pytest
+import torch
+
+from stepbystep.experiments.induction import (
+    VOCAB_SIZE,
+    ablation_claims,
+    circuit_claims,
+    drop_step,
+    one_layer_claims,
+    phase_change_claims,
+    train_on_repeats,
+)
+from stepbystep.models import AttentionOnlyTransformer
+
+LOG_V = math.log(VOCAB_SIZE)
+
+
+def test_train_on_repeats_records_and_reproduces():
+    probe = torch.randint(VOCAB_SIZE, (4, 10), generator=torch.Generator().manual_seed(0))
+    model, history = train_on_repeats(n_layers=1, seed=3, steps=12, batch_size=4, probe=probe, probe_every=5)
+    assert isinstance(model, AttentionOnlyTransformer) and not model.training and len(model.layers) == 1
+    assert history["first"].shape == history["repeat"].shape == (12,)
+    assert history["probe_steps"].tolist() == [0, 5, 10, 12]
+    assert history["previous"].shape == history["induction"].shape == (4, 1, 4)
+    assert abs(history["first"][0].item() - LOG_V) < 1.0  # an untrained model is near a uniform guess
+    again, repeated = train_on_repeats(n_layers=1, seed=3, steps=12, batch_size=4)
+    assert torch.equal(repeated["repeat"], history["repeat"])
+    assert all(torch.equal(p, q) for p, q in zip(model.parameters(), again.parameters()))
+    _, other = train_on_repeats(n_layers=1, seed=4, steps=12, batch_size=4)
+    assert not torch.equal(other["repeat"], history["repeat"])
+    with pytest.raises(ValueError):
+        train_on_repeats(steps=0)
+
+
+def test_drop_step():
+    repeat = torch.cat([torch.full((30,), 3.0), torch.full((30,), 0.5)])
+    # the mean of steps 25..34 is (5·3 + 5·0.5) / 10 = 1.75, of steps 26..35 (4·3 + 6·0.5) / 10 = 1.5
+    assert drop_step(repeat, 1.7, window=10) == 35
+    assert drop_step(repeat, 1.8, window=10) == 34
+    assert drop_step(torch.full((20,), 3.0), 1.7) is None
+
+
+def _histories(drop=150, steps=300):
+    repeat = torch.cat([torch.full((drop,), 3.2), torch.full((steps - drop,), 0.3)])
+    return [{"first": torch.full((steps,), LOG_V + 0.3), "repeat": repeat}] * 3
+
+
+def test_phase_change_claims_hold_and_fail():
+    assert all(c.holds for c in phase_change_claims(_histories(), [155] * 3, 300))
+    failed = [c for c in phase_change_claims(_histories(), [None, 155, 155], 300) if not c.holds]
+    assert len(failed) == 2
+
+
+def test_circuit_claims():
+    previous, induction = torch.zeros(3, 2, 4), torch.zeros(3, 2, 4)
+    previous[:, 0, 1], induction[:, 1, 2] = 0.8, 0.9
+    assert all(c.holds for c in circuit_claims(previous, induction))
+    induction[1, 1, 2] = 0.5
+    assert [c.holds for c in circuit_claims(previous, induction)] == [True, False, True]
+
+
+def test_ablation_and_one_layer_claims():
+    baseline = torch.full((2,), 0.6)
+    single = torch.full((2, 2, 4), 0.6)
+    single[:, 0, 0] = 3.0
+    single[:, 1, :] = 0.9
+    circuit = torch.zeros(2, 2, 4, dtype=torch.bool)
+    circuit[:, 0, 0] = circuit[:, 1, :] = True
+    groups = {"previous-token heads off": torch.full((2,), 3.0), "other layer-0 heads off": torch.full((2,), 0.62),
+              "induction heads off": torch.full((2,), 3.6)}
+    assert all(c.holds for c in ablation_claims(single, baseline, circuit, groups, LOG_V))
+    single[1, 0, 3] = 0.8  # a head outside the circuit matters
+    assert not ablation_claims(single, baseline, circuit, groups, LOG_V)[0].holds
+    assert all(c.holds for c in one_layer_claims(torch.full((3,), 2.6), torch.full((3,), 0.6), torch.full((3, 4), 0.2)))
+    assert not all(c.holds for c in one_layer_claims(torch.full((3,), 1.0), torch.full((3,), 0.6),
+                                                     torch.full((3, 4), 0.2)))
