@@ -13,8 +13,8 @@
 # simplest form of learning from the context: nothing about `A` and `B` is in the weights, the
 # model reads it from the sequence in front of it.
 #
-# We train the smallest model where the circuit can appear, in a few seconds, on a task where
-# nothing else works: random tokens, then the same tokens again.
+# We train a model just deep enough for the circuit (two layers), in a few seconds, on a task
+# where only the circuit gets far: random tokens, then the same tokens again.
 #
 # By the end of this chapter you will be able to:
 #
@@ -45,6 +45,7 @@ from stepbystep.experiments.induction import (
     build_model,
     circuit_claims,
     drop_step,
+    fixed_length_claims,
     one_layer_claims,
     phase_change_claims,
     train_on_repeats,
@@ -78,11 +79,12 @@ print("second half == first half:", torch.equal(ids[:, :8], ids[:, 8:]))
 # $\ln V = \ln 32 \approx 3.47$ (chapter 07: a uniform guess over $V$ tokens). In the **repeat**
 # every token can be predicted exactly, except the first one (nothing tells where the repeat
 # starts): a model that looks up the current token's earlier occurrence and copies its successor
-# gets them all right.
+# gets them right (all of them, unless a token occurs twice in the first half: then two
+# successors compete).
 #
 # One trap: if every sequence had the same length, a head could simply read the key that sits
 # `length - 1` positions back, and predict the repeat **from positions alone**, without reading
-# any token. So each training batch draws its own half-length, from 4 to 16 tokens: the distance
+# any token (the end of the chapter shows it happen). So each training batch draws its own half-length, from 4 to 16 tokens: the distance
 # to the earlier occurrence changes from batch to batch, and only reading the tokens works.
 #
 # ## An attention-only model
@@ -129,8 +131,8 @@ expect_all(phase_change_claims(histories, drops, STEPS))
 
 # %% [markdown]
 # For more than a hundred steps little happens: the first half sits near $\ln V$, and the
-# repeat creeps down slowly (the one-layer model at the end of the chapter shows what can be
-# learned without the circuit). Then, within a few dozen steps, the loss on the repeat falls
+# repeat creeps down slowly (the one-layer model at the end of the chapter shows how far that
+# goes without the circuit: only tokens already seen can come next). Then, within a few dozen steps, the loss on the repeat falls
 # far below $\ln V$ while the first half stays near it. The step differs from seed to seed
 # (the dotted lines); the shape does not. At the same steps (right)
 # two scores jump: a head in layer 0 starts to read the **previous token**, and a head in layer
@@ -141,9 +143,13 @@ expect_all(phase_change_claims(histories, drops, STEPS))
 # with feed-forward layers: early in training, induction heads form within a short window, at
 # the same time as the models' in-context learning (how much lower the loss is late in a
 # context than early) improves sharply, visible as a bump in the training loss. They call it a
-# **phase change**, and report that one-layer attention-only models do not have it. Our task is
-# far simpler than language, so here the drop is the whole story: nothing else in this task can
-# be learned.
+# **phase change**, and in their comparison of depths the one-layer attention-only models do
+# not have it. Our task is far simpler than language: apart from the slow start, the drop is the
+# whole story. The slow start followed by a sudden drop has been described on another
+# synthetic task too: in Edelman et al., "The Evolution of Statistical Induction Heads: In-Context
+# Learning Markov Chains" (2024), the models first predicted from the frequencies of single
+# tokens in the context, then switched rapidly to the statistics of pairs of tokens, computed
+# by what they call statistical induction heads.
 #
 # The first half ends **above** $\ln V$, by about half a nat. Where does the model put its
 # probability there? On the test sequences, we add up the probability the seed-0 model gives,
@@ -259,8 +265,8 @@ expect(weights[0][0, previous_head].diagonal(offset=-1).mean() > 0.6,
 #
 # Elhage et al. call this **K-composition**: the second head's keys read what the first head
 # wrote (Q- and V-composition are the same with queries or values). It needs two layers: in
-# one layer every head reads only the embeddings, which carry each token and its position, not
-# the token before. Elhage et al. show that a one-layer attention-only model amounts to bigram
+# one layer every head reads only the token embeddings (and, through RoPE, how far apart a query
+# and a key are), never the token before a key. Elhage et al. show that a one-layer attention-only model amounts to bigram
 # and "skip-trigram" statistics (a token, one earlier token, the next token), and that the
 # two-layer models they trained form induction heads by K-composition with a previous-token
 # head.
@@ -372,7 +378,10 @@ expect_all(ablation_claims(single, baseline, in_circuit, groups, LOG_V))
 # One head at a time (left), only heads of the circuit raise the loss on the repeat; every
 # other head leaves it where it was. But a circuit head does not always raise it much: where a
 # seed has several previous-token heads, or four induction heads, the others carry on without
-# the one switched off. The groups (right) settle it. With the previous-token heads off, or the
+# the one switched off. Singh et al., "What needs to go right for an induction head? A
+# mechanistic study of in-context learning circuits and their formation" (2024), found the same
+# in small attention-only models: several induction heads that add up, wired many-to-many to
+# several previous-token heads. The groups (right) settle it. With the previous-token heads off, or the
 # induction heads off, the loss on the repeat goes back up, to about $\ln V$ or above: the
 # copying is gone. With the other layer-0 heads off, it hardly moves (by less than 0.25, and in
 # most seeds it even falls a little). The circuit is necessary, and nothing else in layer 0 is.
@@ -400,6 +409,43 @@ expect_all(one_layer_claims(one_layer_repeat, baseline, one_layer_induction))
 # sequence** is more likely than one not seen (in the repeat, every next token was seen), which
 # is the skip-trigram kind of statistic Elhage et al. describe. That narrows the guess to the
 # tokens seen so far, but does not say which of them comes next.
+#
+# ## A score can be fooled
+#
+# Why did every training batch draw its own half-length? Here is what happens without that:
+# the same one-layer model, trained on the same budget with every half 12 tokens long, 3 seeds,
+# tested on halves of 12 (the test sequences above) and of 8 tokens:
+
+# %% tags=["nbval-ignore-output"]
+fixed = [train_on_repeats(n_layers=1, seed=seed, steps=STEPS, lengths=(TEST_LENGTH, TEST_LENGTH))[0]
+         for seed in (0, 1, 2)]
+other_ids = repeated_sequences(256, 8, VOCAB_SIZE, seed=60000)  # (256, 16): a data seed no batch uses
+
+
+def fixed_length_results(ids, length):
+    """Each fixed-length model's repeat loss and best induction score on `ids` of half-length `length`."""
+    with torch.no_grad():
+        repeat = torch.stack([half_losses(per_position_loss(m(ids), ids), length)[1] for m in fixed])
+    return {"repeat": repeat, "induction": torch.stack([head_scores(m, ids)[1][0].max() for m in fixed])}
+
+
+at_12, at_8 = fixed_length_results(test_ids, TEST_LENGTH), fixed_length_results(other_ids, 8)
+print("half of 12: repeat loss", at_12["repeat"].numpy().round(2), "best induction score",
+      at_12["induction"].numpy().round(2))
+print("half of 8:  repeat loss", at_8["repeat"].numpy().round(2), "best induction score",
+      at_8["induction"].numpy().round(2))
+
+# %%
+expect_all(fixed_length_claims(at_12, at_8, LOG_V))
+
+# %% [markdown]
+# At the length it was trained on, the one-layer model copies the repeat, and one of its heads
+# even scores as an induction head. It is not one: with RoPE, a head can learn to read the key
+# 11 positions back whatever the tokens, and on a sequence repeated after 12 tokens that key is
+# exactly the one an induction head would read. At another length the same head reads the wrong
+# key: the loss on the repeat is then even above $\ln V$, since the model confidently copies the
+# wrong token. A score measures where a head looks **on the sequences you give
+# it**; to tell two explanations apart, test where they disagree.
 #
 # ## Try it
 #
@@ -429,7 +475,9 @@ head_explorer(models[0], test_ids[:16], layer=1, head=induction_head)
 #   switched off, and redundant heads can hide a single head's role until they are switched
 #   off together.
 # - A **one-layer** model on the same budget forms no induction head and does not learn the
-#   repeat, as Elhage et al. and Olsson et al. describe.
+#   repeat, as Elhage et al. and Olsson et al. describe. Trained on one fixed length, it does
+#   copy, by position, and even scores as an induction head at that length: a score is
+#   evidence only on sequences where the explanations disagree.
 
 # %% [markdown]
 # ## Your turn

@@ -9,6 +9,7 @@ from stepbystep.experiments.induction import (
     ablation_claims,
     circuit_claims,
     drop_step,
+    fixed_length_claims,
     one_layer_claims,
     phase_change_claims,
     train_on_repeats,
@@ -33,6 +34,15 @@ def test_train_on_repeats_records_and_reproduces():
     assert not torch.equal(other["repeat"], history["repeat"])
     with pytest.raises(ValueError):
         train_on_repeats(steps=0)
+    with pytest.raises(ValueError):
+        train_on_repeats(lengths=(8, 4))
+    with pytest.raises(ValueError):
+        train_on_repeats(lengths=(4, 17))
+
+
+def test_train_on_repeats_fixed_length():
+    _, history = train_on_repeats(n_layers=1, seed=0, steps=3, batch_size=2, lengths=(5, 5))
+    assert history["first"].shape == (3,)
 
 
 def test_drop_step():
@@ -77,3 +87,11 @@ def test_ablation_and_one_layer_claims():
     assert all(c.holds for c in one_layer_claims(torch.full((3,), 2.6), torch.full((3,), 0.6), torch.full((3, 4), 0.2)))
     assert not all(c.holds for c in one_layer_claims(torch.full((3,), 1.0), torch.full((3,), 0.6),
                                                      torch.full((3, 4), 0.2)))
+
+
+def test_fixed_length_claims():
+    at_trained = {"repeat": torch.full((3,), 0.05), "induction": torch.full((3,), 0.8)}
+    at_other = {"repeat": torch.full((3,), 5.0), "induction": torch.full((3,), 0.1)}
+    assert all(c.holds for c in fixed_length_claims(at_trained, at_other, LOG_V))
+    at_other["repeat"][2] = 3.0
+    assert [c.holds for c in fixed_length_claims(at_trained, at_other, LOG_V)] == [True, True, False, True]

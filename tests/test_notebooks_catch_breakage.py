@@ -98,6 +98,11 @@ BREAKS = [
             return original(self, x, positions + positions * positions // 64, *args, **kwargs)
         return broken""",
           "the three curves are equal (± 1e-5): the score depends on the offset only"),
+    Break("ablation-switches-nothing-off", "13_induction_heads", "stepbystep.interpret", "ablate_heads", """
+        def broken(model, heads, *args, **kwargs):  # every head left on
+            return original(model, [], *args, **kwargs)
+        return broken""",
+          "with the previous-token heads off, every seed's best induction score falls below half of its value"),
 ]
 
 SITECUSTOMIZE = '''\

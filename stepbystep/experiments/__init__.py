@@ -25,6 +25,7 @@ from .induction import (
     build_model,
     circuit_claims,
     drop_step,
+    fixed_length_claims,
     one_layer_claims,
     phase_change_claims,
     train_on_repeats,

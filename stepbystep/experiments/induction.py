@@ -12,14 +12,14 @@ import math
 
 import torch
 
-from ..checks import check_positive_int, check_positive_number
+from ..checks import check_int_range, check_positive_int, check_positive_number
 from ..data.repeated_sequences import repeated_sequences
 from ..expect import Claim
 from ..interpret import half_losses, head_scores, per_position_loss
 from ..models import AttentionOnlyTransformer
 
 __all__ = ["VOCAB_SIZE", "MIN_LENGTH", "MAX_LENGTH", "build_model", "train_on_repeats", "drop_step",
-           "phase_change_claims", "circuit_claims", "ablation_claims", "one_layer_claims"]
+           "phase_change_claims", "circuit_claims", "ablation_claims", "one_layer_claims", "fixed_length_claims"]
 
 VOCAB_SIZE, MIN_LENGTH, MAX_LENGTH = 32, 4, 16  # tokens; the shortest and longest half
 
@@ -31,12 +31,13 @@ def build_model(n_layers=2, seed=0, n_heads=4, d_model=64):
                                     max_len=2 * MAX_LENGTH, position_scheme="rope")
 
 
-def train_on_repeats(n_layers=2, seed=0, steps=300, batch_size=32, lr=1e-2, probe=None, probe_every=10):
+def train_on_repeats(n_layers=2, seed=0, steps=300, batch_size=32, lr=1e-2, probe=None, probe_every=10,
+                     lengths=(MIN_LENGTH, MAX_LENGTH)):
     """Train ``build_model(n_layers, seed)`` with Adam for ``steps`` batches of repeated sequences.
 
     Batch ``step`` holds ``batch_size`` sequences from ``repeated_sequences`` with data seed
-    ``1 + seed · steps + step`` (seed 0 is left to test sets) and a half-length drawn from this
-    seed's own generator. Returns the model in eval mode and a dict: ``"first"`` and ``"repeat"``
+    ``1 + seed · steps + step`` (seed 0 is left to test sets) and a half-length drawn from
+    ``lengths`` (shortest, longest; both included) by this seed's own generator. Returns the model in eval mode and a dict: ``"first"`` and ``"repeat"``
     ``(steps,)``, the batch's mean loss on each half before its update; with ``probe`` ids, also
     ``"probe_steps"`` ``(P,)`` and the heads' ``"previous"`` and ``"induction"`` scores on it
     ``(P, n_layers, H)`` every ``probe_every`` steps and after the last.
@@ -45,9 +46,12 @@ def train_on_repeats(n_layers=2, seed=0, steps=300, batch_size=32, lr=1e-2, prob
                         ("probe_every", probe_every)):
         check_positive_int(name, value)
     check_positive_number("lr", lr)
+    shortest, longest = lengths
+    check_int_range("shortest length", shortest, 2, MAX_LENGTH)
+    check_int_range("longest length", longest, shortest, MAX_LENGTH)
     model = build_model(n_layers, seed)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
-    lengths = torch.randint(MIN_LENGTH, MAX_LENGTH + 1, (steps,), generator=torch.Generator().manual_seed(seed))
+    lengths = torch.randint(shortest, longest + 1, (steps,), generator=torch.Generator().manual_seed(seed))
     first, repeat, probes = torch.empty(steps), torch.empty(steps), []
     model.train()
     for step, length in enumerate(lengths.tolist()):
@@ -165,4 +169,25 @@ def one_layer_claims(one_layer_repeat, two_layer_repeat, one_layer_induction):
               "the best one-layer seed's repeat loss is over 3 times the worst two-layer seed's",
               (one_layer_repeat.min(), two_layer_repeat.max())),
         Claim(bool((best < 0.3).all()), "no one-layer head has an induction score above 0.3, in any seed", best),
+    ]
+
+
+def fixed_length_claims(trained_length, other_length, log_v):
+    """A one-layer model trained on a single half-length copies at that length and not at another.
+
+    ``trained_length``, ``other_length``: dicts of ``(seeds,)`` tensors ``"repeat"`` (the repeat's
+    loss) and ``"induction"`` (the best induction score), on test sequences of the trained length
+    and of another one.
+    """
+    return [
+        Claim(bool((trained_length["repeat"] < 0.25 * log_v).all()),
+              "at the length it trained on, every seed's repeat loss is below a quarter of ln V",
+              trained_length["repeat"]),
+        Claim(bool((trained_length["induction"] > 0.7).all()),
+              "at that length its best head scores above 0.7 as an induction head, in every seed",
+              trained_length["induction"]),
+        Claim(bool((other_length["repeat"] > log_v).all()),
+              "at another length every seed's repeat loss is above ln V", other_length["repeat"]),
+        Claim(bool((other_length["induction"] < 0.3).all()),
+              "and no head scores above 0.3 there, in any seed", other_length["induction"]),
     ]
