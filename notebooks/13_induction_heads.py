@@ -59,6 +59,7 @@ from stepbystep.interpret import (
     per_position_loss,
     previous_token_score,
 )
+from stepbystep.models import generate
 from stepbystep.widgets import head_explorer
 
 # %% [markdown]
@@ -175,6 +176,27 @@ expect(mass_on_seen > 2 * share_seen,
 # the first half, where the next token is a fresh random one and the bet costs it. (Each
 # batch's half-length is random, so a position alone does not tell the model which half it is
 # in.)
+#
+# What does that buy? Give the seed-0 model 10 fresh random tokens followed by the first two of
+# them again, and let it write 8 more with greedy decoding (`generate`, chapter 09, at
+# temperature 0):
+
+# %% tags=["nbval-ignore-output"]
+fresh = repeated_sequences(1, 10, VOCAB_SIZE, seed=60001)[0]  # (20,): a data seed no batch uses
+prompt = fresh[:12]  # 10 tokens, then the first 2 again
+written = generate(models[0], prompt, 8, temperature=0)[12:]  # (8,)
+print("prompt :", prompt.tolist())
+print("written:", written.tolist())
+print("the rest of the repeat:", fresh[12:20].tolist())
+
+# %%
+every_seed = [generate(trained, prompt, 8, temperature=0)[12:] for trained in models]  # [(8,)] * seeds
+expect(all(torch.equal(w, fresh[12:20]) for w in every_seed),
+       "every seed's model writes the rest of the repeat, token for token", got=every_seed)
+
+# %% [markdown]
+# So do the models of the other four seeds. They have never seen these tokens in this order,
+# and nothing about this sequence is in their weights: they read it from the prompt. That is in-context learning in its simplest form.
 #
 # ## Two scores, computed from the weights
 #

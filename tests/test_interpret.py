@@ -15,7 +15,7 @@ from stepbystep.interpret import (
     per_position_loss,
     previous_token_score,
 )
-from stepbystep.models import AttentionOnlyTransformer, DecoderOnlyTransformer
+from stepbystep.models import AttentionOnlyTransformer, DecoderOnlyTransformer, generate
 
 
 # ----------------------------------------------------------------------------- repeated_sequences
@@ -299,3 +299,12 @@ def test_head_scores_shapes_and_restores_settings(model_and_ids):
     weights = attention_weights(model, ids)
     assert torch.equal(previous[1], previous_token_score(weights[1]))
     assert torch.equal(induction[0], induction_score(weights[0], ids))
+
+
+def test_attention_only_model_generates_the_same_with_and_without_the_cache():
+    torch.manual_seed(0)
+    model = AttentionOnlyTransformer(10, d_model=16, n_heads=2, n_layers=2, max_len=16, position_scheme="rope")
+    prompt = repeated_sequences(1, 4, 10, seed=0)[0]  # (8,)
+    cached = generate(model, prompt, 6, temperature=0)
+    assert cached.shape == (14,) and torch.equal(cached[:8], prompt)
+    assert torch.equal(cached, generate(model, prompt, 6, temperature=0, use_cache=False))
