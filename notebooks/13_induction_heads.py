@@ -44,14 +44,19 @@ from stepbystep.experiments.induction import (
     ablation_claims,
     build_model,
     circuit_claims,
+    composition_claims,
     drop_step,
+    first_half_claims,
+    first_half_losses,
     fixed_length_claims,
+    group_claims,
     one_layer_claims,
     phase_change_claims,
     train_on_repeats,
 )
 from stepbystep.interpret import (
     ablate_heads,
+    ablate_path,
     attention_weights,
     half_losses,
     head_scores,
@@ -85,17 +90,19 @@ print("second half == first half:", torch.equal(ids[:, :8], ids[:, 8:]))
 #
 # One trap: if every sequence had the same length, a head could simply read the key that sits
 # `length - 1` positions back, and predict the repeat **from positions alone**, without reading
-# any token (the end of the chapter shows it happen). So each training batch draws its own half-length, from 4 to 16 tokens: the distance
-# to the earlier occurrence changes from batch to batch, and only reading the tokens works.
+# any token (the end of the chapter shows it happen). So each training batch draws its own
+# half-length, from 4 to 16 tokens: the distance to the earlier occurrence changes from batch to
+# batch, and only reading the tokens works.
 #
 # ## An attention-only model
 #
 # Elhage et al. study Transformers **without feed-forward layers**: each layer only adds what
 # its heads write to the residual stream. Every path from the input to the logits then goes
 # through zero, one or two heads, and a head's contribution can be read (and removed) on its
-# own. `AttentionOnlyTransformer` is chapter 09's `DecoderOnlyTransformer` whose layers keep
-# their self-attention sublayer (norm-first, residual) and drop the feed-forward one. We use
-# 2 layers of 4 heads, $d_{model} = 64$, RoPE positions (chapter 10), no dropout:
+# own, up to the LayerNorms, which rescale the stream as a whole (Elhage et al. set them aside
+# in their analysis). `AttentionOnlyTransformer` is chapter 09's `DecoderOnlyTransformer` whose
+# layers keep their self-attention sublayer (norm-first, residual) and drop the feed-forward
+# one. We use 2 layers of 4 heads, $d_{model} = 64$, RoPE positions (chapter 10), no dropout:
 
 # %%
 model = build_model(n_layers=2, seed=0)
@@ -131,11 +138,11 @@ fig = plots.phase_change(histories, drops, LOG_V)
 expect_all(phase_change_claims(histories, drops, STEPS))
 
 # %% [markdown]
-# For more than a hundred steps little happens: the first half sits near $\ln V$, and the
-# repeat creeps down slowly (the one-layer model at the end of the chapter shows how far that
-# goes without the circuit: only tokens already seen can come next). Then, within a few dozen steps, the loss on the repeat falls
-# far below $\ln V$ while the first half stays near it. The step differs from seed to seed
-# (the dotted lines); the shape does not. At the same steps (right)
+# For more than a hundred steps little happens: the first half sits near $\ln V$, and the repeat
+# creeps down slowly (the one-layer model at the end of the chapter shows how far that goes
+# without the circuit: only tokens already seen can come next). Then, within a few dozen steps,
+# the loss on the repeat falls far below $\ln V$ while the first half stays near it. The step
+# differs from seed to seed (the dotted lines); the shape does not. At the same steps (right)
 # two scores jump: a head in layer 0 starts to read the **previous token**, and a head in layer
 # 1 starts to read the token **after the earlier occurrence** of its own. The next sections
 # measure those heads.
@@ -152,30 +159,8 @@ expect_all(phase_change_claims(histories, drops, STEPS))
 # tokens in the context, then switched rapidly to the statistics of pairs of tokens, computed
 # by what they call statistical induction heads.
 #
-# The first half ends **above** $\ln V$, by about half a nat. Where does the model put its
-# probability there? On the test sequences, we add up the probability the seed-0 model gives,
-# at each first-half position, to the tokens that have already occurred in the sequence:
-
-# %% tags=["nbval-ignore-output"]
-with torch.no_grad():
-    first_probs = models[0](test_ids)[:, :TEST_LENGTH - 1].softmax(dim=-1)  # (256, 11, V): predicting 1 .. T-1
-seen = torch.zeros_like(first_probs, dtype=torch.bool)  # (256, 11, V): token v occurred at or before t
-for t in range(TEST_LENGTH - 1):
-    seen[:, t] = torch.nn.functional.one_hot(test_ids[:, :t + 1], VOCAB_SIZE).any(dim=1)
-mass_on_seen = (first_probs * seen).sum(dim=-1).mean()
-share_seen = seen.float().mean()
-print(f"probability on already-seen tokens: {mass_on_seen:.2f}; share of the vocabulary they make up: {share_seen:.2f}")
-
-# %%
-expect(mass_on_seen > 2 * share_seen,
-       "in the first half, the seed-0 model gives the tokens already seen over twice their share of the vocabulary",
-       got=(mass_on_seen, share_seen))
-
-# %% [markdown]
-# In the repeat, the next token has always been seen before; the model carries that bet into
-# the first half, where the next token is a fresh random one and the bet costs it. (Each
-# batch's half-length is random, so a position alone does not tell the model which half it is
-# in.)
+# The first half does not stay quite where it was: it sits a little above $\ln V$ from the start,
+# and rises by a few tenths at the drop. We come back to why once we have found the heads.
 #
 # What does that buy? Give the seed-0 model 10 fresh random tokens followed by the first two of
 # them again, and let it write 8 more with greedy decoding (`generate`, chapter 09, at
@@ -195,8 +180,9 @@ expect(all(torch.equal(w, fresh[12:20]) for w in every_seed),
        "every seed's model writes the rest of the repeat, token for token", got=every_seed)
 
 # %% [markdown]
-# So do the models of the other four seeds. They have never seen these tokens in this order,
-# and nothing about this sequence is in their weights: they read it from the prompt. That is in-context learning in its simplest form.
+# So do the models of the other four seeds. They have never seen these tokens in this order, and
+# nothing about this sequence is in their weights: they read it from the prompt. That is
+# in-context learning in its simplest form.
 #
 # ## Two scores, computed from the weights
 #
@@ -270,10 +256,13 @@ expect(weights[0][0, previous_head].diagonal(offset=-1).mean() > 0.6,
 
 # %% [markdown]
 # The layer-0 head draws the line just below the diagonal: each query reads the token before
-# it. The layer-1 head draws nothing of the sort in the first half (no token has been seen
-# before, so it has nothing to find), and in the repeat a stripe $T - 1 = 11$ positions below
-# the diagonal: the query at position 12 holds the token of position 0 and reads position 1,
-# the token that came after it.
+# it. The layer-1 head, in the repeat, draws a stripe $T - 1 = 11$ positions below the
+# diagonal: the query at position 12 holds the token of position 0 and reads position 1, the
+# token that came after it. In the first half it follows the same rule wherever it can: this
+# sequence has the token 3 at positions 4 and 6 and the token 21 at positions 2 and 10, and the
+# queries at 6 and 10 read the keys after the earlier 3 and 21 (positions 5 and 3). On random
+# tokens that copy predicts wrongly; we come back to its cost. Where its token has not occurred
+# before, a query parks its weight on an early key.
 #
 # ## How the two heads compose
 #
@@ -286,27 +275,29 @@ expect(weights[0][0, previous_head].diagonal(offset=-1).mean() > 0.6,
 # prediction.
 #
 # Elhage et al. call this **K-composition**: the second head's keys read what the first head
-# wrote (Q- and V-composition are the same with queries or values). It needs two layers: in
-# one layer every head reads only the token embeddings (and, through RoPE, how far apart a query
-# and a key are), never the token before a key. Elhage et al. show that a one-layer attention-only model amounts to bigram
-# and "skip-trigram" statistics (a token, one earlier token, the next token), and that the
-# two-layer models they trained form induction heads by K-composition with a previous-token
-# head.
+# wrote (Q- and V-composition are the same with queries or values). It needs two layers: in one
+# layer every head reads only the token embeddings (and, through RoPE, how far apart a query and
+# a key are), never the token before a key. Elhage et al. show that a one-layer attention-only
+# model amounts to bigram and "skip-trigram" statistics (a token, one earlier token, the next
+# token), and that the two-layer models they trained form induction heads by K-composition with
+# a previous-token head.
 
 # %% tags=["nbval-ignore-output"]
 fig = plots.induction_circuit()
 
 # %% [markdown]
-# K-composition can be tested directly: switch off the previous-token heads of layer 0 and
-# measure the layer-1 heads' induction scores again. If their keys read what layer 0 wrote,
-# the stripe must fade. `ablate_heads(model, heads)` switches heads off inside a `with` block:
-# a hook zeroes each chosen head's slice of the merged context just before `linear_out`, so
-# the head writes nothing to the residual stream (on both attention paths). On leaving the
-# block the model is exactly as before.
+# First, does the induction heads' attention depend on the previous-token heads at all? Switch
+# the previous-token heads off and measure the layer-1 heads' induction scores again.
+# `ablate_heads(model, heads)` switches heads off inside a `with` block: a hook zeroes each
+# chosen head's slice of the merged context just before `linear_out`, so the head writes
+# nothing to the residual stream (on both attention paths). On leaving the block the model is
+# exactly as before.
 #
 # We call a layer-0 head a **previous-token head** when its score is above 0.5, and a layer-1
-# head an **induction head** when its induction score is above 0.5 (the scores of the 5 seeds
-# below show how far apart the two groups lie):
+# head an **induction head** when its induction score is above 0.5. In layer 0 the 5 seeds'
+# scores fall into two groups well apart (the figure in the next section shows them); in
+# layer 1 almost every head of every seed is an induction head, a few of them close to the
+# line.
 
 # %% tags=["nbval-ignore-output"]
 THRESHOLD = 0.5
@@ -335,8 +326,42 @@ expect(bool((without_others > best_induction - 0.1).all()),
 
 # %% [markdown]
 # With the previous-token heads off, the layer-1 heads no longer find the token after the
-# earlier occurrence; with the other layer-0 heads off, they still do. The induction heads'
-# attention depends on what the previous-token heads wrote: K-composition, measured.
+# earlier occurrence; with the other layer-0 heads off, they still do. So the induction heads'
+# attention depends on what the previous-token heads wrote. But through what? Switched off,
+# the previous-token heads are gone from everything layer 1 reads: its queries, its keys and
+# its values. `ablate_path(model, ids, heads, layer, reads)` switches them off for one of these
+# only: a first run with the heads off records what layer 1's `linear_key` (or `linear_query`,
+# or `linear_value`) reads; a second, intact run gets that recording in place of its own input
+# there, and nowhere else.
+
+# %% tags=["nbval-ignore-output"]
+through = {}
+for part in ("key", "query", "value"):
+    runs = [ablate_path(trained, test_ids, heads, layer=1, reads=(part,))
+            for trained, heads in zip(models, previous_heads)]  # [(logits (256, 24, V), weights (256, 4, 24, 24))]
+    through[part] = {
+        "induction": torch.stack([induction_score(w, test_ids).max() for _, w in runs]),  # (seeds,)
+        "repeat": torch.stack([half_losses(per_position_loss(logits, test_ids), TEST_LENGTH)[1] for logits, _ in runs]),
+    }
+with torch.no_grad():
+    intact = {"induction": best_induction,
+              "repeat": torch.stack([half_losses(per_position_loss(m(test_ids), test_ids), TEST_LENGTH)[1]
+                                     for m in models])}
+plural = {"key": "keys", "query": "queries", "value": "values"}
+for name, run in [("intact", intact)] + [(f"off for the {plural[part]} only", through[part]) for part in through]:
+    print(f"{name:>24}: best induction score {run['induction'].numpy().round(2)}, "
+          f"repeat loss {run['repeat'].numpy().round(2)}")
+
+# %%
+expect_all(composition_claims(intact, through))
+
+# %% [markdown]
+# The keys carry the whole effect. Switched off for layer 1's keys only, the previous-token
+# heads take the stripe and most of the copying with them; switched off for its queries only,
+# nothing changes; for its values only, the stripe stays and the copying even gets a little
+# better (the values no longer carry the previous token, only the token itself). The
+# previous-token heads reach the induction heads through their keys: **K-composition**,
+# measured.
 #
 # ## In every seed, in whichever heads
 #
@@ -403,10 +428,41 @@ expect_all(ablation_claims(single, baseline, in_circuit, groups, LOG_V))
 # the one switched off. Singh et al., "What needs to go right for an induction head? A
 # mechanistic study of in-context learning circuits and their formation" (2024), found the same
 # in small attention-only models: several induction heads that add up, wired many-to-many to
-# several previous-token heads. The groups (right) settle it. With the previous-token heads off, or the
-# induction heads off, the loss on the repeat goes back up, to about $\ln V$ or above: the
-# copying is gone. With the other layer-0 heads off, it hardly moves (by less than 0.25, and in
-# most seeds it even falls a little). The circuit is necessary, and nothing else in layer 0 is.
+# several previous-token heads. In layer 1 almost every head is a circuit head, so the heads
+# that are not, the control, are layer 0's others.
+#
+# The groups (right) settle it. With the induction heads off, the loss on the repeat goes back
+# to about $\ln V$ or above: the copying is gone. With the previous-token heads off, it rises
+# by more than 1 in every seed, to between about 2 and 3: most of the copying is gone, not all
+# (the layer-1 heads still find some earlier occurrences: their best induction score fell to
+# between 0.2 and 0.4, not to the one-layer models' level). With the other layer-0 heads off, it
+# hardly moves (by less than 0.25; in most seeds it even falls a little). The circuit is
+# necessary, and nothing else in layer 0 is.
+#
+# Zeroing a head's output is one way to switch it off; it leaves the next LayerNorm a vector
+# the model never saw in training. Another is to replace the head's output by its **mean** over
+# the batch and the positions (`how="mean"`), which keeps what the head writes on average and
+# removes only what depends on the sequence. The groups again, with mean ablation:
+
+# %% tags=["nbval-ignore-output"]
+def repeat_loss_mean(trained, heads):
+    """The loss on the repeat with `heads` replaced by their mean output."""
+    with ablate_heads(trained, list(heads), how="mean"), torch.no_grad():
+        return half_losses(per_position_loss(trained(test_ids), test_ids), TEST_LENGTH)[1]
+
+
+mean_groups = {name: torch.stack([repeat_loss_mean(m, h) for m, h in zip(models, heads)])
+               for name, heads in (("previous-token heads off", previous_heads),
+                                   ("other layer-0 heads off", other_heads),
+                                   ("induction heads off", induction_heads))}
+for name, values in mean_groups.items():
+    print(f"{name:>25} (mean): {values.numpy().round(2)}")
+
+# %%
+expect_all(group_claims(baseline, mean_groups, LOG_V, how="by their mean"))
+
+# %% [markdown]
+# The same story: the conclusions do not hang on zeroing.
 #
 # ## One layer cannot
 #
@@ -421,16 +477,86 @@ one_layer_first = torch.stack([half_losses(per_position_loss(m(test_ids), test_i
 print("one layer, repeat loss:", one_layer_repeat.numpy().round(2), "first half:", one_layer_first.numpy().round(2))
 print("two layers, repeat loss:", baseline.numpy().round(2))
 
+# %% tags=["nbval-ignore-output"]
+with torch.no_grad():
+    curves = {"two layers": torch.stack([per_position_loss(m(test_ids), test_ids) for m in models]),
+              "one layer": torch.stack([per_position_loss(m(test_ids), test_ids) for m, _ in one_layer])}
+fig = plots.position_losses(curves, TEST_LENGTH, LOG_V)
+
 # %%
 expect_all(one_layer_claims(one_layer_repeat, baseline, one_layer_induction))
 
 # %% [markdown]
-# No seed of the one-layer model forms an induction head (its best induction score stays low:
-# the third panel above), and the loss on the repeat stays far above the two-layer models'. It
+# The loss at every position of the test sequences shows it at a glance: the two-layer models
+# drop at the repeat, the one-layer models only dip. No seed of the one-layer model forms an
+# induction head (its best induction score stays low: the third panel above), and the loss on
+# the repeat stays far above the two-layer models'. It
 # is below $\ln V$ all the same: one layer can learn that a token **seen earlier in the
 # sequence** is more likely than one not seen (in the repeat, every next token was seen), which
 # is the skip-trigram kind of statistic Elhage et al. describe. That narrows the guess to the
 # tokens seen so far, but does not say which of them comes next.
+#
+# ## Why the first half got worse
+#
+# Back to the first half, which ends about half a nat above $\ln V$ and rose at the drop. Two
+# measurements on the test sequences. First, the probability the seed-0 model gives, at each
+# first-half position, to the tokens that have already occurred in the sequence:
+
+# %% tags=["nbval-ignore-output"]
+with torch.no_grad():
+    first_probs = models[0](test_ids)[:, :TEST_LENGTH - 1].softmax(dim=-1)  # (256, 11, V): predicting 1 .. T-1
+seen = torch.zeros_like(first_probs, dtype=torch.bool)  # (256, 11, V): token v occurred at or before t
+for t in range(TEST_LENGTH - 1):
+    seen[:, t] = torch.nn.functional.one_hot(test_ids[:, :t + 1], VOCAB_SIZE).any(dim=1)
+mass_on_seen = (first_probs * seen).sum(dim=-1).mean()
+share_seen = seen.float().mean()
+print(f"probability on already-seen tokens: {mass_on_seen:.2f}; share of the vocabulary they make up: "
+      f"{share_seen:.2f}")
+
+# %%
+expect(mass_on_seen > 2 * share_seen,
+       "in the first half, the seed-0 model gives the tokens already seen over twice their share of the vocabulary",
+       got=(mass_on_seen, share_seen))
+
+# %% [markdown]
+# In the repeat the next token has always been seen before, and the model carries that bet
+# into the first half, where the next token is a fresh random one. (Each batch's half-length is
+# random, so a position alone does not tell the model which half it is in.) The one-layer models
+# make the same bet, and their first half sits at about 3.7.
+#
+# Second, the circuit itself. In the first half a token sometimes occurs twice (the sequence in
+# the maps above had two such pairs), and then the induction heads copy what followed it the
+# first time, a wrong guess on random tokens. For each seed, the first half's loss after a token
+# seen before and after a fresh one, and the first half's loss with the induction heads off:
+
+# %% tags=["nbval-ignore-output"]
+split = torch.tensor([[loss.item() for loss in first_half_losses(m, test_ids, TEST_LENGTH)]
+                      for m in models])  # (seeds, 2): after a seen token, after a fresh one
+
+
+def first_half_loss(trained, heads=()):
+    """The loss on the first half of the test sequences with `heads` switched off."""
+    with ablate_heads(trained, list(heads)), torch.no_grad():
+        return half_losses(per_position_loss(trained(test_ids), test_ids), TEST_LENGTH)[0]
+
+
+first_on = torch.stack([first_half_loss(m) for m in models])  # (seeds,)
+first_off = torch.stack([first_half_loss(m, h) for m, h in zip(models, induction_heads)])  # (seeds,)
+print("first half after a seen token:", split[:, 0].numpy().round(2), "| after a fresh one:",
+      split[:, 1].numpy().round(2))
+print("first half, induction heads on:", first_on.numpy().round(2), "| off:", first_off.numpy().round(2),
+      "| one-layer models:", one_layer_first.numpy().round(2))
+
+# %%
+expect_all(first_half_claims(split[:, 0], split[:, 1], first_on, first_off, one_layer_first))
+
+# %% [markdown]
+# With the induction heads off, the first half falls back to the one-layer models' level: the
+# rise at the drop is the induction heads' doing. After a token seen before, where they copy on
+# the first half's own repeats, the loss is highest; after a fresh token, far more common, it is
+# lower but still above the one-layer level (with nothing to find, the heads still read some
+# early key, and copy a little of it). What is left above $\ln V$ is the bet on seen tokens,
+# which the one-layer models share. An induction head copies on any repeat, wanted or not.
 #
 # ## A score can be fooled
 #
@@ -474,30 +600,35 @@ expect_all(fixed_length_claims(at_12, at_8, LOG_V))
 # Pick a layer and a head of the seed-0 model, and a test sequence (or type token ids below
 # 32, separated by spaces: try a short pattern twice). The map shows where the head looks, its
 # title the two scores on this sequence; tick "switch the head off" to add the loss at every
-# position without it.
+# position without it. It opens on the seed-0 model's previous-token head: switch it off, then
+# switch off a layer-1 head instead. Why does only one of them matter on its own?
 
 # %% tags=["nbval-ignore-output"]
-head_explorer(models[0], test_ids[:16], layer=1, head=induction_head)
+head_explorer(models[0], test_ids[:16], layer=0, head=previous_head)
 
 # %% [markdown]
 # ## Recap
 #
 # - An **attention-only** Transformer adds only what its heads write to the residual stream; a
-#   head's output can be switched off by zeroing its slice of the merged context.
-# - Trained on random tokens repeated, a two-layer model's loss on the repeat stays near
-#   $\ln V$ for a while, then falls far below it within a few dozen steps: the **phase change**,
-#   in every seed, at a different step each time. The first half stays near $\ln V$.
+#   head's output can be switched off by zeroing its slice of the merged context (or replacing
+#   it by its mean).
+# - Trained on random tokens repeated, a two-layer model's loss on the repeat creeps down for
+#   a while, then falls far below $\ln V$ within a few dozen steps: the **phase change**, in
+#   every seed, at a different step each time. The first half stays near $\ln V$, a little
+#   above: the induction heads also copy on the first half's own repeats, where it is wrong.
 # - Two scores computed from the weights find the heads: a **previous-token head** in layer 0
 #   (the line below the diagonal) and an **induction head** in layer 1 (a stripe $T - 1$ below
 #   the diagonal on a sequence repeated after $T$ tokens). Which head indices take the jobs, and
 #   how many heads, changes with the seed.
-# - **K-composition**: the induction head's keys read what the previous-token head wrote;
-#   switching the previous-token heads off wipes out the induction heads' stripe.
+# - **K-composition**: the induction head's keys read what the previous-token head wrote.
+#   Switched off for layer 1's keys only, the previous-token heads take the stripe with them;
+#   for its queries only, nothing changes.
 # - **Ablation** is the causal test: the loss on the repeat rises only when circuit heads are
 #   switched off, and redundant heads can hide a single head's role until they are switched
 #   off together.
-# - A **one-layer** model on the same budget forms no induction head and does not learn the
-#   repeat, as Elhage et al. and Olsson et al. describe. Trained on one fixed length, it does
+# - A **one-layer** model on the same budget forms no induction head, and its loss on the repeat
+#   stays over 3 times the two-layer models' (it only learns that seen tokens come back).
+#   Trained on one fixed length, it does
 #   copy, by position, and even scores as an induction head at that length: a score is
 #   evidence only on sequences where the explanations disagree.
 
@@ -533,13 +664,14 @@ def my_induction_score(weights, ids):
 ch13.induction.check(my_induction_score)
 
 # %% [markdown]
-# **3. Where is the stripe?** On a sequence of `length` random tokens followed by the same
-# tokens again, an induction head's query at position `i` in the repeat reads the key at
-# `i - offset`. Write `my_stripe_offset(length)` that returns `offset`. Predict it before
-# you look at the map again.
+# **3. Where is the stripe now?** Put `gap` other random tokens between the two copies:
+# `length` random tokens, then `gap` more, then the first `length` again. An induction head's
+# query at position `i` in the repeat reads the key at `i - offset`. Write
+# `my_stripe_offset(length, gap)` that returns `offset`. Predict it first, then check it on the
+# trained model with a sequence you build (the widget takes typed tokens).
 
 # %%
-def my_stripe_offset(length):
+def my_stripe_offset(length, gap):
     return 0  # replace: how many positions back the induction head reads
 
 
@@ -550,7 +682,8 @@ ch13.stripe.check(my_stripe_offset)
 # two-layer model and repeated sequences, return the **layer-0** heads, as `(0, head)` pairs,
 # whose joint ablation breaks in-context copying (the loss on the repeat rises above half of
 # $\ln V$), and such that no smaller part of your set does. Use the scores, or try ablations,
-# or both. The checker trains its own model (a few seconds).
+# or both. The checker trains its own model, on a seed this chapter does not show (a few
+# seconds).
 
 # %%
 def my_breaking_heads(model, ids):

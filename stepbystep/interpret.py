@@ -8,7 +8,8 @@ one number per head, 1.0 on the perfect pattern:
 - ``induction_score``: the mean weight a query puts on the keys right after the earlier occurrences
   of its own token (the heads of Olsson et al. 2022, "In-context Learning and Induction Heads").
 
-``ablate_heads`` switches heads off inside a ``with`` block and leaves the model exactly as it was.
+``ablate_heads`` switches heads off inside a ``with`` block and leaves the model exactly as it was;
+``ablate_path`` switches them off only on the way into one later layer's queries, keys or values.
 """
 from contextlib import contextmanager
 
@@ -20,9 +21,10 @@ from .devices import evaluating
 from .models import MultiHeadedAttention
 
 __all__ = ["previous_token_score", "induction_score", "attention_weights", "head_scores", "ablate_heads",
-           "ABLATIONS", "per_position_loss", "half_losses"]
+           "ABLATIONS", "READS", "ablate_path", "per_position_loss", "half_losses"]
 
 ABLATIONS = ("zero", "mean")
+READS = ("query", "key", "value")
 
 
 def _check_weights(weights):
@@ -152,6 +154,57 @@ def _head_ablation(attention, heads, how):
         return (torch.where(mask, fill, merged),)  # (N, L, d_model)
 
     return hook
+
+
+def ablate_path(model, ids, heads, layer, reads=("key",), how="zero"):
+    """Run ``ids`` ``(N, L)`` with ``heads`` switched off only for what layer ``layer`` reads through ``reads``
+    (some of ``"query"``, ``"key"``, ``"value"``); every other path sees them on.
+
+    First a run with the heads off records the inputs of that layer's ``linear_query``, ``linear_key``
+    and ``linear_value``; then an intact run gets the recorded ones in place of ``reads``' own. Eval mode,
+    no gradients, the model restored. Returns the logits ``(N, L, V)`` and that layer's attention
+    weights ``(N, H, L, L)``. The heads must sit in earlier layers than ``layer``.
+    """
+    attentions = _attention_layers(model)
+    check_int_range("layer", layer, 0, len(attentions) - 1)
+    check_instance("reads", reads, (list, tuple), "a list of 'query', 'key' or 'value'")
+    for part in reads:
+        check_choice("each of reads", part, READS)
+    check_instance("heads", heads, (list, tuple, set), "a list of (layer, head) pairs")
+    if any(isinstance(pair, (list, tuple)) and len(pair) == 2 and pair[0] >= layer for pair in heads):
+        raise ValueError(f"heads must sit in layers before layer {layer}, got {sorted(heads)}")
+    attention = attentions[layer]
+    linears = {part: getattr(attention, f"linear_{part}") for part in reads}
+    recorded = {}
+
+    def record(part):
+        def hook(module, args):
+            recorded[part] = args[0]  # (N, L, d_model): what the projection reads with the heads off
+        return hook
+
+    def replay(part):
+        def hook(module, args):
+            return (recorded[part],)  # the recorded input in place of the intact one
+        return hook
+
+    stored = attention.store_alphas
+    with evaluating(model):
+        handles = [linear.register_forward_pre_hook(record(part)) for part, linear in linears.items()]
+        try:
+            with ablate_heads(model, heads, how):
+                model(ids)
+        finally:
+            for handle in handles:
+                handle.remove()
+        handles = [linear.register_forward_pre_hook(replay(part)) for part, linear in linears.items()]
+        try:
+            attention.store_alphas = True
+            logits = model(ids)  # (N, L, V)
+            return logits, attention.alphas
+        finally:
+            attention.store_alphas = stored
+            for handle in handles:
+                handle.remove()
 
 
 def per_position_loss(logits, ids):

@@ -53,6 +53,13 @@ def test_induction_wrong_offsets_are_caught(fails_with, back, words):
     fails_with(ch13.induction, fixed_offset, words)
 
 
+def test_induction_positional_shortcut_is_caught(fails_with):
+    def by_position(weights, ids):  # the stripe T - 1 back, without reading the tokens
+        repeat = torch.arange(6, 12)
+        return weights[:, :, repeat, repeat - 5].mean(dim=(0, 2))
+    fails_with(ch13.induction, by_position, "from the tokens, not from the positions")
+
+
 def test_induction_averaging_over_every_query_is_caught(fails_with):
     def every_query(weights, ids):
         repeat = torch.arange(6, 12)
@@ -66,13 +73,19 @@ def test_stripe_solution_passes():
 
 
 @pytest.mark.parametrize("answer, words", [
-    (lambda length: length, "earlier occurrence itself"), (lambda length: length + 1, "one position too far"),
-    (lambda length: 1, "previous-token head"), (lambda length: 1 - length, "positive number"),
-    (lambda length: 0, "does not land"), (lambda length: "x", "number of positions"),
+    (lambda length, gap: length + gap, "earlier occurrence itself"),
+    (lambda length, gap: length + gap + 1, "one position too far"),
+    (lambda length, gap: length - 1, "count them"), (lambda length, gap: 1, "previous-token head"),
+    (lambda length, gap: 1 - length - gap, "positive number"), (lambda length, gap: 0, "does not land"),
+    (lambda length, gap: "x", "number of positions"),
 ])
 def test_stripe_wrong_answers_are_caught(fails_with, answer, words):
     message = fails_with(ch13.stripe, answer, words)
-    assert "length - 1" not in message
+    assert "gap - 1" not in message and "+ gap" not in message
+
+
+def test_stripe_one_argument_is_caught(fails_with):
+    fails_with(ch13.stripe, lambda length: length - 1, "TypeError")
 
 
 # ----------------------------------------------------------------------------- 4. heads that break copying

@@ -8,8 +8,12 @@ from stepbystep.experiments.induction import (
     VOCAB_SIZE,
     ablation_claims,
     circuit_claims,
+    composition_claims,
     drop_step,
+    first_half_claims,
+    first_half_losses,
     fixed_length_claims,
+    group_claims,
     one_layer_claims,
     phase_change_claims,
     train_on_repeats,
@@ -95,3 +99,31 @@ def test_fixed_length_claims():
     assert all(c.holds for c in fixed_length_claims(at_trained, at_other, LOG_V))
     at_other["repeat"][2] = 3.0
     assert [c.holds for c in fixed_length_claims(at_trained, at_other, LOG_V)] == [True, True, False, True]
+
+
+def test_first_half_losses_split_by_the_token_just_read():
+    ids = torch.tensor([[3, 5, 3, 7, 3, 5, 3, 7]])  # length 4: predictions of tokens 1..3 read 3, 5, 3
+    model = AttentionOnlyTransformer(VOCAB_SIZE, d_model=8, n_heads=2, n_layers=1, max_len=8)
+    seen, fresh = first_half_losses(model, ids, 4)
+    with torch.no_grad():
+        losses = torch.nn.functional.cross_entropy(model.eval()(ids)[0, :3], ids[0, 1:4], reduction="none")
+    assert seen.item() == pytest.approx(losses[2].item())  # the third prediction reads the second 3
+    assert fresh.item() == pytest.approx(losses[:2].mean().item())
+
+
+def test_composition_group_and_first_half_claims():
+    five = torch.ones(5)
+    intact = {"induction": 0.9 * five, "repeat": 0.6 * five}
+    through = {"key": {"induction": 0.3 * five, "repeat": 2.5 * five},
+               "query": {"induction": 0.92 * five, "repeat": 0.62 * five},
+               "value": {"induction": 0.91 * five, "repeat": 0.5 * five}}
+    assert all(c.holds for c in composition_claims(intact, through))
+    through["query"]["induction"] = 0.3 * five  # the queries matter too: not K-composition alone
+    assert [c.holds for c in composition_claims(intact, through)] == [True, True, False, True]
+    groups = {"previous-token heads off": 2.5 * five, "other layer-0 heads off": 0.55 * five,
+              "induction heads off": 3.6 * five}
+    assert all(c.holds for c in group_claims(0.6 * five, groups, LOG_V, how="by their mean"))
+    assert "by their mean" in group_claims(0.6 * five, groups, LOG_V, how="by their mean")[0].claim
+    claims = first_half_claims(4.3 * five, 3.9 * five, 3.95 * five, 3.7 * five, 3.67 * five)
+    assert all(c.holds for c in claims)
+    assert not first_half_claims(4.3 * five, 3.9 * five, 3.95 * five, 4.0 * five, 3.67 * five)[2].holds

@@ -8,6 +8,7 @@ import torch
 from stepbystep.data import repeated_sequences
 from stepbystep.interpret import (
     ablate_heads,
+    ablate_path,
     attention_weights,
     half_losses,
     head_scores,
@@ -143,20 +144,35 @@ def test_previous_token_score_per_head():
     assert torch.equal(previous_token_score(weights), torch.tensor([1.0, 0.0]))
 
 
+def _distinct_repeats(n, length, vocab_size=50, seed=0):
+    """``(n, 2 · length)`` repeated sequences with no token twice in a half."""
+    generator = torch.Generator().manual_seed(seed)
+    halves = torch.stack([torch.randperm(vocab_size, generator=generator)[:length] for _ in range(n)])
+    return torch.cat([halves, halves], dim=1)
+
+
+def _fixed_offset_pattern(n, length, back):
+    """Every query of the repeat on the key ``back`` positions earlier; the others on themselves."""
+    weights = torch.eye(2 * length).repeat(n, 1, 1, 1)  # (n, 1, 2·length, 2·length)
+    queries = torch.arange(length, 2 * length)
+    weights[:, 0, queries] = 0.0
+    weights[:, 0, queries, queries - back] = 1.0
+    return weights
+
+
 def test_induction_score_perfect_uniform_shifted():
-    ids = repeated_sequences(4, 6, 50, seed=0)
-    perfect = _induction_pattern(ids)
-    assert induction_score(perfect, ids).item() == pytest.approx(1.0, abs=1e-6)
-    length = 6  # the repeat's queries on the earlier occurrence itself (offset length): 0
-    shifted = torch.zeros(4, 1, 12, 12)
-    shifted[:, 0, torch.arange(12), torch.arange(12)] = 1.0
-    shifted[:, 0, torch.arange(length, 12), torch.arange(0, length)] = 1.0
-    shifted[:, 0, torch.arange(length, 12), torch.arange(length, 12)] = 0.0
-    assert torch.all(shifted.sum(dim=-1) == 1)
-    if not bool((ids[:, :length, None] == ids[:, None, :length]).float().sum(dim=(1, 2)).gt(length).any()):
-        assert induction_score(shifted, ids).item() == 0.0
+    ids = _distinct_repeats(4, 6)
+    assert torch.equal(_induction_pattern(ids), _fixed_offset_pattern(4, 6, back=5))  # the stripe T - 1 back
+    assert induction_score(_induction_pattern(ids), ids).item() == 1.0
+    for back in (6, 7, 4):  # the occurrence itself, the key before it, two after it
+        assert induction_score(_fixed_offset_pattern(4, 6, back), ids).item() == 0.0
     uniform = induction_score(_uniform_causal(4, 1, 12), ids).item()
-    assert 0 < uniform < 0.2  # 1 key of 7 to 12
+    assert uniform == pytest.approx(sum(1 / (i + 1) for i in range(6, 12)) / 6)  # 1 key of 7 to 12
+
+
+def test_induction_score_on_data_with_first_half_duplicates():
+    ids = repeated_sequences(4, 6, 50, seed=0)
+    assert induction_score(_induction_pattern(ids), ids).item() == pytest.approx(1.0, abs=1e-6)
 
 
 def test_induction_score_counts_only_queries_with_an_earlier_occurrence():
@@ -308,3 +324,57 @@ def test_attention_only_model_generates_the_same_with_and_without_the_cache():
     cached = generate(model, prompt, 6, temperature=0)
     assert cached.shape == (14,) and torch.equal(cached[:8], prompt)
     assert torch.equal(cached, generate(model, prompt, 6, temperature=0, use_cache=False))
+
+
+# ----------------------------------------------------------------------------- ablate_path
+def test_ablate_path_reading_nothing_is_the_intact_model(model_and_ids):
+    model, ids = model_and_ids
+    with torch.no_grad():
+        intact = model(ids)
+    logits, weights = ablate_path(model, ids, [(0, 1)], layer=1, reads=())
+    assert torch.allclose(logits, intact, atol=1e-5)  # layer 1 on the teaching path: equal up to rounding
+    assert torch.allclose(weights, attention_weights(model, ids)[1])
+
+
+def test_ablate_path_values_leave_the_pattern_and_keys_change_it(model_and_ids):
+    model, ids = model_and_ids
+    intact = attention_weights(model, ids)[1]
+    _, through_values = ablate_path(model, ids, [(0, 0), (0, 1)], layer=1, reads=("value",))
+    _, through_keys = ablate_path(model, ids, [(0, 0), (0, 1)], layer=1, reads=("key",))
+    assert torch.allclose(through_values, intact, atol=1e-6)
+    assert not torch.allclose(through_keys, intact, atol=1e-3)
+
+
+def test_ablate_path_through_queries_and_keys_gives_the_ablated_pattern(model_and_ids):
+    model, ids = model_and_ids
+    with ablate_heads(model, [(0, 2)]):
+        ablated = attention_weights(model, ids)[1]
+    _, both = ablate_path(model, ids, [(0, 2)], layer=1, reads=("query", "key"))
+    assert torch.allclose(both, ablated, atol=1e-6)
+
+
+def test_ablate_path_restores_the_model(model_and_ids):
+    model, ids = model_and_ids
+    model.train()
+    with torch.no_grad():
+        before = model.eval()(ids)
+    model.train()
+    ablate_path(model, ids, [(0, 0)], layer=1, reads=("query", "key", "value"))
+    assert model.training and not model.layers[1].self_attn_heads.store_alphas
+    assert all(not linear._forward_pre_hooks for layer in model.layers for linear in (
+        layer.self_attn_heads.linear_query, layer.self_attn_heads.linear_key, layer.self_attn_heads.linear_value,
+        layer.self_attn_heads.linear_out))
+    with torch.no_grad():
+        assert torch.equal(model.eval()(ids), before)
+
+
+@pytest.mark.parametrize("kwargs, error", [
+    (dict(heads=[(1, 0)], layer=1), ValueError), (dict(heads=[(0, 0)], layer=2), ValueError),
+    (dict(heads=[(0, 0)], layer=1, reads=("keys",)), ValueError),
+    (dict(heads=[(0, 0)], layer=1, reads="key"), TypeError),
+    (dict(heads=[(0, 9)], layer=1), ValueError),
+])
+def test_ablate_path_errors(model_and_ids, kwargs, error):
+    model, ids = model_and_ids
+    with pytest.raises(error):
+        ablate_path(model, ids, **kwargs)

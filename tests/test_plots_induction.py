@@ -45,8 +45,9 @@ def test_induction_maps_draw_each_map_with_a_labelled_colourbar():
 def test_head_score_dots_write_each_head_at_its_score():
     scores = torch.tensor([[0.9, 0.1, 0.2, 0.3], [0.2, 0.8, 0.1, 0.0]])
     fig = plots.head_score_dots({"layer 0": scores, "layer 1": scores.flip(1)}, threshold=0.5)
-    texts = fig.axes[0].texts
+    texts = [t for t in fig.axes[0].texts if not t.get_text().startswith("threshold")]
     assert len(texts) == 8
+    assert "threshold 0.5" in [t.get_text() for t in fig.axes[1].texts]
     assert [t.get_text() for t in texts[:4]] == ["0", "1", "2", "3"]
     assert [t.get_position()[1] for t in texts[:4]] == pytest.approx([0.9, 0.1, 0.2, 0.3])
     assert texts[0].get_fontweight() == "bold" and texts[5].get_fontweight() == "bold"
@@ -64,6 +65,7 @@ def test_ablation_effects_draw_rises_and_groups():
     assert [t.get_text() for t in one.get_xticklabels()] == ["L0H0", "L0H1", "L1H0", "L1H1"]
     assert [bar.get_height() for bar in grouped.patches] == pytest.approx([0.6, 3.0])
     assert "heads off" in grouped.get_xticklabels()[1].get_text()
+    assert [t.get_text() for t in grouped.texts] == ["ln V"]
     with pytest.raises(ValueError):
         plots.ablation_effects(single, circuit[0], groups, 3.0)
 
@@ -73,3 +75,16 @@ def test_induction_circuit_names_both_heads():
     words = " ".join(t.get_text() for t in fig.axes[0].texts)
     assert "previous-token head" in words and "induction head" in words and "K-composition" in words
     assert "predicts B" in words
+
+
+def test_position_losses_draw_each_seed_and_the_median():
+    curves = {"two layers": torch.tensor([[3.0, 3.0, 3.0, 0.2, 0.4], [3.2, 3.0, 3.0, 0.4, 0.2]]),
+              "one layer": torch.full((2, 5), 2.8)}
+    fig = plots.position_losses(curves, 3, math.log(32))
+    ax = fig.axes[0]
+    lines = [line for line in ax.get_lines() if len(line.get_xdata()) == 5]
+    assert len(lines) == 6 and list(lines[0].get_xdata()) == [1, 2, 3, 4, 5]
+    assert list(lines[2].get_ydata()) == pytest.approx([3.1, 3.0, 3.0, 0.3, 0.3])  # the median of two seeds
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["two layers (median)", "one layer (median)"]
+    with pytest.raises(ValueError):
+        plots.position_losses({"x": torch.zeros(2, 4)}, 3, 3.0)

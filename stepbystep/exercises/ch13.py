@@ -76,8 +76,8 @@ def _check_previous_token(answer):
 previous_token = Exercise(
     "the previous-token score",
     _check_previous_token,
-    hint="Query i's weight on key i - 1 sits on the diagonal just below the main one: "
-         "tensor.diagonal(offset=-1, dim1=-2, dim2=-1). Average it over the sequences and the queries, per head.",
+    hint="Write out the (L, L) weights of one head for L = 4: where do the entries (query i, key i - 1) lie, "
+         "and how many queries have such a key?",
     solution=_previous_token_solution,
 )
 
@@ -100,6 +100,16 @@ def _induction_cases():
     return _random_weights(3, 2, 12, seed=1), ids
 
 
+def _irregular_case():
+    """Sequences where tokens recur at irregular distances (each at most twice): positions alone do not tell."""
+    generator = torch.Generator().manual_seed(3)
+    ids = torch.stack([torch.randperm(200, generator=generator)[:12] for _ in range(3)])  # (3, 12), all distinct
+    ids[0, 7], ids[0, 10] = ids[0, 2], ids[0, 4]  # token 2 again 5 later, token 4 again 6 later
+    ids[1, 5], ids[1, 11] = ids[1, 0], ids[1, 8]
+    ids[2, 9] = ids[2, 1]
+    return _random_weights(3, 2, 12, seed=2), ids
+
+
 @expects_function("my_induction_score(weights, ids)")
 def _check_induction(answer):
     weights, ids = _induction_cases()
@@ -108,7 +118,7 @@ def _check_induction(answer):
         return "return one score per head: a tensor of shape (H,), here (2,)"
     wanted = induction_score(weights, ids)
     if _close(got, wanted):
-        return None
+        return _check_irregular(answer)
     repeat = torch.arange(6, 12)
     on_occurrence = weights[:, :, repeat, repeat - 6].mean(dim=(0, 2))  # the earlier occurrence itself
     on_before = weights[:, :, repeat, repeat - 7].mean(dim=(0, 2))
@@ -122,6 +132,15 @@ def _check_induction(answer):
     return "the scores differ from the mean weight on the key right after the earlier occurrence"
 
 
+def _check_irregular(answer):
+    weights, ids = _irregular_case()
+    got = _as_scores(answer(weights.clone(), ids.clone()), 2)
+    if got is None or not _close(got, induction_score(weights, ids)):
+        return ("right on a sequence written twice, wrong where tokens recur at other distances: find each "
+                "query's earlier occurrence from the tokens, not from the positions")
+    return None
+
+
 induction = Exercise(
     "the induction score",
     _check_induction,
@@ -132,45 +151,51 @@ induction = Exercise(
 
 
 # ----------------------------------------------------------------------------- 3. where the stripe lies
-def _stripe_solution(length):
-    # the query at length + k holds token k; the token after it sits at k + 1: length - 1 back
-    return length - 1
+def _stripe_solution(length, gap):
+    # the query at length + gap + k holds token k; the token after it sits at k + 1
+    return length + gap - 1
 
 
-@expects_function("my_stripe_offset(length)")
+@expects_function("my_stripe_offset(length, gap)")
 def _check_stripe(answer):
-    for length in (5, 9, 12):
-        got = as_number(answer(length))
+    for length, gap in ((5, 3), (9, 0), (12, 4), (6, 7)):
+        got = as_number(answer(length, gap))
         if got is None:
             return "return a number of positions"
-        if got == length - 1:
+        wanted = _stripe_solution(length, gap)
+        if got == wanted:
             continue
-        if got == length:
+        if got == wanted + 1:
             return "that offset reaches the earlier occurrence itself; the head reads the token after it"
-        if got == length + 1:
+        if got == wanted + 2:
             return "that is one position too far back: the head reads the token after the earlier occurrence"
+        if got == length - 1 and gap:
+            return "the gap's tokens lie between the two copies too: count them"
         if got == 1:
             return "that is the previous-token head's offset, in layer 0; the induction head reads further back"
-        if got == _stripe_solution(length) * -1:
+        if got == -wanted:
             return "count the positions back as a positive number: the key comes before the query"
-        return f"for a length of {length}, your offset does not land on the key the induction head reads"
+        return f"for a length of {length} and a gap of {gap}, your offset does not land on the key the head reads"
     return None
 
 
 stripe = Exercise(
     "where the stripe lies",
     _check_stripe,
-    hint="Take the query at position length + k in the repeat: which token does it hold, where did that token "
+    hint="Take the query at position length + gap + k in the repeat: which token does it hold, where did that token "
          "occur first, and where is the token that came after it?",
     solution=_stripe_solution,
 )
 
 
 # ----------------------------------------------------------------------------- 4. which heads break copying
+CHECK_SEED = 8  # a seed the chapter does not show
+
+
 @functools.lru_cache(maxsize=1)
 def _trained_model():
-    """The chapter's two-layer model, seed 0, trained once per session, and test sequences."""
-    model, _ = train_on_repeats(n_layers=2, seed=0, steps=300)
+    """The chapter's two-layer model on a seed it does not show, trained once per session, and test sequences."""
+    model, _ = train_on_repeats(n_layers=2, seed=CHECK_SEED, steps=300)
     return model, repeated_sequences(128, 12, VOCAB_SIZE, seed=0)
 
 
@@ -231,7 +256,8 @@ def _check_breaking(answer):
 breaking_heads = Exercise(
     "which heads break in-context copying",
     _check_breaking,
-    hint="The induction heads in layer 1 need a head of layer 0 to tell them which token came before each key. "
-         "Score layer 0's heads, switch off the best ones with ablate_heads, and measure the loss on the repeat.",
+    hint="The induction heads in layer 1 need layer 0 to tell them which token came before each key, and more "
+         "than one head may do it. Rank layer 0's heads by a score, switch them off together with ablate_heads "
+         "until the repeat's loss breaks, then try leaving each one on again.",
     solution=_breaking_solution,
 )

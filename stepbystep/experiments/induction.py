@@ -15,11 +15,13 @@ import torch
 from ..checks import check_int_range, check_positive_int, check_positive_number
 from ..data.repeated_sequences import repeated_sequences
 from ..expect import Claim
+from ..devices import evaluating
 from ..interpret import half_losses, head_scores, per_position_loss
 from ..models import AttentionOnlyTransformer
 
 __all__ = ["VOCAB_SIZE", "MIN_LENGTH", "MAX_LENGTH", "build_model", "train_on_repeats", "drop_step",
-           "phase_change_claims", "circuit_claims", "ablation_claims", "one_layer_claims", "fixed_length_claims"]
+           "first_half_losses", "phase_change_claims", "circuit_claims", "composition_claims", "group_claims",
+           "ablation_claims", "first_half_claims", "one_layer_claims", "fixed_length_claims"]
 
 VOCAB_SIZE, MIN_LENGTH, MAX_LENGTH = 32, 4, 16  # tokens; the shortest and longest half
 
@@ -37,7 +39,8 @@ def train_on_repeats(n_layers=2, seed=0, steps=300, batch_size=32, lr=1e-2, prob
 
     Batch ``step`` holds ``batch_size`` sequences from ``repeated_sequences`` with data seed
     ``1 + seed · steps + step`` (seed 0 is left to test sets) and a half-length drawn from
-    ``lengths`` (shortest, longest; both included) by this seed's own generator. Returns the model in eval mode and a dict: ``"first"`` and ``"repeat"``
+    ``lengths`` (shortest, longest; both included) by this seed's own generator. Returns the model
+    in eval mode and a dict: ``"first"`` and ``"repeat"``
     ``(steps,)``, the batch's mean loss on each half before its update; with ``probe`` ids, also
     ``"probe_steps"`` ``(P,)`` and the heads' ``"previous"`` and ``"induction"`` scores on it
     ``(P, n_layers, H)`` every ``probe_every`` steps and after the last.
@@ -75,6 +78,21 @@ def train_on_repeats(n_layers=2, seed=0, steps=300, batch_size=32, lr=1e-2, prob
     return model, history
 
 
+def first_half_losses(model, ids, length):
+    """The mean loss over the first half's predictions, split by the token just read: ``(seen, fresh)``,
+    where that token occurred earlier in the sequence (a repeat inside the first half) or not.
+
+    ``ids`` ``(N, 2 · length)``; the predictions of tokens 1 .. length - 1, as in ``half_losses``.
+    """
+    with evaluating(model):
+        logits = model(ids)[:, :length - 1]  # (N, length - 1, V): predicting tokens 1 .. length - 1
+    losses = torch.nn.functional.cross_entropy(logits.transpose(1, 2), ids[:, 1:length], reduction="none")
+    current = ids[:, :length - 1]  # (N, length - 1): the token each prediction reads last
+    earlier = torch.ones(length - 1, length - 1, dtype=torch.bool).tril(diagonal=-1)  # (length - 1, length - 1)
+    seen = ((current[:, :, None] == current[:, None, :]) & earlier).any(dim=-1)  # (N, length - 1)
+    return losses[seen].mean(), losses[~seen].mean()
+
+
 def drop_step(repeat, threshold, window=10):
     """The first step at which the mean of the last ``window`` repeat losses is below ``threshold``;
     ``None`` if it never is. ``repeat`` ``(steps,)``."""
@@ -98,7 +116,7 @@ def phase_change_claims(histories, drops, steps):
         Claim(bool(((late_first - log_v).abs() < 0.75).all()),
               "over the last 20 steps the first half's loss is within 0.75 of ln V in every seed", late_first),
         Claim(all(h["repeat"][:100].mean() > 0.8 * log_v for h in histories),
-              "over the first 100 steps the repeat's loss stays above 80% of ln V in every seed",
+              "over the first 100 steps the repeat's loss averages above 80% of ln V in every seed",
               [h["repeat"][:100].mean().item() for h in histories]),
         Claim(bool((late_repeat < log_v / 3).all()),
               "over the last 20 steps the repeat's loss is below a third of ln V in every seed", late_repeat),
@@ -127,30 +145,89 @@ def circuit_claims(previous, induction):
     ]
 
 
-def ablation_claims(single, baseline, in_circuit, groups, log_v):
-    """Only circuit heads matter to the repeat; the circuit's groups break it, the other heads do not.
+def composition_claims(intact, through):
+    """The layer-0 heads reach the induction heads through their keys, not their queries or values.
 
-    ``single`` ``(seeds, n_layers, H)``: the repeat's loss with each head off; ``baseline`` ``(seeds,)``:
-    with none off; ``in_circuit`` ``(seeds, n_layers, H)`` bool; ``groups``: the repeat's loss ``(seeds,)``
-    with ``"previous-token heads off"``, ``"other layer-0 heads off"`` and ``"induction heads off"``.
+    ``intact``: ``{"induction": (seeds,), "repeat": (seeds,)}``, the best layer-1 induction score and
+    the repeat's loss; ``through``: the same with the previous-token heads switched off only on the
+    way into layer 1's ``"key"``, ``"query"`` or ``"value"`` (``ablate_path``).
     """
-    rises = single - baseline[:, None, None]  # (seeds, n_layers, H)
-    other_rise = torch.stack([r[~c].max() for r, c in zip(rises, in_circuit)])  # (seeds,)
-    best_is_circuit = [bool(c.flatten()[r.flatten().argmax()]) for r, c in zip(rises, in_circuit)]
+    keys, queries, values = through["key"], through["query"], through["value"]
+    return [
+        Claim(bool((keys["induction"] < 0.5 * intact["induction"]).all()),
+              "off for the keys only, every seed's best induction score falls below half of its value",
+              keys["induction"]),
+        Claim(bool((keys["repeat"] > intact["repeat"] + 1.0).all()),
+              "and the repeat's loss rises by more than 1", keys["repeat"] - intact["repeat"]),
+        Claim(bool(((queries["induction"] - intact["induction"]).abs() < 0.1).all()
+                   and ((queries["repeat"] - intact["repeat"]).abs() < 0.1).all()),
+              "off for the queries only, the score and the loss move by less than 0.1 in every seed",
+              (queries["induction"] - intact["induction"], queries["repeat"] - intact["repeat"])),
+        Claim(bool(((values["induction"] - intact["induction"]).abs() < 0.1).all()
+                   and (values["repeat"] < intact["repeat"] + 0.1).all()),
+              "off for the values only, the score moves by less than 0.1 and the loss rises by less than 0.1",
+              (values["induction"] - intact["induction"], values["repeat"] - intact["repeat"])),
+    ]
+
+
+def group_claims(baseline, groups, log_v, how="by zeroing"):
+    """The circuit's groups break the copying; the rest of layer 0 does not.
+
+    ``baseline`` ``(seeds,)``: the repeat's loss with no head off; ``groups``: the repeat's loss
+    ``(seeds,)`` with ``"previous-token heads off"``, ``"other layer-0 heads off"`` and
+    ``"induction heads off"``; ``how`` words the ablation in the claims.
+    """
     previous_off = groups["previous-token heads off"] - baseline  # (seeds,)
     others_off = (groups["other layer-0 heads off"] - baseline).abs()  # (seeds,)
     induction_off = groups["induction heads off"]  # (seeds,)
     return [
+        Claim(bool((previous_off > 1.0).all()),
+              f"with the previous-token heads switched off {how}, the repeat's loss rises by more than 1 "
+              "in every seed", previous_off),
+        Claim(bool((induction_off > log_v - 0.5).all()),
+              f"with the induction heads switched off {how}, it goes back to within 0.5 of ln V or above, "
+              "in every seed", induction_off),
+        Claim(bool((others_off < 0.25).all()),
+              f"with the other layer-0 heads switched off {how}, it moves by less than 0.25 in every seed",
+              others_off),
+    ]
+
+
+def ablation_claims(single, baseline, in_circuit, groups, log_v):
+    """Only circuit heads matter to the repeat, one at a time; the circuit's groups break it (``group_claims``).
+
+    ``single`` ``(seeds, n_layers, H)``: the repeat's loss with each head off; ``baseline`` ``(seeds,)``:
+    with none off; ``in_circuit`` ``(seeds, n_layers, H)`` bool; ``groups`` as ``group_claims``'.
+    """
+    rises = single - baseline[:, None, None]  # (seeds, n_layers, H)
+    other_rise = torch.stack([r[~c].max() for r, c in zip(rises, in_circuit)])  # (seeds,)
+    best_is_circuit = [bool(c.flatten()[r.flatten().argmax()]) for r, c in zip(rises, in_circuit)]
+    return [
         Claim(bool((other_rise < 0.1).all()), "one at a time, no head outside the circuit raises the repeat's loss "
               "by 0.1 or more, in any seed", other_rise),
         Claim(all(best_is_circuit), "in every seed, the largest single-head rise is a circuit head's", best_is_circuit),
-        Claim(bool((previous_off > 1.0).all()),
-              "with the previous-token heads off, the repeat's loss rises by more than 1 in every seed", previous_off),
-        Claim(bool((induction_off > log_v - 0.5).all()),
-              "with the induction heads off, it goes back to within 0.5 of ln V or above, in every seed",
-              induction_off),
-        Claim(bool((others_off < 0.25).all()),
-              "with the other layer-0 heads off, it moves by less than 0.25 in every seed", others_off),
+    ] + group_claims(baseline, groups, log_v)
+
+
+def first_half_claims(seen, fresh, first_on, first_off, one_layer_first):
+    """Part of the first half's excess over ln V is the circuit copying on the first half's own repeats.
+
+    ``(seeds,)`` each: the two-layer models' first-half loss after a token seen before and after a
+    fresh one (``first_half_losses``); their first-half loss with the induction heads on and off; the
+    one-layer models' first-half loss.
+    """
+    middle = one_layer_first.median()
+    return [
+        Claim(bool((seen > fresh + 0.15).all()),
+              "in every seed the first half's loss is higher after a token seen before than after a fresh one",
+              (seen, fresh)),
+        Claim(bool((fresh > middle + 0.03).all()),
+              "after a fresh token it is still above the one-layer models' median, in every seed", (fresh, middle)),
+        Claim(bool((first_off < first_on).all()),
+              "with the induction heads off, the first half's loss falls in every seed",
+              (first_on, first_off)),
+        Claim(bool(((first_off - middle).abs() < 0.15).all()),
+              "to within 0.15 of the one-layer models' median", (first_off, middle)),
     ]
 
 

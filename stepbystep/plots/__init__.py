@@ -57,4 +57,11 @@ from .vit import (
     patch_grid,
     tokens_by_patch_size,
 )
-from .induction import ablation_effects, head_score_dots, induction_circuit, induction_maps, phase_change
+from .induction import (
+    ablation_effects,
+    head_score_dots,
+    induction_circuit,
+    induction_maps,
+    phase_change,
+    position_losses,
+)

@@ -10,7 +10,8 @@ from ..checks import check_instance
 from ._arrays import _as_numpy
 from ._heatmaps import WEIGHTS
 
-__all__ = ["phase_change", "induction_maps", "head_score_dots", "ablation_effects", "induction_circuit"]
+__all__ = ["phase_change", "induction_maps", "head_score_dots", "ablation_effects", "position_losses",
+           "induction_circuit"]
 
 
 def _moving_average(values, window):
@@ -91,6 +92,9 @@ def head_score_dots(panels, threshold=None):
         ax.scatter(np.arange(len(scores)), np.full(len(scores), np.nan))  # sets the data limits' x range
         if threshold is not None:
             ax.axhline(threshold, color="grey", ls="--", lw=1)
+            ax.annotate(f"threshold {threshold:g}", (0, threshold), xycoords=("axes fraction", "data"),
+                        xytext=(4, 2), textcoords="offset points", ha="left", va="bottom", fontsize=7,
+                        color="grey")
         ax.set(xlim=(-0.6, len(scores) - 0.4), ylim=(-0.03, 1.03), xlabel="seed", title=title)
         ax.set_xticks(range(len(scores)))
     axes[0][0].set_ylabel("score (each head drawn as its index)")
@@ -127,15 +131,41 @@ def ablation_effects(single, in_circuit, groups, log_v):
         ax_groups.bar(column, np.median(values), color=f"C{column}", alpha=0.35, width=0.6)
         ax_groups.scatter(column + spread, values, color=f"C{column}", s=22, zorder=3)
     ax_groups.axhline(log_v, color="grey", ls="--", lw=1)
-    ax_groups.annotate("ln V", (len(groups) - 0.45, log_v), ha="right", va="bottom", fontsize=8, color="grey")
+    ax_groups.annotate("ln V", (0, log_v), xycoords=("axes fraction", "data"), xytext=(4, 2),
+                       textcoords="offset points", ha="left", va="bottom", fontsize=8, color="grey")
     ax_groups.set_xticks(range(len(groups)), [textwrap.fill(name, 14) for name in groups], fontsize=8)
     ax_groups.set(ylabel="loss on the repeat", ylim=(0, None), title="groups of heads off (bar: median)")
     return fig
 
 
+def position_losses(curves, length, log_v):
+    """The loss at every position of sequences repeated after ``length`` tokens: ``curves``
+    ``{name: (seeds, 2 · length - 1)}``, one thin line per seed and the median thick, ln V dashed,
+    the start of the repeat dotted. Returns the Figure."""
+    check_instance("curves", curves, dict, "a dict of name -> losses (seeds, 2 * length - 1)")
+    fig, ax = plt.subplots(figsize=(8, 3.6), layout="constrained")
+    for index, (name, losses) in enumerate(curves.items()):
+        losses = _as_numpy(losses, float)  # (seeds, 2 · length - 1)
+        if losses.ndim != 2 or losses.shape[1] != 2 * length - 1:
+            raise ValueError(f"{name}: expected losses of shape (seeds, {2 * length - 1}), got {losses.shape}")
+        positions = np.arange(1, 2 * length)  # the predicted token's position
+        for seed_losses in losses:
+            ax.plot(positions, seed_losses, color=f"C{index}", lw=0.7, alpha=0.5)
+        ax.plot(positions, np.median(losses, axis=0), color=f"C{index}", lw=2, label=f"{name} (median)")
+    ax.axhline(log_v, color="grey", ls="--", lw=1)
+    ax.annotate("ln V", (0, log_v), xycoords=("axes fraction", "data"), xytext=(4, 2), textcoords="offset points",
+                ha="left", va="bottom", fontsize=8, color="grey")
+    ax.axvline(length, color="grey", ls=":", lw=1)
+    ax.set(xlabel="position of the predicted token (dotted: the repeat starts)", ylabel="loss", ylim=(0, None),
+           title="loss at each position, one thin line per seed")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=len(curves), fontsize=8, frameon=False)
+    return fig
+
+
 def _box(ax, x, y, text, color):
-    ax.add_patch(FancyBboxPatch((x - 0.32, y - 0.22), 0.64, 0.44, boxstyle="round,pad=0.02", fc=color, ec="black",
-                                lw=0.8))
+    half = max(0.32, 0.075 * len(text))  # wide enough for the text
+    ax.add_patch(FancyBboxPatch((x - half, y - 0.22), 2 * half, 0.44, boxstyle="round,pad=0.02", fc=color,
+                                ec="black", lw=0.8))
     ax.text(x, y, text, ha="center", va="center", fontsize=10)
 
 
@@ -149,24 +179,25 @@ def _arrow(ax, start, end, color, text=None, rad=0.0):
 
 def induction_circuit():
     """The two-layer induction circuit on ``… A B … A`` -> ``B``, drawn as boxes and arrows. Returns the Figure."""
-    fig, ax = plt.subplots(figsize=(10, 3.6), layout="constrained")
+    fig, ax = plt.subplots(figsize=(9, 3.6), layout="constrained")
     tokens = ["…", "A", "B", "…", "A"]
     xs = np.arange(len(tokens)) * 1.6
     for x, token in zip(xs, tokens):
         _box(ax, x, 0, token, "#f2f2f2")
     _box(ax, xs[2], 1.4, "B, after A", "#cfe3f5")
     _box(ax, xs[4], 2.8, "copies B", "#f9d3c4")
-    _box(ax, xs[4] + 1.6, 2.8, "predicts B", "#e3f1d6")
+    _box(ax, xs[4] + 1.9, 2.8, "predicts B", "#e3f1d6")
     _arrow(ax, (xs[1] + 0.1, 0.25), (xs[2] - 0.2, 1.15), "C0", None)
     ax.text(xs[1] - 0.2, 0.95, "layer 0: previous-token head\n(B's query reads the key before it, A)", fontsize=8,
             color="C0", ha="right")
     _arrow(ax, (xs[2], 0.25), (xs[2], 1.15), "grey")
     _arrow(ax, (xs[4], 0.25), (xs[4], 2.55), "grey")
-    _arrow(ax, (xs[4] - 0.35, 2.7), (xs[2] + 0.35, 1.55), "C3", None, rad=0.15)
-    ax.text(xs[2] - 0.5, 2.9, "layer 1: induction head\nquery 'A' matches the key 'after A' (K-composition),\n"
-            "the value carries B", fontsize=8, color="C3", ha="center", va="center")
-    _arrow(ax, (xs[4] + 0.35, 2.8), (xs[4] + 1.25, 2.8), "black")
+    _arrow(ax, (xs[2] + 0.5, 1.55), (xs[4] - 0.45, 2.75), "C3", None, rad=-0.15)
+    ax.text(xs[2] + 0.3, 2.75, "layer 1: induction head (reads B's position)\n"
+            "query 'A' matches the key 'after A' (K-composition);\nthe value, B, moves to the second A",
+            fontsize=8, color="C3", ha="center", va="center")
+    _arrow(ax, (xs[4] + 0.45, 2.8), (xs[4] + 1.3, 2.8), "black")
     ax.text(xs[0], -0.6, "positions →", fontsize=8, color="grey")
-    ax.set(xlim=(-0.6, xs[-1] + 2.3), ylim=(-0.8, 3.4))
+    ax.set(xlim=(-1.9, xs[-1] + 2.9), ylim=(-0.8, 3.4))
     ax.axis("off")
     return fig

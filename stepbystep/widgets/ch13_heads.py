@@ -37,6 +37,7 @@ def head_explorer_state(model, ids, layer, head):
     check_int_range("head", head, 0, model.layers[layer].self_attn_heads.n_heads - 1)
     if ids.dim() != 2 or ids.shape[0] != 1:
         raise ValueError(f"ids must have shape (1, L), got {tuple(ids.shape)}")
+    ids = ids.to(model.embed.weight.device)  # (1, L) where the model is
     weights = attention_weights(model, ids)[layer][:, head:head + 1]  # (1, 1, L, L)
     repeats = bool((ids[0, :, None] == ids[0, None, :]).tril(diagonal=-1).any())
     with evaluating(model):
@@ -44,11 +45,11 @@ def head_explorer_state(model, ids, layer, head):
         with ablate_heads(model, [(layer, head)]):
             ablated = per_position_loss(model(ids), ids)  # (L - 1,)
     return {
-        "weights": weights[0, 0],
+        "weights": weights[0, 0].cpu(),
         "previous": previous_token_score(weights).item(),
         "induction": induction_score(weights, ids).item() if repeats else None,
-        "loss": loss,
-        "ablated_loss": ablated,
+        "loss": loss.cpu(),
+        "ablated_loss": ablated.cpu(),
     }
 
 

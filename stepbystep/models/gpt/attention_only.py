@@ -2,8 +2,8 @@
 sublayers, the smallest model in which Elhage et al. (2021) study how heads compose.
 
 Each layer only adds what its heads write to the residual stream, ``x + attn(norm(x))``, so every
-path from the embedding to the logits runs through zero, one or more heads: the model is a sum
-of head circuits, and switching a head off removes exactly its own terms.
+path from the embedding to the logits runs through zero, one or more heads: up to the LayerNorms
+(which rescale the whole stream), the model is a sum of head circuits.
 """
 from torch import nn
 
@@ -40,8 +40,9 @@ class AttentionOnlyTransformer(DecoderOnlyTransformer):
     """A ``DecoderOnlyTransformer`` whose layers are ``AttentionOnlyLayer``: ids ``(N, L)`` in,
     next-token logits ``(N, L, V)`` out, with the same embedding, positions, cache and output layer.
 
-    Same arguments, less ``ff_units``; the defaults suit chapter 13: no padding (``pad_id=None``),
-    no dropout, learned positions and an output layer of its own (``tie_weights=False``).
+    Same arguments, less ``ff_units``; its own defaults: no padding (``pad_id=None``), no dropout,
+    learned positions and an output layer of its own (``tie_weights=False``). Chapter 13's
+    ``build_model`` (``stepbystep.experiments.induction``) passes RoPE positions.
     """
 
     def __init__(self, vocab_size, d_model=64, n_heads=4, n_layers=2, dropout=0.0, max_len=64, pad_id=None,
