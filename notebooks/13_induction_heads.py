@@ -45,6 +45,7 @@ from stepbystep.experiments.induction import (
     build_model,
     circuit_claims,
     composition_claims,
+    copying_claims,
     drop_step,
     first_half_claims,
     first_half_losses,
@@ -58,6 +59,7 @@ from stepbystep.interpret import (
     ablate_heads,
     ablate_path,
     attention_weights,
+    copying_score,
     half_losses,
     head_scores,
     induction_score,
@@ -363,6 +365,36 @@ expect_all(composition_claims(intact, through))
 # previous-token heads reach the induction heads through their keys: **K-composition**,
 # measured.
 #
+# ## Does the induction head copy?
+#
+# Olsson et al. define an induction head by two properties: **prefix matching** (it attends to
+# the token after an earlier occurrence of the current one: our induction score) and
+# **copying** (what it reads there raises that same token's logit). The second can be read
+# from the weights. Elhage et al.'s **OV circuit** of a head follows one token through the
+# embedding, the head's values and output, and the output layer: a $V \times V$ matrix whose
+# column $j$ says how much the head, reading token $j$, raises each token's logit.
+# `ov_circuit(model, layer, head)` computes it (keeping the LayerNorms' centering and gains,
+# leaving out their division by the spread, a positive factor, and their biases, the same for
+# every token), and `copying_score` counts the share of tokens $j$ whose own logit comes out on
+# top of column $j$ (by chance, about $1/V \approx 0.03$):
+
+# %% tags=["nbval-ignore-output"]
+copying = torch.tensor([[[copying_score(trained, layer, head) for head in range(4)] for layer in range(2)]
+                        for trained in models])  # (seeds, 2, 4)
+print("copying scores, seed 0 (rows: layers, columns: heads)\n", copying[0].numpy().round(2))
+print("best layer-1 head:", copying[:, 1].amax(dim=1).numpy().round(2), "| median layer-1 head:",
+      copying[:, 1].median(dim=1).values.numpy().round(2), "| best layer-0 head:",
+      copying[:, 0].amax(dim=1).numpy().round(2))
+
+# %%
+expect_all(copying_claims(copying))
+
+# %% [markdown]
+# The layer-1 heads copy: reading token B, they raise B (some more cleanly than others: the
+# four heads share the work). The layer-0 heads do not: what they
+# write (which token came before) is for layer 1's keys to read, not a prediction. Both halves
+# of the definition hold.
+#
 # ## In every seed, in whichever heads
 #
 # Each seed is a different initialisation and a different stream of batches. Does the circuit
@@ -620,6 +652,8 @@ head_explorer(models[0], test_ids[:16], layer=0, head=previous_head)
 #   (the line below the diagonal) and an **induction head** in layer 1 (a stripe $T - 1$ below
 #   the diagonal on a sequence repeated after $T$ tokens). Which head indices take the jobs, and
 #   how many heads, changes with the seed.
+# - The induction heads also **copy**: their OV circuits, read from the weights, raise the token
+#   they read above every other for most tokens; the layer-0 heads' do not.
 # - **K-composition**: the induction head's keys read what the previous-token head wrote.
 #   Switched off for layer 1's keys only, the previous-token heads take the stripe with them;
 #   for its queries only, nothing changes.

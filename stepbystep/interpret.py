@@ -8,6 +8,7 @@ one number per head, 1.0 on the perfect pattern:
 - ``induction_score``: the mean weight a query puts on the keys right after the earlier occurrences
   of its own token (the heads of Olsson et al. 2022, "In-context Learning and Induction Heads").
 
+``ov_circuit`` and ``copying_score`` read from the weights what a head writes for each token it reads.
 ``ablate_heads`` switches heads off inside a ``with`` block and leaves the model exactly as it was;
 ``ablate_path`` switches them off only on the way into one later layer's queries, keys or values.
 """
@@ -21,7 +22,7 @@ from .devices import evaluating
 from .models import MultiHeadedAttention
 
 __all__ = ["previous_token_score", "induction_score", "attention_weights", "head_scores", "ablate_heads",
-           "ABLATIONS", "READS", "ablate_path", "per_position_loss", "half_losses"]
+           "ABLATIONS", "READS", "ablate_path", "ov_circuit", "copying_score", "per_position_loss", "half_losses"]
 
 ABLATIONS = ("zero", "mean")
 READS = ("query", "key", "value")
@@ -205,6 +206,36 @@ def ablate_path(model, ids, heads, layer, reads=("key",), how="zero"):
             attention.store_alphas = stored
             for handle in handles:
                 handle.remove()
+
+
+def ov_circuit(model, layer, head):
+    """What head ``(layer, head)`` adds to the logits for each token it reads, along the direct path
+    from the embedding: ``(V, V)``, column ``j`` for read token ``j``, row ``i`` for output token ``i``.
+
+    ``W_U · diag(γ_final) · C · W_O^h · W_V^h · diag(γ_layer) · C · W_E`` (Elhage et al.'s OV circuit),
+    with the LayerNorms' centering ``C`` and gains kept, their division by the spread and their
+    biases left out (a positive factor, and the same vector for every token). Needs a norm-first
+    model with a final norm.
+    """
+    attentions = _attention_layers(model)
+    check_int_range("layer", layer, 0, len(attentions) - 1)
+    attention = attentions[layer]
+    check_int_range("head", head, 0, attention.n_heads - 1)
+    if getattr(model, "norm", None) is None or not getattr(model.layers[layer], "norm_first", False):
+        raise ValueError("model must be norm-first with a final norm (model.norm), as the decoder-only models are")
+    d_model, heads = attention.d_model, slice(head * attention.d_k, (head + 1) * attention.d_k)
+    centre = torch.eye(d_model, device=model.embed.weight.device) - 1.0 / d_model  # (d_model, d_model)
+    with torch.no_grad():
+        read = centre @ torch.diag(model.layers[layer].sublayers[0].norm.weight) @ model.embed.weight.T  # (d, V)
+        written = attention.linear_out.weight[:, heads] @ attention.linear_value.weight[heads] @ read  # (d, V)
+        return model.head.weight @ torch.diag(model.norm.weight) @ centre @ written  # (V, V)
+
+
+def copying_score(model, layer, head):
+    """The share of tokens whose own logit is the largest in their column of ``ov_circuit``: 1.0 for a
+    head that, reading token ``j``, raises ``j`` above every other token (it copies); about ``1 / V`` by chance."""
+    circuit = ov_circuit(model, layer, head)  # (V, V)
+    return (circuit.argmax(dim=0) == torch.arange(circuit.shape[1], device=circuit.device)).float().mean().item()
 
 
 def per_position_loss(logits, ids):

@@ -9,6 +9,7 @@ from stepbystep.experiments.induction import (
     ablation_claims,
     circuit_claims,
     composition_claims,
+    copying_claims,
     drop_step,
     first_half_claims,
     first_half_losses,
@@ -127,3 +128,12 @@ def test_composition_group_and_first_half_claims():
     claims = first_half_claims(4.3 * five, 3.9 * five, 3.95 * five, 3.7 * five, 3.67 * five)
     assert all(c.holds for c in claims)
     assert not first_half_claims(4.3 * five, 3.9 * five, 3.95 * five, 4.0 * five, 3.67 * five)[2].holds
+
+
+def test_copying_claims():
+    copying = torch.full((3, 2, 4), 0.1)
+    copying[:, 1] = torch.tensor([0.95, 0.8, 0.7, 0.5])
+    assert all(c.holds for c in copying_claims(copying))
+    copying[1, 1] = torch.tensor([0.85, 0.8, 0.7, 0.4])  # seed 1: no head copies over 90%; the median (lower) 0.7
+    copying[2, 0, 0] = 0.4
+    assert [c.holds for c in copying_claims(copying)] == [False, True, False]

@@ -9,6 +9,8 @@ from stepbystep.data import repeated_sequences
 from stepbystep.interpret import (
     ablate_heads,
     ablate_path,
+    copying_score,
+    ov_circuit,
     attention_weights,
     half_losses,
     head_scores,
@@ -378,3 +380,50 @@ def test_ablate_path_errors(model_and_ids, kwargs, error):
     model, ids = model_and_ids
     with pytest.raises(error):
         ablate_path(model, ids, **kwargs)
+
+
+# ----------------------------------------------------------------------------- the OV circuit
+def test_ov_circuit_matches_the_heads_direct_path(model_and_ids):
+    """Token j alone at the key, LayerNorms without biases: the head's logit change is column j."""
+    import copy
+    model = copy.deepcopy(model_and_ids[0])
+    with torch.no_grad():
+        for norm in (model.layers[1].sublayers[0].norm, model.norm):
+            norm.bias.zero_()
+    attention, d_k = model.layers[1].self_attn_heads, model.layers[1].self_attn_heads.d_k
+    circuit = ov_circuit(model, 1, 2)
+    assert circuit.shape == (12, 12)
+    token = 5
+    x = model.embed.weight[token]  # (d_model,): the residual stream holding token 5 only
+    with torch.no_grad():
+        normed = model.layers[1].sublayers[0].norm(x)
+        value = attention.linear_value.weight @ normed  # (d_model,), bias left out
+        written = attention.linear_out.weight[:, 2 * d_k:3 * d_k] @ value[2 * d_k:3 * d_k]  # (d_model,)
+        centred = written - written.mean()
+        direct = model.head.weight @ (model.norm.weight * centred)  # (V,)
+    scale = normed.norm() / (model.layers[1].sublayers[0].norm.weight * (x - x.mean())).norm()  # 1 / spread
+    assert torch.allclose(direct, circuit[:, token] * scale, atol=1e-5)
+
+
+def test_copying_score_of_a_copying_and_an_anti_copying_head(model_and_ids):
+    import copy
+    model = copy.deepcopy(model_and_ids[0])
+    d_model, d_k = 16, 4
+    with torch.no_grad():
+        model.embed.weight.copy_(torch.eye(12, d_model) * 3)  # token j: direction j
+        model.head.weight.copy_(torch.eye(12, d_model))  # logit i reads direction i
+        attention = model.layers[0].self_attn_heads
+        attention.linear_value.weight.zero_()
+        attention.linear_out.weight.zero_()
+        attention.linear_value.weight[:d_k, :d_k] = torch.eye(d_k)  # head 0 writes back directions 0..3
+        attention.linear_out.weight[:d_k, :d_k] = torch.eye(d_k)
+        attention.linear_out.weight[:d_k, d_k:2 * d_k] = -torch.eye(d_k)  # head 1: minus what head 0 writes
+        attention.linear_value.weight[d_k:2 * d_k, :d_k] = torch.eye(d_k)
+    copies, opposes = ov_circuit(model, 0, 0), ov_circuit(model, 0, 1)
+    assert torch.equal(copies.argmax(dim=0)[:4], torch.arange(4))  # tokens 0..3 raise themselves most
+    assert not (opposes.argmax(dim=0)[:4] == torch.arange(4)).any()  # and here lower themselves
+    assert torch.allclose(opposes, -copies)
+    score = copying_score(model, 0, 0)
+    assert score == (copies.argmax(dim=0) == torch.arange(12)).float().mean().item() and score >= 4 / 12
+    with pytest.raises(ValueError):
+        copying_score(model, 0, 4)

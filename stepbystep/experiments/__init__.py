@@ -25,6 +25,7 @@ from .induction import (
     build_model,
     circuit_claims,
     composition_claims,
+    copying_claims,
     drop_step,
     first_half_claims,
     first_half_losses,

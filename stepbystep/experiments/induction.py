@@ -20,7 +20,8 @@ from ..interpret import half_losses, head_scores, per_position_loss
 from ..models import AttentionOnlyTransformer
 
 __all__ = ["VOCAB_SIZE", "MIN_LENGTH", "MAX_LENGTH", "build_model", "train_on_repeats", "drop_step",
-           "first_half_losses", "phase_change_claims", "circuit_claims", "composition_claims", "group_claims",
+           "first_half_losses", "phase_change_claims", "circuit_claims", "composition_claims", "copying_claims",
+           "group_claims",
            "ablation_claims", "first_half_claims", "one_layer_claims", "fixed_length_claims"]
 
 VOCAB_SIZE, MIN_LENGTH, MAX_LENGTH = 32, 4, 16  # tokens; the shortest and longest half
@@ -167,6 +168,19 @@ def composition_claims(intact, through):
                    and (values["repeat"] < intact["repeat"] + 0.1).all()),
               "off for the values only, the score moves by less than 0.1 and the loss rises by less than 0.1",
               (values["induction"] - intact["induction"], values["repeat"] - intact["repeat"])),
+    ]
+
+
+def copying_claims(copying):
+    """The layer-1 heads copy; the layer-0 heads do not. ``copying`` ``(seeds, 2, H)``: ``copying_score``s."""
+    best, middle = copying[:, 1].amax(dim=1), copying[:, 1].median(dim=1).values  # (seeds,) each
+    return [
+        Claim(bool((best > 0.9).all()),
+              "in every seed a layer-1 head's OV circuit raises the token it reads above every other token, "
+              "for over 90% of the tokens", best),
+        Claim(bool((middle > 0.6).all()), "and the median layer-1 head does so for over 60% of them", middle),
+        Claim(bool((copying[:, 0] < 0.25).all()), "no layer-0 head does so for even 25% of them, in any seed",
+              copying[:, 0].amax(dim=1)),
     ]
 
 
