@@ -164,7 +164,7 @@ expect_all(phase_change_claims(histories, drops, STEPS))
 # The first half does not stay quite where it was: it sits a little above $\ln V$ from the start,
 # and rises by a few tenths at the drop. We come back to why once we have found the heads.
 #
-# What does that buy? Give the seed-0 model 10 fresh random tokens followed by the first two of
+# What does the drop buy? Give the seed-0 model 10 fresh random tokens followed by the first two of
 # them again, and let it write 8 more with greedy decoding (`generate`, chapter 09, at
 # temperature 0):
 
@@ -255,6 +255,10 @@ expect(stripe.mean() > 0.7, f"the induction head puts most of its weight {TEST_L
        got=stripe.mean())
 expect(weights[0][0, previous_head].diagonal(offset=-1).mean() > 0.6,
        "the previous-token head puts most of its weight on the key before", got=weights[0][0, previous_head])
+first_half_repeats = weights[1][0, induction_head, [6, 10], [5, 3]]  # queries 6 and 10: their token occurred at 4, 2
+expect(bool((first_half_repeats > 0.5).all()),
+       "in the first half, queries 6 and 10 put most of their weight on the keys after the earlier 3 and 21",
+       got=first_half_repeats)
 
 # %% [markdown]
 # The layer-0 head draws the line just below the diagonal: each query reads the token before

@@ -172,7 +172,8 @@ def composition_claims(intact, through):
 
 
 def copying_claims(copying):
-    """The layer-1 heads copy; the layer-0 heads do not. ``copying`` ``(seeds, 2, H)``: ``copying_score``s."""
+    """The layer-1 heads copy; the layer-0 heads do not. ``copying`` ``(seeds, 2, H)``: ``copying_score``s
+    (the median of an even count is the lower of the two middle ones, as ``torch.median``'s)."""
     best, middle = copying[:, 1].amax(dim=1), copying[:, 1].median(dim=1).values  # (seeds,) each
     return [
         Claim(bool((best > 0.9).all()),
