@@ -113,6 +113,11 @@ BREAKS = [
             return plan, counts
         return broken""",
           "is_causal: the same as the fused kernel's is_causal (± 1e-5)"),
+    Break("ablation-switches-nothing-off", "13_induction_heads", "stepbystep.interpret", "ablate_heads", """
+        def broken(model, heads, *args, **kwargs):  # every head left on
+            return original(model, [], *args, **kwargs)
+        return broken""",
+          "with the previous-token heads off, every seed's best induction score falls below half of its value"),
 ]
 
 SITECUSTOMIZE = '''\

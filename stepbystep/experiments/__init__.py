@@ -19,3 +19,21 @@ from .generation_timing import cache_numbers, step_logits, time_per_token, time_
 from .position_claims import alibi_head_claims, far_token_claims, length_claims, training_length_claims
 from .vit_positions import POSITION_MODELS, ShuffledPatches, blind_ceiling, position_runs, shuffled_logits
 from .memory import MemoryReport, attention_memory, measure_memory, memory_claims
+from .induction import (
+    MAX_LENGTH,
+    MIN_LENGTH,
+    VOCAB_SIZE,
+    ablation_claims,
+    build_model,
+    circuit_claims,
+    composition_claims,
+    copying_claims,
+    drop_step,
+    first_half_claims,
+    first_half_losses,
+    fixed_length_claims,
+    group_claims,
+    one_layer_claims,
+    phase_change_claims,
+    train_on_repeats,
+)

@@ -28,6 +28,7 @@ from .seq2seq.toy_decoding import markov_beam_steps, markov_greedy
 from .seq2seq.translate import Translation, complete, translate, translate_with_alignment
 from .gpt.kv_cache import KVCache, LayerCache
 from .gpt.model import IGNORE_INDEX, POSITION_SCHEMES, DecoderOnlyLayer, DecoderOnlyTransformer, completion_loss
+from .gpt.attention_only import AttentionOnlyLayer, AttentionOnlyTransformer
 from .gpt.generation import generate, left_pad, next_token_logits, sampling_distribution, top_k_filter, top_p_filter
 from .positions.learned import LearnedPositionalEmbedding
 from .positions.alibi import alibi_bias, alibi_bias_at, alibi_slopes

@@ -59,3 +59,11 @@ from .vit import (
 )
 from .todays_block import block_study, kv_cache_memory, prefill_decode
 from .tiles import TILE_STATES, memory_by_length, online_softmax_blocks, plan_states, tile_grid, tiles_explorer_figure
+from .induction import (
+    ablation_effects,
+    head_score_dots,
+    induction_circuit,
+    induction_maps,
+    phase_change,
+    position_losses,
+)

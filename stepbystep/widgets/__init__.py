@@ -15,6 +15,7 @@ from .ch09_sampling import sampling_explorer, sampling_explorer_state
 from .ch10_positions import position_explorer, position_explorer_state
 from .ch11_vit import vit_explorer, vit_explorer_state
 from .ch12_cache import kv_cache_explorer, kv_cache_state
+from .ch13_heads import head_explorer, head_explorer_state, parse_tokens
 from .ch14_tiles import tiles_explorer, tiles_explorer_state
 
 __all__ = [
@@ -45,6 +46,10 @@ __all__ = [
     # chapter 12
     "kv_cache_state",
     "kv_cache_explorer",
+    # chapter 13
+    "head_explorer_state",
+    "head_explorer",
+    "parse_tokens",
     # chapter 14
     "tiles_explorer_state",
     "tiles_explorer",

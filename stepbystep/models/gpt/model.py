@@ -109,14 +109,20 @@ class DecoderOnlyTransformer(nn.Module):
             self.rotary = RotaryEmbedding(d_model // n_heads, base=rope_base, max_len=max_len, pairing=rope_pairing) \
                 if d_model % n_heads == 0 else None  # (an indivisible d_model is refused by the layers)
         self.layers = nn.ModuleList([
-            DecoderOnlyLayer(n_heads, d_model, ff_units, dropout, norm_first=norm_first, store_alphas=store_alphas,
-                             rotary=self.rotary, n_kv_heads=n_kv_heads, bias=bias, mlp=mlp, norm=norm, norm_eps=norm_eps)
+            self.make_layer(n_heads, d_model, ff_units, dropout, norm_first, store_alphas, n_kv_heads=n_kv_heads,
+                            bias=bias, mlp=mlp, norm=norm, norm_eps=norm_eps)
             for _ in range(n_layers)
         ])
         self.norm = make_norm(norm, d_model, norm_eps, bias) if self.norm_first else None
         self.head = nn.Linear(d_model, vocab_size, bias=head_bias)  # the output layer
         if self.tie_weights:
             self.head.weight = self.embed.weight  # one (V, d_model) matrix, two uses
+
+    def make_layer(self, n_heads, d_model, ff_units, dropout, norm_first, store_alphas, **options):
+        """One layer of the stack, a ``DecoderOnlyLayer`` with chapter 12's ``options`` (``n_kv_heads``,
+        ``bias``, ``mlp``, ``norm``, ``norm_eps``); a subclass may build another kind."""
+        return DecoderOnlyLayer(n_heads, d_model, ff_units, dropout, norm_first=norm_first, store_alphas=store_alphas,
+                                rotary=self.rotary, **options)
 
     def new_cache(self, capacity=None):
         """An empty ``KVCache`` for this model's layers (``capacity``: preallocated tokens, no gradients)."""

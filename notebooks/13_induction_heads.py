@@ -1,0 +1,731 @@
+# %% [markdown]
+# # Chapter 13: what did it learn? Induction heads, found, measured and switched off
+#
+# We can now build and train a Transformer. The next question is what its heads compute. An
+# attention map is a picture, and a picture can mislead; this chapter finds two heads that work
+# together, measures what each one does with a number, and then **switches them off** to show
+# that the model needs them.
+#
+# The two heads form an **induction circuit**, described by Elhage et al., "A Mathematical
+# Framework for Transformer Circuits" (2021), and studied during training by Olsson et al.,
+# "In-context Learning and Induction Heads" (2022). Given a sequence `… A B … A`, the circuit
+# predicts `B`: it finds the earlier `A`, and copies the token that came after it. It is the
+# simplest form of learning from the context: nothing about `A` and `B` is in the weights, the
+# model reads it from the sequence in front of it.
+#
+# We train a model just deep enough for the circuit (two layers), in a few seconds, on a task
+# where only the circuit gets far: random tokens, then the same tokens again.
+#
+# By the end of this chapter you will be able to:
+#
+# - build an **attention-only** decoder (chapter 09's model without its feed-forward layers);
+# - see the **phase change**: the loss on the repeat falls suddenly, far below $\ln V$, while the
+#   first half stays near $\ln V$;
+# - find the **previous-token head** and the **induction head** by two scores computed from the
+#   attention weights, and read their maps;
+# - explain **K-composition**: the second head's keys read what the first head wrote;
+# - give **causal evidence**: switch heads off (ablation) and watch the loss on the repeat, and
+#   train a one-layer model that cannot form the circuit;
+# - check that the circuit forms in every seed, in whichever heads.
+
+# %%
+import math
+
+import torch
+
+from stepbystep import plots
+from stepbystep.data import repeated_sequences
+from stepbystep.exercises import ch13
+from stepbystep.expect import expect, expect_all
+from stepbystep.experiments.induction import (
+    MAX_LENGTH,
+    MIN_LENGTH,
+    VOCAB_SIZE,
+    ablation_claims,
+    build_model,
+    circuit_claims,
+    composition_claims,
+    copying_claims,
+    drop_step,
+    first_half_claims,
+    first_half_losses,
+    fixed_length_claims,
+    group_claims,
+    one_layer_claims,
+    phase_change_claims,
+    train_on_repeats,
+)
+from stepbystep.interpret import (
+    ablate_heads,
+    ablate_path,
+    attention_weights,
+    copying_score,
+    half_losses,
+    head_scores,
+    induction_score,
+    per_position_loss,
+    previous_token_score,
+)
+from stepbystep.models import generate
+from stepbystep.widgets import head_explorer
+
+# %% [markdown]
+# ## The task: random tokens, then the same again
+#
+# `repeated_sequences(n, length, vocab_size, seed)` draws `length` random tokens and writes them
+# twice. Each sequence comes from its own seeded generator, so the same seed gives the same
+# sequences on any machine:
+
+# %%
+ids = repeated_sequences(2, 8, VOCAB_SIZE, seed=0)  # (2, 16)
+print(ids)
+print("second half == first half:", torch.equal(ids[:, :8], ids[:, 8:]))
+
+# %% [markdown]
+# A model predicts each next token from the ones before it. In the **first half** nothing can be
+# predicted: each token is drawn uniformly from $V = 32$, so the best possible loss there is
+# $\ln V = \ln 32 \approx 3.47$ (chapter 07: a uniform guess over $V$ tokens). In the **repeat**
+# every token can be predicted exactly, except the first one (nothing tells where the repeat
+# starts): a model that looks up the current token's earlier occurrence and copies its successor
+# gets them right (all of them, unless a token occurs twice in the first half: then two
+# successors compete).
+#
+# One trap: if every sequence had the same length, a head could simply read the key that sits
+# `length - 1` positions back, and predict the repeat **from positions alone**, without reading
+# any token (the end of the chapter shows it happen). So each training batch draws its own
+# half-length, from 4 to 16 tokens: the distance to the earlier occurrence changes from batch to
+# batch, and only reading the tokens works.
+#
+# ## An attention-only model
+#
+# Elhage et al. study Transformers **without feed-forward layers**: each layer only adds what
+# its heads write to the residual stream. Every path from the input to the logits then goes
+# through zero, one or two heads, and a head's contribution can be read (and removed) on its
+# own, up to the LayerNorms, which rescale the stream as a whole (Elhage et al. set them aside
+# in their analysis). `AttentionOnlyTransformer` is chapter 09's `DecoderOnlyTransformer` whose
+# layers keep their self-attention sublayer (norm-first, residual) and drop the feed-forward
+# one. We use 2 layers of 4 heads, $d_{model} = 64$, RoPE positions (chapter 10), no dropout:
+
+# %%
+model = build_model(n_layers=2, seed=0)
+print(model.layers[0])
+print(f"{sum(p.numel() for p in model.parameters()):,} parameters")
+
+# %% [markdown]
+# ## The phase change
+#
+# We train 5 seeds for 300 steps of 32 sequences each, Adam at $10^{-2}$. For every batch
+# `train_on_repeats` records the loss on each half before the update; every 10 steps it also
+# measures the heads' scores (defined in the next section) on 32 probe sequences. The test
+# sequences have a half-length of 12 and a data seed that no training batch uses.
+
+# %% tags=["nbval-ignore-output"]
+SEEDS, STEPS, TEST_LENGTH = (0, 1, 2, 3, 4), 300, 12
+LOG_V = math.log(VOCAB_SIZE)
+test_ids = repeated_sequences(256, TEST_LENGTH, VOCAB_SIZE, seed=0)  # (256, 24): data seed 0, never trained on
+probe = test_ids[:32]  # (32, 24)
+
+models, histories = [], []
+for seed in SEEDS:
+    trained, history = train_on_repeats(n_layers=2, seed=seed, steps=STEPS, probe=probe)
+    models.append(trained)
+    histories.append(history)
+drops = [drop_step(history["repeat"], LOG_V / 2) for history in histories]
+print("step where the repeat's loss (mean of 10 steps) falls below ln V / 2:", drops)
+
+# %% tags=["nbval-ignore-output"]
+fig = plots.phase_change(histories, drops, LOG_V)
+
+# %%
+expect_all(phase_change_claims(histories, drops, STEPS))
+
+# %% [markdown]
+# For more than a hundred steps little happens: the first half sits near $\ln V$, and the repeat
+# creeps down slowly (the one-layer model at the end of the chapter shows how far that goes
+# without the circuit: only tokens already seen can come next). Then, within a few dozen steps,
+# the loss on the repeat falls far below $\ln V$ while the first half stays near it. The step
+# differs from seed to seed (the dotted lines); the shape does not. At the same steps (right)
+# two scores jump: a head in layer 0 starts to read the **previous token**, and a head in layer
+# 1 starts to read the token **after the earlier occurrence** of its own. The next sections
+# measure those heads.
+#
+# Olsson et al. saw this in the training of small attention-only models and of larger models
+# with feed-forward layers: early in training, induction heads form within a short window, at
+# the same time as the models' in-context learning (how much lower the loss is late in a
+# context than early) improves sharply, visible as a bump in the training loss. They call it a
+# **phase change**, and in their comparison of depths the one-layer attention-only models do
+# not have it. Our task is far simpler than language: apart from the slow start, the drop is the
+# whole story. The slow start followed by a sudden drop has been described on another
+# synthetic task too: in Edelman et al., "The Evolution of Statistical Induction Heads: In-Context
+# Learning Markov Chains" (2024), the models first predicted from the frequencies of single
+# tokens in the context, then switched rapidly to the statistics of pairs of tokens, computed
+# by what they call statistical induction heads.
+#
+# The first half does not stay quite where it was: it sits a little above $\ln V$ from the start,
+# and rises by a few tenths at the drop. We come back to why once we have found the heads.
+#
+# What does the drop buy? Give the seed-0 model 10 fresh random tokens followed by the first two of
+# them again, and let it write 8 more with greedy decoding (`generate`, chapter 09, at
+# temperature 0):
+
+# %% tags=["nbval-ignore-output"]
+fresh = repeated_sequences(1, 10, VOCAB_SIZE, seed=60001)[0]  # (20,): a data seed no batch uses
+prompt = fresh[:12]  # 10 tokens, then the first 2 again
+written = generate(models[0], prompt, 8, temperature=0)[12:]  # (8,)
+print("prompt :", prompt.tolist())
+print("written:", written.tolist())
+print("the rest of the repeat:", fresh[12:20].tolist())
+
+# %%
+every_seed = [generate(trained, prompt, 8, temperature=0)[12:] for trained in models]  # [(8,)] * seeds
+expect(all(torch.equal(w, fresh[12:20]) for w in every_seed),
+       "every seed's model writes the rest of the repeat, token for token", got=every_seed)
+
+# %% [markdown]
+# So do the models of the other four seeds. They have never seen these tokens in this order, and
+# nothing about this sequence is in their weights: they read it from the prompt. That is
+# in-context learning in its simplest form.
+#
+# ## Two scores, computed from the weights
+#
+# A head's attention weights `(N, H, L, L)` (query rows, key columns) tell where each query
+# looks. Two scores turn them into one number per head, both 1.0 on the perfect pattern:
+#
+# - **previous-token score**: the mean weight a query puts on the key just before it (the
+#   diagonal one below the main one);
+# - **induction score**: the mean weight a query puts on the key right **after** the earlier
+#   occurrence of its own token, over the queries whose token did occur before. On a repeated
+#   sequence of half-length $T$, the query at $T + k$ holds the token of position $k$, and the
+#   key after it is $k + 1$: $T - 1$ positions back. The induction head draws a stripe
+#   $T - 1$ below the diagonal.
+#
+# On hand-built patterns:
+
+# %%
+L_DEMO, T_DEMO = 8, 4
+demo_ids = repeated_sequences(1, T_DEMO, VOCAB_SIZE, seed=1)  # (1, 8)
+previous_pattern = torch.zeros(1, 1, L_DEMO, L_DEMO)
+previous_pattern[0, 0, 0, 0] = 1.0
+previous_pattern[0, 0, torch.arange(1, L_DEMO), torch.arange(L_DEMO - 1)] = 1.0  # each query on the key before
+induction_pattern = torch.eye(L_DEMO).reshape(1, 1, L_DEMO, L_DEMO).clone()
+induction_pattern[0, 0, T_DEMO:] = 0.0
+induction_pattern[0, 0, torch.arange(T_DEMO, L_DEMO), torch.arange(1, T_DEMO + 1)] = 1.0  # T - 1 back
+uniform = torch.ones(L_DEMO, L_DEMO).tril()
+uniform = (uniform / uniform.sum(dim=-1, keepdim=True)).reshape(1, 1, L_DEMO, L_DEMO)
+print("demo ids:", demo_ids[0].tolist())
+for name, pattern in (("previous-token", previous_pattern), ("induction", induction_pattern),
+                      ("uniform", uniform)):
+    print(f"{name:>15} pattern: previous-token score {previous_token_score(pattern).item():.3f}, "
+          f"induction score {induction_score(pattern, demo_ids).item():.3f}")
+
+# %% [markdown]
+# The uniform pattern (every query spreads its weight over all the keys it may read) scores
+# low on both: a high score means the head **chooses** that key.
+#
+# ## The heads of the trained models
+#
+# `head_scores(model, ids)` runs the model once on the teaching path and scores every head of
+# every layer. For the seed-0 model, on the 256 test sequences:
+
+# %% tags=["nbval-ignore-output"]
+scores = [head_scores(trained, test_ids) for trained in models]  # per seed: (2, 4) previous, (2, 4) induction
+previous = torch.stack([s[0] for s in scores])  # (seeds, 2, 4)
+induction = torch.stack([s[1] for s in scores])  # (seeds, 2, 4)
+print("previous-token scores, seed 0 (rows: layers, columns: heads)\n", previous[0].numpy().round(2))
+print("induction scores, seed 0\n", induction[0].numpy().round(2))
+
+# %% [markdown]
+# The scores pick out the heads. Here are the best previous-token head of layer 0 and the best
+# induction head of layer 1 of the seed-0 model, on one test sequence (dashed: where the repeat
+# starts):
+
+# %% tags=["nbval-ignore-output"]
+previous_head = previous[0, 0].argmax().item()
+induction_head = induction[0, 1].argmax().item()
+sequence = test_ids[:1]  # (1, 24)
+weights = attention_weights(models[0], sequence)  # [(1, 4, 24, 24)] * 2
+fig = plots.induction_maps(
+    [weights[0][0, previous_head], weights[1][0, induction_head]],
+    [f"layer 0, head {previous_head}: previous token", f"layer 1, head {induction_head}: induction"],
+    TEST_LENGTH, tokens=sequence[0])
+
+# %%
+stripe = weights[1][0, induction_head].diagonal(offset=-(TEST_LENGTH - 1))[1:]  # queries T+1 .. 2T-1
+expect(stripe.mean() > 0.7, f"the induction head puts most of its weight {TEST_LENGTH - 1} keys back in the repeat",
+       got=stripe.mean())
+expect(weights[0][0, previous_head].diagonal(offset=-1).mean() > 0.6,
+       "the previous-token head puts most of its weight on the key before", got=weights[0][0, previous_head])
+first_half_repeats = weights[1][0, induction_head, [6, 10], [5, 3]]  # queries 6 and 10: their token occurred at 4, 2
+expect(bool((first_half_repeats > 0.5).all()),
+       "in the first half, queries 6 and 10 put most of their weight on the keys after the earlier 3 and 21",
+       got=first_half_repeats)
+
+# %% [markdown]
+# The layer-0 head draws the line just below the diagonal: each query reads the token before
+# it. The layer-1 head, in the repeat, draws a stripe $T - 1 = 11$ positions below the
+# diagonal: the query at position 12 holds the token of position 0 and reads position 1, the
+# token that came after it. In the first half it follows the same rule wherever it can: this
+# sequence has the token 3 at positions 4 and 6 and the token 21 at positions 2 and 10, and the
+# queries at 6 and 10 read the keys after the earlier 3 and 21 (positions 5 and 3). On random
+# tokens that copy predicts wrongly; we come back to its cost. Where its token has not occurred
+# before, a query parks its weight on an early key.
+#
+# ## How the two heads compose
+#
+# The layer-1 head cannot find "the token after my earlier occurrence" by itself: a key at
+# position $k + 1$ holds token $k + 1$, and nothing about the token **before** it. The layer-0
+# head supplies that. Reading the previous token, it adds to position $k + 1$'s residual stream
+# a vector that says which token came before. The layer-1 head's **keys** are computed from that
+# stream, so its query "I am token A" can match the key "the token before me was A". Its value
+# at that position carries the token itself, B, which the output layer turns into the
+# prediction.
+#
+# Elhage et al. call this **K-composition**: the second head's keys read what the first head
+# wrote (Q- and V-composition are the same with queries or values). It needs two layers: in one
+# layer every head reads only the token embeddings (and, through RoPE, how far apart a query and
+# a key are), never the token before a key. Elhage et al. show that a one-layer attention-only
+# model amounts to bigram and "skip-trigram" statistics (a token, one earlier token, the next
+# token), and that the two-layer models they trained form induction heads by K-composition with
+# a previous-token head.
+
+# %% tags=["nbval-ignore-output"]
+fig = plots.induction_circuit()
+
+# %% [markdown]
+# First, does the induction heads' attention depend on the previous-token heads at all? Switch
+# the previous-token heads off and measure the layer-1 heads' induction scores again.
+# `ablate_heads(model, heads)` switches heads off inside a `with` block: a hook zeroes each
+# chosen head's slice of the merged context just before `linear_out`, so the head writes
+# nothing to the residual stream (on both attention paths). On leaving the block the model is
+# exactly as before.
+#
+# We call a layer-0 head a **previous-token head** when its score is above 0.5, and a layer-1
+# head an **induction head** when its induction score is above 0.5. In layer 0 the 5 seeds'
+# scores fall into two groups well apart (the figure in the next section shows them); in
+# layer 1 almost every head of every seed is an induction head, a few of them close to the
+# line.
+
+# %% tags=["nbval-ignore-output"]
+THRESHOLD = 0.5
+previous_heads = [[(0, h) for h in range(4) if previous[s, 0, h] > THRESHOLD] for s in range(len(SEEDS))]
+other_heads = [[(0, h) for h in range(4) if previous[s, 0, h] <= THRESHOLD] for s in range(len(SEEDS))]
+induction_heads = [[(1, h) for h in range(4) if induction[s, 1, h] > THRESHOLD] for s in range(len(SEEDS))]
+without_previous, without_others = [], []
+for trained, heads, others in zip(models, previous_heads, other_heads):
+    with ablate_heads(trained, heads):
+        without_previous.append(head_scores(trained, test_ids)[1][1].max())
+    with ablate_heads(trained, others):
+        without_others.append(head_scores(trained, test_ids)[1][1].max())
+without_previous, without_others = torch.stack(without_previous), torch.stack(without_others)  # (seeds,) each
+print("previous-token heads:", previous_heads)
+print("best layer-1 induction score: intact", induction[:, 1].max(dim=1).values.numpy().round(2),
+      "| previous-token heads off", without_previous.numpy().round(2),
+      "| other layer-0 heads off", without_others.numpy().round(2))
+
+# %%
+best_induction = induction[:, 1].max(dim=1).values  # (seeds,)
+expect(bool((without_previous < 0.5 * best_induction).all()),
+       "with the previous-token heads off, every seed's best induction score falls below half of its value",
+       got=(best_induction, without_previous))
+expect(bool((without_others > best_induction - 0.1).all()),
+       "with the other layer-0 heads off, it stays within 0.1 of its value", got=(best_induction, without_others))
+
+# %% [markdown]
+# With the previous-token heads off, the layer-1 heads no longer find the token after the
+# earlier occurrence; with the other layer-0 heads off, they still do. So the induction heads'
+# attention depends on what the previous-token heads wrote. But through what? Switched off,
+# the previous-token heads are gone from everything layer 1 reads: its queries, its keys and
+# its values. `ablate_path(model, ids, heads, layer, reads)` switches them off for one of these
+# only: a first run with the heads off records what layer 1's `linear_key` (or `linear_query`,
+# or `linear_value`) reads; a second, intact run gets that recording in place of its own input
+# there, and nowhere else.
+
+# %% tags=["nbval-ignore-output"]
+through = {}
+for part in ("key", "query", "value"):
+    runs = [ablate_path(trained, test_ids, heads, layer=1, reads=(part,))
+            for trained, heads in zip(models, previous_heads)]  # [(logits (256, 24, V), weights (256, 4, 24, 24))]
+    through[part] = {
+        "induction": torch.stack([induction_score(w, test_ids).max() for _, w in runs]),  # (seeds,)
+        "repeat": torch.stack([half_losses(per_position_loss(logits, test_ids), TEST_LENGTH)[1] for logits, _ in runs]),
+    }
+with torch.no_grad():
+    intact = {"induction": best_induction,
+              "repeat": torch.stack([half_losses(per_position_loss(m(test_ids), test_ids), TEST_LENGTH)[1]
+                                     for m in models])}
+plural = {"key": "keys", "query": "queries", "value": "values"}
+for name, run in [("intact", intact)] + [(f"off for the {plural[part]} only", through[part]) for part in through]:
+    print(f"{name:>24}: best induction score {run['induction'].numpy().round(2)}, "
+          f"repeat loss {run['repeat'].numpy().round(2)}")
+
+# %%
+expect_all(composition_claims(intact, through))
+
+# %% [markdown]
+# The keys carry the whole effect. Switched off for layer 1's keys only, the previous-token
+# heads take the stripe and most of the copying with them; switched off for its queries only,
+# nothing changes; for its values only, the stripe stays and the copying even gets a little
+# better (the values no longer carry the previous token, only the token itself). The
+# previous-token heads reach the induction heads through their keys: **K-composition**,
+# measured.
+#
+# ## Does the induction head copy?
+#
+# Olsson et al. define an induction head by two properties: **prefix matching** (it attends to
+# the token after an earlier occurrence of the current one: our induction score) and
+# **copying** (what it reads there raises that same token's logit). The second can be read
+# from the weights. Elhage et al.'s **OV circuit** of a head follows one token through the
+# embedding, the head's values and output, and the output layer: a $V \times V$ matrix whose
+# column $j$ says how much the head, reading token $j$, raises each token's logit.
+# `ov_circuit(model, layer, head)` computes it (keeping the LayerNorms' centering and gains,
+# leaving out their division by the spread, a positive factor, and their biases, the same for
+# every token), and `copying_score` counts the share of tokens $j$ whose own logit comes out on
+# top of column $j$ (by chance, about $1/V \approx 0.03$):
+
+# %% tags=["nbval-ignore-output"]
+copying = torch.tensor([[[copying_score(trained, layer, head) for head in range(4)] for layer in range(2)]
+                        for trained in models])  # (seeds, 2, 4)
+print("copying scores, seed 0 (rows: layers, columns: heads)\n", copying[0].numpy().round(2))
+print("best layer-1 head:", copying[:, 1].amax(dim=1).numpy().round(2), "| median layer-1 head:",
+      copying[:, 1].median(dim=1).values.numpy().round(2), "| best layer-0 head:",
+      copying[:, 0].amax(dim=1).numpy().round(2))
+
+# %%
+expect_all(copying_claims(copying))
+
+# %% [markdown]
+# The layer-1 heads copy: reading token B, they raise B (some more cleanly than others: the
+# four heads share the work). The layer-0 heads do not: what they
+# write (which token came before) is for layer 1's keys to read, not a prediction. Both halves
+# of the definition hold.
+#
+# ## In every seed, in whichever heads
+#
+# Each seed is a different initialisation and a different stream of batches. Does the circuit
+# form every time, and in the same heads? Each panel shows, for each seed, all 4 heads of a
+# layer, each drawn as its index; the best head of each seed is in bold red. The third panel
+# is the one-layer control of the next section but one.
+
+# %% tags=["nbval-ignore-output"]
+one_layer = [train_on_repeats(n_layers=1, seed=seed, steps=STEPS) for seed in SEEDS]  # (model, history) each
+one_layer_induction = torch.stack([head_scores(m, test_ids)[1][0] for m, _ in one_layer])  # (seeds, 4)
+fig = plots.head_score_dots({"previous-token score, layer 0": previous[:, 0],
+                             "induction score, layer 1": induction[:, 1],
+                             "induction score, one-layer model": one_layer_induction}, threshold=THRESHOLD)
+
+# %%
+expect_all(circuit_claims(previous, induction))
+
+# %% [markdown]
+# Every seed forms both halves of the circuit. Which head index takes each job changes from
+# seed to seed (the heads start as equals; the initialisation decides), and so does **how
+# many** heads take it: in layer 1, usually every head becomes an induction head (in this task
+# they have nothing else to do), and layer 0 has one or several previous-token heads. That
+# will matter when we switch heads off.
+#
+# ## Causal evidence: switching heads off
+#
+# A score says where a head looks, not whether the model needs it. Switching it off does. For
+# each seed, the loss on the repeat of the test sequences with each head off in turn, minus the
+# loss with all heads on:
+
+# %% tags=["nbval-ignore-output"]
+def repeat_loss(trained, heads=()):
+    """The loss on the repeat of the test sequences with `heads` switched off."""
+    with ablate_heads(trained, list(heads)), torch.no_grad():
+        return half_losses(per_position_loss(trained(test_ids), test_ids), TEST_LENGTH)[1]
+
+
+baseline = torch.stack([repeat_loss(trained) for trained in models])  # (seeds,)
+single = torch.stack([torch.stack([torch.stack([repeat_loss(trained, [(layer, head)]) for head in range(4)])
+                                   for layer in range(2)]) for trained in models])  # (seeds, 2, 4)
+in_circuit = torch.zeros(len(SEEDS), 2, 4, dtype=torch.bool)
+for s in range(len(SEEDS)):
+    for layer, head in previous_heads[s] + induction_heads[s]:
+        in_circuit[s, layer, head] = True
+groups = {"none off": baseline,
+          "previous-token heads off": torch.stack([repeat_loss(m, h) for m, h in zip(models, previous_heads)]),
+          "other layer-0 heads off": torch.stack([repeat_loss(m, h) for m, h in zip(models, other_heads)]),
+          "induction heads off": torch.stack([repeat_loss(m, h) for m, h in zip(models, induction_heads)])}
+print("repeat loss, all heads on:", baseline.numpy().round(2))
+for name, values in groups.items():
+    print(f"{name:>25}: {values.numpy().round(2)}")
+
+# %% tags=["nbval-ignore-output"]
+fig = plots.ablation_effects(single - baseline[:, None, None], in_circuit, groups, LOG_V)
+
+# %%
+expect_all(ablation_claims(single, baseline, in_circuit, groups, LOG_V))
+
+# %% [markdown]
+# One head at a time (left), only heads of the circuit raise the loss on the repeat; every
+# other head leaves it where it was. But a circuit head does not always raise it much: where a
+# seed has several previous-token heads, or four induction heads, the others carry on without
+# the one switched off. Singh et al., "What needs to go right for an induction head? A
+# mechanistic study of in-context learning circuits and their formation" (2024), found the same
+# in small attention-only models: several induction heads that add up, wired many-to-many to
+# several previous-token heads. In layer 1 almost every head is a circuit head, so the heads
+# that are not, the control, are layer 0's others.
+#
+# The groups (right) settle it. With the induction heads off, the loss on the repeat goes back
+# to about $\ln V$ or above: the copying is gone. With the previous-token heads off, it rises
+# by more than 1 in every seed, to between about 2 and 3: most of the copying is gone, not all
+# (the layer-1 heads still find some earlier occurrences: their best induction score fell to
+# between 0.2 and 0.4, not to the one-layer models' level). With the other layer-0 heads off, it
+# hardly moves (by less than 0.25; in most seeds it even falls a little). The circuit is
+# necessary, and nothing else in layer 0 is.
+#
+# Zeroing a head's output is one way to switch it off; it leaves the next LayerNorm a vector
+# the model never saw in training. Another is to replace the head's output by its **mean** over
+# the batch and the positions (`how="mean"`), which keeps what the head writes on average and
+# removes only what depends on the sequence. The groups again, with mean ablation:
+
+# %% tags=["nbval-ignore-output"]
+def repeat_loss_mean(trained, heads):
+    """The loss on the repeat with `heads` replaced by their mean output."""
+    with ablate_heads(trained, list(heads), how="mean"), torch.no_grad():
+        return half_losses(per_position_loss(trained(test_ids), test_ids), TEST_LENGTH)[1]
+
+
+mean_groups = {name: torch.stack([repeat_loss_mean(m, h) for m, h in zip(models, heads)])
+               for name, heads in (("previous-token heads off", previous_heads),
+                                   ("other layer-0 heads off", other_heads),
+                                   ("induction heads off", induction_heads))}
+for name, values in mean_groups.items():
+    print(f"{name:>25} (mean): {values.numpy().round(2)}")
+
+# %%
+expect_all(group_claims(baseline, mean_groups, LOG_V, how="by their mean"))
+
+# %% [markdown]
+# The same story: the conclusions do not hang on zeroing.
+#
+# ## One layer cannot
+#
+# A one-layer model trained on exactly the same batches, for the same 300 steps: its heads read
+# only the embeddings, so no head can know which token came before a key (it has already been
+# trained above, for the scores figure):
+
+# %% tags=["nbval-ignore-output"]
+one_layer_repeat = torch.stack([repeat_loss(m) for m, _ in one_layer])  # (seeds,)
+one_layer_first = torch.stack([half_losses(per_position_loss(m(test_ids), test_ids), TEST_LENGTH)[0].detach()
+                               for m, _ in one_layer])
+print("one layer, repeat loss:", one_layer_repeat.numpy().round(2), "first half:", one_layer_first.numpy().round(2))
+print("two layers, repeat loss:", baseline.numpy().round(2))
+
+# %% tags=["nbval-ignore-output"]
+with torch.no_grad():
+    curves = {"two layers": torch.stack([per_position_loss(m(test_ids), test_ids) for m in models]),
+              "one layer": torch.stack([per_position_loss(m(test_ids), test_ids) for m, _ in one_layer])}
+fig = plots.position_losses(curves, TEST_LENGTH, LOG_V)
+
+# %%
+expect_all(one_layer_claims(one_layer_repeat, baseline, one_layer_induction))
+
+# %% [markdown]
+# The loss at every position of the test sequences shows it at a glance: the two-layer models
+# drop at the repeat, the one-layer models only dip. No seed of the one-layer model forms an
+# induction head (its best induction score stays low: the third panel above), and the loss on
+# the repeat stays far above the two-layer models'. It
+# is below $\ln V$ all the same: one layer can learn that a token **seen earlier in the
+# sequence** is more likely than one not seen (in the repeat, every next token was seen), which
+# is the skip-trigram kind of statistic Elhage et al. describe. That narrows the guess to the
+# tokens seen so far, but does not say which of them comes next.
+#
+# ## Why the first half got worse
+#
+# Back to the first half, which ends about half a nat above $\ln V$ and rose at the drop. Two
+# measurements on the test sequences. First, the probability the seed-0 model gives, at each
+# first-half position, to the tokens that have already occurred in the sequence:
+
+# %% tags=["nbval-ignore-output"]
+with torch.no_grad():
+    first_probs = models[0](test_ids)[:, :TEST_LENGTH - 1].softmax(dim=-1)  # (256, 11, V): predicting 1 .. T-1
+seen = torch.zeros_like(first_probs, dtype=torch.bool)  # (256, 11, V): token v occurred at or before t
+for t in range(TEST_LENGTH - 1):
+    seen[:, t] = torch.nn.functional.one_hot(test_ids[:, :t + 1], VOCAB_SIZE).any(dim=1)
+mass_on_seen = (first_probs * seen).sum(dim=-1).mean()
+share_seen = seen.float().mean()
+print(f"probability on already-seen tokens: {mass_on_seen:.2f}; share of the vocabulary they make up: "
+      f"{share_seen:.2f}")
+
+# %%
+expect(mass_on_seen > 2 * share_seen,
+       "in the first half, the seed-0 model gives the tokens already seen over twice their share of the vocabulary",
+       got=(mass_on_seen, share_seen))
+
+# %% [markdown]
+# In the repeat the next token has always been seen before, and the model carries that bet
+# into the first half, where the next token is a fresh random one. (Each batch's half-length is
+# random, so a position alone does not tell the model which half it is in.) The one-layer models
+# make the same bet, and their first half sits at about 3.7.
+#
+# Second, the circuit itself. In the first half a token sometimes occurs twice (the sequence in
+# the maps above had two such pairs), and then the induction heads copy what followed it the
+# first time, a wrong guess on random tokens. For each seed, the first half's loss after a token
+# seen before and after a fresh one, and the first half's loss with the induction heads off:
+
+# %% tags=["nbval-ignore-output"]
+split = torch.tensor([[loss.item() for loss in first_half_losses(m, test_ids, TEST_LENGTH)]
+                      for m in models])  # (seeds, 2): after a seen token, after a fresh one
+
+
+def first_half_loss(trained, heads=()):
+    """The loss on the first half of the test sequences with `heads` switched off."""
+    with ablate_heads(trained, list(heads)), torch.no_grad():
+        return half_losses(per_position_loss(trained(test_ids), test_ids), TEST_LENGTH)[0]
+
+
+first_on = torch.stack([first_half_loss(m) for m in models])  # (seeds,)
+first_off = torch.stack([first_half_loss(m, h) for m, h in zip(models, induction_heads)])  # (seeds,)
+print("first half after a seen token:", split[:, 0].numpy().round(2), "| after a fresh one:",
+      split[:, 1].numpy().round(2))
+print("first half, induction heads on:", first_on.numpy().round(2), "| off:", first_off.numpy().round(2),
+      "| one-layer models:", one_layer_first.numpy().round(2))
+
+# %%
+expect_all(first_half_claims(split[:, 0], split[:, 1], first_on, first_off, one_layer_first))
+
+# %% [markdown]
+# With the induction heads off, the first half falls back to the one-layer models' level: the
+# rise at the drop is the induction heads' doing. After a token seen before, where they copy on
+# the first half's own repeats, the loss is highest; after a fresh token, far more common, it is
+# lower but still above the one-layer level (with nothing to find, the heads still read some
+# early key, and copy a little of it). What is left above $\ln V$ is the bet on seen tokens,
+# which the one-layer models share. An induction head copies on any repeat, wanted or not.
+#
+# ## A score can be fooled
+#
+# Why did every training batch draw its own half-length? Here is what happens without that:
+# the same one-layer model, trained on the same budget with every half 12 tokens long, 3 seeds,
+# tested on halves of 12 (the test sequences above) and of 8 tokens:
+
+# %% tags=["nbval-ignore-output"]
+fixed = [train_on_repeats(n_layers=1, seed=seed, steps=STEPS, lengths=(TEST_LENGTH, TEST_LENGTH))[0]
+         for seed in (0, 1, 2)]
+other_ids = repeated_sequences(256, 8, VOCAB_SIZE, seed=60000)  # (256, 16): a data seed no batch uses
+
+
+def fixed_length_results(ids, length):
+    """Each fixed-length model's repeat loss and best induction score on `ids` of half-length `length`."""
+    with torch.no_grad():
+        repeat = torch.stack([half_losses(per_position_loss(m(ids), ids), length)[1] for m in fixed])
+    return {"repeat": repeat, "induction": torch.stack([head_scores(m, ids)[1][0].max() for m in fixed])}
+
+
+at_12, at_8 = fixed_length_results(test_ids, TEST_LENGTH), fixed_length_results(other_ids, 8)
+print("half of 12: repeat loss", at_12["repeat"].numpy().round(2), "best induction score",
+      at_12["induction"].numpy().round(2))
+print("half of 8:  repeat loss", at_8["repeat"].numpy().round(2), "best induction score",
+      at_8["induction"].numpy().round(2))
+
+# %%
+expect_all(fixed_length_claims(at_12, at_8, LOG_V))
+
+# %% [markdown]
+# At the length it was trained on, the one-layer model copies the repeat, and one of its heads
+# even scores as an induction head. It is not one: with RoPE, a head can learn to read the key
+# 11 positions back whatever the tokens, and on a sequence repeated after 12 tokens that key is
+# exactly the one an induction head would read. At another length the same head reads the wrong
+# key: the loss on the repeat is then even above $\ln V$, since the model confidently copies the
+# wrong token. A score measures where a head looks **on the sequences you give
+# it**; to tell two explanations apart, test where they disagree.
+#
+# ## Try it
+#
+# Pick a layer and a head of the seed-0 model, and a test sequence (or type token ids below
+# 32, separated by spaces: try a short pattern twice). The map shows where the head looks, its
+# title the two scores on this sequence; tick "switch the head off" to add the loss at every
+# position without it. It opens on the seed-0 model's previous-token head: switch it off, then
+# switch off a layer-1 head instead. Why does only one of them matter on its own?
+
+# %% tags=["nbval-ignore-output"]
+head_explorer(models[0], test_ids[:16], layer=0, head=previous_head)
+
+# %% [markdown]
+# ## Recap
+#
+# - An **attention-only** Transformer adds only what its heads write to the residual stream; a
+#   head's output can be switched off by zeroing its slice of the merged context (or replacing
+#   it by its mean).
+# - Trained on random tokens repeated, a two-layer model's loss on the repeat creeps down for
+#   a while, then falls far below $\ln V$ within a few dozen steps: the **phase change**, in
+#   every seed, at a different step each time. The first half stays near $\ln V$, a little
+#   above: the induction heads also copy on the first half's own repeats, where it is wrong.
+# - Two scores computed from the weights find the heads: a **previous-token head** in layer 0
+#   (the line below the diagonal) and an **induction head** in layer 1 (a stripe $T - 1$ below
+#   the diagonal on a sequence repeated after $T$ tokens). Which head indices take the jobs, and
+#   how many heads, changes with the seed.
+# - The induction heads also **copy**: their OV circuits, read from the weights, raise the token
+#   they read above every other for most tokens; the layer-0 heads' do not.
+# - **K-composition**: the induction head's keys read what the previous-token head wrote.
+#   Switched off for layer 1's keys only, the previous-token heads take the stripe with them;
+#   for its queries only, nothing changes.
+# - **Ablation** is the causal test: the loss on the repeat rises only when circuit heads are
+#   switched off, and redundant heads can hide a single head's role until they are switched
+#   off together.
+# - A **one-layer** model on the same budget forms no induction head, and its loss on the repeat
+#   stays over 3 times the two-layer models' (it only learns that seen tokens come back).
+#   Trained on one fixed length, it does
+#   copy, by position, and even scores as an induction head at that length: a score is
+#   evidence only on sequences where the explanations disagree.
+
+# %% [markdown]
+# ## Your turn
+#
+# Each exercise has a checker: `.check(answer)` says whether your answer is right and, if not,
+# what is wrong with it; `.hint()` gives a nudge and `.solution()` a worked answer. The cells
+# below run the checkers on placeholders, so they fail until you fill them in.
+#
+# **1. The previous-token score.** Write `my_previous_token_score(weights)`: weights
+# `(N, H, L, L)` in, one score per head `(H,)` out, the mean weight a query puts on the key
+# just before it. Which queries have a key before them?
+
+# %%
+def my_previous_token_score(weights):
+    return weights.mean(dim=(0, 2, 3))  # replace: the weight on the key just before each query
+
+
+ch13.previous_token.check(my_previous_token_score)
+
+# %% [markdown]
+# **2. The induction score.** Write `my_induction_score(weights, ids)`: the mean weight a query
+# puts on the key right after the earlier occurrence of its own token, over the queries whose
+# token occurred before, `(H,)`. The checker uses sequences where each token occurs at most
+# twice.
+
+# %%
+def my_induction_score(weights, ids):
+    return weights.mean(dim=(0, 2, 3))  # replace: the weight on the key after the earlier occurrence
+
+
+ch13.induction.check(my_induction_score)
+
+# %% [markdown]
+# **3. Where is the stripe now?** Put `gap` other random tokens between the two copies:
+# `length` random tokens, then `gap` more, then the first `length` again. An induction head's
+# query at position `i` in the repeat reads the key at `i - offset`. Write
+# `my_stripe_offset(length, gap)` that returns `offset`. Predict it first, then check it on the
+# trained model with a sequence you build (the widget takes typed tokens).
+
+# %%
+def my_stripe_offset(length, gap):
+    return 0  # replace: how many positions back the induction head reads
+
+
+ch13.stripe.check(my_stripe_offset)
+
+# %% [markdown]
+# **4. Which heads break the copying?** Write `my_breaking_heads(model, ids)`: given a trained
+# two-layer model and repeated sequences, return the **layer-0** heads, as `(0, head)` pairs,
+# whose joint ablation breaks in-context copying (the loss on the repeat rises above half of
+# $\ln V$), and such that no smaller part of your set does. Use the scores, or try ablations,
+# or both. The checker trains its own model, on a seed this chapter does not show (a few
+# seconds).
+
+# %%
+def my_breaking_heads(model, ids):
+    return [(0, 0), (0, 1), (0, 2), (0, 3)]  # replace: the smallest set that breaks the copying
+
+
+ch13.breaking_heads.check(my_breaking_heads)

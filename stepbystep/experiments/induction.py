@@ -1,0 +1,285 @@
+"""Chapter 13's experiment: attention-only models trained on repeated random sequences, and the
+claims the chapter makes about them.
+
+Every training batch has its own half-length, drawn from ``MIN_LENGTH .. MAX_LENGTH``: with one fixed
+length, a head that attends ``length - 1`` positions back would predict the repeat from positions
+alone, and even a one-layer model could do it. With the length changing, only reading the tokens
+works. ``train_on_repeats`` records the loss on both halves of every batch, and every
+``probe_every`` steps the heads' scores on a probe set, so the drop of the loss can be set beside
+the heads that appear.
+"""
+import math
+
+import torch
+
+from ..checks import check_int_range, check_positive_int, check_positive_number
+from ..data.repeated_sequences import repeated_sequences
+from ..expect import Claim
+from ..devices import evaluating
+from ..interpret import half_losses, head_scores, per_position_loss
+from ..models import AttentionOnlyTransformer
+
+__all__ = ["VOCAB_SIZE", "MIN_LENGTH", "MAX_LENGTH", "build_model", "train_on_repeats", "drop_step",
+           "first_half_losses", "phase_change_claims", "circuit_claims", "composition_claims", "copying_claims",
+           "group_claims",
+           "ablation_claims", "first_half_claims", "one_layer_claims", "fixed_length_claims"]
+
+VOCAB_SIZE, MIN_LENGTH, MAX_LENGTH = 32, 4, 16  # tokens; the shortest and longest half
+
+
+def build_model(n_layers=2, seed=0, n_heads=4, d_model=64):
+    """The chapter's attention-only model (RoPE positions, room for two halves of ``MAX_LENGTH``)."""
+    torch.manual_seed(seed)
+    return AttentionOnlyTransformer(VOCAB_SIZE, d_model=d_model, n_heads=n_heads, n_layers=n_layers,
+                                    max_len=2 * MAX_LENGTH, position_scheme="rope")
+
+
+def train_on_repeats(n_layers=2, seed=0, steps=300, batch_size=32, lr=1e-2, probe=None, probe_every=10,
+                     lengths=(MIN_LENGTH, MAX_LENGTH)):
+    """Train ``build_model(n_layers, seed)`` with Adam for ``steps`` batches of repeated sequences.
+
+    Batch ``step`` holds ``batch_size`` sequences from ``repeated_sequences`` with data seed
+    ``1 + seed · steps + step`` (seed 0 is left to test sets) and a half-length drawn from
+    ``lengths`` (shortest, longest; both included) by this seed's own generator. Returns the model
+    in eval mode and a dict: ``"first"`` and ``"repeat"``
+    ``(steps,)``, the batch's mean loss on each half before its update; with ``probe`` ids, also
+    ``"probe_steps"`` ``(P,)`` and the heads' ``"previous"`` and ``"induction"`` scores on it
+    ``(P, n_layers, H)`` every ``probe_every`` steps and after the last.
+    """
+    for name, value in (("n_layers", n_layers), ("steps", steps), ("batch_size", batch_size),
+                        ("probe_every", probe_every)):
+        check_positive_int(name, value)
+    check_positive_number("lr", lr)
+    shortest, longest = lengths
+    check_int_range("shortest length", shortest, 2, MAX_LENGTH)
+    check_int_range("longest length", longest, shortest, MAX_LENGTH)
+    model = build_model(n_layers, seed)
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    lengths = torch.randint(shortest, longest + 1, (steps,), generator=torch.Generator().manual_seed(seed))
+    first, repeat, probes = torch.empty(steps), torch.empty(steps), []
+    model.train()
+    for step, length in enumerate(lengths.tolist()):
+        if probe is not None and step % probe_every == 0:
+            probes.append((step, *head_scores(model, probe)))
+            model.train()
+        ids = repeated_sequences(batch_size, length, VOCAB_SIZE, seed=1 + seed * steps + step)  # (B, 2 · length)
+        logits = model(ids)  # (B, 2 · length, V)
+        loss = torch.nn.functional.cross_entropy(logits[:, :-1].transpose(1, 2), ids[:, 1:])
+        first[step], repeat[step] = half_losses(per_position_loss(logits.detach(), ids), length)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    model.eval()
+    history = {"first": first, "repeat": repeat}
+    if probe is not None:
+        probes.append((steps, *head_scores(model, probe)))
+        history["probe_steps"] = torch.tensor([p[0] for p in probes])  # (P,)
+        history["previous"] = torch.stack([p[1] for p in probes])  # (P, n_layers, H)
+        history["induction"] = torch.stack([p[2] for p in probes])  # (P, n_layers, H)
+    return model, history
+
+
+def first_half_losses(model, ids, length):
+    """The mean loss over the first half's predictions, split by the token just read: ``(seen, fresh)``,
+    where that token occurred earlier in the sequence (a repeat inside the first half) or not.
+
+    ``ids`` ``(N, 2 · length)``; the predictions of tokens 1 .. length - 1, as in ``half_losses``.
+    """
+    with evaluating(model):
+        logits = model(ids)[:, :length - 1]  # (N, length - 1, V): predicting tokens 1 .. length - 1
+    losses = torch.nn.functional.cross_entropy(logits.transpose(1, 2), ids[:, 1:length], reduction="none")
+    current = ids[:, :length - 1]  # (N, length - 1): the token each prediction reads last
+    earlier = torch.ones(length - 1, length - 1, dtype=torch.bool).tril(diagonal=-1)  # (length - 1, length - 1)
+    seen = ((current[:, :, None] == current[:, None, :]) & earlier).any(dim=-1)  # (N, length - 1)
+    return losses[seen].mean(), losses[~seen].mean()
+
+
+def drop_step(repeat, threshold, window=10):
+    """The first step at which the mean of the last ``window`` repeat losses is below ``threshold``;
+    ``None`` if it never is. ``repeat`` ``(steps,)``."""
+    check_positive_int("window", window)
+    smooth = repeat.unfold(0, window, 1).mean(dim=1)  # (steps - window + 1,): mean of steps t-window+1 .. t
+    below = (smooth < threshold).nonzero()
+    return None if len(below) == 0 else below[0].item() + window - 1
+
+
+def phase_change_claims(histories, drops, steps):
+    """The loss on the first half stays near ln V, the repeat falls far below, abruptly, in every seed.
+
+    ``histories``: one ``train_on_repeats`` dict per seed; ``drops``: each seed's ``drop_step``.
+    """
+    log_v = math.log(VOCAB_SIZE)
+    late_first = torch.tensor([h["first"][-20:].mean().item() for h in histories])  # (seeds,)
+    late_repeat = torch.tensor([h["repeat"][-20:].mean().item() for h in histories])  # (seeds,)
+    sharp = [h["repeat"][d - 20:d - 10].mean().item() - h["repeat"][d + 10:d + 20].mean().item()
+             if d is not None and 20 <= d <= steps - 20 else None for h, d in zip(histories, drops)]
+    return [
+        Claim(bool(((late_first - log_v).abs() < 0.75).all()),
+              "over the last 20 steps the first half's loss is within 0.75 of ln V in every seed", late_first),
+        Claim(all(h["repeat"][:100].mean() > 0.8 * log_v for h in histories),
+              "over the first 100 steps the repeat's loss averages above 80% of ln V in every seed",
+              [h["repeat"][:100].mean().item() for h in histories]),
+        Claim(bool((late_repeat < log_v / 3).all()),
+              "over the last 20 steps the repeat's loss is below a third of ln V in every seed", late_repeat),
+        Claim(all(d is not None and d < steps - 20 for d in drops),
+              "the repeat's loss drops below half of ln V in every seed, well before the end", drops),
+        Claim(all(s is not None and s > 0.25 * log_v for s in sharp),
+              "in every seed the repeat's loss falls by over a quarter of ln V within 30 steps around the drop",
+              sharp),
+    ]
+
+
+def circuit_claims(previous, induction):
+    """In every seed: a previous-token head in layer 0 and an induction head in layer 1.
+
+    ``previous``, ``induction``: ``(seeds, 2, H)`` scores of the trained two-layer models.
+    """
+    best_previous = previous[:, 0].max(dim=1).values  # (seeds,)
+    best_induction = induction[:, 1].max(dim=1).values  # (seeds,)
+    return [
+        Claim(bool((best_previous > 0.6).all()), "every seed has a layer-0 head with a previous-token score above 0.6",
+              best_previous),
+        Claim(bool((best_induction > 0.7).all()), "every seed has a layer-1 head with an induction score above 0.7",
+              best_induction),
+        Claim(bool((induction[:, 0].max(dim=1).values < 0.3).all()),
+              "no layer-0 head has an induction score above 0.3, in any seed", induction[:, 0].max(dim=1).values),
+    ]
+
+
+def composition_claims(intact, through):
+    """The layer-0 heads reach the induction heads through their keys, not their queries or values.
+
+    ``intact``: ``{"induction": (seeds,), "repeat": (seeds,)}``, the best layer-1 induction score and
+    the repeat's loss; ``through``: the same with the previous-token heads switched off only on the
+    way into layer 1's ``"key"``, ``"query"`` or ``"value"`` (``ablate_path``).
+    """
+    keys, queries, values = through["key"], through["query"], through["value"]
+    return [
+        Claim(bool((keys["induction"] < 0.5 * intact["induction"]).all()),
+              "off for the keys only, every seed's best induction score falls below half of its value",
+              keys["induction"]),
+        Claim(bool((keys["repeat"] > intact["repeat"] + 1.0).all()),
+              "and the repeat's loss rises by more than 1", keys["repeat"] - intact["repeat"]),
+        Claim(bool(((queries["induction"] - intact["induction"]).abs() < 0.1).all()
+                   and ((queries["repeat"] - intact["repeat"]).abs() < 0.1).all()),
+              "off for the queries only, the score and the loss move by less than 0.1 in every seed",
+              (queries["induction"] - intact["induction"], queries["repeat"] - intact["repeat"])),
+        Claim(bool(((values["induction"] - intact["induction"]).abs() < 0.1).all()
+                   and (values["repeat"] < intact["repeat"] + 0.1).all()),
+              "off for the values only, the score moves by less than 0.1 and the loss rises by less than 0.1",
+              (values["induction"] - intact["induction"], values["repeat"] - intact["repeat"])),
+    ]
+
+
+def copying_claims(copying):
+    """The layer-1 heads copy; the layer-0 heads do not. ``copying`` ``(seeds, 2, H)``: ``copying_score``s
+    (the median of an even count is the lower of the two middle ones, as ``torch.median``'s)."""
+    best, middle = copying[:, 1].amax(dim=1), copying[:, 1].median(dim=1).values  # (seeds,) each
+    return [
+        Claim(bool((best > 0.9).all()),
+              "in every seed a layer-1 head's OV circuit raises the token it reads above every other token, "
+              "for over 90% of the tokens", best),
+        Claim(bool((middle > 0.6).all()), "and the median layer-1 head does so for over 60% of them", middle),
+        Claim(bool((copying[:, 0] < 0.25).all()), "no layer-0 head does so for even 25% of them, in any seed",
+              copying[:, 0].amax(dim=1)),
+    ]
+
+
+def group_claims(baseline, groups, log_v, how="by zeroing"):
+    """The circuit's groups break the copying; the rest of layer 0 does not.
+
+    ``baseline`` ``(seeds,)``: the repeat's loss with no head off; ``groups``: the repeat's loss
+    ``(seeds,)`` with ``"previous-token heads off"``, ``"other layer-0 heads off"`` and
+    ``"induction heads off"``; ``how`` words the ablation in the claims.
+    """
+    previous_off = groups["previous-token heads off"] - baseline  # (seeds,)
+    others_off = (groups["other layer-0 heads off"] - baseline).abs()  # (seeds,)
+    induction_off = groups["induction heads off"]  # (seeds,)
+    return [
+        Claim(bool((previous_off > 1.0).all()),
+              f"with the previous-token heads switched off {how}, the repeat's loss rises by more than 1 "
+              "in every seed", previous_off),
+        Claim(bool((induction_off > log_v - 0.5).all()),
+              f"with the induction heads switched off {how}, it goes back to within 0.5 of ln V or above, "
+              "in every seed", induction_off),
+        Claim(bool((others_off < 0.25).all()),
+              f"with the other layer-0 heads switched off {how}, it moves by less than 0.25 in every seed",
+              others_off),
+    ]
+
+
+def ablation_claims(single, baseline, in_circuit, groups, log_v):
+    """Only circuit heads matter to the repeat, one at a time; the circuit's groups break it (``group_claims``).
+
+    ``single`` ``(seeds, n_layers, H)``: the repeat's loss with each head off; ``baseline`` ``(seeds,)``:
+    with none off; ``in_circuit`` ``(seeds, n_layers, H)`` bool; ``groups`` as ``group_claims``'.
+    """
+    rises = single - baseline[:, None, None]  # (seeds, n_layers, H)
+    other_rise = torch.stack([r[~c].max() for r, c in zip(rises, in_circuit)])  # (seeds,)
+    best_is_circuit = [bool(c.flatten()[r.flatten().argmax()]) for r, c in zip(rises, in_circuit)]
+    return [
+        Claim(bool((other_rise < 0.1).all()), "one at a time, no head outside the circuit raises the repeat's loss "
+              "by 0.1 or more, in any seed", other_rise),
+        Claim(all(best_is_circuit), "in every seed, the largest single-head rise is a circuit head's", best_is_circuit),
+    ] + group_claims(baseline, groups, log_v)
+
+
+def first_half_claims(seen, fresh, first_on, first_off, one_layer_first):
+    """Part of the first half's excess over ln V is the circuit copying on the first half's own repeats.
+
+    ``(seeds,)`` each: the two-layer models' first-half loss after a token seen before and after a
+    fresh one (``first_half_losses``); their first-half loss with the induction heads on and off; the
+    one-layer models' first-half loss.
+    """
+    middle = one_layer_first.median()
+    return [
+        Claim(bool((seen > fresh + 0.15).all()),
+              "in every seed the first half's loss is higher after a token seen before than after a fresh one",
+              (seen, fresh)),
+        Claim(bool((fresh > middle + 0.03).all()),
+              "after a fresh token it is still above the one-layer models' median, in every seed", (fresh, middle)),
+        Claim(bool((first_off < first_on).all()),
+              "with the induction heads off, the first half's loss falls in every seed",
+              (first_on, first_off)),
+        Claim(bool(((first_off - middle).abs() < 0.15).all()),
+              "to within 0.15 of the one-layer models' median", (first_off, middle)),
+    ]
+
+
+def one_layer_claims(one_layer_repeat, two_layer_repeat, one_layer_induction):
+    """One layer on the same budget: the repeat's loss stays high and no head scores as an induction head.
+
+    ``one_layer_repeat``, ``two_layer_repeat`` ``(seeds,)`` test losses on the repeat;
+    ``one_layer_induction`` ``(seeds, H)``.
+    """
+    log_v = math.log(VOCAB_SIZE)
+    best = one_layer_induction.max(dim=1).values  # (seeds,)
+    return [
+        Claim(bool((one_layer_repeat > 0.6 * log_v).all()),
+              "every one-layer seed keeps the repeat's loss above 60% of ln V", one_layer_repeat),
+        Claim(bool(one_layer_repeat.min() > 3 * two_layer_repeat.max()),
+              "the best one-layer seed's repeat loss is over 3 times the worst two-layer seed's",
+              (one_layer_repeat.min(), two_layer_repeat.max())),
+        Claim(bool((best < 0.3).all()), "no one-layer head has an induction score above 0.3, in any seed", best),
+    ]
+
+
+def fixed_length_claims(trained_length, other_length, log_v):
+    """A one-layer model trained on a single half-length copies at that length and not at another.
+
+    ``trained_length``, ``other_length``: dicts of ``(seeds,)`` tensors ``"repeat"`` (the repeat's
+    loss) and ``"induction"`` (the best induction score), on test sequences of the trained length
+    and of another one.
+    """
+    return [
+        Claim(bool((trained_length["repeat"] < 0.25 * log_v).all()),
+              "at the length it trained on, every seed's repeat loss is below a quarter of ln V",
+              trained_length["repeat"]),
+        Claim(bool((trained_length["induction"] > 0.7).all()),
+              "at that length its best head scores above 0.7 as an induction head, in every seed",
+              trained_length["induction"]),
+        Claim(bool((other_length["repeat"] > log_v).all()),
+              "at another length every seed's repeat loss is above ln V", other_length["repeat"]),
+        Claim(bool((other_length["induction"] < 0.3).all()),
+              "and no head scores above 0.3 there, in any seed", other_length["induction"]),
+    ]
