@@ -419,10 +419,11 @@ expect(cross_decided.mean() > encoder_decided.mean() + 0.1,
 #
 # How far do these three numbers carry over to other training runs? We trained the same
 # model with five other seeds (0 to 4; `matching`, `cross_decided` and `encoder_decided` in
-# `square_seed_spread(range(5))`). The mean matching weight ranged from 0.63 to 0.78, the
-# cross-attention's decided value from 0.88 to 0.95, and the encoder self-attention's from 0.68
-# to 0.82. The cross-attention was the more decided in every seed, but the margin is thin:
-# it was 0.11 and 0.12 in two of the five seeds, so "by more than 0.1" holds only just.
+# `square_seed_spread(range(5))`). Over those five, the mean matching weight ranged from 0.63
+# to 0.78, the cross-attention's decided value from 0.88 to 0.95, and the encoder
+# self-attention's from 0.68 to 0.82. The cross-attention was the more decided in every seed,
+# but the margin is thin: it was 0.11 and 0.12 in two of the five seeds, so "by more than
+# 0.1" holds only just.
 
 # %% [markdown]
 # ## The test set, once

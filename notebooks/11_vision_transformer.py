@@ -307,7 +307,7 @@ for wrong in [torch.zeros(8, 3, 12, 12), torch.zeros(8, 1, 16, 16), torch.zeros(
 # while the learning rate goes up); `StepByStep` steps it after every mini-batch. This is
 # fewer steps than the book's 20 epochs of 16 images at $10^{-3}$, so the whole chapter runs
 # in seconds. The held-out images serve as the validation set: their loss is what
-# `StepByStep` calls the validation loss, and the figure below labels it so.
+# `StepByStep` calls the validation loss; the figure below names it the held-out loss.
 
 # %%
 train_loader = DataLoader(train_data, batch_size=32, shuffle=True, generator=torch.Generator())

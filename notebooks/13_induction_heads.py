@@ -302,7 +302,7 @@ fig = plots.induction_circuit()
 # We call a layer-0 head a **previous-token head** when its score is above 0.5, and a layer-1
 # head an **induction head** when its induction score is above 0.5. In layer 0 the 5 seeds'
 # scores fall into two groups well apart (the figure in the next section shows them); in
-# layer 1 almost every head of every seed is an induction head, a few of them close to the
+# layer 1 almost every head of every seed is an induction head, one of them close to the
 # line.
 
 # %% tags=["nbval-ignore-output"]
@@ -471,14 +471,15 @@ expect_all(ablation_claims(single, baseline, in_circuit, groups, LOG_V))
 # to about $\ln V$ or above: the copying is gone. With the previous-token heads off, it rises
 # by more than 1 in every seed, to between about 2 and 3: most of the copying is gone, not all
 # (the layer-1 heads still find some earlier occurrences: their best induction score fell to
-# between 0.2 and 0.4, not to the one-layer models' level). With the other layer-0 heads off, it
-# hardly moves (by less than 0.25; in most seeds it even falls a little). The circuit is
+# between 0.2 and 0.4, at or above the one-layer models' best of about 0.15 to 0.2, and the seed
+# that fell to 0.2 lost about all of its copying). With the other layer-0 heads off, it
+# hardly moves (by less than 0.25; in these runs it even falls a little). The circuit is
 # necessary, and nothing else in layer 0 is.
 #
 # Zeroing a head's output is one way to switch it off; it leaves the next LayerNorm a vector
 # the model never saw in training. Another is to replace the head's output by its **mean** over
 # the batch and the positions (`how="mean"`), which keeps what the head writes on average and
-# removes only what depends on the sequence. The groups again, with mean ablation:
+# removes only what depends on the sequence and the position. The groups again, with mean ablation:
 
 # %% tags=["nbval-ignore-output"]
 def repeat_loss_mean(trained, heads):
@@ -590,8 +591,9 @@ expect_all(first_half_claims(split[:, 0], split[:, 1], first_on, first_off, one_
 # With the induction heads off, the first half falls back to the one-layer models' level: the
 # rise at the drop is the induction heads' doing. After a token seen before, where they copy on
 # the first half's own repeats, the loss is highest; after a fresh token, far more common, it is
-# lower but still above the one-layer level (with nothing to find, the heads still read some
-# early key, and copy a little of it). What is left above $\ln V$ is the bet on seen tokens,
+# lower but still above the one-layer level (perhaps because, with nothing to find, the heads
+# still read some early key and copy a little of it; we did not measure that split with the
+# heads off). What is left above $\ln V$ is the bet on seen tokens,
 # which the one-layer models share. An induction head copies on any repeat, wanted or not.
 #
 # ## A score can be fooled
@@ -651,7 +653,8 @@ head_explorer(models[0], test_ids[:16], layer=0, head=previous_head)
 # - Trained on random tokens repeated, a two-layer model's loss on the repeat creeps down for
 #   a while, then falls far below $\ln V$ within a few dozen steps: the **phase change**, in
 #   every seed, at a different step each time. The first half stays near $\ln V$, a little
-#   above: the induction heads also copy on the first half's own repeats, where it is wrong.
+#   above: the model bets on tokens already seen, and the induction heads copy on the first
+#   half's own repeats, both wrong on random tokens.
 # - Two scores computed from the weights find the heads: a **previous-token head** in layer 0
 #   (the line below the diagonal) and an **induction head** in layer 1 (a stripe $T - 1$ below
 #   the diagonal on a sequence repeated after $T$ tokens). Which head indices take the jobs, and
@@ -677,9 +680,9 @@ head_explorer(models[0], test_ids[:16], layer=0, head=previous_head)
 # what is wrong with it; `.hint()` gives a nudge and `.solution()` a worked answer. The cells
 # below run the checkers on placeholders, so they fail until you fill them in.
 #
-# **1. The previous-token score.** Write `my_previous_token_score(weights)`: weights
-# `(N, H, L, L)` in, one score per head `(H,)` out, the mean weight a query puts on the key
-# just before it. Which queries have a key before them?
+# **1. The previous-token score.** Write `my_previous_token_score(weights)`, without
+# `stepbystep.interpret`: weights `(N, H, L, L)` in, one score per head `(H,)` out, the mean
+# weight a query puts on the key just before it. Which queries have a key before them?
 
 # %%
 def my_previous_token_score(weights):
@@ -689,7 +692,8 @@ def my_previous_token_score(weights):
 ch13.previous_token.check(my_previous_token_score)
 
 # %% [markdown]
-# **2. The induction score.** Write `my_induction_score(weights, ids)`: the mean weight a query
+# **2. The induction score.** Write `my_induction_score(weights, ids)`, again without
+# `stepbystep.interpret`: the mean weight a query
 # puts on the key right after the earlier occurrence of its own token, over the queries whose
 # token occurred before, `(H,)`. The checker uses sequences where each token occurs at most
 # twice.

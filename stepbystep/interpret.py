@@ -213,8 +213,8 @@ def ov_circuit(model, layer, head):
     from the embedding: ``(V, V)``, column ``j`` for read token ``j``, row ``i`` for output token ``i``.
 
     ``W_U · diag(γ_final) · C · W_O^h · W_V^h · diag(γ_layer) · C · W_E`` (Elhage et al.'s OV circuit),
-    with the LayerNorms' centering ``C`` and gains kept, their division by the spread and their
-    biases left out (a positive factor, and the same vector for every token). Needs a norm-first
+    with the LayerNorms' centering ``C`` and gains kept, their division by the spread (a positive
+    factor) and the biases left out, as Elhage et al.'s OV circuit sets biases aside. Needs a norm-first
     model with a final norm.
     """
     attentions = _attention_layers(model)
@@ -226,7 +226,7 @@ def ov_circuit(model, layer, head):
     d_model, heads = attention.d_model, slice(head * attention.d_k, (head + 1) * attention.d_k)
     centre = torch.eye(d_model, device=model.embed.weight.device) - 1.0 / d_model  # (d_model, d_model)
     with torch.no_grad():
-        read = centre @ torch.diag(model.layers[layer].sublayers[0].norm.weight) @ model.embed.weight.T  # (d, V)
+        read = torch.diag(model.layers[layer].sublayers[0].norm.weight) @ centre @ model.embed.weight.T  # (d, V): γ ⊙ C x
         written = attention.linear_out.weight[:, heads] @ attention.linear_value.weight[heads] @ read  # (d, V)
         return model.head.weight @ torch.diag(model.norm.weight) @ centre @ written  # (V, V)
 

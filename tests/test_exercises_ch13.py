@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from stepbystep.exercises import ch13
-from stepbystep.interpret import previous_token_score
+from stepbystep.interpret import induction_score, previous_token_score
 
 
 # ----------------------------------------------------------------------------- 1. previous-token score
@@ -103,3 +103,9 @@ def test_breaking_heads_wrong_answers_are_caught(fails_with):
     needed = ch13._breaking_solution(model, ids)
     others = [(0, h) for h in range(4) if (0, h) not in needed]
     fails_with(ch13.breaking_heads, lambda m, i: others, "still copies")
+
+
+def test_induction_per_sequence_mean_is_caught(fails_with):
+    def per_sequence(weights, ids):  # right per sequence, then the sequences averaged with equal weight
+        return torch.stack([induction_score(weights[i:i + 1], ids[i:i + 1]) for i in range(len(ids))]).mean(dim=0)
+    fails_with(ch13.induction, per_sequence, "not per sequence first")

@@ -387,9 +387,11 @@ def test_ov_circuit_matches_the_heads_direct_path(model_and_ids):
     """Token j alone at the key, LayerNorms without biases: the head's logit change is column j."""
     import copy
     model = copy.deepcopy(model_and_ids[0])
+    gains = torch.Generator().manual_seed(3)
     with torch.no_grad():
         for norm in (model.layers[1].sublayers[0].norm, model.norm):
             norm.bias.zero_()
+            norm.weight.copy_(torch.rand(norm.weight.shape, generator=gains) + 0.5)  # gains and centring do not commute
     attention, d_k = model.layers[1].self_attn_heads, model.layers[1].self_attn_heads.d_k
     circuit = ov_circuit(model, 1, 2)
     assert circuit.shape == (12, 12)

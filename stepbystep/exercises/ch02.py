@@ -265,13 +265,15 @@ def _check_decoder_start(answer):
         return f"expected a dict with the keys {list(keys)} (the two median test losses), got {got}"
     if not all(isinstance(value, (int, float)) and not isinstance(value, bool) for value in answer.values()):
         kinds = sorted({type(value).__name__ for value in answer.values()})
-        return f"expected two Python floats (a tensor or NumPy number: use .item()), got {', '.join(kinds)}"
+        numeric = all(hasattr(value, "item") for value in answer.values())  # tensors and NumPy numbers
+        advice = " (a tensor or NumPy number: use .item())" if numeric else ""
+        return f"expected two Python floats{advice}, got {', '.join(kinds)}"
     if not all(0 < value < 2 for value in answer.values()):
         return "expected two test losses, positive numbers of the size the study above printed"
     if answer["no PE"] >= 0.45:
         return ("your order-blind median is near the floor of 0.5: did the decoder start from the last source corner "
-                "(EncoderDecoderSelfAttn, not FixedStartSeq2Seq), trained for 20 epochs? With few seeds one unlucky "
-                "seed can do this too: try five other seeds")
+                "(EncoderDecoderSelfAttn, not FixedStartSeq2Seq), trained for 20 epochs? A few unlucky "
+                "seeds can do this too: try five other seeds")
     if answer["PE"] >= 0.45:
         return ("your median with positions is near the floor of 0.5: did EncoderPe and DecoderPe get max_len=2 and "
                 "the decoder start from the last source corner, trained for 20 epochs at five seeds?")

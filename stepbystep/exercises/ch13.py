@@ -135,10 +135,14 @@ def _check_induction(answer):
 def _check_irregular(answer):
     weights, ids = _irregular_case()
     got = _as_scores(answer(weights.clone(), ids.clone()), 2)
-    if got is None or not _close(got, induction_score(weights, ids)):
-        return ("right on a sequence written twice, wrong where tokens recur at other distances: find each "
-                "query's earlier occurrence from the tokens, not from the positions")
-    return None
+    if got is not None and _close(got, induction_score(weights, ids)):
+        return None
+    per_sequence = torch.stack([induction_score(weights[i:i + 1], ids[i:i + 1]) for i in range(len(ids))])  # (N, H)
+    if got is not None and _close(got, per_sequence.mean(dim=0)):
+        return ("right per sequence, but these sequences hold different numbers of counted queries: average over "
+                "all the counted queries together, not per sequence first")
+    return ("right on a sequence written twice, wrong where tokens recur at other distances: find each "
+            "query's earlier occurrence from the tokens, not from the positions")
 
 
 induction = Exercise(

@@ -144,8 +144,9 @@ def beam_tree(next_probs, beam_width=2, n_steps=3, start="<sos>", show_greedy=Fa
             ax.plot(step, y, "o", color=color, ms=5)
             if show_greedy and tokens == greedy[:step]:
                 ax.plot(step, y, "o", mfc="none", mec="tab:orange", mew=2, ms=11)
-            ax.text(step + 0.06, y, f"{''.join(tokens)}  {score:.2f}", va="center", fontsize=9,
-                    color="black" if keep else "0.5", fontweight="bold" if keep else "normal")
+            ax.text(step + 0.06, y, f"{''.join(tokens)}  {score:.2f}", va="center", fontsize=9, zorder=3,
+                    color="black" if keep else "0.5", fontweight="bold" if keep else "normal",
+                    bbox={"facecolor": "white", "edgecolor": "none", "pad": 1})  # over the edge to the next step
         parent_ys = [y for (*_, keep), y in zip(candidates, ys) if keep]
     ax.set_xticks(range(n_steps + 1), ["start"] + [f"step {step}" for step in range(1, n_steps + 1)])
     ax.set_xlim(-0.6, n_steps + 0.9)
