@@ -395,7 +395,6 @@ tiled_fastest = [fastest[f"tiled, blocks of {block}"] for block in BLOCKS]
 expect(min(tiled_fastest[:2]) > fastest["fused"],
        "the Python tiles in blocks of 32 and of 64 (the default) take longer than the fused kernel", got=fastest)
 expect(tiled_fastest[0] > tiled_fastest[2], "blocks of 32 take longer than blocks of 128", got=tiled_fastest)
-expect(fastest["naive"] > fastest["fused"], "the naive attention takes longer than the fused kernel", got=fastest)
 
 # %% [markdown]
 # The fused kernel beats the Python tiles at the default blocks of 64, and at 32 by more. Each
@@ -408,8 +407,10 @@ expect(fastest["naive"] > fastest["fused"], "the naive attention takes longer th
 # from run to run with the machine's load, so we claim nothing about it. The naive attention,
 # for its part, writes its $2{,}048 \times 2{,}048$ matrices (16 MiB each per head) to main
 # memory and reads them back. The fused kernel runs the tiled algorithm in one compiled
-# operation, without a Python step between the tiles. These times depend on the processor and
-# on its load.
+# operation, without a Python step between the tiles. Whether it also beats the naive
+# attention at this length depends on the processor: on one without wide vector instructions
+# (AVX2) we measured the two at about the same time. These times depend on the processor and on
+# its load.
 #
 # ## Why a real kernel wins on a GPU
 #
