@@ -378,8 +378,9 @@ expect_all(composition_claims(intact, through))
 # embedding, the head's values and output, and the output layer: a $V \times V$ matrix whose
 # column $j$ says how much the head, reading token $j$, raises each token's logit.
 # `ov_circuit(model, layer, head)` computes it (keeping the LayerNorms' centering and gains,
-# leaving out their division by the spread, a positive factor, and their biases, the same for
-# every token), and `copying_score` counts the share of tokens $j$ whose own logit comes out on
+# leaving out their division by the spread, a positive factor, and their biases, as Elhage et
+# al.'s OV circuit sets biases aside; with them kept, a score can move by a few hundredths), and
+# `copying_score` counts the share of tokens $j$ whose own logit comes out on
 # top of column $j$ (by chance, about $1/V \approx 0.03$):
 
 # %% tags=["nbval-ignore-output"]
@@ -472,7 +473,7 @@ expect_all(ablation_claims(single, baseline, in_circuit, groups, LOG_V))
 # by more than 1 in every seed, to between about 2 and 3: most of the copying is gone, not all
 # (the layer-1 heads still find some earlier occurrences: their best induction score fell to
 # between 0.2 and 0.4, at or above the one-layer models' best of about 0.15 to 0.2, and the seed
-# that fell to 0.2 lost about all of its copying). With the other layer-0 heads off, it
+# that fell to 0.2 copied no better than its one-layer model). With the other layer-0 heads off, it
 # hardly moves (by less than 0.25; in these runs it even falls a little). The circuit is
 # necessary, and nothing else in layer 0 is.
 #
@@ -589,11 +590,11 @@ expect_all(first_half_claims(split[:, 0], split[:, 1], first_on, first_off, one_
 
 # %% [markdown]
 # With the induction heads off, the first half falls back to the one-layer models' level: the
-# rise at the drop is the induction heads' doing. After a token seen before, where they copy on
-# the first half's own repeats, the loss is highest; after a fresh token, far more common, it is
-# lower but still above the one-layer level (perhaps because, with nothing to find, the heads
-# still read some early key and copy a little of it; we did not measure that split with the
-# heads off). What is left above $\ln V$ is the bet on seen tokens,
+# rise at the drop is the induction heads' doing. After a token seen before, where they can copy
+# on the first half's own repeats, the loss is highest; after a fresh token, far more common, it
+# is lower but still above the one-layer level (we did not measure this split with the heads
+# off, so how much of each part is theirs is a hypothesis: perhaps, with nothing to find, they
+# still read some early key and copy a little of it). What is left above $\ln V$ is the bet on seen tokens,
 # which the one-layer models share. An induction head copies on any repeat, wanted or not.
 #
 # ## A score can be fooled

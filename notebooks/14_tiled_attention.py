@@ -408,9 +408,9 @@ expect(tiled_fastest[0] > tiled_fastest[2], "blocks of 32 take longer than block
 # for its part, writes its $2{,}048 \times 2{,}048$ matrices (16 MiB each per head) to main
 # memory and reads them back. The fused kernel runs the tiled algorithm in one compiled
 # operation, without a Python step between the tiles. Whether it also beats the naive
-# attention at this length depends on the processor: on one without wide vector instructions
-# (AVX2) we measured the two at about the same time. These times depend on the processor and on
-# its load.
+# attention at this length depends on the processor and the run: in one of our runs imitating a
+# processor without wide vector instructions (AVX2), the two took about the same time. These
+# times depend on the processor and on its load.
 #
 # ## Why a real kernel wins on a GPU
 #
