@@ -9,6 +9,7 @@ two must write the same tokens, or the row is refused.
 import torch
 import transformers
 
+from stepbystep.devices import torch_threads
 from stepbystep.models import from_transformers, generate
 
 from .timing import compare, ratio_row
@@ -47,15 +48,10 @@ def timings(family, d_model, new_tokens=NEW_TOKENS, repeats=5):
         "transformers": lambda: theirs.generate(prompt, attention_mask=mask, max_new_tokens=new_tokens,
                                                 min_new_tokens=new_tokens, do_sample=False, use_cache=True),
     }
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        with torch.inference_mode():
-            if not torch.equal(contenders["ours"](), contenders["transformers"]()):
-                raise AssertionError(f"{family}, d_model={d_model}: the converted model wrote other tokens")
-            return compare(contenders, repeats=repeats)
-    finally:
-        torch.set_num_threads(threads)
+    with torch_threads(1), torch.inference_mode():
+        if not torch.equal(contenders["ours"](), contenders["transformers"]()):
+            raise AssertionError(f"{family}, d_model={d_model}: the converted model wrote other tokens")
+        return compare(contenders, repeats=repeats)
 
 
 def run(quick=False):

@@ -8,6 +8,7 @@ same shape with random weights, built offline.
 """
 import torch
 
+from stepbystep.devices import torch_threads
 from stepbystep.models import DecoderOnlyTransformer, generate
 
 from .timing import compare, ratio_row
@@ -47,13 +48,8 @@ def timings(d_model, new_tokens=NEW_TOKENS, repeats=5):
                   "recompute": lambda: generate(model, prompt, new_tokens, temperature=0, use_cache=False),
                   "transformers": lambda: peer.generate(prompt, attention_mask=mask, max_new_tokens=new_tokens,
                                                         min_new_tokens=new_tokens, do_sample=False, use_cache=True)}
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        with torch.inference_mode():
-            return compare(contenders, repeats=repeats)
-    finally:
-        torch.set_num_threads(threads)
+    with torch_threads(1), torch.inference_mode():
+        return compare(contenders, repeats=repeats)
 
 
 def run(quick=False):

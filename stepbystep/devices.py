@@ -4,10 +4,10 @@ from contextlib import contextmanager
 import torch
 from torch import nn
 
-from .checks import check_instance
+from .checks import check_instance, check_positive_int
 from .containers import map_structure
 
-__all__ = ["default_device", "move_to", "evaluating"]
+__all__ = ["default_device", "move_to", "evaluating", "torch_threads"]
 
 
 def default_device():
@@ -46,3 +46,17 @@ def evaluating(model):
     finally:
         for module, training in modes:
             module.training = training
+
+
+@contextmanager
+def torch_threads(n_threads):
+    """Run the ``with`` block with PyTorch on ``n_threads`` threads (``None``: as it is), then restore
+    the count: tiny tensors only wait for each other across busy cores, and timings compare on one."""
+    if n_threads is not None:
+        check_positive_int("n_threads", n_threads)
+    before = torch.get_num_threads()
+    torch.set_num_threads(n_threads or before)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)

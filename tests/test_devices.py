@@ -46,3 +46,19 @@ def test_only_modules_are_accepted():
     with pytest.raises(TypeError, match="model must be an nn.Module, got function"):
         with evaluating(lambda x: x):
             pass
+
+
+def test_torch_threads_sets_the_count_and_restores_it_even_after_an_error():
+    from stepbystep.devices import torch_threads
+    before = torch.get_num_threads()
+    with torch_threads(1):
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == before
+    with pytest.raises(RuntimeError), torch_threads(1):
+        raise RuntimeError("inside")
+    assert torch.get_num_threads() == before
+    with torch_threads(None):
+        assert torch.get_num_threads() == before
+    with pytest.raises(ValueError, match="n_threads"):
+        with torch_threads(0):
+            pass

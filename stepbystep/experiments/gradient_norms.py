@@ -10,7 +10,6 @@ two corners, projected to ``d_model``, and predicts the last two from its two ou
 Training is full-batch (every step sees the same ``n_samples`` sequences) and dropout-free, so
 the only differences between two runs are the ones asked for.
 """
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,6 +19,7 @@ from torch.optim.lr_scheduler import LambdaLR
 
 from ..checks import check_non_negative_int, check_positive_int, check_positive_number
 from ..data import square_datasets
+from ..devices import torch_threads
 from ..models import EncoderLayer, EncoderTransf
 
 __all__ = ["GradientNormRun", "layer_gradient_norms", "encoder_regressor", "layer_norms_of_gradients"]
@@ -79,18 +79,6 @@ def layer_norms_of_gradients(layers):
     return norms
 
 
-@contextmanager
-def _one_thread():
-    """Run PyTorch on one thread, then restore the count: the tensors here are tiny, and
-    splitting them across busy cores costs far more in waiting than it saves."""
-    n_threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(n_threads)
-
-
 def layer_gradient_norms(n_layers=6, norm_first=True, steps=50, lr=0.03, warmup_steps=0,
                          d_model=16, n_heads=2, ff_units=32, n_samples=64, seed=0):
     """Train a stack of ``n_layers`` encoder layers for ``steps`` steps, recording gradient norms.
@@ -123,7 +111,7 @@ def layer_gradient_norms(n_layers=6, norm_first=True, steps=50, lr=0.03, warmup_
         scheduler = LambdaLR(optimizer, lambda step: min(1.0, (step + 1) / warmup_steps))
     norms, losses, learning_rates = [], [], []
     model.train()
-    with _one_thread():
+    with torch_threads(1):  # tiny tensors: threads would only wait for each other
         for _ in range(steps):
             loss = nn.functional.mse_loss(model(source), target)  # prediction (n, 2, 2)
             optimizer.zero_grad(set_to_none=True)

@@ -12,6 +12,7 @@ import torch.nn.functional as F
 from torch.profiler import ProfilerActivity, profile
 
 from ..checks import check_positive_int
+from ..devices import torch_threads
 from ..expect import Claim
 from ..models import attend, tiled_attention
 from .quiet_profiler import quiet_stderr
@@ -41,13 +42,9 @@ def measure_memory(compute, threads=None):
         raise TypeError(f"compute must be a function of no arguments, got {type(compute).__name__}")
     if threads is not None:
         check_positive_int("threads", threads)
-    before = torch.get_num_threads()
-    torch.set_num_threads(threads or before)
-    try:
-        with quiet_stderr(), profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
-            result = compute()
-    finally:
-        torch.set_num_threads(before)
+    with torch_threads(threads), quiet_stderr(), \
+            profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        result = compute()
     events = [event for event in prof.profiler.kineto_results.events()
               if event.name() == "[memory]" and event.device_type() == torch.autograd.DeviceType.CPU]
     alive = peak = largest = count = 0

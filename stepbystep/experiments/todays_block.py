@@ -9,6 +9,7 @@ import torch
 from ..checks import check_positive_int, check_positive_number
 from ..data.date_completions import IGNORE_INDEX, CompletionDataset, completion_collate, completion_vocab
 from ..data.dates import date_datasets
+from ..devices import torch_threads
 from ..expect import Claim
 from ..models.gpt.config import DecoderConfig
 from ..models.gpt.model import completion_loss
@@ -92,13 +93,9 @@ def train_block(config, seed, train, val, steps=100, batch_size=16, lr=1e-2, war
 def block_study(configs, seeds, train, val, **recipe):
     """``{name: tensor (seeds, 2)}``: each variant's validation loss and token accuracy per seed.
     On one thread (restored after): ops this small only wait for each other across threads."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with torch_threads(1):
         return {name: torch.tensor([train_block(config, seed, train, val, **recipe) for seed in seeds])
                 for name, config in configs.items()}
-    finally:
-        torch.set_num_threads(threads)
 
 
 def _loss(results, name):
