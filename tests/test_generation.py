@@ -79,10 +79,10 @@ def test_cached_self_attention_is_the_last_row_of_full_attention(model):
     x = torch.randn(2, 6, 16)
     cache, layer_cache = KVCache(1), LayerCache()
     with torch.no_grad():
-        cache.add_tokens(torch.ones(2, 5, dtype=torch.bool))
+        cache.add_tokens(torch.full((2, 5), 3), pad_id=0)
         assert cache.mask(5).shape == (2, 5, 5) and torch.equal(cache.mask(5)[0], torch.ones(5, 5).tril().bool())
         attention(x[:, :5], cache.mask(5), key=x[:, :5], cache=layer_cache)
-        cache.add_tokens(torch.ones(2, 1, dtype=torch.bool))
+        cache.add_tokens(torch.full((2, 1), 3), pad_id=0)
         assert cache.mask(1).shape == (2, 1, 6) and bool(cache.mask(1).all())
         last = attention(x[:, 5:], cache.mask(1), key=x[:, 5:], cache=layer_cache)
         assert layer_cache.keys.shape == layer_cache.values.shape == (2, 2, 6, 8)
@@ -120,7 +120,7 @@ class _Scripted(torch.nn.Module):
 
     def forward(self, ids, cache=None):
         if cache is not None:
-            cache.add_tokens(torch.ones_like(ids, dtype=torch.bool))
+            cache.add_tokens(ids)
             step = cache.length - self.prompt_length
         else:
             step = ids.shape[1] - self.prompt_length
@@ -287,22 +287,22 @@ def test_the_cache_holds_every_chunk_in_order_and_counts_real_tokens():
     chunks = [torch.randn(2, 3, n, 4) for n in (5, 1, 20, 1, 1)]
     with torch.no_grad():
         for chunk in chunks:
-            cache.add_tokens(torch.ones(2, chunk.shape[2], dtype=torch.bool))
+            cache.add_tokens(torch.ones(2, chunk.shape[2], dtype=torch.long), pad_id=0)
             keys, values = cache.layers[0].extend(chunk, 2 * chunk)
     expected = torch.cat(chunks, dim=2)
     assert torch.equal(keys, expected) and torch.equal(values, 2 * expected)
     assert cache.length == 28 and cache.keep.shape == (2, 28) and cache.n_real.tolist() == [28, 28]
     with torch.no_grad():  # padding arrives late: the counts follow it
-        cache.add_tokens(torch.tensor([[True], [False]]))
+        cache.add_tokens(torch.tensor([[1], [0]]), pad_id=0)
     assert not bool(cache.keep.all()) and cache.n_real.tolist() == [29, 28]
 
 
 def test_gradients_flow_through_the_cache():
     cache = KVCache(1)
     first = torch.randn(1, 2, 3, 4, requires_grad=True)
-    cache.add_tokens(torch.ones(1, 3, dtype=torch.bool))
+    cache.add_tokens(torch.ones(1, 3, dtype=torch.long))
     cache.layers[0].extend(first, first)
-    cache.add_tokens(torch.ones(1, 1, dtype=torch.bool))
+    cache.add_tokens(torch.ones(1, 1, dtype=torch.long))
     keys, _ = cache.layers[0].extend(torch.randn(1, 2, 1, 4), torch.randn(1, 2, 1, 4))
     keys.sum().backward()
     assert torch.equal(first.grad, torch.ones_like(first))  # the gradient reaches the first keys

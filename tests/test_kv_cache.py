@@ -21,8 +21,8 @@ def _in_pieces(layer, x, sizes):
     """The layer over ``x`` fed to a cache in consecutive pieces of ``sizes`` tokens: ``(N, L, d)``."""
     cache, outputs = KVCache(1), []
     for start, size in zip([0, *torch.tensor(sizes).cumsum(0).tolist()], sizes):
-        cache.add_tokens(torch.ones(x.shape[0], size, dtype=torch.bool))
-        mask = cache.mask(size)  # (N, size, t)
+        cache.add_tokens(torch.ones(x.shape[0], size, dtype=torch.long))  # ids, no padding
+        mask = cache.mask(size)  # (1, size, t), or None for one token
         outputs.append(layer(x[:, start:start + size], mask, cache=cache.layers[0]))
     return torch.cat(outputs, dim=1)
 
@@ -70,11 +70,26 @@ def test_dropout_acts_in_training_mode_only():
 def test_the_cache_records_which_tokens_are_real():
     cache = KVCache(1)
     assert cache.keep is None and cache.n_real is None
-    cache.add_tokens(torch.ones(2, 3, dtype=torch.bool))
-    assert cache.keep.shape == (2, 3) and bool(cache.keep.all())
-    cache.add_tokens(torch.tensor([[True, False]] * 2))
+    assert cache.add_tokens(torch.full((2, 3), 7), pad_id=0).tolist() == [[0, 1, 2]] * 2
+    assert cache.keep.shape == (2, 3) and bool(cache.keep.all()) and cache.n_real.tolist() == [3, 3]
+    assert cache.add_tokens(torch.tensor([[5, 0]] * 2), pad_id=0).tolist() == [[3, 3]] * 2  # padding moves nothing
     assert cache.keep.tolist() == [[True, True, True, True, False]] * 2
     assert cache.n_real.tolist() == [4, 4] and cache.length == 5
+    assert cache.positions.tolist() == [[0, 1, 2, 3, 3]] * 2
+
+
+def test_without_padding_the_cache_counts_positions_and_needs_no_mask_for_one_token():
+    cache = KVCache(1)
+    assert cache.add_tokens(torch.full((2, 3), 7)).tolist() == [[0, 1, 2]] * 2
+    assert cache.keep is None and cache.n_real is None  # no padding: nothing to record per token
+    assert torch.equal(cache.mask(3), torch.ones(1, 3, 3, dtype=torch.bool).tril())  # causal only
+    assert cache.add_tokens(torch.full((2, 1), 7)).tolist() == [[3]] * 2
+    assert cache.mask(1) is None  # one new token reads every key
+    # padding arriving late: the earlier tokens count as real
+    assert cache.add_tokens(torch.tensor([[0], [7]]), pad_id=0).tolist() == [[3], [4]]
+    assert cache.keep.tolist() == [[True] * 4 + [False], [True] * 5] and cache.n_real.tolist() == [4, 5]
+    assert cache.mask(1).tolist() == [[[True] * 4 + [False]], [[True] * 5]]
+    assert cache.positions.tolist() == [[0, 1, 2, 3, 3], [0, 1, 2, 3, 4]]
 
 
 def test_positions_pick_rows_of_the_sinusoidal_table():

@@ -65,6 +65,18 @@ def test_per_row_positions_rotate_each_row_at_its_own_positions():
     torch.testing.assert_close(out[1], rotary(x[1]))
 
 
+@pytest.mark.parametrize("pairing", ["interleaved", "rotate_half"])
+def test_tables_looked_up_once_rotate_as_positions_do(pairing):
+    rotary = RotaryEmbedding(8, pairing=pairing)
+    x = torch.randn(2, 3, 4, 8)  # (N, h, L, d_head)
+    for positions in (torch.tensor([2, 3, 4, 5]), torch.tensor([[0, 0, 1, 2], [5, 6, 7, 8]])):
+        cos, sin = rotary.at(positions)
+        width = 4 if pairing == "interleaved" else 8
+        assert cos.shape == sin.shape == ((4, width) if positions.dim() == 1 else (2, 1, 4, width))
+        torch.testing.assert_close(rotary.apply(x, (cos, sin)), rotary(x, positions), atol=0, rtol=0)
+    assert rotary.at(torch.tensor([1]), torch.float64)[0].dtype == torch.float64
+
+
 def test_a_position_past_the_table_is_a_clear_error_and_the_table_is_not_saved():
     rotary = RotaryEmbedding(4, max_len=8)
     x = torch.randn(1, 1, 4)

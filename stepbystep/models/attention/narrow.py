@@ -30,11 +30,12 @@ class MultiHeadedAttention(nn.Module):
             multi-query attention (Shazeer 2019). ``None`` (or ``n_heads``): one per query head.
         bias: the four projections have biases (GPT-2) or not (Llama).
 
-    ``forward(query, mask=None, key=None, bias=None, positions=None, cache=None)``:
+    ``forward(query, mask=None, key=None, bias=None, positions=None, cache=None, rotation=None)``:
     ``query`` ``(N, L_q, d_model)``; ``key`` ``(N, L_k, d_model)`` to attend to (``None``: the keys
     set by ``init_keys``, the book's two-step use); ``mask`` ``(1 or N, 1 or L_q, L_k)`` bool,
     ``True`` = may attend; ``bias`` ``(h or N, h, L_q, L_k)`` added to the scores (ALiBi);
-    ``positions`` ``(L,)`` or ``(N, L)`` where rotary turns the queries and the new keys;
+    ``positions`` ``(L,)`` or ``(N, L)`` where rotary turns the queries and the new keys, or
+    ``rotation``, their ``(cos, sin)`` from ``rotary.at(positions)``, looked up once for every layer;
     ``cache`` a ``LayerCache`` (KV cache): the new keys and values ``(N, n_kv_heads, L, d_k)`` join the
     earlier ones, which ``mask`` and ``bias`` then cover. Returns ``(N, L_q, d_model)``.
     """
@@ -86,17 +87,20 @@ class MultiHeadedAttention(nn.Module):
         """Merge the heads ``(N, h, L_q, d_k)`` -> ``(N, L_q, d_model)``, then ``linear_out``."""
         return self.linear_out(contexts.transpose(1, 2).flatten(2))
 
-    def rotate(self, x, positions=None):
-        """Queries or keys ``(N, h, L, d_k)`` rotated at ``positions`` (RoPE), or as they are."""
+    def rotate(self, x, positions=None, rotation=None):
+        """Queries or keys ``(N, h, L, d_k)`` rotated by ``rotation`` or at ``positions`` (RoPE), or as they are."""
         if self.rotary is None:
             return x
+        if rotation is not None:
+            return self.rotary.apply(x, rotation)
         if positions is None:
             positions = torch.arange(x.shape[-2], device=x.device)  # (L,)
         return self.rotary.rotate(x, positions)  # the model keeps positions in range: no per-call checks
 
-    def project_keys(self, key, positions=None):
+    def project_keys(self, key, positions=None, rotation=None):
         """Keys (rotated) and values of ``key`` ``(N, L_k, d_model)``: ``(N, n_kv_heads, L_k, d_k)`` each."""
-        return self.rotate(self.make_chunks(self.linear_key(key)), positions), self.make_chunks(self.linear_value(key))
+        return (self.rotate(self.make_chunks(self.linear_key(key)), positions, rotation),
+                self.make_chunks(self.linear_value(key)))
 
     def init_keys(self, key, positions=None):
         """The book's first step: project ``key`` ``(N, L_k, d_model)`` for the next ``forward`` calls."""
@@ -108,14 +112,14 @@ class MultiHeadedAttention(nn.Module):
         q = self.rotate(self.make_chunks(self.linear_query(query)), positions)  # (N, h, L_q, d_k)
         return q @ self.expand_kv(self.proj_key).transpose(-2, -1) / self.d_k ** 0.5
 
-    def forward(self, query, mask=None, key=None, bias=None, positions=None, cache=None):
+    def forward(self, query, mask=None, key=None, bias=None, positions=None, cache=None, rotation=None):
         if key is None and cache is None:
             self._check_book_call(query, mask, bias)
-        q = self.rotate(self.make_chunks(self.linear_query(query)), positions)  # (N, h, L_q, d_k)
+        q = self.rotate(self.make_chunks(self.linear_query(query)), positions, rotation)  # (N, h, L_q, d_k)
         if cache is not None and cache.static and cache.keys is not None:
             k, v = cache.keys, cache.values  # cross-attention: the encoder's states, projected once
         elif key is not None:
-            k, v = self.project_keys(key, positions)  # (N, n_kv_heads, L_k, d_k) each
+            k, v = self.project_keys(key, positions, rotation)  # (N, n_kv_heads, L_k, d_k) each
             if cache is not None:
                 k, v = cache.extend(k, v)  # (N, n_kv_heads, t, d_k): the earlier tokens' too
         else:

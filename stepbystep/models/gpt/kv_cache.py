@@ -51,8 +51,8 @@ class LayerCache:
 
 class KVCache:
     """What a decoder keeps between steps: a ``LayerCache`` per layer (and per cross-attention,
-    ``cross``), which of its ``length`` tokens are real and their positions. Each step the model
-    calls ``add_tokens`` and ``mask``, then every layer extends its ``LayerCache``.
+    ``cross``), its ``length`` tokens' positions and, once padding arrives, which tokens are real.
+    Each step the model calls ``add_tokens`` and ``mask``, then every layer extends its ``LayerCache``.
     """
 
     def __init__(self, n_layers, cross=False, capacity=None):
@@ -60,26 +60,37 @@ class KVCache:
         self.layers = [LayerCache(capacity=capacity) for _ in range(n_layers)]
         self.cross = [LayerCache(static=True) for _ in range(n_layers)] if cross else None
         self.length = 0
-        self.keep = None  # (N, t) bool: True for the real tokens
         self.positions = None  # (N, t): each token's position among its row's real tokens
-        self.n_real = None  # (N,): how many real tokens each row holds
+        self.keep = None  # (N, t) bool, True for the real tokens; None while no token was padding
+        self.n_real = None  # (N,): how many real tokens each row holds; None while no token was padding
 
-    def add_tokens(self, keep):
-        """Record the new tokens, ``keep`` ``(N, L_new)`` (``False``: padding); returns their positions
-        ``(N, L_new)``, the real tokens before each in its row (padding moves nothing)."""
-        if self.keep is not None and self.keep.shape[0] != keep.shape[0]:
-            raise ValueError(f"the cache holds {self.keep.shape[0]} sequences, the new tokens {keep.shape[0]}: "
+    def add_tokens(self, ids, pad_id=None):
+        """Record the new tokens ``ids`` ``(N, L_new)``, ``pad_id`` marking padding (``None``: none);
+        returns their positions ``(N, L_new)``, the real tokens before each in its row (padding
+        moves nothing)."""
+        n, new = ids.shape
+        if self.positions is not None and self.positions.shape[0] != n:
+            raise ValueError(f"the cache holds {self.positions.shape[0]} sequences, the new tokens {n}: "
                              "use one cache per batch")
-        earlier = keep.new_zeros(keep.shape[0], dtype=torch.long) if self.n_real is None else self.n_real  # (N,)
-        positions = (earlier.unsqueeze(1) + keep.cumsum(dim=1) - 1).clamp(min=0)  # (N, L_new)
-        self.n_real = earlier + keep.sum(dim=1)  # (N,)
-        self.keep = keep if self.keep is None else torch.cat([self.keep, keep], dim=1)  # (N, t)
+        if pad_id is None and self.keep is None:  # no padding so far: a token's position is its index
+            positions = torch.arange(self.length, self.length + new, device=ids.device).expand(n, new)  # (N, L_new)
+        else:
+            keep = torch.ones_like(ids, dtype=torch.bool) if pad_id is None else ids != pad_id  # (N, L_new)
+            if self.keep is None:  # the first padding: every earlier token was real
+                self.keep = keep.new_ones(n, self.length)  # (N, t)
+                self.n_real = torch.full((n,), self.length, dtype=torch.long, device=ids.device)  # (N,)
+            positions = (self.n_real.unsqueeze(1) + keep.cumsum(dim=1) - 1).clamp(min=0)  # (N, L_new)
+            self.n_real = self.n_real + keep.sum(dim=1)  # (N,)
+            self.keep = torch.cat([self.keep, keep], dim=1)  # (N, t)
         self.positions = positions if self.positions is None else torch.cat([self.positions, positions], dim=1)
-        self.length += keep.shape[1]
+        self.length += new
         return positions
 
     def mask(self, new):
-        """Keep-mask ``(N, new, t)`` of the newest ``new`` tokens: causal, no padding keys."""
+        """Keep-mask ``(N or 1, new, t)`` of the newest ``new`` tokens: causal, no padding keys;
+        ``None`` when every key may be read (one new token, no padding)."""
+        if self.keep is None:
+            return None if new == 1 else subsequent_mask(self.length, device=self.positions.device)[:, -new:]
         keep = self.keep.unsqueeze(1)  # (N, 1, t)
         if new == 1:
             return keep  # one new token: every earlier token is in its past
@@ -88,7 +99,9 @@ class KVCache:
     def reorder(self, rows):
         """Keep the rows ``rows`` ``(N,)`` of everything held (beam search: the surviving hypotheses),
         the preallocated buffers of a cache with ``capacity`` included."""
-        self.keep, self.positions, self.n_real = self.keep[rows], self.positions[rows], self.n_real[rows]
+        self.positions = self.positions[rows]
+        if self.keep is not None:
+            self.keep, self.n_real = self.keep[rows], self.n_real[rows]
         for layer in self.layers:
             layer.reorder(rows)
 

@@ -153,14 +153,13 @@ class DecoderOnlyTransformer(nn.Module):
         check_ids("ids", ids, self.vocab_size, self.max_len, 0 if cache is None else cache.length)
         fresh = cache is None
         cache = self.new_cache() if fresh else cache  # without one, the whole stream is new: one code path
-        keep = torch.ones_like(ids, dtype=torch.bool) if self.pad_id is None else ids != self.pad_id  # (N, L)
-        positions = cache.add_tokens(keep)  # (N, L): real tokens before each, padding not counted
-        # (N, L, t): causal, no padding keys; one new token without padding may read every key
-        mask = None if self.pad_id is None and ids.shape[1] == 1 else cache.mask(ids.shape[1])
+        positions = cache.add_tokens(ids, self.pad_id)  # (N, L): real tokens before each, padding not counted
+        mask = cache.mask(ids.shape[1])  # (N or 1, L, t): causal, no padding keys; None: every key
         bias = self.attention_bias(positions, cache.positions)  # None, or ALiBi's (N, h, L, t)
         x = self.embed_tokens(ids, positions)  # (N, L, d_model)
+        rotation = None if self.rotary is None else self.rotary.at(positions, x.dtype)  # RoPE's (cos, sin), once
         for layer, layer_cache in zip(self.layers, cache.layers):
-            x = layer(x, mask, bias=bias, positions=positions, cache=None if fresh else layer_cache)
+            x = layer(x, mask, bias=bias, rotation=rotation, cache=None if fresh else layer_cache)
         if self.norm is not None:
             x = self.norm(x)
         return self.logits(x)  # (N, L, V)

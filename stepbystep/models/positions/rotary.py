@@ -87,14 +87,26 @@ class RotaryEmbedding(nn.Module):
         check_positions(positions, x.shape[-2], self.max_len)
         return self.rotate(x, positions)
 
-    def rotate(self, x, positions):
-        """``forward`` without its checks, for the attention's every call: ``x`` ``(..., L, d_head)``
-        turned at ``positions`` ``(L,)`` or ``(N, L)``, which the caller keeps in ``0 .. max_len - 1``."""
+    def at(self, positions, dtype=torch.float32):
+        """The cosines and sines at ``positions`` ``(L,)`` or ``(N, L)`` (kept in ``0 .. max_len - 1`` by the
+        caller), for ``apply``: ``(L, d/2 or d)`` or ``(N, 1, L, d/2 or d)``, one row for every head."""
         cos, sin = (getattr(self, table)[positions] for table in self._tables)  # (L or N, L, d/2 or d)
-        if cos.dtype != x.dtype:
-            cos, sin = cos.to(x.dtype), sin.to(x.dtype)
-        if positions.dim() == 2 and x.dim() == 4:
+        if cos.dtype != dtype:
+            cos, sin = cos.to(dtype), sin.to(dtype)
+        if positions.dim() == 2:
             cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)  # (N, 1, L, d/2 or d): the same for every head
+        return cos, sin
+
+    def apply(self, x, rotation):
+        """``x`` ``(N, h, L, d_head)`` turned by ``rotation``, the ``(cos, sin)`` of ``at``."""
+        return self._rotate(x, *rotation)
+
+    def rotate(self, x, positions):
+        """``forward`` without its checks: ``x`` ``(..., L, d_head)`` turned at ``positions`` ``(L,)`` or
+        ``(N, L)``, which the caller keeps in ``0 .. max_len - 1``."""
+        cos, sin = self.at(positions, x.dtype)
+        if positions.dim() == 2 and x.dim() == 3:
+            cos, sin = cos.squeeze(1), sin.squeeze(1)  # (N, L, d/2 or d)
         return self._rotate(x, cos, sin)
 
     def extra_repr(self):

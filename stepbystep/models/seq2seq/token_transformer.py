@@ -112,9 +112,8 @@ class TokenTransformer(nn.Module):
         if cache is None:
             target_mask = self.target_mask(target_in)  # (N or 1, L_t, L_t)
         else:
-            real = torch.ones_like(target_in, dtype=torch.bool) if self.pad_id is None else target_in != self.pad_id
-            cache.add_tokens(real)  # (N, L_t)
-            target_mask = cache.mask(target_in.shape[1])  # (N, L_t, t)
+            cache.add_tokens(target_in, self.pad_id)  # (N, L_t)
+            target_mask = cache.mask(target_in.shape[1])  # (N or 1, L_t, t), or None: every key
         states = self.decoder(embedded, source_mask, target_mask, memory, cache)  # (N, L_t, d_model)
         return self.head(states)  # (N, L_t, tgt_vocab_size)
 
