@@ -21,3 +21,21 @@ def test_the_still_follows_the_controls():
     causal = box.children[0].children[1].children[0]
     causal.value = not causal.value
     assert _still(box) != before
+
+
+def test_the_live_figure_goes_out_as_a_png_whatever_matplotlib_backend_the_kernel_has(monkeypatch):
+    # Displaying a bare Figure needs the inline backend, which a kernel starts only with pyplot:
+    # straight after the imports, the learner would read "<Figure size ...>" instead of the plot.
+    from ipywidgets import Output
+    from matplotlib.figure import Figure
+
+    from stepbystep.widgets import _figure_box
+
+    shown = []
+    monkeypatch.setattr(_figure_box, "display", shown.append)
+    figure = Figure(figsize=(2, 1), dpi=50)
+    _figure_box.show(Output(), figure)
+    (image,) = shown
+    assert image.format == "png" and image.data.startswith(b"\x89PNG")
+    width, height = int.from_bytes(image.data[16:20], "big"), int.from_bytes(image.data[20:24], "big")
+    assert (width, height) == (100, 50)  # the figure's own size, 2 x 1 inches at 50 dpi

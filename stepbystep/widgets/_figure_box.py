@@ -9,16 +9,26 @@ import base64
 import io
 
 import ipywidgets as widgets
-from IPython.display import clear_output, display
+from IPython.display import Image, clear_output, display
 
-__all__ = ["FigureBox", "show"]
+__all__ = ["FigureBox", "figure_png", "show"]
+
+
+def figure_png(figure):
+    """The figure drawn as PNG bytes."""
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png")
+    return buffer.getvalue()
 
 
 def show(output, figure):
-    """Replace what ``output`` shows by ``figure``, without a blank frame in between."""
+    """Replace what ``output`` shows by ``figure``, without a blank frame in between. The figure
+    goes as a PNG image: displaying the ``Figure`` itself needs matplotlib's inline backend,
+    which a kernel starts only once pyplot is imported, so a widget run straight after the
+    imports would show ``<Figure size ...>`` instead of the picture."""
     with output:
         clear_output(wait=True)
-        display(figure)
+        display(Image(figure_png(figure), format="png"))
 
 
 class FigureBox(widgets.VBox):
@@ -34,7 +44,5 @@ class FigureBox(widgets.VBox):
 
     def _repr_mimebundle_(self, **kwargs):
         bundle = super()._repr_mimebundle_(**kwargs)
-        buffer = io.BytesIO()
-        self.figure.savefig(buffer, format="png")
-        bundle["image/png"] = base64.b64encode(buffer.getvalue()).decode("ascii")
+        bundle["image/png"] = base64.b64encode(figure_png(self.figure)).decode("ascii")
         return bundle
