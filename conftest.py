@@ -5,9 +5,12 @@ types the plain command should get exactly what `make test` runs, so unless the 
 its own, the notebooks are compared through `notebooks/nbval_sanitize.cfg` and executed by the
 Python that runs pytest (the environment the course is installed in).
 
-The chapters run in parallel, one per core: with pytest-xdist installed, a notebook run that
-names no worker count gets `-n auto --dist loadscope`, which keeps each notebook's cells in one
-worker (one kernel), in order. `-n 0` runs them one after the other in this process.
+The chapters run in parallel, one per core: with pytest-xdist installed, a notebook run, or a run
+of whole folders (`pytest tests/`), that names no worker count gets `-n auto --dist loadscope`,
+which keeps each notebook's cells in one worker (one kernel), in order, and each test file in one
+worker. A run of chosen files or tests stays in this process, as does `-n 0`. The long
+files go out first (the system tests, which start browsers, servers and fresh Pythons, then the
+chapters) and the many short unit-test files last, where they even out the workers' ends.
 
 Every chapter and test runs PyTorch on one thread, as the committed outputs were computed:
 OMP_NUM_THREADS is set here, before any kernel starts or any test imports torch, and the
@@ -29,17 +32,34 @@ def _runs_notebooks(option):
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config):
-    """A notebook run spreads the chapters over every core unless it names its `-n`, and
-    always keeps each notebook in one worker."""
+    """A notebook run or a run of whole folders spreads over every core unless it names its `-n`;
+    a notebook always stays in one worker."""
     option = config.option
     if hasattr(config, "workerinput") or not hasattr(option, "numprocesses"):  # an xdist worker, or no xdist
         return
-    if not _runs_notebooks(option):
+    whole_folders = all(Path(arg).is_dir() for arg in config.args)
+    if not (_runs_notebooks(option) or whole_folders):
         return
     if option.numprocesses is None:
         option.numprocesses = "auto"
     if option.numprocesses != 0 and option.dist == "no":  # never split a notebook's cells
         option.dist = "loadscope"
+        option.loadscopereorder = False  # keep the order below (xdist would sort files by test count)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Long files first: those with system tests, then the notebooks, then the unit tests; each
+    file's items stay together and in order."""
+    def file_of(item):
+        return item.nodeid.split("::")[0]
+
+    system_files = {file_of(item) for item in items if item.get_closest_marker("system")}
+
+    def rank(item):
+        path = file_of(item)
+        return 0 if path in system_files else 1 if path.endswith(".ipynb") else 2
+
+    items.sort(key=rank)  # stable: the order within each group is kept
 
 
 def pytest_configure(config):
