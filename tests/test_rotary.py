@@ -73,7 +73,7 @@ def test_tables_looked_up_once_rotate_as_positions_do(pairing):
         cos, sin = rotary.at(positions)
         width = 4 if pairing == "interleaved" else 8
         assert cos.shape == sin.shape == ((4, width) if positions.dim() == 1 else (2, 1, 4, width))
-        torch.testing.assert_close(rotary.apply(x, (cos, sin)), rotary(x, positions), atol=0, rtol=0)
+        torch.testing.assert_close(rotary.rotate_with(x, (cos, sin)), rotary(x, positions), atol=0, rtol=0)
     assert rotary.at(torch.tensor([1]), torch.float64)[0].dtype == torch.float64
 
 
@@ -104,3 +104,12 @@ def test_bad_arguments_are_refused():
         rotary(torch.randn(2, 3, 4), torch.tensor([0.0, 1.0, 2.0]))
     with pytest.raises(TypeError, match="x must be a tensor"):
         rotary([1.0, 2.0, 3.0, 4.0])
+
+
+def test_module_apply_still_reaches_the_rotary_of_a_rope_model():
+    from stepbystep.models import DecoderOnlyTransformer
+
+    model = DecoderOnlyTransformer(12, d_model=16, n_heads=2, ff_units=32, max_len=8, position_scheme="rope")
+    visited = []
+    model.apply(lambda module: visited.append(type(module).__name__))  # e.g. a weight initialiser
+    assert "RotaryEmbedding" in visited and visited[-1] == "DecoderOnlyTransformer"

@@ -92,7 +92,7 @@ class MultiHeadedAttention(nn.Module):
         if self.rotary is None:
             return x
         if rotation is not None:
-            return self.rotary.apply(x, rotation)
+            return self.rotary.rotate_with(x, rotation)
         if positions is None:
             positions = torch.arange(x.shape[-2], device=x.device)  # (L,)
         return self.rotary.rotate(x, positions)  # the model keeps positions in range: no per-call checks

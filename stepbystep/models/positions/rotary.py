@@ -89,7 +89,7 @@ class RotaryEmbedding(nn.Module):
 
     def at(self, positions, dtype=torch.float32):
         """The cosines and sines at ``positions`` ``(L,)`` or ``(N, L)`` (kept in ``0 .. max_len - 1`` by the
-        caller), for ``apply``: ``(L, d/2 or d)`` or ``(N, 1, L, d/2 or d)``, one row for every head."""
+        caller), for ``rotate_with``: ``(L, d/2 or d)`` or ``(N, 1, L, d/2 or d)``, one row for every head."""
         cos, sin = (getattr(self, table)[positions] for table in self._tables)  # (L or N, L, d/2 or d)
         if cos.dtype != dtype:
             cos, sin = cos.to(dtype), sin.to(dtype)
@@ -97,7 +97,7 @@ class RotaryEmbedding(nn.Module):
             cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)  # (N, 1, L, d/2 or d): the same for every head
         return cos, sin
 
-    def apply(self, x, rotation):
+    def rotate_with(self, x, rotation):
         """``x`` ``(N, h, L, d_head)`` turned by ``rotation``, the ``(cos, sin)`` of ``at``."""
         return self._rotate(x, *rotation)
 
