@@ -500,14 +500,14 @@ torch.set_num_threads(threads)
 ratios = {name: seconds["ours"] / seconds["transformers"] for name, (seconds, _) in speed.items()}
 for name, (_, same) in speed.items():
     expect(same, f"{name}: the timed runs wrote the same tokens")
-expect(ratios["GPT-2"] < 1, "GPT-2: the course's generation takes less time than transformers'", got=ratios["GPT-2"])
-expect(ratios["Llama"] < 1.5, "Llama: the course's takes less than 1.5 times transformers' time", got=ratios["Llama"])
+for name, ratio in ratios.items():
+    expect(ratio < 1, f"{name}: the course's generation takes less time than transformers'", got=ratio)
 
 # %% [markdown]
-# At this size a step's time is mostly Python's fixed cost per module, not arithmetic. Against
-# `transformers`' GPT-2 the course's generation was faster here; against its Llama, about as
-# fast (the ratio printed above; `make bench` measures both side by side at two sizes). On a
-# large model both would spend their time in the same matrix products.
+# At this size a step's time is mostly Python's fixed cost per module, not arithmetic. The
+# course's generation was faster than `transformers`' on both models here, by less on Llama (the
+# ratios printed above; `make bench` measures both side by side at two sizes). On a large model
+# both would spend their time in the same matrix products.
 #
 # ## Try it
 #
