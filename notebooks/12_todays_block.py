@@ -505,9 +505,9 @@ for name, ratio in ratios.items():
 
 # %% [markdown]
 # At this size a step's time is mostly Python's fixed cost per module, not arithmetic. The
-# course's generation was faster than `transformers`' on both models here, by less on Llama (the
-# ratios printed above; `make bench` measures both side by side at two sizes). On a large model
-# both would spend their time in the same matrix products.
+# course's generation took less time than `transformers`' on both models (the ratios printed
+# above; `make bench` measures both side by side at two sizes). On a large model both would spend
+# their time in the same matrix products.
 #
 # ## Try it
 #

@@ -103,16 +103,18 @@ def test_positions_pick_rows_of_the_sinusoidal_table():
     torch.testing.assert_close(per_row[1] - model.embed(ids)[1], model.pe.pe[0, [0, 0, 1, 2]], atol=1e-6, rtol=0)
 
 
+@pytest.mark.parametrize("pad_id", [0, None])  # a padding record to reorder, or none
 @pytest.mark.parametrize("capacity", [None, 9])
-def test_a_reordered_cache_continues_the_kept_rows(capacity):
+def test_a_reordered_cache_continues_the_kept_rows(capacity, pad_id):
     torch.manual_seed(0)
-    model = DecoderOnlyTransformer(12, d_model=D, n_heads=HEADS, ff_units=FF, max_len=20).eval()
+    model = DecoderOnlyTransformer(12, d_model=D, n_heads=HEADS, ff_units=FF, max_len=20, pad_id=pad_id).eval()
     ids = torch.randint(1, 12, (3, 6))
     rows = torch.tensor([2, 0, 0])  # beam search: hypothesis 2 first, hypothesis 0 twice
     with torch.no_grad():
         cache = model.new_cache(capacity=capacity)
         model(ids[:, :4], cache=cache)
         cache.reorder(rows)
+        assert (cache.keep is None) == (pad_id is None) and cache.positions.shape == (3, 4)
         model(ids[rows, 4:5], cache=cache)  # the step after the reorder writes into the kept rows
         cached = model(ids[rows, 5:], cache=cache)  # (3, 1, V)
         reference = model(ids[rows])[:, 5:]  # recomputed from scratch
@@ -132,3 +134,10 @@ def test_without_padding_one_new_token_reads_every_key_as_the_whole_stream_does(
         cache = model.new_cache()
         steps = [model(ids[:, :4], cache=cache)] + [model(ids[:, t:t + 1], cache=cache) for t in range(4, 9)]
     torch.testing.assert_close(torch.cat(steps, dim=1), whole, atol=1e-5, rtol=0)
+
+
+def test_the_cache_takes_token_ids_not_a_keep_mask():
+    cache = KVCache(1)
+    with pytest.raises(TypeError, match="integer token ids"):
+        cache.add_tokens(torch.ones(2, 3, dtype=torch.bool))  # the old keep-mask form: refused, not misread
+    assert cache.length == 0

@@ -113,3 +113,26 @@ def test_module_apply_still_reaches_the_rotary_of_a_rope_model():
     visited = []
     model.apply(lambda module: visited.append(type(module).__name__))  # e.g. a weight initialiser
     assert "RotaryEmbedding" in visited and visited[-1] == "DecoderOnlyTransformer"
+
+
+def test_a_layer_rotates_at_the_positions_it_is_given_or_by_the_tables_looked_up_once():
+    from stepbystep.models import DecoderOnlyLayer
+
+    torch.manual_seed(0)
+    rotary = RotaryEmbedding(8, max_len=16)
+    layer = DecoderOnlyLayer(2, 16, 32, dropout=0.0, rotary=rotary).eval()
+    x, positions = torch.randn(2, 5, 16), torch.tensor([[0, 0, 1, 2, 3], [4, 5, 6, 7, 8]])
+    by_positions = layer(x, positions=positions)
+    torch.testing.assert_close(layer(x, rotation=rotary.at(positions)), by_positions, atol=0, rtol=0)
+    assert not torch.allclose(layer(x), by_positions)  # the positions matter: 0..4 for both rows differs
+
+
+def test_a_vector_per_row_turns_at_each_rows_position_and_the_tables_keep_their_dtype():
+    rotary = RotaryEmbedding(8)
+    x, positions = torch.randn(3, 8), torch.tensor([[0, 1, 2], [3, 4, 5]])  # (L, d) at (N, L)
+    out = rotary(x, positions)
+    assert out.shape == (2, 3, 8)
+    torch.testing.assert_close(out[1], rotary(x, torch.tensor([3, 4, 5])), atol=0, rtol=0)
+    assert rotary.at(positions)[0].dtype == torch.float32
+    half = rotary(x.bfloat16(), positions)
+    assert half.dtype == torch.bfloat16

@@ -19,7 +19,8 @@ class AttentionOnlyLayer(nn.Module):
     """One causal self-attention sublayer, wrapped (residual, norm, dropout), and nothing else.
 
     Same arguments and ``forward`` as ``DecoderOnlyLayer``, less ``ff_units``:
-    ``forward(query, mask=None, bias=None, rotation=None, cache=None)``: ``(N, L, d_model)`` in and out.
+    ``forward(query, mask=None, bias=None, positions=None, cache=None, rotation=None)``: ``(N, L, d_model)``
+    in and out.
     """
 
     def __init__(self, n_heads, d_model, dropout=0.0, norm_first=True, store_alphas=True, rotary=None):
@@ -31,9 +32,9 @@ class AttentionOnlyLayer(nn.Module):
         self.self_attn_heads.set_rotary(rotary)
         self.sublayers = nn.ModuleList([SubLayerWrapper(d_model, dropout, norm_first)])
 
-    def forward(self, query, mask=None, bias=None, rotation=None, cache=None):
+    def forward(self, query, mask=None, bias=None, positions=None, cache=None, rotation=None):
         return self.sublayers[0](query, self.self_attn_heads, is_self_attn=True, mask=mask, bias=bias,
-                                 rotation=rotation, cache=cache)  # (N, L, d_model)
+                                 positions=positions, cache=cache, rotation=rotation)  # (N, L, d_model)
 
 
 class AttentionOnlyTransformer(DecoderOnlyTransformer):

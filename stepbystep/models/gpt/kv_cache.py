@@ -51,7 +51,7 @@ class LayerCache:
 
 class KVCache:
     """What a decoder keeps between steps: a ``LayerCache`` per layer (and per cross-attention,
-    ``cross``), its ``length`` tokens' positions and, once padding arrives, which tokens are real.
+    ``cross``), its ``length`` tokens' positions and, once a ``pad_id`` is given, which tokens are real.
     Each step the model calls ``add_tokens`` and ``mask``, then every layer extends its ``LayerCache``.
     """
 
@@ -61,18 +61,20 @@ class KVCache:
         self.cross = [LayerCache(static=True) for _ in range(n_layers)] if cross else None
         self.length = 0
         self.positions = None  # (N, t): each token's position among its row's real tokens
-        self.keep = None  # (N, t) bool, True for the real tokens; None while no token was padding
-        self.n_real = None  # (N,): how many real tokens each row holds; None while no token was padding
+        self.keep = None  # (N, t) bool, True for the real tokens; None while no pad_id was given
+        self.n_real = None  # (N,): how many real tokens each row holds; None while no pad_id was given
 
     def add_tokens(self, ids, pad_id=None):
         """Record the new tokens ``ids`` ``(N, L_new)``, ``pad_id`` marking padding (``None``: none);
         returns their positions ``(N, L_new)``, the real tokens before each in its row (padding
         moves nothing)."""
+        if ids.dtype == torch.bool or ids.is_floating_point():
+            raise TypeError(f"ids must be integer token ids (N, L_new), got dtype {ids.dtype}")
         n, new = ids.shape
         if self.positions is not None and self.positions.shape[0] != n:
             raise ValueError(f"the cache holds {self.positions.shape[0]} sequences, the new tokens {n}: "
                              "use one cache per batch")
-        if pad_id is None and self.keep is None:  # no padding so far: a token's position is its index
+        if pad_id is None and self.keep is None:  # no padding possible so far: a token's position is its index
             positions = torch.arange(self.length, self.length + new, device=ids.device).expand(n, new)  # (N, L_new)
         else:
             keep = torch.ones_like(ids, dtype=torch.bool) if pad_id is None else ids != pad_id  # (N, L_new)

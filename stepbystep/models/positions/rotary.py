@@ -87,11 +87,12 @@ class RotaryEmbedding(nn.Module):
         check_positions(positions, x.shape[-2], self.max_len)
         return self.rotate(x, positions)
 
-    def at(self, positions, dtype=torch.float32):
+    def at(self, positions, dtype=None):
         """The cosines and sines at ``positions`` ``(L,)`` or ``(N, L)`` (kept in ``0 .. max_len - 1`` by the
-        caller), for ``rotate_with``: ``(L, d/2 or d)`` or ``(N, 1, L, d/2 or d)``, one row for every head."""
+        caller), for ``rotate_with``: ``(L, d/2 or d)`` or ``(N, 1, L, d/2 or d)``, one row for every head;
+        in ``dtype`` (``None``: the table's, float32)."""
         cos, sin = (getattr(self, table)[positions] for table in self._tables)  # (L or N, L, d/2 or d)
-        if cos.dtype != dtype:
+        if dtype is not None and cos.dtype != dtype:
             cos, sin = cos.to(dtype), sin.to(dtype)
         if positions.dim() == 2:
             cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)  # (N, 1, L, d/2 or d): the same for every head
@@ -105,8 +106,8 @@ class RotaryEmbedding(nn.Module):
         """``forward`` without its checks: ``x`` ``(..., L, d_head)`` turned at ``positions`` ``(L,)`` or
         ``(N, L)``, which the caller keeps in ``0 .. max_len - 1``."""
         cos, sin = self.at(positions, x.dtype)
-        if positions.dim() == 2 and x.dim() == 3:
-            cos, sin = cos.squeeze(1), sin.squeeze(1)  # (N, L, d/2 or d)
+        if positions.dim() == 2 and x.dim() < 4:
+            cos, sin = cos.squeeze(1), sin.squeeze(1)  # (N, L, d/2 or d): no heads to broadcast over
         return self._rotate(x, cos, sin)
 
     def extra_repr(self):

@@ -72,16 +72,16 @@ class EncoderLayer(_Layer):
     ``n_heads`` must divide ``d_model``; ``dropout`` acts on the weights, the network and the
     wrappers; ``norm_first``: see ``SubLayerWrapper``; ``store_alphas=False``: the fused kernel;
     ``options``: chapter 12's (``n_kv_heads``, ``bias``, ``mlp``, ``norm``, ``norm_eps``).
-    ``forward(query, mask=None, bias=None, rotation=None, cache=None)``: ``(N, L, d_model)`` in
-    and out, ``mask`` ``(N, 1 or L, L)``; the rest goes to the self-attention.
+    ``forward(query, mask=None, bias=None, positions=None, cache=None, rotation=None)``: ``(N, L, d_model)``
+    in and out, ``mask`` ``(N, 1 or L, L)``; the rest goes to the self-attention.
     """
 
     def __init__(self, n_heads, d_model, ff_units, dropout=0.1, norm_first=True, store_alphas=True, **options):
         super().__init__(n_heads, d_model, ff_units, dropout, norm_first, store_alphas, cross=False, **options)
 
-    def forward(self, query, mask=None, bias=None, rotation=None, cache=None):
+    def forward(self, query, mask=None, bias=None, positions=None, cache=None, rotation=None):
         x = self.sublayers[0](query, self.self_attn_heads, is_self_attn=True, mask=mask, bias=bias,
-                              rotation=rotation, cache=cache)  # (N, L, d_model)
+                              positions=positions, cache=cache, rotation=rotation)  # (N, L, d_model)
         return self.sublayers[1](x, self.ffn)  # (N, L, d_model)
 
 
