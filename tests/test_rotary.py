@@ -115,16 +115,31 @@ def test_module_apply_still_reaches_the_rotary_of_a_rope_model():
     assert "RotaryEmbedding" in visited and visited[-1] == "DecoderOnlyTransformer"
 
 
-def test_a_layer_rotates_at_the_positions_it_is_given_or_by_the_tables_looked_up_once():
-    from stepbystep.models import DecoderOnlyLayer
+@pytest.mark.parametrize("kind", ["DecoderOnlyLayer", "AttentionOnlyLayer"])
+def test_a_layer_rotates_at_the_positions_it_is_given_or_by_the_tables_looked_up_once(kind):
+    from stepbystep.models import AttentionOnlyLayer, DecoderOnlyLayer
 
     torch.manual_seed(0)
     rotary = RotaryEmbedding(8, max_len=16)
-    layer = DecoderOnlyLayer(2, 16, 32, dropout=0.0, rotary=rotary).eval()
+    if kind == "DecoderOnlyLayer":
+        layer = DecoderOnlyLayer(2, 16, 32, dropout=0.0, rotary=rotary).eval()
+    else:
+        layer = AttentionOnlyLayer(2, 16, dropout=0.0, rotary=rotary).eval()
     x, positions = torch.randn(2, 5, 16), torch.tensor([[0, 0, 1, 2, 3], [4, 5, 6, 7, 8]])
     by_positions = layer(x, positions=positions)
+    torch.testing.assert_close(layer(x, None, None, positions), by_positions, atol=0, rtol=0)  # (query, mask, bias, positions)
     torch.testing.assert_close(layer(x, rotation=rotary.at(positions)), by_positions, atol=0, rtol=0)
     assert not torch.allclose(layer(x), by_positions)  # the positions matter: 0..4 for both rows differs
+
+
+def test_under_autocast_the_cache_keeps_rotated_keys_in_the_projections_dtype():
+    from stepbystep.models import DecoderOnlyTransformer
+
+    model = DecoderOnlyTransformer(12, d_model=16, n_heads=2, ff_units=32, max_len=8, position_scheme="rope").eval()
+    cache = model.new_cache()
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+        model(torch.tensor([[1, 2, 3]]), cache=cache)
+    assert cache.layers[0].keys.dtype == cache.layers[0].values.dtype == torch.bfloat16
 
 
 def test_a_vector_per_row_turns_at_each_rows_position_and_the_tables_keep_their_dtype():
@@ -134,5 +149,6 @@ def test_a_vector_per_row_turns_at_each_rows_position_and_the_tables_keep_their_
     assert out.shape == (2, 3, 8)
     torch.testing.assert_close(out[1], rotary(x, torch.tensor([3, 4, 5])), atol=0, rtol=0)
     assert rotary.at(positions)[0].dtype == torch.float32
+    assert RotaryEmbedding(8).double().at(positions)[0].dtype == torch.float64  # the table's own dtype
     half = rotary(x.bfloat16(), positions)
     assert half.dtype == torch.bfloat16

@@ -78,7 +78,7 @@ class KVCache:
             positions = torch.arange(self.length, self.length + new, device=ids.device).expand(n, new)  # (N, L_new)
         else:
             keep = torch.ones_like(ids, dtype=torch.bool) if pad_id is None else ids != pad_id  # (N, L_new)
-            if self.keep is None:  # the first padding: every earlier token was real
+            if self.keep is None:  # the first pad_id given: every earlier token was real
                 self.keep = keep.new_ones(n, self.length)  # (N, t)
                 self.n_real = torch.full((n,), self.length, dtype=torch.long, device=ids.device)  # (N,)
             positions = (self.n_real.unsqueeze(1) + keep.cumsum(dim=1) - 1).clamp(min=0)  # (N, L_new)

@@ -157,7 +157,7 @@ class DecoderOnlyTransformer(nn.Module):
         mask = cache.mask(ids.shape[1])  # (N or 1, L, t): causal, no padding keys; None: every key
         bias = self.attention_bias(positions, cache.positions)  # None, or ALiBi's (N, h, L, t)
         x = self.embed_tokens(ids, positions)  # (N, L, d_model)
-        rotation = None if self.rotary is None else self.rotary.at(positions, x.dtype)  # RoPE's (cos, sin), once
+        rotation = None if self.rotary is None else self.rotary.at(positions)  # RoPE's (cos, sin), once
         for layer, layer_cache in zip(self.layers, cache.layers):
             x = layer(x, mask, bias=bias, positions=positions, cache=None if fresh else layer_cache, rotation=rotation)
         if self.norm is not None:

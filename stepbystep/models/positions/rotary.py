@@ -99,8 +99,11 @@ class RotaryEmbedding(nn.Module):
         return cos, sin
 
     def rotate_with(self, x, rotation):
-        """``x`` ``(N, h, L, d_head)`` turned by ``rotation``, the ``(cos, sin)`` of ``at``."""
-        return self._rotate(x, *rotation)
+        """``x`` ``(N, h, L, d_head)`` turned by ``rotation``, the ``(cos, sin)`` of ``at``, in ``x``'s dtype."""
+        cos, sin = rotation
+        if cos.dtype != x.dtype:  # e.g. bfloat16 queries and keys under autocast: the cache keeps that dtype
+            cos, sin = cos.to(x.dtype), sin.to(x.dtype)
+        return self._rotate(x, cos, sin)
 
     def rotate(self, x, positions):
         """``forward`` without its checks: ``x`` ``(..., L, d_head)`` turned at ``positions`` ``(L,)`` or
