@@ -25,9 +25,11 @@ $(INSTALLED): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install --quiet "$(TORCH_SPEC)"
 	@# uv resolves and installs the rest from PyPI in seconds where pip takes a minute; it keeps
-	@# the torch installed above, which satisfies the project's range.
+	@# the torch installed above, which satisfies the project's range. --compile-bytecode writes
+	@# the .pyc files now, on every core, instead of in each kernel and worker that first imports
+	@# a library (a fresh clone's make test: 232 s without it, 213 s with it).
 	$(PY) -m pip install --quiet uv
-	$(VENV)/bin/uv pip install --quiet --python $(PY) -e ".[dev]"
+	$(VENV)/bin/uv pip install --quiet --compile-bytecode --python $(PY) -e ".[dev]"
 	@# The distribution was called `stepbystep` before it became `stepbystep-course`: drop the
 	@# old name's leftover entry from a .venv made before the rename (the files stay).
 	$(PY) -m pip uninstall --quiet --yes stepbystep 2>/dev/null || true
