@@ -54,6 +54,7 @@ from stepbystep.data import (
     wrong_fields,
 )
 from stepbystep.data.tokens import EOS
+from stepbystep.devices import torch_threads
 from stepbystep.exercises import ch09
 from stepbystep.expect import expect, expect_close
 from stepbystep.experiments.date_completion import complete_dates
@@ -740,17 +741,15 @@ expect(all(abs(r["whole_answer"] - r["confidence"] ** 11) < 0.05 for r in smooth
 # between every two steps, so that a few slow steps left over cannot tilt it:
 
 # %% tags=["nbval-ignore-output"]
-threads = torch.get_num_threads()
-torch.set_num_threads(1)  # for the timing only: restored below
 torch.manual_seed(0)
 long_model = DecoderOnlyTransformer(len(vocab), d_model=64, n_heads=4, ff_units=128, n_layers=2, dropout=0.0,
                                     max_len=224)
 long_prompt = prompt_ids("Tue 10 Jul 2007", vocab)
 runs = {True: [], False: []}  # use_cache -> five lists of 200 step times
-for _ in range(5):
-    for use_cache in (True, False):
-        runs[use_cache].append(time_per_token(long_model, long_prompt, 200, use_cache=use_cache))
-torch.set_num_threads(threads)
+with torch_threads(1):  # for the timing only: the thread count is restored after
+    for _ in range(5):
+        for use_cache in (True, False):
+            runs[use_cache].append(time_per_token(long_model, long_prompt, 200, use_cache=use_cache))
 cached_times, uncached_times = ([min(step) for step in zip(*runs[use_cache])] for use_cache in (True, False))
 first_decode = len(long_prompt) + 1  # step 0 is the prefill; the decode steps follow
 cached_slope, uncached_slope = (time_slope(times[1:], first_decode) for times in (cached_times, uncached_times))

@@ -36,6 +36,7 @@ import torch
 from torch import nn
 
 from stepbystep import plots
+from stepbystep.devices import torch_threads
 from stepbystep.exercises import ch12
 from stepbystep.expect import expect, expect_all, expect_close
 from stepbystep.experiments.cache_timing import generation_times, prefill_decode_times
@@ -368,13 +369,11 @@ expect(kv_cache_bytes(32, 8, 128, 8192, dtype=torch.bfloat16) == 2 ** 30, "1 GiB
 # weights do not change the cost), on one thread, the median of 5 runs each:
 
 # %% tags=["nbval-ignore-output"]
-threads = torch.get_num_threads()
-torch.set_num_threads(1)  # for the timing only: restored below
 torch.manual_seed(0)
 wide = DecoderConfig.llama(256, d_model=256, n_heads=8, n_layers=4, max_len=600, n_kv_heads=2).build()
 lengths = [64, 256, 512]
-prefill_ms, decode_ms = prefill_decode_times(wide, lengths)
-torch.set_num_threads(threads)
+with torch_threads(1):  # for the timing only: the thread count is restored after
+    prefill_ms, decode_ms = prefill_decode_times(wide, lengths)
 for length, p, dec in zip(lengths, prefill_ms, decode_ms):
     print(f"prompt of {length:>3}: prefill {p:6.1f} ms ({p / length:.3f} ms per token), then one decode step "
           f"{dec:.2f} ms")
@@ -487,14 +486,13 @@ except TypeError as error:
 # same at two sizes.)
 
 # %% tags=["nbval-ignore-output"]
-torch.set_num_threads(1)  # for the timing only: restored below
 speed = {}
-for name, ours, theirs in (("GPT-2", ours_gpt2, hf_gpt2), ("Llama", ours_llama, hf_llama)):
-    speed[name] = generation_times(ours, theirs, prompt[:1], 128)
-    seconds, same = speed[name]
+with torch_threads(1):  # for the timing only: the thread count is restored after
+    for name, ours, theirs in (("GPT-2", ours_gpt2, hf_gpt2), ("Llama", ours_llama, hf_llama)):
+        speed[name] = generation_times(ours, theirs, prompt[:1], 128)
+for name, (seconds, same) in speed.items():
     print(f"{name}: ours {seconds['ours']:.3f} s, transformers {seconds['transformers']:.3f} s, "
           f"ratio {seconds['ours'] / seconds['transformers']:.2f}; the same tokens: {same}")
-torch.set_num_threads(threads)
 
 # %%
 ratios = {name: seconds["ours"] / seconds["transformers"] for name, (seconds, _) in speed.items()}
