@@ -74,7 +74,7 @@ def test_tables_looked_up_once_rotate_as_positions_do(pairing):
         width = 4 if pairing == "interleaved" else 8
         assert cos.shape == sin.shape == ((4, width) if positions.dim() == 1 else (2, 1, 4, width))
         torch.testing.assert_close(rotary.rotate_with(x, (cos, sin)), rotary(x, positions), atol=0, rtol=0)
-    assert rotary.at(torch.tensor([1]), torch.float64)[0].dtype == torch.float64
+    assert rotary.rotate_with(x.double(), rotary.at(positions)).dtype == torch.float64  # turned in x's dtype
 
 
 def test_a_position_past_the_table_is_a_clear_error_and_the_table_is_not_saved():

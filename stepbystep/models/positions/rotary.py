@@ -87,13 +87,11 @@ class RotaryEmbedding(nn.Module):
         check_positions(positions, x.shape[-2], self.max_len)
         return self.rotate(x, positions)
 
-    def at(self, positions, dtype=None):
+    def at(self, positions):
         """The cosines and sines at ``positions`` ``(L,)`` or ``(N, L)`` (kept in ``0 .. max_len - 1`` by the
-        caller), for ``rotate_with``: ``(L, d/2 or d)`` or ``(N, 1, L, d/2 or d)``, one row for every head;
-        in ``dtype`` (``None``: the table's, float32)."""
+        caller), in the table's dtype, for ``rotate_with``: ``(L, d/2 or d)`` or ``(N, 1, L, d/2 or d)``,
+        one row for every head."""
         cos, sin = (getattr(self, table)[positions] for table in self._tables)  # (L or N, L, d/2 or d)
-        if dtype is not None and cos.dtype != dtype:
-            cos, sin = cos.to(dtype), sin.to(dtype)
         if positions.dim() == 2:
             cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)  # (N, 1, L, d/2 or d): the same for every head
         return cos, sin
@@ -108,10 +106,10 @@ class RotaryEmbedding(nn.Module):
     def rotate(self, x, positions):
         """``forward`` without its checks: ``x`` ``(..., L, d_head)`` turned at ``positions`` ``(L,)`` or
         ``(N, L)``, which the caller keeps in ``0 .. max_len - 1``."""
-        cos, sin = self.at(positions, x.dtype)
+        cos, sin = self.at(positions)
         if positions.dim() == 2 and x.dim() < 4:
             cos, sin = cos.squeeze(1), sin.squeeze(1)  # (N, L, d/2 or d): no heads to broadcast over
-        return self._rotate(x, cos, sin)
+        return self.rotate_with(x, (cos, sin))
 
     def extra_repr(self):
         pairing = "" if self.pairing == "interleaved" else f", pairing={self.pairing!r}"
