@@ -70,12 +70,24 @@ def test_dropout_acts_in_training_mode_only():
 def test_the_cache_records_which_tokens_are_real():
     cache = KVCache(1)
     assert cache.keep is None and cache.n_real is None
+    assert cache.add_tokens(torch.tensor([[0, 7, 7], [7, 7, 7]]), pad_id=0).tolist() == [[0, 0, 1], [0, 1, 2]]
+    assert cache.keep.tolist() == [[False, True, True], [True] * 3] and cache.n_real.tolist() == [2, 3]
+    assert cache.add_tokens(torch.tensor([[5, 0]] * 2), pad_id=0).tolist() == [[2, 2], [3, 3]]  # padding moves nothing
+    assert cache.keep.tolist() == [[False, True, True, True, False], [True, True, True, True, False]]
+    assert cache.n_real.tolist() == [3, 4] and cache.length == 5
+    assert cache.positions.tolist() == [[0, 0, 1, 2, 2], [0, 1, 2, 3, 3]]
+    assert cache.mask(1).tolist() == [[[False, True, True, True, False]], [[True, True, True, True, False]]]
+
+
+def test_a_pad_id_without_padding_costs_no_record_on_the_cpu_and_no_read_on_an_accelerator():
+    cache = KVCache(1)
     assert cache.add_tokens(torch.full((2, 3), 7), pad_id=0).tolist() == [[0, 1, 2]] * 2
-    assert cache.keep.shape == (2, 3) and bool(cache.keep.all()) and cache.n_real.tolist() == [3, 3]
-    assert cache.add_tokens(torch.tensor([[5, 0]] * 2), pad_id=0).tolist() == [[3, 3]] * 2  # padding moves nothing
-    assert cache.keep.tolist() == [[True, True, True, True, False]] * 2
-    assert cache.n_real.tolist() == [4, 4] and cache.length == 5
-    assert cache.positions.tolist() == [[0, 1, 2, 3, 3]] * 2
+    assert cache.keep is None and cache.n_real is None and cache.mask(1) is None  # read: no padding
+    # a device whose values cannot be read without waiting for it ("meta" cannot be read at all):
+    # the record starts at once, and nothing is read
+    cache = KVCache(1)
+    positions = cache.add_tokens(torch.full((2, 3), 7, device="meta"), pad_id=0)
+    assert positions.shape == (2, 3) and cache.keep.shape == (2, 3) and cache.keep.device.type == "meta"
 
 
 def test_without_padding_the_cache_counts_positions_and_needs_no_mask_for_one_token():
@@ -109,6 +121,7 @@ def test_a_reordered_cache_continues_the_kept_rows(capacity, pad_id):
     torch.manual_seed(0)
     model = DecoderOnlyTransformer(12, d_model=D, n_heads=HEADS, ff_units=FF, max_len=20, pad_id=pad_id).eval()
     ids = torch.randint(1, 12, (3, 6))
+    ids[2, 0] = 0  # with pad_id=0, row 2 starts with padding: the cache keeps a record of its real tokens
     rows = torch.tensor([2, 0, 0])  # beam search: hypothesis 2 first, hypothesis 0 twice
     with torch.no_grad():
         cache = model.new_cache(capacity=capacity)

@@ -9,6 +9,13 @@ from ..attention.masks import subsequent_mask
 __all__ = ["KVCache", "LayerCache"]
 
 
+def may_hold(ids, pad_id):
+    """Whether ``ids`` may hold ``pad_id``: read on the CPU, assumed on an accelerator (no host sync)."""
+    if pad_id is None:
+        return False
+    return ids.device.type != "cpu" or bool((ids == pad_id).any())
+
+
 class LayerCache:
     """One attention layer's keys and values so far, ``(N, h, t, d_k)`` each (``None`` before).
 
@@ -51,8 +58,9 @@ class LayerCache:
 
 class KVCache:
     """What a decoder keeps between steps: a ``LayerCache`` per layer (and per cross-attention,
-    ``cross``), its ``length`` tokens' positions and, once a ``pad_id`` is given, which tokens are real.
-    Each step the model calls ``add_tokens`` and ``mask``, then every layer extends its ``LayerCache``.
+    ``cross``), its ``length`` tokens' positions and, once padding may be among them, which tokens
+    are real. Each step the model calls ``add_tokens`` and ``mask``, then every layer extends its
+    ``LayerCache``.
     """
 
     def __init__(self, n_layers, cross=False, capacity=None):
@@ -61,24 +69,26 @@ class KVCache:
         self.cross = [LayerCache(static=True) for _ in range(n_layers)] if cross else None
         self.length = 0
         self.positions = None  # (N, t): each token's position among its row's real tokens
-        self.keep = None  # (N, t) bool, True for the real tokens; None while no pad_id was given
-        self.n_real = None  # (N,): how many real tokens each row holds; None while no pad_id was given
+        self.keep = None  # (N, t) bool, True for the real tokens; None while no token may be padding
+        self.n_real = None  # (N,): how many real tokens each row holds; None while no token may be padding
 
     def add_tokens(self, ids, pad_id=None):
         """Record the new tokens ``ids`` ``(N, L_new)``, ``pad_id`` marking padding (``None``: none);
         returns their positions ``(N, L_new)``, the real tokens before each in its row (padding
-        moves nothing)."""
+        moves nothing). The per-token record starts with the first step that may hold padding:
+        on the CPU the ids are read; on an accelerator reading them would stall it, so any ``pad_id``
+        starts it."""
         if ids.dtype == torch.bool or ids.is_floating_point():
             raise TypeError(f"ids must be integer token ids (N, L_new), got dtype {ids.dtype}")
         n, new = ids.shape
         if self.positions is not None and self.positions.shape[0] != n:
             raise ValueError(f"the cache holds {self.positions.shape[0]} sequences, the new tokens {n}: "
                              "use one cache per batch")
-        if pad_id is None and self.keep is None:  # no padding possible so far: a token's position is its index
+        if self.keep is None and not may_hold(ids, pad_id):  # no padding so far: a token's position is its index
             positions = torch.arange(self.length, self.length + new, device=ids.device).expand(n, new)  # (N, L_new)
         else:
             keep = torch.ones_like(ids, dtype=torch.bool) if pad_id is None else ids != pad_id  # (N, L_new)
-            if self.keep is None:  # the first pad_id given: every earlier token was real
+            if self.keep is None:  # the first step that may hold padding: every earlier token was real
                 self.keep = keep.new_ones(n, self.length)  # (N, t)
                 self.n_real = torch.full((n,), self.length, dtype=torch.long, device=ids.device)  # (N,)
             positions = (self.n_real.unsqueeze(1) + keep.cumsum(dim=1) - 1).clamp(min=0)  # (N, L_new)
