@@ -22,7 +22,7 @@ def check_ids(name, ids, vocab_size, max_len, held=0):
         raise ValueError(f"{name} must be at most the model's max_len={max_len} long{after}, "
                          f"got length {held + ids.shape[1]}")
     if ids.device.type == "cpu":
-        low, high = (int(value) for value in torch.aminmax(ids))
+        low, high = map(int, ids.aminmax())
         if low < 0 or high >= vocab_size:
             raise ValueError(f"{name} must hold ids in 0..{vocab_size - 1}, got ids from {low} to {high}")
 
