@@ -323,8 +323,8 @@ for text, target, predicted in wrong[:12]:
 
 # %% [markdown]
 # The mistakes are a handful out of 2,000, and which ones a run makes would likely change with the
-# seed: read them as examples, each with what it gets wrong (a field, or the format); two
-# similar misses in one run are not yet a pattern.
+# seed: read them as examples, each with what it gets wrong (one or more fields, or the format);
+# similar misses within one run are not yet a pattern.
 # One could *guess* that a causal reader finds some things harder: when it reads the "1" of
 # "1 April" it cannot yet tell whether a second digit follows, whereas chapter 08's encoder
 # read every character with its right-hand context. But the positions that write the answer
@@ -434,9 +434,9 @@ expect(n_well_formed >= 7, "at least 7 of the 8 greedy streams are well-formed",
 # distribution. The **temperature** $T$ divides the logits before the softmax,
 # $p_i \propto \exp(z_i / T)$: below 1 it sharpens the distribution (towards greedy, $T = 0$),
 # above 1 it flattens it (towards uniform). After "March" the writer is nearly sure a space
-# comes next, so the temperature has little to work on. After "March " a day follows, and the
-# writer is less sure of its first digit, spreading its probability over more tokens: that is
-# where sampling matters. Some of the bars are
+# comes next, so the temperature has little to work on. After "March " a day usually follows,
+# and the writer is less sure of the next token, spreading its probability over more of them:
+# that is where sampling matters. Some of the bars are
 # letters, month initials (M, J, A, ...): the writer half-treats "March" like a weekday, which a
 # month name may follow. The last grey bar holds
 # the probability of the other 52 tokens, the tail.
