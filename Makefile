@@ -17,7 +17,7 @@ NO_NEWS := "@jupyterlab/apputils-extension:notification": {"fetchNews": "false"}
 RENDERED_MARKDOWN := "@jupyterlab/docmanager-extension:plugin": {"defaultViewers": {"markdown": "Markdown Preview"}}
 LAB_SETTINGS := {$(NO_NEWS), $(RENDERED_MARKDOWN)}
 
-.PHONY: lab test test-system test-other-cpu test-breakage sync notebooks html bench install clean
+.PHONY: lab test test-system test-other-cpu test-other-torch test-breakage sync notebooks html bench install clean
 
 install: $(INSTALLED) $(LAB_OVERRIDES)
 
@@ -40,10 +40,14 @@ $(LAB_OVERRIDES): $(INSTALLED) Makefile
 	echo '$(LAB_SETTINGS)' > $@
 
 # Jupyter refuses to run as root unless told; containers and CI machines often are root.
-# JupyterLab serves notebooks/ and opens its README.md, the learner's first page.
+# JupyterLab serves notebooks/ and opens its README.md, the learner's first page; the address it
+# prints (for a machine where no browser opens by itself) leads there too. LAB_ARGS passes options
+# on to JupyterLab: make lab LAB_ARGS="--no-browser --port=8899".
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
+FIRST_PAGE := /lab/tree/README.md
+LAB_ARGS ?=
 lab: install
-	$(VENV)/bin/jupyter lab $(ALLOW_ROOT) --ServerApp.root_dir=notebooks notebooks/README.md
+	$(VENV)/bin/jupyter lab $(ALLOW_ROOT) --ServerApp.root_dir=notebooks --LabApp.default_url=$(FIRST_PAGE) $(LAB_ARGS)
 
 # PyTorch on one thread, as the chapters' committed outputs were computed (conftest.py sets it
 # for every pytest run too; here it also covers make notebooks and the benchmarks).
@@ -68,6 +72,18 @@ test-system: $(INSTALLED)
 OTHER_CPU := ATEN_CPU_CAPABILITY=default DNNL_MAX_CPU_ISA=SSE41 MKL_ENABLE_INSTRUCTIONS=SSE4_2
 test-other-cpu: $(INSTALLED)
 	$(ONE_THREAD) $(OTHER_CPU) $(PY) -m pytest --nbval notebooks/
+
+# The same strict pass on another torch release, in a virtual environment of its own
+# (.venv-torch-2.6.0 for the default, the oldest release the project declares), so that an output
+# one release prints differently is caught here, not by an instructor. Another release:
+# make test-other-torch TORCH_SPEC="torch==2.11.0". PyPI's Linux wheels of these releases are CUDA
+# builds of a few GB; pip keeps them in its cache, and the environment stays for the next run.
+OTHER_TORCH := $(if $(filter command line environment,$(origin TORCH_SPEC)),$(TORCH_SPEC),torch==2.6.0)
+OTHER_VENV := .venv-$(subst ==,-,$(OTHER_TORCH))
+test-other-torch:
+	$(MAKE) --no-print-directory VENV=$(OTHER_VENV) TORCH_SPEC="$(OTHER_TORCH)" $(OTHER_VENV)/.installed
+	$(OTHER_VENV)/bin/python -c "import torch; print('torch', torch.__version__)"
+	$(ONE_THREAD) $(OTHER_VENV)/bin/python -m pytest --nbval notebooks/
 
 # Each chapter must fail when the idea it teaches is broken in the package (a kernel, a mask,
 # an encoding, a training step): proof that the notebooks' checks check something.
@@ -104,4 +120,4 @@ bench: $(INSTALLED)
 	$(ONE_THREAD) $(PY) -m benchmarks.run
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis
+	rm -rf $(VENV) .venv-torch-* .pytest_cache .hypothesis

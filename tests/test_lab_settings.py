@@ -69,10 +69,3 @@ def test_jupyterlab_applies_them_and_its_schemas_allow_them(written, tmp_path):
     assert viewers["default"] == {"markdown": "Markdown Preview"}
     assert viewers["additionalProperties"] == {"type": "string"}
 
-
-def test_make_lab_serves_notebooks_and_opens_the_first_page():
-    assert (ROOT / "notebooks" / "README.md").is_file()
-    dry_run = subprocess.run(["make", "--no-print-directory", "-C", str(ROOT), "-n", "-o", "install", "lab"],
-                             check=True, capture_output=True, text=True, timeout=60).stdout
-    assert "jupyter lab" in dry_run
-    assert "--ServerApp.root_dir=notebooks notebooks/README.md" in dry_run
