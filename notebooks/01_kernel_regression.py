@@ -306,7 +306,7 @@ print(f"{sbs.count_parameters()} trainable parameter; σ went from 2.0 to {model
 # %%
 model.train()  # training mode: every query leaves itself out
 with torch.no_grad():
-    full_loss = torch.nn.functional.mse_loss(model(x_train), y_train)  # all 50 queries, query i = key i
+    full_loss = torch.nn.functional.mse_loss(model(x_train.to(sbs.device)), y_train.to(sbs.device))  # all 50 queries, query i = key i
     loo_at_sigma = leave_one_out_error(x_train, y_train, model.sigma)
 expect(sbs.count_parameters() == 1, "the model has one trainable parameter, σ", got=sbs.count_parameters())
 expect_close(full_loss, loo_at_sigma, "the loss over all 50 points is the leave-one-out error at the same σ",

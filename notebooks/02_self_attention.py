@@ -788,7 +788,7 @@ model = runs["PE"][0].model
 model.eval()
 moves = {}  # label -> largest move of the first prediction
 with torch.no_grad():
-    model.encode(source_test)
+    model.encode(source_test.to(runs["PE"][0].device))  # where the trainer put the model
     start = model.start.expand(len(source_test), 1, 2)  # (128, 1, 2): the fixed start vector
     first_step = model.decode(start, target_mask=model.trg_masks[:, :1, :1])  # (128, 1, 2)
     inputs = torch.cat([start, first_step], dim=1)  # (128, 2, 2)

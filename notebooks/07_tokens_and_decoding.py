@@ -279,7 +279,9 @@ fig = plots.reversal_attention(cross[0], digit_val[0][0], digit_vocab.decode(gre
 # and the validation set (1 would be pure reading of the right digit):
 
 # %% tags=["nbval-ignore-output"]
-anti_diagonal = cross[:, :, torch.arange(16), 15 - torch.arange(16)]  # (300, 2, 16)
+rows = torch.arange(16, device=device)  # (16,): the digit positions, on the weights' device
+right = 15 - rows  # (16,): output position t reads source 15 - t
+anti_diagonal = cross[:, :, rows, right]  # (300, 2, 16)
 for head, weight in enumerate(anti_diagonal.mean(dim=(0, 2)).tolist()):
     print(f"head {head}: {weight:.2f}")
 
@@ -290,7 +292,6 @@ for head, weight in enumerate(anti_diagonal.mean(dim=(0, 2)).tolist()):
 
 # %% tags=["nbval-ignore-output"]
 heads_mean = cross.mean(dim=1)  # (300, 17, 16)
-rows, right = torch.arange(16), 15 - torch.arange(16)  # output position t reads source 15 - t
 reads_right = (heads_mean[:, :16].argmax(dim=-1) == right).float().mean().item()
 near = sum(heads_mean[:, rows, (right + shift).clamp(0, 15)] * ((right + shift >= 0) & (right + shift <= 15))
            for shift in (-1, 0, 1))  # (300, 16): weight on the right digit and its two neighbours

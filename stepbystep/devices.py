@@ -7,7 +7,7 @@ from torch import nn
 from .checks import check_instance, check_positive_int
 from .containers import map_structure
 
-__all__ = ["default_device", "move_to", "evaluating", "torch_threads"]
+__all__ = ["default_device", "model_device", "move_to", "evaluating", "torch_threads"]
 
 
 def default_device():
@@ -17,6 +17,19 @@ def default_device():
     if torch.backends.mps.is_available():
         return torch.device("mps")
     return torch.device("cpu")
+
+
+def model_device(model):
+    """The device ``model``'s parameters and buffers live on (the CPU for a model with neither).
+
+    Its inputs must go there: a module's ``forward`` does not move them, so a helper that
+    takes a model and data calls ``move_to(data, model_device(model))`` first, as the trainer does.
+    """
+    check_instance("model", model, nn.Module, "an nn.Module")
+    devices = {t.device for t in (*model.parameters(), *model.buffers())}
+    if len(devices) > 1:
+        raise ValueError(f"model must live on one device, got tensors on {sorted(map(str, devices))}")
+    return devices.pop() if devices else torch.device("cpu")
 
 
 def move_to(batch, device):

@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from .checks import check_choice, check_instance, check_int_range, check_positive_int, check_tensor
-from .devices import evaluating
+from .devices import evaluating, model_device
 from .models import MultiHeadedAttention
 
 __all__ = ["previous_token_score", "induction_score", "attention_weights", "head_scores", "ablate_heads",
@@ -91,15 +91,18 @@ def _attention_layers(model):
 
 def attention_weights(model, ids):
     """Every layer's attention weights for ``ids`` ``(N, L)``, from one teaching-path run in eval mode
-    without gradients: a list of ``(N, H, L, L)``, one per layer; the model's settings are restored."""
+    without gradients: a list of ``(N, H, L, L)`` on the CPU, one per layer; the model's settings are
+    restored. ``ids`` go to the model's device first."""
     attentions = _attention_layers(model)
+    check_tensor("ids", ids, ndim=2)
+    ids = ids.to(model_device(model))  # (N, L)
     stored = [attention.store_alphas for attention in attentions]
     try:
         for attention in attentions:
             attention.store_alphas = True
         with evaluating(model):
             model(ids)
-        return [attention.alphas for attention in attentions]
+        return [attention.alphas.cpu() for attention in attentions]
     finally:
         for attention, store in zip(attentions, stored):
             attention.store_alphas = store
@@ -164,9 +167,11 @@ def ablate_path(model, ids, heads, layer, reads=("key",), how="zero"):
     First a run with the heads off records the inputs of that layer's ``linear_query``, ``linear_key``
     and ``linear_value``; then an intact run gets the recorded ones in place of ``reads``' own. Eval mode,
     no gradients, the model restored. Returns the logits ``(N, L, V)`` and that layer's attention
-    weights ``(N, H, L, L)``. The heads must sit in earlier layers than ``layer``.
+    weights ``(N, H, L, L)``, on the CPU. The heads must sit in earlier layers than ``layer``.
     """
     attentions = _attention_layers(model)
+    check_tensor("ids", ids, ndim=2)
+    ids = ids.to(model_device(model))  # (N, L)
     check_int_range("layer", layer, 0, len(attentions) - 1)
     check_instance("reads", reads, (list, tuple), "a list of 'query', 'key' or 'value'")
     for part in reads:
@@ -201,7 +206,7 @@ def ablate_path(model, ids, heads, layer, reads=("key",), how="zero"):
         try:
             attention.store_alphas = True
             logits = model(ids)  # (N, L, V)
-            return logits, attention.alphas
+            return logits.cpu(), attention.alphas.cpu()
         finally:
             attention.store_alphas = stored
             for handle in handles:
@@ -215,7 +220,7 @@ def ov_circuit(model, layer, head):
     ``W_U · diag(γ_final) · C · W_O^h · W_V^h · diag(γ_layer) · C · W_E`` (Elhage et al.'s OV circuit),
     with the LayerNorms' centering ``C`` and gains kept, their division by the spread (a positive
     factor) and the biases left out, as Elhage et al.'s OV circuit sets biases aside. Needs a norm-first
-    model with a final norm.
+    model with a final norm. Computed where the model lives, returned on the CPU.
     """
     attentions = _attention_layers(model)
     check_int_range("layer", layer, 0, len(attentions) - 1)
@@ -228,25 +233,27 @@ def ov_circuit(model, layer, head):
     with torch.no_grad():
         read = torch.diag(model.layers[layer].sublayers[0].norm.weight) @ centre @ model.embed.weight.T  # (d, V): γ ⊙ C x
         written = attention.linear_out.weight[:, heads] @ attention.linear_value.weight[heads] @ read  # (d, V)
-        return model.head.weight @ torch.diag(model.norm.weight) @ centre @ written  # (V, V)
+        return (model.head.weight @ torch.diag(model.norm.weight) @ centre @ written).cpu()  # (V, V)
 
 
 def copying_score(model, layer, head):
     """The share of tokens whose own logit is the largest in their column of ``ov_circuit``: 1.0 for a
     head that, reading token ``j``, raises ``j`` above every other token (it copies); about ``1 / V`` by chance."""
     circuit = ov_circuit(model, layer, head)  # (V, V)
-    return (circuit.argmax(dim=0) == torch.arange(circuit.shape[1], device=circuit.device)).float().mean().item()
+    return (circuit.argmax(dim=0) == torch.arange(circuit.shape[1])).float().mean().item()
 
 
 def per_position_loss(logits, ids):
     """The next-token cross-entropy at each position, averaged over the batch: ``(L - 1,)``.
 
-    ``logits`` ``(N, L, V)``, ``ids`` ``(N, L)``; entry ``t`` is the loss of predicting ``ids[:, t + 1]``.
+    ``logits`` ``(N, L, V)``, ``ids`` ``(N, L)`` (moved to the logits' device); entry ``t`` is the loss of
+    predicting ``ids[:, t + 1]``.
     """
     check_tensor("logits", logits, ndim=3)
     check_tensor("ids", ids, ndim=2)
     if tuple(ids.shape) != tuple(logits.shape[:2]) or ids.shape[1] < 2:
         raise ValueError(f"ids must have shape (N, L) = {tuple(logits.shape[:2])} with L >= 2, got {tuple(ids.shape)}")
+    ids = ids.to(logits.device)  # (N, L)
     losses = F.cross_entropy(logits[:, :-1].transpose(1, 2), ids[:, 1:], reduction="none")  # (N, L - 1)
     return losses.mean(dim=0)  # (L - 1,)
 

@@ -1,6 +1,9 @@
 """Shared test set-up and fixtures, in blocks by what uses them: every test first (off-screen
-drawing, one torch thread, no figure left open), then the exercises' checks.
+drawing, one torch thread, no figure left open), then the devices a test runs on, then the
+exercises' checks.
 """
+import re
+
 import matplotlib
 
 matplotlib.use("Agg")  # draw off-screen
@@ -22,6 +25,33 @@ def _close_figures():
     """Each test starts with no pyplot figures, so tests that count figures are independent."""
     yield
     plt.close("all")
+
+
+# ============================================================================ devices
+@pytest.fixture(params=["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(),
+                                                                          reason="no CUDA device"))])
+def device(request):
+    """Each device a test must pass on: the CPU, and CUDA where there is one."""
+    return torch.device(request.param)
+
+
+_DEVICE_MISMATCH = re.compile(r"same device|expected device|is on \w+.* different from other tensors")
+_NO_DATA = re.compile(r"meta tensor|Meta tensors|register_meta|META device type not an accelerator")
+
+
+@pytest.fixture(scope="session")
+def feeds_the_model_where_it_lives():
+    """``feeds_the_model_where_it_lives(run)``: ``run()`` uses a model on the ``meta`` device with
+    inputs made on the CPU. A helper that forgets to move them fails with a device error (an
+    AssertionError here); one that moves them runs on shapes alone, until it reads a value that
+    a meta tensor does not have (``.item()``, ``.cpu()``): that is as far as the CPU can check."""
+    def check(run):
+        try:
+            run()
+        except (RuntimeError, NotImplementedError) as error:
+            if _DEVICE_MISMATCH.search(str(error)) or not _NO_DATA.search(str(error)):
+                raise AssertionError(f"the inputs did not go where the model lives: {error}") from error
+    return check
 
 
 # ============================================================================ exercises

@@ -1,10 +1,18 @@
 """A toy-sized run of every benchmark, so they cannot rot (they are never timed here): system
 tests (make test-system); the timing helpers they share are unit tests."""
-import nbformat
 import pytest
 
-from benchmarks import attention, converted, course, generation, layers, run, tiled, trainer_overhead
+from benchmarks import attention, converted, generation, layers, tiled, trainer_overhead
 from benchmarks.timing import compare, ratio_row
+
+
+def _course_modules():
+    """``nbformat`` and the course benchmark's modules: they need the Jupyter side (the lab extra),
+    so the tests that run notebooks skip without it."""
+    nbformat = pytest.importorskip("nbformat", reason="nbformat is not installed: the lab extra runs notebooks")
+    course = pytest.importorskip("benchmarks.course", reason="the course benchmark needs the lab extra (nbclient)")
+    run = pytest.importorskip("benchmarks.run", reason="the report includes the course benchmark (nbclient)")
+    return nbformat, course, run
 
 
 def _check_ratio_rows(rows):
@@ -52,6 +60,7 @@ def test_ratio_benchmarks_run(module):
 
 
 def _tiny_notebook(path):
+    nbformat, _, _ = _course_modules()
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1 + 1")])
     nbformat.write(notebook, path)
     return path
@@ -59,6 +68,7 @@ def _tiny_notebook(path):
 
 @pytest.mark.system  # a toy-sized real run
 def test_course_benchmark_executes_notebooks_and_times_training_cells(tmp_path):
+    nbformat, course, _ = _course_modules()
     notebook = nbformat.v4.new_notebook(cells=[
         nbformat.v4.new_code_cell("import time\nclass Trainer:\n    def train(self, seconds):\n"
                                   "        time.sleep(seconds)"),
@@ -76,6 +86,7 @@ def test_course_benchmark_executes_notebooks_and_times_training_cells(tmp_path):
 
 @pytest.mark.system  # a toy-sized real run
 def test_run_writes_the_report(tmp_path, monkeypatch):
+    _, course, run = _course_modules()
     tiny = _tiny_notebook(tmp_path / "01_tiny.ipynb")
     original = course.run
     monkeypatch.setattr(course, "run", lambda quick=False: original(notebooks=[tiny]))

@@ -4,9 +4,10 @@ A learner's experience is JupyterLab, not a Python object: this starts a private
 a copy of the course, opens a chapter, runs every cell, moves its widget and checks that the
 figure was redrawn and that no cell failed. Chapter 02's mask explorer needs nothing but the
 chapter's imports, so its test runs those two cells of the chapter, not the whole chapter again
-(the notebook pass runs every chapter). Skipped (with the reason) where chromium or Playwright
-is missing; `.ci/run` installs both, so CI always runs it.
+(the notebook pass runs every chapter). Skipped (with the reason) where chromium, Playwright or
+JupyterLab is missing; `.ci/run` installs them, so CI always runs it.
 """
+import importlib.util
 import json
 import os
 import secrets
@@ -25,6 +26,8 @@ pytestmark = pytest.mark.system  # JupyterLab and a headless browser: make test-
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright for Python is not installed")
+if importlib.util.find_spec("jupyterlab") is None:
+    pytest.skip("JupyterLab is not installed: the lab extra (pip install -e '.[lab]')", allow_module_level=True)
 if CHROMIUM is None:
     pytest.skip("Debian's chromium is not installed (apt-get install chromium)", allow_module_level=True)
 

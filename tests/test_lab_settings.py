@@ -13,10 +13,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from jupyterlab.commands import get_app_dir
-from jupyterlab_server.settings_utils import get_settings
 
 pytestmark = pytest.mark.system  # runs the Makefile's rules: make test-system
+
+get_app_dir = pytest.importorskip("jupyterlab.commands", reason="JupyterLab is not installed: make lab needs "
+                                  "the lab extra (pip install -e '.[lab]')").get_app_dir
+get_settings = pytest.importorskip("jupyterlab_server.settings_utils", reason="jupyterlab_server is not "
+                                   "installed: it comes with JupyterLab, the lab extra").get_settings
 
 ROOT = Path(__file__).resolve().parents[1]
 NEWS = "@jupyterlab/apputils-extension:notification"

@@ -172,12 +172,13 @@ def test_wrong_inputs_and_mismatched_parts():
 def test_training_smoke_test_on_the_squares(train_on_squares):
     """The book's chapter-9 settings (d_model 2, 3 heads, ff 10, Adam lr 0.01) learn the squares.
 
-    Measured with torch 2.13 on CPU (50 epochs, batches of 16, ``square_datasets(128, 64)``,
-    positional encoding): test MSE 0.258 for this seed (0), 0.03-0.27 over model/shuffle seeds
-    0-5 (0.08-0.36 without positional encoding), 2-4 s each; predicting zeros scores 1.02. Such
-    tiny models without residuals or norms vary a lot between seeds, so the threshold 0.5, half
-    the zero baseline, leaves room for that and for other platforms' numerics.
+    Such tiny models without residuals or norms vary a lot between seeds and platforms (50 epochs,
+    batches of 16, ``square_datasets(128, 64)``, positional encoding; predicting zeros scores 1.02).
+    Test MSE with torch 2.13 on one CPU thread: 0.10-0.49 over model seeds 0-11 (shuffle seed 0;
+    seed 0: 0.47), 0.17-0.36 for model seed 0 over shuffle seeds 1-6; seed 0 gave 0.52 with torch
+    2.11 on another machine. The bound, under three quarters of the zero baseline, holds over all of
+    them with room for other numerics; a model that learned nothing stays near 1.
     """
     test_mse, zeros_mse = train_on_squares(_model(pe=True, seed=0))
     assert zeros_mse > 0.9
-    assert test_mse < 0.5
+    assert test_mse < 0.75 * zeros_mse

@@ -13,6 +13,7 @@ from torch.utils.data import DataLoader
 
 from regression_data import sum_dataset
 from stepbystep import StepByStep, set_seed
+from stepbystep.devices import model_device, move_to
 from stepbystep.training import Callback, GradientClipping, LRScheduler, TensorBoard
 
 
@@ -402,25 +403,29 @@ def test_reduce_on_plateau_follows_the_validation_loss():
 
 # ----------------------------------------------------------------------------- clipping
 def _one_step_update(sbs, x, y):
-    """Run one SGD(lr=1) step and return how much each parameter moved (= the applied gradient)."""
+    """Run one SGD(lr=1) step and return how much each parameter moved (= the applied gradient), on the CPU."""
     before = [p.detach().clone() for p in sbs.model.parameters()]
     sbs.set_loaders([(x, y)])
     sbs.train(1, progress=False)
-    return [b - p.detach() for b, p in zip(before, sbs.model.parameters())]
+    return [(b - p.detach()).cpu() for b, p in zip(before, sbs.model.parameters())]
 
 
 def _raw_gradients(model, x, y):
+    """The unclipped gradients for the batch, computed where the model lives (the trainer may have
+    moved it), on the CPU."""
+    x, y = move_to((x, y), model_device(model))
     model.zero_grad()
     nn.MSELoss()(model(x), y).backward()
-    return [p.grad.clone() for p in model.parameters()]
+    return [p.grad.clone().cpu() for p in model.parameters()]
 
 
-def test_a_clipping_callback_clips_by_value_then_by_norm():
+def test_a_clipping_callback_clips_by_value_then_by_norm(device):
     torch.manual_seed(0)
     model = nn.Linear(3, 2)
     x, y = 10 * torch.randn(8, 3), torch.randn(8, 2)
     clipping = GradientClipping(value=0.5, max_norm=1.0)
-    sbs = StepByStep(model, nn.MSELoss(), torch.optim.SGD(model.parameters(), lr=1.0), callbacks=[clipping])
+    sbs = StepByStep(model, nn.MSELoss(), torch.optim.SGD(model.parameters(), lr=1.0), device=device,
+                     callbacks=[clipping])
     expected = [g.clamp(-0.5, 0.5) for g in _raw_gradients(model, x, y)]
     total = torch.sqrt(sum((g**2).sum() for g in expected))
     for moved, grad in zip(_one_step_update(sbs, x, y), expected):
@@ -652,7 +657,7 @@ def test_a_callback_can_stop_training_after_the_current_epoch():
     assert sbs.total_epochs == 5
 
 
-def test_a_callback_can_clip_the_gradients_before_the_step():
+def test_a_callback_can_clip_the_gradients_before_the_step(device):
     class ZeroTheBias(Callback):
         def on_after_backward(self, trainer):
             trainer.model.bias.grad.zero_()
@@ -661,7 +666,8 @@ def test_a_callback_can_clip_the_gradients_before_the_step():
     model = nn.Linear(3, 2)
     x, y = torch.randn(8, 3), torch.randn(8, 2)
     raw = _raw_gradients(model, x, y)
-    sbs = StepByStep(model, nn.MSELoss(), torch.optim.SGD(model.parameters(), lr=1.0), callbacks=[ZeroTheBias()])
+    sbs = StepByStep(model, nn.MSELoss(), torch.optim.SGD(model.parameters(), lr=1.0), device=device,
+                     callbacks=[ZeroTheBias()])
     moved_weight, moved_bias = _one_step_update(sbs, x, y)
     torch.testing.assert_close(moved_weight, raw[0])
     assert torch.equal(moved_bias, torch.zeros(2))

@@ -22,6 +22,7 @@ from torch.utils.data import DataLoader, TensorDataset
 import stepbystep
 from regression_data import sum_dataset
 from stepbystep.book.training import ChannelNormalizer, StepByStep
+from stepbystep.devices import model_device, move_to
 from stepbystep.plots.filters import output_grid
 
 
@@ -176,25 +177,28 @@ def test_loader_apply_moves_batches_only_when_called_on_a_trainer():
 
 # ----------------------------------------------------------------------------- clipping setters
 def _raw_gradients(model, x, y):
+    """The unclipped gradients for the batch, computed where the model lives (the trainer may have
+    moved it), on the CPU."""
+    x, y = move_to((x, y), model_device(model))
     model.zero_grad()
     nn.MSELoss()(model(x), y).backward()
-    return [p.grad.clone() for p in model.parameters()]
+    return [p.grad.clone().cpu() for p in model.parameters()]
 
 
 def _one_step_update(sbs, x, y):
-    """Run one SGD(lr=1) step and return how much each parameter moved (= the applied gradient)."""
+    """Run one SGD(lr=1) step and return how much each parameter moved (= the applied gradient), on the CPU."""
     before = [p.detach().clone() for p in sbs.model.parameters()]
     sbs.set_loaders([(x, y)])
     sbs.train(1, progress=False)
-    return [b - p.detach() for b, p in zip(before, sbs.model.parameters())]
+    return [(b - p.detach()).cpu() for b, p in zip(before, sbs.model.parameters())]
 
 
 @pytest.mark.parametrize("clips", [["value"], ["norm"], ["value", "norm"], ["norm", "value"]])
-def test_clipping_setters_combine_in_any_order_and_can_be_removed(clips):
+def test_clipping_setters_combine_in_any_order_and_can_be_removed(clips, device):
     torch.manual_seed(0)
     model = nn.Linear(3, 2)
     x, y = 10 * torch.randn(8, 3), torch.randn(8, 2)
-    sbs = StepByStep(model, nn.MSELoss(), torch.optim.SGD(model.parameters(), lr=1.0))
+    sbs = StepByStep(model, nn.MSELoss(), torch.optim.SGD(model.parameters(), lr=1.0), device=device)
     for clip in clips:
         if clip == "value":
             sbs.set_clip_grad_value(0.5)
@@ -264,15 +268,15 @@ class _WithTuple(nn.Module):
         return doubled
 
 
-def test_hooks_record_outputs_in_eval_mode_including_tuples():
+def test_hooks_record_outputs_in_eval_mode_including_tuples(device):
     torch.manual_seed(0)
     model = _WithTuple()
-    sbs = StepByStep(model, nn.MSELoss(), torch.optim.SGD(model.parameters(), lr=0.1))
+    sbs = StepByStep(model, nn.MSELoss(), torch.optim.SGD(model.parameters(), lr=0.1), device=device)
     sbs.attach_hooks(["linear", "pair"])
     x1, x2 = torch.randn(4, 3), torch.randn(2, 3)
     sbs.predict(x1)
     sbs.predict(x2)
-    expected = model.linear(torch.cat([x1, x2])).detach().numpy()
+    expected = model.linear(torch.cat([x1, x2]).to(sbs.device)).detach().cpu().numpy()  # where the trainer put it
     np.testing.assert_allclose(sbs.visualization["linear"], expected, rtol=1e-6)
     doubled, nothing = sbs.visualization["pair"]
     np.testing.assert_allclose(doubled, 2 * expected, rtol=1e-6)

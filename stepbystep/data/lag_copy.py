@@ -51,8 +51,9 @@ def lag_copy_batch(n, length, lag=3, vocab_size=16, generator=None):
 def lag_copy_accuracy(logits, targets):
     """The share of counted positions (targets not ``IGNORE_INDEX``) whose arg-max is the target.
 
-    ``logits`` ``(N, L, V)``, ``targets`` ``(N, L)``; returns a float in [0, 1].
+    ``logits`` ``(N, L, V)``, ``targets`` ``(N, L)`` (moved to the logits' device); returns a float in [0, 1].
     """
+    targets = targets.to(logits.device)  # (N, L)
     counted = targets != IGNORE_INDEX  # (N, L)
     if not bool(counted.any()):
         raise ValueError("targets must count at least one position, got only IGNORE_INDEX")

@@ -12,6 +12,7 @@ import torch
 import torch.nn.functional as F
 
 from ..data import generate_sequences
+from ..devices import model_device
 from ..models import build_transformer
 from .exercise import Exercise, as_number, expects_function
 
@@ -146,6 +147,7 @@ def _gap_cause_solution(model, x, train_mode, eval_mode):
     #   training mode: dropout on,  teacher forcing  (mean over dropout draws)
     #   your function: dropout off, teacher forcing  -> differs from the first only in dropout
     #   eval mode:     dropout off, greedy           -> differs from the second only in teacher forcing
+    x = x.to(model_device(model))  # where the trainer put the model
     teacher_forced = _teacher_forced_loss_solution(model, x)  # or my_teacher_forced_loss(model, x)
     train_mean = float(torch.as_tensor(train_mode).mean())
     # the share of the gap that switching dropout off closes; with dropout off the two decodings

@@ -6,7 +6,7 @@ import time
 import torch
 
 from ..checks import check_positive_int
-from ..devices import evaluating
+from ..devices import evaluating, model_device
 from ..models.gpt.generation import generate
 
 __all__ = ["prefill_decode_times", "generation_times"]
@@ -51,7 +51,9 @@ def generation_times(ours, theirs, prompt, max_new_tokens, repeats=5):
     """Median seconds of greedy generation of ``max_new_tokens`` after ``prompt`` ``(1, L)``, over
     ``repeats`` runs of each, alternating: the course's cached ``generate`` on ``ours``, and
     ``theirs.generate(do_sample=False)`` (a ``transformers`` model, its cache on). Returns
-    ``{"ours": s, "transformers": s}`` and whether both wrote the same tokens."""
+    ``{"ours": s, "transformers": s}`` and whether both wrote the same tokens. Each model reads the
+    prompt where it lives."""
+    prompt = prompt.to(model_device(theirs))  # (1, L); ``generate`` moves it for ours
     mask = torch.ones_like(prompt)
     runs = {
         "ours": lambda: generate(ours, prompt, max_new_tokens, temperature=0),
@@ -60,7 +62,7 @@ def generation_times(ours, theirs, prompt, max_new_tokens, repeats=5):
     }
     times = {name: [] for name in runs}
     with torch.inference_mode():
-        same = torch.equal(runs["ours"](), runs["transformers"]())  # also the warm-up
+        same = torch.equal(runs["ours"]().cpu(), runs["transformers"]().cpu())  # also the warm-up
         for _ in range(repeats):  # alternating, so that a busy moment slows both
             for name, run in runs.items():
                 times[name].append(_median_ms(run, 1) / 1000)

@@ -15,7 +15,7 @@ import torch
 from ..checks import check_int_range, check_positive_int, check_positive_number
 from ..data.repeated_sequences import repeated_sequences
 from ..expect import Claim
-from ..devices import evaluating
+from ..devices import evaluating, model_device
 from ..interpret import half_losses, head_scores, per_position_loss
 from ..models import AttentionOnlyTransformer
 
@@ -83,15 +83,17 @@ def first_half_losses(model, ids, length):
     """The mean loss over the first half's predictions, split by the token just read: ``(seen, fresh)``,
     where that token occurred earlier in the sequence (a repeat inside the first half) or not.
 
-    ``ids`` ``(N, 2 · length)``; the predictions of tokens 1 .. length - 1, as in ``half_losses``.
+    ``ids`` ``(N, 2 · length)``, moved to the model's device; the predictions of tokens 1 .. length - 1,
+    as in ``half_losses``. The two means come back on the CPU.
     """
+    ids = ids.to(model_device(model))  # (N, 2 · length)
     with evaluating(model):
         logits = model(ids)[:, :length - 1]  # (N, length - 1, V): predicting tokens 1 .. length - 1
     losses = torch.nn.functional.cross_entropy(logits.transpose(1, 2), ids[:, 1:length], reduction="none")
     current = ids[:, :length - 1]  # (N, length - 1): the token each prediction reads last
-    earlier = torch.ones(length - 1, length - 1, dtype=torch.bool).tril(diagonal=-1)  # (length - 1, length - 1)
+    earlier = torch.ones(length - 1, length - 1, dtype=torch.bool, device=ids.device).tril(-1)  # (length - 1, length - 1)
     seen = ((current[:, :, None] == current[:, None, :]) & earlier).any(dim=-1)  # (N, length - 1)
-    return losses[seen].mean(), losses[~seen].mean()
+    return losses[seen].mean().cpu(), losses[~seen].mean().cpu()
 
 
 def drop_step(repeat, threshold, window=10):

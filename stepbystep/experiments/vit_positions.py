@@ -11,6 +11,7 @@ from torch import nn
 from torch.optim.lr_scheduler import OneCycleLR
 
 from ..checks import check_instance, check_positive_int, check_tensor
+from ..devices import evaluating, model_device, move_to
 from ..expect import Claim
 from ..models import EncoderLayer, EncoderTransf, ViT
 
@@ -34,21 +35,18 @@ def _with_patches(model, images, order):
 
 
 def shuffled_logits(model, images, permutation):
-    """``model``'s logits ``(N, n_outputs)`` with every image's patch tokens in the order
-    ``permutation`` (a 1-D permutation of ``0 .. n_patches - 1``), in eval mode, without gradients."""
+    """``model``'s logits ``(N, n_outputs)``, on the CPU, with every image's patch tokens in the order
+    ``permutation`` (a 1-D permutation of ``0 .. n_patches - 1``), in eval mode, without gradients.
+    ``images`` and ``permutation`` go to the model's device first."""
     check_instance("model", model, ViT)
     check_tensor("images", images)
     check_tensor("permutation", permutation)
     n_patches = model.embed.n_patches
-    if permutation.dim() != 1 or not torch.equal(permutation.sort().values, torch.arange(n_patches)):
+    if permutation.dim() != 1 or not torch.equal(permutation.cpu().sort().values, torch.arange(n_patches)):
         raise ValueError(f"permutation must hold 0 .. {n_patches - 1} once each, got {permutation.tolist()}")
-    was_training = model.training
-    model.eval()
-    try:
-        with torch.no_grad():
-            return _with_patches(model, images, permutation.expand(images.size(0), -1))
-    finally:
-        model.train(was_training)
+    images, permutation = move_to((images, permutation), model_device(model))
+    with evaluating(model):
+        return _with_patches(model, images, permutation.expand(images.size(0), -1)).cpu()  # (N, n_outputs)
 
 
 class ShuffledPatches(nn.Module):
@@ -85,10 +83,11 @@ def small_cnn(seed, n_outputs):
 
 
 def fit(model, train_data, n_epochs=16, batch_size=32, lr=1e-2, seed=0):
-    """The chapter's recipe: cross-entropy, Adam, one-cycle schedule; batches drawn with ``seed``."""
+    """The chapter's recipe: cross-entropy, Adam, one-cycle schedule; batches drawn with ``seed``.
+    Trains where the model lives (the data follows it); returns the model in eval mode."""
     check_positive_int("n_epochs", n_epochs)
     check_positive_int("batch_size", batch_size)
-    images, labels = train_data.tensors  # (n, 1, s, s), (n,)
+    images, labels = move_to(train_data.tensors, model_device(model))  # (n, 1, s, s), (n,)
     n_batches = -(-len(labels) // batch_size)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     scheduler = OneCycleLR(optimizer, max_lr=lr, total_steps=n_epochs * n_batches)
@@ -98,6 +97,7 @@ def fit(model, train_data, n_epochs=16, batch_size=32, lr=1e-2, seed=0):
     for _ in range(n_epochs):
         order = torch.randperm(len(labels), generator=generator)  # (n,)
         for batch in order.split(batch_size):
+            batch = batch.to(labels.device)  # (B,)
             loss = loss_fn(model(images[batch]), labels[batch])
             optimizer.zero_grad()
             loss.backward()
@@ -107,10 +107,10 @@ def fit(model, train_data, n_epochs=16, batch_size=32, lr=1e-2, seed=0):
 
 
 def accuracy(model, data):
-    """Held-out accuracy of ``model`` on a ``TensorDataset`` of images and labels."""
-    images, labels = data.tensors
-    model.eval()
-    with torch.no_grad():
+    """Held-out accuracy of ``model`` on a ``TensorDataset`` of images and labels (moved to the model's
+    device), in eval mode, the model's mode restored."""
+    images, labels = move_to(data.tensors, model_device(model))  # (n, 1, s, s), (n,)
+    with evaluating(model):
         return (model(images).argmax(dim=1) == labels).float().mean().item()
 
 

@@ -49,8 +49,9 @@ class SequenceCrossEntropy(nn.Module):
 
 def masked_accuracy(logits, targets, pad_id=PAD):
     """Fraction of non-padding positions whose arg-max is the target: logits ``(N, L, V)``, targets
-    ``(N, L)``. Teacher-forced, so usually above what decoding achieves."""
+    ``(N, L)`` (moved to the logits' device). Teacher-forced, so usually above what decoding achieves."""
     _check_logits(logits, targets)
+    targets = targets.to(logits.device)  # (N, L)
     keep = targets != pad_id  # (N, L)
     if not keep.any():
         raise ValueError("targets must hold at least one token that is not padding, got only padding")

@@ -1,6 +1,7 @@
 """Decoding (chapters 05-08): ``decode_steps``, the one loop every decoder of the course runs
 (square corners, ``greedy_decode``, beam search's step, ``generate``), and the token decoders,
-which run a ``TokenTransformer``-like model in eval mode without gradients, mode restored.
+which run a ``TokenTransformer``-like model in eval mode without gradients, mode restored, on ids
+they move to the model's device (their outputs stay there).
 """
 import functools
 
@@ -10,7 +11,7 @@ from torch import nn
 
 from ...checks import check_instance, check_positive_int, check_tensor
 from ...data.special_tokens import PAD
-from ...devices import evaluating
+from ...devices import evaluating, model_device, move_to
 
 __all__ = ["decode_steps", "greedy_sequence", "check_sequences", "GreedySeq2Seq", "greedy_decode", "beam_search",
            "sequence_log_probs"]
@@ -130,6 +131,7 @@ def greedy_decode(model, source_ids, sos_id, eos_id, max_new_tokens, pad_id=PAD,
     09). Returns ``(N, L)`` ids without ``<sos>``.
     """
     _check_arguments(model, source_ids, max_new_tokens)
+    source_ids = source_ids.to(model_device(model))  # (N, L_s): where the model lives
     memory, source_mask = model.encode(source_ids), model.source_mask(source_ids)  # (N, L_s, d_model), (N, 1, L_s)
     start = torch.full((source_ids.shape[0], 1), sos_id, dtype=torch.long, device=source_ids.device)  # (N, 1)
     step = _token_step(model, memory, source_mask, _new_cache(model, use_cache))
@@ -154,6 +156,7 @@ def beam_search(model, source_ids, sos_id, eos_id, max_new_tokens, beam_width=4,
     check_positive_int("beam_width", beam_width)
     if not length_penalty >= 0:
         raise ValueError(f"length_penalty must be a number >= 0, got {length_penalty!r}")
+    source_ids = source_ids.to(model_device(model))  # (N, L_s): where the model lives
     n, width, device = source_ids.shape[0], beam_width, source_ids.device
     memory, source_mask = model.encode(source_ids), model.source_mask(source_ids)  # (N, L_s, d_model), (N, 1, L_s)
     memory = memory.repeat_interleave(width, dim=0)  # (N·B, L_s, d_model)
@@ -207,6 +210,7 @@ def sequence_log_probs(model, source_ids, generated, sos_id, eos_id):
     Use it to compare the outputs of two decoders on the model's own scale.
     """
     check_tensor("generated", generated, ndim=2)  # (N, L)
+    source_ids, generated = move_to((source_ids, generated), model_device(model))  # where the model lives
     memory, source_mask = model.encode(source_ids), model.source_mask(source_ids)  # (N, L_s, d_model), (N, 1, L_s)
     start = torch.full_like(generated[:, :1], sos_id)  # (N, 1)
     target_in = torch.cat([start, generated[:, :-1]], dim=1)  # (N, L)
