@@ -4,7 +4,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ...checks import check_instance, check_positive_int
-from .masks import check_mask
+from .masks import keep_mask
 from ..positions.rotary import RotaryEmbedding
 from .scaled_dot_product import attend
 
@@ -104,7 +104,7 @@ class MultiHeadedAttention(nn.Module):
 
     def init_keys(self, key, positions=None):
         """The book's first step: project ``key`` ``(N, L_k, d_model)`` for the next ``forward`` calls."""
-        self._check_input("key", key)
+        self.check_input("key", key)
         self.proj_key, self.proj_value = self.project_keys(key, positions)  # (N, n_kv_heads, L_k, d_k) each
 
     def score_function(self, query, positions=None):
@@ -114,7 +114,9 @@ class MultiHeadedAttention(nn.Module):
 
     def forward(self, query, mask=None, key=None, bias=None, positions=None, cache=None, rotation=None):
         if key is None and cache is None:
-            self._check_book_call(query, mask, bias)
+            self._check_book_call(query)
+        else:
+            self._check_key_call(query, key)
         q = self.rotate(self.make_chunks(self.linear_query(query)), positions, rotation)  # (N, h, L_q, d_k)
         if cache is not None and cache.static and cache.keys is not None:
             k, v = cache.keys, cache.values  # cross-attention: the encoder's states, projected once
@@ -124,9 +126,10 @@ class MultiHeadedAttention(nn.Module):
                 k, v = cache.extend(k, v)  # (N, n_kv_heads, t, d_k): the earlier tokens' too
         else:
             k, v = self.proj_key, self.proj_value  # (N, n_kv_heads, L_k, d_k): from init_keys
-        if mask is not None:
-            mask = mask.bool().unsqueeze(1)  # (1 or N, 1, 1 or L_q, L_k): one mask for every head
+        if mask is not None:  # one rule on every path: bool (or 0/1) keep-mask (1 or N, 1 or L_q, L_k)
+            mask = keep_mask(mask, q.shape[0], q.shape[2], k.shape[2]).unsqueeze(1)  # (1 or N, 1, 1 or L_q, L_k)
         if bias is not None:
+            self._check_bias(bias, q.shape[0], q.shape[2], k.shape[2])
             bias = bias.to(q.dtype)  # (h or N, h, L_q, L_k)
         if self.store_alphas:
             k, v = self.expand_kv(k), self.expand_kv(v)  # (N, h, t, d_k): a key head per query head
@@ -151,30 +154,41 @@ class MultiHeadedAttention(nn.Module):
             self.alphas = None
         return self.output_function(context)  # (N, L_q, d_model)
 
-    def _check_input(self, name, x):
+    def check_input(self, name, x):
+        """Raise a clear error unless ``x`` is ``(N, L, d_model)``, ``L >= 1``, of the weights' dtype."""
         if not isinstance(x, torch.Tensor):
             raise TypeError(f"{name} must be a tensor (N, L, {self.d_model}), got {type(x).__name__}")
-        if x.dim() != 3 or x.shape[-1] != self.d_model:
-            raise ValueError(f"{name} must have shape (N, L, {self.d_model}), got {tuple(x.shape)}")
+        if x.dim() != 3 or x.shape[-1] != self.d_model or x.shape[1] == 0:
+            raise ValueError(f"{name} must have shape (N, L, {self.d_model}) with L >= 1, got {tuple(x.shape)}")
+        dtype = self.linear_query.weight.dtype
+        if x.dtype != dtype and not (x.is_floating_point() and torch.is_autocast_enabled(x.device.type)):
+            raise TypeError(f"{name} must be a float tensor of the module's dtype {dtype}, got {x.dtype}: "
+                            f"convert it with {name}.to({dtype})")
 
-    def _check_book_call(self, query, mask, bias):
+    def _check_book_call(self, query):
         if self.proj_key is None:
             raise RuntimeError("no keys to attend to: call init_keys(key) before attending")
-        self._check_input("query", query)
+        self.check_input("query", query)
         if self.proj_key.shape[0] != query.shape[0]:
             raise ValueError(f"query batch size {query.shape[0]} does not match the keys' batch size "
                              f"{self.proj_key.shape[0]}; call init_keys(key) with this batch")
-        if mask is not None:
-            check_mask(mask, query.shape[0], query.shape[1], self.proj_key.shape[2])
-        if bias is not None:
-            n, l_q, l_k = query.shape[0], query.shape[1], self.proj_key.shape[2]
-            if not isinstance(bias, torch.Tensor) or not bias.is_floating_point():
-                raise TypeError("bias must be a float tensor (h, L_q, L_k) or (1 or N, h, L_q, L_k), got "
-                                f"{bias.dtype if isinstance(bias, torch.Tensor) else type(bias).__name__}")
-            if bias.shape[-3:] != (self.n_heads, l_q, l_k) or bias.dim() not in (3, 4) or \
-                    (bias.dim() == 4 and bias.shape[0] not in (1, n)):
-                raise ValueError(f"bias must have shape ({self.n_heads}, {l_q}, {l_k}) or (1 or {n}, {self.n_heads}, "
-                                 f"{l_q}, {l_k}), got {tuple(bias.shape)}")
+
+    def _check_key_call(self, query, key):
+        self.check_input("query", query)
+        if key is not None:
+            self.check_input("key", key)
+            if key.shape[0] != query.shape[0]:
+                raise ValueError(f"key must hold one sequence per row of query ({query.shape[0]}), "
+                                 f"got shape {tuple(key.shape)}")
+
+    def _check_bias(self, bias, n, l_q, l_k):
+        if not isinstance(bias, torch.Tensor) or not bias.is_floating_point():
+            raise TypeError("bias must be a float tensor (h, L_q, L_k) or (1 or N, h, L_q, L_k), got "
+                            f"{bias.dtype if isinstance(bias, torch.Tensor) else type(bias).__name__}")
+        if bias.shape[-3:] != (self.n_heads, l_q, l_k) or bias.dim() not in (3, 4) or \
+                (bias.dim() == 4 and bias.shape[0] not in (1, n)):
+            raise ValueError(f"bias must have shape ({self.n_heads}, {l_q}, {l_k}) or (1 or {n}, {self.n_heads}, "
+                             f"{l_q}, {l_k}), got {tuple(bias.shape)}")
 
     def __getstate__(self):
         state = super().__getstate__()  # the book's projected keys may carry a graph: copies start without them

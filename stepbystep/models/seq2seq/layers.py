@@ -80,6 +80,7 @@ class EncoderLayer(_Layer):
         super().__init__(n_heads, d_model, ff_units, dropout, norm_first, store_alphas, cross=False, **options)
 
     def forward(self, query, mask=None, bias=None, positions=None, cache=None, rotation=None):
+        self.self_attn_heads.check_input("query", query)  # before the first norm: shape and dtype
         x = self.sublayers[0](query, self.self_attn_heads, is_self_attn=True, mask=mask, bias=bias,
                               positions=positions, cache=cache, rotation=rotation)  # (N, L, d_model)
         return self.sublayers[1](x, self.ffn)  # (N, L, d_model)
@@ -103,6 +104,7 @@ class DecoderLayer(_Layer):
         self.cross_attn_heads.init_keys(states)
 
     def forward(self, query, source_mask=None, target_mask=None, memory=None, cache=None, cross_cache=None):
+        self.self_attn_heads.check_input("query", query)  # before the first norm: shape and dtype
         x = self.sublayers[0](query, self.self_attn_heads, is_self_attn=True, mask=target_mask,
                               cache=cache)  # (N, L_t, d_model)
         x = self.sublayers[1](x, self.cross_attn_heads, mask=source_mask, key=memory,
