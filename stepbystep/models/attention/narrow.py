@@ -61,6 +61,7 @@ class MultiHeadedAttention(nn.Module):
         self.linear_value = nn.Linear(d_model, n_kv_heads * self.d_k, bias=bias)
         self.linear_out = nn.Linear(d_model, d_model, bias=bias)
         self.dropout = nn.Dropout(p=dropout)
+        self.weight_dtype = self.linear_query.weight.dtype  # what inputs must be; kept by _apply
         self.alphas = self.proj_key = self.proj_value = None
         self.rotary = None
         self.set_rotary(rotary)
@@ -73,6 +74,12 @@ class MultiHeadedAttention(nn.Module):
                 raise ValueError(f"rotary must rotate vectors of d_k={self.d_k} (d_model // n_heads), "
                                  f"got a RotaryEmbedding of d_head={rotary.d_head}")
         self.rotary = rotary
+
+    def _apply(self, fn, *args, **kwargs):
+        """``.to()``, ``.double()``...: the weights' dtype is read once here, not at every call."""
+        module = super()._apply(fn, *args, **kwargs)
+        self.weight_dtype = self.linear_query.weight.dtype
+        return module
 
     def make_chunks(self, x):
         """Split into heads: ``(N, L, h · d_k)`` -> ``(N, h, L, d_k)`` (``h``: query or key heads)."""
@@ -158,9 +165,10 @@ class MultiHeadedAttention(nn.Module):
         """Raise a clear error unless ``x`` is ``(N, L, d_model)``, ``L >= 1``, of the weights' dtype."""
         if not isinstance(x, torch.Tensor):
             raise TypeError(f"{name} must be a tensor (N, L, {self.d_model}), got {type(x).__name__}")
-        if x.dim() != 3 or x.shape[-1] != self.d_model or x.shape[1] == 0:
-            raise ValueError(f"{name} must have shape (N, L, {self.d_model}) with L >= 1, got {tuple(x.shape)}")
-        dtype = self.linear_query.weight.dtype
+        shape = x.shape
+        if len(shape) != 3 or shape[2] != self.d_model or shape[1] == 0:
+            raise ValueError(f"{name} must have shape (N, L, {self.d_model}) with L >= 1, got {tuple(shape)}")
+        dtype = self.weight_dtype
         if x.dtype != dtype and not (x.is_floating_point() and torch.is_autocast_enabled(x.device.type)):
             raise TypeError(f"{name} must be a float tensor of the module's dtype {dtype}, got {x.dtype}: "
                             f"convert it with {name}.to({dtype})")
@@ -175,7 +183,7 @@ class MultiHeadedAttention(nn.Module):
 
     def _check_key_call(self, query, key):
         self.check_input("query", query)
-        if key is not None:
+        if key is not None and key is not query:  # self-attention: one tensor, checked once
             self.check_input("key", key)
             if key.shape[0] != query.shape[0]:
                 raise ValueError(f"key must hold one sequence per row of query ({query.shape[0]}), "
