@@ -14,9 +14,13 @@ def atomic_save(obj, path):
     """``torch.save`` ``obj`` to ``path`` through a temporary file renamed into place.
 
     A crash or an error mid-write leaves any previous file at ``path`` intact and no temporary
-    file behind: the rename is the only step that touches ``path``, and it is atomic.
+    file behind: the rename is the only step that touches ``path``, and it is atomic. A file
+    already at ``path`` is replaced; a file where a folder of ``path`` should be is a ValueError.
     """
     path = Path(path)
+    blocking = next((parent for parent in path.parents if parent.exists() and not parent.is_dir()), None)
+    if blocking is not None:
+        raise ValueError(f"cannot save to {str(path)!r}: {str(blocking)!r} is a file, not a folder")
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:

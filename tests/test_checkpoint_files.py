@@ -159,3 +159,12 @@ def test_a_matching_checkpoint_still_resumes(tmp_path):
     assert sbs.total_epochs == 1
     sbs.train(1, progress=False)
     assert sbs.total_epochs == 2 and len(sbs.losses) == 2
+
+
+def test_saving_under_a_file_says_which_file_is_in_the_way(tmp_path):
+    notes = tmp_path / "notes.txt"
+    notes.write_text("not a folder")
+    with pytest.raises(ValueError, match=re.escape(f"cannot save to {str(notes / 'run.pt')!r}: {str(notes)!r} is a "
+                                                   "file, not a folder")):
+        _trainer().save_checkpoint(notes / "run.pt")
+    assert notes.read_text() == "not a folder"

@@ -194,6 +194,18 @@ def test_inputs_of_another_dtype_are_refused_with_a_type_error(dtype):
         DecoderLayer(2, 16, 32)(bad, memory=x)
 
 
+def test_a_model_moved_to_another_dtype_takes_inputs_of_that_dtype():
+    """The dtype the check expects follows ``.to(dtype)`` on the module or on any module above it."""
+    torch.manual_seed(0)
+    encoder = EncoderTransf(EncoderLayer(2, 16, 32), n_layers=2).to(torch.float64)
+    x = torch.randn(3, 5, 16, dtype=torch.float64)
+    assert encoder(x).dtype == torch.float64
+    with pytest.raises(TypeError, match=re.escape("of the module's dtype torch.float64, got torch.float32")):
+        encoder(x.float())
+    mha = MultiHeadedAttention(2, 16).double().float()
+    assert mha(x.float(), key=x.float()).dtype == torch.float32
+
+
 def test_autocast_inputs_pass_the_dtype_check():
     mha = MultiHeadedAttention(2, 16, dropout=0.0)
     x = torch.randn(3, 5, 16)

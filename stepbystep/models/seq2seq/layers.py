@@ -73,7 +73,8 @@ class EncoderLayer(_Layer):
     wrappers; ``norm_first``: see ``SubLayerWrapper``; ``store_alphas=False``: the fused kernel;
     ``options``: chapter 12's (``n_kv_heads``, ``bias``, ``mlp``, ``norm``, ``norm_eps``).
     ``forward(query, mask=None, bias=None, positions=None, cache=None, rotation=None)``: ``(N, L, d_model)``
-    in and out, ``mask`` ``(N, 1 or L, L)``; the rest goes to the self-attention.
+    in and out, ``mask`` a bool keep-mask ``(1 or N, 1 or L, L)`` (PyTorch's masks: convert them with
+    ``from_additive_mask`` or ``from_torch_attn_mask``); the rest goes to the self-attention.
     """
 
     def __init__(self, n_heads, d_model, ff_units, dropout=0.1, norm_first=True, store_alphas=True, **options):
