@@ -93,7 +93,8 @@ PATHS = list(_layer_paths())
 @pytest.mark.parametrize("mask", [pytorch_causal(), pytorch_causal().unsqueeze(0)], ids=["(L, L)", "(1, L, L)"])
 def test_a_pytorch_float_mask_is_refused_on_every_path(path, mask):
     """Cast to bool, 0/-inf would come out inverted (position 0 reading the last token): refused."""
-    with pytest.raises(TypeError, match="from_additive_mask"):
+    with pytest.raises(TypeError, match="got dtype torch.float32; for an additive float mask .* use "
+                                        "from_additive_mask first" + (", then unsqueeze" if mask.dim() == 2 else "$")):
         _layer_paths()[path](torch.randn(1, L, D), mask)
 
 

@@ -70,7 +70,8 @@ def as_keep_mask(mask, name="mask"):
     if mask.is_floating_point() or mask.is_complex():
         raise TypeError(f"{name} must be a boolean keep-mask (True = may attend), got dtype {mask.dtype}; "
                         "for an additive float mask (0 keep, -inf block, as nn.Transformer."
-                        "generate_square_subsequent_mask makes) use from_additive_mask first")
+                        "generate_square_subsequent_mask makes) use from_additive_mask first"
+                        + (", then unsqueeze(0) for the batch dimension" if mask.dim() == 2 else ""))
     if mask.numel() and bool(((mask != 0) & (mask != 1)).any()):
         raise ValueError(f"{name} must hold True/False or 0/1 (1 = may attend), got values from "
                          f"{int(mask.min())} to {int(mask.max())}")
