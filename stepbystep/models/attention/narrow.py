@@ -33,7 +33,8 @@ class MultiHeadedAttention(nn.Module):
     ``forward(query, mask=None, key=None, bias=None, positions=None, cache=None, rotation=None)``:
     ``query`` ``(N, L_q, d_model)``; ``key`` ``(N, L_k, d_model)`` to attend to (``None``: the keys
     set by ``init_keys``, the book's two-step use); ``mask`` ``(1 or N, 1 or L_q, L_k)`` bool (or 0/1),
-    ``True`` = may attend, on every path (a float or 2-D mask is refused: see ``keep_mask``); ``bias`` ``(h or N, h, L_q, L_k)`` added to the scores (ALiBi);
+    ``True`` = may attend, on every path (a float or 2-D mask is refused: see ``keep_mask``);
+    ``bias`` ``(h or N, h, L_q, L_k)`` added to the scores (ALiBi);
     ``positions`` ``(L,)`` or ``(N, L)`` where rotary turns the queries and the new keys, or
     ``rotation``, their ``(cos, sin)`` from ``rotary.at(positions)``, looked up once for every layer;
     ``cache`` a ``LayerCache`` (KV cache): the new keys and values ``(N, n_kv_heads, L, d_k)`` join the
