@@ -117,7 +117,7 @@ def test_a_checkpoint_of_another_optimizer_class_is_refused_before_anything_chan
     sbs = _trainer(kind, torch.optim.Adam)
     sbs.train(1, progress=False)
     before = _state(sbs)
-    words = "SGD optimizer and this trainer has a Adam" if with_class else r"another optimizer \(settings \['dampening', 'momentum', 'nesterov'\]\) than this trainer's Adam \(\['amsgrad', 'betas'"
+    words = "saved with the optimizer SGD and this trainer has Adam" if with_class else r"another optimizer \(settings \['dampening', 'momentum', 'nesterov'\]\) than this trainer's Adam \(\['amsgrad', 'betas'"
     with pytest.raises(ValueError, match=words):
         sbs.load_checkpoint(tmp_path / "sgd.pt")
     _assert_unchanged(before, sbs)
@@ -131,7 +131,7 @@ def test_an_optimizer_class_with_the_same_settings_is_told_apart_by_name(tmp_pat
     saved.save_checkpoint(tmp_path / "adam.pt")
     sbs = _trainer(optimizer=torch.optim.AdamW)
     before = _state(sbs)
-    with pytest.raises(ValueError, match="saved with a Adam optimizer and this trainer has a AdamW"):
+    with pytest.raises(ValueError, match="saved with the optimizer Adam and this trainer has AdamW"):
         sbs.load_checkpoint(tmp_path / "adam.pt")
     _assert_unchanged(before, sbs)
 

@@ -46,9 +46,10 @@ def _listed(items, limit=4):
 def check_compatible(trainer, checkpoint):
     """Raise a ``ValueError`` naming what differs when ``checkpoint`` was saved from another model
     (other parameter names or shapes) or with another optimizer class; nothing is loaded."""
+    for key in ("model_state_dict", "optimizer_state_dict"):
+        if not isinstance(checkpoint[key], dict):
+            raise ValueError(f"the checkpoint's {key} must be a state dict, got {type(checkpoint[key]).__name__}")
     saved, own = checkpoint["model_state_dict"], trainer.model.state_dict()
-    if not isinstance(saved, dict):
-        raise ValueError(f"the checkpoint's model_state_dict must be a state dict, got {type(saved).__name__}")
     differences = [f"{name} {tuple(saved[name].shape)} in the file, {tuple(value.shape)} here" for name, value in
                    own.items() if name in saved and hasattr(value, "shape") and hasattr(saved[name], "shape")
                    and saved[name].shape != value.shape]
@@ -63,7 +64,7 @@ def check_compatible(trainer, checkpoint):
     own_class, saved_class = type(trainer.optimizer).__name__, checkpoint.get("optimizer_class")
     hint = "build the trainer's optimizer as it was when saved, then load_checkpoint"
     if saved_class is not None and saved_class != own_class:
-        raise ValueError(f"the checkpoint was saved with a {saved_class} optimizer and this trainer has a "
+        raise ValueError(f"the checkpoint was saved with the optimizer {saved_class} and this trainer has "
                          f"{own_class}: {hint}")
     groups, own_groups = checkpoint["optimizer_state_dict"].get("param_groups", []), trainer.optimizer.param_groups
     if len(groups) != len(own_groups) or any(len(g["params"]) != len(o["params"]) for g, o in zip(groups, own_groups)):
