@@ -74,6 +74,7 @@ def _not_checkpoints(tmp_path):
 
 
 @pytest.mark.parametrize("kind", TRAINERS)
+@pytest.mark.filterwarnings("ignore:Detected pickle protocol 5")  # torch.load's, about the protocol-5 pickle
 def test_a_file_that_is_no_checkpoint_gives_a_value_error_naming_it(tmp_path, kind):
     sbs = _trainer(kind)
     sbs.train(1, progress=False)
