@@ -14,9 +14,13 @@ def atomic_save(obj, path):
     """``torch.save`` ``obj`` to ``path`` through a temporary file renamed into place.
 
     A crash or an error mid-write leaves any previous file at ``path`` intact and no temporary
-    file behind: the rename is the only step that touches ``path``, and it is atomic.
+    file behind: the rename is the only step that touches ``path``, and it is atomic. A file
+    already at ``path`` is replaced; a file where a folder of ``path`` should be is a ValueError.
     """
     path = Path(path)
+    blocking = next((parent for parent in path.parents if parent.exists() and not parent.is_dir()), None)
+    if blocking is not None:
+        raise ValueError(f"cannot save to {str(path)!r}: {str(blocking)!r} is a file, not a folder")
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -47,16 +51,41 @@ def safe_load(path, map_location):
 
     Only tensors, numbers (NumPy float scalars too), strings and containers of them are
     accepted: a file that would import or call anything else while unpickling is refused with
-    ``pickle.UnpicklingError``.
+    ``pickle.UnpicklingError``. A file that is no ``torch.save`` file at all (empty, truncated,
+    text, a NumPy array...) raises a ``ValueError`` naming it and what it looks like.
     """
     path = Path(path)
+    if path.is_dir():
+        raise FileNotFoundError(f"no checkpoint at {str(path)!r}: it is a directory; give the checkpoint file's path")
     if not path.is_file():
         raise FileNotFoundError(f"no checkpoint at {str(path)!r}")
     try:
         with torch.serialization.safe_globals(_NUMPY_SCALAR_GLOBALS):
             return torch.load(path, map_location=map_location, weights_only=True)
     except pickle.UnpicklingError as error:
-        raise pickle.UnpicklingError(
-            f"refusing to load {str(path)!r}: it holds objects other than tensors, numbers, "
-            f"strings and containers, and loading those could run code ({error})"
-        ) from error
+        if "operand" not in str(error):  # a pickle that would import or call something
+            raise pickle.UnpicklingError(
+                f"refusing to load {str(path)!r}: it holds objects other than tensors, numbers, "
+                f"strings and containers, and loading those could run code ({error})"
+            ) from error
+        raise _not_a_checkpoint(path, error) from error
+    except (RuntimeError, OSError, EOFError, KeyError, IndexError, ValueError, AttributeError) as error:
+        raise _not_a_checkpoint(path, error) from error
+
+
+def _not_a_checkpoint(path, error):  # error: torch.load's, chained by the caller
+    """A ``ValueError`` saying that ``path`` is no ``torch.save`` file, and what it looks like."""
+    with open(path, "rb") as file:
+        head = file.read(8)
+    if not head:
+        looks = "it is empty (0 bytes)"
+    elif head.startswith(b"\x93NUMPY"):
+        looks = "it is a NumPy .npy file (read it with numpy.load)"
+    elif head.startswith(b"PK"):
+        looks = "it is a damaged or truncated torch.save file (an interrupted copy or download?)"
+    elif head.startswith(b"\x80"):
+        looks = "it is a plain pickle, not a torch.save file"
+    else:
+        looks = f"it is not in torch.save's format (it starts with {head!r})"
+    return ValueError(f"{str(path)!r} is not a readable checkpoint: {looks}; expected a file written by "
+                      f"save_checkpoint (torch.load said {type(error).__name__})")

@@ -17,6 +17,7 @@ __all__ = [
     "check_non_negative_int",
     "check_int_range",
     "check_positive_number",
+    "check_number_range",
     "check_fraction",
     "check_choice",
     "check_tensor",
@@ -83,6 +84,15 @@ def check_positive_number(name, value, allow_infinity=False):
         raise TypeError(f"{name} must be a positive number, got {_type_name(value)} {value!r}")
     if not (value > 0 and (math.isfinite(value) or allow_infinity)):
         raise ValueError(f"{name} must be a positive number, got {value!r}")
+    return value
+
+
+def check_number_range(name, value, low, high):
+    """``value`` must be a real number (NumPy ones too, bools not) from ``low`` to ``high``, both included."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a number from {low} to {high}, got {_type_name(value)} {value!r}")
+    if not low <= value <= high:
+        raise ValueError(f"{name} must be a number from {low} to {high}, got {value!r}")
     return value
 
 

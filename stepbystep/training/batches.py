@@ -4,7 +4,7 @@ import torch
 
 from ..containers import map_structure
 
-__all__ = ["split_batch", "forward", "to_numpy", "numpy_to_tensor", "endless"]
+__all__ = ["split_batch", "forward", "to_numpy", "numpy_to_tensor", "endless", "check_float_inputs"]
 
 
 def split_batch(batch):
@@ -22,6 +22,19 @@ def forward(model, x):
     if isinstance(x, (tuple, list)):
         return model(*x)
     return model(x)
+
+
+def check_float_inputs(model, x):
+    """Raise a ``TypeError`` when a float tensor in ``x`` (any nesting) has another dtype than the
+    model's float weights, rather than PyTorch's from inside its first layer; integers (ids) pass."""
+    dtype = next((p.dtype for p in model.parameters() if p.is_floating_point()), None)
+
+    def check(leaf):
+        if isinstance(leaf, torch.Tensor) and leaf.is_floating_point() and dtype is not None and leaf.dtype != dtype:
+            raise TypeError(f"x must hold float tensors of the model's dtype {dtype}, got {leaf.dtype}: "
+                            f"convert it with x.to({dtype})")
+
+    map_structure(check, x)
 
 
 def to_numpy(output):

@@ -15,7 +15,7 @@ from ..checks import check_instance, check_positive_int
 from ..containers import map_structure
 from ..devices import default_device, evaluating, move_to
 from ..seeding import get_rng_state, set_rng_state, set_seed
-from .batches import forward, numpy_to_tensor, split_batch, to_numpy
+from .batches import check_float_inputs, forward, numpy_to_tensor, split_batch, to_numpy
 from .callbacks import Callback
 from .checkpoint import read_checkpoint, restore_checkpoint, save_checkpoint
 from .clipping import GradientClipping
@@ -182,14 +182,22 @@ class StepByStep:
             raise ValueError("the training loader yielded no batches")
         return total / n_batches
 
-    def _validate(self):
-        """Mean batch loss over the validation loader, in eval mode and without gradients."""
+    def _validate(self, epoch):
+        """Mean batch loss over the validation loader, in eval mode and without gradients; a NaN or
+        infinite loss raises ``FloatingPointError``, as in training."""
         total, n_batches = 0.0, 0
         with evaluating(self.model):
             for batch in self.val_loader:
                 x, y = move_to(split_batch(batch), self.device)
-                total += self.loss_fn(forward(self.model, x), y).item()
+                value = self.loss_fn(forward(self.model, x), y).item()
                 n_batches += 1
+                if not math.isfinite(value):
+                    raise FloatingPointError(
+                        f"the validation loss became {value} at epoch {epoch}, batch {n_batches}; the history "
+                        f"keeps the {self.total_epochs} completed epoch(s), the weights this epoch's training "
+                        "steps too. Check the validation data (NaN or inf?), or the model's outputs."
+                    )
+                total += value
         if n_batches == 0:
             raise ValueError("the validation loader yielded no batches")
         return total / n_batches
@@ -210,7 +218,7 @@ class StepByStep:
                 checkpoint) left them.
             progress: show a progress bar over epochs with the latest losses.
 
-        A NaN or infinite loss raises ``FloatingPointError`` naming the epoch and batch.
+        A NaN or infinite loss, training or validation, raises ``FloatingPointError`` naming the epoch and batch.
         Ctrl-C stops after cleaning up: every completed epoch stays in the history. The model
         is left in eval mode.
         """
@@ -239,7 +247,7 @@ class StepByStep:
         """Train and validate once, record both losses, let the callbacks see them; returns them."""
         epoch = self.total_epochs + 1
         loss = self._train_epoch(epoch)
-        val_loss = self._validate() if self.val_loader is not None else None
+        val_loss = self._validate(epoch) if self.val_loader is not None else None
         self.losses.append(loss)
         if val_loss is not None:
             self.val_losses.append(val_loss)
@@ -256,6 +264,7 @@ class StepByStep:
         tuple or dict, as for the loaders; the output may be any nesting of tensors, kept as it is.
         """
         x = map_structure(numpy_to_tensor, x)
+        check_float_inputs(self.model, x)
         with evaluating(self.model):
             output = forward(self.model, move_to(x, self.device))
         return to_numpy(output)

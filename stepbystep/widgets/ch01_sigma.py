@@ -10,6 +10,7 @@ import ipywidgets as widgets
 import torch
 from matplotlib.figure import Figure
 
+from ..checks import check_number_range, check_positive_int
 from ..data import make_regression_data, regression_grid
 from ..models import best_sigma, leave_one_out_error, nadaraya_watson
 from ..plots import kernel_dashboard
@@ -42,6 +43,8 @@ def sigma_explorer(x_train=None, y_train=None, sigma=0.5, n_grid=200):
     Returns a ``VBox`` (slider, label, output); its ``figure`` attribute is the one figure the
     slider redraws in place.
     """
+    check_number_range("sigma", sigma, *(10 ** bound for bound in SIGMA_LOG_RANGE))  # what the slider can show
+    check_positive_int("n_grid", n_grid)
     if x_train is None or y_train is None:
         x_train, y_train = make_regression_data()
     x_grid, y_true = regression_grid(n_grid)  # (n_grid,), (n_grid,)

@@ -38,6 +38,7 @@ def heads_explorer_state(n_heads, d_model=12, seq_len=4, seed=0):
     and ``score_ranks``, the rank of each head's ``(L, L)`` score matrix (at most ``d_k``).
     """
     check_positive_int("d_model", d_model)
+    check_positive_int("seq_len", seq_len)
     check_positive_int("n_heads", n_heads)
     if n_heads not in divisors(d_model):
         raise ValueError(f"n_heads must divide d_model={d_model} ({divisors(d_model)}), got {n_heads!r}")
@@ -69,6 +70,7 @@ def heads_explorer(d_model=12, seq_len=4, seed=0):
     Returns a ``VBox`` (slider, label, output); its ``figure`` attribute is the one figure the
     slider redraws, titled with the setting it shows (``n_heads``, ``d_k``, the score ranks).
     """
+    check_positive_int("seq_len", seq_len)
     options = divisors(d_model)
     slider = widgets.SelectionSlider(options=options, value=options[min(1, len(options) - 1)],
                                      description="heads", continuous_update=False)

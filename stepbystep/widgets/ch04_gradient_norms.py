@@ -3,6 +3,7 @@ import ipywidgets as widgets
 import numpy as np
 from matplotlib.figure import Figure
 
+from ..checks import check_int_range, check_positive_int
 from ..experiments.gradient_norms import layer_gradient_norms
 from ..plots import gradient_norms_by_layer
 from ._figure_box import FigureBox, show
@@ -32,6 +33,8 @@ def gradient_norms_explorer(max_layers=8, n_layers=6, steps=50, warmup_steps=20,
     new settings are trained once and kept. Returns a ``VBox`` (controls, summary, output); its
     ``figure`` attribute is the one figure redrawn in place.
     """
+    check_positive_int("max_layers", max_layers)
+    check_int_range("n_layers", n_layers, 1, max_layers)  # what the slider can show
     computed = {}
     for run in runs:
         if len(run.losses) != steps or not np.isclose(max(run.learning_rates), lr):

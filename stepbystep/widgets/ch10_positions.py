@@ -59,6 +59,7 @@ def position_explorer(n_heads=4, length=16, d_head=16, seed=0):
     the distance and the attention pattern each gives (``position_explorer_state`` computes it;
     ``plots.position_explorer_figure`` draws it). Returns a ``VBox``; its ``figure`` is redrawn
     in place, ``head`` and ``base`` are the sliders and ``label`` the line under them."""
+    check_positive_int("n_heads", n_heads)  # the slider's range
     head = widgets.IntSlider(value=0, min=0, max=n_heads - 1, description="ALiBi head", continuous_update=False)
     base = widgets.FloatLogSlider(value=10000.0, base=10, min=1, max=5, step=0.25, description="RoPE base",
                                   readout_format=".4g", continuous_update=False)

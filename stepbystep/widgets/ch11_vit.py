@@ -4,7 +4,7 @@ import html
 import ipywidgets as widgets
 from matplotlib.figure import Figure
 
-from ..checks import check_non_negative_int
+from ..checks import check_int_range, check_non_negative_int
 from ..models import cls_attention
 from ..plots import cls_attention_overlay
 from ._figure_box import FigureBox, show
@@ -86,6 +86,7 @@ def vit_explorer(model, images, labels=None, class_names=None, index=0, head=Non
     and ``label`` attributes the controls and the label.
     """
     n_heads = model.encoder.layers[-1].self_attn_heads.n_heads
+    check_int_range("index", index, 0, len(images) - 1)  # what the slider can show
     slider = widgets.IntSlider(value=index, min=0, max=len(images) - 1, description="image",
                                continuous_update=False)
     heads = widgets.Dropdown(options=[("mean of the heads", None)] + [(f"head {h}", h) for h in range(n_heads)],

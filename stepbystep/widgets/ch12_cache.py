@@ -3,7 +3,7 @@ import ipywidgets as widgets
 import torch
 from matplotlib.figure import Figure
 
-from ..checks import check_choice, check_positive_int
+from ..checks import check_choice, check_int_range, check_positive_int
 from ..models import PUBLISHED_CACHES, kv_cache_bytes
 from ..plots import kv_cache_memory
 from ._figure_box import FigureBox, show
@@ -12,6 +12,8 @@ __all__ = ["CACHE_DTYPES", "kv_cache_state", "kv_cache_explorer"]
 
 CACHE_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16,
                 "float8_e4m3fn": torch.float8_e4m3fn}
+
+HEAD_DIMS = (32, 64, 80, 96, 128, 256)  # the head sizes the widget offers
 
 
 def kv_cache_state(n_layers=32, n_heads=32, n_kv_heads=8, head_dim=128, context=8192, batch_size=1,
@@ -68,12 +70,18 @@ def kv_cache_explorer(n_layers=32, n_heads=32, n_kv_heads=8, head_dim=128, conte
     not divide the heads is reported, not drawn. Returns a ``FigureBox``; its controls are
     attributes (``n_layers``, ``n_heads``, ``n_kv_heads``, ``head_dim``, ``context``,
     ``batch_size``, ``dtype``), ``summary`` the text and ``state`` the last state drawn."""
+    for name, value, high in (("n_layers", n_layers, 128), ("n_heads", n_heads, 128), ("n_kv_heads", n_kv_heads, 128),
+                              ("batch_size", batch_size, 256)):
+        check_int_range(name, value, 1, high)  # what the sliders can show
+    check_int_range("context", context, 256, 131072)
+    check_choice("head_dim", head_dim, HEAD_DIMS)
+    check_choice("dtype", dtype, tuple(CACHE_DTYPES))
     style = {"description_width": "90px"}
     controls = {
         "n_layers": widgets.IntSlider(value=n_layers, min=1, max=128, description="layers", style=style),
         "n_heads": widgets.IntSlider(value=n_heads, min=1, max=128, description="query heads", style=style),
         "n_kv_heads": widgets.IntSlider(value=n_kv_heads, min=1, max=128, description="KV heads", style=style),
-        "head_dim": widgets.Dropdown(options=[32, 64, 80, 96, 128, 256], value=head_dim, description="head size",
+        "head_dim": widgets.Dropdown(options=list(HEAD_DIMS), value=head_dim, description="head size",
                                      style=style),
         "context": widgets.IntSlider(value=context, min=256, max=131072, step=256, description="context",
                                      style=style),

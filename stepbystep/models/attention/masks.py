@@ -11,6 +11,7 @@ __all__ = [
     "subsequent_mask",
     "padding_mask",
     "check_mask",
+    "keep_mask",
     "as_keep_mask",
     "to_torch_attn_mask",
     "from_torch_attn_mask",
@@ -34,28 +35,46 @@ def padding_mask(ids, pad_id=0):
     return (ids != pad_id).unsqueeze(1)  # (N, 1, L)
 
 
-def check_mask(mask, n, l_q, l_k):
-    """Raise a clear ``ValueError`` unless ``mask`` broadcasts to scores ``(n, l_q, l_k)``.
+def check_mask(mask, n, l_q, l_k, name="mask"):
+    """Raise a clear ``TypeError``/``ValueError`` unless ``mask`` is a keep-mask that broadcasts
+    to scores ``(n, l_q, l_k)``: shape ``(1 or n, 1 or l_q, l_k)``, bool (or 0/1 integers)."""
+    keep_mask(mask, n, l_q, l_k, name)
 
-    Accepted shapes are ``(1 or n, 1 or l_q, l_k)``; a mask must be boolean (or 0/1).
+
+def keep_mask(mask, n, l_q, l_k, name="mask"):
+    """``mask`` checked as ``check_mask`` does, as a bool tensor ``(1 or n, 1 or l_q, l_k)``.
+
+    The one mask rule of every attention path: a 2-D mask (PyTorch's ``attn_mask`` ``(L_q, L_k)``)
+    would broadcast its rows into the batch, so it is refused with the converter to use.
     """
-    as_keep_mask(mask)
-    m_n, m_q, m_k = mask.shape if mask.dim() == 3 else (None, None, None)
-    if m_n not in (1, n) or m_q not in (1, l_q) or m_k != l_k:
+    mask = as_keep_mask(mask, name)
+    if mask.dim() != 3 or mask.shape[0] not in (1, n) or mask.shape[1] not in (1, l_q) or mask.shape[2] != l_k:
         rows, queries = ("1" if n == 1 else f"1 or {n}"), ("1" if l_q == 1 else f"1 or {l_q}")
-        raise ValueError(f"mask must have shape ({rows}, {queries}, {l_k}), got {tuple(mask.shape)}")
+        hint = "" if mask.dim() != 2 else (
+            "; a 2-D (L_q, L_k) mask, as PyTorch's attn_mask, needs its batch dimension: from_torch_attn_mask(attn_mask) "
+            "for PyTorch's (True = blocked), mask.unsqueeze(0) for a keep-mask")
+        raise ValueError(f"{name} must have shape ({rows}, {queries}, {l_k}), got {tuple(mask.shape)}{hint}")
+    return mask
 
 
 def as_keep_mask(mask, name="mask"):
     """``mask`` (bool or 0/1 integers, ``True`` = may attend) as a bool tensor of the same shape.
 
     A float mask is refused (TypeError): an additive mask (``0`` keep, ``-inf`` block) cast to
-    bool would come out inverted, so it must go through ``from_additive_mask`` first.
+    bool would come out inverted, so it must go through ``from_additive_mask`` first. Integers
+    other than 0 and 1 are refused (ValueError): they are no keep-mask's values.
     """
     check_tensor(name, mask)
-    if mask.is_floating_point():
+    if mask.dtype == torch.bool:
+        return mask
+    if mask.is_floating_point() or mask.is_complex():
         raise TypeError(f"{name} must be a boolean keep-mask (True = may attend), got dtype {mask.dtype}; "
-                        "for an additive float mask use from_additive_mask first")
+                        "for an additive float mask (0 keep, -inf block, as nn.Transformer."
+                        "generate_square_subsequent_mask makes) use from_additive_mask first"
+                        + (", then unsqueeze(0) for the batch dimension" if mask.dim() == 2 else ""))
+    if mask.numel() and bool(((mask != 0) & (mask != 1)).any()):
+        raise ValueError(f"{name} must hold True/False or 0/1 (1 = may attend), got values from "
+                         f"{int(mask.min())} to {int(mask.max())}")
     return mask.bool()
 
 

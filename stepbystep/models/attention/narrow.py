@@ -4,7 +4,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ...checks import check_instance, check_positive_int
-from .masks import check_mask
+from .masks import keep_mask
 from ..positions.rotary import RotaryEmbedding
 from .scaled_dot_product import attend
 
@@ -32,8 +32,9 @@ class MultiHeadedAttention(nn.Module):
 
     ``forward(query, mask=None, key=None, bias=None, positions=None, cache=None, rotation=None)``:
     ``query`` ``(N, L_q, d_model)``; ``key`` ``(N, L_k, d_model)`` to attend to (``None``: the keys
-    set by ``init_keys``, the book's two-step use); ``mask`` ``(1 or N, 1 or L_q, L_k)`` bool,
-    ``True`` = may attend; ``bias`` ``(h or N, h, L_q, L_k)`` added to the scores (ALiBi);
+    set by ``init_keys``, the book's two-step use); ``mask`` ``(1 or N, 1 or L_q, L_k)`` bool (or 0/1),
+    ``True`` = may attend, on every path (a float or 2-D mask is refused: see ``keep_mask``);
+    ``bias`` ``(h or N, h, L_q, L_k)`` added to the scores (ALiBi);
     ``positions`` ``(L,)`` or ``(N, L)`` where rotary turns the queries and the new keys, or
     ``rotation``, their ``(cos, sin)`` from ``rotary.at(positions)``, looked up once for every layer;
     ``cache`` a ``LayerCache`` (KV cache): the new keys and values ``(N, n_kv_heads, L, d_k)`` join the
@@ -61,6 +62,7 @@ class MultiHeadedAttention(nn.Module):
         self.linear_value = nn.Linear(d_model, n_kv_heads * self.d_k, bias=bias)
         self.linear_out = nn.Linear(d_model, d_model, bias=bias)
         self.dropout = nn.Dropout(p=dropout)
+        self.weight_dtype = self.linear_query.weight.dtype  # what inputs must be; kept by _apply
         self.alphas = self.proj_key = self.proj_value = None
         self.rotary = None
         self.set_rotary(rotary)
@@ -73,6 +75,12 @@ class MultiHeadedAttention(nn.Module):
                 raise ValueError(f"rotary must rotate vectors of d_k={self.d_k} (d_model // n_heads), "
                                  f"got a RotaryEmbedding of d_head={rotary.d_head}")
         self.rotary = rotary
+
+    def _apply(self, fn, *args, **kwargs):
+        """``.to()``, ``.double()``...: the weights' dtype is read once here, not at every call."""
+        module = super()._apply(fn, *args, **kwargs)
+        self.weight_dtype = self.linear_query.weight.dtype
+        return module
 
     def make_chunks(self, x):
         """Split into heads: ``(N, L, h · d_k)`` -> ``(N, h, L, d_k)`` (``h``: query or key heads)."""
@@ -104,7 +112,7 @@ class MultiHeadedAttention(nn.Module):
 
     def init_keys(self, key, positions=None):
         """The book's first step: project ``key`` ``(N, L_k, d_model)`` for the next ``forward`` calls."""
-        self._check_input("key", key)
+        self.check_input("key", key)
         self.proj_key, self.proj_value = self.project_keys(key, positions)  # (N, n_kv_heads, L_k, d_k) each
 
     def score_function(self, query, positions=None):
@@ -114,7 +122,9 @@ class MultiHeadedAttention(nn.Module):
 
     def forward(self, query, mask=None, key=None, bias=None, positions=None, cache=None, rotation=None):
         if key is None and cache is None:
-            self._check_book_call(query, mask, bias)
+            self._check_book_call(query)
+        else:
+            self._check_key_call(query, key)
         q = self.rotate(self.make_chunks(self.linear_query(query)), positions, rotation)  # (N, h, L_q, d_k)
         if cache is not None and cache.static and cache.keys is not None:
             k, v = cache.keys, cache.values  # cross-attention: the encoder's states, projected once
@@ -124,9 +134,10 @@ class MultiHeadedAttention(nn.Module):
                 k, v = cache.extend(k, v)  # (N, n_kv_heads, t, d_k): the earlier tokens' too
         else:
             k, v = self.proj_key, self.proj_value  # (N, n_kv_heads, L_k, d_k): from init_keys
-        if mask is not None:
-            mask = mask.bool().unsqueeze(1)  # (1 or N, 1, 1 or L_q, L_k): one mask for every head
+        if mask is not None:  # one rule on every path: bool (or 0/1) keep-mask (1 or N, 1 or L_q, L_k)
+            mask = keep_mask(mask, q.shape[0], q.shape[2], k.shape[2]).unsqueeze(1)  # (1 or N, 1, 1 or L_q, L_k)
         if bias is not None:
+            self._check_bias(bias, q.shape[0], q.shape[2], k.shape[2])
             bias = bias.to(q.dtype)  # (h or N, h, L_q, L_k)
         if self.store_alphas:
             k, v = self.expand_kv(k), self.expand_kv(v)  # (N, h, t, d_k): a key head per query head
@@ -151,30 +162,42 @@ class MultiHeadedAttention(nn.Module):
             self.alphas = None
         return self.output_function(context)  # (N, L_q, d_model)
 
-    def _check_input(self, name, x):
+    def check_input(self, name, x):
+        """Raise a clear error unless ``x`` is ``(N, L, d_model)``, ``L >= 1``, of the weights' dtype."""
         if not isinstance(x, torch.Tensor):
             raise TypeError(f"{name} must be a tensor (N, L, {self.d_model}), got {type(x).__name__}")
-        if x.dim() != 3 or x.shape[-1] != self.d_model:
-            raise ValueError(f"{name} must have shape (N, L, {self.d_model}), got {tuple(x.shape)}")
+        shape = x.shape
+        if len(shape) != 3 or shape[2] != self.d_model or shape[1] == 0:
+            raise ValueError(f"{name} must have shape (N, L, {self.d_model}) with L >= 1, got {tuple(shape)}")
+        dtype = self.weight_dtype
+        if x.dtype != dtype and not (x.is_floating_point() and torch.is_autocast_enabled(x.device.type)):
+            raise TypeError(f"{name} must be a float tensor of the module's dtype {dtype}, got {x.dtype}: "
+                            f"convert it with {name}.to({dtype})")
 
-    def _check_book_call(self, query, mask, bias):
+    def _check_book_call(self, query):
         if self.proj_key is None:
             raise RuntimeError("no keys to attend to: call init_keys(key) before attending")
-        self._check_input("query", query)
+        self.check_input("query", query)
         if self.proj_key.shape[0] != query.shape[0]:
             raise ValueError(f"query batch size {query.shape[0]} does not match the keys' batch size "
                              f"{self.proj_key.shape[0]}; call init_keys(key) with this batch")
-        if mask is not None:
-            check_mask(mask, query.shape[0], query.shape[1], self.proj_key.shape[2])
-        if bias is not None:
-            n, l_q, l_k = query.shape[0], query.shape[1], self.proj_key.shape[2]
-            if not isinstance(bias, torch.Tensor) or not bias.is_floating_point():
-                raise TypeError("bias must be a float tensor (h, L_q, L_k) or (1 or N, h, L_q, L_k), got "
-                                f"{bias.dtype if isinstance(bias, torch.Tensor) else type(bias).__name__}")
-            if bias.shape[-3:] != (self.n_heads, l_q, l_k) or bias.dim() not in (3, 4) or \
-                    (bias.dim() == 4 and bias.shape[0] not in (1, n)):
-                raise ValueError(f"bias must have shape ({self.n_heads}, {l_q}, {l_k}) or (1 or {n}, {self.n_heads}, "
-                                 f"{l_q}, {l_k}), got {tuple(bias.shape)}")
+
+    def _check_key_call(self, query, key):
+        self.check_input("query", query)
+        if key is not None and key is not query:  # self-attention: one tensor, checked once
+            self.check_input("key", key)
+            if key.shape[0] != query.shape[0]:
+                raise ValueError(f"key must hold one sequence per row of query ({query.shape[0]}), "
+                                 f"got shape {tuple(key.shape)}")
+
+    def _check_bias(self, bias, n, l_q, l_k):
+        if not isinstance(bias, torch.Tensor) or not bias.is_floating_point():
+            raise TypeError("bias must be a float tensor (h, L_q, L_k) or (1 or N, h, L_q, L_k), got "
+                            f"{bias.dtype if isinstance(bias, torch.Tensor) else type(bias).__name__}")
+        if bias.shape[-3:] != (self.n_heads, l_q, l_k) or bias.dim() not in (3, 4) or \
+                (bias.dim() == 4 and bias.shape[0] not in (1, n)):
+            raise ValueError(f"bias must have shape ({self.n_heads}, {l_q}, {l_k}) or (1 or {n}, {self.n_heads}, "
+                             f"{l_q}, {l_k}), got {tuple(bias.shape)}")
 
     def __getstate__(self):
         state = super().__getstate__()  # the book's projected keys may carry a graph: copies start without them

@@ -188,7 +188,7 @@ def tiled_attention(q, k, v, mask=None, is_causal=False, block_q=64, block_k=64,
     check_positive_int("block_k", block_k)
     if mask is not None:  # (1 or N, 1 or L_q, L_k), checked without a bool copy of the whole: each tile takes its part
         check_tensor("mask", mask)
-        as_keep_mask(mask if mask.numel() == 0 else mask[(0,) * mask.dim()])  # its dtype, from one element
+        as_keep_mask(mask if mask.numel() == 0 else mask[(slice(0, 1),) * mask.dim()])  # its dtype, from one element
         check_mask(torch.ones((), dtype=torch.bool).expand(mask.shape), n, l_q, k.shape[2])  # its shape
     tiles, counts = tile_plan(l_q, k.shape[2], block_q, block_k, is_causal)
     out = _TiledAttention.apply(q, k, v, mask, _Plan(tiles, is_causal))  # (N, H, L_q, d_v)

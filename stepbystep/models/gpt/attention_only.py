@@ -33,6 +33,7 @@ class AttentionOnlyLayer(nn.Module):
         self.sublayers = nn.ModuleList([SubLayerWrapper(d_model, dropout, norm_first)])
 
     def forward(self, query, mask=None, bias=None, positions=None, cache=None, rotation=None):
+        self.self_attn_heads.check_input("query", query)  # before the norm: shape and dtype
         return self.sublayers[0](query, self.self_attn_heads, is_self_attn=True, mask=mask, bias=bias,
                                  positions=positions, cache=cache, rotation=rotation)  # (N, L, d_model)
 

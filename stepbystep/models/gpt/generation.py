@@ -96,6 +96,9 @@ def sample_next(logits, temperature=1.0, top_k=None, top_p=None, generator=None)
     if temperature == 0:
         return logits.argmax(dim=-1)  # (N,)
     probs = _distribution(logits, temperature, top_k, top_p)  # (N, V)
+    if torch.isnan(probs).any():  # one host read: NaN logits (a diverged model) leave nothing to draw from
+        raise FloatingPointError("the logits hold NaN, so there is no distribution to sample from: "
+                                 "check the model's weights (a diverged training run?) and inputs")
     return torch.multinomial(probs, 1, generator=generator).squeeze(-1)  # (N,)
 
 

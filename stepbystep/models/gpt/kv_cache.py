@@ -16,6 +16,11 @@ def may_hold(ids, pad_id):
     return ids.device.type != "cpu" or bool((ids == pad_id).any())
 
 
+def _full_message(capacity, held, new):
+    return (f"the KV cache is full: it was preallocated for capacity={capacity} tokens and holds {held}, "
+            f"so {new} more do not fit; make it with a larger capacity (model.new_cache(capacity=...))")
+
+
 class LayerCache:
     """One attention layer's keys and values so far, ``(N, h, t, d_k)`` each (``None`` before).
 
@@ -34,6 +39,8 @@ class LayerCache:
                 self._buffers = [x.new_empty(*x.shape[:2], self.capacity, x.shape[3]) for x in (keys, values)]
             start = 0 if self.keys is None else self.keys.shape[2]
             end = start + keys.shape[2]
+            if end > self.capacity:
+                raise ValueError(_full_message(self.capacity, start, keys.shape[2]))
             for buffer, new in zip(self._buffers, (keys, values)):
                 buffer[:, :, start:end] = new
             keys, values = (buffer[:, :, :end] for buffer in self._buffers)  # (N, h, t, d_k)
@@ -65,6 +72,9 @@ class KVCache:
 
     def __init__(self, n_layers, cross=False, capacity=None):
         check_positive_int("n_layers", n_layers)
+        if capacity is not None:
+            check_positive_int("capacity", capacity)
+        self.capacity = capacity
         self.layers = [LayerCache(capacity=capacity) for _ in range(n_layers)]
         self.cross = [LayerCache(static=True) for _ in range(n_layers)] if cross else None
         self.length = 0
@@ -81,6 +91,8 @@ class KVCache:
         if ids.dtype == torch.bool or ids.is_floating_point():
             raise TypeError(f"ids must be integer token ids (N, L_new), got dtype {ids.dtype}")
         n, new = ids.shape
+        if self.capacity is not None and self.length + new > self.capacity:
+            raise ValueError(_full_message(self.capacity, self.length, new))
         if self.positions is not None and self.positions.shape[0] != n:
             raise ValueError(f"the cache holds {self.positions.shape[0]} sequences, the new tokens {n}: "
                              "use one cache per batch")

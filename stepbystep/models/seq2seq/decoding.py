@@ -50,12 +50,16 @@ def greedy_sequence(decode, first, target_len):
     return torch.stack([prediction for _, prediction in steps], dim=1)  # (N, target_len, F)
 
 
-def check_sequences(X, lengths, n_features, name="X"):
-    """Raise a clear error unless ``X`` is ``(N, L, n_features)`` with ``L`` in ``lengths``."""
+def check_sequences(X, lengths, n_features, name="X", dtype=None):
+    """Raise a clear error unless ``X`` is ``(N, L, n_features)`` with ``L`` in ``lengths`` (and of
+    ``dtype``, the model's, when given: a TypeError rather than PyTorch's inside the first layer)."""
     expected = " or ".join(f"(N, {n}, {n_features})" for n in lengths)
     check_instance(name, X, torch.Tensor, f"a tensor of shape {expected}")
     if X.dim() != 3 or X.shape[1] not in lengths or X.shape[2] != n_features:
         raise ValueError(f"{name} must have shape {expected}, got {tuple(X.shape)}")
+    if dtype is not None and X.dtype != dtype and not (X.is_floating_point() and torch.is_autocast_enabled(X.device.type)):
+        raise TypeError(f"{name} must be a float tensor of the model's dtype {dtype}, got {X.dtype}: "
+                        f"convert it with {name}.to({dtype})")
 
 
 class GreedySeq2Seq(nn.Module):
@@ -63,6 +67,10 @@ class GreedySeq2Seq(nn.Module):
     ``n_features``, the ``trg_masks`` buffer and ``encode``/``decode``; this adds teacher forcing
     in training and greedy decoding (``predict``) in eval.
     """
+
+    def input_dtype(self):
+        """The dtype the model's features must have: its weights'."""
+        return next(p.dtype for p in self.parameters() if p.is_floating_point())
 
     def _greedy(self, source_seq, source_mask=None):
         """Greedy decoding after ``encode``, under the causal mask of the inputs so far."""
@@ -74,7 +82,7 @@ class GreedySeq2Seq(nn.Module):
 
     def predict(self, source_seq, source_mask=None):
         """Greedy prediction ``(N, target_len, n_features)`` from ``source_seq``; the mode is left as is."""
-        check_sequences(source_seq, (self.input_len,), self.n_features, "source_seq")
+        check_sequences(source_seq, (self.input_len,), self.n_features, "source_seq", self.input_dtype())
         self.encode(source_seq, source_mask)
         return self._greedy(source_seq, source_mask)
 
@@ -82,7 +90,8 @@ class GreedySeq2Seq(nn.Module):
         """``X`` ``(N, input_len + target_len, F)`` (or just the source in eval mode) ->
         ``(N, target_len, F)``; ``source_mask`` is a ``(N, 1, input_len)`` keep-mask."""
         full = self.input_len + self.target_len
-        check_sequences(X, (full,) if self.training else (full, self.input_len), self.n_features)
+        check_sequences(X, (full,) if self.training else (full, self.input_len), self.n_features,
+                        dtype=self.input_dtype())
         source_seq = X[:, : self.input_len]  # (N, input_len, F)
         self.encode(source_seq, source_mask)
         if self.training:

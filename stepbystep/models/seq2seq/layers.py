@@ -73,13 +73,15 @@ class EncoderLayer(_Layer):
     wrappers; ``norm_first``: see ``SubLayerWrapper``; ``store_alphas=False``: the fused kernel;
     ``options``: chapter 12's (``n_kv_heads``, ``bias``, ``mlp``, ``norm``, ``norm_eps``).
     ``forward(query, mask=None, bias=None, positions=None, cache=None, rotation=None)``: ``(N, L, d_model)``
-    in and out, ``mask`` ``(N, 1 or L, L)``; the rest goes to the self-attention.
+    in and out, ``mask`` a bool keep-mask ``(1 or N, 1 or L, L)`` (PyTorch's masks: convert them with
+    ``from_additive_mask`` or ``from_torch_attn_mask``); the rest goes to the self-attention.
     """
 
     def __init__(self, n_heads, d_model, ff_units, dropout=0.1, norm_first=True, store_alphas=True, **options):
         super().__init__(n_heads, d_model, ff_units, dropout, norm_first, store_alphas, cross=False, **options)
 
     def forward(self, query, mask=None, bias=None, positions=None, cache=None, rotation=None):
+        self.self_attn_heads.check_input("query", query)  # before the first norm: shape and dtype
         x = self.sublayers[0](query, self.self_attn_heads, is_self_attn=True, mask=mask, bias=bias,
                               positions=positions, cache=cache, rotation=rotation)  # (N, L, d_model)
         return self.sublayers[1](x, self.ffn)  # (N, L, d_model)
@@ -103,6 +105,7 @@ class DecoderLayer(_Layer):
         self.cross_attn_heads.init_keys(states)
 
     def forward(self, query, source_mask=None, target_mask=None, memory=None, cache=None, cross_cache=None):
+        self.self_attn_heads.check_input("query", query)  # before the first norm: shape and dtype
         x = self.sublayers[0](query, self.self_attn_heads, is_self_attn=True, mask=target_mask,
                               cache=cache)  # (N, L_t, d_model)
         x = self.sublayers[1](x, self.cross_attn_heads, mask=source_mask, key=memory,

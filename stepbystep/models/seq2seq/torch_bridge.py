@@ -94,13 +94,14 @@ class TransformerModel(nn.Module):
 
     def predict(self, source_seq, source_mask=None):
         """Greedy prediction ``(N, target_len, n_features)`` from the source; the mode is left as is."""
-        check_sequences(source_seq, (self.input_len,), self.n_features, "source_seq")
+        check_sequences(source_seq, (self.input_len,), self.n_features, "source_seq", self.proj.weight.dtype)
         memory = self.encode(source_seq, source_mask)
         return self._greedy(source_seq, memory, source_mask)
 
     def forward(self, X, source_mask=None):
         full = self.input_len + self.target_len
-        check_sequences(X, (full,) if self.training else (full, self.input_len), self.n_features)
+        check_sequences(X, (full,) if self.training else (full, self.input_len), self.n_features,
+                        dtype=self.proj.weight.dtype)
         source_seq = X[:, : self.input_len]  # (N, input_len, F)
         memory = self.encode(source_seq, source_mask)  # (N, input_len, d_model)
         if self.training:
