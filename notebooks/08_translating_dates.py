@@ -338,11 +338,11 @@ expect(accuracy >= 0.995, "at least 99.5% exact match on the held-out dates", go
 # At least 99.5% of the held-out dates are translated exactly. This is one training run, on
 # one seed. We ran the same recipe from five other seeds (1 to 5, for the initial weights and
 # the batch order: `translation_seed_study(range(1, 6))` from
-# `stepbystep.experiments.date_translation`, a few minutes, so this chapter does not run it):
-# their exact match was 99.80%, 99.90%, 99.75%, 99.80% and 99.85% (median 99.80%), every run
-# above 99.5%. And
-# the eight reference dates of the deeplearning.ai exercise, including "5 April 09" and the
-# Saturday that was a Wednesday:
+# `stepbystep.experiments.date_translation`, a few minutes, so this chapter does not run it),
+# on one thread and on two (two threads add the sums inside the model in another order, so
+# the training takes another path): their exact match ranged from 99.65% to 99.95%, every
+# run above 99.5%. And the eight reference dates of the deeplearning.ai exercise, including
+# "5 April 09" and the Saturday that was a Wednesday:
 
 # %% tags=["nbval-ignore-output"]
 reference = models.translate(model, list(REFERENCE_DATES), src_vocab, tgt_vocab, max_new_tokens=11)
@@ -428,13 +428,14 @@ short_high = max(wilson_interval(*bin_errors[bin_])[1] for bin_ in [(8, 12), (13
 expect(longest_low > short_high,
        "the whole 95% interval of the 27-29 bin lies above those of the two shortest bins",
        got=f"{longest_low:.2%} against {short_high:.2%}")
-expect(bin_errors[27, 29][0] <= 0.1 * bin_errors[27, 29][1], "at least 90% of the 27-29 character texts are right",
+expect(bin_errors[27, 29][0] <= 0.2 * bin_errors[27, 29][1], "at least 80% of the 27-29 character texts are right",
        got=f"{bin_errors[27, 29][0]} wrong of {bin_errors[27, 29][1]}")
 
 # %% [markdown]
 # Short texts almost never fail; the longest, 27 to 29 characters, fail measurably more often
 # (the whole Wilson interval of the longest bin lies above those of the two shortest), though
-# at least 90% of them are still right. Why? One hypothesis is length itself: texts that long
+# most of them are still right: at least 80% (how many more changes from one training run to
+# the next; 86% to 97% in the runs we measured). Why? One hypothesis is length itself: texts that long
 # are well under 1% of the training set (the counts printed earlier), so the last positions of
 # the source are the ones the model saw least. But length is not the only thing that changes
 # from bin to bin: so does the mix of patterns.
@@ -482,17 +483,20 @@ main_rate = {}
 for bin_ in [(23, 26), (27, 29)]:
     inside = [bad for text, pattern, bad in zip(length_texts, length_patterns, length_wrong)
               if pattern == main_pattern and bin_[0] <= len(text) <= bin_[1]]
-    main_rate[bin_] = wilson_interval(sum(inside), len(inside))
+    main_rate[bin_] = sum(inside) / len(inside)
 expect(main_errors >= n_wrong / 2, "one pattern makes at least half of the errors", got=(main_errors, n_wrong))
-expect(main_rate[27, 29][0] > main_rate[23, 26][1],
-       "within that pattern, the 95% interval of its 27-29 character texts lies above that of its 23-26",
+expect(main_rate[27, 29] >= 2 * main_rate[23, 26],
+       "within that pattern, its 27-29 character texts fail at least twice as often as its 23-26 ones",
        got=main_rate)
 
 # %% [markdown]
 # One pattern makes at least half of all the errors. But within that one pattern, its texts of
-# 27 to 29 characters still fail more often than its texts of 23 to 26 (the two intervals do
-# not overlap): whatever causes the errors grows with the length of the text even inside one
-# pattern. Whether it is the length itself remains a hypothesis: rare positions are one
+# 27 to 29 characters still fail more often than its texts of 23 to 26: at least twice as
+# often, and four to forty times as often in the training runs from other seeds that we
+# measured (described with the wrong fields below). How far apart the two 95% intervals lie
+# changes from run to run: this pattern's 23-26 character texts hold only a handful of
+# errors, so their interval is wide. Whatever causes the errors grows with the length of the
+# text even inside one pattern. Whether it is the length itself remains a hypothesis: rare positions are one
 # explanation, and another is that the longest texts of this pattern are those with the
 # longest weekday and month names and two-digit days, so they differ in more than length.
 # Tests that can tell these apart: within this one pattern, compare the error rates of texts
@@ -525,21 +529,30 @@ for field in ("year", "month", "day"):
 n_fields = sum(kinds.values())
 near_misses = sum(k for (field, kind), k in kinds.items() if kind != "other")
 wrong_years = sum(kinds["year", kind] for kind in ERROR_KINDS_BY_DIGIT)
-expect(field_counts["day"] >= n_wrong / 3, "the day is wrong in at least a third of the wrong translations",
-       got=(field_counts["day"], n_wrong))
-expect(near_misses >= 0.9 * n_fields,
-       "at least 90% of the wrong fields are near misses: two neighbouring digits swapped, or one digit wrong",
+expect(field_counts["year"] + field_counts["day"] >= 0.85 * n_fields,
+       "the year and the day make at least 85% of the wrong fields", got=field_counts)
+expect(field_counts["year"] >= 0.4 * n_wrong, "the year is wrong in at least two wrong translations in five",
+       got=(field_counts["year"], n_wrong))
+expect(near_misses >= 0.75 * n_fields,
+       "at least three wrong fields in four are near misses: two neighbouring digits swapped, or one digit wrong",
        got=(near_misses, n_fields))
 expect(kinds["year", "digits swapped"] > wrong_years / 2, "most wrong years have two neighbouring digits swapped",
        got=kinds)
 
 # %% [markdown]
-# The wrong fields are the year and the day, and almost all of them are near misses. Most wrong
-# years have two neighbouring digits swapped (in the run above, "2024" written "2042"). Most
-# wrong days, in the run above, have one digit wrong, often the first one written as "0"
-# ("22" written "02"). In both cases the written field is close to the right one: the order
-# of two digits or a single digit went wrong, not the whole field. The month, which the long
-# patterns write as a name, is rarely wrong (see its count above).
+# The wrong fields are the year and the day, and most of them are near misses. The month, which
+# the long patterns write as a name, is rarely wrong. Most wrong years have two neighbouring
+# digits swapped ("2004" written "2040"); a wrong day has two digits swapped too ("21" written
+# "12") or one digit wrong ("22" written "02"). The most frequent wrong years and days printed
+# above show which ones this model writes. In both cases the written field is close to the
+# right one: the order of two digits or a single digit went wrong, not the whole field.
+#
+# How the errors split between the year and the day is not a property of the recipe: it
+# changes from one training run to the next. We trained the chapter's recipe from seeds 0 to 5
+# on one thread and from seeds 0 to 4 on two (two threads add the sums inside the model in
+# another order, so the training takes another path): the year was wrong in 55% to 94% of the
+# wrong translations, the day in 5% to 48%, and near misses made 83% to 100% of the wrong
+# fields. The claims above state what held in every run, not the split of this one.
 
 # %% [markdown]
 # ## Where the decoder looks: alignment maps

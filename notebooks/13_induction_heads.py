@@ -106,10 +106,14 @@ print("second half == first half:", torch.equal(ids[:, :8], ids[:, 8:]))
 # layers keep their self-attention sublayer (norm-first, residual) and drop the feed-forward
 # one. We use 2 layers of 4 heads, $d_{model} = 64$, RoPE positions (chapter 10), no dropout:
 
-# %%
+# %% tags=["nbval-ignore-output"]
 model = build_model(n_layers=2, seed=0)
 print(model.layers[0])
+
+# %%
 print(f"{sum(p.numel() for p in model.parameters()):,} parameters")
+expect(all(len(layer.sublayers) == 1 and layer.sublayers[0].norm_first for layer in model.layers),
+       "each layer wraps one sublayer, its self-attention (norm-first), and no feed-forward one")
 
 # %% [markdown]
 # ## The phase change
@@ -176,15 +180,25 @@ print("prompt :", prompt.tolist())
 print("written:", written.tolist())
 print("the rest of the repeat:", fresh[12:20].tolist())
 
+# %% [markdown]
+# One prompt is one draw. Here are 200 more, each of 10 different tokens (a token that occurs
+# twice would leave two successors to choose from), written by every seed's model:
+
 # %%
-every_seed = [generate(trained, prompt, 8, temperature=0)[12:] for trained in models]  # [(8,)] * seeds
-expect(all(torch.equal(w, fresh[12:20]) for w in every_seed),
-       "every seed's model writes the rest of the repeat, token for token", got=every_seed)
+candidates = repeated_sequences(1_000, 10, VOCAB_SIZE, seed=60002)  # (1000, 20): data seeds no batch uses
+all_different = torch.tensor([len(set(row[:10].tolist())) == 10 for row in candidates])  # (1000,)
+prompts = candidates[all_different][:200]  # (200, 20)
+whole_rest = torch.stack([(generate(trained, prompts[:, :12], 8, temperature=0)[:, 12:] == prompts[:, 12:]).all(dim=1)
+                          for trained in models]).float().mean(dim=1)  # (seeds,): share written token for token
+expect(bool((whole_rest >= 0.9).all()),
+       "every seed's model writes the rest of the repeat token for token for at least 90% of the 200 prompts",
+       got=whole_rest)
 
 # %% [markdown]
-# So do the models of the other four seeds. They have never seen these tokens in this order, and
-# nothing about this sequence is in their weights: they read it from the prompt. That is
-# in-context learning in its simplest form.
+# The models of every seed write the rest of the repeat for nearly every such prompt (not
+# always: one wrong token, and a model goes on copying what followed the wrong one). They
+# have never seen these tokens in this order, and nothing about these sequences is in their
+# weights: they read it from the prompt. That is in-context learning in its simplest form.
 #
 # ## Two scores, computed from the weights
 #
@@ -299,14 +313,18 @@ fig = plots.induction_circuit()
 # nothing to the residual stream (on both attention paths). On leaving the block the model is
 # exactly as before.
 #
-# We call a layer-0 head a **previous-token head** when its score is above 0.5, and a layer-1
-# head an **induction head** when its induction score is above 0.5. In layer 0 the 5 seeds'
-# scores fall into two groups well apart (the figure in the next section shows them); in
-# layer 1 almost every head of every seed is an induction head, one of them close to the
-# line.
+# We call a layer-0 head a **previous-token head** when its score is above 0.3, and a layer-1
+# head an **induction head** when its induction score is above 0.3: well over twice what a head
+# that spreads its weight evenly scores on these sequences (about 0.12 and 0.09). The cut-off
+# is low on purpose. In layer 1 almost every head of every seed is far above it (the figure in
+# the next section shows the scores). In layer 0 the scores do not always fall into two groups
+# well apart: on some seeds a head scoring between 0.3 and 0.5 shares the previous-token job
+# with a stronger one, and a cut-off at 0.5 would count it among the "other" heads, whose
+# ablation below is meant to be the harmless control. A score cut-off is a choice; the
+# ablations below test it.
 
 # %% tags=["nbval-ignore-output"]
-THRESHOLD = 0.5
+THRESHOLD = 0.3
 previous_heads = [[(0, h) for h in range(4) if previous[s, 0, h] > THRESHOLD] for s in range(len(SEEDS))]
 other_heads = [[(0, h) for h in range(4) if previous[s, 0, h] <= THRESHOLD] for s in range(len(SEEDS))]
 induction_heads = [[(1, h) for h in range(4) if induction[s, 1, h] > THRESHOLD] for s in range(len(SEEDS))]
@@ -470,12 +488,10 @@ expect_all(ablation_claims(single, baseline, in_circuit, groups, LOG_V))
 #
 # The groups (right) settle it. With the induction heads off, the loss on the repeat goes back
 # to about $\ln V$ or above: the copying is gone. With the previous-token heads off, it rises
-# by more than 1 in every seed, to between about 2 and 3: most of the copying is gone, not all
-# (the layer-1 heads still find some earlier occurrences: their best induction score fell to
-# between 0.2 and 0.4, at or above the one-layer models' best of about 0.15 to 0.2, and the seed
-# that fell to 0.2 copied no better than its one-layer model). With the other layer-0 heads off, it
-# hardly moves (by less than 0.25; in these runs it even falls a little). The circuit is
-# necessary, and nothing else in layer 0 is.
+# by more than 1 in every seed: most of the copying is gone, not all (the layer-1 heads still
+# find some earlier occurrences: their best induction score fell below half of its value, not
+# to zero). With the other layer-0 heads off, it hardly moves (by less than 0.25). The circuit
+# is necessary, and nothing else in layer 0 is.
 #
 # Zeroing a head's output is one way to switch it off; it leaves the next LayerNorm a vector
 # the model never saw in training. Another is to replace the head's output by its **mean** over
@@ -536,7 +552,7 @@ expect_all(one_layer_claims(one_layer_repeat, baseline, one_layer_induction))
 #
 # ## Why the first half got worse
 #
-# Back to the first half, which ends about half a nat above $\ln V$ and rose at the drop. Two
+# Back to the first half, which ends a few tenths of a nat above $\ln V$ and rose at the drop. Two
 # measurements on the test sequences. First, the probability the seed-0 model gives, at each
 # first-half position, to the tokens that have already occurred in the sequence:
 
@@ -589,13 +605,16 @@ print("first half, induction heads on:", first_on.numpy().round(2), "| off:", fi
 expect_all(first_half_claims(split[:, 0], split[:, 1], first_on, first_off, one_layer_first))
 
 # %% [markdown]
-# With the induction heads off, the first half falls back to the one-layer models' level: the
-# rise at the drop is the induction heads' doing. After a token seen before, where they can copy
-# on the first half's own repeats, the loss is highest; after a fresh token, far more common, it
-# is lower but still above the one-layer level (we did not measure this split with the heads
-# off, so how much of each part is theirs is a hypothesis: perhaps, with nothing to find, they
-# still read some early key and copy a little of it). What is left above $\ln V$ is the bet on seen tokens,
-# which the one-layer models share. An induction head copies on any repeat, wanted or not.
+# With the induction heads off, the first half ends at the one-layer models' level in every
+# seed, and in most seeds that is a fall: the rise at the drop is mostly the induction heads'
+# doing. Mostly, not always: on other seeds we met a model whose induction heads barely copied
+# in the first half, which sat near the one-layer level with them on. After a token seen before,
+# where they can copy on the first half's own repeats, the loss is highest in every seed; after
+# a fresh token, far more common, it is lower, and in most seeds still above the one-layer level
+# (we did not measure this split with the heads off, so how much of each part is theirs is a
+# hypothesis: perhaps, with nothing to find, they still read some early key and copy a little of
+# it). What is left above $\ln V$ is the bet on seen tokens, which the one-layer models share. An
+# induction head copies on any repeat, wanted or not.
 #
 # ## A score can be fooled
 #

@@ -45,7 +45,7 @@ from stepbystep import plots
 from stepbystep.exercises import ch14
 from stepbystep.expect import expect, expect_all, expect_close
 from stepbystep.experiments.attention_kernels import attention_ops
-from stepbystep.experiments.memory import attention_memory, measure_memory, memory_claims
+from stepbystep.experiments.memory import MemoryReport, attention_memory, measure_memory, memory_claims
 from stepbystep.models import (
     attend,
     merge_partials,
@@ -293,7 +293,13 @@ def known_pattern():
     return second
 
 
-print(measure_memory(known_pattern)[1])
+# %% tags=["nbval-ignore-output"]
+known = measure_memory(known_pattern)[1]
+print(known)
+
+# %%
+expect(known == MemoryReport(peak_bytes=6000, largest_bytes=4000, allocations=3),
+       "the profiler sees the known pattern: 6,000 bytes at most, 4,000 the largest, 3 allocations", got=known)
 
 # %% [markdown]
 # Now attention, three ways, for one head of $d = 64$ and $L$ from 256 to 8,192 queries and

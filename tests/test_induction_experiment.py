@@ -128,6 +128,10 @@ def test_composition_group_and_first_half_claims():
     claims = first_half_claims(4.3 * five, 3.9 * five, 3.95 * five, 3.7 * five, 3.67 * five)
     assert all(c.holds for c in claims)
     assert not first_half_claims(4.3 * five, 3.9 * five, 3.95 * five, 4.0 * five, 3.67 * five)[2].holds
+    one_rises, two_rise = 3.7 * five, 3.7 * five  # with the induction heads off: a tendency, not every seed
+    one_rises[0], two_rise[:2] = 4.0, 4.0
+    assert first_half_claims(4.3 * five, 3.9 * five, 3.95 * five, one_rises, 3.67 * five)[2].holds
+    assert not first_half_claims(4.3 * five, 3.9 * five, 3.95 * five, two_rise, 3.67 * five)[2].holds
 
 
 def test_copying_claims():

@@ -125,8 +125,8 @@ def phase_change_claims(histories, drops, steps):
               "over the last 20 steps the repeat's loss is below a third of ln V in every seed", late_repeat),
         Claim(all(d is not None and d < steps - 20 for d in drops),
               "the repeat's loss drops below half of ln V in every seed, well before the end", drops),
-        Claim(all(s is not None and s > 0.25 * log_v for s in sharp),
-              "in every seed the repeat's loss falls by over a quarter of ln V within 30 steps around the drop",
+        Claim(all(s is not None and s > 0.2 * log_v for s in sharp),
+              "in every seed the repeat's loss falls by over a fifth of ln V within 30 steps around the drop",
               sharp),
     ]
 
@@ -227,7 +227,9 @@ def ablation_claims(single, baseline, in_circuit, groups, log_v):
 
 
 def first_half_claims(seen, fresh, first_on, first_off, one_layer_first):
-    """Part of the first half's excess over ln V is the circuit copying on the first half's own repeats.
+    """Part of the first half's excess over ln V is the circuit copying on the first half's own repeats:
+    in every seed where it can copy (after a token seen before), in most seeds overall (a tendency: a
+    seed whose induction heads barely copy in the first half sits at the one-layer level already).
 
     ``(seeds,)`` each: the two-layer models' first-half loss after a token seen before and after a
     fresh one (``first_half_losses``); their first-half loss with the induction heads on and off; the
@@ -235,16 +237,17 @@ def first_half_claims(seen, fresh, first_on, first_off, one_layer_first):
     """
     middle = one_layer_first.median()
     return [
-        Claim(bool((seen > fresh + 0.15).all()),
+        Claim(bool((seen > fresh + 0.1).all()),
               "in every seed the first half's loss is higher after a token seen before than after a fresh one",
               (seen, fresh)),
-        Claim(bool((fresh > middle + 0.03).all()),
-              "after a fresh token it is still above the one-layer models' median, in every seed", (fresh, middle)),
-        Claim(bool((first_off < first_on).all()),
-              "with the induction heads off, the first half's loss falls in every seed",
+        Claim((fresh > middle + 0.03).float().mean().item() >= 0.75,
+              "after a fresh token it is still above the one-layer models' median, in at least 3 seeds in 4",
+              (fresh, middle)),
+        Claim((first_off < first_on).float().mean().item() >= 0.75,
+              "with the induction heads off, the first half's loss falls, in at least 3 seeds in 4",
               (first_on, first_off)),
         Claim(bool(((first_off - middle).abs() < 0.15).all()),
-              "to within 0.15 of the one-layer models' median", (first_off, middle)),
+              "in every seed it ends within 0.15 of the one-layer models' median", (first_off, middle)),
     ]
 
 
