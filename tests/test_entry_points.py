@@ -5,6 +5,7 @@ import math
 import re
 from unittest import mock
 
+import numpy as np
 import pytest
 import torch
 from torch import nn
@@ -183,10 +184,10 @@ def test_inputs_of_another_dtype_are_refused_with_a_type_error(dtype):
     x = torch.randn(3, 5, 16)
     bad = x.to(dtype)
     for call in (lambda: mha(bad, key=x), lambda: mha(x, key=bad), lambda: mha.init_keys(bad)):
-        with pytest.raises(TypeError, match=re.escape(f"of the module's dtype torch.float32, got {dtype}")):
+        with pytest.raises(TypeError, match=re.escape(f"of the model's dtype torch.float32, got {dtype}")):
             call()
     mha.init_keys(x)
-    with pytest.raises(TypeError, match=re.escape(f"query must be a float tensor of the module's dtype torch.float32, "
+    with pytest.raises(TypeError, match=re.escape(f"query must be a float tensor of the model's dtype torch.float32, "
                                                   f"got {dtype}")):
         mha(bad)
     with pytest.raises(TypeError, match=re.escape(f"got {dtype}")):
@@ -201,7 +202,7 @@ def test_a_model_moved_to_another_dtype_takes_inputs_of_that_dtype():
     encoder = EncoderTransf(EncoderLayer(2, 16, 32), n_layers=2).to(torch.float64)
     x = torch.randn(3, 5, 16, dtype=torch.float64)
     assert encoder(x).dtype == torch.float64
-    with pytest.raises(TypeError, match=re.escape("of the module's dtype torch.float64, got torch.float32")):
+    with pytest.raises(TypeError, match=re.escape("of the model's dtype torch.float64, got torch.float32")):
         encoder(x.float())
     mha = MultiHeadedAttention(2, 16).double().float()
     assert mha(x.float(), key=x.float()).dtype == torch.float32
@@ -232,10 +233,66 @@ def test_the_trainers_predict_refuses_floats_of_another_dtype():
     """Integer inputs (token ids) are the model's to read; floats must be the weights' dtype."""
     model = nn.Linear(3, 1)
     sbs = StepByStep(model, nn.MSELoss(), torch.optim.SGD(model.parameters(), lr=0.1))
-    with pytest.raises(TypeError, match=re.escape("x must hold float tensors of the model's dtype torch.float32, "
+    with pytest.raises(TypeError, match=re.escape("x must be a float tensor of the model's dtype torch.float32, "
                                                   "got torch.float64")):
         sbs.predict(torch.randn(2, 3, dtype=torch.float64))
     assert sbs.predict(torch.randn(2, 3)).shape == (2, 1)
+
+
+def test_the_trainers_predict_casts_numpy_floats_to_the_models_dtype():
+    """A ``.double()`` model takes float64 (and float32) NumPy input, as a float32 one does."""
+    model = nn.Linear(3, 1).double()
+    sbs = StepByStep(model, nn.MSELoss(), torch.optim.SGD(model.parameters(), lr=0.1), device="cpu")
+    x = torch.randn(2, 3, dtype=torch.float64)
+    for array in (x.numpy(), x.float().numpy()):
+        prediction = sbs.predict(array)
+        assert prediction.dtype == np.float64
+        np.testing.assert_allclose(prediction, model(torch.as_tensor(array, dtype=torch.float64)).detach().numpy())
+
+
+def test_training_refuses_batches_of_another_float_dtype_before_the_model_sees_them():
+    """The same rule as predict's, on the training and validation batches."""
+    torch.manual_seed(0)
+    x, y = torch.randn(8, 3), torch.randn(8, 1)
+    model = nn.Linear(3, 1)
+    sbs = StepByStep(model, nn.MSELoss(), torch.optim.SGD(model.parameters(), lr=0.1))
+    message = re.escape("x must be a float tensor of the model's dtype torch.float32, got torch.float64")
+    sbs.set_loaders(_loader(x.double(), y))
+    with pytest.raises(TypeError, match=message):
+        sbs.train(1, progress=False)
+    sbs.set_loaders(_loader(x, y), _loader(x.double(), y))
+    with pytest.raises(TypeError, match=message):
+        sbs.train(1, progress=False)
+    sbs.set_loaders(_loader(x, y), _loader(x, y))
+    sbs.train(1, progress=False)
+    assert sbs.total_epochs == 1
+
+
+def test_autocast_inputs_pass_the_trainers_check_as_the_layers_do():
+    """One dtype rule everywhere: under autocast a bfloat16 batch reaches the model (predict and train)."""
+    model = nn.Linear(3, 1)
+    sbs = StepByStep(model, nn.MSELoss(), torch.optim.SGD(model.parameters(), lr=0.1), device="cpu")
+    x = torch.randn(4, 3)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert sbs.predict(x.bfloat16()).shape == (4, 1)
+        sbs.set_loaders(_loader(x.bfloat16(), torch.randn(4, 1)))
+        sbs.train(1, progress=False)
+    with pytest.raises(TypeError, match="got torch.bfloat16"):
+        sbs.predict(x.bfloat16())
+
+
+def test_the_dtype_check_follows_a_weight_reassigned_or_loaded_with_assign():
+    """The rule reads the weights' dtype at each call, so no copy of it can go stale."""
+    x = torch.randn(2, 5, 8, dtype=torch.float64)
+    mha = MultiHeadedAttention(2, 8, dropout=0.0)
+    mha.load_state_dict({k: v.double() for k, v in MultiHeadedAttention(2, 8).state_dict().items()}, assign=True)
+    assert mha(x, key=x).dtype == torch.float64
+    with pytest.raises(TypeError, match=re.escape("of the model's dtype torch.float64, got torch.float32")):
+        mha(x.float(), key=x.float())
+    swapped = MultiHeadedAttention(2, 8, dropout=0.0)
+    for name in ("linear_query", "linear_key", "linear_value", "linear_out"):
+        setattr(swapped, name, getattr(swapped, name).double())
+    assert swapped(x, key=x).dtype == torch.float64
 
 
 # ----------------------------------------------------------------------------- token ids on every device
@@ -317,7 +374,8 @@ def _loader(x, y):
     return DataLoader(TensorDataset(x, y), batch_size=4)
 
 
-def test_nan_in_the_validation_data_raises_as_in_training_and_keeps_the_history():
+def test_nan_in_the_validation_data_raises_after_recording_the_epoch_the_weights_trained(tmp_path):
+    """The epoch's training steps changed the weights: the history (and a checkpoint) says so."""
     torch.manual_seed(0)
     x, y = torch.randn(16, 3), torch.randn(16, 1)
     model = nn.Linear(3, 1)
@@ -327,11 +385,22 @@ def test_nan_in_the_validation_data_raises_as_in_training_and_keeps_the_history(
     bad_x = x.clone()
     bad_x[9, 0] = float("nan")  # batch 3 of the validation loader
     sbs.set_loaders(_loader(x, y), _loader(bad_x, y))
-    with pytest.raises(FloatingPointError, match=r"the validation loss became nan at epoch 2, batch 3; "
-                                                 r"the history keeps the 1 completed epoch\(s\)"):
+    with pytest.raises(FloatingPointError, match=r"the validation loss became nan at epoch 2, batch 3; the weights "
+                                                 r"trained this epoch, so the history records it too"):
         sbs.train(1, progress=False)
-    assert sbs.total_epochs == 1 and len(sbs.losses) == 1 and len(sbs.val_losses) == 1
-    assert all(math.isfinite(loss) for loss in sbs.val_losses)
+    assert sbs.total_epochs == 2 and len(sbs.losses) == 2 and len(sbs.learning_rates) == 8
+    assert math.isfinite(sbs.losses[1]) and math.isfinite(sbs.val_losses[0]) and math.isnan(sbs.val_losses[1])
+    sbs.save_checkpoint(tmp_path / "after_nan.pth")
+    resumed_model = nn.Linear(3, 1)
+    resumed = StepByStep(resumed_model, nn.MSELoss(), torch.optim.SGD(resumed_model.parameters(), lr=0.1))
+    resumed.set_loaders(_loader(x, y), _loader(x, y))
+    resumed.load_checkpoint(tmp_path / "after_nan.pth")
+    assert resumed.total_epochs == 2 and resumed.losses == sbs.losses and len(resumed.learning_rates) == 8
+    assert all(torch.equal(a, b) for a, b in zip(resumed_model.state_dict().values(), model.state_dict().values()))
+    sbs.set_loaders(_loader(x, y), _loader(x, y))
+    sbs.train(1, progress=False)
+    resumed.train(1, progress=False)
+    assert resumed.total_epochs == sbs.total_epochs == 3 and resumed.losses == sbs.losses
 
 
 # ----------------------------------------------------------------------------- widgets refuse what they cannot show

@@ -3,7 +3,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ...checks import check_instance, check_positive_int
+from ...checks import check_float_dtype, check_instance, check_positive_int
 from .masks import keep_mask
 from ..positions.rotary import RotaryEmbedding
 from .scaled_dot_product import attend
@@ -62,7 +62,6 @@ class MultiHeadedAttention(nn.Module):
         self.linear_value = nn.Linear(d_model, n_kv_heads * self.d_k, bias=bias)
         self.linear_out = nn.Linear(d_model, d_model, bias=bias)
         self.dropout = nn.Dropout(p=dropout)
-        self.weight_dtype = self.linear_query.weight.dtype  # what inputs must be; kept by _apply
         self.alphas = self.proj_key = self.proj_value = None
         self.rotary = None
         self.set_rotary(rotary)
@@ -75,12 +74,6 @@ class MultiHeadedAttention(nn.Module):
                 raise ValueError(f"rotary must rotate vectors of d_k={self.d_k} (d_model // n_heads), "
                                  f"got a RotaryEmbedding of d_head={rotary.d_head}")
         self.rotary = rotary
-
-    def _apply(self, fn, *args, **kwargs):
-        """``.to()``, ``.double()``...: the weights' dtype is read once here, not at every call."""
-        module = super()._apply(fn, *args, **kwargs)
-        self.weight_dtype = self.linear_query.weight.dtype
-        return module
 
     def make_chunks(self, x):
         """Split into heads: ``(N, L, h · d_k)`` -> ``(N, h, L, d_k)`` (``h``: query or key heads)."""
@@ -169,10 +162,7 @@ class MultiHeadedAttention(nn.Module):
         shape = x.shape
         if len(shape) != 3 or shape[2] != self.d_model or shape[1] == 0:
             raise ValueError(f"{name} must have shape (N, L, {self.d_model}) with L >= 1, got {tuple(shape)}")
-        dtype = self.weight_dtype
-        if x.dtype != dtype and not (x.is_floating_point() and torch.is_autocast_enabled(x.device.type)):
-            raise TypeError(f"{name} must be a float tensor of the module's dtype {dtype}, got {x.dtype}: "
-                            f"convert it with {name}.to({dtype})")
+        check_float_dtype(name, x, self.linear_query.weight.dtype)  # read at each call: a reassigned weight counts
 
     def _check_book_call(self, query):
         if self.proj_key is None:
