@@ -119,8 +119,45 @@ def test_integer_masks_must_be_zeros_and_ones(path):
     ones = torch.ones(1, L, L, dtype=torch.long)
     x = torch.randn(1, L, D)
     _layer_paths()[path](x, ones)  # 0/1 integers are a keep-mask
-    with pytest.raises(ValueError, match="0/1"):
-        _layer_paths()[path](x, 2 * ones)
+    for bad in (2, -1):
+        last_wrong = ones.clone()
+        last_wrong[0, -1, -1] = bad  # only the last value: every element is checked, not a sample
+        with pytest.raises(ValueError, match="0/1"):
+            _layer_paths()[path](x, last_wrong)
+
+
+def test_a_pytorch_key_padding_mask_gets_its_own_conversion_not_the_attn_masks():
+    """``(N, L_k)`` read as ``(L_q, L_k)`` and unsqueezed to ``(1, N, L_k)`` would be taken silently
+    (rows as queries) where ``L_q == N``: the message names the padding reading's conversion."""
+    torch.manual_seed(0)
+    decoder_layer = DecoderLayer(2, D, 16, dropout=0.0).eval()
+    padding = torch.tensor([[False, False, False, True], [False, False, True, True]])  # (N, L_s), True = pad
+    memory = torch.randn(2, L, D)
+    with pytest.raises(ValueError, match=re.escape("source_mask must have shape (1 or 2, 1 or 3, 4), got (2, 4); a 2-D mask "
+                                                   "lacks a dimension: if it is PyTorch's key_padding_mask (N, L_k), "
+                                                   "True = pad, use from_key_padding_mask(source_mask)")) as error:
+        decoder_layer(torch.randn(2, 3, D), source_mask=padding, memory=memory)
+    assert "from_torch_attn_mask" not in str(error.value)  # L_q = 3: it cannot be an attn_mask
+    with pytest.raises(ValueError, match="from_key_padding_mask.*unsqueeze\\(1\\).*from_torch_attn_mask.*"
+                                         "unsqueeze\\(0\\)"):
+        decoder_layer(torch.randn(2, 2, D), source_mask=padding, memory=memory)  # L_q = N: both readings named
+
+
+def test_decoder_errors_name_the_arguments_the_user_passed():
+    decoder_layer = DecoderLayer(2, D, 16, dropout=0.0)
+    decoder = DecoderTransf(DecoderLayer(2, D, 16, dropout=0.0), n_layers=2)
+    x, memory = torch.randn(2, L, D), torch.randn(2, 5, D)
+    for layer in (decoder_layer, decoder):
+        with pytest.raises(ValueError, match=re.escape("source_mask must have shape (1 or 2, 1 or 4, 5)")):
+            layer(x, source_mask=torch.ones(2, 1, 4, dtype=torch.bool), memory=memory)
+        with pytest.raises(ValueError, match=re.escape("target_mask must have shape (1 or 2, 1 or 4, 4)")):
+            layer(x, target_mask=torch.ones(1, 4, 5, dtype=torch.bool), memory=memory)
+        with pytest.raises(ValueError, match=re.escape("memory must hold one sequence per row of query (2)")):
+            layer(x, memory=torch.randn(3, 5, D))
+        with pytest.raises(TypeError, match=re.escape("memory must be a float tensor of the model's dtype")):
+            layer(x, memory=memory.double())
+        with pytest.raises(ValueError, match=re.escape(f"memory must have shape (N, L, {D})")):
+            layer(x, memory=torch.randn(2, 5, D + 1))
 
 
 @pytest.mark.parametrize("path", [p for p in PATHS if "source_mask" not in p])

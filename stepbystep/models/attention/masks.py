@@ -10,7 +10,6 @@ from ...checks import check_positive_int, check_tensor
 __all__ = [
     "subsequent_mask",
     "padding_mask",
-    "check_mask",
     "keep_mask",
     "as_keep_mask",
     "to_torch_attn_mask",
@@ -35,26 +34,30 @@ def padding_mask(ids, pad_id=0):
     return (ids != pad_id).unsqueeze(1)  # (N, 1, L)
 
 
-def check_mask(mask, n, l_q, l_k, name="mask"):
-    """Raise a clear ``TypeError``/``ValueError`` unless ``mask`` is a keep-mask that broadcasts
-    to scores ``(n, l_q, l_k)``: shape ``(1 or n, 1 or l_q, l_k)``, bool (or 0/1 integers)."""
-    keep_mask(mask, n, l_q, l_k, name)
-
-
 def keep_mask(mask, n, l_q, l_k, name="mask"):
-    """``mask`` checked as ``check_mask`` does, as a bool tensor ``(1 or n, 1 or l_q, l_k)``.
+    """Raise a clear ``TypeError``/``ValueError`` unless ``mask`` is a keep-mask that broadcasts to
+    scores ``(n, l_q, l_k)``: shape ``(1 or n, 1 or l_q, l_k)``, bool (or 0/1 integers); returns it as bool.
 
-    The one mask rule of every attention path: a 2-D mask (PyTorch's ``attn_mask`` ``(L_q, L_k)``)
-    would broadcast its rows into the batch, so it is refused with the converter to use.
+    The one mask rule of every attention path. A 2-D mask is refused: PyTorch's ``attn_mask``
+    ``(L_q, L_k)`` and ``key_padding_mask`` ``(N, L_k)`` both lack a dimension, a different one, and
+    the message gives the conversion for each reading its shape allows.
     """
     mask = as_keep_mask(mask, name)
     if mask.dim() != 3 or mask.shape[0] not in (1, n) or mask.shape[1] not in (1, l_q) or mask.shape[2] != l_k:
         rows, queries = ("1" if n == 1 else f"1 or {n}"), ("1" if l_q == 1 else f"1 or {l_q}")
-        hint = "" if mask.dim() != 2 else (
-            "; a 2-D (L_q, L_k) mask, as PyTorch's attn_mask, needs its batch dimension: from_torch_attn_mask(attn_mask) "
-            "for PyTorch's (True = blocked), mask.unsqueeze(0) for a keep-mask")
-        raise ValueError(f"{name} must have shape ({rows}, {queries}, {l_k}), got {tuple(mask.shape)}{hint}")
+        raise ValueError(f"{name} must have shape ({rows}, {queries}, {l_k}), got {tuple(mask.shape)}"
+                         + (_two_d_hint(mask.shape, n, l_q, name) if mask.dim() == 2 else ""))
     return mask
+
+
+def _two_d_hint(shape, n, l_q, name):
+    """How to add the missing dimension, for each reading of a 2-D mask its first size allows."""
+    padding = (f"if it is PyTorch's key_padding_mask (N, L_k), True = pad, use from_key_padding_mask({name}) "
+               f"(a keep-mask of that shape: {name}.unsqueeze(1))")
+    attn = (f"if it is PyTorch's attn_mask (L_q, L_k), True = blocked, use from_torch_attn_mask({name}) "
+            f"(a keep-mask of that shape: {name}.unsqueeze(0))")
+    readings = [text for fits, text in ((shape[0] == n, padding), (shape[0] == l_q, attn)) if fits] or [padding, attn]
+    return "; a 2-D mask lacks a dimension: " + "; ".join(readings)
 
 
 def as_keep_mask(mask, name="mask"):

@@ -38,7 +38,8 @@ class MultiHeadedAttention(nn.Module):
     ``positions`` ``(L,)`` or ``(N, L)`` where rotary turns the queries and the new keys, or
     ``rotation``, their ``(cos, sin)`` from ``rotary.at(positions)``, looked up once for every layer;
     ``cache`` a ``LayerCache`` (KV cache): the new keys and values ``(N, n_kv_heads, L, d_k)`` join the
-    earlier ones, which ``mask`` and ``bias`` then cover. Returns ``(N, L_q, d_model)``.
+    earlier ones, which ``mask`` and ``bias`` then cover; ``mask_name``, ``key_name``: what errors call
+    them (a layer passes its own arguments' names). Returns ``(N, L_q, d_model)``.
     """
 
     def __init__(self, n_heads, d_model, dropout=0.1, store_alphas=True, rotary=None, n_kv_heads=None, bias=True):
@@ -113,11 +114,12 @@ class MultiHeadedAttention(nn.Module):
         q = self.rotate(self.make_chunks(self.linear_query(query)), positions)  # (N, h, L_q, d_k)
         return q @ self.expand_kv(self.proj_key).transpose(-2, -1) / self.d_k ** 0.5
 
-    def forward(self, query, mask=None, key=None, bias=None, positions=None, cache=None, rotation=None):
+    def forward(self, query, mask=None, key=None, bias=None, positions=None, cache=None, rotation=None,
+                mask_name="mask", key_name="key"):
         if key is None and cache is None:
             self._check_book_call(query)
         else:
-            self._check_key_call(query, key)
+            self._check_key_call(query, key, key_name)
         q = self.rotate(self.make_chunks(self.linear_query(query)), positions, rotation)  # (N, h, L_q, d_k)
         if cache is not None and cache.static and cache.keys is not None:
             k, v = cache.keys, cache.values  # cross-attention: the encoder's states, projected once
@@ -128,7 +130,7 @@ class MultiHeadedAttention(nn.Module):
         else:
             k, v = self.proj_key, self.proj_value  # (N, n_kv_heads, L_k, d_k): from init_keys
         if mask is not None:  # one rule on every path: bool (or 0/1) keep-mask (1 or N, 1 or L_q, L_k)
-            mask = keep_mask(mask, q.shape[0], q.shape[2], k.shape[2]).unsqueeze(1)  # (1 or N, 1, 1 or L_q, L_k)
+            mask = keep_mask(mask, q.shape[0], q.shape[2], k.shape[2], mask_name).unsqueeze(1)  # (1 or N, 1, 1 or L_q, L_k)
         if bias is not None:
             self._check_bias(bias, q.shape[0], q.shape[2], k.shape[2])
             bias = bias.to(q.dtype)  # (h or N, h, L_q, L_k)
@@ -172,12 +174,12 @@ class MultiHeadedAttention(nn.Module):
             raise ValueError(f"query batch size {query.shape[0]} does not match the keys' batch size "
                              f"{self.proj_key.shape[0]}; call init_keys(key) with this batch")
 
-    def _check_key_call(self, query, key):
+    def _check_key_call(self, query, key, key_name):
         self.check_input("query", query)
         if key is not None and key is not query:  # self-attention: one tensor, checked once
-            self.check_input("key", key)
+            self.check_input(key_name, key)
             if key.shape[0] != query.shape[0]:
-                raise ValueError(f"key must hold one sequence per row of query ({query.shape[0]}), "
+                raise ValueError(f"{key_name} must hold one sequence per row of query ({query.shape[0]}), "
                                  f"got shape {tuple(key.shape)}")
 
     def _check_bias(self, bias, n, l_q, l_k):
