@@ -30,6 +30,7 @@ from stepbystep.models import (
     subsequent_mask,
 )
 from stepbystep.models.attention.tiled import tiled_attention
+from stepbystep.models.gpt.generation import sample_next
 from stepbystep.models.gpt.kv_cache import KVCache, LayerCache
 from stepbystep.models.seq2seq.token_transformer import check_ids
 from stepbystep.training import StepByStep
@@ -405,6 +406,21 @@ def test_sampling_from_nan_logits_raises_a_clear_error():
         gpt.embed.weight.fill_(float("nan"))
     with pytest.raises(FloatingPointError, match="the logits hold NaN"):
         generate(gpt, [1, 2], 3, temperature=1.0, generator=torch.Generator().manual_seed(0))
+
+
+@pytest.mark.parametrize("temperature", [0, 1.0], ids=["greedy", "sampling"])
+def test_logits_with_no_token_to_choose_are_refused_naming_the_cause(temperature):
+    """Greedy used to return an index for NaN logits; sampling called every cause NaN."""
+    inf, nan = float("inf"), float("nan")
+    for logits, cause in (([[0.0, 1.0], [nan, 0.0]], "the logits hold NaN"),
+                          ([[0.0, 1.0], [inf, 0.0]], r"the logits hold \+inf \(an overflow\)"),
+                          ([[0.0, 1.0], [-inf, -inf]], "every logit of a row is -inf")):
+        with pytest.raises(FloatingPointError, match=cause):
+            sample_next(torch.tensor(logits), temperature, generator=torch.Generator().manual_seed(0))
+    assert sample_next(torch.tensor([[-inf, 0.0], [2.0, -inf]]), temperature).tolist() == [1, 0]
+    if temperature:
+        with pytest.raises(FloatingPointError, match="divided by temperature=1e-40 overflow"):
+            sample_next(torch.tensor([[1.0, 0.0]]), 1e-40)
 
 
 def _loader(x, y):

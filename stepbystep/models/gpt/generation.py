@@ -92,14 +92,34 @@ def _distribution(logits, temperature, top_k, top_p):
 
 def sample_next(logits, temperature=1.0, top_k=None, top_p=None, generator=None):
     """Draw one token id per row: ``(N, V)`` -> ``(N,)``; ``temperature=0`` takes the arg-max, drawing
-    nothing. Unchecked (``generate`` checks the settings once)."""
+    nothing. The settings are unchecked (``generate`` checks them once); logits with no token to
+    choose (NaN, +inf, a row all -inf) raise ``FloatingPointError`` naming the cause."""
     if temperature == 0:
+        _check_logits(logits)
         return logits.argmax(dim=-1)  # (N,)
     probs = _distribution(logits, temperature, top_k, top_p)  # (N, V)
-    if torch.isnan(probs).any():  # one host read: NaN logits (a diverged model) leave nothing to draw from
-        raise FloatingPointError("the logits hold NaN, so there is no distribution to sample from: "
-                                 "check the model's weights (a diverged training run?) and inputs")
+    _check_logits(logits, probs, temperature)
     return torch.multinomial(probs, 1, generator=generator).squeeze(-1)  # (N,)
+
+
+def _check_logits(logits, probs=None, temperature=None):
+    """Raise ``FloatingPointError`` naming the cause when logits ``(N, V)`` (or the ``probs`` made
+    from them) leave no token to choose; one host read for all the conditions."""
+    flags = [torch.isnan(logits).any(), torch.isposinf(logits).any(), (logits == float("-inf")).all(dim=-1).any()]
+    if probs is not None:
+        flags.append(torch.isnan(probs).any())
+    nan, positive_inf, all_blocked, nan_probs = torch.stack(flags).tolist() + [False] * (4 - len(flags))
+    check = "check the model's weights (a diverged training run?) and inputs"
+    if nan:
+        raise FloatingPointError(f"the logits hold NaN, so no token can be chosen: {check}")
+    if positive_inf:
+        raise FloatingPointError(f"the logits hold +inf (an overflow), so no token can be chosen: {check}")
+    if all_blocked:
+        raise FloatingPointError("every logit of a row is -inf (every token blocked), so no token can be chosen: "
+                                 "check the masks or filters applied to the logits")
+    if nan_probs:
+        raise FloatingPointError(f"the logits divided by temperature={temperature} overflow, so there is no "
+                                 "distribution to sample from: use a larger temperature (0 for the arg-max)")
 
 
 def left_pad(sequences, pad_id):
