@@ -35,7 +35,6 @@ from stepbystep.models.gpt.kv_cache import KVCache, LayerCache
 from stepbystep.models.seq2seq.token_transformer import check_ids
 from stepbystep.training import StepByStep
 
-DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 L, D = 4, 8
 
 
@@ -334,7 +333,6 @@ def test_the_dtype_check_follows_a_weight_reassigned_or_loaded_with_assign():
 
 
 # ----------------------------------------------------------------------------- token ids on every device
-@pytest.mark.parametrize("device", DEVICES)
 def test_out_of_vocabulary_ids_are_refused_on_every_device(device):
     torch.manual_seed(0)
     gpt = DecoderOnlyTransformer(11, d_model=8, n_heads=2, ff_units=16, n_layers=1, max_len=8).to(device)
@@ -483,6 +481,12 @@ def test_other_widgets_refuse_values_their_sliders_would_clamp():
         kv_cache_explorer(n_kv_heads=200)
     with pytest.raises(ValueError, match="head_dim must be one of"):
         kv_cache_explorer(head_dim=48)
+    from stepbystep.widgets.ch12_cache import SLIDER_RANGES
+    lowest = kv_cache_explorer(**{name: low for name, (low, _) in SLIDER_RANGES.items()})
+    highest = kv_cache_explorer(**{name: high for name, (_, high) in SLIDER_RANGES.items()})
+    for name, (low, high) in SLIDER_RANGES.items():  # the check's limits are the sliders'
+        assert (getattr(lowest, name).min, getattr(lowest, name).max) == (low, high)
+        assert (getattr(lowest, name).value, getattr(highest, name).value) == (low, high)
     with pytest.raises(ValueError, match="n_heads must be a positive int, got 0"):
         position_explorer(n_heads=0)
     torch.manual_seed(0)
