@@ -104,22 +104,23 @@ def sample_next(logits, temperature=1.0, top_k=None, top_p=None, generator=None)
 
 def _check_logits(logits, probs=None, temperature=None):
     """Raise ``FloatingPointError`` naming the cause when logits ``(N, V)`` (or the ``probs`` made
-    from them) leave no token to choose; one host read for all the conditions."""
-    flags = [torch.isnan(logits).any(), torch.isposinf(logits).any(), (logits == float("-inf")).all(dim=-1).any()]
+    from them) leave no token to choose. One host read when all is well: a row's maximum is NaN if
+    the row holds one, +inf if it holds one, -inf if every token is blocked."""
+    ok = torch.isfinite(logits.max(dim=-1).values).all()
     if probs is not None:
-        flags.append(torch.isnan(probs).any())
-    nan, positive_inf, all_blocked, nan_probs = torch.stack(flags).tolist() + [False] * (4 - len(flags))
+        ok = ok & ~torch.isnan(probs).any()
+    if ok:
+        return
     check = "check the model's weights (a diverged training run?) and inputs"
-    if nan:
+    if torch.isnan(logits).any():
         raise FloatingPointError(f"the logits hold NaN, so no token can be chosen: {check}")
-    if positive_inf:
+    if torch.isposinf(logits).any():
         raise FloatingPointError(f"the logits hold +inf (an overflow), so no token can be chosen: {check}")
-    if all_blocked:
+    if (logits == float("-inf")).all(dim=-1).any():
         raise FloatingPointError("every logit of a row is -inf (every token blocked), so no token can be chosen: "
                                  "check the masks or filters applied to the logits")
-    if nan_probs:
-        raise FloatingPointError(f"the logits divided by temperature={temperature} overflow, so there is no "
-                                 "distribution to sample from: use a larger temperature (0 for the arg-max)")
+    raise FloatingPointError(f"the logits divided by temperature={temperature} overflow, so there is no "
+                             "distribution to sample from: use a larger temperature (0 for the arg-max)")
 
 
 def left_pad(sequences, pad_id):
