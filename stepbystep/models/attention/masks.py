@@ -34,15 +34,16 @@ def padding_mask(ids, pad_id=0):
     return (ids != pad_id).unsqueeze(1)  # (N, 1, L)
 
 
-def keep_mask(mask, n, l_q, l_k, name="mask"):
+def keep_mask(mask, n, l_q, l_k, name="mask", as_bool=True):
     """Raise a clear ``TypeError``/``ValueError`` unless ``mask`` is a keep-mask that broadcasts to
-    scores ``(n, l_q, l_k)``: shape ``(1 or n, 1 or l_q, l_k)``, bool (or 0/1 integers); returns it as bool.
+    scores ``(n, l_q, l_k)``: shape ``(1 or n, 1 or l_q, l_k)``, bool (or 0/1 integers); returns it as
+    bool (``as_bool=False``: as it came, see ``as_keep_mask``).
 
     The one mask rule of every attention path. A 2-D mask is refused: PyTorch's ``attn_mask``
     ``(L_q, L_k)`` and ``key_padding_mask`` ``(N, L_k)`` both lack a dimension, a different one, and
     the message gives the conversion for each reading its shape allows.
     """
-    mask = as_keep_mask(mask, name)
+    mask = as_keep_mask(mask, name, as_bool)
     if mask.dim() != 3 or mask.shape[0] not in (1, n) or mask.shape[1] not in (1, l_q) or mask.shape[2] != l_k:
         rows, queries = ("1" if n == 1 else f"1 or {n}"), ("1" if l_q == 1 else f"1 or {l_q}")
         raise ValueError(f"{name} must have shape ({rows}, {queries}, {l_k}), got {tuple(mask.shape)}"
@@ -60,12 +61,14 @@ def _two_d_hint(shape, n, l_q, name):
     return "; a 2-D mask lacks a dimension: " + "; ".join(readings)
 
 
-def as_keep_mask(mask, name="mask"):
-    """``mask`` (bool or 0/1 integers, ``True`` = may attend) as a bool tensor of the same shape.
+def as_keep_mask(mask, name="mask", as_bool=True):
+    """``mask`` (bool or 0/1 integers, ``True`` = may attend) as a bool tensor of the same shape
+    (``as_bool=False``: checked only, as it came, for a caller that converts it part by part).
 
     A float mask is refused (TypeError): an additive mask (``0`` keep, ``-inf`` block) cast to
     bool would come out inverted, so it must go through ``from_additive_mask`` first. Integers
-    other than 0 and 1 are refused (ValueError): they are no keep-mask's values.
+    other than 0 and 1 are refused (ValueError): they are no keep-mask's values. Every element is
+    checked, through its minimum and maximum (no copy of the mask).
     """
     check_tensor(name, mask)
     if mask.dtype == torch.bool:
@@ -75,10 +78,12 @@ def as_keep_mask(mask, name="mask"):
                         "for an additive float mask (0 keep, -inf block, as nn.Transformer."
                         "generate_square_subsequent_mask makes) use from_additive_mask first"
                         + (", then unsqueeze(0) for the batch dimension" if mask.dim() == 2 else ""))
-    if mask.numel() and bool(((mask != 0) & (mask != 1)).any()):
-        raise ValueError(f"{name} must hold True/False or 0/1 (1 = may attend), got values from "
-                         f"{int(mask.min())} to {int(mask.max())}")
-    return mask.bool()
+    if mask.numel():
+        low, high = torch.aminmax(mask)  # integers are all 0/1 exactly when these are
+        if bool((low < 0) | (high > 1)):
+            raise ValueError(f"{name} must hold True/False or 0/1 (1 = may attend), got values from "
+                             f"{int(low)} to {int(high)}")
+    return mask.bool() if as_bool else mask
 
 
 def _blocked(mask, name):

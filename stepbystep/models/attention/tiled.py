@@ -170,7 +170,7 @@ def tiled_attention(q, k, v, mask=None, is_causal=False, block_q=64, block_k=64,
     ``TileCounts`` of the tiles computed and skipped. Besides the output and one number per row
     (kept for the backward pass), the largest tensor the forward pass creates holds
     ``N·H·block_q·max(block_k, d, d_v)`` numbers (for float16 or bfloat16 inputs, also the float32
-    copy of one key and one value block, and for a 0/1 integer mask its bool copy); the backward pass adds the gradients. Tiles of float16 or
+    copy of one key and one value block); the backward pass adds the gradients. Tiles of float16 or
     bfloat16 inputs are computed in float32. No dropout on the weights.
     """
     check_tensor("q", q, ndim=4)
@@ -187,7 +187,7 @@ def tiled_attention(q, k, v, mask=None, is_causal=False, block_q=64, block_k=64,
     check_positive_int("block_q", block_q)
     check_positive_int("block_k", block_k)
     if mask is not None:
-        mask = keep_mask(mask, n, l_q, k.shape[2])  # (1 or N, 1 or L_q, L_k) bool: each tile takes its part
+        keep_mask(mask, n, l_q, k.shape[2], as_bool=False)  # (1 or N, 1 or L_q, L_k): each tile converts its part
     tiles, counts = tile_plan(l_q, k.shape[2], block_q, block_k, is_causal)
     out = _TiledAttention.apply(q, k, v, mask, _Plan(tiles, is_causal))  # (N, H, L_q, d_v)
     return (out, counts) if return_counts else out
