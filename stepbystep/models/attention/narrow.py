@@ -164,7 +164,9 @@ class MultiHeadedAttention(nn.Module):
         shape = x.shape
         if len(shape) != 3 or shape[2] != self.d_model or shape[1] == 0:
             raise ValueError(f"{name} must have shape (N, L, {self.d_model}) with L >= 1, got {tuple(shape)}")
-        check_float_dtype(name, x, self.linear_query.weight.dtype)  # read at each call: a reassigned weight counts
+        dtype = self.linear_query.weight.dtype  # read at each call: a reassigned weight counts
+        if x.dtype != dtype:  # the rule itself (autocast's exemption) only off the common path
+            check_float_dtype(name, x, dtype)
 
     def _check_book_call(self, query):
         if self.proj_key is None:
