@@ -1,7 +1,10 @@
 """Writing checkpoints atomically and reading them back without running anyone's code."""
+import io
 import os
 import pickle
+import pickletools
 import tempfile
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -63,7 +66,7 @@ def safe_load(path, map_location):
         with torch.serialization.safe_globals(_NUMPY_SCALAR_GLOBALS):
             return torch.load(path, map_location=map_location, weights_only=True)
     except pickle.UnpicklingError as error:
-        if "operand" not in str(error):  # a pickle that would import or call something
+        if _refused_as_code(path):
             raise pickle.UnpicklingError(
                 f"refusing to load {str(path)!r}: it holds objects other than tensors, numbers, "
                 f"strings and containers, and loading those could run code ({error})"
@@ -73,19 +76,60 @@ def safe_load(path, map_location):
         raise _not_a_checkpoint(path, error) from error
 
 
+# torch.save's older format: five pickles (this magic number first, then the protocol version, the
+# system's sizes, the object, the storage keys) and the storages' bytes
+_LEGACY_MAGIC = pickle.dumps(0x1950A86A20F9469CFC6C, protocol=2)[:-1]  # without STOP
+
+
+def _refused_as_code(path):
+    """Whether ``torch.load``'s refusal of ``path`` is one of code, judged from the file's structure
+    without running it: a torch.save file (zip with one ``data.pkl``, or the older format's five
+    pickles) whose pickles are whole, or a plain pickle that imports or calls something. A truncated
+    or damaged file, or a plain pickle of data, is no checkpoint rather than a danger."""
+    if zipfile.is_zipfile(path):
+        with zipfile.ZipFile(path) as archive:
+            entries = [name for name in archive.namelist() if name.endswith("data.pkl")]
+            try:
+                return len(entries) == 1 and _opcodes(io.BytesIO(archive.read(entries[0])), 1) is not None
+            except (zipfile.BadZipFile, OSError, EOFError):
+                return False
+    with open(path, "rb") as file:
+        stream = io.BytesIO(file.read())
+    if stream.getvalue().startswith(_LEGACY_MAGIC):
+        return _opcodes(stream, 5) is not None
+    return bool((_opcodes(stream, 1) or set()) & _CODE_OPCODES)
+
+
+_CODE_OPCODES = {"GLOBAL", "STACK_GLOBAL", "INST", "OBJ", "REDUCE", "NEWOBJ", "NEWOBJ_EX", "BUILD", "EXT1", "EXT2", "EXT4"}
+
+
+def _opcodes(stream, count):
+    """The names of the opcodes in the next ``count`` pickles of ``stream``, read without running
+    them; None where the data stops before a pickle's end (or holds no pickle)."""
+    names = set()
+    try:
+        for _ in range(count):
+            names.update(opcode.name for opcode, _, _ in pickletools.genops(stream))
+    except ValueError:
+        return None
+    return names
+
+
 def _not_a_checkpoint(path, error):  # error: torch.load's, chained by the caller
     """A ``ValueError`` saying that ``path`` is no ``torch.save`` file, and what it looks like."""
     with open(path, "rb") as file:
-        head = file.read(8)
+        head = file.read(len(_LEGACY_MAGIC))
     if not head:
         looks = "it is empty (0 bytes)"
     elif head.startswith(b"\x93NUMPY"):
         looks = "it is a NumPy .npy file (read it with numpy.load)"
     elif head.startswith(b"PK"):
         looks = "it is a damaged or truncated torch.save file (an interrupted copy or download?)"
+    elif head == _LEGACY_MAGIC:
+        looks = "it is a damaged or truncated torch.save file, in PyTorch's older format (an interrupted copy?)"
     elif head.startswith(b"\x80"):
         looks = "it is a plain pickle, not a torch.save file"
     else:
-        looks = f"it is not in torch.save's format (it starts with {head!r})"
+        looks = f"it is not in torch.save's format (it starts with {head[:8]!r})"
     return ValueError(f"{str(path)!r} is not a readable checkpoint: {looks}; expected a file written by "
                       f"save_checkpoint (torch.load said {type(error).__name__})")

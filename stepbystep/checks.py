@@ -21,6 +21,7 @@ __all__ = [
     "check_fraction",
     "check_choice",
     "check_tensor",
+    "check_float_dtype",
 ]
 
 
@@ -132,3 +133,13 @@ def check_tensor(name, value, ndim=None, dtype=None):
             wanted = " or ".join(f"{d}-D" for d in dims)
             raise ValueError(f"{name} must be a {wanted} tensor, got shape {tuple(value.shape)}")
     return value
+
+
+def check_float_dtype(name, x, dtype):
+    """Tensor ``x`` must have the model's float ``dtype``, else TypeError (rather than PyTorch's from
+    inside the first layer). Under ``torch.autocast`` on ``x``'s device any float dtype passes: the
+    layers cast their inputs themselves there. ``dtype=None`` (a model without float weights) checks nothing."""
+    if dtype is not None and x.dtype != dtype and not (x.is_floating_point() and torch.is_autocast_enabled(x.device.type)):
+        raise TypeError(f"{name} must be a float tensor of the model's dtype {dtype}, got {x.dtype}: "
+                        f"convert it with {name}.to({dtype})")
+    return x

@@ -7,16 +7,28 @@ from torch import nn
 from .checks import check_instance, check_positive_int
 from .containers import map_structure
 
-__all__ = ["default_device", "model_device", "move_to", "evaluating", "torch_threads"]
+__all__ = ["default_device", "as_device", "model_device", "model_dtype", "move_to", "evaluating", "torch_threads"]
 
 
 def default_device():
     """The best device available: CUDA, then Apple's MPS, then the CPU."""
     if torch.cuda.is_available():
-        return torch.device("cuda")
+        return as_device("cuda")
     if torch.backends.mps.is_available():
-        return torch.device("mps")
+        return as_device("mps")
     return torch.device("cpu")
+
+
+def as_device(device):
+    """``device`` (``'cuda'``, ``'cuda:1'``, ``0``, a ``torch.device``) as the ``torch.device`` a tensor put
+    there reports: with its index (``cuda`` -> ``cuda:<current>``, ``mps`` -> ``mps:0``), so it compares
+    equal to ``model_device`` and ``tensor.device``; the CPU has none."""
+    device = torch.device(device)
+    if device.index is None and device.type == "cuda":
+        return torch.device("cuda", torch.cuda.current_device())
+    if device.index is None and device.type == "mps":
+        return torch.device("mps", 0)
+    return device
 
 
 def model_device(model):
@@ -30,6 +42,12 @@ def model_device(model):
     if len(devices) > 1:
         raise ValueError(f"model must live on one device, got tensors on {sorted(map(str, devices))}")
     return devices.pop() if devices else torch.device("cpu")
+
+
+def model_dtype(model):
+    """The dtype of ``model``'s float parameters, which its float inputs must have (None: no float parameters)."""
+    check_instance("model", model, nn.Module, "an nn.Module")
+    return next((p.dtype for p in model.parameters() if p.is_floating_point()), None)
 
 
 def move_to(batch, device):

@@ -12,6 +12,8 @@ import matplotlib.pyplot as plt  # noqa: E402  (after choosing the backend)
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
+from stepbystep.devices import as_device  # noqa: E402
+
 # ============================================================================ every test
 # The tests use tiny tensors: on a loaded 2-core machine a second torch thread only adds
 # contention (the training smoke tests ran about ten times slower with two). The root
@@ -31,8 +33,9 @@ def _close_figures():
 @pytest.fixture(params=["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(),
                                                                           reason="no CUDA device"))])
 def device(request):
-    """Each device a test must pass on: the CPU, and CUDA where there is one."""
-    return torch.device(request.param)
+    """Each device a test must pass on: the CPU, and CUDA where there is one (with its index, as
+    ``model_device`` and ``tensor.device`` report it)."""
+    return as_device(request.param)
 
 
 _DEVICE_MISMATCH = re.compile(r"same device|expected device|is on \w+.* different from other tensors")

@@ -1,13 +1,16 @@
 """Checkpoints and state: a file that is not a checkpoint gives a ValueError naming it and what was
 expected; a checkpoint of another model or optimizer class is refused before anything changes."""
 import copy
+import io
 import pickle
 import re
+import zipfile
 
 import numpy as np
 import pytest
 import torch
 from torch import nn
+from torch.optim.lr_scheduler import OneCycleLR
 from torch.utils.data import DataLoader, TensorDataset
 
 from stepbystep import book
@@ -68,6 +71,11 @@ def _not_checkpoints(tmp_path):
         path = tmp_path / f"{name.replace(' ', '_').replace(',', '')}.pt"
         path.write_bytes(content)
         paths[name] = (path, looks)
+    older = io.BytesIO()
+    torch.save({"a": torch.zeros(2)}, older, _use_new_zipfile_serialization=False)
+    for name, cut in (("older format, first 40 bytes", 40), ("older format, first 200 bytes", 200)):
+        paths[name] = (tmp_path / f"older_{cut}.pt", "a damaged or truncated torch.save file, in PyTorch's older format")
+        paths[name][0].write_bytes(older.getvalue()[:cut])
     np.save(tmp_path / "array.npy", np.arange(3.0))
     paths[".npy"] = (tmp_path / "array.npy", "a NumPy .npy file (read it with numpy.load)")
     return paths
@@ -102,6 +110,54 @@ def test_a_checkpoint_that_would_run_code_is_still_refused_as_such(tmp_path):
     torch.save({"model_state_dict": Payload()}, tmp_path / "evil.pt")
     with pytest.raises(pickle.UnpicklingError, match="could run code"):
         _trainer().load_checkpoint(tmp_path / "evil.pt")
+
+
+def test_a_torch_save_zip_whose_pickle_would_run_code_is_refused_as_such(tmp_path):
+    """Told from the file's structure (a whole data.pkl in a torch.save zip), not torch's message:
+    a protocol-0 INST opcode (``os.system``) used to be called a damaged file."""
+    torch.save({"a": 1}, tmp_path / "base.pt")
+    with zipfile.ZipFile(tmp_path / "base.pt") as source, zipfile.ZipFile(tmp_path / "inst.pt", "w") as target:
+        for name in source.namelist():
+            target.writestr(name, b"(S'echo ran'\nios\nsystem\n." if name.endswith("data.pkl") else source.read(name))
+    with pytest.raises(pickle.UnpicklingError, match="could run code"):
+        safe_load(tmp_path / "inst.pt", map_location="cpu")
+
+
+def _old_file(sbs, path):
+    """``sbs``'s checkpoint as an older release wrote it: no optimizer_class, no decoupled_weight_decay."""
+    sbs.save_checkpoint(path)
+    checkpoint = safe_load(path, map_location="cpu")
+    del checkpoint["optimizer_class"]
+    for group in checkpoint["optimizer_state_dict"]["param_groups"]:
+        group.pop("decoupled_weight_decay", None)
+    torch.save(checkpoint, path)
+    return path
+
+
+def test_an_old_checkpoint_without_optimizer_class_resumes_into_a_matching_optimizer(tmp_path):
+    """The settings heuristic compares the file against the optimizer's own settings, so a
+    scheduler's keys (initial_lr, max_lr, base_momentum...) do not look like another optimizer's."""
+    def with_one_cycle(sbs):
+        sbs.set_lr_scheduler(OneCycleLR(sbs.optimizer, max_lr=0.01, total_steps=100))
+        return sbs
+
+    saved = with_one_cycle(_trainer())
+    saved.train(1, progress=False)
+    path = _old_file(saved, tmp_path / "adam_one_cycle.pt")
+    plain = _trainer()
+    with pytest.raises(ValueError, match="saved with a learning-rate scheduler and this trainer has none"):
+        plain.load_checkpoint(path)
+    resumed = with_one_cycle(_trainer())
+    resumed.load_checkpoint(path)
+    assert resumed.total_epochs == 1 and resumed.losses == saved.losses
+    saved.train(1, progress=False)
+    resumed.train(1, progress=False)
+    assert resumed.losses == saved.losses
+    sgd = _trainer(optimizer=torch.optim.SGD, momentum=0.9)
+    sgd.train(1, progress=False)
+    resumed = _trainer(optimizer=torch.optim.SGD, momentum=0.9)
+    resumed.load_checkpoint(_old_file(sgd, tmp_path / "sgd.pt"))
+    assert resumed.total_epochs == 1 and resumed.optimizer.state_dict()["state"].keys() == {0, 1, 2, 3}
 
 
 @pytest.mark.parametrize("kind", TRAINERS)

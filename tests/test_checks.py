@@ -5,6 +5,7 @@ import torch
 
 from stepbystep.checks import (
     check_choice,
+    check_float_dtype,
     check_fraction,
     check_instance,
     check_non_negative_int,
@@ -93,3 +94,18 @@ def test_check_tensor_checks_type_dtype_and_dimensions():
         check_tensor("x", x, dtype=torch.int64)
     with pytest.raises(ValueError, match=r"x must be a 3-D or 4-D tensor, got shape \(2, 3\)"):
         check_tensor("x", x, ndim=(3, 4))
+
+
+def test_check_float_dtype_wants_the_models_dtype_except_under_autocast():
+    x = torch.zeros(2, dtype=torch.float64)
+    assert check_float_dtype("x", x, torch.float64) is x
+    assert check_float_dtype("x", x, None) is x  # a model without float weights
+    with pytest.raises(TypeError, match=r"x must be a float tensor of the model's dtype torch.float32, "
+                                        r"got torch.float64: convert it with x.to\(torch.float32\)"):
+        check_float_dtype("x", x, torch.float32)
+    with pytest.raises(TypeError, match="got torch.int64"):
+        check_float_dtype("x", torch.zeros(2, dtype=torch.long), torch.float32)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        check_float_dtype("x", x.bfloat16(), torch.float32)  # the layers cast it themselves
+        with pytest.raises(TypeError, match="got torch.int64"):
+            check_float_dtype("x", torch.zeros(2, dtype=torch.long), torch.float32)

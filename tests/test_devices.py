@@ -62,3 +62,21 @@ def test_torch_threads_sets_the_count_and_restores_it_even_after_an_error():
     with pytest.raises(ValueError, match="n_threads"):
         with torch_threads(0):
             pass
+
+
+def test_as_device_gives_the_index_a_tensor_there_reports(monkeypatch):
+    from stepbystep.devices import as_device
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 1)
+    assert as_device("cuda") == torch.device("cuda", 1) == as_device(torch.device("cuda"))
+    assert as_device("cuda:0") == torch.device("cuda", 0)
+    assert as_device("mps") == torch.device("mps", 0)
+    assert as_device("cpu") == torch.device("cpu") == torch.zeros(1).device
+
+
+def test_model_dtype_is_the_float_parameters_dtype():
+    from stepbystep.devices import model_dtype
+    assert model_dtype(nn.Linear(2, 2).double()) == torch.float64
+    assert model_dtype(nn.Embedding(3, 2).half()) == torch.float16
+    assert model_dtype(nn.ReLU()) is None
+    with pytest.raises(TypeError, match="model must be an nn.Module, got str"):
+        model_dtype("model")

@@ -5,6 +5,7 @@ import math
 import re
 from unittest import mock
 
+import numpy as np
 import pytest
 import torch
 from torch import nn
@@ -29,11 +30,11 @@ from stepbystep.models import (
     subsequent_mask,
 )
 from stepbystep.models.attention.tiled import tiled_attention
+from stepbystep.models.gpt.generation import sample_next
 from stepbystep.models.gpt.kv_cache import KVCache, LayerCache
 from stepbystep.models.seq2seq.token_transformer import check_ids
 from stepbystep.training import StepByStep
 
-DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 L, D = 4, 8
 
 
@@ -118,8 +119,45 @@ def test_integer_masks_must_be_zeros_and_ones(path):
     ones = torch.ones(1, L, L, dtype=torch.long)
     x = torch.randn(1, L, D)
     _layer_paths()[path](x, ones)  # 0/1 integers are a keep-mask
-    with pytest.raises(ValueError, match="0/1"):
-        _layer_paths()[path](x, 2 * ones)
+    for bad in (2, -1):
+        last_wrong = ones.clone()
+        last_wrong[0, -1, -1] = bad  # only the last value: every element is checked, not a sample
+        with pytest.raises(ValueError, match="0/1"):
+            _layer_paths()[path](x, last_wrong)
+
+
+def test_a_pytorch_key_padding_mask_gets_its_own_conversion_not_the_attn_masks():
+    """``(N, L_k)`` read as ``(L_q, L_k)`` and unsqueezed to ``(1, N, L_k)`` would be taken silently
+    (rows as queries) where ``L_q == N``: the message names the padding reading's conversion."""
+    torch.manual_seed(0)
+    decoder_layer = DecoderLayer(2, D, 16, dropout=0.0).eval()
+    padding = torch.tensor([[False, False, False, True], [False, False, True, True]])  # (N, L_s), True = pad
+    memory = torch.randn(2, L, D)
+    with pytest.raises(ValueError, match=re.escape("source_mask must have shape (1 or 2, 1 or 3, 4), got (2, 4); a 2-D mask "
+                                                   "lacks a dimension: if it is PyTorch's key_padding_mask (N, L_k), "
+                                                   "True = pad, use from_key_padding_mask(source_mask)")) as error:
+        decoder_layer(torch.randn(2, 3, D), source_mask=padding, memory=memory)
+    assert "from_torch_attn_mask" not in str(error.value)  # L_q = 3: it cannot be an attn_mask
+    with pytest.raises(ValueError, match="from_key_padding_mask.*unsqueeze\\(1\\).*from_torch_attn_mask.*"
+                                         "unsqueeze\\(0\\)"):
+        decoder_layer(torch.randn(2, 2, D), source_mask=padding, memory=memory)  # L_q = N: both readings named
+
+
+def test_decoder_errors_name_the_arguments_the_user_passed():
+    decoder_layer = DecoderLayer(2, D, 16, dropout=0.0)
+    decoder = DecoderTransf(DecoderLayer(2, D, 16, dropout=0.0), n_layers=2)
+    x, memory = torch.randn(2, L, D), torch.randn(2, 5, D)
+    for layer in (decoder_layer, decoder):
+        with pytest.raises(ValueError, match=re.escape("source_mask must have shape (1 or 2, 1 or 4, 5)")):
+            layer(x, source_mask=torch.ones(2, 1, 4, dtype=torch.bool), memory=memory)
+        with pytest.raises(ValueError, match=re.escape("target_mask must have shape (1 or 2, 1 or 4, 4)")):
+            layer(x, target_mask=torch.ones(1, 4, 5, dtype=torch.bool), memory=memory)
+        with pytest.raises(ValueError, match=re.escape("memory must hold one sequence per row of query (2)")):
+            layer(x, memory=torch.randn(3, 5, D))
+        with pytest.raises(TypeError, match=re.escape("memory must be a float tensor of the model's dtype")):
+            layer(x, memory=memory.double())
+        with pytest.raises(ValueError, match=re.escape(f"memory must have shape (N, L, {D})")):
+            layer(x, memory=torch.randn(2, 5, D + 1))
 
 
 @pytest.mark.parametrize("path", [p for p in PATHS if "source_mask" not in p])
@@ -183,10 +221,10 @@ def test_inputs_of_another_dtype_are_refused_with_a_type_error(dtype):
     x = torch.randn(3, 5, 16)
     bad = x.to(dtype)
     for call in (lambda: mha(bad, key=x), lambda: mha(x, key=bad), lambda: mha.init_keys(bad)):
-        with pytest.raises(TypeError, match=re.escape(f"of the module's dtype torch.float32, got {dtype}")):
+        with pytest.raises(TypeError, match=re.escape(f"of the model's dtype torch.float32, got {dtype}")):
             call()
     mha.init_keys(x)
-    with pytest.raises(TypeError, match=re.escape(f"query must be a float tensor of the module's dtype torch.float32, "
+    with pytest.raises(TypeError, match=re.escape(f"query must be a float tensor of the model's dtype torch.float32, "
                                                   f"got {dtype}")):
         mha(bad)
     with pytest.raises(TypeError, match=re.escape(f"got {dtype}")):
@@ -201,7 +239,7 @@ def test_a_model_moved_to_another_dtype_takes_inputs_of_that_dtype():
     encoder = EncoderTransf(EncoderLayer(2, 16, 32), n_layers=2).to(torch.float64)
     x = torch.randn(3, 5, 16, dtype=torch.float64)
     assert encoder(x).dtype == torch.float64
-    with pytest.raises(TypeError, match=re.escape("of the module's dtype torch.float64, got torch.float32")):
+    with pytest.raises(TypeError, match=re.escape("of the model's dtype torch.float64, got torch.float32")):
         encoder(x.float())
     mha = MultiHeadedAttention(2, 16).double().float()
     assert mha(x.float(), key=x.float()).dtype == torch.float32
@@ -232,14 +270,69 @@ def test_the_trainers_predict_refuses_floats_of_another_dtype():
     """Integer inputs (token ids) are the model's to read; floats must be the weights' dtype."""
     model = nn.Linear(3, 1)
     sbs = StepByStep(model, nn.MSELoss(), torch.optim.SGD(model.parameters(), lr=0.1))
-    with pytest.raises(TypeError, match=re.escape("x must hold float tensors of the model's dtype torch.float32, "
+    with pytest.raises(TypeError, match=re.escape("x must be a float tensor of the model's dtype torch.float32, "
                                                   "got torch.float64")):
         sbs.predict(torch.randn(2, 3, dtype=torch.float64))
     assert sbs.predict(torch.randn(2, 3)).shape == (2, 1)
 
 
+def test_the_trainers_predict_casts_numpy_floats_to_the_models_dtype():
+    """A ``.double()`` model takes float64 (and float32) NumPy input, as a float32 one does."""
+    model = nn.Linear(3, 1).double()
+    sbs = StepByStep(model, nn.MSELoss(), torch.optim.SGD(model.parameters(), lr=0.1), device="cpu")
+    x = torch.randn(2, 3, dtype=torch.float64)
+    for array in (x.numpy(), x.float().numpy()):
+        prediction = sbs.predict(array)
+        assert prediction.dtype == np.float64
+        np.testing.assert_allclose(prediction, model(torch.as_tensor(array, dtype=torch.float64)).detach().numpy())
+
+
+def test_training_refuses_batches_of_another_float_dtype_before_the_model_sees_them():
+    """The same rule as predict's, on the training and validation batches."""
+    torch.manual_seed(0)
+    x, y = torch.randn(8, 3), torch.randn(8, 1)
+    model = nn.Linear(3, 1)
+    sbs = StepByStep(model, nn.MSELoss(), torch.optim.SGD(model.parameters(), lr=0.1))
+    message = re.escape("x must be a float tensor of the model's dtype torch.float32, got torch.float64")
+    sbs.set_loaders(_loader(x.double(), y))
+    with pytest.raises(TypeError, match=message):
+        sbs.train(1, progress=False)
+    sbs.set_loaders(_loader(x, y), _loader(x.double(), y))
+    with pytest.raises(TypeError, match=message):
+        sbs.train(1, progress=False)
+    sbs.set_loaders(_loader(x, y), _loader(x, y))
+    sbs.train(1, progress=False)
+    assert sbs.total_epochs == 1
+
+
+def test_autocast_inputs_pass_the_trainers_check_as_the_layers_do():
+    """One dtype rule everywhere: under autocast a bfloat16 batch reaches the model (predict and train)."""
+    model = nn.Linear(3, 1)
+    sbs = StepByStep(model, nn.MSELoss(), torch.optim.SGD(model.parameters(), lr=0.1), device="cpu")
+    x = torch.randn(4, 3)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert sbs.predict(x.bfloat16()).shape == (4, 1)
+        sbs.set_loaders(_loader(x.bfloat16(), torch.randn(4, 1)))
+        sbs.train(1, progress=False)
+    with pytest.raises(TypeError, match="got torch.bfloat16"):
+        sbs.predict(x.bfloat16())
+
+
+def test_the_dtype_check_follows_a_weight_reassigned_or_loaded_with_assign():
+    """The rule reads the weights' dtype at each call, so no copy of it can go stale."""
+    x = torch.randn(2, 5, 8, dtype=torch.float64)
+    mha = MultiHeadedAttention(2, 8, dropout=0.0)
+    mha.load_state_dict({k: v.double() for k, v in MultiHeadedAttention(2, 8).state_dict().items()}, assign=True)
+    assert mha(x, key=x).dtype == torch.float64
+    with pytest.raises(TypeError, match=re.escape("of the model's dtype torch.float64, got torch.float32")):
+        mha(x.float(), key=x.float())
+    swapped = MultiHeadedAttention(2, 8, dropout=0.0)
+    for name in ("linear_query", "linear_key", "linear_value", "linear_out"):
+        setattr(swapped, name, getattr(swapped, name).double())
+    assert swapped(x, key=x).dtype == torch.float64
+
+
 # ----------------------------------------------------------------------------- token ids on every device
-@pytest.mark.parametrize("device", DEVICES)
 def test_out_of_vocabulary_ids_are_refused_on_every_device(device):
     torch.manual_seed(0)
     gpt = DecoderOnlyTransformer(11, d_model=8, n_heads=2, ff_units=16, n_layers=1, max_len=8).to(device)
@@ -313,11 +406,27 @@ def test_sampling_from_nan_logits_raises_a_clear_error():
         generate(gpt, [1, 2], 3, temperature=1.0, generator=torch.Generator().manual_seed(0))
 
 
+@pytest.mark.parametrize("temperature", [0, 1.0], ids=["greedy", "sampling"])
+def test_logits_with_no_token_to_choose_are_refused_naming_the_cause(temperature):
+    """Greedy used to return an index for NaN logits; sampling called every cause NaN."""
+    inf, nan = float("inf"), float("nan")
+    for logits, cause in (([[0.0, 1.0], [nan, 0.0]], "the logits hold NaN"),
+                          ([[0.0, 1.0], [inf, 0.0]], r"the logits hold \+inf \(an overflow\)"),
+                          ([[0.0, 1.0], [-inf, -inf]], "every logit of a row is -inf")):
+        with pytest.raises(FloatingPointError, match=cause):
+            sample_next(torch.tensor(logits), temperature, generator=torch.Generator().manual_seed(0))
+    assert sample_next(torch.tensor([[-inf, 0.0], [2.0, -inf]]), temperature).tolist() == [1, 0]
+    if temperature:
+        with pytest.raises(FloatingPointError, match="divided by temperature=1e-40 overflow"):
+            sample_next(torch.tensor([[1.0, 0.0]]), 1e-40)
+
+
 def _loader(x, y):
     return DataLoader(TensorDataset(x, y), batch_size=4)
 
 
-def test_nan_in_the_validation_data_raises_as_in_training_and_keeps_the_history():
+def test_nan_in_the_validation_data_raises_after_recording_the_epoch_the_weights_trained(tmp_path):
+    """The epoch's training steps changed the weights: the history (and a checkpoint) says so."""
     torch.manual_seed(0)
     x, y = torch.randn(16, 3), torch.randn(16, 1)
     model = nn.Linear(3, 1)
@@ -327,11 +436,22 @@ def test_nan_in_the_validation_data_raises_as_in_training_and_keeps_the_history(
     bad_x = x.clone()
     bad_x[9, 0] = float("nan")  # batch 3 of the validation loader
     sbs.set_loaders(_loader(x, y), _loader(bad_x, y))
-    with pytest.raises(FloatingPointError, match=r"the validation loss became nan at epoch 2, batch 3; "
-                                                 r"the history keeps the 1 completed epoch\(s\)"):
+    with pytest.raises(FloatingPointError, match=r"the validation loss became nan at epoch 2, batch 3; the weights "
+                                                 r"trained this epoch, so the history records it too"):
         sbs.train(1, progress=False)
-    assert sbs.total_epochs == 1 and len(sbs.losses) == 1 and len(sbs.val_losses) == 1
-    assert all(math.isfinite(loss) for loss in sbs.val_losses)
+    assert sbs.total_epochs == 2 and len(sbs.losses) == 2 and len(sbs.learning_rates) == 8
+    assert math.isfinite(sbs.losses[1]) and math.isfinite(sbs.val_losses[0]) and math.isnan(sbs.val_losses[1])
+    sbs.save_checkpoint(tmp_path / "after_nan.pth")
+    resumed_model = nn.Linear(3, 1)
+    resumed = StepByStep(resumed_model, nn.MSELoss(), torch.optim.SGD(resumed_model.parameters(), lr=0.1))
+    resumed.set_loaders(_loader(x, y), _loader(x, y))
+    resumed.load_checkpoint(tmp_path / "after_nan.pth")
+    assert resumed.total_epochs == 2 and resumed.losses == sbs.losses and len(resumed.learning_rates) == 8
+    assert all(torch.equal(a, b) for a, b in zip(resumed_model.state_dict().values(), model.state_dict().values()))
+    sbs.set_loaders(_loader(x, y), _loader(x, y))
+    sbs.train(1, progress=False)
+    resumed.train(1, progress=False)
+    assert resumed.total_epochs == sbs.total_epochs == 3 and resumed.losses == sbs.losses
 
 
 # ----------------------------------------------------------------------------- widgets refuse what they cannot show
@@ -361,6 +481,12 @@ def test_other_widgets_refuse_values_their_sliders_would_clamp():
         kv_cache_explorer(n_kv_heads=200)
     with pytest.raises(ValueError, match="head_dim must be one of"):
         kv_cache_explorer(head_dim=48)
+    from stepbystep.widgets.ch12_cache import SLIDER_RANGES
+    lowest = kv_cache_explorer(**{name: low for name, (low, _) in SLIDER_RANGES.items()})
+    highest = kv_cache_explorer(**{name: high for name, (_, high) in SLIDER_RANGES.items()})
+    for name, (low, high) in SLIDER_RANGES.items():  # the check's limits are the sliders'
+        assert (getattr(lowest, name).min, getattr(lowest, name).max) == (low, high)
+        assert (getattr(lowest, name).value, getattr(highest, name).value) == (low, high)
     with pytest.raises(ValueError, match="n_heads must be a positive int, got 0"):
         position_explorer(n_heads=0)
     torch.manual_seed(0)

@@ -8,10 +8,10 @@ from hypothesis import strategies as st
 from torch import nn
 
 from stepbystep.models import (
-    check_mask,
     from_additive_mask,
     from_key_padding_mask,
     from_torch_attn_mask,
+    keep_mask,
     padding_mask,
     subsequent_mask,
     to_additive_mask,
@@ -56,22 +56,22 @@ def test_padding_mask_rejects_bad_input():
 
 
 @pytest.mark.parametrize("shape", [(1, 1, 5), (2, 1, 5), (1, 3, 5), (2, 3, 5)])
-def test_check_mask_accepts_every_shape_that_broadcasts(shape):
-    check_mask(torch.ones(shape, dtype=torch.bool), n=2, l_q=3, l_k=5)
-    check_mask(torch.ones(shape, dtype=torch.long), n=2, l_q=3, l_k=5)  # 0/1 integers too
+def test_keep_mask_accepts_every_shape_that_broadcasts(shape):
+    keep_mask(torch.ones(shape, dtype=torch.bool), n=2, l_q=3, l_k=5)
+    keep_mask(torch.ones(shape, dtype=torch.long), n=2, l_q=3, l_k=5)  # 0/1 integers too
 
 
 @pytest.mark.parametrize("shape", [(3, 1, 5), (2, 2, 5), (2, 3, 4), (2, 5), (2, 1, 1, 5)])
-def test_check_mask_names_the_expected_shape(shape):
+def test_keep_mask_names_the_expected_shape(shape):
     with pytest.raises(ValueError, match=re.escape(f"(1 or 2, 1 or 3, 5), got {shape}")):
-        check_mask(torch.ones(shape, dtype=torch.bool), n=2, l_q=3, l_k=5)
+        keep_mask(torch.ones(shape, dtype=torch.bool), n=2, l_q=3, l_k=5)
 
 
-def test_check_mask_rejects_non_tensors_and_float_masks():
+def test_keep_mask_rejects_non_tensors_and_float_masks():
     with pytest.raises(TypeError, match="mask must be a tensor, got list"):
-        check_mask([[[True]]], 1, 1, 1)
+        keep_mask([[[True]]], 1, 1, 1)
     with pytest.raises(TypeError, match="from_additive_mask"):
-        check_mask(torch.zeros(1, 1, 3), 1, 1, 3)
+        keep_mask(torch.zeros(1, 1, 3), 1, 1, 3)
 
 
 masks_3d = st.tuples(st.integers(1, 4), st.integers(1, 4), st.integers(0, 2**16)).map(
@@ -196,8 +196,8 @@ def test_integer_keep_masks_convert_like_booleans():
     assert torch.equal(to_additive_mask(keep.int()), to_additive_mask(keep))
 
 
-def test_check_mask_names_only_the_sizes_a_batch_of_one_allows():
+def test_keep_mask_names_only_the_sizes_a_batch_of_one_allows():
     with pytest.raises(ValueError, match=r"mask must have shape \(1, 1, 4\), got \(2, 1, 4\)"):
-        check_mask(torch.ones(2, 1, 4, dtype=torch.bool), 1, 1, 4)
+        keep_mask(torch.ones(2, 1, 4, dtype=torch.bool), 1, 1, 4)
     with pytest.raises(ValueError, match=r"mask must have shape \(1, 1 or 3, 4\), got \(2, 3, 4\)"):
-        check_mask(torch.ones(2, 3, 4, dtype=torch.bool), 1, 3, 4)
+        keep_mask(torch.ones(2, 3, 4, dtype=torch.bool), 1, 3, 4)

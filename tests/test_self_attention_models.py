@@ -173,12 +173,13 @@ def test_training_smoke_test_on_the_squares(train_on_squares):
     """The book's chapter-9 settings (d_model 2, 3 heads, ff 10, Adam lr 0.01) learn the squares.
 
     Such tiny models without residuals or norms vary a lot between seeds and platforms (50 epochs,
-    batches of 16, ``square_datasets(128, 64)``, positional encoding; predicting zeros scores 1.02).
-    Test MSE with torch 2.13 on one CPU thread: 0.10-0.49 over model seeds 0-11 (shuffle seed 0;
-    seed 0: 0.47), 0.17-0.36 for model seed 0 over shuffle seeds 1-6; seed 0 gave 0.52 with torch
-    2.11 on another machine. The bound, under three quarters of the zero baseline, holds over all of
-    them with room for other numerics; a model that learned nothing stays near 1.
+    batches of 16, ``square_datasets(128, 64)``, positional encoding; predicting zeros scores 1.0).
+    Test MSE with torch 2.13 on one CPU thread, shuffle seed 0: 0.10-0.49 over model seeds 0-11
+    (seeds 0 and 1: 0.47 and 0.14; the mean of any two of the twelve at most 0.48); model seed 0
+    gave 0.52 on a GPU machine. So the bound is on the mean over two model seeds, not on one run:
+    0.5, half the zero baseline, which a model that learned nothing (near 1) does not reach. (A
+    median over three seeds would take about 14 s of CPU; two take about 9.)
     """
-    test_mse, zeros_mse = train_on_squares(_model(pe=True, seed=0))
-    assert zeros_mse > 0.9
-    assert test_mse < 0.75 * zeros_mse
+    results = [train_on_squares(_model(pe=True, seed=seed)) for seed in (0, 1)]  # (test MSE, zeros MSE) each
+    assert all(zeros_mse > 0.9 for _, zeros_mse in results)
+    assert sum(test_mse for test_mse, _ in results) / len(results) < 0.5

@@ -2,10 +2,10 @@
 widget library."""
 from .kernel_regression import KernelRegression, best_sigma, gaussian_kernel, leave_one_out_error, nadaraya_watson
 from .attention.masks import (
-    check_mask,
     from_additive_mask,
     from_key_padding_mask,
     from_torch_attn_mask,
+    keep_mask,
     padding_mask,
     subsequent_mask,
     to_additive_mask,

@@ -2,6 +2,7 @@
 import numpy as np
 import torch
 
+from ..checks import check_float_dtype
 from ..containers import map_structure
 
 __all__ = ["split_batch", "forward", "to_numpy", "numpy_to_tensor", "endless", "check_float_inputs"]
@@ -24,30 +25,35 @@ def forward(model, x):
     return model(x)
 
 
-def check_float_inputs(model, x):
-    """Raise a ``TypeError`` when a float tensor in ``x`` (any nesting) has another dtype than the
-    model's float weights, rather than PyTorch's from inside its first layer; integers (ids) pass."""
-    dtype = next((p.dtype for p in model.parameters() if p.is_floating_point()), None)
-
+def check_float_inputs(x, dtype):
+    """Every float tensor in ``x`` (any nesting) must have the model's float ``dtype`` (see
+    ``check_float_dtype``); integers (ids) pass. Returns ``x``."""
     def check(leaf):
-        if isinstance(leaf, torch.Tensor) and leaf.is_floating_point() and dtype is not None and leaf.dtype != dtype:
-            raise TypeError(f"x must hold float tensors of the model's dtype {dtype}, got {leaf.dtype}: "
-                            f"convert it with x.to({dtype})")
+        if isinstance(leaf, torch.Tensor) and leaf.is_floating_point():
+            check_float_dtype("x", leaf, dtype)
 
     map_structure(check, x)
+    return x
 
 
 def to_numpy(output):
-    """Tensors in any nesting of tuples, lists and dicts -> NumPy arrays, same nesting."""
-    return map_structure(lambda leaf: leaf.detach().cpu().numpy() if isinstance(leaf, torch.Tensor) else leaf,
-                         output)
+    """Tensors in any nesting of tuples, lists and dicts -> NumPy arrays, same nesting (bfloat16, which
+    NumPy lacks, as float32: autocast's outputs)."""
+    def convert(leaf):
+        if not isinstance(leaf, torch.Tensor):
+            return leaf
+        leaf = leaf.detach().cpu()
+        return (leaf.float() if leaf.dtype == torch.bfloat16 else leaf).numpy()
+
+    return map_structure(convert, output)
 
 
-def numpy_to_tensor(leaf):
-    """A NumPy array becomes a tensor (floats in the default dtype); anything else is kept."""
+def numpy_to_tensor(leaf, dtype=None):
+    """A NumPy array becomes a tensor, its floats in ``dtype`` (the model's; None: PyTorch's default
+    float dtype); anything else is kept."""
     if isinstance(leaf, np.ndarray):
         tensor = torch.as_tensor(leaf)
-        return tensor.to(torch.get_default_dtype()) if tensor.is_floating_point() else tensor
+        return tensor.to(dtype or torch.get_default_dtype()) if tensor.is_floating_point() else tensor
     return leaf
 
 

@@ -71,8 +71,9 @@ def check_compatible(trainer, checkpoint):
         raise ValueError(f"the checkpoint's optimizer has {len(groups)} parameter group(s) of "
                          f"{[len(g['params']) for g in groups]} tensors, this trainer's {len(own_groups)} of "
                          f"{[len(o['params']) for o in own_groups]}: {hint}")
+    settings = set(trainer.optimizer.defaults)  # the class's own: a scheduler adds keys (initial_lr, max_lr...)
     for group, own_group in zip(groups, own_groups):  # files without optimizer_class: their settings tell
-        only_saved, only_own = sorted(set(group) - set(own_group)), sorted(set(own_group) - set(group))
+        only_saved, only_own = sorted(set(group) - set(own_group)), sorted(settings - set(group))
         if only_saved and only_own:  # a release may add a setting; another class has others
             raise ValueError(f"the checkpoint was saved with another optimizer (settings {only_saved}) than this "
                              f"trainer's {own_class} ({only_own}): {hint}")
@@ -80,15 +81,15 @@ def check_compatible(trainer, checkpoint):
 
 def restore_checkpoint(trainer, checkpoint):
     """Load ``checkpoint`` into ``trainer``; on any error the trainer is left as it was (a checkpoint
-    of another model or optimizer is refused before anything is loaded)."""
-    check_compatible(trainer, checkpoint)
+    of another model, optimizer or scheduler set-up is refused before anything is loaded)."""
     saved_scheduler = checkpoint["scheduler_state_dict"]
-    if (saved_scheduler is None) != (trainer.scheduler is None):
+    if (saved_scheduler is None) != (trainer.scheduler is None):  # first: a scheduler's keys join the groups
         raise ValueError(
             "the checkpoint was saved " + ("with" if saved_scheduler is not None else "without")
             + " a learning-rate scheduler and this trainer has " + ("one" if trainer.scheduler else "none")
             + ": call set_lr_scheduler(...) to match before load_checkpoint"
         )
+    check_compatible(trainer, checkpoint)
     stateful = [trainer.model, trainer.optimizer] + ([trainer.scheduler] if saved_scheduler is not None else [])
     states = [checkpoint["model_state_dict"], checkpoint["optimizer_state_dict"], saved_scheduler]
     previous = [copy.deepcopy(part.state_dict()) for part in stateful]

@@ -13,7 +13,7 @@ from tqdm.auto import trange
 
 from ..checks import check_instance, check_positive_int
 from ..containers import map_structure
-from ..devices import default_device, evaluating, move_to
+from ..devices import as_device, default_device, evaluating, model_dtype, move_to
 from ..seeding import get_rng_state, set_rng_state, set_seed
 from .batches import check_float_inputs, forward, numpy_to_tensor, split_batch, to_numpy
 from .callbacks import Callback
@@ -92,7 +92,7 @@ class StepByStep:
         except RuntimeError as error:
             raise ValueError(f"device must be like 'cpu', 'cuda', 'cuda:1' or 'mps', got {device!r}") from error
         self.model.to(device)
-        self.device = device
+        self.device = as_device(device)  # with its index, as model_device and tensors report it
         # reloading its own state makes the optimizer cast its buffers to the parameters' device
         self.optimizer.load_state_dict(self.optimizer.state_dict())
         return self
@@ -163,10 +163,10 @@ class StepByStep:
     def _train_epoch(self, epoch):
         """One pass over the training loader; returns the mean batch loss."""
         self.model.train()
-        total, n_batches = 0.0, 0
+        total, n_batches, dtype = 0.0, 0, model_dtype(self.model)
         for batch_index, batch in enumerate(self.train_loader, start=1):
             x, y = move_to(split_batch(batch), self.device)
-            loss = self.loss_fn(forward(self.model, x), y)  # scalar
+            loss = self.loss_fn(forward(self.model, check_float_inputs(x, dtype)), y)  # scalar
             value = loss.item()
             if not math.isfinite(value):
                 raise FloatingPointError(
@@ -185,17 +185,17 @@ class StepByStep:
     def _validate(self, epoch):
         """Mean batch loss over the validation loader, in eval mode and without gradients; a NaN or
         infinite loss raises ``FloatingPointError``, as in training."""
-        total, n_batches = 0.0, 0
+        total, n_batches, dtype = 0.0, 0, model_dtype(self.model)
         with evaluating(self.model):
             for batch in self.val_loader:
                 x, y = move_to(split_batch(batch), self.device)
-                value = self.loss_fn(forward(self.model, x), y).item()
+                value = self.loss_fn(forward(self.model, check_float_inputs(x, dtype)), y).item()
                 n_batches += 1
                 if not math.isfinite(value):
                     raise FloatingPointError(
-                        f"the validation loss became {value} at epoch {epoch}, batch {n_batches}; the history "
-                        f"keeps the {self.total_epochs} completed epoch(s), the weights this epoch's training "
-                        "steps too. Check the validation data (NaN or inf?), or the model's outputs."
+                        f"the validation loss became {value} at epoch {epoch}, batch {n_batches}; the weights "
+                        "trained this epoch, so the history records it too (its training loss, nan for "
+                        "validation). Check the validation data (NaN or inf?), or the model's outputs."
                     )
                 total += value
         if n_batches == 0:
@@ -218,7 +218,8 @@ class StepByStep:
                 checkpoint) left them.
             progress: show a progress bar over epochs with the latest losses.
 
-        A NaN or infinite loss, training or validation, raises ``FloatingPointError`` naming the epoch and batch.
+        A NaN or infinite loss, training or validation, raises ``FloatingPointError`` naming the epoch and batch;
+        a validation one after recording the epoch (validation loss nan), as its training steps changed the weights.
         Ctrl-C stops after cleaning up: every completed epoch stays in the history. The model
         is left in eval mode.
         """
@@ -247,26 +248,34 @@ class StepByStep:
         """Train and validate once, record both losses, let the callbacks see them; returns them."""
         epoch = self.total_epochs + 1
         loss = self._train_epoch(epoch)
-        val_loss = self._validate(epoch) if self.val_loader is not None else None
+        try:
+            val_loss = self._validate(epoch) if self.val_loader is not None else None
+        except FloatingPointError:  # the weights trained this epoch: the history says so before the error
+            self._record(epoch, loss, math.nan)
+            raise
+        self._record(epoch, loss, val_loss)
+        self._call("on_epoch_end", epoch, loss, val_loss)
+        return loss, val_loss
+
+    def _record(self, epoch, loss, val_loss):
         self.losses.append(loss)
         if val_loss is not None:
             self.val_losses.append(val_loss)
         self.total_epochs = epoch
-        self._call("on_epoch_end", epoch, loss, val_loss)
-        return loss, val_loss
 
     # ----------------------------------------------------------------------------- using the model
     def predict(self, x):
         """The model's output for ``x`` as NumPy, computed in eval mode without gradients.
 
         Every submodule's mode is restored afterwards. Tensors keep their dtype (token ids stay
-        integers); NumPy floating arrays become PyTorch's default float dtype. ``x`` may be a
-        tuple or dict, as for the loaders; the output may be any nesting of tensors, kept as it is.
+        integers); NumPy floating arrays become the model's float dtype. Float tensors must have it
+        (a TypeError otherwise, as in training). ``x`` may be a tuple or dict, as for the loaders; the
+        output may be any nesting of tensors, kept as it is.
         """
-        x = map_structure(numpy_to_tensor, x)
-        check_float_inputs(self.model, x)
+        dtype = model_dtype(self.model)
+        x = check_float_inputs(move_to(map_structure(lambda leaf: numpy_to_tensor(leaf, dtype), x), self.device), dtype)
         with evaluating(self.model):
-            output = forward(self.model, move_to(x, self.device))
+            output = forward(self.model, x)
         return to_numpy(output)
 
     def count_parameters(self):

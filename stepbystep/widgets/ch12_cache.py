@@ -62,6 +62,11 @@ def _size(n_bytes):
     return f"{n_bytes} bytes"
 
 
+# each slider's (min, max): the explorer refuses starting values its sliders could not show
+SLIDER_RANGES = {"n_layers": (1, 128), "n_heads": (1, 128), "n_kv_heads": (1, 128), "context": (256, 131072),
+                 "batch_size": (1, 256)}
+
+
 def kv_cache_explorer(n_layers=32, n_heads=32, n_kv_heads=8, head_dim=128, context=8192, batch_size=1,
                       dtype="bfloat16"):
     """Sliders for layers, heads, KV heads, head size, context, batch size and a dtype menu: the
@@ -70,22 +75,26 @@ def kv_cache_explorer(n_layers=32, n_heads=32, n_kv_heads=8, head_dim=128, conte
     not divide the heads is reported, not drawn. Returns a ``FigureBox``; its controls are
     attributes (``n_layers``, ``n_heads``, ``n_kv_heads``, ``head_dim``, ``context``,
     ``batch_size``, ``dtype``), ``summary`` the text and ``state`` the last state drawn."""
-    for name, value, high in (("n_layers", n_layers, 128), ("n_heads", n_heads, 128), ("n_kv_heads", n_kv_heads, 128),
-                              ("batch_size", batch_size, 256)):
-        check_int_range(name, value, 1, high)  # what the sliders can show
-    check_int_range("context", context, 256, 131072)
+    values = {"n_layers": n_layers, "n_heads": n_heads, "n_kv_heads": n_kv_heads, "context": context,
+              "batch_size": batch_size}
+    for name, (low, high) in SLIDER_RANGES.items():
+        check_int_range(name, values[name], low, high)
     check_choice("head_dim", head_dim, HEAD_DIMS)
     check_choice("dtype", dtype, tuple(CACHE_DTYPES))
     style = {"description_width": "90px"}
+
+    def slider(name, description, **options):
+        low, high = SLIDER_RANGES[name]
+        return widgets.IntSlider(value=values[name], min=low, max=high, description=description, style=style, **options)
+
     controls = {
-        "n_layers": widgets.IntSlider(value=n_layers, min=1, max=128, description="layers", style=style),
-        "n_heads": widgets.IntSlider(value=n_heads, min=1, max=128, description="query heads", style=style),
-        "n_kv_heads": widgets.IntSlider(value=n_kv_heads, min=1, max=128, description="KV heads", style=style),
+        "n_layers": slider("n_layers", "layers"),
+        "n_heads": slider("n_heads", "query heads"),
+        "n_kv_heads": slider("n_kv_heads", "KV heads"),
         "head_dim": widgets.Dropdown(options=list(HEAD_DIMS), value=head_dim, description="head size",
                                      style=style),
-        "context": widgets.IntSlider(value=context, min=256, max=131072, step=256, description="context",
-                                     style=style),
-        "batch_size": widgets.IntSlider(value=batch_size, min=1, max=256, description="batch", style=style),
+        "context": slider("context", "context", step=256),
+        "batch_size": slider("batch_size", "batch"),
         "dtype": widgets.Dropdown(options=list(CACHE_DTYPES), value=dtype, description="dtype", style=style),
     }
     for control in controls.values():

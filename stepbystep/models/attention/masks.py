@@ -10,7 +10,6 @@ from ...checks import check_positive_int, check_tensor
 __all__ = [
     "subsequent_mask",
     "padding_mask",
-    "check_mask",
     "keep_mask",
     "as_keep_mask",
     "to_torch_attn_mask",
@@ -35,34 +34,41 @@ def padding_mask(ids, pad_id=0):
     return (ids != pad_id).unsqueeze(1)  # (N, 1, L)
 
 
-def check_mask(mask, n, l_q, l_k, name="mask"):
-    """Raise a clear ``TypeError``/``ValueError`` unless ``mask`` is a keep-mask that broadcasts
-    to scores ``(n, l_q, l_k)``: shape ``(1 or n, 1 or l_q, l_k)``, bool (or 0/1 integers)."""
-    keep_mask(mask, n, l_q, l_k, name)
+def keep_mask(mask, n, l_q, l_k, name="mask", as_bool=True):
+    """Raise a clear ``TypeError``/``ValueError`` unless ``mask`` is a keep-mask that broadcasts to
+    scores ``(n, l_q, l_k)``: shape ``(1 or n, 1 or l_q, l_k)``, bool (or 0/1 integers); returns it as
+    bool (``as_bool=False``: as it came, see ``as_keep_mask``).
 
-
-def keep_mask(mask, n, l_q, l_k, name="mask"):
-    """``mask`` checked as ``check_mask`` does, as a bool tensor ``(1 or n, 1 or l_q, l_k)``.
-
-    The one mask rule of every attention path: a 2-D mask (PyTorch's ``attn_mask`` ``(L_q, L_k)``)
-    would broadcast its rows into the batch, so it is refused with the converter to use.
+    The one mask rule of every attention path. A 2-D mask is refused: PyTorch's ``attn_mask``
+    ``(L_q, L_k)`` and ``key_padding_mask`` ``(N, L_k)`` both lack a dimension, a different one, and
+    the message gives the conversion for each reading its shape allows.
     """
-    mask = as_keep_mask(mask, name)
+    mask = as_keep_mask(mask, name, as_bool)
     if mask.dim() != 3 or mask.shape[0] not in (1, n) or mask.shape[1] not in (1, l_q) or mask.shape[2] != l_k:
         rows, queries = ("1" if n == 1 else f"1 or {n}"), ("1" if l_q == 1 else f"1 or {l_q}")
-        hint = "" if mask.dim() != 2 else (
-            "; a 2-D (L_q, L_k) mask, as PyTorch's attn_mask, needs its batch dimension: from_torch_attn_mask(attn_mask) "
-            "for PyTorch's (True = blocked), mask.unsqueeze(0) for a keep-mask")
-        raise ValueError(f"{name} must have shape ({rows}, {queries}, {l_k}), got {tuple(mask.shape)}{hint}")
+        raise ValueError(f"{name} must have shape ({rows}, {queries}, {l_k}), got {tuple(mask.shape)}"
+                         + (_two_d_hint(mask.shape, n, l_q, name) if mask.dim() == 2 else ""))
     return mask
 
 
-def as_keep_mask(mask, name="mask"):
-    """``mask`` (bool or 0/1 integers, ``True`` = may attend) as a bool tensor of the same shape.
+def _two_d_hint(shape, n, l_q, name):
+    """How to add the missing dimension, for each reading of a 2-D mask its first size allows."""
+    padding = (f"if it is PyTorch's key_padding_mask (N, L_k), True = pad, use from_key_padding_mask({name}) "
+               f"(a keep-mask of that shape: {name}.unsqueeze(1))")
+    attn = (f"if it is PyTorch's attn_mask (L_q, L_k), True = blocked, use from_torch_attn_mask({name}) "
+            f"(a keep-mask of that shape: {name}.unsqueeze(0))")
+    readings = [text for fits, text in ((shape[0] == n, padding), (shape[0] == l_q, attn)) if fits] or [padding, attn]
+    return "; a 2-D mask lacks a dimension: " + "; ".join(readings)
+
+
+def as_keep_mask(mask, name="mask", as_bool=True):
+    """``mask`` (bool or 0/1 integers, ``True`` = may attend) as a bool tensor of the same shape
+    (``as_bool=False``: checked only, as it came, for a caller that converts it part by part).
 
     A float mask is refused (TypeError): an additive mask (``0`` keep, ``-inf`` block) cast to
     bool would come out inverted, so it must go through ``from_additive_mask`` first. Integers
-    other than 0 and 1 are refused (ValueError): they are no keep-mask's values.
+    other than 0 and 1 are refused (ValueError): they are no keep-mask's values. Every element is
+    checked, through its minimum and maximum (no copy of the mask).
     """
     check_tensor(name, mask)
     if mask.dtype == torch.bool:
@@ -72,10 +78,12 @@ def as_keep_mask(mask, name="mask"):
                         "for an additive float mask (0 keep, -inf block, as nn.Transformer."
                         "generate_square_subsequent_mask makes) use from_additive_mask first"
                         + (", then unsqueeze(0) for the batch dimension" if mask.dim() == 2 else ""))
-    if mask.numel() and bool(((mask != 0) & (mask != 1)).any()):
-        raise ValueError(f"{name} must hold True/False or 0/1 (1 = may attend), got values from "
-                         f"{int(mask.min())} to {int(mask.max())}")
-    return mask.bool()
+    if mask.numel():
+        low, high = torch.aminmax(mask)  # integers are all 0/1 exactly when these are
+        if bool((low < 0) | (high > 1)):
+            raise ValueError(f"{name} must hold True/False or 0/1 (1 = may attend), got values from "
+                             f"{int(low)} to {int(high)}")
+    return mask.bool() if as_bool else mask
 
 
 def _blocked(mask, name):

@@ -3,7 +3,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ...checks import check_instance, check_positive_int
+from ...checks import check_float_dtype, check_instance, check_positive_int
 from .masks import keep_mask
 from ..positions.rotary import RotaryEmbedding
 from .scaled_dot_product import attend
@@ -38,7 +38,8 @@ class MultiHeadedAttention(nn.Module):
     ``positions`` ``(L,)`` or ``(N, L)`` where rotary turns the queries and the new keys, or
     ``rotation``, their ``(cos, sin)`` from ``rotary.at(positions)``, looked up once for every layer;
     ``cache`` a ``LayerCache`` (KV cache): the new keys and values ``(N, n_kv_heads, L, d_k)`` join the
-    earlier ones, which ``mask`` and ``bias`` then cover. Returns ``(N, L_q, d_model)``.
+    earlier ones, which ``mask`` and ``bias`` then cover; ``mask_name``, ``key_name``: what errors call
+    them (a layer passes its own arguments' names). Returns ``(N, L_q, d_model)``.
     """
 
     def __init__(self, n_heads, d_model, dropout=0.1, store_alphas=True, rotary=None, n_kv_heads=None, bias=True):
@@ -62,7 +63,6 @@ class MultiHeadedAttention(nn.Module):
         self.linear_value = nn.Linear(d_model, n_kv_heads * self.d_k, bias=bias)
         self.linear_out = nn.Linear(d_model, d_model, bias=bias)
         self.dropout = nn.Dropout(p=dropout)
-        self.weight_dtype = self.linear_query.weight.dtype  # what inputs must be; kept by _apply
         self.alphas = self.proj_key = self.proj_value = None
         self.rotary = None
         self.set_rotary(rotary)
@@ -75,12 +75,6 @@ class MultiHeadedAttention(nn.Module):
                 raise ValueError(f"rotary must rotate vectors of d_k={self.d_k} (d_model // n_heads), "
                                  f"got a RotaryEmbedding of d_head={rotary.d_head}")
         self.rotary = rotary
-
-    def _apply(self, fn, *args, **kwargs):
-        """``.to()``, ``.double()``...: the weights' dtype is read once here, not at every call."""
-        module = super()._apply(fn, *args, **kwargs)
-        self.weight_dtype = self.linear_query.weight.dtype
-        return module
 
     def make_chunks(self, x):
         """Split into heads: ``(N, L, h · d_k)`` -> ``(N, h, L, d_k)`` (``h``: query or key heads)."""
@@ -120,11 +114,12 @@ class MultiHeadedAttention(nn.Module):
         q = self.rotate(self.make_chunks(self.linear_query(query)), positions)  # (N, h, L_q, d_k)
         return q @ self.expand_kv(self.proj_key).transpose(-2, -1) / self.d_k ** 0.5
 
-    def forward(self, query, mask=None, key=None, bias=None, positions=None, cache=None, rotation=None):
+    def forward(self, query, mask=None, key=None, bias=None, positions=None, cache=None, rotation=None,
+                mask_name="mask", key_name="key"):
         if key is None and cache is None:
             self._check_book_call(query)
         else:
-            self._check_key_call(query, key)
+            self._check_key_call(query, key, key_name)
         q = self.rotate(self.make_chunks(self.linear_query(query)), positions, rotation)  # (N, h, L_q, d_k)
         if cache is not None and cache.static and cache.keys is not None:
             k, v = cache.keys, cache.values  # cross-attention: the encoder's states, projected once
@@ -135,7 +130,7 @@ class MultiHeadedAttention(nn.Module):
         else:
             k, v = self.proj_key, self.proj_value  # (N, n_kv_heads, L_k, d_k): from init_keys
         if mask is not None:  # one rule on every path: bool (or 0/1) keep-mask (1 or N, 1 or L_q, L_k)
-            mask = keep_mask(mask, q.shape[0], q.shape[2], k.shape[2]).unsqueeze(1)  # (1 or N, 1, 1 or L_q, L_k)
+            mask = keep_mask(mask, q.shape[0], q.shape[2], k.shape[2], mask_name).unsqueeze(1)  # (1 or N, 1, 1 or L_q, L_k)
         if bias is not None:
             self._check_bias(bias, q.shape[0], q.shape[2], k.shape[2])
             bias = bias.to(q.dtype)  # (h or N, h, L_q, L_k)
@@ -169,10 +164,9 @@ class MultiHeadedAttention(nn.Module):
         shape = x.shape
         if len(shape) != 3 or shape[2] != self.d_model or shape[1] == 0:
             raise ValueError(f"{name} must have shape (N, L, {self.d_model}) with L >= 1, got {tuple(shape)}")
-        dtype = self.weight_dtype
-        if x.dtype != dtype and not (x.is_floating_point() and torch.is_autocast_enabled(x.device.type)):
-            raise TypeError(f"{name} must be a float tensor of the module's dtype {dtype}, got {x.dtype}: "
-                            f"convert it with {name}.to({dtype})")
+        dtype = self.linear_query.weight.dtype  # read at each call: a reassigned weight counts
+        if x.dtype != dtype:  # the rule itself (autocast's exemption) only off the common path
+            check_float_dtype(name, x, dtype)
 
     def _check_book_call(self, query):
         if self.proj_key is None:
@@ -182,12 +176,12 @@ class MultiHeadedAttention(nn.Module):
             raise ValueError(f"query batch size {query.shape[0]} does not match the keys' batch size "
                              f"{self.proj_key.shape[0]}; call init_keys(key) with this batch")
 
-    def _check_key_call(self, query, key):
+    def _check_key_call(self, query, key, key_name):
         self.check_input("query", query)
         if key is not None and key is not query:  # self-attention: one tensor, checked once
-            self.check_input("key", key)
+            self.check_input(key_name, key)
             if key.shape[0] != query.shape[0]:
-                raise ValueError(f"key must hold one sequence per row of query ({query.shape[0]}), "
+                raise ValueError(f"{key_name} must hold one sequence per row of query ({query.shape[0]}), "
                                  f"got shape {tuple(key.shape)}")
 
     def _check_bias(self, bias, n, l_q, l_k):

@@ -5,7 +5,7 @@ import math
 import torch
 
 from ...checks import check_tensor
-from .masks import as_keep_mask, check_mask
+from .masks import as_keep_mask, keep_mask
 
 __all__ = ["scaled_dot_product", "attend", "masked_softmax"]
 
@@ -61,6 +61,5 @@ def scaled_dot_product(q, k, v, mask=None):
         raise ValueError("q, k and v must have matching (or broadcastable) leading dimensions such as the batch, "
                          f"got {tuple(q.shape[:-2])}, {tuple(k.shape[:-2])} and {tuple(v.shape[:-2])}") from None
     if mask is not None:
-        check_mask(mask, q.shape[0], q.shape[-2], k.shape[-2])
-        mask = mask.bool()
+        mask = keep_mask(mask, q.shape[0], q.shape[-2], k.shape[-2])
     return attend(q, k, v, mask)

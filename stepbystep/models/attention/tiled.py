@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import torch
 
 from ...checks import check_instance, check_positive_int, check_tensor
-from .masks import as_keep_mask, check_mask
+from .masks import keep_mask
 
 __all__ = ["TileCounts", "tile_plan", "tiled_attention"]
 
@@ -186,10 +186,8 @@ def tiled_attention(q, k, v, mask=None, is_causal=False, block_q=64, block_k=64,
     check_instance("is_causal", is_causal, bool, "True or False")
     check_positive_int("block_q", block_q)
     check_positive_int("block_k", block_k)
-    if mask is not None:  # (1 or N, 1 or L_q, L_k), checked without a bool copy of the whole: each tile takes its part
-        check_tensor("mask", mask)
-        as_keep_mask(mask if mask.numel() == 0 else mask[(slice(0, 1),) * mask.dim()])  # its dtype, from one element
-        check_mask(torch.ones((), dtype=torch.bool).expand(mask.shape), n, l_q, k.shape[2])  # its shape
+    if mask is not None:
+        keep_mask(mask, n, l_q, k.shape[2], as_bool=False)  # (1 or N, 1 or L_q, L_k): each tile converts its part
     tiles, counts = tile_plan(l_q, k.shape[2], block_q, block_k, is_causal)
     out = _TiledAttention.apply(q, k, v, mask, _Plan(tiles, is_causal))  # (N, H, L_q, d_v)
     return (out, counts) if return_counts else out

@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from ...checks import check_positive_int, check_tensor
-from .masks import check_mask
+from .masks import keep_mask
 from .scaled_dot_product import attend
 
 __all__ = ["Attention", "MultiHeadAttention", "WideMultiHeadAttention"]
@@ -81,8 +81,7 @@ class Attention(nn.Module):
         self._check_input("query", query)
         self._check_keys(query)
         if mask is not None:
-            check_mask(mask, query.shape[0], query.shape[1], self.proj_keys.shape[1])
-            mask = mask.bool()
+            mask = keep_mask(mask, query.shape[0], query.shape[1], self.proj_keys.shape[1])
         context, alphas = attend(self.linear_query(query), self.proj_keys, self.values, mask)  # (N, L_q, d_v)
         self.alphas = alphas.detach()  # (N, L_q, L_k)
         return context

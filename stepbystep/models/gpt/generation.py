@@ -3,6 +3,7 @@
 ``temperature`` divides the logits (0: the arg-max), ``top_k`` keeps the ``k`` most likely tokens,
 ``top_p`` the nucleus (Holtzman et al. 2020); one token is drawn from the rest, renormalised.
 """
+import math
 import numbers
 
 import torch
@@ -92,14 +93,38 @@ def _distribution(logits, temperature, top_k, top_p):
 
 def sample_next(logits, temperature=1.0, top_k=None, top_p=None, generator=None):
     """Draw one token id per row: ``(N, V)`` -> ``(N,)``; ``temperature=0`` takes the arg-max, drawing
-    nothing. Unchecked (``generate`` checks the settings once)."""
+    nothing. The settings are unchecked (``generate`` checks them once); logits with no token to
+    choose (NaN, +inf, a row all -inf) raise ``FloatingPointError`` naming the cause."""
     if temperature == 0:
-        return logits.argmax(dim=-1)  # (N,)
+        best, index = logits.max(dim=-1)  # (N,) each: the arg-max, and the maximum the check reads
+        _check_logits(logits, best.sum())
+        return index  # (N,)
     probs = _distribution(logits, temperature, top_k, top_p)  # (N, V)
-    if torch.isnan(probs).any():  # one host read: NaN logits (a diverged model) leave nothing to draw from
-        raise FloatingPointError("the logits hold NaN, so there is no distribution to sample from: "
-                                 "check the model's weights (a diverged training run?) and inputs")
+    _check_logits(logits, logits.amax(dim=-1).sum() + probs.sum(), temperature)
     return torch.multinomial(probs, 1, generator=generator).squeeze(-1)  # (N,)
+
+
+def _check_logits(logits, total, temperature=None):
+    """Raise ``FloatingPointError`` naming the cause when logits ``(N, V)`` leave no token to choose.
+
+    ``total``: the sum of each row's maximum (NaN if a row holds one, +inf if it holds one, -inf if
+    all its tokens are blocked), plus for sampling the probabilities' sum (NaN when they overflowed):
+    one host read when all is well; the causes are told apart only when it is not finite.
+    """
+    if math.isfinite(total.item()):
+        return
+    check = "check the model's weights (a diverged training run?) and inputs"
+    if torch.isnan(logits).any():
+        raise FloatingPointError(f"the logits hold NaN, so no token can be chosen: {check}")
+    if torch.isposinf(logits).any():
+        raise FloatingPointError(f"the logits hold +inf (an overflow), so no token can be chosen: {check}")
+    if (logits == float("-inf")).all(dim=-1).any():
+        raise FloatingPointError("every logit of a row is -inf (every token blocked), so no token can be chosen: "
+                                 "check the masks or filters applied to the logits")
+    if temperature is not None and torch.isnan(_distribution(logits, temperature, None, None)).any():
+        raise FloatingPointError(f"the logits divided by temperature={temperature} overflow, so there is no "
+                                 "distribution to sample from: use a larger temperature (0 for the arg-max)")
+    # else: only the sum of finite maxima overflowed; every row has a token to choose
 
 
 def left_pad(sequences, pad_id):

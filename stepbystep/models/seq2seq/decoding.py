@@ -9,9 +9,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ...checks import check_instance, check_positive_int, check_tensor
+from ...checks import check_float_dtype, check_instance, check_positive_int, check_tensor
 from ...data.special_tokens import PAD
-from ...devices import evaluating, model_device, move_to
+from ...devices import evaluating, model_device, model_dtype, move_to
 
 __all__ = ["decode_steps", "greedy_sequence", "check_sequences", "GreedySeq2Seq", "greedy_decode", "beam_search",
            "sequence_log_probs"]
@@ -57,9 +57,7 @@ def check_sequences(X, lengths, n_features, name="X", dtype=None):
     check_instance(name, X, torch.Tensor, f"a tensor of shape {expected}")
     if X.dim() != 3 or X.shape[1] not in lengths or X.shape[2] != n_features:
         raise ValueError(f"{name} must have shape {expected}, got {tuple(X.shape)}")
-    if dtype is not None and X.dtype != dtype and not (X.is_floating_point() and torch.is_autocast_enabled(X.device.type)):
-        raise TypeError(f"{name} must be a float tensor of the model's dtype {dtype}, got {X.dtype}: "
-                        f"convert it with {name}.to({dtype})")
+    check_float_dtype(name, X, dtype)
 
 
 class GreedySeq2Seq(nn.Module):
@@ -67,10 +65,6 @@ class GreedySeq2Seq(nn.Module):
     ``n_features``, the ``trg_masks`` buffer and ``encode``/``decode``; this adds teacher forcing
     in training and greedy decoding (``predict``) in eval.
     """
-
-    def input_dtype(self):
-        """The dtype the model's features must have: its weights'."""
-        return next(p.dtype for p in self.parameters() if p.is_floating_point())
 
     def _greedy(self, source_seq, source_mask=None):
         """Greedy decoding after ``encode``, under the causal mask of the inputs so far."""
@@ -82,7 +76,7 @@ class GreedySeq2Seq(nn.Module):
 
     def predict(self, source_seq, source_mask=None):
         """Greedy prediction ``(N, target_len, n_features)`` from ``source_seq``; the mode is left as is."""
-        check_sequences(source_seq, (self.input_len,), self.n_features, "source_seq", self.input_dtype())
+        check_sequences(source_seq, (self.input_len,), self.n_features, "source_seq", model_dtype(self))
         self.encode(source_seq, source_mask)
         return self._greedy(source_seq, source_mask)
 
@@ -91,7 +85,7 @@ class GreedySeq2Seq(nn.Module):
         ``(N, target_len, F)``; ``source_mask`` is a ``(N, 1, input_len)`` keep-mask."""
         full = self.input_len + self.target_len
         check_sequences(X, (full,) if self.training else (full, self.input_len), self.n_features,
-                        dtype=self.input_dtype())
+                        dtype=model_dtype(self))
         source_seq = X[:, : self.input_len]  # (N, input_len, F)
         self.encode(source_seq, source_mask)
         if self.training:

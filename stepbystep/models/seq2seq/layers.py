@@ -107,7 +107,7 @@ class DecoderLayer(_Layer):
     def forward(self, query, source_mask=None, target_mask=None, memory=None, cache=None, cross_cache=None):
         self.self_attn_heads.check_input("query", query)  # before the first norm: shape and dtype
         x = self.sublayers[0](query, self.self_attn_heads, is_self_attn=True, mask=target_mask,
-                              cache=cache)  # (N, L_t, d_model)
-        x = self.sublayers[1](x, self.cross_attn_heads, mask=source_mask, key=memory,
-                              cache=cross_cache)  # (N, L_t, d_model)
+                              cache=cache, mask_name="target_mask")  # (N, L_t, d_model)
+        x = self.sublayers[1](x, self.cross_attn_heads, mask=source_mask, key=memory, cache=cross_cache,
+                              mask_name="source_mask", key_name="memory")  # (N, L_t, d_model)
         return self.sublayers[2](x, self.ffn)  # (N, L_t, d_model)

@@ -9,7 +9,7 @@ from torch import nn
 
 from ...checks import check_instance
 from .layers import DecoderLayer, EncoderLayer
-from ..attention.masks import check_mask, subsequent_mask, to_key_padding_mask, to_torch_attn_mask
+from ..attention.masks import keep_mask, subsequent_mask, to_key_padding_mask, to_torch_attn_mask
 from ..attention.narrow import MultiHeadedAttention
 from ..positions.sinusoidal import PositionalEncoding
 from .decoding import check_sequences, greedy_sequence
@@ -63,8 +63,7 @@ class TransformerModel(nn.Module):
         """Our keep-mask ``(N or 1, 1, L_s)`` -> PyTorch's ``key_padding_mask`` ``(N, L_s)``."""
         if source_mask is None:
             return None
-        check_mask(source_mask, n, 1, length)
-        return to_key_padding_mask(source_mask.bool()).expand(n, length)  # (N, L_s), True = pad
+        return to_key_padding_mask(keep_mask(source_mask, n, 1, length, "source_mask")).expand(n, length)  # (N, L_s), True = pad
 
     def _swap(self, x):
         """``(N, L, D)`` <-> ``(L, N, D)`` for an ``nn.Transformer`` built sequence-first; else ``x``."""
