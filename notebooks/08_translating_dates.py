@@ -485,16 +485,17 @@ for bin_ in [(23, 26), (27, 29)]:
               if pattern == main_pattern and bin_[0] <= len(text) <= bin_[1]]
     main_rate[bin_] = sum(inside) / len(inside)
 expect(main_errors >= n_wrong / 2, "one pattern makes at least half of the errors", got=(main_errors, n_wrong))
-expect(main_rate[27, 29] >= 2 * main_rate[23, 26],
-       "within that pattern, its 27-29 character texts fail at least twice as often as its 23-26 ones",
+expect(main_rate[27, 29] > main_rate[23, 26],
+       "within that pattern, its 27-29 character texts fail more often than its 23-26 ones",
        got=main_rate)
 
 # %% [markdown]
 # One pattern makes at least half of all the errors. But within that one pattern, its texts of
-# 27 to 29 characters still fail more often than its texts of 23 to 26: at least twice as
-# often, and four to forty times as often in the training runs from other seeds that we
-# measured (described with the wrong fields below). How far apart the two 95% intervals lie
-# changes from run to run: this pattern's 23-26 character texts hold only a handful of
+# 27 to 29 characters still fail more often than its texts of 23 to 26. By how much changes a
+# lot from run to run: four to forty times as often in the training runs from other seeds that
+# we measured (described with the wrong fields below), but only a third more often in one run
+# with another PyTorch release. So read it as a tendency, not a size. How far apart the two
+# 95% intervals lie changes from run to run too: this pattern's 23-26 character texts hold only a handful of
 # errors, so their interval is wide. Whatever causes the errors grows with the length of the
 # text even inside one pattern. Whether it is the length itself remains a hypothesis: rare positions are one
 # explanation, and another is that the longest texts of this pattern are those with the
