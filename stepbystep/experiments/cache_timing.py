@@ -28,7 +28,7 @@ def prefill_decode_times(model, lengths, repeats=5, seed=0):
     One sequence; eval mode, no gradients; the prompts are random ids from ``seed``."""
     check_positive_int("repeats", repeats)
     generator = torch.Generator().manual_seed(seed)
-    device = next(model.parameters()).device
+    device = model_device(model)
     prefill, decode = [], []
     with evaluating(model), torch.inference_mode():
         for length in lengths:

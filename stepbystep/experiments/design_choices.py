@@ -9,7 +9,7 @@ from torch.utils.data import DataLoader
 
 from ..checks import check_instance, check_positive_int, check_positive_number
 from ..data.date_completions import IGNORE_INDEX, CompletionDataset, completion_collate
-from ..devices import evaluating
+from ..devices import evaluating, model_device
 from ..models.gpt.model import DecoderOnlyTransformer, completion_loss
 from ..seeding import set_seed
 
@@ -32,12 +32,8 @@ def _loader(pairs, vocab, batch_size, seed, completion_only=True):
                       generator=torch.Generator().manual_seed(seed))
 
 
-def _device(model):
-    return next(model.parameters()).device
-
-
 def _val_loss(model, val_batch):
-    x, y = (t.to(_device(model)) for t in val_batch)
+    x, y = (t.to(model_device(model)) for t in val_batch)
     with evaluating(model), torch.no_grad():
         return completion_loss(model(x), y).item()
 
@@ -66,7 +62,7 @@ def train_steps(model, loader, n_steps, lr=7e-3, warmup_steps=20, loss_fn=comple
     model.train()
     while step < n_steps:
         for x, y in loader:
-            x, y = x.to(_device(model)), y.to(_device(model))
+            x, y = x.to(model_device(model)), y.to(model_device(model))
             loss = loss_fn(model(x), y)
             optimizer.zero_grad()
             loss.backward()
@@ -115,7 +111,7 @@ def completion_calibration(model, vocab, pairs, n_bins=10):
     """
     x, y = next(iter(DataLoader(CompletionDataset(pairs, vocab), batch_size=len(pairs),
                                 collate_fn=completion_collate)))
-    x, y = x.to(_device(model)), y.to(_device(model))
+    x, y = x.to(model_device(model)), y.to(model_device(model))
     with evaluating(model), torch.no_grad():
         probs = torch.softmax(model(x).float(), dim=-1)  # (N, L, V)
     counted = y != IGNORE_INDEX  # (N, L)

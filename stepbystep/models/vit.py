@@ -6,7 +6,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..checks import check_instance, check_positive_int, check_tensor
-from ..devices import evaluating
+from ..devices import evaluating, model_device
 
 __all__ = ["PatchEmbed", "ViT", "patchify", "cls_attention", "confusion_matrix"]
 
@@ -157,7 +157,7 @@ def cls_attention(model, images, layer_idx=-1):
     attention_layer = model.encoder.layers[layer_idx].self_attn_heads
     if not attention_layer.store_alphas:
         raise ValueError("this encoder layer keeps no attention weights (store_alphas=False)")
-    device = next(model.parameters()).device
+    device = model_device(model)
     with evaluating(model):
         logits = model(images.to(device))  # (N, n_outputs)
     alphas = attention_layer.alphas  # (N, h, 1 + n_patches, 1 + n_patches)

@@ -5,7 +5,7 @@ import torch
 from torch.nn.utils.rnn import pad_sequence
 
 from ...checks import check_instance, check_positive_int
-from ...devices import evaluating
+from ...devices import evaluating, model_device
 from ..gpt.generation import generate
 from .decoding import beam_search, greedy_decode
 
@@ -37,7 +37,7 @@ def translate(model, texts, src_vocab, tgt_vocab, max_new_tokens=None, beam_widt
         raise ValueError("texts must hold at least one text, got none")
     model_max = getattr(model, "max_len", None)
     max_new_tokens = model_max if max_new_tokens is None else max_new_tokens
-    device = next(model.parameters()).device
+    device = model_device(model)
     ids = [torch.tensor(src_vocab.encode(text, max_len=model_max)) for text in texts]
 
     def run(batch):
@@ -93,7 +93,7 @@ def translate_with_alignment(model, text, src_vocab, tgt_vocab, layer_idx=-1, ma
         raise ValueError(f"text must be at most {model_max} characters long for this model, got {len(text)}: "
                          f"{text[:model_max]!r}...")
     max_new_tokens = model_max if max_new_tokens is None else max_new_tokens
-    device = next(model.parameters()).device
+    device = model_device(model)
     source = torch.tensor([src_vocab.encode(text)], device=device)  # (1, L_s)
     generated = greedy_decode(model, source, tgt_vocab.sos_id, tgt_vocab.eos_id, max_new_tokens,
                               pad_id=tgt_vocab.pad_id)[0]  # (L,)
