@@ -495,9 +495,9 @@ expect(main_rate[27, 29] > main_rate[23, 26],
 # lot from run to run: four to forty times as often in the training runs from other seeds that
 # we measured (described with the wrong fields below), but only a third more often in one run
 # with another PyTorch release. So read it as a tendency, not a size. How far apart the two
-# 95% intervals lie changes from run to run too: this pattern's 23-26 character texts hold only a handful of
-# errors, so their interval is wide. Whatever causes the errors grows with the length of the
-# text even inside one pattern. Whether it is the length itself remains a hypothesis: rare positions are one
+# 95% intervals printed above lie changes from run to run too: this pattern's 23-26 character texts hold only a handful of
+# errors, so their interval is wide. This suggests that whatever causes the errors grows with the
+# length of the text, even inside one pattern. Whether it is the length itself remains a hypothesis: rare positions are one
 # explanation, and another is that the longest texts of this pattern are those with the
 # longest weekday and month names and two-digit days, so they differ in more than length.
 # Tests that can tell these apart: within this one pattern, compare the error rates of texts
@@ -541,9 +541,9 @@ expect(kinds["year", "digits swapped"] > wrong_years / 2, "most wrong years have
        got=kinds)
 
 # %% [markdown]
-# The wrong fields are the year and the day, and most of them are near misses. The month, which
+# Almost all wrong fields are the year or the day, and most of them are near misses. The month, which
 # the long patterns write as a name, is rarely wrong. Most wrong years have two neighbouring
-# digits swapped ("2004" written "2040"); a wrong day has two digits swapped too ("21" written
+# digits swapped ("2004" written "2040"); a wrong day usually has two digits swapped too ("21" written
 # "12") or one digit wrong ("22" written "02"). The most frequent wrong years and days printed
 # above show which ones this model writes. In both cases the written field is close to the
 # right one: the order of two digits or a single digit went wrong, not the whole field.

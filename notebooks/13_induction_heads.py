@@ -316,7 +316,7 @@ fig = plots.induction_circuit()
 # We call a layer-0 head a **previous-token head** when its score is above 0.3, and a layer-1
 # head an **induction head** when its induction score is above 0.3: well over twice what a head
 # that spreads its weight evenly scores on these sequences (about 0.12 and 0.09). The cut-off
-# is low on purpose. In layer 1 almost every head of every seed is far above it (the figure in
+# is low on purpose. In layer 1 every seed's best head is far above it (the figure in
 # the next section shows the scores). In layer 0 the scores do not always fall into two groups
 # well apart: on some seeds a head scoring between 0.3 and 0.5 shares the previous-token job
 # with a stronger one, and a cut-off at 0.5 would count it among the "other" heads, whose
