@@ -196,7 +196,7 @@ expect(bool((whole_rest >= 0.9).all()),
 
 # %% [markdown]
 # The models of every seed write the rest of the repeat for nearly every such prompt (not
-# always: one wrong token, and a model goes on copying what followed the wrong one). They
+# always: one wrong token, and a model can go on copying what followed the wrong one). They
 # have never seen these tokens in this order, and nothing about these sequences is in their
 # weights: they read it from the prompt. That is in-context learning in its simplest form.
 #
@@ -488,9 +488,8 @@ expect_all(ablation_claims(single, baseline, in_circuit, groups, LOG_V))
 #
 # The groups (right) settle it. With the induction heads off, the loss on the repeat goes back
 # to about $\ln V$ or above: the copying is gone. With the previous-token heads off, it rises
-# by more than 1 in every seed: most of the copying is gone, not all (the layer-1 heads still
-# find some earlier occurrences: their best induction score fell below half of its value, not
-# to zero). With the other layer-0 heads off, it hardly moves (by less than 0.25). The circuit
+# by more than 1 in every seed: much of the copying is gone (the layer-1 heads' best induction
+# score falls below half of its value). With the other layer-0 heads off, it hardly moves (by less than 0.25). The circuit
 # is necessary, and nothing else in layer 0 is.
 #
 # Zeroing a head's output is one way to switch it off; it leaves the next LayerNorm a vector
