@@ -5,6 +5,12 @@ or not among the allowed choices raises ``ValueError``. Every message reads
 ``"<name> must be <what was expected>, got <what arrived>"``, so a learner sees at once which
 argument is wrong and how to fix it. Each check returns the value, so it can be used inline:
 ``self.clip_value = check_positive_number("clip_value", clip_value)``.
+
+Where the checks run: at entry points, the functions and constructors a learner calls and a
+model's ``forward``. Inner steps trust their caller and check nothing (a model's attention inside
+a layer, each step of a decoding loop), with one exception: a module a learner also calls alone
+(``PositionalEncoding``, the wide ``Attention``, ``RotaryEmbedding``) checks its inputs on every
+call, even when a model calls it at each decoding step.
 """
 import math
 import numbers
@@ -75,16 +81,17 @@ def check_int_range(name, value, low, high=None):
     return value
 
 
-def check_positive_number(name, value, allow_infinity=False):
+def check_positive_number(name, value, allow_infinity=False, allow_zero=False):
     """``value`` must be a real number (int or float, NumPy ones too, bools not) above 0.
 
     It must be finite too, unless ``allow_infinity`` (for a norm order, where inf means the
-    largest absolute value).
+    largest absolute value); ``allow_zero`` accepts 0 too (a temperature of 0: the arg-max).
     """
+    expected = "0 or a positive number" if allow_zero else "a positive number"
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a positive number, got {_type_name(value)} {value!r}")
-    if not (value > 0 and (math.isfinite(value) or allow_infinity)):
-        raise ValueError(f"{name} must be a positive number, got {value!r}")
+        raise TypeError(f"{name} must be {expected}, got {_type_name(value)} {value!r}")
+    if not ((value > 0 or (allow_zero and value == 0)) and (math.isfinite(value) or allow_infinity)):
+        raise ValueError(f"{name} must be {expected}, got {value!r}")
     return value
 
 

@@ -66,6 +66,16 @@ def test_positive_number_allows_infinity_only_when_asked():
         check_positive_number("norm_type", float("-inf"), allow_infinity=True)
 
 
+def test_positive_number_allows_zero_only_when_asked():
+    assert check_positive_number("temperature", 0, allow_zero=True) == 0
+    assert check_positive_number("temperature", 0.7, allow_zero=True) == 0.7
+    with pytest.raises(ValueError, match="temperature must be a positive number, got 0"):
+        check_positive_number("temperature", 0)
+    for value in (-0.1, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="temperature must be 0 or a positive number, got"):
+            check_positive_number("temperature", value, allow_zero=True)
+
+
 def test_fraction_is_open_unless_one_is_allowed():
     assert check_fraction("threshold", 0.5) == 0.5
     assert check_fraction("alpha", 1, allow_one=True) == 1

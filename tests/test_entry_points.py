@@ -30,9 +30,9 @@ from stepbystep.models import (
     subsequent_mask,
 )
 from stepbystep.models.attention.tiled import tiled_attention
+from stepbystep.models.blocks.ids import check_ids
+from stepbystep.models.blocks.kv_cache import KVCache, LayerCache
 from stepbystep.models.gpt.generation import sample_next
-from stepbystep.models.gpt.kv_cache import KVCache, LayerCache
-from stepbystep.models.seq2seq.token_transformer import check_ids
 from stepbystep.training import StepByStep
 
 L, D = 4, 8

@@ -225,17 +225,19 @@ def test_generate_restores_training_mode(model):
 
 # ----------------------------------------------------------------------------- errors
 @pytest.mark.parametrize("kwargs, error, words", [
-    ({"temperature": -0.5}, ValueError, "temperature must be 0"),
-    ({"temperature": "hot"}, TypeError, "temperature must be a number"),
-    ({"top_k": 0}, ValueError, "top_k must be at least 1"),
-    ({"top_k": 2.5}, TypeError, "top_k must be None or an int"),
-    ({"top_p": 0.0}, ValueError, r"top_p must be in \(0, 1\]"),
-    ({"top_p": 1.5}, ValueError, r"top_p must be in \(0, 1\]"),
-    ({"top_p": "all"}, TypeError, "top_p must be None or a number"),
-    ({"max_new_tokens": 0}, ValueError, "max_new_tokens must be at least 1"),
-    ({"max_new_tokens": 2.0}, TypeError, "max_new_tokens must be an int"),
+    ({"temperature": -0.5}, ValueError, "temperature must be 0 or a positive number, got -0.5"),
+    ({"temperature": float("inf")}, ValueError, "temperature must be 0 or a positive number, got inf"),
+    ({"temperature": "hot"}, TypeError, "temperature must be 0 or a positive number, got str 'hot'"),
+    ({"top_k": 0}, ValueError, "top_k must be a positive int, got 0"),
+    ({"top_k": 2.5}, TypeError, "top_k must be a positive int, got float 2.5"),
+    ({"top_p": 0.0}, ValueError, r"top_p must be a number in \(0, 1\], got 0.0"),
+    ({"top_p": 1.5}, ValueError, r"top_p must be a number in \(0, 1\], got 1.5"),
+    ({"top_p": "all"}, TypeError, r"top_p must be a number in \(0, 1\], got str"),
+    ({"max_new_tokens": 0}, ValueError, "max_new_tokens must be a positive int, got 0"),
+    ({"max_new_tokens": 2.0}, TypeError, "max_new_tokens must be a positive int, got float 2.0"),
     ({"max_new_tokens": 39}, ValueError, "ask for at most 38 new tokens"),
-    ({"eos_id": V}, ValueError, "eos_id must be None or an id"),
+    ({"eos_id": V}, ValueError, f"eos_id must be an int from 0 to {V - 1}, got {V}"),
+    ({"eos_id": 1.0}, TypeError, f"eos_id must be an int from 0 to {V - 1}, got float"),
     ({"generator": 3}, TypeError, "generator must be a torch.Generator"),
 ])
 def test_bad_settings_are_refused(model, kwargs, error, words):

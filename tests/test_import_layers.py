@@ -1,6 +1,7 @@
 """The package's layers run one way (core -> data -> models -> training -> plots, experiments ->
-book, widgets, exercises): the import-linter contract in pyproject.toml holds, and it does
-catch an upward import, even one hidden in a function, and a module given no layer."""
+book, widgets, exercises), and so do models/' folders (the chapter folders -> blocks -> attention ->
+positions): the import-linter contracts in pyproject.toml hold, and they do catch an upward
+import, even one hidden in a function, and a module given no layer."""
 import shutil
 import subprocess
 import sys
@@ -44,3 +45,27 @@ def test_a_module_outside_every_layer_breaks_the_contract(project_copy):
     result = _lint(project_copy)
     assert result.returncode == 1
     assert "- stepbystep.stray" in result.stdout
+
+
+@pytest.mark.parametrize("module, upward, broken", [
+    ("models/blocks/kv_cache.py", "from ..gpt import generation", "stepbystep.models.blocks is not allowed to import stepbystep.models.gpt"),
+    ("models/seq2seq/translate.py", "from ..gpt import generation", "stepbystep.models.seq2seq is not allowed to import stepbystep.models.gpt"),
+    ("models/gpt/model.py", "from ..seq2seq import stacks", "stepbystep.models.gpt is not allowed to import stepbystep.models.seq2seq"),
+    ("models/attention/masks.py", "from ..blocks import layers", "stepbystep.models.attention is not allowed to import stepbystep.models.blocks"),
+    ("models/positions/rotary.py", "from ..attention import narrow", "stepbystep.models.positions is not allowed to import stepbystep.models.attention"),
+])
+def test_an_upward_import_inside_models_breaks_its_contract(project_copy, module, upward, broken):
+    path = project_copy / "stepbystep" / module
+    path.write_text(path.read_text() + f"\n\ndef _upward():\n    {upward}\n")
+    result = _lint(project_copy)
+    report = " ".join(result.stdout.split())  # the report wraps long lines
+    assert result.returncode == 1
+    assert "models: chapter folders -> blocks -> attention -> positions BROKEN" in report
+    assert broken in report
+
+
+def test_a_module_outside_every_models_layer_breaks_its_contract(project_copy):
+    (project_copy / "stepbystep" / "models" / "stray.py").write_text("from . import norms\n")
+    result = _lint(project_copy)
+    assert result.returncode == 1
+    assert "- stepbystep.models.stray" in result.stdout

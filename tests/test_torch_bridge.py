@@ -407,9 +407,9 @@ def test_transformer_model_greedy_feeds_its_predictions_back():
 
 
 def test_both_seq2seq_models_share_one_greedy_loop(monkeypatch):
-    """TransformerModel and our EncoderDecoderTransf decode through seq2seq.greedy_sequence."""
+    """TransformerModel and our EncoderDecoderTransf decode through seq2seq.stacks.greedy_sequence."""
     from stepbystep.models import build_transformer
-    from stepbystep.models.seq2seq import decoding as seq2seq
+    from stepbystep.models.seq2seq import stacks as seq2seq
 
     calls = []
 
@@ -431,7 +431,7 @@ def test_both_seq2seq_models_share_one_greedy_loop(monkeypatch):
 
 
 def test_greedy_sequence_feeds_each_prediction_back():
-    from stepbystep.models.seq2seq.decoding import greedy_sequence
+    from stepbystep.models.seq2seq.stacks import greedy_sequence
 
     seen = []
 

@@ -1,7 +1,7 @@
 """Chapter 09's translation of dates by a decoder-only model: completing ``<sos> text =``."""
 from ..data.date_completions import prompt_ids, split_stream
 from ..data.special_tokens import EOS
-from ..models.seq2seq.translate import complete
+from ..models.gpt.generation import complete
 
 __all__ = ["complete_dates"]
 

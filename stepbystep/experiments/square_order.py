@@ -28,35 +28,17 @@ ORDER_VARIANTS = ("no PE", "scale only", "PE")
 class FixedStartSeq2Seq(EncoderDecoderSelfAttn):
     """``EncoderDecoderSelfAttn`` whose decoder reads a fixed start vector (zeros) first.
 
-    Teacher forcing reads ``[start, target[:-1]]``; greedy decoding starts from ``start``. The
-    decoder never sees a source corner, so the source's order reaches it only through the
-    encoder's states.
+    Teacher forcing reads ``[start, target[:-1]]`` and greedy decoding starts from ``start``
+    (``first_input``). The decoder never sees a source corner, so the source's order reaches it
+    only through the encoder's states.
     """
 
     def __init__(self, encoder, decoder, input_len=2, target_len=2):
         super().__init__(encoder, decoder, input_len, target_len)
         self.register_buffer("start", torch.zeros(1, 1, self.n_features), persistent=False)  # (1, 1, F)
 
-    def _greedy(self, source_seq, source_mask=None):
-        inputs = self.start.expand(len(source_seq), 1, self.n_features)  # (N, 1, F)
-        for step in range(self.target_len):
-            mask = self.trg_masks[:, : step + 1, : step + 1]  # (1, step+1, step+1)
-            out = self.decode(inputs, source_mask, mask)  # (N, step+1, F)
-            inputs = torch.cat([inputs, out[:, -1:].detach()], dim=1)  # (N, step+2, F)
-        return inputs[:, 1:]  # (N, target_len, F): the start vector dropped
-
-    def forward(self, X, source_mask=None):
-        """Like ``EncoderDecoderSelfAttn``, with the start vector in place of the last source corner."""
-        if not self.training:
-            return super().forward(X, source_mask)  # greedy, through _greedy above
-        full = self.input_len + self.target_len
-        if not isinstance(X, torch.Tensor) or X.dim() != 3 or X.shape[1] != full or X.shape[2] != self.n_features:
-            got = tuple(X.shape) if isinstance(X, torch.Tensor) else type(X).__name__
-            raise ValueError(f"X must have shape (N, {full}, {self.n_features}) in training mode, got {got}")
-        self.encode(X[:, : self.input_len], source_mask)
-        start = self.start.expand(len(X), 1, self.n_features)  # (N, 1, F)
-        shifted_target_seq = torch.cat([start, X[:, self.input_len : -1]], dim=1)  # (N, target_len, F)
-        return self.decode(shifted_target_seq, source_mask, self.trg_masks)  # (N, target_len, F)
+    def first_input(self, source_seq):
+        return self.start.expand(len(source_seq), 1, self.n_features)  # (N, 1, F)
 
 
 def order_model(variant, n_heads=3, d_model=2, ff_units=10):

@@ -17,7 +17,7 @@ from .attention.wide import Attention, MultiHeadAttention, WideMultiHeadAttentio
 from .positions.sinusoidal import PositionalEncoding, sinusoidal_table
 from .seq2seq.book_models import DecoderPe, DecoderSelfAttn, EncoderDecoderSelfAttn, EncoderPe, EncoderSelfAttn
 from .attention.narrow import MultiHeadedAttention, NarrowMultiHeadAttention
-from .seq2seq.layers import DecoderLayer, EncoderLayer, SubLayerWrapper, feed_forward
+from .blocks.layers import DecoderLayer, EncoderLayer, SubLayerWrapper, feed_forward
 from .seq2seq.stacks import DecoderTransf, EncoderDecoderTransf, EncoderTransf
 from .seq2seq.builder import build_transformer, xavier_init_
 from .seq2seq.torch_bridge import TransformerModel, copy_to_torch
@@ -25,11 +25,11 @@ from .seq2seq.token_transformer import TokenTransformer
 from .metrics import SequenceCrossEntropy, masked_accuracy, sequence_accuracy, sequence_cross_entropy
 from .seq2seq.decoding import beam_search, greedy_decode, sequence_log_probs
 from .seq2seq.toy_decoding import markov_beam_steps, markov_greedy
-from .seq2seq.translate import Translation, complete, translate, translate_with_alignment
-from .gpt.kv_cache import KVCache, LayerCache
+from .seq2seq.translate import Translation, translate, translate_with_alignment
+from .blocks.kv_cache import KVCache, LayerCache
 from .gpt.model import IGNORE_INDEX, POSITION_SCHEMES, DecoderOnlyLayer, DecoderOnlyTransformer, completion_loss
 from .gpt.attention_only import AttentionOnlyLayer, AttentionOnlyTransformer
-from .gpt.generation import generate, left_pad, next_token_logits, sampling_distribution, top_k_filter, top_p_filter
+from .gpt.generation import complete, generate, left_pad, next_token_logits, sampling_distribution, top_k_filter, top_p_filter
 from .positions.learned import LearnedPositionalEmbedding
 from .positions.alibi import alibi_bias, alibi_bias_at, alibi_slopes
 from .positions.rotary import RotaryEmbedding, rotary_frequencies, rotate_pairs

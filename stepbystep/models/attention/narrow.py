@@ -4,8 +4,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from ...checks import check_float_dtype, check_instance, check_positive_int
-from .masks import keep_mask
 from ..positions.rotary import RotaryEmbedding
+from .masks import keep_mask
 from .scaled_dot_product import attend
 
 __all__ = ["MultiHeadedAttention", "NarrowMultiHeadAttention"]

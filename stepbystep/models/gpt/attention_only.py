@@ -9,7 +9,7 @@ from torch import nn
 
 from ...checks import check_positive_int
 from ..attention.narrow import MultiHeadedAttention
-from ..seq2seq.layers import SubLayerWrapper
+from ..blocks.layers import SubLayerWrapper
 from .model import DecoderOnlyTransformer
 
 __all__ = ["AttentionOnlyLayer", "AttentionOnlyTransformer"]
@@ -34,8 +34,8 @@ class AttentionOnlyLayer(nn.Module):
 
     def forward(self, query, mask=None, bias=None, positions=None, cache=None, rotation=None):
         self.self_attn_heads.check_input("query", query)  # before the norm: shape and dtype
-        return self.sublayers[0](query, self.self_attn_heads, is_self_attn=True, mask=mask, bias=bias,
-                                 positions=positions, cache=cache, rotation=rotation)  # (N, L, d_model)
+        return self.sublayers[0](query, lambda y: self.self_attn_heads(y, mask, key=y, bias=bias, positions=positions,
+                                                                       cache=cache, rotation=rotation))  # (N, L, d_model)
 
 
 class AttentionOnlyTransformer(DecoderOnlyTransformer):

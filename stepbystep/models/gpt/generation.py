@@ -9,8 +9,9 @@ import numbers
 import torch
 from torch.nn.utils.rnn import pad_sequence
 
-from ...devices import evaluating
-from ..seq2seq.decoding import decode_steps
+from ...checks import check_fraction, check_instance, check_int_range, check_positive_int, check_positive_number
+from ...devices import evaluating, model_device
+from ..blocks.decode_loop import decode_steps, in_batches
 
 __all__ = [
     "top_k_filter",
@@ -21,26 +22,18 @@ __all__ = [
     "prompt_batch",
     "generation_steps",
     "generate",
+    "complete",
     "next_token_logits",
 ]
 
 
 def check_sampling(temperature=1.0, top_k=None, top_p=None):
-    """Raise a clear error for an invalid ``temperature``, ``top_k`` or ``top_p``."""
-    if isinstance(temperature, bool) or not isinstance(temperature, numbers.Real):
-        raise TypeError(f"temperature must be a number, got {type(temperature).__name__}")
-    if not temperature >= 0 or temperature == float("inf"):
-        raise ValueError(f"temperature must be 0 (greedy) or positive and finite, got {temperature!r}")
+    """Raise a clear error for an invalid ``temperature`` (0: the arg-max), ``top_k`` or ``top_p``."""
+    check_positive_number("temperature", temperature, allow_zero=True)
     if top_k is not None:
-        if isinstance(top_k, bool) or not isinstance(top_k, numbers.Integral):
-            raise TypeError(f"top_k must be None or an int, got {type(top_k).__name__}")
-        if top_k < 1:
-            raise ValueError(f"top_k must be at least 1 (keep one token or more), got {top_k}")
+        check_positive_int("top_k", top_k)
     if top_p is not None:
-        if isinstance(top_p, bool) or not isinstance(top_p, numbers.Real):
-            raise TypeError(f"top_p must be None or a number, got {type(top_p).__name__}")
-        if not 0 < top_p <= 1:
-            raise ValueError(f"top_p must be in (0, 1]: above 0 to keep a token, at most 1 (keep all), got {top_p!r}")
+        check_fraction("top_p", top_p, allow_one=True)
 
 
 def top_k_filter(logits, k):
@@ -160,10 +153,7 @@ def prompt_batch(model, inputs, max_new_tokens, eos_id=None, pad_id=None, genera
     if not (isinstance(model, torch.nn.Module) and hasattr(model, "new_cache") and hasattr(model, "max_len")):
         raise TypeError(f"model must be a decoder-only model (a DecoderOnlyTransformer), got {type(model).__name__}")
     prompt, single = _as_batch(inputs, pad_id)
-    if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, numbers.Integral):
-        raise TypeError(f"max_new_tokens must be an int, got {type(max_new_tokens).__name__}")
-    if max_new_tokens < 1:
-        raise ValueError(f"max_new_tokens must be at least 1, got {max_new_tokens}")
+    check_positive_int("max_new_tokens", max_new_tokens)
     if prompt.shape[1] == 0:
         raise ValueError("the prompt is empty: give at least one token (e.g. <sos>)")
     if prompt.shape[1] > model.max_len:
@@ -173,13 +163,12 @@ def prompt_batch(model, inputs, max_new_tokens, eos_id=None, pad_id=None, genera
                          f"model's max_len={model.max_len}: ask for at most {model.max_len - prompt.shape[1]} "
                          "new tokens")
     if eos_id is not None:
-        if isinstance(eos_id, bool) or not isinstance(eos_id, numbers.Integral) or not 0 <= eos_id < model.vocab_size:
-            raise ValueError(f"eos_id must be None or an id in 0..{model.vocab_size - 1}, got {eos_id!r}")
+        check_int_range("eos_id", eos_id, 0, model.vocab_size - 1)
         if pad_id is None:
             raise ValueError("stopping at eos_id pads the finished rows, but the model has pad_id=None")
-    if generator is not None and not isinstance(generator, torch.Generator):
-        raise TypeError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
-    return prompt.to(next(model.parameters()).device), single
+    if generator is not None:
+        check_instance("generator", generator, torch.Generator, "a torch.Generator or None")
+    return prompt.to(model_device(model)), single
 
 
 def generation_steps(model, prompt, max_new_tokens, choose, eos_id=None, pad_id=None, use_cache=True):
@@ -216,6 +205,18 @@ def generate(model, inputs, max_new_tokens, *, temperature=1.0, top_k=None, top_
         new_ids = [ids for ids, _ in generation_steps(model, prompt, max_new_tokens, choose, eos_id, pad_id, use_cache)]
     output = torch.cat([prompt, torch.stack(new_ids, dim=1)], dim=1)  # (N, L + T)
     return output[0] if single else output
+
+
+def complete(model, prompts, max_new_tokens, eos_id, batch_size=500):
+    """Greedy completions by a decoder-only ``model`` of many prompts (lists of ids), batched: one
+    list of new ids per prompt, up to and including ``eos_id``."""
+    def run(batch):
+        generated = generate(model, batch, max_new_tokens, temperature=0, eos_id=eos_id).tolist()  # (n, L + T)
+        width = max(map(len, batch))
+        return [row[width:row.index(eos_id, width) + 1] if eos_id in row[width:] else row[width:] for row in generated]
+
+    return in_batches(list(prompts), batch_size, run)
+
 
 
 def next_token_logits(model, inputs):

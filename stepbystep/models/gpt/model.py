@@ -7,16 +7,16 @@ from torch import nn
 from ...checks import check_choice, check_instance, check_int_range, check_positive_int, check_positive_number
 from ...data.special_tokens import IGNORE_INDEX
 from ...devices import evaluating
-from ..positions.alibi import alibi_bias_at, alibi_slopes
-from .kv_cache import KVCache
+from ..blocks.ids import check_ids
+from ..blocks.kv_cache import KVCache
+from ..blocks.layers import EncoderLayer
 from ..feed_forward import MLPS
-from ..norms import NORMS, make_norm
-from ..seq2seq.layers import EncoderLayer
-from ..seq2seq.token_transformer import check_ids
-from ..positions.learned import LearnedPositionalEmbedding
 from ..metrics import sequence_cross_entropy
-from ..positions.sinusoidal import PositionalEncoding
+from ..norms import NORMS, make_norm
+from ..positions.alibi import alibi_bias_at, alibi_slopes
+from ..positions.learned import LearnedPositionalEmbedding
 from ..positions.rotary import ROTARY_PAIRINGS, RotaryEmbedding
+from ..positions.sinusoidal import PositionalEncoding
 
 __all__ = ["DecoderOnlyLayer", "DecoderOnlyTransformer", "IGNORE_INDEX", "POSITION_SCHEMES", "completion_loss"]
 

@@ -5,9 +5,9 @@ from torch import nn
 
 from ...checks import check_instance, check_positive_int
 from ..attention.masks import subsequent_mask
-from ..positions.sinusoidal import PositionalEncoding
-from .decoding import GreedySeq2Seq
 from ..attention.wide import MultiHeadAttention
+from ..positions.sinusoidal import PositionalEncoding
+from .stacks import GreedySeq2Seq
 
 __all__ = ["EncoderSelfAttn", "DecoderSelfAttn", "EncoderPe", "DecoderPe", "EncoderDecoderSelfAttn"]
 

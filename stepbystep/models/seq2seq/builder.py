@@ -5,7 +5,7 @@ import torch
 from torch import nn
 
 from ...checks import check_instance, check_non_negative_int, check_positive_int
-from .layers import DecoderLayer, EncoderLayer
+from ..blocks.layers import DecoderLayer, EncoderLayer
 from .stacks import DecoderTransf, EncoderDecoderTransf, EncoderTransf
 
 __all__ = ["xavier_init_", "build_transformer"]

@@ -1,97 +1,19 @@
-"""Decoding (chapters 05-08): ``decode_steps``, the one loop every decoder of the course runs
-(square corners, ``greedy_decode``, beam search's step, ``generate``), and the token decoders,
-which run a ``TokenTransformer``-like model in eval mode without gradients, mode restored, on ids
+"""The token decoders (chapters 07-08): ``greedy_decode`` runs the shared ``decode_steps`` loop;
+``beam_search`` runs the same step on every hypothesis, in its own loop that keeps the best ones.
+Both run a ``TokenTransformer``-like model in eval mode without gradients, mode restored, on ids
 they move to the model's device (their outputs stay there).
 """
 import functools
 
 import torch
 import torch.nn.functional as F
-from torch import nn
 
-from ...checks import check_float_dtype, check_instance, check_positive_int, check_tensor
+from ...checks import check_positive_int, check_tensor
 from ...data.special_tokens import PAD
-from ...devices import evaluating, model_device, model_dtype, move_to
+from ...devices import evaluating, model_device, move_to
+from ..blocks.decode_loop import decode_steps
 
-__all__ = ["decode_steps", "greedy_sequence", "check_sequences", "GreedySeq2Seq", "greedy_decode", "beam_search",
-           "sequence_log_probs"]
-
-
-def decode_steps(step, sequence, max_new_tokens, choose, eos_id=None, pad_id=None):
-    """The decoding loop: feed, choose, append, for ``max_new_tokens`` steps or until every row ended.
-
-    ``sequence`` ``(N, t, ...)`` is what the decoder reads first (``<sos>``, a prompt, the last
-    source element); ``step(sequence, new)`` gives the outputs for the next element (``new``:
-    the part not fed yet, all that a cached step reads); ``choose(outputs)`` picks it, ``(N, ...)``.
-    With ``eos_id``, a row that chose it is finished and gets ``pad_id`` after it.
-    Yields ``(chosen, outputs)`` step by step.
-    """
-    finished = None
-    new = sequence
-    for _ in range(max_new_tokens):
-        outputs = step(sequence, new)
-        chosen = choose(outputs)  # (N, ...)
-        if eos_id is not None:
-            if finished is not None:
-                chosen = chosen.masked_fill(finished, pad_id)  # finished rows write padding
-            finished = chosen == eos_id if finished is None else finished | (chosen == eos_id)  # (N,)
-        new = chosen.unsqueeze(1)  # (N, 1, ...)
-        sequence = torch.cat([sequence, new], dim=1)  # (N, t + 1, ...)
-        yield chosen, outputs
-        if finished is not None and finished.all():
-            return
-
-
-def greedy_sequence(decode, first, target_len):
-    """Greedy decoding of feature vectors ``(N, target_len, F)`` from ``first`` ``(N, 1, F)``: each
-    prediction (the last of ``decode(inputs so far)``) is fed back as the next input."""
-    steps = decode_steps(lambda inputs, new: decode(inputs)[:, -1], first, target_len,
-                         choose=lambda prediction: prediction.detach())  # fed back without a graph
-    return torch.stack([prediction for _, prediction in steps], dim=1)  # (N, target_len, F)
-
-
-def check_sequences(X, lengths, n_features, name="X", dtype=None):
-    """Raise a clear error unless ``X`` is ``(N, L, n_features)`` with ``L`` in ``lengths`` (and of
-    ``dtype``, the model's, when given: a TypeError rather than PyTorch's inside the first layer)."""
-    expected = " or ".join(f"(N, {n}, {n_features})" for n in lengths)
-    check_instance(name, X, torch.Tensor, f"a tensor of shape {expected}")
-    if X.dim() != 3 or X.shape[1] not in lengths or X.shape[2] != n_features:
-        raise ValueError(f"{name} must have shape {expected}, got {tuple(X.shape)}")
-    check_float_dtype(name, X, dtype)
-
-
-class GreedySeq2Seq(nn.Module):
-    """Base of the square-corner encoder-decoders: a subclass sets ``input_len``, ``target_len``,
-    ``n_features``, the ``trg_masks`` buffer and ``encode``/``decode``; this adds teacher forcing
-    in training and greedy decoding (``predict``) in eval.
-    """
-
-    def _greedy(self, source_seq, source_mask=None):
-        """Greedy decoding after ``encode``, under the causal mask of the inputs so far."""
-        def decode(inputs):  # (N, L, F) -> (N, L, F)
-            length = inputs.shape[1]
-            return self.decode(inputs, source_mask, self.trg_masks[:, :length, :length])
-
-        return greedy_sequence(decode, source_seq[:, -1:], self.target_len)  # (N, target_len, F)
-
-    def predict(self, source_seq, source_mask=None):
-        """Greedy prediction ``(N, target_len, n_features)`` from ``source_seq``; the mode is left as is."""
-        check_sequences(source_seq, (self.input_len,), self.n_features, "source_seq", model_dtype(self))
-        self.encode(source_seq, source_mask)
-        return self._greedy(source_seq, source_mask)
-
-    def forward(self, X, source_mask=None):
-        """``X`` ``(N, input_len + target_len, F)`` (or just the source in eval mode) ->
-        ``(N, target_len, F)``; ``source_mask`` is a ``(N, 1, input_len)`` keep-mask."""
-        full = self.input_len + self.target_len
-        check_sequences(X, (full,) if self.training else (full, self.input_len), self.n_features,
-                        dtype=model_dtype(self))
-        source_seq = X[:, : self.input_len]  # (N, input_len, F)
-        self.encode(source_seq, source_mask)
-        if self.training:
-            shifted_target_seq = X[:, self.input_len - 1 : -1]  # (N, target_len, F)
-            return self.decode(shifted_target_seq, source_mask, self.trg_masks)  # (N, target_len, F)
-        return self._greedy(source_seq, source_mask)  # (N, target_len, F)
+__all__ = ["greedy_decode", "beam_search", "sequence_log_probs"]
 
 
 def _check_arguments(model, source_ids, max_new_tokens):

@@ -1,14 +1,75 @@
-"""Stacks of encoder and decoder layers, and the encoder-decoder Transformer built from them."""
+"""Stacks of encoder and decoder layers, and the encoder-decoder Transformer for sequences of
+feature vectors (the square corners) built from them, on ``GreedySeq2Seq``: teacher forcing in
+training, greedy decoding in eval."""
 import copy
 
+import torch
 from torch import nn
 
-from ...checks import check_positive_int
+from ...checks import check_float_dtype, check_instance, check_positive_int
+from ...devices import model_dtype
 from ..attention.masks import subsequent_mask
+from ..blocks.decode_loop import decode_steps
 from ..positions.sinusoidal import PositionalEncoding
-from .decoding import GreedySeq2Seq
 
-__all__ = ["EncoderTransf", "DecoderTransf", "EncoderDecoderTransf"]
+__all__ = ["greedy_sequence", "check_sequences", "GreedySeq2Seq", "EncoderTransf", "DecoderTransf",
+           "EncoderDecoderTransf"]
+
+
+def greedy_sequence(decode, first, target_len):
+    """Greedy decoding of feature vectors ``(N, target_len, F)`` from ``first`` ``(N, 1, F)``: each
+    prediction (the last of ``decode(inputs so far)``) is fed back as the next input."""
+    steps = decode_steps(lambda inputs, new: decode(inputs)[:, -1], first, target_len,
+                         choose=lambda prediction: prediction.detach())  # fed back without a graph
+    return torch.stack([prediction for _, prediction in steps], dim=1)  # (N, target_len, F)
+
+
+def check_sequences(X, lengths, n_features, name="X", dtype=None):
+    """Raise a clear error unless ``X`` is ``(N, L, n_features)`` with ``L`` in ``lengths`` (and of
+    ``dtype``, the model's, when given: a TypeError rather than PyTorch's inside the first layer)."""
+    expected = " or ".join(f"(N, {n}, {n_features})" for n in lengths)
+    check_instance(name, X, torch.Tensor, f"a tensor of shape {expected}")
+    if X.dim() != 3 or X.shape[1] not in lengths or X.shape[2] != n_features:
+        raise ValueError(f"{name} must have shape {expected}, got {tuple(X.shape)}")
+    check_float_dtype(name, X, dtype)
+
+
+class GreedySeq2Seq(nn.Module):
+    """Base of the square-corner encoder-decoders: a subclass sets ``input_len``, ``target_len``,
+    ``n_features``, the ``trg_masks`` buffer and ``encode``/``decode``; this adds teacher forcing
+    in training and greedy decoding (``predict``) in eval, both starting from ``first_input``.
+    """
+
+    def first_input(self, source_seq):
+        """What the decoder reads first, ``(N, 1, F)``: the last source element."""
+        return source_seq[:, -1:]
+
+    def _greedy(self, source_seq, source_mask=None):
+        """Greedy decoding after ``encode``, under the causal mask of the inputs so far."""
+        def decode(inputs):  # (N, L, F) -> (N, L, F)
+            length = inputs.shape[1]
+            return self.decode(inputs, source_mask, self.trg_masks[:, :length, :length])
+
+        return greedy_sequence(decode, self.first_input(source_seq), self.target_len)  # (N, target_len, F)
+
+    def predict(self, source_seq, source_mask=None):
+        """Greedy prediction ``(N, target_len, n_features)`` from ``source_seq``; the mode is left as is."""
+        check_sequences(source_seq, (self.input_len,), self.n_features, "source_seq", model_dtype(self))
+        self.encode(source_seq, source_mask)
+        return self._greedy(source_seq, source_mask)
+
+    def forward(self, X, source_mask=None):
+        """``X`` ``(N, input_len + target_len, F)`` (or just the source in eval mode) ->
+        ``(N, target_len, F)``; ``source_mask`` is a ``(N, 1, input_len)`` keep-mask."""
+        full = self.input_len + self.target_len
+        check_sequences(X, (full,) if self.training else (full, self.input_len), self.n_features,
+                        dtype=model_dtype(self))
+        source_seq = X[:, : self.input_len]  # (N, input_len, F)
+        self.encode(source_seq, source_mask)
+        if self.training:  # teacher forcing: the first input, then the target but its last element
+            shifted_target_seq = torch.cat([self.first_input(source_seq), X[:, self.input_len : -1]], dim=1)
+            return self.decode(shifted_target_seq, source_mask, self.trg_masks)  # (N, target_len, F)
+        return self._greedy(source_seq, source_mask)  # (N, target_len, F)
 
 
 class _LayerStack(nn.Module):

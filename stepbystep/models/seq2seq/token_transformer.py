@@ -2,30 +2,14 @@
 import torch
 from torch import nn
 
-from ...checks import check_instance, check_int_range, check_positive_int, check_positive_number, check_tensor
-from ..gpt.kv_cache import KVCache
-from .layers import DecoderLayer, EncoderLayer
+from ...checks import check_instance, check_int_range, check_positive_int, check_positive_number
 from ..attention.masks import padding_mask, subsequent_mask
+from ..blocks.ids import check_ids
+from ..blocks.kv_cache import KVCache
+from ..blocks.layers import DecoderLayer, EncoderLayer
 from .stacks import DecoderTransf, EncoderTransf
 
-__all__ = ["TokenTransformer", "check_ids"]
-
-
-def check_ids(name, ids, vocab_size, max_len, held=0):
-    """Token ids ``(N, L)``: ``L >= 1``, at most ``max_len`` with a cache's ``held`` tokens, in
-    ``0 .. vocab_size - 1``, on every device: one host read of their range (an id out of range
-    would be a device-side assert on an accelerator); a ``meta`` tensor has no values to read."""
-    check_tensor(name, ids, dtype=(torch.int64, torch.int32))  # what nn.Embedding reads
-    if ids.dim() != 2 or ids.shape[1] == 0:
-        raise ValueError(f"{name} must have shape (N, L) with L >= 1, got {tuple(ids.shape)}")
-    if held + ids.shape[1] > max_len:
-        after = f" after the {held} tokens in the cache" if held else ""
-        raise ValueError(f"{name} must be at most the model's max_len={max_len} long{after}, "
-                         f"got length {held + ids.shape[1]}")
-    if ids.device.type != "meta":
-        low, high = map(int, ids.aminmax())
-        if low < 0 or high >= vocab_size:
-            raise ValueError(f"{name} must hold ids in 0..{vocab_size - 1}, got ids from {low} to {high}")
+__all__ = ["TokenTransformer"]
 
 
 class TokenTransformer(nn.Module):

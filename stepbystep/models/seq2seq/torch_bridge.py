@@ -8,12 +8,11 @@ import torch.nn.functional as F
 from torch import nn
 
 from ...checks import check_instance
-from .layers import DecoderLayer, EncoderLayer
 from ..attention.masks import keep_mask, subsequent_mask, to_key_padding_mask, to_torch_attn_mask
 from ..attention.narrow import MultiHeadedAttention
+from ..blocks.layers import DecoderLayer, EncoderLayer
 from ..positions.sinusoidal import PositionalEncoding
-from .decoding import check_sequences, greedy_sequence
-from .stacks import DecoderTransf, EncoderDecoderTransf, EncoderTransf
+from .stacks import DecoderTransf, EncoderDecoderTransf, EncoderTransf, check_sequences, greedy_sequence
 
 __all__ = ["TransformerModel", "copy_to_torch"]
 

@@ -1,28 +1,15 @@
-"""Translation (chapters 07-09): many texts in batches of similar length, or one with its alignment."""
+"""Translation (chapters 07-08): many texts in batches of similar length, or one with its alignment."""
 from dataclasses import dataclass
 
 import torch
 from torch.nn.utils.rnn import pad_sequence
 
-from ...checks import check_instance, check_positive_int
+from ...checks import check_instance
 from ...devices import evaluating, model_device
-from ..gpt.generation import generate
+from ..blocks.decode_loop import in_batches
 from .decoding import beam_search, greedy_decode
 
-__all__ = ["translate", "complete", "in_batches", "Translation", "translate_with_alignment"]
-
-
-def in_batches(sequences, batch_size, run):
-    """``run(batch)`` on batches of at most ``batch_size`` sequences sorted by length (so padding
-    stays short); one result per sequence, in the original order."""
-    check_positive_int("batch_size", batch_size)
-    order = sorted(range(len(sequences)), key=lambda index: len(sequences[index]))
-    results = [None] * len(sequences)
-    for start in range(0, len(order), batch_size):
-        chosen = order[start:start + batch_size]
-        for index, result in zip(chosen, run([sequences[index] for index in chosen])):
-            results[index] = result
-    return results
+__all__ = ["translate", "Translation", "translate_with_alignment"]
 
 
 def translate(model, texts, src_vocab, tgt_vocab, max_new_tokens=None, beam_width=1, batch_size=1000):
@@ -52,17 +39,6 @@ def translate(model, texts, src_vocab, tgt_vocab, max_new_tokens=None, beam_widt
 
     outputs = in_batches(ids, batch_size, run)
     return outputs[0] if single else outputs
-
-
-def complete(model, prompts, max_new_tokens, eos_id, batch_size=500):
-    """Greedy completions by a decoder-only ``model`` of many prompts (lists of ids), batched: one
-    list of new ids per prompt, up to and including ``eos_id``."""
-    def run(batch):
-        generated = generate(model, batch, max_new_tokens, temperature=0, eos_id=eos_id).tolist()  # (n, L + T)
-        width = max(map(len, batch))
-        return [row[width:row.index(eos_id, width) + 1] if eos_id in row[width:] else row[width:] for row in generated]
-
-    return in_batches(list(prompts), batch_size, run)
 
 
 @dataclass(frozen=True)

@@ -31,11 +31,12 @@ class LayerCache:
     def __init__(self, static=False, capacity=None):
         self.static, self.capacity = static, capacity
         self.keys = self.values = None
+        self._buffers = None  # with capacity: the (N, h, capacity, d_k) key and value buffers, once the first keys came
 
     def extend(self, keys, values):
         """Append the new tokens' keys and values ``(N, h, L_new, d_k)``; returns all of them."""
         if self.capacity is not None:
-            if self.keys is None:  # (N, h, capacity, d_k) buffers; keys and values are views of them
+            if self._buffers is None:  # keys and values are views of the buffers
                 self._buffers = [x.new_empty(*x.shape[:2], self.capacity, x.shape[3]) for x in (keys, values)]
             start = 0 if self.keys is None else self.keys.shape[2]
             end = start + keys.shape[2]

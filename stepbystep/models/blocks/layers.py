@@ -1,4 +1,5 @@
-"""Sublayer wrappers and the Transformer's encoder and decoder layers."""
+"""The sublayer wrapper and the Transformer's encoder and decoder layers (chapters 04-05), which the
+encoder-decoder stacks and the decoder-only model share."""
 from torch import nn
 
 from ...checks import check_positive_int
@@ -19,8 +20,9 @@ class SubLayerWrapper(nn.Module):
     """A residual connection, layer norm and dropout around one sublayer: norm-first (the book's)
     ``x + drop(sublayer(norm(x)))``, or norm-last (the paper's) ``norm(x + drop(sublayer(x)))``.
 
-    ``forward(x, sublayer, is_self_attn=False, **kwargs)``: ``(N, L, d_model)`` in and out; the
-    sublayer gets ``kwargs``, and self-attention its keys from the same input as its queries.
+    ``forward(x, sublayer)``: ``(N, L, d_model)`` in and out; ``sublayer`` is any function of one
+    ``(N, L, d_model)`` tensor (a layer passes its attention as a lambda, as the Annotated
+    Transformer does).
     ``norm``, ``norm_eps``, ``bias``: see ``make_norm`` (chapter 12; the default is ``nn.LayerNorm(d_model)``).
     """
 
@@ -30,11 +32,8 @@ class SubLayerWrapper(nn.Module):
         self.norm = make_norm(norm, d_model, norm_eps, bias)
         self.drop = nn.Dropout(dropout)
 
-    def forward(self, x, sublayer, is_self_attn=False, **kwargs):
-        sub_in = self.norm(x) if self.norm_first else x  # (N, L, d_model)
-        if is_self_attn:
-            kwargs["key"] = sub_in
-        out = sublayer(sub_in, **kwargs)  # (N, L, d_model)
+    def forward(self, x, sublayer):
+        out = sublayer(self.norm(x) if self.norm_first else x)  # (N, L, d_model)
         out = x + (self.drop(out) if self.training else out)  # eval: no call to an identity (each generated token)
         return out if self.norm_first else self.norm(out)
 
@@ -82,8 +81,8 @@ class EncoderLayer(_Layer):
 
     def forward(self, query, mask=None, bias=None, positions=None, cache=None, rotation=None):
         self.self_attn_heads.check_input("query", query)  # before the first norm: shape and dtype
-        x = self.sublayers[0](query, self.self_attn_heads, is_self_attn=True, mask=mask, bias=bias,
-                              positions=positions, cache=cache, rotation=rotation)  # (N, L, d_model)
+        x = self.sublayers[0](query, lambda y: self.self_attn_heads(y, mask, key=y, bias=bias, positions=positions,
+                                                                     cache=cache, rotation=rotation))  # (N, L, d_model)
         return self.sublayers[1](x, self.ffn)  # (N, L, d_model)
 
 
@@ -106,8 +105,9 @@ class DecoderLayer(_Layer):
 
     def forward(self, query, source_mask=None, target_mask=None, memory=None, cache=None, cross_cache=None):
         self.self_attn_heads.check_input("query", query)  # before the first norm: shape and dtype
-        x = self.sublayers[0](query, self.self_attn_heads, is_self_attn=True, mask=target_mask,
-                              cache=cache, mask_name="target_mask")  # (N, L_t, d_model)
-        x = self.sublayers[1](x, self.cross_attn_heads, mask=source_mask, key=memory, cache=cross_cache,
-                              mask_name="source_mask", key_name="memory")  # (N, L_t, d_model)
+        x = self.sublayers[0](query, lambda y: self.self_attn_heads(y, target_mask, key=y, cache=cache,
+                                                                     mask_name="target_mask"))  # (N, L_t, d_model)
+        x = self.sublayers[1](x, lambda y: self.cross_attn_heads(y, source_mask, key=memory, cache=cross_cache,
+                                                                  mask_name="source_mask", key_name="memory"))
+        # (N, L_t, d_model)
         return self.sublayers[2](x, self.ffn)  # (N, L_t, d_model)
