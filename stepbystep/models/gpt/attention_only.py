@@ -55,8 +55,7 @@ class AttentionOnlyTransformer(DecoderOnlyTransformer):
                          tie_weights=tie_weights, embedding_std=embedding_std, store_alphas=store_alphas,
                          position_scheme=position_scheme, rope_base=rope_base)
 
-    def make_layer(self, n_heads, d_model, ff_units, dropout, norm_first, store_alphas, **options):
-        """An ``AttentionOnlyLayer`` (``ff_units`` and ``options["mlp"]`` are not used: there is no
-        feed-forward sublayer, and this model takes none of chapter 12's options)."""
-        return AttentionOnlyLayer(n_heads, d_model, dropout, norm_first=norm_first, store_alphas=store_alphas,
-                                  rotary=self.rotary)
+    def make_layer(self, c):
+        """An ``AttentionOnlyLayer`` (``c.ff_units`` and ``c.mlp`` are not used: there is no feed-forward
+        sublayer, and this model takes none of chapter 12's options)."""
+        return AttentionOnlyLayer(c.n_heads, c.d_model, c.dropout, c.norm_first, c.store_alphas, self.rotary)

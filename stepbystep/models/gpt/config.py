@@ -1,19 +1,40 @@
-"""A decoder's settings in one object (chapter 12): the 2017 block's, GPT-2's and Llama's differ
-only in these fields, so one ``DecoderOnlyTransformer`` builds all three."""
-from dataclasses import asdict, dataclass, replace
+"""A decoder's settings in one object, the one source of ``DecoderOnlyTransformer``'s defaults
+(chapters 09 and 12): the 2017 block's, GPT-2's and Llama's differ only in these fields, so one
+model class builds all three."""
+from dataclasses import dataclass, replace
 
 from ...checks import check_positive_int
 from ..feed_forward import llama_hidden_size
-from .model import DecoderOnlyTransformer
 
 __all__ = ["DecoderConfig"]
 
 
 @dataclass(frozen=True)
 class DecoderConfig:
-    """Every argument of ``DecoderOnlyTransformer``; ``build()`` makes the model, ``replace(**changes)``
-    a changed copy. ``DecoderConfig.gpt2(...)`` and ``DecoderConfig.llama(...)`` give those families'
-    blocks at any size; the defaults are the course's 2017 block (chapter 09)."""
+    """Every setting of a ``DecoderOnlyTransformer``; the defaults are the course's 2017 block
+    (chapter 09). ``build()`` makes the model, ``replace(**changes)`` a changed copy;
+    ``DecoderConfig.gpt2(...)`` and ``DecoderConfig.llama(...)`` give those families' blocks at any size.
+
+    vocab_size: number of token ids (specials included).
+    d_model, n_heads, ff_units, n_layers, dropout, norm_first: the layers', as ``EncoderLayer``.
+    max_len: the longest stream the model reads.
+    pad_id: never attended to, and not counted in positions, so a prompt padded on the left gets
+        the positions it has alone; ``None``: no padding.
+    tie_weights: the output layer reuses the embedding matrix (Press and Wolf 2017); the logits
+        then start with a standard deviation of ``√d_model``: pass a small ``embedding_std``.
+    embedding_std: draw the embedding from ``N(0, embedding_std²)`` (never scaled by ``√d_model``).
+    store_alphas: keep every layer's attention weights (see ``NarrowMultiHeadAttention``).
+    position_scheme: one of ``POSITION_SCHEMES`` (chapter 10): ``"sinusoidal"`` or ``"learned"``
+        tables added to the embeddings; ``"alibi"`` (``-slope × distance`` on the scores) or
+        ``"rope"`` (queries and keys rotated, with ``rope_base``) inside the attention;
+        ``"none"``: only the causal mask.
+    Today's block (chapter 12), the defaults giving the 2017 block:
+    n_kv_heads: key and value heads, dividing ``n_heads`` (grouped-query; 1: multi-query).
+    norm: ``"layernorm"`` or ``"rmsnorm"``, every norm with ``norm_eps``.
+    mlp: ``"relu"``, ``"gelu"``, ``"gelu_tanh"`` (GPT-2) or ``"swiglu"`` (Llama), ``ff_units`` wide.
+    bias: biases in the attention, the feed-forward network and LayerNorms; ``head_bias``: in the output layer.
+    rope_pairing: ``"interleaved"`` (RoFormer's) or ``"rotate_half"`` (Hugging Face's Llama).
+    """
 
     vocab_size: int
     d_model: int = 64
@@ -65,4 +86,6 @@ class DecoderConfig:
 
     def build(self):
         """The ``DecoderOnlyTransformer`` these settings describe (its own random weights)."""
-        return DecoderOnlyTransformer(**asdict(self))
+        from .model import DecoderOnlyTransformer  # the model reads its defaults from this file
+
+        return DecoderOnlyTransformer(self)

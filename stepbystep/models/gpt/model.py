@@ -17,6 +17,7 @@ from ..positions.alibi import alibi_bias_at, alibi_slopes
 from ..positions.learned import LearnedPositionalEmbedding
 from ..positions.rotary import ROTARY_PAIRINGS, RotaryEmbedding
 from ..positions.sinusoidal import PositionalEncoding
+from .config import DecoderConfig
 
 __all__ = ["DecoderOnlyLayer", "DecoderOnlyTransformer", "IGNORE_INDEX", "POSITION_SCHEMES", "completion_loss"]
 
@@ -38,91 +39,57 @@ class DecoderOnlyTransformer(nn.Module):
     """A decoder-only Transformer over token ids: ids ``(N, L)`` in, next-token logits ``(N, L, V)`` out.
 
     Token embedding, positions (``position_scheme``), ``n_layers`` ``DecoderOnlyLayer``, a final
-    ``LayerNorm`` (norm-first layers only) and the output layer ``head``.
+    norm (norm-first layers only) and the output layer ``head``.
 
-    Args:
-        vocab_size: number of token ids (specials included).
-        d_model, n_heads, ff_units, n_layers, dropout, norm_first: the layers', as ``EncoderLayer``.
-        max_len: the longest stream the model reads.
-        pad_id: never attended to, and not counted in positions, so a prompt padded on the left
-            gets the positions it has alone; ``None``: no padding.
-        tie_weights: the output layer reuses the embedding matrix (Press and Wolf 2017); the
-            logits then start with a standard deviation of ``√d_model``: pass a small ``embedding_std``.
-        embedding_std: draw the embedding from ``N(0, embedding_std²)`` (never scaled by ``√d_model``).
-        store_alphas: keep every layer's attention weights (teaching path); ``False``: fused kernel.
-        position_scheme: one of ``POSITION_SCHEMES`` (chapter 10): ``"sinusoidal"`` or ``"learned"``
-            tables added to the embeddings (``self.pe``); ``"alibi"`` (``-slope × distance`` on the
-            scores, ``self.alibi_slopes``) or ``"rope"`` (queries and keys rotated, ``self.rotary``
-            with ``rope_base``) inside the attention; ``"none"``: only the causal mask.
-
-    Today's block (chapter 12), the defaults giving the 2017 block above:
-        n_kv_heads: key and value heads, dividing ``n_heads`` (grouped-query; 1: multi-query).
-        norm: ``"layernorm"`` or ``"rmsnorm"``, every norm with ``norm_eps``.
-        mlp: ``"relu"``, ``"gelu"``, ``"gelu_tanh"`` (GPT-2) or ``"swiglu"`` (Llama), ``ff_units`` wide.
-        bias: biases in the attention, the feed-forward network and LayerNorms; ``head_bias``: in the output layer.
-        rope_pairing: ``"interleaved"`` (RoFormer's) or ``"rotate_half"`` (Hugging Face's Llama).
-    ``DecoderConfig`` gathers them, with GPT-2's and Llama's settings.
-
+    ``DecoderOnlyTransformer(vocab_size, **settings)`` or ``DecoderOnlyTransformer(config)``: the
+    settings are ``DecoderConfig``'s fields, with its defaults; the model keeps them in ``config``.
     ``forward(ids, cache=None)``: with a ``KVCache`` (``new_cache()``), ``ids`` are only the new tokens.
     """
 
-    def __init__(self, vocab_size, d_model=64, n_heads=4, ff_units=128, n_layers=2, dropout=0.1, max_len=64,
-                 pad_id=0, norm_first=True, tie_weights=True, embedding_std=None, store_alphas=False,
-                 position_scheme="sinusoidal", rope_base=10000.0, *, n_kv_heads=None, norm="layernorm", norm_eps=1e-5,
-                 mlp="relu", bias=True, head_bias=True, rope_pairing="interleaved"):
+    def __init__(self, vocab_size, **settings):
         super().__init__()
-        check_choice("position_scheme", position_scheme, POSITION_SCHEMES)
-        check_choice("norm", norm, NORMS)
-        check_choice("mlp", mlp, MLPS)
-        check_choice("rope_pairing", rope_pairing, ROTARY_PAIRINGS)
-        check_instance("head_bias", head_bias, bool, "True or False")
-        check_positive_number("rope_base", rope_base)
-        for name, value in (("vocab_size", vocab_size), ("d_model", d_model), ("n_layers", n_layers),
-                            ("max_len", max_len)):
-            check_positive_int(name, value)
-        if pad_id is not None:
-            check_int_range("pad_id", pad_id, 0, vocab_size - 1)
-        self.vocab_size = vocab_size
-        self.d_model = d_model
-        self.n_layers = n_layers
-        self.max_len = max_len
-        self.position_scheme = position_scheme
-        self.pad_id = pad_id
-        self.norm_first = bool(norm_first)
-        self.tie_weights = bool(tie_weights)
-        self.embed = nn.Embedding(vocab_size, d_model)
-        if embedding_std is not None:
-            check_positive_number("embedding_std", embedding_std)
-            nn.init.normal_(self.embed.weight, std=embedding_std)
+        is_config = isinstance(vocab_size, DecoderConfig)
+        c = self.config = vocab_size.replace(**settings) if is_config else DecoderConfig(vocab_size, **settings)
+        check_choice("position_scheme", c.position_scheme, POSITION_SCHEMES)
+        check_choice("norm", c.norm, NORMS)
+        check_choice("mlp", c.mlp, MLPS)
+        check_choice("rope_pairing", c.rope_pairing, ROTARY_PAIRINGS)
+        check_instance("head_bias", c.head_bias, bool, "True or False")
+        check_positive_number("rope_base", c.rope_base)
+        for name in ("vocab_size", "d_model", "n_layers", "max_len"):
+            check_positive_int(name, getattr(c, name))
+        if c.pad_id is not None:
+            check_int_range("pad_id", c.pad_id, 0, c.vocab_size - 1)
+        self.vocab_size, self.d_model, self.n_layers, self.max_len = c.vocab_size, c.d_model, c.n_layers, c.max_len
+        self.position_scheme, self.pad_id = c.position_scheme, c.pad_id
+        self.norm_first, self.tie_weights = bool(c.norm_first), bool(c.tie_weights)
+        self.embed = nn.Embedding(c.vocab_size, c.d_model)
+        if c.embedding_std is not None:
+            check_positive_number("embedding_std", c.embedding_std)
+            nn.init.normal_(self.embed.weight, std=c.embedding_std)
         self.pe = None  # what is added to the embeddings, if anything
         self.rotary = None
-        if position_scheme == "sinusoidal":
-            self.pe = PositionalEncoding(max_len, d_model, scale_input=False)
-        elif position_scheme == "learned":
-            self.pe = LearnedPositionalEmbedding(max_len, d_model)
-        elif position_scheme == "alibi":
-            self.register_buffer("alibi_slopes", alibi_slopes(n_heads), persistent=False)  # (n_heads,)
-        elif position_scheme == "rope":
-            if d_model % n_heads == 0 and (d_model // n_heads) % 2 != 0:
+        if c.position_scheme == "sinusoidal":
+            self.pe = PositionalEncoding(c.max_len, c.d_model, scale_input=False)
+        elif c.position_scheme == "learned":
+            self.pe = LearnedPositionalEmbedding(c.max_len, c.d_model)
+        elif c.position_scheme == "alibi":
+            self.register_buffer("alibi_slopes", alibi_slopes(c.n_heads), persistent=False)  # (n_heads,)
+        elif c.position_scheme == "rope" and c.d_model % c.n_heads == 0:  # (an indivisible d_model: the layers refuse it)
+            if (c.d_model // c.n_heads) % 2 != 0:
                 raise ValueError(f"position_scheme 'rope' needs an even d_model // n_heads (the dimensions go in "
-                                 f"pairs), got d_model={d_model} and n_heads={n_heads}")
-            self.rotary = RotaryEmbedding(d_model // n_heads, base=rope_base, max_len=max_len, pairing=rope_pairing) \
-                if d_model % n_heads == 0 else None  # (an indivisible d_model is refused by the layers)
-        self.layers = nn.ModuleList([
-            self.make_layer(n_heads, d_model, ff_units, dropout, norm_first, store_alphas, n_kv_heads=n_kv_heads,
-                            bias=bias, mlp=mlp, norm=norm, norm_eps=norm_eps)
-            for _ in range(n_layers)
-        ])
-        self.norm = make_norm(norm, d_model, norm_eps, bias) if self.norm_first else None
-        self.head = nn.Linear(d_model, vocab_size, bias=head_bias)  # the output layer
+                                 f"pairs), got d_model={c.d_model} and n_heads={c.n_heads}")
+            self.rotary = RotaryEmbedding(c.d_model // c.n_heads, c.rope_base, c.max_len, c.rope_pairing)
+        self.layers = nn.ModuleList([self.make_layer(c) for _ in range(c.n_layers)])
+        self.norm = make_norm(c.norm, c.d_model, c.norm_eps, c.bias) if self.norm_first else None
+        self.head = nn.Linear(c.d_model, c.vocab_size, bias=c.head_bias)  # the output layer
         if self.tie_weights:
             self.head.weight = self.embed.weight  # one (V, d_model) matrix, two uses
 
-    def make_layer(self, n_heads, d_model, ff_units, dropout, norm_first, store_alphas, **options):
-        """One layer of the stack, a ``DecoderOnlyLayer`` with chapter 12's ``options`` (``n_kv_heads``,
-        ``bias``, ``mlp``, ``norm``, ``norm_eps``); a subclass may build another kind."""
-        return DecoderOnlyLayer(n_heads, d_model, ff_units, dropout, norm_first=norm_first, store_alphas=store_alphas,
-                                rotary=self.rotary, **options)
+    def make_layer(self, c):
+        """One layer of the stack for the settings ``c``: a ``DecoderOnlyLayer``; a subclass may build another kind."""
+        return DecoderOnlyLayer(c.n_heads, c.d_model, c.ff_units, c.dropout, c.norm_first, c.store_alphas, self.rotary,
+                                n_kv_heads=c.n_kv_heads, bias=c.bias, mlp=c.mlp, norm=c.norm, norm_eps=c.norm_eps)
 
     def new_cache(self, capacity=None):
         """An empty ``KVCache`` for this model's layers (``capacity``: preallocated tokens, no gradients)."""
