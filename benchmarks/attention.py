@@ -1,4 +1,4 @@
-"""MultiHeadedAttention (teaching path and fused path) against nn.MultiheadAttention.
+"""NarrowMultiHeadAttention (teaching path and fused path) against nn.MultiheadAttention.
 
 Forward plus backward of self-attention in training mode, at several sizes. Dropout is 0 so
 the teaching path does no extra work for it and all three compute the same function; PyTorch's
@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from stepbystep.devices import default_device
-from stepbystep.models import MultiHeadedAttention
+from stepbystep.models import NarrowMultiHeadAttention
 
 from .timing import compare, ratio_row
 
@@ -24,8 +24,7 @@ QUICK_SIZES = [(2, 16, 32, 4)]
 
 def _step(module, x, is_ours):
     if is_ours:
-        module.init_keys(x)
-        out = module(x)
+        out = module(x)  # self-attention
     else:
         out, _ = module(x, x, x, need_weights=False)
     out.sum().backward()
@@ -37,8 +36,8 @@ def run(quick=False):
     for batch, length, d_model, heads in QUICK_SIZES if quick else SIZES:
         torch.manual_seed(0)
         x = torch.randn(batch, length, d_model, device=device)
-        teaching = MultiHeadedAttention(heads, d_model, dropout=0.0).to(device)
-        fused = MultiHeadedAttention(heads, d_model, dropout=0.0, store_alphas=False).to(device)
+        teaching = NarrowMultiHeadAttention(heads, d_model, dropout=0.0).to(device)
+        fused = NarrowMultiHeadAttention(heads, d_model, dropout=0.0, store_alphas=False).to(device)
         theirs = nn.MultiheadAttention(d_model, heads, dropout=0.0, batch_first=True).to(device)
         contenders = {
             "fused path": lambda: _step(fused, x, True),

@@ -35,8 +35,7 @@ def run(quick=False):
             d_model, heads, ff_units, 0.1, batch_first=True, norm_first=norm_first).to(device)
 
         def ours_decode():
-            our_decoder.init_keys(memory)
-            our_decoder(x, target_mask=ours_mask).sum().backward()
+            our_decoder(x, target_mask=ours_mask, memory=memory).sum().backward()
 
         encoder_medians = compare({
             "EncoderLayer": lambda: our_encoder(x).sum().backward(),

@@ -19,7 +19,7 @@ import torch.nn.functional as F
 
 from .checks import check_choice, check_instance, check_int_range, check_positive_int, check_tensor
 from .devices import evaluating, model_device
-from .models import MultiHeadedAttention
+from .models import NarrowMultiHeadAttention
 
 __all__ = ["previous_token_score", "induction_score", "attention_weights", "head_scores", "ablate_heads",
            "ABLATIONS", "READS", "ablate_path", "ov_circuit", "copying_score", "per_position_loss", "half_losses"]
@@ -83,9 +83,9 @@ def _attention_layers(model):
     """The model's self-attention modules, one per layer; a clear TypeError for any other model."""
     layers = getattr(model, "layers", None)
     if not isinstance(model, torch.nn.Module) or layers is None or not all(
-            isinstance(getattr(layer, "self_attn_heads", None), MultiHeadedAttention) for layer in layers):
+            isinstance(getattr(layer, "self_attn_heads", None), NarrowMultiHeadAttention) for layer in layers):
         raise TypeError(f"model must be a decoder-only model whose layers have self_attn_heads "
-                        f"(MultiHeadedAttention), got {type(model).__name__}")
+                        f"(NarrowMultiHeadAttention), got {type(model).__name__}")
     return [layer.self_attn_heads for layer in layers]
 
 

@@ -9,7 +9,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stepbystep.models import DecoderLayer, EncoderLayer, MultiHeadedAttention, scaled_dot_product, subsequent_mask
+from stepbystep.models import DecoderLayer, EncoderLayer, NarrowMultiHeadAttention, scaled_dot_product, subsequent_mask
 
 PROPERTY = settings(max_examples=20, deadline=None)
 seeds = st.integers(0, 2**16)
@@ -87,12 +87,11 @@ def causal_case(draw):
 def test_causal_self_attention_does_not_look_ahead(case, store_alphas):
     n_heads, d_model, i, x, changed, seed = case
     torch.manual_seed(seed)
-    mha = MultiHeadedAttention(n_heads, d_model, store_alphas=store_alphas).eval()
+    mha = NarrowMultiHeadAttention(n_heads, d_model, store_alphas=store_alphas).eval()
     causal = subsequent_mask(x.shape[1])  # (1, L, L)
 
     def self_attend(z):
-        mha.init_keys(z)
-        return mha(z, causal)  # (2, L, d_model)
+        return mha(z, mask=causal)  # (2, L, d_model)
 
     torch.testing.assert_close(self_attend(changed)[:, : i + 1], self_attend(x)[:, : i + 1])
 
@@ -103,10 +102,10 @@ def test_decoder_layer_output_at_i_ignores_the_targets_after_i(case, norm_first,
     n_heads, d_model, i, x, changed, seed = case
     torch.manual_seed(seed)
     layer = DecoderLayer(n_heads, d_model, ff_units, norm_first=norm_first).eval()
-    layer.init_keys(torch.randn(2, 3, d_model))  # the encoder's states
+    memory = torch.randn(2, 3, d_model)  # the encoder's states
     causal = subsequent_mask(x.shape[1])  # (1, L, L)
-    before = layer(x, target_mask=causal)[:, : i + 1]  # (2, i+1, d_model)
-    torch.testing.assert_close(layer(changed, target_mask=causal)[:, : i + 1], before)
+    before = layer(x, target_mask=causal, memory=memory)[:, : i + 1]  # (2, i+1, d_model)
+    torch.testing.assert_close(layer(changed, target_mask=causal, memory=memory)[:, : i + 1], before)
 
 
 @PROPERTY
@@ -171,9 +170,7 @@ def test_fused_path_equals_the_teaching_path_in_eval_mode(
         expected, out = teach(source, source_mask), fused(source, source_mask)
     else:
         target = torch.randn(n, target_len, d_model)
-        teach.init_keys(source)
-        fused.init_keys(source)
         causal = subsequent_mask(target_len)  # (1, L_t, L_t)
-        expected, out = teach(target, source_mask, causal), fused(target, source_mask, causal)
+        expected, out = teach(target, source_mask, causal, source), fused(target, source_mask, causal, source)
     torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
-    assert all(m.alphas is None for m in fused.modules() if isinstance(m, MultiHeadedAttention))
+    assert all(m.alphas is None for m in fused.modules() if isinstance(m, NarrowMultiHeadAttention))

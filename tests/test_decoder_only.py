@@ -8,7 +8,7 @@ from stepbystep.models import (
     DecoderOnlyLayer,
     DecoderOnlyTransformer,
     EncoderLayer,
-    MultiHeadedAttention,
+    NarrowMultiHeadAttention,
     SubLayerWrapper,
     completion_loss,
 )
@@ -29,7 +29,7 @@ def test_logits_shape_and_building_blocks():
     assert model(ids).shape == (3, 7, V)
     layer = model.layers[0]
     assert isinstance(layer, DecoderOnlyLayer) and isinstance(layer, EncoderLayer)
-    assert isinstance(layer.self_attn_heads, MultiHeadedAttention)
+    assert isinstance(layer.self_attn_heads, NarrowMultiHeadAttention)
     assert all(isinstance(wrapper, SubLayerWrapper) for wrapper in layer.sublayers)
     assert not hasattr(layer, "cross_attn_heads")  # nothing to attend to but the stream
     assert isinstance(model.norm, torch.nn.LayerNorm)

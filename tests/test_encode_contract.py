@@ -29,11 +29,11 @@ def test_every_encode_returns_one_state_per_source_position():
     torch.testing.assert_close(vit.pool(states), states[:, 0])  # the head reads the CLS state alone
 
 
-def test_the_book_encode_also_hands_its_states_to_the_decoder():
+def test_the_square_model_keeps_its_encoded_states_for_decode():
     torch.manual_seed(0)
-    book = build_transformer(n_features=2, input_len=2, target_len=2, d_model=6, n_heads=3, ff_units=10).eval()
-    states = book.encode(torch.rand(3, 2, 2))
-    for layer in book.decoder.layers:
-        assert layer.cross_attn_heads.proj_key.shape == (3, 3, 2, 2)  # (N, h, L_s, d_k), from these states
-    torch.testing.assert_close(book.decoder.layers[0].cross_attn_heads.proj_key,
-                               book.decoder.layers[0].cross_attn_heads.project_keys(states)[0])
+    model = build_transformer(n_features=2, input_len=2, target_len=2, d_model=6, n_heads=3, ff_units=10).eval()
+    states = model.encode(torch.rand(3, 2, 2))
+    assert model.memory is states and states.shape == (3, 2, 6)
+    shifted = torch.rand(3, 2, 2)
+    expected = model.linear(model.decoder(model.proj(shifted), memory=states))  # the decoder is told the states
+    torch.testing.assert_close(model.decode(shifted), expected, atol=0, rtol=0)

@@ -11,6 +11,7 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
+from stepbystep import book
 from stepbystep.models import (
     Attention,
     DecoderLayer,
@@ -19,8 +20,8 @@ from stepbystep.models import (
     EncoderDecoderTransf,
     EncoderLayer,
     EncoderTransf,
-    MultiHeadAttention,
-    MultiHeadedAttention,
+    NarrowMultiHeadAttention,
+    WideMultiHeadAttention,
     TokenTransformer,
     ViT,
     from_additive_mask,
@@ -51,18 +52,21 @@ def _layer_paths():
     decoder_layer = DecoderLayer(n_heads=2, d_model=D, ff_units=16, dropout=0.0).eval()
     encoder = EncoderTransf(EncoderLayer(2, D, 16, dropout=0.0), n_layers=2).eval()
     decoder = DecoderTransf(DecoderLayer(2, D, 16, dropout=0.0), n_layers=2).eval()
-    mha = MultiHeadedAttention(2, D, dropout=0.0).eval()
-    fused = MultiHeadedAttention(2, D, dropout=0.0, store_alphas=False).eval()
+    mha = NarrowMultiHeadAttention(2, D, dropout=0.0).eval()
+    fused = NarrowMultiHeadAttention(2, D, dropout=0.0, store_alphas=False).eval()
     memory = torch.randn(1, L, D)
 
+    book_mha = book.MultiHeadedAttention(2, D, dropout=0.0).eval()
+
     def book_call(x, mask):
-        mha.init_keys(x)
-        return mha(x, mask)
+        book_mha.init_keys(x)
+        return book_mha(x, mask)
 
     return {
-        "MultiHeadedAttention book call": book_call,
-        "MultiHeadedAttention key=": lambda x, mask: mha(x, mask, key=x),
-        "fused MultiHeadedAttention key=": lambda x, mask: fused(x, mask, key=x),
+        "the book's MultiHeadedAttention": book_call,
+        "NarrowMultiHeadAttention": lambda x, mask: mha(x, mask=mask),
+        "NarrowMultiHeadAttention key=": lambda x, mask: mha(x, mask=mask, key=x),
+        "fused NarrowMultiHeadAttention key=": lambda x, mask: fused(x, mask=mask, key=x),
         "EncoderLayer": lambda x, mask: encoder_layer(x, mask),
         "DecoderLayer target_mask": lambda x, mask: decoder_layer(x, target_mask=mask, memory=memory),
         "DecoderLayer source_mask": lambda x, mask: decoder_layer(x, source_mask=mask, memory=memory),
@@ -70,7 +74,7 @@ def _layer_paths():
         "DecoderTransf": lambda x, mask: decoder(x, target_mask=mask, memory=memory),
         "scaled_dot_product": lambda x, mask: scaled_dot_product(x, x, x, mask)[0],
         "Attention (wide head)": lambda x, mask: _wide_head(x, mask),
-        "MultiHeadAttention (wide)": lambda x, mask: _wide(x, mask),
+        "WideMultiHeadAttention": lambda x, mask: _wide(x, mask),
         "tiled_attention": lambda x, mask: tiled_attention(x.unsqueeze(1), x.unsqueeze(1), x.unsqueeze(1), mask),
     }
 
@@ -82,7 +86,7 @@ def _wide_head(x, mask):
 
 
 def _wide(x, mask):
-    wide = MultiHeadAttention(2, D)
+    wide = WideMultiHeadAttention(2, D)
     wide.init_keys(x)
     return wide(x, mask)
 
@@ -195,20 +199,20 @@ def test_our_layer_matches_pytorchs_under_the_converted_mask():
     torch.testing.assert_close(ours(x, from_additive_mask(pytorch_causal()).unsqueeze(0)), expected)
 
 
-# ----------------------------------------------------------------------------- the key= path checks what the book path does
-def test_the_key_path_checks_shapes_as_the_book_path_does():
-    mha = MultiHeadedAttention(2, 16)
+# ----------------------------------------------------------------------------- the attention checks its inputs
+def test_the_attention_names_its_wrong_inputs():
+    mha = NarrowMultiHeadAttention(2, 16)
     x = torch.randn(3, 5, 16)
     with pytest.raises(ValueError, match=re.escape("key must have shape (N, L, 16) with L >= 1, got (3, 5, 8)")):
         mha(x, key=torch.randn(3, 5, 8))
-    with pytest.raises(ValueError, match=re.escape("query must have shape (N, L, 16) with L >= 1, got (5, 16)")):
+    with pytest.raises(ValueError, match=re.escape("x must have shape (N, L, 16) with L >= 1, got (5, 16)")):
         mha(torch.randn(5, 16), key=x)
-    with pytest.raises(ValueError, match=re.escape("key must hold one sequence per row of query (4)")):
+    with pytest.raises(ValueError, match=re.escape("key must hold one sequence per row of x (4)")):
         mha(torch.randn(4, 5, 16), key=x)
     with pytest.raises(ValueError, match=re.escape("mask must have shape (1 or 3, 1 or 5, 5), got (3, 6, 5)")):
-        mha(x, torch.ones(3, 6, 5, dtype=torch.bool), key=x)
+        mha(x, mask=torch.ones(3, 6, 5, dtype=torch.bool), key=x)
     with pytest.raises(ValueError, match=re.escape("mask must have shape (1 or 3, 1 or 5, 5), got (2, 5, 5)")):
-        mha(x, torch.ones(2, 5, 5, dtype=torch.bool), key=x)
+        mha(x, mask=torch.ones(2, 5, 5, dtype=torch.bool), key=x)
     with pytest.raises(ValueError, match=re.escape("with L >= 1, got (3, 0, 16)")):
         mha(torch.randn(3, 0, 16), key=x)
     with pytest.raises(ValueError, match=re.escape("bias must have shape (2, 5, 5)")):
@@ -217,14 +221,14 @@ def test_the_key_path_checks_shapes_as_the_book_path_does():
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.int64])
 def test_inputs_of_another_dtype_are_refused_with_a_type_error(dtype):
-    mha = MultiHeadedAttention(2, 16)
+    mha = NarrowMultiHeadAttention(2, 16)
     x = torch.randn(3, 5, 16)
     bad = x.to(dtype)
-    for call in (lambda: mha(bad, key=x), lambda: mha(x, key=bad), lambda: mha.init_keys(bad)):
+    book_mha = book.MultiHeadedAttention(2, 16)
+    for call in (lambda: mha(bad, key=x), lambda: mha(x, key=bad), lambda: book_mha.init_keys(bad)):
         with pytest.raises(TypeError, match=re.escape(f"of the model's dtype torch.float32, got {dtype}")):
             call()
-    mha.init_keys(x)
-    with pytest.raises(TypeError, match=re.escape(f"query must be a float tensor of the model's dtype torch.float32, "
+    with pytest.raises(TypeError, match=re.escape(f"x must be a float tensor of the model's dtype torch.float32, "
                                                   f"got {dtype}")):
         mha(bad)
     with pytest.raises(TypeError, match=re.escape(f"got {dtype}")):
@@ -241,12 +245,12 @@ def test_a_model_moved_to_another_dtype_takes_inputs_of_that_dtype():
     assert encoder(x).dtype == torch.float64
     with pytest.raises(TypeError, match=re.escape("of the model's dtype torch.float64, got torch.float32")):
         encoder(x.float())
-    mha = MultiHeadedAttention(2, 16).double().float()
+    mha = NarrowMultiHeadAttention(2, 16).double().float()
     assert mha(x.float(), key=x.float()).dtype == torch.float32
 
 
 def test_autocast_inputs_pass_the_dtype_check():
-    mha = MultiHeadedAttention(2, 16, dropout=0.0)
+    mha = NarrowMultiHeadAttention(2, 16, dropout=0.0)
     x = torch.randn(3, 5, 16)
     with torch.autocast("cpu", dtype=torch.bfloat16):
         out = mha(x.bfloat16(), key=x.bfloat16())
@@ -321,12 +325,12 @@ def test_autocast_inputs_pass_the_trainers_check_as_the_layers_do():
 def test_the_dtype_check_follows_a_weight_reassigned_or_loaded_with_assign():
     """The rule reads the weights' dtype at each call, so no copy of it can go stale."""
     x = torch.randn(2, 5, 8, dtype=torch.float64)
-    mha = MultiHeadedAttention(2, 8, dropout=0.0)
-    mha.load_state_dict({k: v.double() for k, v in MultiHeadedAttention(2, 8).state_dict().items()}, assign=True)
+    mha = NarrowMultiHeadAttention(2, 8, dropout=0.0)
+    mha.load_state_dict({k: v.double() for k, v in NarrowMultiHeadAttention(2, 8).state_dict().items()}, assign=True)
     assert mha(x, key=x).dtype == torch.float64
     with pytest.raises(TypeError, match=re.escape("of the model's dtype torch.float64, got torch.float32")):
         mha(x.float(), key=x.float())
-    swapped = MultiHeadedAttention(2, 8, dropout=0.0)
+    swapped = NarrowMultiHeadAttention(2, 8, dropout=0.0)
     for name in ("linear_query", "linear_key", "linear_value", "linear_out"):
         setattr(swapped, name, getattr(swapped, name).double())
     assert swapped(x, key=x).dtype == torch.float64

@@ -4,7 +4,7 @@ import math
 import torch
 
 from stepbystep.exercises import ch03
-from stepbystep.models import MultiHeadedAttention
+from stepbystep.models import NarrowMultiHeadAttention
 
 
 def _split(qkv, n_heads, order=(0, 1, 2)):
@@ -17,7 +17,7 @@ def _split(qkv, n_heads, order=(0, 1, 2)):
 
 def test_split_qkv_solution_passes_and_matches_make_chunks():
     assert ch03.split_qkv.check(ch03.split_qkv._solution)
-    mha = MultiHeadedAttention(3, 6)
+    mha = NarrowMultiHeadAttention(3, 6)
     x = torch.randn(2, 4, 6)
     fused = torch.cat([mha.linear_query(x), mha.linear_key(x), mha.linear_value(x)], dim=-1)  # (N, L, 3 d_model)
     q, k, v = ch03.split_qkv._solution(fused, 3)
@@ -86,7 +86,7 @@ def test_hints_nudge_without_solving(capsys):
     ch03.fused_weights.hint()
     hints = capsys.readouterr().out
     assert hints.count("\n") == 3
-    for giveaway in ("chunk(", "view(", "reshape", "transpose(1, 2)", "score_function", "softmax", "masked_fill",
+    for giveaway in ("chunk(", "view(", "reshape", "transpose(1, 2)", "project_keys", "softmax", "masked_fill",
                      "-inf", "3 *", "n_heads * d_model"):
         assert giveaway not in hints
 
@@ -127,53 +127,59 @@ def test_fused_weights_solution_passes():
     assert ch03.fused_weights.check(ch03.fused_weights._solution)
 
 
+def _scores(mha, query, key):
+    """The module's scaled scores (N, h, L_q, L_k), as an answer would compute them."""
+    q = mha.make_chunks(mha.linear_query(query))  # (N, h, L_q, d_k)
+    return q @ mha.project_keys(key)[0].transpose(-2, -1) / math.sqrt(mha.d_k)
+
+
 def test_fused_weights_unscaled_scores_fail():
-    def unscaled(mha, query, mask):
+    def unscaled(mha, query, key, mask):
         proj_query = mha.make_chunks(mha.linear_query(query))  # (N, h, L_q, d_k)
-        return torch.softmax(proj_query @ mha.proj_key.transpose(-2, -1), dim=-1)
+        return torch.softmax(proj_query @ mha.project_keys(key)[0].transpose(-2, -1), dim=-1)
 
     result = ch03.fused_weights.check(unscaled)
     assert not result and "without a mask" in repr(result) and "sqrt(d_k)" in repr(result)
 
 
 def test_fused_weights_softmax_over_the_wrong_dimension_fails():
-    result = ch03.fused_weights.check(lambda mha, query, mask: torch.softmax(mha.score_function(query), dim=-2))
+    result = ch03.fused_weights.check(lambda mha, query, key, mask: torch.softmax(_scores(mha, query, key), dim=-2))
     assert not result and "sum to 1" in repr(result) and "softmax" not in repr(result)
 
 
 def test_fused_weights_scaled_twice_fails():
     result = ch03.fused_weights.check(
-        lambda mha, query, mask: torch.softmax(mha.score_function(query) / math.sqrt(mha.d_k), dim=-1)
+        lambda mha, query, key, mask: torch.softmax(_scores(mha, query, key) / math.sqrt(mha.d_k), dim=-1)
     )
     assert not result
 
 
 def test_fused_weights_ignored_mask_is_named():
-    result = ch03.fused_weights.check(lambda mha, query, mask: torch.softmax(mha.score_function(query), dim=-1))
+    result = ch03.fused_weights.check(lambda mha, query, key, mask: torch.softmax(_scores(mha, query, key), dim=-1))
     assert not result and "with a padding mask, some weight goes to keys the mask hides" in repr(result)
     assert "-inf" not in repr(result) and "masked_fill" not in repr(result)
 
 
-def _masked(mha, query, mask, hide, value):
-    scores = mha.score_function(query)  # (N, h, L_q, L_k)
+def _masked(mha, query, key, mask, hide, value):
+    scores = _scores(mha, query, key)  # (N, h, L_q, L_k)
     if mask is not None:
         scores = scores.masked_fill(hide(mask.unsqueeze(1)), value)
     return torch.softmax(scores, dim=-1)
 
 
 def test_fused_weights_masked_scores_set_to_zero_are_explained():
-    result = ch03.fused_weights.check(lambda mha, query, mask: _masked(mha, query, mask, lambda m: ~m, 0.0))
+    result = ch03.fused_weights.check(lambda mha, query, key, mask: _masked(mha, query, key, mask, lambda m: ~m, 0.0))
     assert not result and "a score set to 0 is an ordinary score" in repr(result)
 
 
 def test_fused_weights_inverted_mask_is_explained():
-    result = ch03.fused_weights.check(lambda mha, query, mask: _masked(mha, query, mask, lambda m: m, -1e9))
+    result = ch03.fused_weights.check(lambda mha, query, key, mask: _masked(mha, query, key, mask, lambda m: m, -1e9))
     assert not result and "True means 'may attend'" in repr(result)
 
 
 def test_fused_weights_masking_after_the_softmax_is_explained():
-    def zeroed_after(mha, query, mask):
-        weights = torch.softmax(mha.score_function(query), dim=-1)  # (N, h, L_q, L_k)
+    def zeroed_after(mha, query, key, mask):
+        weights = torch.softmax(_scores(mha, query, key), dim=-1)  # (N, h, L_q, L_k)
         return weights if mask is None else weights * mask.unsqueeze(1)
 
     result = ch03.fused_weights.check(zeroed_after)
@@ -181,8 +187,8 @@ def test_fused_weights_masking_after_the_softmax_is_explained():
 
 
 def test_fused_weights_mask_without_a_head_dimension_is_explained():
-    def no_head_dimension(mha, query, mask):
-        scores = mha.score_function(query)  # (N, h, L_q, L_k)
+    def no_head_dimension(mha, query, key, mask):
+        scores = _scores(mha, query, key)  # (N, h, L_q, L_k)
         if mask is not None:
             scores = scores.masked_fill(~mask, float("-inf"))  # (N, 1, L_k) against (N, h, L_q, L_k)
         return torch.softmax(scores, dim=-1)

@@ -81,13 +81,12 @@ def test_cached_self_attention_is_the_last_row_of_full_attention(model):
     with torch.no_grad():
         cache.add_tokens(torch.full((2, 5), 3), pad_id=0)
         assert torch.equal(cache.mask(5), torch.ones(1, 5, 5).tril().bool())  # no padding: causal only
-        attention(x[:, :5], cache.mask(5), key=x[:, :5], cache=layer_cache)
+        attention(x[:, :5], mask=cache.mask(5), cache=layer_cache)
         cache.add_tokens(torch.full((2, 1), 3), pad_id=0)
         assert cache.mask(1) is None  # one new token, no padding: every key
-        last = attention(x[:, 5:], cache.mask(1), key=x[:, 5:], cache=layer_cache)
+        last = attention(x[:, 5:], mask=cache.mask(1), cache=layer_cache)
         assert layer_cache.keys.shape == layer_cache.values.shape == (2, 2, 6, 8)
-        attention.init_keys(x)
-        full = attention(x, torch.ones(1, 6, 6, dtype=torch.bool).tril())
+        full = attention(x, mask=torch.ones(1, 6, 6, dtype=torch.bool).tril())
     torch.testing.assert_close(last, full[:, -1:], atol=1e-5, rtol=0)
 
 

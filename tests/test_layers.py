@@ -27,8 +27,7 @@ def test_encoder_layer_follows_its_equations(norm_first, randomise_norms):
     norm1, norm2 = layer.sublayers[0].norm, layer.sublayers[1].norm
 
     def self_attend(z):
-        attn.init_keys(z)  # keys come from the same tensor the queries do
-        return attn(z, mask)
+        return attn(z, mask=mask)  # keys come from the same tensor the queries do
 
     if norm_first:
         h = x + self_attend(norm1(x))
@@ -65,8 +64,7 @@ def test_shapes(norm_first):
     source, target = torch.randn(4, 2, 6), torch.randn(4, 3, 6)
     states = enc(source)
     assert states.shape == (4, 2, 6)
-    dec.init_keys(states)
-    assert dec(target, target_mask=subsequent_mask(3)).shape == (4, 3, 6)
+    assert dec(target, target_mask=subsequent_mask(3), memory=states).shape == (4, 3, 6)
     assert dec.self_attn_heads.alphas.shape == (4, 3, 3, 3)
     assert dec.cross_attn_heads.alphas.shape == (4, 3, 3, 2)
     assert len(enc.sublayers) == 2 and len(dec.sublayers) == 3
@@ -84,27 +82,25 @@ def test_padded_source_positions_do_not_influence_the_rest(norm_first):
     changed[:, 3:] = torch.randn(2, 2, 4)
     torch.testing.assert_close(enc(x, mask)[:, :3], enc(changed, mask)[:, :3])
     target = torch.randn(2, 3, 4)
-    dec.init_keys(x)
-    out = dec(target, source_mask=mask)
-    dec.init_keys(changed)
-    torch.testing.assert_close(dec(target, source_mask=mask), out)
+    out = dec(target, source_mask=mask, memory=x)
+    torch.testing.assert_close(dec(target, source_mask=mask, memory=changed), out)
 
 
 @pytest.mark.parametrize("norm_first", [True, False])
 def test_decoder_layer_is_causal(norm_first):
     torch.manual_seed(4)
     dec = DecoderLayer(2, 4, 8, norm_first=norm_first).eval()
-    dec.init_keys(torch.randn(2, 3, 4))
+    memory = torch.randn(2, 3, 4)  # the encoder's states
     target = torch.randn(2, 6, 4)
-    out = dec(target, target_mask=subsequent_mask(6))
+    out = dec(target, target_mask=subsequent_mask(6), memory=memory)
     for i in range(5):
         changed = target.clone()
         changed[:, i + 1 :] = torch.randn(2, 5 - i, 4)
-        out_changed = dec(changed, target_mask=subsequent_mask(6))
+        out_changed = dec(changed, target_mask=subsequent_mask(6), memory=memory)
         torch.testing.assert_close(out_changed[:, : i + 1], out[:, : i + 1])
         assert not torch.allclose(out_changed[:, i + 1 :], out[:, i + 1 :])
     # without the mask, earlier outputs do see later inputs
-    assert not torch.allclose(dec(changed)[:, :5], dec(target)[:, :5])
+    assert not torch.allclose(dec(changed, memory=memory)[:, :5], dec(target, memory=memory)[:, :5])
 
 
 def test_bad_sizes_name_the_value():

@@ -1,4 +1,5 @@
-"""MultiHeadedAttention: chunking, the teaching and fused paths, masks, alphas and errors."""
+"""NarrowMultiHeadAttention: chunking, the teaching and fused paths, masks, alphas and errors; the
+book's two steps on it are tested in test_book_attention.py."""
 import copy
 
 import pytest
@@ -6,27 +7,36 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stepbystep.models import MultiHeadedAttention, subsequent_mask
+from stepbystep.models import NarrowMultiHeadAttention, WideMultiHeadAttention, subsequent_mask
 
 
 def _self_attend(mha, x, mask=None):
-    mha.init_keys(x)
-    return mha(x, mask)
+    return mha(x, mask=mask)
 
 
 def test_shapes_of_output_alphas_and_chunks():
-    mha = MultiHeadedAttention(n_heads=3, d_model=12)
+    mha = NarrowMultiHeadAttention(n_heads=3, d_model=12)
     query, key = torch.randn(2, 5, 12), torch.randn(2, 7, 12)
-    mha.init_keys(key)
-    assert mha.proj_key.shape == mha.proj_value.shape == (2, 3, 7, 4)
-    assert mha.score_function(query).shape == (2, 3, 5, 7)
-    assert mha(query).shape == (2, 5, 12)
+    keys, values = mha.project_keys(key)
+    assert keys.shape == values.shape == (2, 3, 7, 4)
+    assert mha(query, key).shape == (2, 5, 12)
     assert mha.alphas.shape == (2, 3, 5, 7)
     assert mha.d_k == 4
 
 
+def test_the_forward_is_stateless():
+    """No keys are kept between calls: the same call gives the same output, whatever came before."""
+    mha = NarrowMultiHeadAttention(n_heads=2, d_model=4).eval()
+    x, other = torch.randn(2, 3, 4), torch.randn(2, 5, 4)
+    first = mha(x)
+    mha(x, other)  # cross-attention to other keys in between
+    torch.testing.assert_close(mha(x), first, atol=0, rtol=0)
+    torch.testing.assert_close(mha(x, x), first, atol=0, rtol=0)  # key=None is self-attention
+    assert not any(isinstance(value, torch.Tensor) and value is not mha.alphas for value in vars(mha).values())
+
+
 def test_make_chunks_gives_each_head_its_slice_of_features():
-    mha = MultiHeadedAttention(n_heads=4, d_model=8)
+    mha = NarrowMultiHeadAttention(n_heads=4, d_model=8)
     x = torch.randn(3, 5, 8)
     chunks = mha.make_chunks(x)  # (3, 4, 5, 2)
     assert chunks.shape == (3, 4, 5, 2)
@@ -38,7 +48,7 @@ def test_make_chunks_gives_each_head_its_slice_of_features():
 
 def test_alphas_are_taken_before_dropout_and_sum_to_one_in_training():
     torch.manual_seed(0)
-    mha = MultiHeadedAttention(n_heads=2, d_model=8, dropout=0.5).train()
+    mha = NarrowMultiHeadAttention(n_heads=2, d_model=8, dropout=0.5).train()
     x = torch.randn(4, 6, 8)
     out_train = _self_attend(mha, x)
     torch.testing.assert_close(mha.alphas.sum(-1), torch.ones(4, 2, 6))
@@ -49,7 +59,7 @@ def test_alphas_are_taken_before_dropout_and_sum_to_one_in_training():
 
 
 def test_masked_keys_get_exactly_zero_weight():
-    mha = MultiHeadedAttention(n_heads=2, d_model=4).eval()
+    mha = NarrowMultiHeadAttention(n_heads=2, d_model=4).eval()
     x = torch.randn(2, 5, 4)
     mask = torch.ones(2, 1, 5, dtype=torch.bool)
     mask[0, 0, 3:] = False
@@ -62,7 +72,7 @@ def test_masked_keys_get_exactly_zero_weight():
 
 @pytest.mark.parametrize("store_alphas", [True, False])
 def test_all_masked_rows_are_finite_with_finite_gradients(store_alphas):
-    mha = MultiHeadedAttention(n_heads=2, d_model=4, store_alphas=store_alphas)
+    mha = NarrowMultiHeadAttention(n_heads=2, d_model=4, store_alphas=store_alphas)
     x = torch.randn(2, 3, 4, requires_grad=True)
     mask = torch.tensor([[[False, False, False]], [[True, False, True]]])  # (2, 1, 3)
     out = _self_attend(mha, x, mask)
@@ -86,8 +96,8 @@ def test_all_masked_rows_are_finite_with_finite_gradients(store_alphas):
 def test_fused_path_matches_the_teaching_path(n, l_q, l_k, n_heads, d_k, mask_kind, seed):
     gen = torch.Generator().manual_seed(seed)
     d_model = n_heads * d_k
-    teach = MultiHeadedAttention(n_heads, d_model).eval()
-    fused = MultiHeadedAttention(n_heads, d_model, store_alphas=False).eval()
+    teach = NarrowMultiHeadAttention(n_heads, d_model).eval()
+    fused = NarrowMultiHeadAttention(n_heads, d_model, store_alphas=False).eval()
     fused.load_state_dict(teach.state_dict())
     query = torch.randn(n, l_q, d_model, generator=gen)
     key = torch.randn(n, l_k, d_model, generator=gen)
@@ -96,15 +106,13 @@ def test_fused_path_matches_the_teaching_path(n, l_q, l_k, n_heads, d_k, mask_ki
         "padding": torch.rand(n, 1, l_k, generator=gen) > 0.4,  # (N, 1, L_k), may mask whole rows
         "full": torch.rand(1, l_q, l_k, generator=gen) > 0.4,  # (1, L_q, L_k)
     }[mask_kind]
-    teach.init_keys(key)
-    fused.init_keys(key)
-    torch.testing.assert_close(fused(query, mask), teach(query, mask), atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(fused(query, key, mask), teach(query, key, mask), atol=1e-5, rtol=1e-5)
     assert fused.alphas is None
 
 
 def test_fused_path_applies_dropout_only_in_training():
     torch.manual_seed(1)
-    fused = MultiHeadedAttention(n_heads=2, d_model=8, dropout=0.5, store_alphas=False)
+    fused = NarrowMultiHeadAttention(n_heads=2, d_model=8, dropout=0.5, store_alphas=False)
     x = torch.randn(2, 6, 8)
     out_eval = _self_attend(fused.eval(), x)
     torch.testing.assert_close(_self_attend(fused, x), out_eval)
@@ -113,7 +121,7 @@ def test_fused_path_applies_dropout_only_in_training():
 
 def test_self_attention_is_permutation_equivariant_without_masks():
     torch.manual_seed(2)
-    mha = MultiHeadedAttention(n_heads=3, d_model=6).eval()
+    mha = NarrowMultiHeadAttention(n_heads=3, d_model=6).eval()
     x = torch.randn(2, 7, 6)
     perm = torch.randperm(7)
     out = _self_attend(mha, x)
@@ -123,44 +131,37 @@ def test_self_attention_is_permutation_equivariant_without_masks():
 
 def test_indivisible_d_model_names_both_numbers():
     with pytest.raises(ValueError, match=r"d_model=10.*n_heads=3"):
-        MultiHeadedAttention(n_heads=3, d_model=10)
-
-
-def test_attending_before_init_keys_says_to_call_it():
-    mha = MultiHeadedAttention(n_heads=2, d_model=4)
-    with pytest.raises(RuntimeError, match=r"init_keys\(key\)"):
-        mha(torch.randn(1, 3, 4))
+        NarrowMultiHeadAttention(n_heads=3, d_model=10)
 
 
 def test_wrong_shapes_are_named():
-    mha = MultiHeadedAttention(n_heads=2, d_model=4)
-    with pytest.raises(ValueError, match=r"\(N, L, 4\).*\(1, 3, 5\)"):
-        mha.init_keys(torch.randn(1, 3, 5))
-    mha.init_keys(torch.randn(2, 3, 4))
-    with pytest.raises(ValueError, match=r"\(N, L, 4\)"):
-        mha(torch.randn(2, 3, 6))
-    with pytest.raises(ValueError, match="batch size"):
-        mha(torch.randn(5, 3, 4))
+    mha = NarrowMultiHeadAttention(n_heads=2, d_model=4)
+    key = torch.randn(2, 3, 4)
+    with pytest.raises(ValueError, match=r"key must have shape \(N, L, 4\).*\(1, 3, 5\)"):
+        mha(torch.randn(1, 2, 4), torch.randn(1, 3, 5))
+    with pytest.raises(ValueError, match=r"x must have shape \(N, L, 4\)"):
+        mha(torch.randn(2, 3, 6), key)
+    with pytest.raises(ValueError, match=r"key must hold one sequence per row of x \(5\)"):
+        mha(torch.randn(5, 3, 4), key)
     with pytest.raises(ValueError, match=r"mask must have shape.*\(2, 1, 4\)"):
-        mha(torch.randn(2, 3, 4), torch.ones(2, 1, 4, dtype=torch.bool))
+        mha(torch.randn(2, 3, 4), key, torch.ones(2, 1, 4, dtype=torch.bool))
 
 
-def test_a_layer_with_keys_can_still_be_deep_copied():
-    mha = MultiHeadedAttention(n_heads=2, d_model=4)
-    _self_attend(mha, torch.randn(1, 3, 4))  # keys now carry a graph
+def test_a_module_that_attended_can_still_be_deep_copied():
+    mha = NarrowMultiHeadAttention(n_heads=2, d_model=4)
+    x = torch.randn(1, 3, 4, requires_grad=True)
+    _self_attend(mha, x)  # the weights of a call with a graph
     clone = copy.deepcopy(mha)
-    assert clone.proj_key is None
     assert torch.equal(clone.linear_query.weight, mha.linear_query.weight)
 
 
-def test_narrow_alias_is_the_same_class_and_keeps_the_batch_first():
-    from stepbystep.models import NarrowMultiHeadAttention, WideMultiHeadAttention
+def test_one_name_for_the_narrow_class_and_its_alphas_batch_first():
+    import stepbystep.models as models
     from stepbystep.models.attention.narrow import NarrowMultiHeadAttention as from_module
 
-    assert NarrowMultiHeadAttention is MultiHeadedAttention and from_module is MultiHeadedAttention
-    assert NarrowMultiHeadAttention is not WideMultiHeadAttention
-    assert "NarrowMultiHeadAttention" in MultiHeadedAttention.__doc__
-    assert "WideMultiHeadAttention" in MultiHeadedAttention.__doc__
+    assert from_module is NarrowMultiHeadAttention and NarrowMultiHeadAttention is not WideMultiHeadAttention
+    assert not hasattr(models, "MultiHeadedAttention") and not hasattr(models, "MultiHeadAttention")  # book names: book
+    assert "WideMultiHeadAttention" in NarrowMultiHeadAttention.__doc__
     narrow = NarrowMultiHeadAttention(3, 6)
     x = torch.randn(2, 5, 6)  # (N, L, d_model)
     assert _self_attend(narrow, x).shape == (2, 5, 6)

@@ -7,7 +7,7 @@ import torch.nn.functional as F
 from stepbystep.models import (
     POSITION_SCHEMES,
     DecoderOnlyTransformer,
-    MultiHeadedAttention,
+    NarrowMultiHeadAttention,
     RotaryEmbedding,
     alibi_bias,
     alibi_slopes,
@@ -15,7 +15,7 @@ from stepbystep.models import (
     subsequent_mask,
 )
 from stepbystep.experiments.generation_timing import step_logits
-from stepbystep.models.attention import narrow as narrow_attention
+from stepbystep.models.attention import scaled_dot_product as scaled_dot_product_module
 
 PROMPTS = [[1, 5, 6, 7], [1, 3], [1, 4, 4, 4, 4, 9, 2]]
 
@@ -155,7 +155,7 @@ def test_bad_schemes_are_refused():
 # ----------------------------------------------------------------------------- the attention module itself
 def _attention(store_alphas, rotary=None, seed=0):
     torch.manual_seed(seed)
-    return MultiHeadedAttention(4, 16, dropout=0.0, store_alphas=store_alphas, rotary=rotary).eval()
+    return NarrowMultiHeadAttention(4, 16, dropout=0.0, store_alphas=store_alphas, rotary=rotary).eval()
 
 
 @pytest.mark.parametrize("with_mask", [False, True])
@@ -166,19 +166,19 @@ def test_attention_with_a_bias_and_a_rotation_agrees_on_both_paths(with_mask):
     positions = torch.tensor([[0, 1, 2, 3, 4, 5], [0, 0, 1, 2, 3, 4]])
     outputs = []
     for store_alphas in (True, False):
-        attention = _attention(store_alphas, RotaryEmbedding(4))
-        attention.init_keys(x, positions)
-        outputs.append(attention(x, mask, bias=bias, positions=positions))
+        rotary = RotaryEmbedding(4)
+        attention = _attention(store_alphas, rotary)
+        outputs.append(attention(x, mask=mask, bias=bias, rotation=rotary.at(positions)))
     torch.testing.assert_close(outputs[1], outputs[0], atol=1e-5, rtol=0)
 
 
 def test_the_bias_changes_the_teaching_paths_weights_as_added_scores():
     x = torch.randn(1, 5, 16)
     attention = _attention(True)
-    attention.init_keys(x)
-    scores = attention.score_function(x)  # (1, h, 5, 5)
+    q, k = attention.make_chunks(attention.linear_query(x)), attention.project_keys(x)[0]  # (1, h, 5, d_k) each
+    scores = q @ k.transpose(-2, -1) / attention.d_k ** 0.5  # (1, h, 5, 5)
     bias = alibi_bias(4, 5)
-    attention(x, subsequent_mask(5), bias=bias)
+    attention(x, mask=subsequent_mask(5), bias=bias)
     expected = torch.softmax((scores + bias).masked_fill(~subsequent_mask(5).bool().unsqueeze(1), float("-inf")), -1)
     torch.testing.assert_close(attention.alphas, expected, atol=1e-6, rtol=0)
 
@@ -191,11 +191,10 @@ def test_the_fused_path_gets_alibi_as_a_float_mask_with_minus_infinity(monkeypat
         seen["mask"] = kwargs.get("attn_mask")
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(narrow_attention.F, "scaled_dot_product_attention", spy)
+    monkeypatch.setattr(scaled_dot_product_module.F, "scaled_dot_product_attention", spy)
     x = torch.randn(1, 5, 16)
     attention = _attention(False)
-    attention.init_keys(x)
-    attention(x, subsequent_mask(5), bias=alibi_bias(4, 5))
+    attention(x, mask=subsequent_mask(5), bias=alibi_bias(4, 5))
     mask = seen["mask"]
     assert mask.is_floating_point() and mask.shape == (1, 4, 5, 5)
     future = ~subsequent_mask(5)[0].bool()
@@ -206,7 +205,6 @@ def test_the_fused_path_gets_alibi_as_a_float_mask_with_minus_infinity(monkeypat
 def test_attention_refuses_a_bias_or_rotation_that_does_not_fit():
     attention = _attention(True)
     x = torch.randn(2, 5, 16)
-    attention.init_keys(x)
     with pytest.raises(ValueError, match=r"bias must have shape \(4, 5, 5\)"):
         attention(x, bias=alibi_bias(2, 5))
     with pytest.raises(TypeError, match="bias must be a float tensor"):

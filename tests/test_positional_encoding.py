@@ -102,34 +102,7 @@ def test_the_table_is_computed_in_float32_as_in_the_book(max_len, d_model):
 
 # ----------------------------------------------------------------------------- the book's state dicts
 def test_our_state_dicts_carry_no_table():
-    assert list(PositionalEncoding(10, 4).state_dict()) == []
-
-
-def test_a_book_state_dict_with_its_table_loads_strictly():
-    """The book's PositionalEncoding stores its table as a persistent buffer ``pe``."""
-    pe = PositionalEncoding(max_len=100, d_model=6)
-    book_state = {"pe": _float32_table(100, 6).unsqueeze(0)}  # (1, 100, 6), as the book stores it
-    result = pe.load_state_dict(book_state, strict=True)
-    assert not result.missing_keys and not result.unexpected_keys
-    assert "pe" in book_state  # the caller's dict is left as it was
-    precise = {"pe": _float32_table(100, 6).double().unsqueeze(0)}  # another precision loads too
-    precise["pe"][0, 99] += 5e-6
-    pe.load_state_dict(precise, strict=True)
-    torch.testing.assert_close(pe.pe, _float32_table(100, 6).unsqueeze(0), rtol=0, atol=0)  # ours is kept
-
-
-def test_a_wrong_table_is_refused_with_a_clear_message():
-    pe = PositionalEncoding(max_len=10, d_model=4)
-    shifted = {"pe": sinusoidal_table(11, 4)[1:].unsqueeze(0)}  # positions 1..10 instead of 0..9
-    with pytest.raises(ValueError, match=r"'pe' must hold the sinusoidal table .* differs from it by up to"):
-        pe.load_state_dict(shifted)
-    with pytest.raises(ValueError, match=r"'pe' must be the positional table of shape \(1, 10, 4\) "
-                                         r"\(max_len=10, d_model=4\), got shape \(1, 100, 4\)"):
-        pe.load_state_dict({"pe": sinusoidal_table(100, 4).unsqueeze(0)})
-    with pytest.raises(TypeError, match="'pe' must be a tensor, got list"):
-        pe.load_state_dict({"pe": [0.0]})
-    with pytest.raises(ValueError, match="'pe' must hold the sinusoidal table"):
-        pe.load_state_dict({"pe": sinusoidal_table(10, 4).unsqueeze(0) + 1e-3}, strict=False)
+    assert list(PositionalEncoding(10, 4).state_dict()) == []  # the book's, which do: test_book_attention.py
 
 
 def test_start_adds_the_rows_of_the_later_positions():

@@ -126,9 +126,8 @@ def test_a_layer_rotates_at_the_positions_it_is_given_or_by_the_tables_looked_up
     else:
         layer = AttentionOnlyLayer(2, 16, dropout=0.0, rotary=rotary).eval()
     x, positions = torch.randn(2, 5, 16), torch.tensor([[0, 0, 1, 2, 3], [4, 5, 6, 7, 8]])
-    by_positions = layer(x, positions=positions)
-    torch.testing.assert_close(layer(x, None, None, positions), by_positions, atol=0, rtol=0)  # (query, mask, bias, positions)
-    torch.testing.assert_close(layer(x, rotation=rotary.at(positions)), by_positions, atol=0, rtol=0)
+    by_positions = layer(x, rotation=rotary.at(positions))
+    torch.testing.assert_close(layer(x, None, None, rotary.at(positions)), by_positions, atol=0, rtol=0)  # (query, mask, bias, rotation)
     assert not torch.allclose(layer(x), by_positions)  # the positions matter: 0..4 for both rows differs
 
 

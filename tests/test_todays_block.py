@@ -8,7 +8,7 @@ from torch import nn
 from stepbystep.models import (
     DecoderConfig,
     DecoderOnlyTransformer,
-    MultiHeadedAttention,
+    NarrowMultiHeadAttention,
     RMSNorm,
     RotaryEmbedding,
     SwiGLU,
@@ -100,8 +100,8 @@ def test_make_feed_forward_activations_and_errors():
 # ----------------------------------------------------------------------------- grouped-query attention
 def _gqa(n_kv_heads, store_alphas, seed=0, rotary=None):
     torch.manual_seed(seed)
-    return MultiHeadedAttention(4, 16, dropout=0.0, store_alphas=store_alphas, rotary=rotary,
-                                n_kv_heads=n_kv_heads).eval()
+    return NarrowMultiHeadAttention(4, 16, dropout=0.0, store_alphas=store_alphas, rotary=rotary,
+                                    n_kv_heads=n_kv_heads).eval()
 
 
 @pytest.mark.parametrize("n_kv_heads", [4, 2, 1])
@@ -110,8 +110,8 @@ def test_grouped_query_teaching_path_equals_the_fused_path(n_kv_heads):
     teach, fused = _gqa(n_kv_heads, True, rotary=rotary), _gqa(n_kv_heads, False, rotary=rotary)
     x = torch.randn(2, 7, 16)
     mask = subsequent_mask(7)
-    out = teach(x, mask, key=x)
-    torch.testing.assert_close(out, fused(x, mask, key=x), rtol=1e-5, atol=1e-6)
+    out = teach(x, mask=mask, key=x)
+    torch.testing.assert_close(out, fused(x, mask=mask, key=x), rtol=1e-5, atol=1e-6)
     assert teach.alphas.shape == (2, 4, 7, 7)
 
 
@@ -133,9 +133,9 @@ def test_grouped_query_equals_multi_head_attention_with_each_key_head_repeated(n
 
 def test_n_kv_heads_equal_to_n_heads_is_todays_attention_exactly():
     torch.manual_seed(0)
-    old = MultiHeadedAttention(4, 16, dropout=0.0)
+    old = NarrowMultiHeadAttention(4, 16, dropout=0.0)
     torch.manual_seed(0)
-    new = MultiHeadedAttention(4, 16, dropout=0.0, n_kv_heads=4)
+    new = NarrowMultiHeadAttention(4, 16, dropout=0.0, n_kv_heads=4)
     for (name, a), (_, b) in zip(old.state_dict().items(), new.state_dict().items()):
         assert torch.equal(a, b), name
     x = torch.randn(2, 5, 16)
@@ -143,13 +143,13 @@ def test_n_kv_heads_equal_to_n_heads_is_todays_attention_exactly():
     assert new.groups == 1 and "n_kv_heads" not in repr(new)
 
 
-def test_grouped_query_book_path_scores_use_the_shared_keys():
+def test_grouped_query_keys_are_projected_once_per_key_head():
     gqa = _gqa(2, True)
     x = torch.randn(2, 5, 16)
-    gqa.init_keys(x)
-    assert gqa.proj_key.shape == (2, 2, 5, 4)
-    assert gqa.score_function(x).shape == (2, 4, 5, 5)
+    keys, values = gqa.project_keys(x)
+    assert keys.shape == values.shape == (2, 2, 5, 4)  # the book's two steps on them: test_book_attention.py
     torch.testing.assert_close(gqa(x), gqa(x, key=x))
+    assert gqa.alphas.shape == (2, 4, 5, 5)
 
 
 @pytest.mark.parametrize("store_alphas", [True, False])
@@ -170,17 +170,17 @@ def test_grouped_query_cached_equals_uncached_and_the_cache_holds_only_the_key_h
 
 def test_grouped_query_errors():
     with pytest.raises(ValueError, match="n_kv_heads must divide n_heads .* got n_heads=4 and n_kv_heads=3"):
-        MultiHeadedAttention(4, 16, n_kv_heads=3)
+        NarrowMultiHeadAttention(4, 16, n_kv_heads=3)
     with pytest.raises(ValueError, match="n_kv_heads must be"):
-        MultiHeadedAttention(4, 16, n_kv_heads=0)
+        NarrowMultiHeadAttention(4, 16, n_kv_heads=0)
     with pytest.raises(TypeError, match="bias must be True or False"):
-        MultiHeadedAttention(4, 16, bias="no")
+        NarrowMultiHeadAttention(4, 16, bias="no")
     with pytest.raises(ValueError, match="n_kv_heads must divide n_heads"):
         DecoderOnlyTransformer(20, d_model=16, n_heads=4, n_kv_heads=3)
 
 
 def test_no_bias_attention_has_no_bias_parameters():
-    attention = MultiHeadedAttention(4, 16, bias=False, n_kv_heads=1)
+    attention = NarrowMultiHeadAttention(4, 16, bias=False, n_kv_heads=1)
     assert all(linear.bias is None for linear in (attention.linear_query, attention.linear_key,
                                                   attention.linear_value, attention.linear_out))
     assert attention.linear_key.weight.shape == (4, 16)
@@ -297,7 +297,7 @@ def test_seeded_decoders_give_the_outputs_of_the_code_before_chapter_12(scheme):
 @pytest.mark.parametrize("store_alphas", [True, False])
 def test_seeded_attention_gives_the_outputs_of_the_code_before_chapter_12(store_alphas):
     torch.manual_seed(0)
-    attention = MultiHeadedAttention(4, 16, dropout=0.0, store_alphas=store_alphas)
+    attention = NarrowMultiHeadAttention(4, 16, dropout=0.0, store_alphas=store_alphas)
     x = torch.randn(2, 5, 16)
     with torch.no_grad():
         out = attention(x, key=x)

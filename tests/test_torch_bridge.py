@@ -18,7 +18,7 @@ from stepbystep.models import (
     EncoderDecoderTransf,
     EncoderLayer,
     EncoderTransf,
-    MultiHeadedAttention,
+    NarrowMultiHeadAttention,
     TransformerModel,
     copy_to_torch,
     subsequent_mask,
@@ -108,15 +108,14 @@ def _torch_decoder_layer(s, norm_first, **kwargs):
 @given(s=sizes())
 def test_multi_headed_attention_matches_pytorchs(s):
     torch.manual_seed(s.seed)
-    ours = MultiHeadedAttention(s.n_heads, s.d_model).eval()
+    ours = NarrowMultiHeadAttention(s.n_heads, s.d_model).eval()
     theirs = nn.MultiheadAttention(s.d_model, s.n_heads, batch_first=True).eval()
     assert copy_to_torch(ours, theirs) is theirs
     source, source_mask = torch.randn(s.n, s.source_len, s.d_model), s.source_mask()
     key_padding = to_key_padding_mask(source_mask)  # (N, L_s), True = pad
     # self-attention with padding: outputs and each head's weights
-    ours.init_keys(source)
     expected, weights = theirs(source, source, source, key_padding_mask=key_padding, average_attn_weights=False)
-    _assert_close(ours(source, source_mask), expected)
+    _assert_close(ours(source, mask=source_mask), expected)
     _assert_close(ours.alphas, weights)  # (N, h, L_s, L_s)
     # cross-attention under the causal-style mask of a shorter or longer query, plus padding
     query = torch.randn(s.n, s.target_len, s.d_model)
@@ -125,7 +124,7 @@ def test_multi_headed_attention_matches_pytorchs(s):
     expected, _ = theirs(
         query, source, source, key_padding_mask=key_padding, attn_mask=to_torch_attn_mask(keep)
     )
-    _assert_close(ours(query, keep & source_mask), expected)
+    _assert_close(ours(query, source, keep & source_mask), expected)
 
 
 @pytest.mark.parametrize("norm_first", [True, False])
@@ -152,14 +151,13 @@ def test_decoder_layer_matches_pytorchs(norm_first, s, randomise_norms):
     memory, source_mask = torch.randn(s.n, s.source_len, s.d_model), s.source_mask()
     target = torch.randn(s.n, s.target_len, s.d_model)
     causal = subsequent_mask(s.target_len)  # (1, L_t, L_t), True = may attend
-    ours.init_keys(memory)
     expected = theirs(
         target,
         memory,
         tgt_mask=to_torch_attn_mask(causal),  # (L_t, L_t), True = blocked
         memory_key_padding_mask=to_key_padding_mask(source_mask),  # (N, L_s), True = pad
     )
-    _assert_close(ours(target, source_mask, causal), expected)
+    _assert_close(ours(target, source_mask, causal, memory), expected)
 
 
 @pytest.mark.parametrize("norm_first", [True, False])
@@ -199,14 +197,13 @@ def test_decoder_stack_matches_pytorchs_after_positional_encoding(norm_first, s,
     memory, source_mask = torch.randn(s.n, s.source_len, s.d_model), s.source_mask()
     target = torch.randn(s.n, s.target_len, s.d_model)
     causal = subsequent_mask(s.target_len)  # (1, L_t, L_t)
-    ours.init_keys(memory)
     expected = theirs(
         ours.pe(target),
         memory,
         tgt_mask=to_torch_attn_mask(causal),
         memory_key_padding_mask=to_key_padding_mask(source_mask),
     )
-    _assert_close(ours(target, source_mask, causal), expected)
+    _assert_close(ours(target, source_mask, causal, memory), expected)
 
 
 def _model_pair(randomise_norms, s, norm_first, n_features, dropout=0.1):
@@ -282,11 +279,11 @@ def test_copy_leaves_ours_alone_and_theirs_trainable():
 
 
 def test_wrong_kinds_raise_type_error():
-    with pytest.raises(TypeError, match="MultiHeadedAttention into a MultiheadAttention, got a TransformerEncoderL"):
-        copy_to_torch(MultiHeadedAttention(2, 4), nn.TransformerEncoderLayer(4, 2, 8, batch_first=True))
+    with pytest.raises(TypeError, match="NarrowMultiHeadAttention into a MultiheadAttention, got a TransformerEncoderL"):
+        copy_to_torch(NarrowMultiHeadAttention(2, 4), nn.TransformerEncoderLayer(4, 2, 8, batch_first=True))
     with pytest.raises(TypeError, match="EncoderLayer into a TransformerEncoderLayer, got a TransformerDecoderLayer"):
         copy_to_torch(EncoderLayer(2, 4, 8), nn.TransformerDecoderLayer(4, 2, 8, batch_first=True))
-    with pytest.raises(TypeError, match="copies one of MultiHeadedAttention.*got a Linear"):
+    with pytest.raises(TypeError, match="copies one of NarrowMultiHeadAttention.*got a Linear"):
         copy_to_torch(nn.Linear(4, 4), nn.Linear(4, 4))
 
 
@@ -300,18 +297,18 @@ def _dec(**kwargs):
 
 MISMATCHES = {
     "embed_dim": (
-        lambda: MultiHeadedAttention(2, 4),
+        lambda: NarrowMultiHeadAttention(2, 4),
         lambda: nn.MultiheadAttention(6, 2),
         r"d_model \(embed_dim\) differs: ours has 4, PyTorch's has 6",
     ),
     "num_heads": (
-        lambda: MultiHeadedAttention(2, 4),
+        lambda: NarrowMultiHeadAttention(2, 4),
         lambda: nn.MultiheadAttention(4, 1),
         r"n_heads \(num_heads\) differs: ours has 2, PyTorch's has 1",
     ),
-    "kdim": (lambda: MultiHeadedAttention(2, 4), lambda: nn.MultiheadAttention(4, 2, kdim=3, vdim=3), "kdim/vdim"),
-    "bias_kv": (lambda: MultiHeadedAttention(2, 4), lambda: nn.MultiheadAttention(4, 2, add_bias_kv=True), "bias_k"),
-    "no_bias": (lambda: MultiHeadedAttention(2, 4), lambda: nn.MultiheadAttention(4, 2, bias=False), "in_proj_bias"),
+    "kdim": (lambda: NarrowMultiHeadAttention(2, 4), lambda: nn.MultiheadAttention(4, 2, kdim=3, vdim=3), "kdim/vdim"),
+    "bias_kv": (lambda: NarrowMultiHeadAttention(2, 4), lambda: nn.MultiheadAttention(4, 2, add_bias_kv=True), "bias_k"),
+    "no_bias": (lambda: NarrowMultiHeadAttention(2, 4), lambda: nn.MultiheadAttention(4, 2, bias=False), "in_proj_bias"),
     "layer_heads": (lambda: EncoderLayer(2, 4, 8), lambda: _enc(nhead=4), "n_heads"),
     "layer_d_model": (lambda: EncoderLayer(2, 4, 8), lambda: _enc(d_model=6), "d_model"),
     "ff_units": (

@@ -3,6 +3,7 @@ import pytest
 import torch
 from torch import nn
 
+from stepbystep.book import load_book_state_dict
 from stepbystep.models import (
     DecoderLayer,
     DecoderTransf,
@@ -31,8 +32,7 @@ def test_stack_shapes_and_final_norm(norm_first):
     assert isinstance(enc.norm, nn.LayerNorm) if norm_first else enc.norm is None
     assert enc(torch.randn(4, 7, 6)).shape == (4, 7, 6)
     dec = DecoderTransf(DecoderLayer(3, 6, 10, norm_first=norm_first), n_layers=2, max_len=10)
-    dec.init_keys(torch.randn(4, 7, 6))
-    assert dec(torch.randn(4, 5, 6), target_mask=subsequent_mask(5)).shape == (4, 5, 6)
+    assert dec(torch.randn(4, 5, 6), target_mask=subsequent_mask(5), memory=torch.randn(4, 7, 6)).shape == (4, 5, 6)
     assert (dec.norm is not None) == norm_first
 
 
@@ -149,13 +149,13 @@ def test_a_book_state_dict_loads_strictly_into_the_encoder_decoder():
     state = _with_book_tables(source)
     assert {"encoder.pe.pe", "decoder.pe.pe"} <= set(state)
     target = _model(seed=2)
-    target.load_state_dict(state, strict=True)
+    load_book_state_dict(target, state)
     for (name, ours), theirs in zip(target.state_dict().items(), source.state_dict().values()):
         assert torch.equal(ours, theirs), name
     assert not any(key.endswith("pe.pe") for key in target.state_dict())  # ours still store no table
     state["decoder.pe.pe"] = state["decoder.pe.pe"].flip(1)  # the positions reversed
     with pytest.raises(ValueError, match="'decoder.pe.pe' must hold the sinusoidal table"):
-        target.load_state_dict(state)
+        load_book_state_dict(target, state)
 
 
 # ----------------------------------------------------------------------------- TransformerModel, the book's wrapper
@@ -215,12 +215,12 @@ def test_a_book_state_dict_loads_strictly_into_the_transformer_model():
     assert "pe.pe" in state and "norm.weight" in state
     torch.manual_seed(1)
     target = TransformerModel(_book_transformer(), input_len=2, target_len=2, n_features=2)
-    target.load_state_dict(state, strict=True)
+    load_book_state_dict(target, state)
     X = torch.randn(4, 4, 2)
     torch.testing.assert_close(target.eval()(X), source.eval()(X), rtol=0, atol=0)
     state["pe.pe"] = torch.zeros_like(state["pe.pe"])
     with pytest.raises(ValueError, match="'pe.pe' must hold the sinusoidal table"):
-        target.load_state_dict(state)
+        load_book_state_dict(target, state)
 
 
 @pytest.mark.parametrize("input_norm", [True, False])

@@ -1,4 +1,4 @@
-"""Attention and MultiHeadAttention (wide heads): shapes, weights, masks, creation order, errors."""
+"""Attention and WideMultiHeadAttention (wide heads): shapes, weights, masks, creation order, errors."""
 import copy
 import math
 
@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from stepbystep.models import Attention, MultiHeadAttention, padding_mask, subsequent_mask
+from stepbystep.models import Attention, NarrowMultiHeadAttention, WideMultiHeadAttention, padding_mask, subsequent_mask
 
 
 def _head(hidden_dim=4, input_dim=3, proj_values=False, seed=0):
@@ -21,7 +21,6 @@ def test_attention_shapes_and_stored_keys(proj_values, d_v):
     assert head.d_k == 4 and head.input_dim == 3 and head.alphas is None
     keys, query = torch.randn(2, 5, 3), torch.randn(2, 7, 3)
     head.init_keys(keys)
-    assert head.keys is keys
     torch.testing.assert_close(head.proj_keys, head.linear_key(keys))
     expected_values = head.linear_value(keys) if proj_values else keys
     torch.testing.assert_close(head.values, expected_values)
@@ -105,13 +104,13 @@ def test_copies_drop_the_transient_keys():
     head = _head()
     head.init_keys(torch.randn(2, 5, 3, requires_grad=True))  # keys that carry a graph
     clone = copy.deepcopy(head)
-    assert clone.proj_keys is None and clone.keys is None and clone.values is None
+    assert clone.proj_keys is None and clone.values is None and head.proj_keys is not None
     torch.testing.assert_close(clone.linear_key.weight, head.linear_key.weight)
 
 
 def _multi(n_heads=3, d_model=4, input_dim=2, seed=0):
     torch.manual_seed(seed)
-    return MultiHeadAttention(n_heads, d_model, input_dim=input_dim)
+    return WideMultiHeadAttention(n_heads, d_model, input_dim=input_dim)
 
 
 def test_multi_head_shapes_and_stacked_alphas():
@@ -139,7 +138,7 @@ def test_multi_head_concatenates_the_heads_then_projects():
 
 def test_multi_head_parameters_grow_with_the_heads():
     for n_heads in (1, 2, 3):
-        mha = MultiHeadAttention(n_heads, d_model=4, input_dim=2)
+        mha = WideMultiHeadAttention(n_heads, d_model=4, input_dim=2)
         per_head = 3 * (2 * 4 + 4)
         expected = n_heads * per_head + (n_heads * 4 * 4 + 4)
         assert sum(p.numel() for p in mha.parameters()) == expected
@@ -164,24 +163,21 @@ def test_multi_head_mask_reaches_every_head():
 
 def test_multi_head_errors():
     with pytest.raises(ValueError, match="n_heads must be a positive int"):
-        MultiHeadAttention(0, 4)
+        WideMultiHeadAttention(0, 4)
     with pytest.raises(ValueError, match="input_dim must be None or d_model=4 without proj_values.*got input_dim=2"):
-        MultiHeadAttention(2, 4, input_dim=2, proj_values=False)
-    plain_values = MultiHeadAttention(2, 4, proj_values=False)  # values of size d_model are fine
+        WideMultiHeadAttention(2, 4, input_dim=2, proj_values=False)
+    plain_values = WideMultiHeadAttention(2, 4, proj_values=False)  # values of size d_model are fine
     plain_values.init_keys(torch.randn(1, 3, 4))
     assert plain_values(torch.randn(1, 2, 4)).shape == (1, 2, 4)
     with pytest.raises(RuntimeError, match="call init_keys"):
         _multi()(torch.randn(1, 2, 2))
 
 
-def test_wide_alias_is_the_same_class_and_keeps_heads_first():
-    from stepbystep.models import NarrowMultiHeadAttention, WideMultiHeadAttention
+def test_one_name_for_the_wide_class_and_its_alphas_heads_first():
     from stepbystep.models.attention.wide import WideMultiHeadAttention as from_module
 
-    assert WideMultiHeadAttention is MultiHeadAttention and from_module is MultiHeadAttention
-    assert WideMultiHeadAttention is not NarrowMultiHeadAttention
-    assert "WideMultiHeadAttention" in MultiHeadAttention.__doc__
-    assert "NarrowMultiHeadAttention" in MultiHeadAttention.__doc__
+    assert from_module is WideMultiHeadAttention and WideMultiHeadAttention is not NarrowMultiHeadAttention
+    assert "NarrowMultiHeadAttention" in WideMultiHeadAttention.__doc__
     wide = WideMultiHeadAttention(3, 4)
     x = torch.randn(2, 5, 4)  # (N, L, d_model)
     wide.init_keys(x)

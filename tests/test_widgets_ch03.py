@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from stepbystep.models import MultiHeadAttention, MultiHeadedAttention
+from stepbystep.models import NarrowMultiHeadAttention, WideMultiHeadAttention
 from stepbystep.widgets import divisors, heads_explorer, heads_explorer_state
 
 
@@ -27,8 +27,8 @@ def test_state_counts_parameters_of_both_kinds_of_heads(n_heads):
 def test_state_parameter_counts_match_the_modules():
     state = heads_explorer_state(3, d_model=6)
     count = lambda module: sum(p.numel() for p in module.parameters())  # noqa: E731
-    assert state["narrow_parameters"] == count(MultiHeadedAttention(3, 6))
-    assert state["wide_parameters"] == count(MultiHeadAttention(3, 6))
+    assert state["narrow_parameters"] == count(NarrowMultiHeadAttention(3, 6))
+    assert state["wide_parameters"] == count(WideMultiHeadAttention(3, 6))
 
 
 def test_state_is_seeded():

@@ -23,6 +23,7 @@ from ..training.captures import Captures, named_layers
 from ..training.checkpoint import check_keys, restore_checkpoint
 from ..training.lr_finder import lr_range_test
 from ..training.tensorboard import TensorBoard, summary_writer
+from .models import without_book_tables
 
 __all__ = ["StepByStep", "ChannelNormalizer", "from_book"]
 
@@ -264,5 +265,7 @@ class StepByStep(core.StepByStep):
         The book's files hold no scheduler, rates or streams: a scheduler set here carries on,
         and the next ``train`` seeds with 42.
         """
-        checkpoint = from_book(safe_load(path, map_location=self.device), self.scheduler)
-        restore_checkpoint(self, check_keys(checkpoint, path))
+        checkpoint = check_keys(from_book(safe_load(path, map_location=self.device), self.scheduler), path)
+        if isinstance(checkpoint["model_state_dict"], dict):  # the book's positional tables, checked and dropped
+            checkpoint["model_state_dict"] = without_book_tables(self.model, checkpoint["model_state_dict"])
+        restore_checkpoint(self, checkpoint)

@@ -139,8 +139,10 @@ wide_parameter_count = Exercise(
 )
 
 
-def _fused_weights_solution(mha, query, mask=None):
-    scores = mha.score_function(query)  # (N, h, L_q, L_k), already divided by sqrt(d_k)
+def _fused_weights_solution(mha, query, key, mask=None):
+    q = mha.make_chunks(mha.linear_query(query))  # (N, h, L_q, d_k)
+    k, _ = mha.project_keys(key)  # (N, h, L_k, d_k), and the values
+    scores = q @ k.transpose(-2, -1) / mha.d_k ** 0.5  # (N, h, L_q, L_k)
     if mask is not None:
         hidden = ~mask.bool().unsqueeze(1)  # (N or 1, 1, L_q or 1, L_k): the same mask for every head
         scores = scores.masked_fill(hidden, float("-inf"))  # a hidden key gets no share of the softmax
@@ -157,7 +159,12 @@ def _fused_weights_cases(generator):
     yield "with the causal mask", sequence, sequence, subsequent_mask(4)
 
 
-@expects_function("fused_weights(mha, query, mask)")
+def _scores(mha, query, key):
+    """The scaled scores ``(N, h, L_q, L_k)`` of the module's heads (no mask)."""
+    return mha.make_chunks(mha.linear_query(query)) @ mha.project_keys(key)[0].transpose(-2, -1) / mha.d_k ** 0.5
+
+
+@expects_function("fused_weights(mha, query, key, mask)")
 def _check_fused_weights(answer):
     generator = torch.Generator().manual_seed(0)
     with torch.random.fork_rng(devices=[]):
@@ -167,12 +174,10 @@ def _check_fused_weights(answer):
     fused.load_state_dict(teaching.state_dict())
     for description, key, query, mask in _fused_weights_cases(generator):
         with torch.no_grad():
-            teaching.init_keys(key)
-            teaching(query, mask)
+            teaching(query, key, mask)
             expected = teaching.alphas  # (N, h, L_q, L_k)
-            fused.init_keys(key)
             try:
-                got = answer(fused, query, None if mask is None else mask.clone())
+                got = answer(fused, query, key.clone(), None if mask is None else mask.clone())
             except RuntimeError as error:
                 if mask is not None and "must match the size" in str(error):
                     return (f"{description}: your mask does not line up with the scores (N, n_heads, L_q, L_k); "
@@ -191,7 +196,7 @@ def _check_fused_weights(answer):
                 return (f"{description}, your weights go to the keys the mask hides and none to those it lets "
                         "through: in these masks True means 'may attend'")
             if (got[hidden].abs() > 1e-6).any():
-                zero_scores = torch.softmax(fused.score_function(query).masked_fill(hidden, 0.0), dim=-1)
+                zero_scores = torch.softmax(_scores(fused, query, key).masked_fill(hidden, 0.0), dim=-1)
                 if torch.allclose(got, zero_scores, atol=1e-5):
                     return (f"{description}, the hidden keys still get weight: a score set to 0 is an ordinary "
                             "score, and the softmax still gives it a share")
@@ -215,7 +220,7 @@ fused_weights = Exercise(
     "recover the weights the fused kernel does not keep",
     _check_fused_weights,
     "the fused path skips only the step that keeps the weights, not the module's other methods: "
-    "read NarrowMultiHeadAttention.forward and see which of its steps you can call yourself, and "
-    "what it does with a mask, and at which step",
+    "read NarrowMultiHeadAttention.forward and attend, see which of their steps you can call yourself, "
+    "and what they do with a mask, and at which step",
     _fused_weights_solution,
 )

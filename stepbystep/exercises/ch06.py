@@ -20,7 +20,7 @@ from ..models import (
     EncoderDecoderTransf,
     EncoderLayer,
     EncoderTransf,
-    MultiHeadedAttention,
+    NarrowMultiHeadAttention,
     TransformerModel,
     copy_to_torch,
     subsequent_mask,
@@ -132,7 +132,7 @@ def _copy_from_torch_solution(theirs, ours):
 
 
 def _attention_pair():
-    """A seeded ``nn.MultiheadAttention`` and a fresh ``MultiHeadedAttention`` of the same size."""
+    """A seeded ``nn.MultiheadAttention`` and a fresh ``NarrowMultiHeadAttention`` of the same size."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(3)
         theirs = nn.MultiheadAttention(embed_dim=6, num_heads=3, dropout=0.0, batch_first=True).eval()
@@ -140,7 +140,7 @@ def _attention_pair():
             theirs.in_proj_bias.normal_()
             theirs.out_proj.bias.normal_()
         torch.manual_seed(4)
-        ours = MultiHeadedAttention(n_heads=3, d_model=6, dropout=0.0).eval()
+        ours = NarrowMultiHeadAttention(n_heads=3, d_model=6, dropout=0.0).eval()
     return theirs, ours
 
 
@@ -200,8 +200,7 @@ def _check_copy_from_torch(answer):
         query = torch.randn(2, 3, 6, generator=generator)  # (N, L_q, d_model)
         key = torch.randn(2, 4, 6, generator=generator)  # (N, L_k, d_model)
         source_mask = torch.tensor([[[True, True, True, False]], [[True, True, False, False]]])  # (N, 1, L_k)
-        ours.init_keys(key)
-        got = ours(query, mask=source_mask)  # (N, L_q, d_model)
+        got = ours(query, key, source_mask)  # (N, L_q, d_model)
         expected, _ = theirs(query, key, key, key_padding_mask=to_key_padding_mask(source_mask))
     if not torch.allclose(got, expected, atol=1e-5):
         return "the weights look right but the outputs differ: did something else in our module change?"

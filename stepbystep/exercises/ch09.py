@@ -13,8 +13,7 @@ import math
 import torch
 
 from ..data.date_completions import IGNORE_INDEX, completion_targets
-from ..models import top_k_filter, top_p_filter
-from ..models import MultiHeadedAttention
+from ..models import NarrowMultiHeadAttention, top_k_filter, top_p_filter
 from .exercise import Exercise, expects_function
 
 __all__ = ["top_k", "cached_step", "completion_mask", "tied_logit_std", "top_p"]
@@ -77,13 +76,12 @@ def _cached_case():
     """A small attention module and a stream: the cache holds its first 5 tokens, the 6th is new."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(9)
-        attention = MultiHeadedAttention(2, 8, dropout=0.0).eval()
+        attention = NarrowMultiHeadAttention(2, 8, dropout=0.0).eval()
     x = torch.randn(2, 6, 8, generator=torch.Generator().manual_seed(10))  # (N, t + 1, d_model)
     with torch.no_grad():
         keys = attention.make_chunks(attention.linear_key(x[:, :5]))  # (N, h, 5, d_k)
         values = attention.make_chunks(attention.linear_value(x[:, :5]))  # (N, h, 5, d_k)
-        attention.init_keys(x)
-        full = attention(x, torch.ones(1, 6, 6, dtype=torch.bool).tril())[:, -1:]  # (N, 1, d_model)
+        full = attention(x, mask=torch.ones(1, 6, 6, dtype=torch.bool).tril())[:, -1:]  # (N, 1, d_model)
     return attention, x, keys, values, full
 
 

@@ -13,10 +13,10 @@ from .attention.masks import (
     to_torch_attn_mask,
 )
 from .attention.scaled_dot_product import attend, masked_softmax, scaled_dot_product
-from .attention.wide import Attention, MultiHeadAttention, WideMultiHeadAttention
+from .attention.wide import Attention, WideMultiHeadAttention
 from .positions.sinusoidal import PositionalEncoding, sinusoidal_table
 from .seq2seq.book_models import DecoderPe, DecoderSelfAttn, EncoderDecoderSelfAttn, EncoderPe, EncoderSelfAttn
-from .attention.narrow import MultiHeadedAttention, NarrowMultiHeadAttention
+from .attention.narrow import NarrowMultiHeadAttention
 from .blocks.layers import DecoderLayer, EncoderLayer, SubLayerWrapper, feed_forward
 from .seq2seq.stacks import DecoderTransf, EncoderDecoderTransf, EncoderTransf
 from .seq2seq.builder import build_transformer, xavier_init_

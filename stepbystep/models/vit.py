@@ -109,7 +109,6 @@ class ViT(nn.Module):
         self.n_outputs = n_outputs
         self.learned_positions = bool(learned_positions)
         self.encoder = encoder
-        # creation order as in the book: head, patch embeddings, CLS token; then our addition
         self.mlp = nn.Linear(encoder.d_model, n_outputs)
         self.embed = PatchEmbed(img_size, patch_size, in_channels, encoder.d_model)
         self.cls_token = nn.Parameter(torch.zeros(1, 1, encoder.d_model))

@@ -5,7 +5,7 @@ from matplotlib.figure import Figure
 
 from ..checks import check_positive_int
 from ..devices import evaluating
-from ..models import MultiHeadAttention, MultiHeadedAttention
+from ..models import NarrowMultiHeadAttention, WideMultiHeadAttention
 from ..plots import head_maps
 from ._figure_box import FigureBox, show
 
@@ -32,9 +32,8 @@ def heads_explorer_state(n_heads, d_model=12, seq_len=4, seed=0):
     projected queries and keys, only split differently.
 
     Returns a dict: ``n_heads``, ``d_k``, ``narrow_parameters`` and ``wide_parameters`` (the
-    parameter counts of the narrow ``MultiHeadedAttention`` and of the wide
-    ``MultiHeadAttention`` with as many heads, alias ``NarrowMultiHeadAttention`` and
-    ``WideMultiHeadAttention``), ``alphas``, the self-attention weights ``(n_heads, L, L)``,
+    parameter counts of the ``NarrowMultiHeadAttention`` and of the ``WideMultiHeadAttention``
+    with as many heads), ``alphas``, the self-attention weights ``(n_heads, L, L)``,
     and ``score_ranks``, the rank of each head's ``(L, L)`` score matrix (at most ``d_k``).
     """
     check_positive_int("d_model", d_model)
@@ -46,13 +45,12 @@ def heads_explorer_state(n_heads, d_model=12, seq_len=4, seed=0):
     x = 2 * torch.randn(1, seq_len, d_model, generator=generator)  # (1, L, d_model)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        narrow = MultiHeadedAttention(n_heads, d_model, dropout=0.0)
-        wide = MultiHeadAttention(n_heads, d_model)
+        narrow = NarrowMultiHeadAttention(n_heads, d_model, dropout=0.0)
+        wide = WideMultiHeadAttention(n_heads, d_model)
     with evaluating(narrow):
-        narrow.init_keys(x)
-        narrow(x)
+        narrow(x)  # self-attention
         queries = narrow.make_chunks(narrow.linear_query(x))[0].detach().double()  # (n_heads, L, d_k)
-        keys = narrow.proj_key[0].detach().double()  # (n_heads, L, d_k)
+        keys = narrow.project_keys(x)[0][0].detach().double()  # (n_heads, L, d_k)
         scores = queries @ keys.transpose(-2, -1)  # (n_heads, L, L), rank <= d_k; double so rounding adds no rank
     return {
         "n_heads": n_heads,

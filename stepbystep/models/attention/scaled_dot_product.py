@@ -1,8 +1,10 @@
-"""Scaled dot-product attention (chapter 02): ``attend`` is the formula every model calls;
-``scaled_dot_product`` checks a learner's inputs first."""
+"""Scaled dot-product attention (chapter 02): ``attend`` is the formula every model calls, written
+out or through PyTorch's fused kernel under the same mask rules; ``scaled_dot_product`` checks a
+learner's inputs first."""
 import math
 
 import torch
+import torch.nn.functional as F
 
 from ...checks import check_tensor
 from .masks import as_keep_mask, keep_mask
@@ -22,22 +24,51 @@ def masked_softmax(scores, mask=None):
     return weights * mask  # zero for masked keys, zero rows where every key is masked
 
 
-def attend(q, k, v, mask=None, bias=None, dropout=None):
+def attend(q, k, v, mask=None, bias=None, dropout=None, need_weights=True):
     """``softmax(q kᵀ / √d_k + bias) v``: the context and the weights (taken before ``dropout``).
 
     Shapes: ``q`` ``(N, ..., L_q, d_k)``, ``k`` ``(N, ..., L_k, d_k)``, ``v`` ``(N, ..., L_k, d_v)``;
-    ``mask`` broadcasts to the scores ``(N, ..., L_q, L_k)`` (``True`` = may attend; a mask
-    ``(N, L_q, L_k)`` gets the head dimension added); ``bias`` is added to the scores (ALiBi).
+    with heads, ``k`` and ``v`` may have fewer, ``(N, h_kv, L_k, d)``, each read by ``h // h_kv``
+    query heads in a row (grouped-query attention). ``mask`` broadcasts to the scores
+    ``(N, ..., L_q, L_k)`` (``True`` = may attend; a mask ``(N, L_q, L_k)`` gets the head dimension
+    added); ``bias`` is added to the scores (ALiBi); ``dropout``: an ``nn.Dropout`` on the weights.
     Returns the context ``(N, ..., L_q, d_v)`` and the weights ``(N, ..., L_q, L_k)``.
+
+    ``need_weights=False`` runs PyTorch's fused kernel instead (the same context up to rounding;
+    the weights are ``None``), under the same rules: a row whose every key is masked gives zeros.
     """
+    while mask is not None and mask.dim() < q.dim():
+        mask = mask.unsqueeze(1)  # (N, 1, ..., L_q, L_k): one mask for every head
+    groups = q.shape[-3] // k.shape[-3] if q.dim() > 3 else 1  # query heads per key head
+    if not need_weights:
+        return _fused(q, k, v, mask, bias, dropout, groups), None
+    if groups > 1:
+        k, v = k.repeat_interleave(groups, dim=-3), v.repeat_interleave(groups, dim=-3)  # (N, h, L_k, d)
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (N, ..., L_q, L_k)
     if bias is not None:
         scores = scores + bias  # e.g. -slope x distance
-    while mask is not None and mask.dim() < scores.dim():
-        mask = mask.unsqueeze(1)  # (N, 1, ..., L_q, L_k): one mask for every head
     weights = masked_softmax(scores, mask)  # (N, ..., L_q, L_k)
     context = (weights if dropout is None else dropout(weights)) @ v  # (N, ..., L_q, d_v)
     return context, weights
+
+
+def _fused(q, k, v, mask, bias, dropout, groups):
+    """``attend``'s context by ``F.scaled_dot_product_attention``, whose masks mean the same (``True``
+    = may attend) but whose rows with no key to read come out NaN: they read every key, then get zeros."""
+    has_key = None
+    if mask is not None:
+        has_key = mask.any(dim=-1, keepdim=True)  # (N, ..., L_q, 1): rows with a key to read
+        mask = mask | ~has_key
+    if bias is not None:  # a float mask is added to the scores: the bias, -inf where masked
+        mask = bias if mask is None else bias.masked_fill(~mask, float("-inf"))
+    gqa = {}
+    if groups > 1 and q.device.type == "mps":  # MPS's kernel may fail on shared heads with a mask
+        k, v = k.repeat_interleave(groups, dim=-3), v.repeat_interleave(groups, dim=-3)  # (N, h, L_k, d)
+    elif groups > 1:
+        gqa = {"enable_gqa": True}  # the kernel reads the shared heads (copying them or not)
+    p = dropout.p if dropout is not None and dropout.training else 0.0
+    context = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p, **gqa)  # (N, ..., L_q, d_v)
+    return context if has_key is None else context.masked_fill(~has_key, 0.0)
 
 
 def scaled_dot_product(q, k, v, mask=None):

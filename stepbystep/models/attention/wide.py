@@ -1,6 +1,6 @@
 """Wide attention (chapter 02, the book's chapter 9): one head, and several full-size heads side by
-side (``MultiHeadAttention``, also ``WideMultiHeadAttention``), in the book's two steps
-``init_keys(keys)`` then ``forward(query, mask)`` and its creation order.
+side (``WideMultiHeadAttention``, the book's ``MultiHeadAttention``), in the book's two steps
+``init_keys(keys)`` then ``forward(query, mask)``.
 """
 import math
 
@@ -11,7 +11,7 @@ from ...checks import check_positive_int, check_tensor
 from .masks import keep_mask
 from .scaled_dot_product import attend
 
-__all__ = ["Attention", "MultiHeadAttention", "WideMultiHeadAttention"]
+__all__ = ["Attention", "WideMultiHeadAttention"]
 
 
 class Attention(nn.Module):
@@ -32,20 +32,14 @@ class Attention(nn.Module):
         self.d_k = hidden_dim
         self.input_dim = hidden_dim if input_dim is None else input_dim
         self.proj_values = bool(proj_values)
-        # creation order as in the book, so seeded constructions give the book's numbers
         self.linear_query = nn.Linear(self.input_dim, hidden_dim)
         self.linear_key = nn.Linear(self.input_dim, hidden_dim)
         self.linear_value = nn.Linear(self.input_dim, hidden_dim)
-        self.alphas = None
-        self.keys = None
-        self.proj_keys = None
-        self.values = None
+        self.alphas = self.proj_keys = self.values = None
 
     def __getstate__(self):
-        # the keys are transient (and, when they carry a graph, cannot be deep-copied):
-        # copies and pickles start without them, as after construction
-        state = super().__getstate__()
-        state["keys"] = state["proj_keys"] = state["values"] = None
+        state = super().__getstate__()  # the keys may carry a graph: copies start without them
+        state["proj_keys"] = state["values"] = None
         return state
 
     def _check_input(self, name, x):
@@ -65,7 +59,6 @@ class Attention(nn.Module):
     def init_keys(self, keys):
         """Store ``keys`` ``(N, L_k, input_dim)``, their projection and the values."""
         self._check_input("keys", keys)
-        self.keys = keys
         self.proj_keys = self.linear_key(keys)  # (N, L_k, d_k)
         self.values = self.linear_value(keys) if self.proj_values else keys  # (N, L_k, d_v)
 
@@ -90,12 +83,12 @@ class Attention(nn.Module):
         return f"d_k={self.d_k}, input_dim={self.input_dim}, proj_values={self.proj_values}"
 
 
-class MultiHeadAttention(nn.Module):
-    """Wide multi-head attention: ``n_heads`` full-size ``Attention`` heads, then ``linear_out``.
+class WideMultiHeadAttention(nn.Module):
+    """Wide multi-head attention: ``n_heads`` full-size ``Attention`` heads, then ``linear_out``
+    (the narrow heads of ``NarrowMultiHeadAttention`` each read a slice of ``d_model``).
 
-    Also ``WideMultiHeadAttention``; not the narrow ``MultiHeadedAttention`` (``NarrowMultiHeadAttention``). The contexts
-    ``(N, L_q, n_heads · d_model)`` are mixed back to ``d_model``, so parameters grow with the
-    heads. ``alphas``: ``(n_heads, N, L_q, L_k)``, heads first, as in the book.
+    The contexts ``(N, L_q, n_heads · d_model)`` are mixed back to ``d_model``, so parameters grow
+    with the heads. ``alphas``: ``(n_heads, N, L_q, L_k)``, heads first, as in the book.
     ``forward(query, mask=None)``: ``(N, L_q, input_dim)`` -> ``(N, L_q, d_model)``.
     """
 
@@ -111,7 +104,6 @@ class MultiHeadAttention(nn.Module):
             )
         self.n_heads = n_heads
         self.d_model = d_model
-        # the output layer before the heads, as in the book, so seeded constructions match it
         self.linear_out = nn.Linear(n_heads * d_model, d_model)
         self.attn_heads = nn.ModuleList(
             [Attention(d_model, input_dim=input_dim, proj_values=proj_values) for _ in range(n_heads)]
@@ -140,7 +132,3 @@ class MultiHeadAttention(nn.Module):
     def extra_repr(self):
         return f"n_heads={self.n_heads}, d_model={self.d_model}"
 
-
-# The book's name differs from the narrow ``MultiHeadedAttention`` by two letters; this one says
-# what it is. The same class, not a subclass: isinstance checks and state dicts are shared.
-WideMultiHeadAttention = MultiHeadAttention

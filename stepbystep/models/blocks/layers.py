@@ -3,7 +3,8 @@ encoder-decoder stacks and the decoder-only model share."""
 from torch import nn
 
 from ...checks import check_positive_int
-from ..attention.narrow import MultiHeadedAttention
+from ..attention.masks import keep_mask
+from ..attention.narrow import NarrowMultiHeadAttention
 from ..feed_forward import make_feed_forward
 from ..norms import make_norm
 
@@ -55,11 +56,10 @@ class _Layer(nn.Module):
         self.n_heads, self.d_model, self.ff_units = n_heads, d_model, ff_units
         self.norm_first = bool(norm_first)
         self.mlp = mlp
-        self.self_attn_heads = MultiHeadedAttention(n_heads, d_model, dropout, store_alphas, n_kv_heads=n_kv_heads,
-                                                    bias=bias)
+        attention = dict(dropout=dropout, store_alphas=store_alphas, n_kv_heads=n_kv_heads, bias=bias)
+        self.self_attn_heads = NarrowMultiHeadAttention(n_heads, d_model, **attention)
         if cross:
-            self.cross_attn_heads = MultiHeadedAttention(n_heads, d_model, dropout, store_alphas, n_kv_heads=n_kv_heads,
-                                                         bias=bias)
+            self.cross_attn_heads = NarrowMultiHeadAttention(n_heads, d_model, **attention)
         self.ffn = make_feed_forward(mlp, d_model, ff_units, dropout, bias)
         self.sublayers = nn.ModuleList([SubLayerWrapper(d_model, dropout, norm_first, norm, norm_eps, bias)
                                         for _ in range(2 + cross)])
@@ -69,45 +69,58 @@ class EncoderLayer(_Layer):
     """One encoder layer: self-attention, then a feed-forward network, each wrapped.
 
     ``n_heads`` must divide ``d_model``; ``dropout`` acts on the weights, the network and the
-    wrappers; ``norm_first``: see ``SubLayerWrapper``; ``store_alphas=False``: the fused kernel;
-    ``options``: chapter 12's (``n_kv_heads``, ``bias``, ``mlp``, ``norm``, ``norm_eps``).
-    ``forward(query, mask=None, bias=None, positions=None, cache=None, rotation=None)``: ``(N, L, d_model)``
-    in and out, ``mask`` a bool keep-mask ``(1 or N, 1 or L, L)`` (PyTorch's masks: convert them with
-    ``from_additive_mask`` or ``from_torch_attn_mask``); the rest goes to the self-attention.
+    wrappers; ``norm_first``: see ``SubLayerWrapper``; ``store_alphas``: see
+    ``NarrowMultiHeadAttention``; ``options``: chapter 12's (``n_kv_heads``, ``bias``, ``mlp``,
+    ``norm``, ``norm_eps``). ``forward(query, mask=None, bias=None, rotation=None, cache=None)``:
+    ``(N, L, d_model)`` in and out, ``mask`` a bool keep-mask ``(1 or N, 1 or L, L)`` (PyTorch's
+    masks: convert them with ``from_additive_mask`` or ``from_torch_attn_mask``); the rest goes to
+    the self-attention.
     """
 
     def __init__(self, n_heads, d_model, ff_units, dropout=0.1, norm_first=True, store_alphas=True, **options):
         super().__init__(n_heads, d_model, ff_units, dropout, norm_first, store_alphas, cross=False, **options)
 
-    def forward(self, query, mask=None, bias=None, positions=None, cache=None, rotation=None):
+    def forward(self, query, mask=None, bias=None, rotation=None, cache=None):
         self.self_attn_heads.check_input("query", query)  # before the first norm: shape and dtype
-        x = self.sublayers[0](query, lambda y: self.self_attn_heads(y, mask, key=y, bias=bias, positions=positions,
-                                                                     cache=cache, rotation=rotation))  # (N, L, d_model)
+        x = self.sublayers[0](query, lambda y: self.self_attn_heads(y, mask=mask, bias=bias, rotation=rotation,
+                                                                     cache=cache))  # (N, L, d_model)
         return self.sublayers[1](x, self.ffn)  # (N, L, d_model)
 
 
 class DecoderLayer(_Layer):
-    """One decoder layer: masked self-attention, cross-attention, feed-forward, each wrapped.
+    """One decoder layer: masked self-attention, cross-attention to the encoder's states, then a
+    feed-forward network, each wrapped.
 
     Same arguments as ``EncoderLayer``. ``forward(query, source_mask=None, target_mask=None,
     memory=None, cache=None, cross_cache=None)``: ``query`` ``(N, L_t, d_model)``; ``memory`` the
-    encoder's states ``(N, L_s, d_model)`` (``None``: those given to ``init_keys``, the book's
-    way); ``source_mask`` ``(N, 1, L_s)``; ``target_mask`` ``(1 or N, L_t, L_t)``; ``cache`` and
-    ``cross_cache`` the two attentions' ``LayerCache``. Returns ``(N, L_t, d_model)``.
+    encoder's states ``(N, L_s, d_model)``, which the cross-attention reads (with a ``cross_cache``
+    that holds them, ``None`` will do); ``source_mask`` ``(1 or N, 1, L_s)``; ``target_mask``
+    ``(1 or N, L_t, L_t)``; ``cache`` and ``cross_cache`` the two attentions' ``LayerCache``.
+    Returns ``(N, L_t, d_model)``.
     """
 
     def __init__(self, n_heads, d_model, ff_units, dropout=0.1, norm_first=True, store_alphas=True):
         super().__init__(n_heads, d_model, ff_units, dropout, norm_first, store_alphas, cross=True)
 
-    def init_keys(self, states):
-        """Set the cross-attention's keys and values from ``states`` ``(N, L_source, d_model)``."""
-        self.cross_attn_heads.init_keys(states)
-
     def forward(self, query, source_mask=None, target_mask=None, memory=None, cache=None, cross_cache=None):
-        self.self_attn_heads.check_input("query", query)  # before the first norm: shape and dtype
-        x = self.sublayers[0](query, lambda y: self.self_attn_heads(y, target_mask, key=y, cache=cache,
-                                                                     mask_name="target_mask"))  # (N, L_t, d_model)
-        x = self.sublayers[1](x, lambda y: self.cross_attn_heads(y, source_mask, key=memory, cache=cross_cache,
-                                                                  mask_name="source_mask", key_name="memory"))
-        # (N, L_t, d_model)
+        self._check_inputs(query, source_mask, target_mask, memory, cache, cross_cache)
+        x = self.sublayers[0](query, lambda y: self.self_attn_heads(y, mask=target_mask, cache=cache))  # (N, L_t, d_model)
+        x = self.sublayers[1](x, lambda y: self.cross_attn_heads(y, memory, source_mask, cache=cross_cache))
         return self.sublayers[2](x, self.ffn)  # (N, L_t, d_model)
+
+    def _check_inputs(self, query, source_mask, target_mask, memory, cache, cross_cache):
+        """Errors name the caller's arguments (the attentions' would say x, key and mask); a model's
+        cached step made its masks itself and is not checked again."""
+        self.self_attn_heads.check_input("query", query)  # before the first norm: shape and dtype
+        if cache is not None or cross_cache is not None:
+            return
+        if memory is None:
+            raise ValueError("memory must be the encoder's states (N, L_s, d_model) for the cross-attention, got None")
+        n, length = query.shape[:2]
+        self.cross_attn_heads.check_input("memory", memory)
+        if memory.shape[0] != n:
+            raise ValueError(f"memory must hold one sequence per row of query ({n}), got shape {tuple(memory.shape)}")
+        if source_mask is not None:
+            keep_mask(source_mask, n, length, memory.shape[1], "source_mask")
+        if target_mask is not None:
+            keep_mask(target_mask, n, length, length, "target_mask")

@@ -8,7 +8,7 @@ path from the embedding to the logits runs through zero, one or more heads: up t
 from torch import nn
 
 from ...checks import check_positive_int
-from ..attention.narrow import MultiHeadedAttention
+from ..attention.narrow import NarrowMultiHeadAttention
 from ..blocks.layers import SubLayerWrapper
 from .model import DecoderOnlyTransformer
 
@@ -19,8 +19,7 @@ class AttentionOnlyLayer(nn.Module):
     """One causal self-attention sublayer, wrapped (residual, norm, dropout), and nothing else.
 
     Same arguments and ``forward`` as ``DecoderOnlyLayer``, less ``ff_units``:
-    ``forward(query, mask=None, bias=None, positions=None, cache=None, rotation=None)``: ``(N, L, d_model)``
-    in and out.
+    ``forward(query, mask=None, bias=None, rotation=None, cache=None)``: ``(N, L, d_model)`` in and out.
     """
 
     def __init__(self, n_heads, d_model, dropout=0.0, norm_first=True, store_alphas=True, rotary=None):
@@ -28,14 +27,13 @@ class AttentionOnlyLayer(nn.Module):
         check_positive_int("n_heads", n_heads)
         check_positive_int("d_model", d_model)
         self.n_heads, self.d_model, self.norm_first = n_heads, d_model, bool(norm_first)
-        self.self_attn_heads = MultiHeadedAttention(n_heads, d_model, dropout, store_alphas)
-        self.self_attn_heads.set_rotary(rotary)
+        self.self_attn_heads = NarrowMultiHeadAttention(n_heads, d_model, dropout, store_alphas, rotary)
         self.sublayers = nn.ModuleList([SubLayerWrapper(d_model, dropout, norm_first)])
 
-    def forward(self, query, mask=None, bias=None, positions=None, cache=None, rotation=None):
+    def forward(self, query, mask=None, bias=None, rotation=None, cache=None):
         self.self_attn_heads.check_input("query", query)  # before the norm: shape and dtype
-        return self.sublayers[0](query, lambda y: self.self_attn_heads(y, mask, key=y, bias=bias, positions=positions,
-                                                                       cache=cache, rotation=rotation))  # (N, L, d_model)
+        return self.sublayers[0](query, lambda y: self.self_attn_heads(y, mask=mask, bias=bias, rotation=rotation,
+                                                                       cache=cache))  # (N, L, d_model)
 
 
 class AttentionOnlyTransformer(DecoderOnlyTransformer):

@@ -126,7 +126,7 @@ class DecoderOnlyTransformer(nn.Module):
         x = self.embed_tokens(ids, positions)  # (N, L, d_model)
         rotation = None if self.rotary is None else self.rotary.at(positions)  # RoPE's (cos, sin), once
         for layer, layer_cache in zip(self.layers, cache.layers):
-            x = layer(x, mask, bias=bias, positions=positions, cache=None if fresh else layer_cache, rotation=rotation)
+            x = layer(x, mask, bias=bias, rotation=rotation, cache=None if fresh else layer_cache)
         if self.norm is not None:
             x = self.norm(x)
         return self.logits(x)  # (N, L, V)

@@ -34,9 +34,8 @@ class PositionalEncoding(nn.Module):
     ``scale_input``: multiply ``x`` by ``√d_model`` first, as the paper (which gives no reason)
     and the book do; it brings embeddings that start small (std ``1/√d_model``) to the
     encoding's size. ``False`` for ``nn.Embedding`` outputs, which scaling would make drown
-    the encoding. ``pe`` ``(1, max_len, d_model)``: the
-    table, a buffer rebuilt rather than saved; the book's state dicts, which store it, load when
-    their table is this one (within ``1e-6 + 2e-7·max_len``).
+    the encoding. ``pe`` ``(1, max_len, d_model)``: the table, a buffer rebuilt rather than
+    saved (``stepbystep.book.load_book_state_dict`` loads the book's state dicts, which store it).
     ``forward(x, start=0)``: ``x`` ``(N, L, d_model)`` plus rows ``start .. start + L - 1``.
     """
 
@@ -67,31 +66,6 @@ class PositionalEncoding(nn.Module):
         if self.scale_input:
             x = x * math.sqrt(self.d_model)  # (N, L, d_model)
         return x + self.pe[:, start:start + length].to(x.dtype)  # (N, L, d_model)
-
-    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
-        key = prefix + "pe"
-        if key in state_dict:  # a book state dict; load_state_dict hands us its own copy
-            self._check_stored_table(key, state_dict.pop(key))
-        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
-
-    def _check_stored_table(self, key, stored):
-        if not isinstance(stored, torch.Tensor):
-            raise TypeError(f"state dict entry {key!r} must be a tensor, got {type(stored).__name__}")
-        expected = tuple(self.pe.shape)
-        if tuple(stored.shape) != expected:
-            raise ValueError(
-                f"state dict entry {key!r} must be the positional table of shape {expected} "
-                f"(max_len={self.max_len}, d_model={self.d_model}), got shape {tuple(stored.shape)}; "
-                "build the PositionalEncoding with the max_len and d_model the stored model had"
-            )
-        ours = sinusoidal_table(self.max_len, self.d_model).double().unsqueeze(0)  # (1, max_len, d_model)
-        gap = (stored.detach().to("cpu", torch.float64) - ours).abs().max().item()
-        tolerance = 1e-6 + 2e-7 * self.max_len  # a table computed another way (e.g. in float64)
-        if not gap <= tolerance:
-            raise ValueError(
-                f"state dict entry {key!r} must hold the sinusoidal table of \"Attention Is All You "
-                f"Need\" (within {tolerance:.1e}), got a table that differs from it by up to {gap:.3g}"
-            )
 
     def extra_repr(self):
         return f"max_len={self.max_len}, d_model={self.d_model}, scale_input={self.scale_input}"

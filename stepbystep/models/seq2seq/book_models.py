@@ -5,7 +5,7 @@ from torch import nn
 
 from ...checks import check_instance, check_positive_int
 from ..attention.masks import subsequent_mask
-from ..attention.wide import MultiHeadAttention
+from ..attention.wide import WideMultiHeadAttention
 from ..positions.sinusoidal import PositionalEncoding
 from .stacks import GreedySeq2Seq
 
@@ -25,7 +25,7 @@ class EncoderSelfAttn(nn.Module):
         self.d_model = d_model
         self.ff_units = ff_units
         self.n_features = d_model if n_features is None else n_features
-        self.self_attn_heads = MultiHeadAttention(n_heads, d_model, input_dim=self.n_features)
+        self.self_attn_heads = WideMultiHeadAttention(n_heads, d_model, input_dim=self.n_features)
         self.ffn = nn.Sequential(
             nn.Linear(d_model, ff_units),
             nn.ReLU(),
@@ -51,8 +51,8 @@ class DecoderSelfAttn(nn.Module):
         self.d_model = d_model
         self.ff_units = ff_units
         self.n_features = d_model if n_features is None else n_features
-        self.self_attn_heads = MultiHeadAttention(n_heads, d_model, input_dim=self.n_features)
-        self.cross_attn_heads = MultiHeadAttention(n_heads, d_model)
+        self.self_attn_heads = WideMultiHeadAttention(n_heads, d_model, input_dim=self.n_features)
+        self.cross_attn_heads = WideMultiHeadAttention(n_heads, d_model)
         self.ffn = nn.Sequential(
             nn.Linear(d_model, ff_units),
             nn.ReLU(),

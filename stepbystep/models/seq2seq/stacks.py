@@ -36,8 +36,10 @@ def check_sequences(X, lengths, n_features, name="X", dtype=None):
 
 class GreedySeq2Seq(nn.Module):
     """Base of the square-corner encoder-decoders: a subclass sets ``input_len``, ``target_len``,
-    ``n_features``, the ``trg_masks`` buffer and ``encode``/``decode``; this adds teacher forcing
-    in training and greedy decoding (``predict``) in eval, both starting from ``first_input``.
+    ``n_features``, the ``trg_masks`` buffer, ``encode(source_seq, source_mask)``, which keeps the
+    encoded source for ``decode(inputs, source_mask, target_mask)`` (the book's two steps); this
+    adds teacher forcing in training and greedy decoding (``predict``) in eval, both starting from
+    ``first_input``.
     """
 
     def first_input(self, source_seq):
@@ -118,18 +120,13 @@ class DecoderTransf(_LayerStack):
     """The Transformer's decoder: positional encoding, then ``n_layers`` copies of ``decoder_layer``.
 
     ``forward(query, source_mask=None, target_mask=None, memory=None, cache=None)``: ``query``
-    ``(N, L_t, d_model)``; the cross-attentions read ``memory`` ``(N, L_s, d_model)``, or the
-    states given to ``init_keys`` (the book's way); with a ``KVCache`` that has recorded them,
-    ``query`` holds only the new tokens. Returns ``(N, L_t, d_model)``.
+    ``(N, L_t, d_model)``; the cross-attentions read ``memory`` ``(N, L_s, d_model)``, the
+    encoder's states; with a ``KVCache`` that has recorded them, ``query`` holds only the new
+    tokens. Returns ``(N, L_t, d_model)``.
     """
 
     def __init__(self, decoder_layer, n_layers=1, max_len=100, scale_input=True, final_norm=None):
         super().__init__(decoder_layer, n_layers, max_len, scale_input, final_norm)
-
-    def init_keys(self, states):
-        """Give every layer's cross-attention the encoder states ``(N, L_source, d_model)``."""
-        for layer in self.layers:
-            layer.init_keys(states)
 
     def forward(self, query, source_mask=None, target_mask=None, memory=None, cache=None):
         start = 0 if cache is None else cache.length - query.shape[1]  # the new tokens follow the cached ones
@@ -167,16 +164,20 @@ class EncoderDecoderTransf(GreedySeq2Seq):
         self.register_buffer("trg_masks", subsequent_mask(target_len), persistent=False)  # (1, L_t, L_t)
         self.proj = nn.Linear(n_features, encoder.d_model)
         self.linear = nn.Linear(encoder.d_model, n_features)
+        self.memory = None  # the encoded source of the last encode, (N, input_len, d_model)
 
     def encode(self, source_seq, source_mask=None):
-        """Encode ``(N, input_len, n_features)``, hand the states ``(N, input_len, d_model)`` to the decoder."""
-        source_proj = self.proj(source_seq)  # (N, L_s, d_model)
-        states = self.encoder(source_proj, source_mask)  # (N, L_s, d_model)
-        self.decoder.init_keys(states)
-        return states
+        """The encoder's states ``(N, input_len, d_model)`` for ``source_seq`` ``(N, input_len, n_features)``,
+        kept as ``memory`` for ``decode``."""
+        self.memory = self.encoder(self.proj(source_seq), source_mask)  # (N, L_s, d_model)
+        return self.memory
 
     def decode(self, shifted_target_seq, source_mask=None, target_mask=None):
-        """Decode ``(N, L, n_features)`` against the encoded source under ``target_mask`` ``(1, L, L)``."""
-        target_proj = self.proj(shifted_target_seq)  # (N, L, d_model)
-        outputs = self.decoder(target_proj, source_mask=source_mask, target_mask=target_mask)  # (N, L, d_model)
+        """Decode ``(N, L, n_features)`` against ``memory`` under ``target_mask`` ``(1, L, L)``."""
+        outputs = self.decoder(self.proj(shifted_target_seq), source_mask, target_mask, self.memory)  # (N, L, d_model)
         return self.linear(outputs)  # (N, L, n_features)
+
+    def __getstate__(self):
+        state = super().__getstate__()  # the kept states may carry a graph: copies start without them
+        state["memory"] = None
+        return state

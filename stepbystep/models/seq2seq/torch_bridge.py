@@ -9,7 +9,7 @@ from torch import nn
 
 from ...checks import check_instance
 from ..attention.masks import keep_mask, subsequent_mask, to_key_padding_mask, to_torch_attn_mask
-from ..attention.narrow import MultiHeadedAttention
+from ..attention.narrow import NarrowMultiHeadAttention
 from ..blocks.layers import DecoderLayer, EncoderLayer
 from ..positions.sinusoidal import PositionalEncoding
 from .stacks import DecoderTransf, EncoderDecoderTransf, EncoderTransf, check_sequences, greedy_sequence
@@ -41,7 +41,6 @@ class TransformerModel(nn.Module):
         self.n_features = n_features
         causal = to_torch_attn_mask(subsequent_mask(target_len))  # (L_t, L_t), True = blocked
         self.register_buffer("causal_blocked_mask", causal, persistent=False)
-        # creation order as in the book: proj, linear, pe, norm
         self.proj = nn.Linear(n_features, d_model)
         self.linear = nn.Linear(d_model, n_features)
         self.pe = PositionalEncoding(max(input_len, target_len), d_model, scale_input=scale_input)
@@ -213,7 +212,7 @@ def _copy_model(ours, theirs):
 
 # (our type, PyTorch's type, copier); checked in order, so subclasses still match
 _PAIRS = [
-    (MultiHeadedAttention, nn.MultiheadAttention, _copy_mha),
+    (NarrowMultiHeadAttention, nn.MultiheadAttention, _copy_mha),
     (EncoderLayer, nn.TransformerEncoderLayer, _copy_encoder_layer),
     (DecoderLayer, nn.TransformerDecoderLayer, _copy_decoder_layer),
     (EncoderTransf, nn.TransformerEncoder, lambda o, t: _copy_stack(o, t, _copy_encoder_layer)),
