@@ -46,7 +46,7 @@ from stepbystep.models import (
     EncoderDecoderSelfAttn,
     EncoderPe,
     EncoderSelfAttn,
-    MultiHeadAttention,
+    WideMultiHeadAttention,
     scaled_dot_product,
     sinusoidal_table,
     subsequent_mask,
@@ -295,12 +295,13 @@ print(f"one head: {n_single} parameters, {n_used} of them used; never used: {unu
 # look for different things at once. In **wide** multi-head attention (the book's chapter 9)
 # every head projects to the full model size `d_model`; the heads' contexts are concatenated,
 # `(N, L, n_heads · d_model)`, and a linear layer brings them back to `d_model`. (Chapter 03
-# splits `d_model` between the heads instead: narrow heads.) `MultiHeadAttention` stacks its
-# heads' weights along a first dimension, `(n_heads, N, L_q, L_k)`.
+# splits `d_model` between the heads instead: narrow heads.) `WideMultiHeadAttention` (the
+# book's `MultiHeadAttention`) stacks its heads' weights along a first dimension,
+# `(n_heads, N, L_q, L_k)`.
 
 # %%
 torch.manual_seed(11)
-multi_head = MultiHeadAttention(n_heads=3, d_model=2, input_dim=2)
+multi_head = WideMultiHeadAttention(n_heads=3, d_model=2, input_dim=2)
 multi_head.init_keys(source)
 context = multi_head(source)  # (256, 2, d_model)
 n_multi = sum(p.numel() for p in multi_head.parameters())
@@ -311,7 +312,7 @@ print(f"parameters: three wide heads (18 each) and the output layer (6 × 2 + 2)
       f"{n_multi_used} of them used")
 
 # %% [markdown]
-# The wide heads do project their values (`MultiHeadAttention`'s default), so every one of
+# The wide heads do project their values (`WideMultiHeadAttention`'s default), so every one of
 # their parameters is used. Here are the three heads' weights for the first sequence:
 
 # %%

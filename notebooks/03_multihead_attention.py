@@ -35,11 +35,10 @@ import timeit
 import torch
 
 from stepbystep import plots
+from stepbystep.book import MultiHeadAttention, MultiHeadedAttention
 from stepbystep.exercises import ch03
 from stepbystep.expect import expect, expect_close
 from stepbystep.models import (
-    MultiHeadAttention,
-    MultiHeadedAttention,
     NarrowMultiHeadAttention,
     PositionalEncoding,
     WideMultiHeadAttention,
@@ -81,17 +80,25 @@ from stepbystep.widgets import divisors, heads_explorer
 # `(n_heads, d_model)` as their first two arguments, and they keep their attention weights
 # `alphas` in **different layouts**: heads first for wide heads, $(h, N, L_q, L_k)$, batch first
 # for narrow heads, $(N, h, L_q, L_k)$. Mixing them up runs without an error and reads the
-# wrong numbers. The package keeps the book's names and adds two that say what they are,
-# `WideMultiHeadAttention` and `NarrowMultiHeadAttention`: the same classes under a clearer
-# name. We use these from now on.
+# wrong numbers. The package names them by what they are, `WideMultiHeadAttention` and
+# `NarrowMultiHeadAttention`, and we use these names from now on; the book's names live in
+# `stepbystep.book`, for the book's own code. They also take their keys differently. The wide
+# module follows the book's two steps: `init_keys(keys)` keeps the keys, then each call
+# `module(query)` attends to them. The narrow module takes everything at each call,
+# `module(x, key=None, mask=None)`: queries from `x`, keys and values from `key`, or from `x`
+# itself when `key` is `None` (self-attention), and keeps nothing between calls. The book's
+# `MultiHeadedAttention` is the narrow module with the book's two steps added.
 
 # %%
 print(f"WideMultiHeadAttention is MultiHeadAttention: {WideMultiHeadAttention is MultiHeadAttention}")
-print(f"NarrowMultiHeadAttention is MultiHeadedAttention: {NarrowMultiHeadAttention is MultiHeadedAttention}")
+print(f"MultiHeadedAttention adds the book's steps to NarrowMultiHeadAttention: "
+      f"{issubclass(MultiHeadedAttention, NarrowMultiHeadAttention)}")
 pair = torch.randn(2, 4, 6, generator=torch.Generator().manual_seed(0))  # (N, L, d_model) = (2, 4, 6)
-for name, module in (("wide", WideMultiHeadAttention(3, 6)), ("narrow", NarrowMultiHeadAttention(3, 6))):
-    module.init_keys(pair)
-    module(pair)
+wide, narrow = WideMultiHeadAttention(3, 6), NarrowMultiHeadAttention(3, 6)
+wide.init_keys(pair)  # the book's two steps: keys first,
+wide(pair)  # then the queries
+narrow(pair)  # one call: self-attention
+for name, module in (("wide", wide), ("narrow", narrow)):
     print(f"{name:>6s} heads: alphas {tuple(module.alphas.shape)}")
 
 # %% [markdown]
@@ -285,7 +292,6 @@ fig = plots.head_parameter_counts(head_counts, wide_counts, narrow_counts, d_mod
 # %%
 maps = []
 with torch.no_grad():
-    mha.init_keys(sequence)
     mha(sequence)
     for head in range(n_heads):
         rows = slice(head * d_k, (head + 1) * d_k)
@@ -335,7 +341,6 @@ def hand_built_heads(n_heads, sharpness=8.0):
 
 two_heads = hand_built_heads(n_heads=2)
 with torch.no_grad():
-    two_heads.init_keys(tokens)
     two_heads(tokens)
 fig = plots.attention_maps(two_heads.alphas[0], titles=["head 0: same type?", "head 1: one step back?"],
                            query_labels=["A0", "B1", "A2", "B3"], key_labels=["A0", "B1", "A2", "B3"], n_cols=2)
@@ -359,7 +364,6 @@ expect_close(two_heads.alphas[0, 1], one_back, "head 1 puts the whole row on the
 # %%
 one_head = hand_built_heads(n_heads=1)
 with torch.no_grad():
-    one_head.init_keys(tokens)
     one_head(tokens)
 ties = (1 - torch.eye(4).roll(shifts=1, dims=1)) / 3  # (L, L): 1/3 everywhere but one step ahead
 expect_close(one_head.alphas[0, 0], ties, "one head: three keys tie, with a third of the weight each", atol=0.01)
@@ -389,7 +393,6 @@ p = 0.3
 torch.manual_seed(0)
 noisy = NarrowMultiHeadAttention(n_heads=3, d_model=6, dropout=p)  # a new module is in training mode
 x5 = 3 * torch.randn(1, 5, 6, generator=torch.Generator().manual_seed(1))  # (N, L, d_model), scaled: uneven weights
-noisy.init_keys(x5)
 context = noisy(x5)  # (N, L, d_model)
 row = noisy.alphas[0, 0, 0]  # (L_k,): head 0, query 0
 dropped = torch.stack([noisy.dropout(row) for _ in range(3)])  # (3, L_k): three dropout draws
@@ -458,7 +461,6 @@ order = torch.tensor([3, 0, 4, 1, 2])
 
 def self_attention(module, x):
     with torch.no_grad():
-        module.init_keys(x)
         return module(x)  # (N, L, d_model)
 
 
@@ -476,8 +478,7 @@ expect_close(noisy.alphas, alphas[:, :, order][..., order], "and the weights shu
 
 # %%
 with torch.no_grad():
-    noisy.init_keys(shuffled)
-    out_keys_shuffled = noisy(x5)  # original queries, shuffled keys
+    out_keys_shuffled = noisy(x5, key=shuffled)  # original queries, shuffled keys
 expect_close(out_keys_shuffled, out, "shuffling the keys alone changes no output", atol=1e-5, rtol=1e-5)
 
 # %% [markdown]
@@ -504,7 +505,9 @@ expect(change > 0.1, "with positional encoding, shuffling moves the outputs by m
 # weighted sum as separate steps and keeps the weights. PyTorch's
 # `F.scaled_dot_product_attention` does the same computation in one fused call and may pick an
 # implementation that never builds the whole $(N, h, L_q, L_k)$ weights tensor.
-# `store_alphas=False` switches a module to it, and then `alphas` stays `None`.
+# `store_alphas=False` switches a module to it, and then `alphas` stays `None`. Both paths
+# run one function, `attend(q, k, v, mask, ..., need_weights)`, so a mask means the same on
+# both.
 #
 # Take a batch of 16 sequences of 128 positions with $d_{model} = 64$ and 8 heads, and two
 # modules with the same weights, one on each path. The weights tensor of the teaching path
@@ -521,8 +524,7 @@ fused.load_state_dict(teaching.state_dict())
 
 def self_attend(module, mask=None):
     with torch.no_grad():
-        module.init_keys(batch)
-        return module(batch, mask)  # (N, L, d_model)
+        return module(batch, mask=mask)  # (N, L, d_model)
 
 
 teaching_out, fused_out = self_attend(teaching), self_attend(fused)
@@ -580,9 +582,10 @@ heads_explorer(d_model=12)
 #
 # - `WideMultiHeadAttention` (the book's `MultiHeadAttention`) gives each head full-size
 #   projections and multiplies parameters and work by $h$; its `alphas` is $(h, N, L_q, L_k)$.
-#   `NarrowMultiHeadAttention` (the book's `MultiHeadedAttention`) cuts one full-size
-#   projection into $h$ chunks of $d_k = d_{model}/h$, so the cost stays that of one head and
-#   $h$ must divide $d_{model}$; its `alphas` is $(N, h, L_q, L_k)$.
+#   `NarrowMultiHeadAttention` cuts one full-size projection into $h$ chunks of
+#   $d_k = d_{model}/h$, so the cost stays that of one head and $h$ must divide $d_{model}$;
+#   its `alphas` is $(N, h, L_q, L_k)$. It takes its keys at each call (`key=`, or `x` itself);
+#   the book's `MultiHeadedAttention` adds the book's two steps to it.
 # - Chunking is `view(N, L, h, d_k)` then `transpose(1, 2)`; viewing straight to
 #   $(N, h, L, d_k)$ mixes positions. Merging is the reverse; a computed context is no longer
 #   contiguous after its transpose, so it needs `contiguous()` before `view`, or `reshape`.
@@ -603,21 +606,24 @@ heads_explorer(d_model=12)
 # %% [markdown]
 # ## The narrow module's methods
 #
-# `NarrowMultiHeadAttention` splits the work into the book's methods, each a step of this
-# chapter:
+# `NarrowMultiHeadAttention` splits the work into methods, each a step of this chapter:
 #
-# - `init_keys(key)` projects the keys and values once and keeps them as chunks,
-#   `proj_key` and `proj_value`, $(N, h, L_k, d_k)$;
 # - `make_chunks(x)` is the split of this chapter, $(N, L, d_{model}) \to (N, h, L, d_k)$;
-# - `score_function(query)` projects and chunks the queries and returns every head's scaled
-#   scores $Q_i K_i^\top / \sqrt{d_k}$, $(N, h, L_q, L_k)$;
-# - `forward(query, mask)` masks the scores, takes the softmax (keeping `alphas`), applies
-#   dropout and takes the weighted sum of the values, then calls `output_function`, which
-#   merges the heads and applies the last linear layer, `linear_out`.
+# - `project_keys(key)` projects the keys and values and cuts them into chunks,
+#   $(N, h, L_k, d_k)$ each;
+# - `forward(x, key=None, mask=None)` projects and chunks the queries, hands queries, keys,
+#   values and mask to `attend`, which scales the scores, masks them, takes the softmax
+#   (keeping `alphas`), applies dropout and takes the weighted sum of the values, then calls
+#   `output_function`, which merges the heads and applies the last linear layer, `linear_out`.
+#
+# The book's `MultiHeadedAttention` adds its own steps: `init_keys(key)` keeps the keys for the
+# calls that follow, `proj_key` and `proj_value` are their chunks, and `score_function(query)`
+# returns every head's scaled scores $Q_i K_i^\top / \sqrt{d_k}$, $(N, h, L_q, L_k)$.
 
 # %%
-print([name for name in ("init_keys", "make_chunks", "score_function", "output_function")
-       if callable(getattr(mha, name))])
+print([name for name in ("make_chunks", "project_keys", "output_function") if callable(getattr(mha, name))])
+print([name for name in ("init_keys", "score_function")
+       if hasattr(MultiHeadedAttention, name) and not hasattr(NarrowMultiHeadAttention, name)])
 
 # %% [markdown]
 # ## Your turn
@@ -660,15 +666,15 @@ ch03.wide_parameter_count.check(my_wide_parameter_count)
 
 # %% [markdown]
 # **3. Weights from a fused module.** A module with `store_alphas=False` keeps no weights.
-# Write `my_fused_weights(mha, query, mask)` that returns them anyway, $(N, h, L_q, L_k)$, for
-# a `NarrowMultiHeadAttention` in eval mode whose keys were already set with `init_keys`, the
-# weights that `forward(query, mask)` would use. `mask` is `None`, a padding mask
+# Write `my_fused_weights(mha, query, key, mask)` that returns them anyway, $(N, h, L_q, L_k)$,
+# for a `NarrowMultiHeadAttention` in eval mode: the weights that `mha(query, key, mask)` would
+# use. `mask` is `None`, a padding mask
 # $(N, 1, L_k)$ or the causal mask $(1, L_q, L_k)$, `True` where a query may attend. Which of
 # the methods listed above does most of the work? The mask has no dimension for the heads:
 # where does it need one, and at which step must it act so that every row still sums to 1?
 
 # %%
-def my_fused_weights(mha, query, mask):
+def my_fused_weights(mha, query, key, mask):
     return torch.zeros(1)  # replace: return a (N, n_heads, L_q, L_k) tensor
 
 

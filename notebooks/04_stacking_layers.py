@@ -329,14 +329,14 @@ print("encoder states:", tuple(states.shape))
 # A **decoder layer** has three: masked self-attention over the target (the subsequent mask keeps
 # each position from seeing later ones), **cross-attention** whose queries come from the target
 # and whose keys and values are the encoder's states, and the feed-forward network.
-# `init_keys(states)` hands the encoder's states to the cross-attention.
+# The layer is handed the encoder's states at each call, as `memory`; the cross-attention
+# reads them as its keys and values.
 
 # %%
 decoder_layer = DecoderLayer(n_heads=2, d_model=8, ff_units=16, dropout=0.1).eval()
 print([name for name, _ in decoder_layer.named_children()], "with", len(decoder_layer.sublayers), "wrappers")
 target = torch.randn(2, 3, 8)  # (N, L_target, d_model)
-decoder_layer.init_keys(states)
-out = decoder_layer(target, source_mask=source_mask, target_mask=subsequent_mask(3))  # (N, L_target, d_model)
+out = decoder_layer(target, source_mask=source_mask, target_mask=subsequent_mask(3), memory=states)  # (N, L_t, d_model)
 print("decoder output:", tuple(out.shape))
 print("cross-attention weights (N, n_heads, L_target, L_source):", tuple(decoder_layer.cross_attn_heads.alphas.shape))
 
@@ -684,7 +684,7 @@ gradient_norms_explorer(runs=runs, steps=35)
 # - The **sublayer wrapper** is norm-first $x + \mathrm{drop}(S(\mathrm{LN}(x)))$ or norm-last
 #   $\mathrm{LN}(x + \mathrm{drop}(S(x)))$: `SubLayerWrapper(d_model, dropout, norm_first)`.
 # - `EncoderLayer` wraps self-attention and a feed-forward network; `DecoderLayer` adds
-#   cross-attention to the encoder's states (`init_keys`). `EncoderTransf` / `DecoderTransf`
+#   cross-attention to the encoder's states (`memory`). `EncoderTransf` / `DecoderTransf`
 #   stack independent deep copies, plus a final norm when norm-first.
 # - Layer norm on two features leaves only $(\pm 1, \mp 1)$: project the features to `d_model` first.
 # - At initialisation, norm-last gradients are uneven across layers, larger next to the output

@@ -174,9 +174,8 @@ batch_source = full_batch[:, :2]  # (16, 2, 2): x_0, x_1
 shifted_target = full_batch[:, 1:3]  # (16, 2, 2): x_1, x_2
 source_proj = model.proj(batch_source)  # (16, 2, 6)
 states = model.encoder(source_proj)  # (16, 2, 6): positional encoding, 2 layers, final norm
-model.decoder.init_keys(states)  # every cross-attention now reads the states
 target_proj = model.proj(shifted_target)  # (16, 2, 6): the same projection
-decoded = model.decoder(target_proj, target_mask=model.trg_masks)  # (16, 2, 6)
+decoded = model.decoder(target_proj, target_mask=model.trg_masks, memory=states)  # (16, 2, 6): memory for every layer
 by_hand = model.linear(decoded)  # (16, 2, 2): predictions of x_2, x_3
 
 for name, tensor in [("source", batch_source), ("projected source", source_proj), ("encoder states", states),
@@ -185,11 +184,11 @@ for name, tensor in [("source", batch_source), ("projected source", source_proj)
 print(f"causal mask (True = may attend):\n{model.trg_masks[0]}")
 
 # %% [markdown]
-# `init_keys(states)` stores the encoder's states *on* the decoder's cross-attention modules,
-# the book's design: later calls to `decode` read them without being passed them. PyTorch's
-# `nn.Transformer` (chapter 06) passes them explicitly as `memory` instead. The stored states
-# have a pitfall: decoding a new batch without encoding it first would read the *previous*
-# batch's states. `encode` always stores them, so calling it first is enough.
+# The decoder is passed the encoder's states, `memory`, at each call, as PyTorch's
+# `nn.Transformer` (chapter 06) does. The model's `encode` keeps them, and its `decode` passes
+# them on, the book's two steps: `decode` reads them without being passed them. That has a
+# pitfall: decoding a new batch without encoding it first would read the *previous* batch's
+# states. `encode` always keeps them, so calling it first is enough.
 #
 # The model's own `forward` runs the same calls in the same order, so with the same seed it
 # draws the same dropout masks and gives the same numbers:
@@ -327,7 +326,7 @@ fig = plots.sequence_predictions(val_source, val_target, val_predicted, n=8)
 # %% [markdown]
 # ## What the attention looks at
 #
-# Every `MultiHeadedAttention` keeps the weights of its last call in `alphas`,
+# Every `NarrowMultiHeadAttention` keeps the weights of its last call in `alphas`,
 # $(N, h, L_q, L_k)$, before dropout. After `predict` on the 128 validation sources, the last
 # call was the last step of greedy decoding, so for each validation square:
 #

@@ -45,7 +45,7 @@ from stepbystep.experiments.attention_kernels import attention_ops, kernel_claim
 from stepbystep.models import (
     DecoderLayer,
     EncoderLayer,
-    MultiHeadedAttention,
+    NarrowMultiHeadAttention,
     TransformerModel,
     build_transformer,
     copy_to_torch,
@@ -329,7 +329,7 @@ expect_close(padding_weights[:, 0].sum(dim=-1), 1.0, "and its rows sum to 1", at
 
 # %%
 torch.manual_seed(11)
-our_attention = MultiHeadedAttention(n_heads=3, d_model=6, dropout=0.1).eval()
+our_attention = NarrowMultiHeadAttention(n_heads=3, d_model=6, dropout=0.1).eval()
 their_attention = nn.MultiheadAttention(embed_dim=6, num_heads=3, dropout=0.1, batch_first=True).eval()
 q, k, v = our_attention.linear_query, our_attention.linear_key, our_attention.linear_value
 with torch.no_grad():
@@ -348,8 +348,7 @@ generator = torch.Generator().manual_seed(4)
 query = torch.randn(2, 3, 6, generator=generator)  # (N, L_q, d_model)
 key = torch.randn(2, 4, 6, generator=generator)  # (N, L_k, d_model)
 with torch.no_grad():
-    our_attention.init_keys(key)
-    our_context = our_attention(query, mask=source_mask)  # (N, L_q, d_model)
+    our_context = our_attention(query, key, source_mask)  # (N, L_q, d_model)
     their_context, their_weights = their_attention(
         query, key, key, key_padding_mask=to_key_padding_mask(source_mask)
     )  # (N, L_q, d_model), (N, L_q, L_k)
@@ -388,8 +387,7 @@ for norm_first in (True, False):
     with torch.no_grad():
         our_memory = our_encoder(source_states, mask=source_mask)  # (N, L_s, d_model)
         their_memory = their_encoder(source_states, src_key_padding_mask=to_key_padding_mask(source_mask))
-        our_decoder.init_keys(our_memory)
-        our_out = our_decoder(target_states, source_mask=source_mask, target_mask=causal)  # (N, L_t, d_model)
+        our_out = our_decoder(target_states, source_mask, causal, our_memory)  # (N, L_t, d_model)
         their_out = their_decoder(
             target_states, their_memory,
             tgt_mask=to_torch_attn_mask(causal),  # (L_t, L_t), True = blocked
@@ -585,7 +583,7 @@ fig = plots.sequence_predictions(val_source, val_target, predictions, n=8)
 # %% [markdown]
 # ## The fused path
 #
-# Our `MultiHeadedAttention` has two paths (chapter 03). The teaching path
+# Our `NarrowMultiHeadAttention` has two paths (chapter 03). The teaching path
 # (`store_alphas=True`) computes the scores, softmaxes them and multiplies by the values,
 # storing the weights $(N, h, L_q, L_k)$ on the way. The fused path (`store_alphas=False`)
 # calls `F.scaled_dot_product_attention`, which does all of it in one kernel and never keeps
@@ -754,7 +752,7 @@ ch06.combined_mask.check(my_combined_mask)
 # %% [markdown]
 # **2. The copy the other way.** The chapter copied our attention into PyTorch's. Write
 # `my_copy_from_torch(theirs, ours)` that copies an `nn.MultiheadAttention`'s weights into our
-# `MultiHeadedAttention` of the same size, in place: split `in_proj_weight` and
+# `NarrowMultiHeadAttention` of the same size, in place: split `in_proj_weight` and
 # `in_proj_bias` back into our three projections (`Tensor.chunk` helps), and `out_proj` into
 # `linear_out`. The checker then compares the two modules' outputs on a padded batch.
 

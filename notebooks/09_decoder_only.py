@@ -163,7 +163,7 @@ print(f"inputs {tuple(batch_inputs.shape)}, targets {tuple(batch_targets.shape)}
 # `DecoderOnlyTransformer` stacks the pieces of the earlier chapters:
 #
 # - a token **embedding** plus the sinusoidal **positional encoding** (chapter 02);
-# - `n_layers` layers, each a **self-attention** (`MultiHeadedAttention`) and a
+# - `n_layers` layers, each a **self-attention** (`NarrowMultiHeadAttention`) and a
 #   **feed-forward network**, each inside a `SubLayerWrapper` (norm-first, chapter 04), with
 #   the **causal mask** (`subsequent_mask`): position $i$ reads positions $0..i$ only;
 # - a final `LayerNorm` and a linear **output layer**, one logit per vocabulary entry.
@@ -871,7 +871,7 @@ ch09.top_k.check(my_top_k)
 
 # %% [markdown]
 # **2. One cached attention step.** Write `my_cached_step(attention, x_new, keys, values)`:
-# `attention` is a `MultiHeadedAttention`, `x_new` `(N, 1, d_model)` the new token's input,
+# `attention` is a `NarrowMultiHeadAttention`, `x_new` `(N, 1, d_model)` the new token's input,
 # `keys` and `values` `(N, h, t, d_k)` the cache. Return the attention output for the new
 # token `(N, 1, d_model)` and the keys and values with the new token's appended.
 

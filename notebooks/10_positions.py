@@ -175,7 +175,7 @@ fig = plots.alibi_heads(alibi_bias(4, 12), alibi_slopes(4))
 
 # %% [markdown]
 # With the fused kernel (`store_alphas=False`), `F.scaled_dot_product_attention` adds a float
-# `attn_mask` to the scores: `MultiHeadedAttention` passes it the bias where a key may be read
+# `attn_mask` to the scores: `attend` passes it the bias where a key may be read
 # and $-\infty$ where the mask forbids it. The teaching path adds the bias to the scores and
 # then applies the masked softmax; both give the same outputs. (On a GPU, a float mask rules out
 # PyTorch's FlashAttention kernel, which takes no arbitrary mask; the kernel falls back to

@@ -512,7 +512,7 @@ expect_all(position_claims(bar_results, ceiling))
 # ## What the CLS token looks at
 #
 # The CLS token is the only state the head reads, and it gathers everything by attention. Every
-# `MultiHeadedAttention` keeps its last weights in `alphas`, $(N, h, 10, 10)$. Row 0 is the CLS
+# `NarrowMultiHeadAttention` keeps its last weights in `alphas`, $(N, h, 10, 10)$. Row 0 is the CLS
 # token's query: how much it reads itself and each of the 9 patches. `cls_attention` runs the
 # model on some images and returns the logits and that row, patch weights only, laid out as the
 # 3×3 patch grid, $(N, h, 3, 3)$.

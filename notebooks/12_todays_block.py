@@ -51,7 +51,7 @@ from stepbystep.experiments.todays_block import (
 from stepbystep.models import (
     PUBLISHED_CACHES,
     DecoderConfig,
-    MultiHeadedAttention,
+    NarrowMultiHeadAttention,
     RMSNorm,
     RotaryEmbedding,
     SwiGLU,
@@ -269,7 +269,7 @@ expect_all(block_claims(results))
 # In the course's attention, `n_kv_heads` shrinks the key and value projections to
 # `n_kv_heads × d_k` outputs. The keys and values are computed, rotated and **cached** with
 # `n_kv_heads` heads; only at the scores is each key head repeated for its group
-# (`expand_kv`). The fused kernel takes the shared heads as they are
+# (`attend` repeats it, `k.repeat_interleave(groups, dim=1)`). The fused kernel takes the shared heads as they are
 # (`F.scaled_dot_product_attention(..., enable_gqa=True)`; whether it then copies them depends on
 # the kernel):
 
@@ -278,14 +278,14 @@ torch.manual_seed(0)
 x = torch.randn(2, 6, 32)  # (N, L, d_model)
 for n_kv_heads in (4, 2, 1):
     torch.manual_seed(1)
-    teaching = MultiHeadedAttention(4, 32, dropout=0.0, n_kv_heads=n_kv_heads)  # store_alphas=True
+    teaching = NarrowMultiHeadAttention(4, 32, dropout=0.0, n_kv_heads=n_kv_heads)  # store_alphas=True
     torch.manual_seed(1)
-    fused = MultiHeadedAttention(4, 32, dropout=0.0, store_alphas=False, n_kv_heads=n_kv_heads)
+    fused = NarrowMultiHeadAttention(4, 32, dropout=0.0, store_alphas=False, n_kv_heads=n_kv_heads)
     keys, values = teaching.project_keys(x)
     print(f"n_kv_heads={n_kv_heads}: linear_key {tuple(teaching.linear_key.weight.shape)}, keys {tuple(keys.shape)}, "
-          f"expanded {tuple(teaching.expand_kv(keys).shape)}, query head -> key head "
+          f"expanded {tuple(keys.repeat_interleave(teaching.groups, dim=1).shape)}, query head -> key head "
           f"{[h // teaching.groups for h in range(4)]}")
-    expect_close(teaching(x, subsequent_mask(6), key=x), fused(x, subsequent_mask(6), key=x),
+    expect_close(teaching(x, mask=subsequent_mask(6)), fused(x, mask=subsequent_mask(6)),
                  f"n_kv_heads={n_kv_heads}: the teaching path equals the fused path (± 1e-5)", atol=1e-5)
 
 # %% [markdown]

@@ -7,10 +7,11 @@ argument is wrong and how to fix it. Each check returns the value, so it can be 
 ``self.clip_value = check_positive_number("clip_value", clip_value)``.
 
 Where the checks run: at entry points, the functions and constructors a learner calls and a
-model's ``forward``. Inner steps trust their caller and check nothing (a model's attention inside
-a layer, each step of a decoding loop), with one exception: a module a learner also calls alone
-(``PositionalEncoding``, the wide ``Attention``, ``RotaryEmbedding``) checks its inputs on every
-call, even when a model calls it at each decoding step.
+model's ``forward``; helpers a model calls inside (``attend``, ``RotaryEmbedding.rotate``, a
+decoding loop's step) check nothing. Not every check is at an entry point, though: a module a
+learner also calls alone (the attention modules, the layers, ``PositionalEncoding``) checks the
+shapes and dtypes of its inputs on every call, so also when a model calls it, at every layer and
+every decoding step. These checks read shapes only, never values (no wait for an accelerator).
 """
 import math
 import numbers
