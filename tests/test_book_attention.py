@@ -143,3 +143,26 @@ def test_a_wrong_table_is_refused_with_a_clear_message():
         book.load_book_state_dict(pe, {"pe": [0.0]})
     with pytest.raises(ValueError, match="'pe' must hold the sinusoidal table"):
         book.load_book_state_dict(pe, {"pe": sinusoidal_table(10, 4).unsqueeze(0) + 1e-3}, strict=False)
+
+
+def test_the_books_trainer_loads_a_book_checkpoint_that_stores_positional_tables(tmp_path):
+    def trainer(seed):
+        torch.manual_seed(seed)
+        model = book.EncoderDecoderSelfAttn(book.EncoderPe(3, 2, 10, n_features=2, max_len=2),
+                                            book.DecoderPe(3, 2, 10, n_features=2, max_len=2), 2, 2)
+        return book.StepByStep(model, torch.nn.MSELoss(), torch.optim.SGD(model.parameters(), lr=0.1))
+
+    saved = trainer(6)
+    tables = {"encoder.pe.pe": saved.model.encoder.pe.pe, "decoder.pe.pe": saved.model.decoder.pe.pe}
+    torch.save({"epoch": 2, "model_state_dict": {**saved.model.state_dict(), **tables},
+                "optimizer_state_dict": saved.optimizer.state_dict(), "loss": [0.5, 0.25], "val_loss": []},
+               tmp_path / "book.pt")  # what the book's save_checkpoint writes for its models
+    loaded = trainer(7)
+    loaded.load_checkpoint(tmp_path / "book.pt")
+    assert loaded.total_epochs == 2
+    assert all(torch.equal(a, b) for a, b in zip(loaded.model.state_dict().values(), saved.model.state_dict().values()))
+    torch.save({"epoch": 2, "model_state_dict": {**saved.model.state_dict(), "decoder.pe.pe": tables["decoder.pe.pe"] + 1},
+                "optimizer_state_dict": saved.optimizer.state_dict(), "loss": [0.5, 0.25], "val_loss": []},
+               tmp_path / "wrong.pt")
+    with pytest.raises(ValueError, match="'decoder.pe.pe' must hold the sinusoidal table"):
+        loaded.load_checkpoint(tmp_path / "wrong.pt")
