@@ -1,1 +1,1 @@
-"""The decoder-only model (chapters 09-10): the model, its KV cache and generation."""
+"""The decoder-only model (chapters 09-13): its configuration, the model, generation and completion."""
