@@ -161,33 +161,26 @@ def _check_layer(ours, theirs):
         raise _differ("activation", "relu", name)
 
 
-def _copy_encoder_layer(ours, theirs):
+def _copy_layer(ours, theirs):
+    """An encoder or decoder layer: the attentions, the feed-forward network, the wrappers' norms in order."""
     _check_layer(ours, theirs)
     _copy_mha(ours.self_attn_heads, theirs.self_attn)
+    if hasattr(ours, "cross_attn_heads"):
+        _copy_mha(ours.cross_attn_heads, theirs.multihead_attn)
     _copy_linear(ours.ffn[0], theirs.linear1, "linear1")
     _copy_linear(ours.ffn[3], theirs.linear2, "linear2")
-    _copy_norm(ours.sublayers[0].norm, theirs.norm1, "norm1")
-    _copy_norm(ours.sublayers[1].norm, theirs.norm2, "norm2")
+    for i, wrapper in enumerate(ours.sublayers, start=1):
+        _copy_norm(wrapper.norm, getattr(theirs, f"norm{i}"), f"norm{i}")
 
 
-def _copy_decoder_layer(ours, theirs):
-    _check_layer(ours, theirs)
-    _copy_mha(ours.self_attn_heads, theirs.self_attn)
-    _copy_mha(ours.cross_attn_heads, theirs.multihead_attn)
-    _copy_linear(ours.ffn[0], theirs.linear1, "linear1")
-    _copy_linear(ours.ffn[3], theirs.linear2, "linear2")
-    for i in range(3):
-        _copy_norm(ours.sublayers[i].norm, getattr(theirs, f"norm{i + 1}"), f"norm{i + 1}")
-
-
-def _copy_stack(ours, theirs, copy_layer):
+def _copy_stack(ours, theirs):
     if len(ours.layers) != len(theirs.layers):
         raise _differ("number of layers", len(ours.layers), len(theirs.layers))
     has_ours, has_theirs = ours.norm is not None, theirs.norm is not None
     if has_ours != has_theirs:
         raise _differ("final norm", "one" if has_ours else "none", "one" if has_theirs else "none")
     for our_layer, their_layer in zip(ours.layers, theirs.layers):
-        copy_layer(our_layer, their_layer)
+        _copy_layer(our_layer, their_layer)
     if has_ours:
         _copy_norm(ours.norm, theirs.norm, "final norm")
 
@@ -204,8 +197,8 @@ def _copy_model(ours, theirs):
     for stack in (ours.encoder, ours.decoder):
         if stack.pe.scale_input != theirs.pe.scale_input:
             raise _differ("positional encoding scale_input", stack.pe.scale_input, theirs.pe.scale_input)
-    _copy_stack(ours.encoder, theirs.transf.encoder, _copy_encoder_layer)
-    _copy_stack(ours.decoder, theirs.transf.decoder, _copy_decoder_layer)
+    _copy_stack(ours.encoder, theirs.transf.encoder)
+    _copy_stack(ours.decoder, theirs.transf.decoder)
     _copy_linear(ours.proj, theirs.proj, "proj")
     _copy_linear(ours.linear, theirs.linear, "linear")
 
@@ -213,10 +206,10 @@ def _copy_model(ours, theirs):
 # (our type, PyTorch's type, copier); checked in order, so subclasses still match
 _PAIRS = [
     (NarrowMultiHeadAttention, nn.MultiheadAttention, _copy_mha),
-    (EncoderLayer, nn.TransformerEncoderLayer, _copy_encoder_layer),
-    (DecoderLayer, nn.TransformerDecoderLayer, _copy_decoder_layer),
-    (EncoderTransf, nn.TransformerEncoder, lambda o, t: _copy_stack(o, t, _copy_encoder_layer)),
-    (DecoderTransf, nn.TransformerDecoder, lambda o, t: _copy_stack(o, t, _copy_decoder_layer)),
+    (EncoderLayer, nn.TransformerEncoderLayer, _copy_layer),
+    (DecoderLayer, nn.TransformerDecoderLayer, _copy_layer),
+    (EncoderTransf, nn.TransformerEncoder, _copy_stack),
+    (DecoderTransf, nn.TransformerDecoder, _copy_stack),
     (EncoderDecoderTransf, TransformerModel, _copy_model),
 ]
 
