@@ -70,30 +70,32 @@ class DecoderSelfAttn(nn.Module):
         return self.ffn(att2)  # (N, L_t, n_features)
 
 
-class EncoderPe(nn.Module):
-    """``EncoderSelfAttn`` (``layer``) behind a sinusoidal positional encoding ``pe`` of ``n_features``."""
+class _WithPe(nn.Module):
+    """A self-attention model (``layer``, of class ``LAYER``) behind a sinusoidal positional
+    encoding ``pe`` of ``n_features``."""
 
     def __init__(self, n_heads, d_model, ff_units, n_features=None, max_len=100):
         super().__init__()
         self.d_model = d_model
         self.n_features = d_model if n_features is None else n_features
         self.pe = PositionalEncoding(max_len, self.n_features)
-        self.layer = EncoderSelfAttn(n_heads, d_model, ff_units, n_features)
+        self.layer = self.LAYER(n_heads, d_model, ff_units, n_features)
+
+
+class EncoderPe(_WithPe):
+    """``EncoderSelfAttn`` (``layer``) behind a sinusoidal positional encoding ``pe`` of ``n_features``."""
+
+    LAYER = EncoderSelfAttn
 
     def forward(self, query, mask=None):
         query_pe = self.pe(query)  # (N, L, n_features)
         return self.layer(query_pe, mask)  # (N, L, d_model)
 
 
-class DecoderPe(nn.Module):
+class DecoderPe(_WithPe):
     """``DecoderSelfAttn`` (``layer``) behind a sinusoidal positional encoding ``pe`` of ``n_features``."""
 
-    def __init__(self, n_heads, d_model, ff_units, n_features=None, max_len=100):
-        super().__init__()
-        self.d_model = d_model
-        self.n_features = d_model if n_features is None else n_features
-        self.pe = PositionalEncoding(max_len, self.n_features)
-        self.layer = DecoderSelfAttn(n_heads, d_model, ff_units, n_features)
+    LAYER = DecoderSelfAttn
 
     def init_keys(self, states):
         """Give the decoder's cross-attention the encoder states ``(N, L_source, d_model)``."""
