@@ -17,7 +17,7 @@ from ..checks import check_instance, check_positive_int
 from ..containers import map_structure
 from ..devices import as_device, default_device, evaluating, model_dtype, move_to
 from ..seeding import get_rng_state, set_rng_state, set_seed
-from .batches import check_float_inputs, forward, numpy_to_tensor, split_batch, to_numpy
+from .batches import check_float_inputs, forward, numpy_to_tensor, ran_out, resume, split_batch, to_numpy
 from .callbacks import Callback, stateful
 from .checkpoint import check_compatible, load_all_or_nothing, read_checkpoint, save_checkpoint
 from .clipping import GradientClipping
@@ -185,34 +185,13 @@ class StepByStep:
         return value
 
     def _open_epoch(self):
-        """The training batches from where the epoch stands. A new epoch notes the streams at its
-        start; an epoch a previous call stopped in is rebuilt: its streams put back to its start,
-        the batches it trained on drawn again and skipped, then the streams put back to now."""
+        """The training batches from where the epoch stands: a new epoch's (noting the streams at its
+        start), or the rest of one a previous call stopped in."""
         self.model.train()
-        if self._epoch is None:
-            self._epoch = {"batches": 0, "loss_sum": 0.0, "rng_state": get_rng_state(self.train_loader)}
-            return iter(self.train_loader)
-        now = get_rng_state(self.train_loader)
-        set_rng_state(self._epoch["rng_state"], self.train_loader)
-        batches = iter(self.train_loader)
-        for _ in range(self._epoch["batches"]):
-            if next(batches, None) is None:
-                raise ValueError(f"the training loader ran out before the {self._epoch['batches']} batches the "
-                                 "open epoch trained on: resume on the loader it started with")
-        set_rng_state(now, self.train_loader)
-        return batches
-
-    def _ran_out(self, batches):
-        """Whether a loader with a length has just given its last batch. It is asked for one more, as
-        in an unbroken run (a shuffling sampler draws its next order as it ends); if it had one, the
-        streams go back, and the next call draws that batch again."""
-        if not hasattr(self.train_loader, "__len__") or self._epoch["batches"] < len(self.train_loader):
-            return False
-        before = get_rng_state(self.train_loader)
-        if next(batches, None) is None:
-            return True
-        set_rng_state(before, self.train_loader)
-        return False
+        if self._epoch is not None:
+            return resume(self.train_loader, self._epoch["rng_state"], self._epoch["batches"])
+        self._epoch = {"batches": 0, "loss_sum": 0.0, "rng_state": get_rng_state(self.train_loader)}
+        return iter(self.train_loader)
 
     def _validate(self, epoch):
         """Mean batch loss over the validation loader, in eval mode and without gradients; a NaN or
@@ -310,7 +289,8 @@ class StepByStep:
                         done += 1
                         bar.update()
                         bar.set_postfix(loss=f"{loss:.4f}")
-                    if unit == "epoch" or done < count or not self._ran_out(batches):
+                    if unit == "epoch" or done < count or not ran_out(self.train_loader, batches,
+                                                                      self._epoch["batches"]):
                         continue
                 batches = None
                 loss, val_loss = self._close_epoch()
