@@ -1,6 +1,7 @@
 """The callback protocol: how clipping, schedulers and logging join the training loop.
 
-``StepByStep.train`` calls these hooks on every callback, in the order they were added::
+``StepByStep.train`` and ``train_steps`` call these hooks on every callback, in the order they
+were added (``train_steps`` may stop, and the next call go on, inside an epoch)::
 
     on_train_start(trainer)
     for every epoch:
