@@ -155,13 +155,34 @@ def test_train_steps_before_set_loaders_names_set_loaders():
         StepByStep(model, nn.MSELoss(), torch.optim.SGD(model.parameters(), lr=0.1)).train_steps(1)
 
 
-def test_resuming_on_a_loader_shorter_than_the_open_epoch_says_so():
-    sbs = _trainer()
+def test_another_training_loader_starts_a_new_epoch():
+    class Losses(Callback):
+        def __init__(self):
+            self.seen = []
+
+        def on_batch_end(self, trainer, epoch, batch_index, loss):
+            self.seen.append((epoch, batch_index, loss))
+
+    losses = Losses()
+    sbs = _trainer(callbacks=[losses])
     sbs.train_steps(3, progress=False)
     x, y = sum_dataset().tensors
-    sbs.set_loaders([(x[:16], y[:16])])
+    sbs.set_loaders([(x[:16], y[:16]), (x[16:32], y[16:32])])
+    sbs.train_steps(2, progress=False)
+    assert (sbs.total_steps, sbs.total_epochs, len(sbs.learning_rates)) == (5, 1, 5)
+    assert [seen[:2] for seen in losses.seen] == [(1, 1), (1, 2), (1, 3), (1, 1), (1, 2)]
+    assert sbs.losses == [(losses.seen[3][2] + losses.seen[4][2]) / 2]  # the new loader's two batches only
+
+
+def test_resuming_on_a_loader_shorter_than_the_open_epoch_says_so():
+    saved = _trainer()
+    saved.train_steps(3, progress=False)
+    x, y = sum_dataset().tensors
+    short = _trainer()
+    short.set_loaders([(x[:16], y[:16])])
+    short.load_state_dict(saved.state_dict())
     with pytest.raises(ValueError, match="ran out before the 3 batches the open epoch trained on"):
-        sbs.train_steps(1, progress=False)
+        short.train_steps(1, progress=False)
 
 
 # ----------------------------------------------------------------------------- state

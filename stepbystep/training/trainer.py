@@ -104,10 +104,14 @@ class StepByStep:
         return self
 
     def set_loaders(self, train_loader, val_loader=None):
-        """Use ``train_loader`` for training and ``val_loader`` (optional) for validation."""
+        """Use ``train_loader`` for training and ``val_loader`` (optional) for validation. Another
+        training loader starts a new epoch: the steps of one left open stay in the step count and the
+        rates, not in ``losses``."""
         check_instance("train_loader", train_loader, Iterable, "an iterable of (x, y) batches, such as a DataLoader")
         if val_loader is not None:
             check_instance("val_loader", val_loader, Iterable, "an iterable of (x, y) batches, such as a DataLoader")
+        if self.train_loader is not None and train_loader is not self.train_loader:
+            self._epoch = None
         self.train_loader = train_loader
         self.val_loader = val_loader
 
