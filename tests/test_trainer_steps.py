@@ -224,7 +224,8 @@ def test_two_callbacks_of_one_class_keep_their_own_states():
     sbs = _trainer(callbacks=[RunningMean(), RunningMean()])
     sbs.callbacks[1].count = 100
     state = sbs.state_dict()
-    assert state["callbacks"] == {"RunningMean": {"total": 0.0, "count": 0}, "RunningMean#2": {"total": 0.0, "count": 100}}
+    assert state["callbacks"] == {"RunningMean": {"total": 0.0, "count": 0},
+                                  "RunningMean#2": {"total": 0.0, "count": 100}}
     other = _trainer(callbacks=[RunningMean(), RunningMean()])
     other.load_state_dict(state)
     assert [c.count for c in other.callbacks] == [0, 100]

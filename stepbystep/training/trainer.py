@@ -305,7 +305,8 @@ class StepByStep:
                 if self.should_stop:
                     break
         except KeyboardInterrupt:
-            print(f"Training interrupted: the history keeps the {self.total_epochs} completed epoch(s).")
+            rest = f"; the next call goes on {self._epoch['batches']} step(s) into the next" if self._epoch else ""
+            print(f"Training interrupted: the history keeps the {self.total_epochs} completed epoch(s){rest}.")
         finally:
             bar.close()
             self.rng_state = get_rng_state(self.train_loader)
