@@ -161,3 +161,14 @@ def test_seed_spread_rejects_empty_or_uneven_groups():
         seed_spread([_run(True, 0)])
     with pytest.raises(ValueError, match="same number of steps"):
         seed_spread({"a": [_run(True, 0, steps=3), _run(True, 0, steps=4)]})
+
+
+def test_seed_spread_wraps_long_setting_names_so_six_fit_side_by_side():
+    from stepbystep.plots.stacking import seed_spread
+
+    runs = [_run(False, 2, steps=3)]
+    labels = ["norm-last, no warm-up, lr 0.003", "norm-first, warm-up 20 steps"]
+    fig = seed_spread({label: runs for label in labels})
+    shown = [t.get_text() for t in fig.axes[1].get_xticklabels()]
+    assert [text.replace("\n", " ") for text in shown] == labels
+    assert all(len(line) <= 11 for text in shown for line in text.split("\n"))  # "norm-first," is one word

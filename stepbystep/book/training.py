@@ -20,7 +20,8 @@ from ..seeding import get_rng_state, set_seed
 from ..training import trainer as core
 from ..training.batches import forward, split_batch
 from ..training.captures import Captures, named_layers
-from ..training.checkpoint import check_keys, restore_checkpoint
+from ..training.callbacks import stateful
+from ..training.checkpoint import check_keys, upgrade
 from ..training.lr_finder import lr_range_test
 from ..training.tensorboard import TensorBoard, summary_writer
 from .models import without_book_tables
@@ -31,20 +32,20 @@ __all__ = ["StepByStep", "ChannelNormalizer", "from_book"]
 BOOK_KEYS = ("epoch", "model_state_dict", "optimizer_state_dict", "loss", "val_loss")
 
 
-def from_book(checkpoint, scheduler):
+def from_book(checkpoint, callbacks):
     """A checkpoint the book's class wrote, in our format: no rates, no streams; others as they are.
 
-    A book file holds no scheduler: the trainer's own (if any) keeps its state. The book
-    appends a ``None`` validation loss for every epoch trained without a validation loader.
+    A book file holds no scheduler: the trainer's own ``callbacks`` (if any hold state) keep it.
+    The book appends a ``None`` validation loss for every epoch trained without a validation loader.
     """
-    is_book = (isinstance(checkpoint, dict) and "scheduler_state_dict" not in checkpoint
+    is_book = (isinstance(checkpoint, dict) and not {"scheduler_state_dict", "callbacks"} & set(checkpoint)
                and all(key in checkpoint for key in BOOK_KEYS))
     if not is_book:
         return checkpoint
     return {**checkpoint,
-            "scheduler_state_dict": None if scheduler is None else scheduler.state_dict(),
+            "callbacks": {key: callback.state_dict() for key, callback in stateful(callbacks).items()},
             "val_loss": [loss for loss in checkpoint["val_loss"] if loss is not None],
-            "learning_rates": [], "rng_state": None}
+            "learning_rates": [], "rng_state": None, "steps": 0, "open_epoch": None}
 
 
 class _class_or_instance_method:
@@ -107,7 +108,7 @@ class StepByStep(core.StepByStep):
     def set_seed(self, seed=42):
         """Seed every random generator now; the next ``train`` call starts from these streams."""
         set_seed(seed, self.train_loader)
-        self._rng_state = get_rng_state(self.train_loader)
+        self.rng_state = get_rng_state(self.train_loader)
 
     def set_clip_grad_value(self, clip_value):
         """Clip every gradient element to ``[-clip_value, clip_value]`` before each step."""
@@ -265,7 +266,7 @@ class StepByStep(core.StepByStep):
         The book's files hold no scheduler, rates or streams: a scheduler set here carries on,
         and the next ``train`` seeds with 42.
         """
-        checkpoint = check_keys(from_book(safe_load(path, map_location=self.device), self.scheduler), path)
+        checkpoint = check_keys(from_book(upgrade(safe_load(path, map_location=self.device)), self.callbacks), path)
         if isinstance(checkpoint["model_state_dict"], dict):  # the book's positional tables, checked and dropped
             checkpoint["model_state_dict"] = without_book_tables(self.model, checkpoint["model_state_dict"])
-        restore_checkpoint(self, checkpoint)
+        self.load_state_dict(checkpoint)

@@ -139,6 +139,7 @@ def _layer_norm_invariants_solution(d):
     # y_i = (x_i - mean) / std with the biased std (γ = 1, β = 0, ε ignored):
     total = 0.0  # sum_i (x_i - mean) = d·mean - d·mean: every output sums to 0
     squares = float(d)  # sum_i (x_i - mean)² = d·std², divided by std²: every output has squared length d
+    # RMSNorm removes no mean: it keeps only the squares, its outputs anywhere on the sphere of radius sqrt(d)
     return total, squares  # so y lies on the sphere of radius sqrt(d) in the plane sum = 0
 
 

@@ -1,11 +1,11 @@
 """Chapter 08's training recipe from other seeds: how much of its exact match is the seed's."""
 import torch
-from torch.optim.lr_scheduler import LinearLR, SequentialLR
 from torch.utils.data import DataLoader
 
 from stepbystep.data import Seq2SeqDataset, Vocab, date_datasets, pad_collate
 from stepbystep.models import TokenTransformer, sequence_cross_entropy, translate
 from stepbystep.training import StepByStep
+from stepbystep.training.schedules import linear_ramps
 
 __all__ = ["translation_seed_study"]
 
@@ -29,12 +29,9 @@ def translation_seed_study(seeds, n_epochs=3, warmup_steps=100, n_train=12_800, 
         torch.manual_seed(seed)
         model = TokenTransformer(len(src_vocab), len(tgt_vocab), d_model=64, n_heads=4, ff_units=128, n_layers=2,
                                  dropout=0.0, max_len=32)
-        optimizer = torch.optim.Adam(model.parameters(), lr=7e-3, fused=True)
-        warm_up = LinearLR(optimizer, start_factor=1 / warmup_steps, total_iters=warmup_steps)
-        decay = LinearLR(optimizer, start_factor=1.0, end_factor=0.0, total_iters=total_steps - warmup_steps)
-        trainer = StepByStep(model, sequence_cross_entropy, optimizer)
+        trainer = StepByStep(model, sequence_cross_entropy, torch.optim.Adam(model.parameters(), lr=7e-3, fused=True))
         trainer.set_loaders(train_loader, val_loader)
-        trainer.set_lr_scheduler(SequentialLR(optimizer, [warm_up, decay], milestones=[warmup_steps]), interval="batch")
+        trainer.set_lr_scheduler(linear_ramps(trainer.optimizer, warmup_steps, total_steps), interval="batch")
         trainer.set_clip_grad_norm(1.0)
         trainer.train(n_epochs, seed=seed, progress=False)
         predictions = translate(model, [text for text, _ in val_pairs], src_vocab, tgt_vocab, max_new_tokens=11)

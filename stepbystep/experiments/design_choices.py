@@ -4,14 +4,15 @@ import copy
 from dataclasses import dataclass, field
 
 import torch
-from torch.optim.lr_scheduler import LinearLR, SequentialLR
 from torch.utils.data import DataLoader
 
 from ..checks import check_instance, check_positive_int, check_positive_number
 from ..data.date_completions import IGNORE_INDEX, CompletionDataset, completion_collate
 from ..devices import evaluating, model_device
 from ..models.gpt.model import DecoderOnlyTransformer, completion_loss
-from ..seeding import set_seed
+from ..seeding import get_rng_state, set_seed
+from ..training import Callback, StepByStep
+from ..training.schedules import linear_ramps
 
 __all__ = ["SeedRun", "train_steps", "tied_embedding_study", "completion_calibration", "smoothing_study", "cap"]
 
@@ -38,43 +39,43 @@ def _val_loss(model, val_batch):
         return completion_loss(model(x), y).item()
 
 
+class _Evaluate(Callback):
+    """The validation loss on ``val_batch`` every ``eval_every`` steps and after the last of ``n_steps``."""
+
+    def __init__(self, val_batch, eval_every, n_steps):
+        self.val_batch, self.eval_every, self.n_steps = val_batch, eval_every, n_steps
+        self.steps, self.val_losses = [], []
+
+    def record(self, trainer):
+        step = trainer.total_steps
+        if self.val_batch is not None and self.eval_every and (step % self.eval_every == 0 or step == self.n_steps):
+            self.steps.append(step)
+            self.val_losses.append(_val_loss(trainer.model, self.val_batch))
+
+    def on_train_start(self, trainer):
+        self.record(trainer)  # step 0: before training
+
+    def on_batch_end(self, trainer, epoch, batch_index, loss):
+        self.record(trainer)
+
+
 def train_steps(model, loader, n_steps, lr=7e-3, warmup_steps=20, loss_fn=completion_loss, val_batch=None,
                 eval_every=None):
-    """Adam for ``n_steps`` mini-batches (cycling ``loader``): linear warm-up, then linear decay to
-    zero; gradients clipped at norm 1. Returns ``(steps, val_losses)``, measured every
-    ``eval_every`` steps from step 0 (empty lists when ``val_batch`` is ``None``)."""
+    """Adam for ``n_steps`` mini-batches (cycling ``loader``) through ``StepByStep.train_steps``:
+    chapter 08's warm-up then linear decay to zero (``linear_ramps``), gradients clipped at norm 1,
+    where the model lives, continuing the random streams as they are. Returns ``(steps, val_losses)``,
+    measured every ``eval_every`` steps from step 0 (empty lists when ``val_batch`` is ``None``)."""
     check_positive_int("n_steps", n_steps)
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
-    warmup_steps = min(warmup_steps, n_steps - 1) or 1
-    scheduler = SequentialLR(optimizer, [
-        LinearLR(optimizer, start_factor=1 / warmup_steps, total_iters=warmup_steps),
-        LinearLR(optimizer, start_factor=1.0, end_factor=0.0, total_iters=max(n_steps - warmup_steps, 1)),
-    ], milestones=[warmup_steps])
-    steps, val_losses = [], []
-
-    def record(step):
-        if val_batch is not None and eval_every and (step % eval_every == 0 or step == n_steps):
-            steps.append(step)
-            val_losses.append(_val_loss(model, val_batch))
-
-    record(0)
-    step = 0
-    model.train()
-    while step < n_steps:
-        for x, y in loader:
-            x, y = x.to(model_device(model)), y.to(model_device(model))
-            loss = loss_fn(model(x), y)
-            optimizer.zero_grad()
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
-            scheduler.step()
-            step += 1
-            record(step)
-            if step == n_steps:
-                break
-    model.eval()
-    return steps, val_losses
+    evaluate = _Evaluate(val_batch, eval_every, n_steps)
+    trainer = StepByStep(model, loss_fn, torch.optim.Adam(model.parameters(), lr=lr), device=model_device(model),
+                         callbacks=[evaluate])
+    trainer.set_lr_scheduler(linear_ramps(trainer.optimizer, min(warmup_steps, n_steps - 1) or 1, n_steps),
+                             interval="batch")
+    trainer.set_clip_grad_norm(1.0)
+    trainer.set_loaders(loader)
+    trainer.rng_state = get_rng_state(loader)  # no seeding: the loader's own generator and the global streams go on
+    trainer.train_steps(n_steps, progress=False)
+    return evaluate.steps, evaluate.val_losses
 
 
 def tied_embedding_study(vocab, train_pairs, val_pairs, seeds=(0, 1, 2), n_steps=200, eval_every=25,

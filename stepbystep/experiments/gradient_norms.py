@@ -15,12 +15,14 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 from torch import nn
-from torch.optim.lr_scheduler import LambdaLR
 
 from ..checks import check_non_negative_int, check_positive_int, check_positive_number
 from ..data import square_datasets
 from ..devices import torch_threads
 from ..models import EncoderLayer, EncoderTransf
+from ..seeding import get_rng_state
+from ..training import Callback, StepByStep
+from ..training.schedules import warmup
 
 __all__ = ["GradientNormRun", "layer_gradient_norms", "encoder_regressor", "layer_norms_of_gradients"]
 
@@ -79,14 +81,27 @@ def layer_norms_of_gradients(layers):
     return norms
 
 
+class _LayerGradients(Callback):
+    """Records each layer's gradient norm once it is computed, and each step's loss."""
+
+    def __init__(self, layers):
+        self.layers, self.norms, self.losses = layers, [], []
+
+    def on_after_backward(self, trainer):
+        self.norms.append(layer_norms_of_gradients(self.layers))
+
+    def on_batch_end(self, trainer, epoch, batch_index, loss):
+        self.losses.append(loss)
+
+
 def layer_gradient_norms(n_layers=6, norm_first=True, steps=50, lr=0.03, warmup_steps=0,
                          d_model=16, n_heads=2, ff_units=32, n_samples=64, seed=0):
     """Train a stack of ``n_layers`` encoder layers for ``steps`` steps, recording gradient norms.
 
-    Adam at learning rate ``lr`` on the mean squared error. With ``warmup_steps`` > 0 step ``k``
-    (from 0) uses ``lr * min(1, (k + 1) / warmup_steps)``: a linear rise from ``lr / warmup_steps``
-    that reaches ``lr`` at step ``warmup_steps - 1`` and stays there (torch's ``LambdaLR``,
-    stepped after every update).
+    Adam at learning rate ``lr`` on the mean squared error, through ``StepByStep.train_steps`` (one
+    full batch a step, on the CPU). With ``warmup_steps`` > 0 step ``k`` (from 0) uses
+    ``lr * min(1, (k + 1) / warmup_steps)``: a linear rise from ``lr / warmup_steps`` that reaches
+    ``lr`` at step ``warmup_steps - 1`` and stays there (``training.schedules.warmup``).
 
     The model is built from ``seed`` (the same weights for both placements of a given size;
     the global RNG is left as it was) and trained on the first ``n_samples`` training sequences
@@ -104,23 +119,15 @@ def layer_gradient_norms(n_layers=6, norm_first=True, steps=50, lr=0.03, warmup_
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = encoder_regressor(n_layers, norm_first, d_model, n_heads, ff_units)
-    layers = model[1].layers
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
-    scheduler = None
+    record = _LayerGradients(model[1].layers)
+    trainer = StepByStep(model, nn.functional.mse_loss, torch.optim.Adam(model.parameters(), lr=lr), device="cpu",
+                         callbacks=[record])
     if warmup_steps:
-        scheduler = LambdaLR(optimizer, lambda step: min(1.0, (step + 1) / warmup_steps))
-    norms, losses, learning_rates = [], [], []
-    model.train()
+        trainer.set_lr_scheduler(warmup(trainer.optimizer, warmup_steps), interval="batch")
+    batches = [(source, target)]  # one full batch a step: prediction (n, 2, 2)
+    trainer.set_loaders(batches)
+    trainer.rng_state = get_rng_state()  # no seeding: the global streams are left as they were
     with torch_threads(1):  # tiny tensors: threads would only wait for each other
-        for _ in range(steps):
-            loss = nn.functional.mse_loss(model(source), target)  # prediction (n, 2, 2)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            norms.append(layer_norms_of_gradients(layers))
-            losses.append(loss.item())
-            learning_rates.append(optimizer.param_groups[0]["lr"])
-            optimizer.step()
-            if scheduler is not None:
-                scheduler.step()
-    return GradientNormRun(np.array(norms), np.array(losses), np.array(learning_rates),
+        trainer.train_steps(steps, progress=False)
+    return GradientNormRun(np.array(record.norms), np.array(record.losses), np.array(trainer.learning_rates),
                            bool(norm_first), warmup_steps)

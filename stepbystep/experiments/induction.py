@@ -18,6 +18,8 @@ from ..expect import Claim
 from ..devices import evaluating, model_device
 from ..interpret import half_losses, head_scores, per_position_loss
 from ..models import AttentionOnlyTransformer
+from ..seeding import get_rng_state
+from ..training import Callback, StepByStep
 
 __all__ = ["VOCAB_SIZE", "MIN_LENGTH", "MAX_LENGTH", "build_model", "train_on_repeats", "drop_step",
            "first_half_losses", "phase_change_claims", "circuit_claims", "composition_claims", "copying_claims",
@@ -54,29 +56,58 @@ def train_on_repeats(n_layers=2, seed=0, steps=300, batch_size=32, lr=1e-2, prob
     check_int_range("shortest length", shortest, 2, MAX_LENGTH)
     check_int_range("longest length", longest, shortest, MAX_LENGTH)
     model = build_model(n_layers, seed)
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     lengths = torch.randint(shortest, longest + 1, (steps,), generator=torch.Generator().manual_seed(seed))
-    first, repeat, probes = torch.empty(steps), torch.empty(steps), []
-    model.train()
-    for step, length in enumerate(lengths.tolist()):
-        if probe is not None and step % probe_every == 0:
-            probes.append((step, *head_scores(model, probe)))
-            model.train()
-        ids = repeated_sequences(batch_size, length, VOCAB_SIZE, seed=1 + seed * steps + step)  # (B, 2 · length)
-        logits = model(ids)  # (B, 2 · length, V)
-        loss = torch.nn.functional.cross_entropy(logits[:, :-1].transpose(1, 2), ids[:, 1:])
-        first[step], repeat[step] = half_losses(per_position_loss(logits.detach(), ids), length)
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-    model.eval()
-    history = {"first": first, "repeat": repeat}
+    batches = [(ids, ids) for ids in (repeated_sequences(batch_size, length, VOCAB_SIZE, seed=1 + seed * steps + step)
+                                      for step, length in enumerate(lengths.tolist()))]  # (B, 2 · length) each
+    record = _RepeatRecord(steps, probe, probe_every)
+    trainer = StepByStep(model, _next_token_loss, torch.optim.Adam(model.parameters(), lr=lr),
+                         device=model_device(model), callbacks=[record])
+    trainer.set_loaders(batches)
+    trainer.rng_state = get_rng_state()  # no seeding: the streams go on from the model's seed
+    trainer.train_steps(steps, progress=False)
+    history = {"first": torch.stack(record.first).cpu(), "repeat": torch.stack(record.repeat).cpu()}  # (steps,) each
     if probe is not None:
-        probes.append((steps, *head_scores(model, probe)))
-        history["probe_steps"] = torch.tensor([p[0] for p in probes])  # (P,)
-        history["previous"] = torch.stack([p[1] for p in probes])  # (P, n_layers, H)
-        history["induction"] = torch.stack([p[2] for p in probes])  # (P, n_layers, H)
+        history["probe_steps"] = torch.tensor([p[0] for p in record.probes])  # (P,)
+        history["previous"] = torch.stack([p[1] for p in record.probes])  # (P, n_layers, H)
+        history["induction"] = torch.stack([p[2] for p in record.probes])  # (P, n_layers, H)
     return model, history
+
+
+def _next_token_loss(logits, ids):
+    return torch.nn.functional.cross_entropy(logits[:, :-1].transpose(1, 2), ids[:, 1:])  # logits (B, 2 · length, V)
+
+
+class _RepeatRecord(Callback):
+    """The loss on each half of every training batch, from the logits of its forward pass (a hook
+    on the model), and the heads' scores on ``probe`` every ``probe_every`` steps and after the last."""
+
+    def __init__(self, steps, probe, probe_every):
+        self.steps, self.probe, self.probe_every = steps, probe, probe_every
+        self.first, self.repeat, self.probes = [], [], []
+
+    def _keep(self, model, inputs, logits):
+        if model.training:
+            self.batch = inputs[0], logits.detach()  # (B, 2 · length), (B, 2 · length, V)
+
+    def _probe(self, trainer):
+        if self.probe is not None:
+            self.probes.append((trainer.total_steps, *head_scores(trainer.model, self.probe)))
+
+    def on_train_start(self, trainer):
+        self.hook = trainer.model.register_forward_hook(self._keep)
+        self._probe(trainer)
+
+    def on_batch_end(self, trainer, epoch, batch_index, loss):
+        ids, logits = self.batch
+        first, repeat = half_losses(per_position_loss(logits, ids), ids.shape[1] // 2)
+        self.first.append(first)
+        self.repeat.append(repeat)
+        if trainer.total_steps % self.probe_every == 0 and trainer.total_steps < self.steps:
+            self._probe(trainer)
+
+    def on_train_end(self, trainer):
+        self.hook.remove()
+        self._probe(trainer)
 
 
 def first_half_losses(model, ids, length):

@@ -8,10 +8,11 @@ import numpy as np
 
 from stepbystep.expect import Claim
 
-__all__ = ["initial_gradient_claims", "training_claims", "seed_claims"]
+__all__ = ["initial_gradient_claims", "training_claims", "seed_claims", "control_claims"]
 
 FIRST_FLAT, FIRST_WARM = "norm-first, no warm-up", "norm-first, warm-up 20 steps"
 LAST_FLAT, LAST_WARM = "norm-last, no warm-up", "norm-last, warm-up 20 steps"
+CONTROL = "norm-last, no warm-up, lr "  # followed by the rate: the control's runs
 
 
 def _spread(norms):
@@ -93,4 +94,22 @@ def seed_claims(by_setting):
         Claim(fifth_seed,
               "in the other seed, norm-first is nearly flat with a dip, and norm-last grows all the way up",
               exceptions),
+    ]
+
+
+def control_claims(by_setting):
+    """Claims over seeds about the control: norm-last without warm-up at smaller rates from the first
+    step. ``by_setting`` holds the runs of ``seed_claims`` and those of each ``CONTROL`` label."""
+    controls = [label for label in by_setting if label.startswith(CONTROL)]
+    finals = {label: np.array([run.losses[-1] for run in by_setting[label]]) for label in controls + [LAST_FLAT]}
+    lowers = {label: np.median([run.norms[-1, :3].max() for run in by_setting[label]])
+              for label in controls + [LAST_FLAT]}
+    return [
+        Claim(len(controls) > 0 and all((finals[label] < 0.05).all() for label in controls),
+              "without warm-up but at a smaller rate, norm-last ends below 0.05 in every seed", finals),
+        Claim(all(np.median(finals[LAST_FLAT]) > 10 * np.median(finals[label]) for label in controls),
+              "at each smaller rate its median final loss is over ten times below the full rate's", finals),
+        Claim(all(lowers[label] > 100 * lowers[LAST_FLAT] for label in controls),
+              "and its lower layers keep their gradient: at the median over a hundred times the full rate's",
+              lowers),
     ]

@@ -13,6 +13,9 @@ from ..devices import torch_threads
 from ..expect import Claim
 from ..models.gpt.config import DecoderConfig
 from ..models.gpt.model import completion_loss
+from ..seeding import get_rng_state
+from ..training import StepByStep
+from ..training.schedules import warmup_linear
 
 __all__ = ["BLOCK_STEPS", "block_configs", "block_claims", "block_study", "date_streams", "kv_head_claims",
            "train_block"]
@@ -55,33 +58,38 @@ def block_configs(vocab_size, d_model=32, n_heads=4, n_layers=2, max_len=48):
     return configs
 
 
-def train_block(config, seed, train, val, steps=100, batch_size=16, lr=1e-2, warmup=10):
-    """The recipe: ``config.build()`` under ``torch.manual_seed(seed)``; Adam, warm-up over ``warmup``
-    steps to ``lr`` then a linear decay to zero, ``steps`` mini-batches of ``batch_size`` streams
-    in an order drawn by a generator seeded with ``100 + seed`` (each batch cut after its longest
-    stream: the padding after it changes nothing, causal attention never reads ahead). Returns the validation loss and
-    the token accuracy (argmax right, completion tokens only) on ``val``."""
-    check_positive_int("steps", steps)
-    check_positive_number("lr", lr)
-    torch.manual_seed(seed)
-    model = config.build()
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr, fused=True)  # one kernel for every weight: faster
-    schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda step: min((step + 1) / warmup, (steps - step) / max(steps - warmup, 1)))
+def _batches(train, steps, batch_size, generator):
+    """``steps`` batches ``(x, y)``, ``(B, length)`` each: ``batch_size`` streams at a time in one order
+    drawn by ``generator``, starting over at the end, each batch cut after its longest stream (the
+    padding after it changes nothing: causal attention never reads ahead)."""
     train_x, train_y = train  # (n, L) each
-    order = torch.randperm(len(train_x), generator=torch.Generator().manual_seed(100 + seed))  # (n,)
-    model.train()
+    order = torch.randperm(len(train_x), generator=generator)  # (n,)
+    batches = []
     for step in range(steps):
         start = step * batch_size % len(train_x)
         rows = order[start:start + batch_size]  # (B,)
         x, y = train_x[rows], train_y[rows]  # (B, L) each
         length = int((y != IGNORE_INDEX).nonzero()[:, 1].max()) + 1  # the last scored position: then padding
-        loss = completion_loss(model(x[:, :length]), y[:, :length])
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        schedule.step()
-    model.eval()
+        batches.append((x[:, :length], y[:, :length]))
+    return batches
+
+
+def train_block(config, seed, train, val, steps=100, batch_size=16, lr=1e-2, warmup=10):
+    """The recipe: ``config.build()`` under ``torch.manual_seed(seed)``; Adam, warm-up over ``warmup``
+    steps to ``lr`` then a linear decay to zero (``warmup_linear``), ``steps`` mini-batches of
+    ``batch_size`` streams in an order drawn by a generator seeded with ``100 + seed`` (``_batches``),
+    through ``StepByStep.train_steps`` on the CPU. Returns the validation loss and the token accuracy
+    (argmax right, completion tokens only) on ``val``."""
+    check_positive_int("steps", steps)
+    check_positive_number("lr", lr)
+    torch.manual_seed(seed)
+    model = config.build()
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr, fused=True)  # one kernel for every weight: faster
+    trainer = StepByStep(model, completion_loss, optimizer, device="cpu")
+    trainer.set_lr_scheduler(warmup_linear(optimizer, warmup, steps), interval="batch")
+    trainer.set_loaders(_batches(train, steps, batch_size, torch.Generator().manual_seed(100 + seed)))
+    trainer.rng_state = get_rng_state()  # no seeding: the streams go on from the model's seed
+    trainer.train_steps(steps, progress=False)
     val_x, val_y = val
     with torch.no_grad():
         logits = model(val_x)  # (n_val, L, V)

@@ -14,6 +14,8 @@ from ..checks import check_instance, check_positive_int, check_tensor
 from ..devices import evaluating, model_device, move_to
 from ..expect import Claim
 from ..models import EncoderLayer, EncoderTransf, ViT
+from ..seeding import get_rng_state
+from ..training import StepByStep
 
 __all__ = ["shuffled_logits", "ShuffledPatches", "small_vit", "small_cnn", "fit", "accuracy", "position_runs",
            "POSITION_MODELS", "blind_ceiling", "position_claims"]
@@ -82,28 +84,36 @@ def small_cnn(seed, n_outputs):
     )
 
 
+class _Shuffled:
+    """Mini-batches ``(images, labels)`` of ``batch_size``, in a new order every pass, drawn by ``generator``."""
+
+    def __init__(self, images, labels, batch_size, generator):
+        self.images, self.labels, self.batch_size, self.generator = images, labels, batch_size, generator
+
+    def __len__(self):
+        return -(-len(self.labels) // self.batch_size)
+
+    def __iter__(self):
+        order = torch.randperm(len(self.labels), generator=self.generator)  # (n,)
+        for batch in order.split(self.batch_size):
+            batch = batch.to(self.labels.device)  # (B,)
+            yield self.images[batch], self.labels[batch]
+
+
 def fit(model, train_data, n_epochs=16, batch_size=32, lr=1e-2, seed=0):
-    """The chapter's recipe: cross-entropy, Adam, one-cycle schedule; batches drawn with ``seed``.
-    Trains where the model lives (the data follows it); returns the model in eval mode."""
+    """The chapter's recipe: cross-entropy, Adam, one-cycle schedule; batches drawn with ``seed``, through
+    ``StepByStep.train``. Trains where the model lives (the data follows it); returns the model in eval mode."""
     check_positive_int("n_epochs", n_epochs)
     check_positive_int("batch_size", batch_size)
     images, labels = move_to(train_data.tensors, model_device(model))  # (n, 1, s, s), (n,)
-    n_batches = -(-len(labels) // batch_size)
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
-    scheduler = OneCycleLR(optimizer, max_lr=lr, total_steps=n_epochs * n_batches)
-    generator = torch.Generator().manual_seed(seed)
-    loss_fn = nn.CrossEntropyLoss()
-    model.train()
-    for _ in range(n_epochs):
-        order = torch.randperm(len(labels), generator=generator)  # (n,)
-        for batch in order.split(batch_size):
-            batch = batch.to(labels.device)  # (B,)
-            loss = loss_fn(model(images[batch]), labels[batch])
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-            scheduler.step()
-    return model.eval()
+    batches = _Shuffled(images, labels, batch_size, torch.Generator().manual_seed(seed))
+    trainer = StepByStep(model, nn.CrossEntropyLoss(), torch.optim.Adam(model.parameters(), lr=lr),
+                         device=model_device(model))
+    trainer.set_lr_scheduler(OneCycleLR(trainer.optimizer, max_lr=lr, total_steps=n_epochs * len(batches)))
+    trainer.set_loaders(batches)
+    trainer.rng_state = get_rng_state(batches)  # no seeding: the batches' own generator and the global streams go on
+    trainer.train(n_epochs, progress=False)
+    return model
 
 
 def accuracy(model, data):

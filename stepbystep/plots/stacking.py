@@ -1,5 +1,7 @@
 """Figures about depth: a quantity per layer of a stack, gradient norms per layer during training, and
 the spread of training runs over seeds."""
+import textwrap
+
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.ticker import LogLocator, MaxNLocator
@@ -151,7 +153,8 @@ def seed_spread(groups):
     curves.set_title("median over seeds, band: lowest to highest seed")
     curves.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)  # below, off the bands
     _log_y(finals)
-    finals.set_xticks(range(len(groups)), [label.replace(", ", ",\n") for label in groups], fontsize=8)
+    finals.set_xticks(range(len(groups)), [textwrap.fill(label, 10, break_long_words=False, break_on_hyphens=False)
+                                           for label in groups], fontsize=7)  # a few words a line: six fit side by side
     finals.set_xlim(-0.5, len(groups) - 0.5)
     finals.set_ylabel("final loss")
     finals.set_title("final loss of each seed (bar: median)")

@@ -1,11 +1,13 @@
-"""Batches between loaders, the model and NumPy: split, forward, convert, repeat."""
+"""Batches between loaders, the model and NumPy: split, forward, convert, repeat, resume a pass."""
 import numpy as np
 import torch
 
 from ..checks import check_float_dtype
 from ..containers import map_structure
+from ..seeding import get_rng_state, set_rng_state
 
-__all__ = ["split_batch", "forward", "to_numpy", "numpy_to_tensor", "endless", "check_float_inputs"]
+__all__ = ["split_batch", "forward", "to_numpy", "numpy_to_tensor", "endless", "check_float_inputs", "resume",
+           "ran_out"]
 
 
 def split_batch(batch):
@@ -66,3 +68,31 @@ def endless(loader):
             yield batch
         if empty:
             raise ValueError("the loader yielded no batches")
+
+
+def resume(loader, rng_state, n_done):
+    """``loader``'s batches after the first ``n_done`` of a pass begun with the random streams
+    ``rng_state``: the streams put back to it, those batches drawn again and skipped, then the
+    streams put back to where they are now. The rest of the pass is the one an unbroken run sees."""
+    now = get_rng_state(loader)
+    set_rng_state(rng_state, loader)
+    batches = iter(loader)
+    for _ in range(n_done):
+        if next(batches, None) is None:
+            raise ValueError(f"the training loader ran out before the {n_done} batches the open epoch trained "
+                             "on: resume on the loader it started with")
+    set_rng_state(now, loader)
+    return batches
+
+
+def ran_out(loader, batches, n_done):
+    """Whether ``loader``, if it has a length, has given its last batch after ``n_done``. It is asked
+    for one more, as in an unbroken run (a shuffling sampler draws its next order as it ends); if
+    it had one, the streams go back, and resuming draws that batch again."""
+    if not hasattr(loader, "__len__") or n_done < len(loader):
+        return False
+    before = get_rng_state(loader)
+    if next(batches, None) is None:
+        return True
+    set_rng_state(before, loader)
+    return False

@@ -1,6 +1,7 @@
 """The callback protocol: how clipping, schedulers and logging join the training loop.
 
-``StepByStep.train`` calls these hooks on every callback, in the order they were added::
+``StepByStep.train`` and ``train_steps`` call these hooks on every callback, in the order they
+were added (``train_steps`` may stop, and the next call go on, inside an epoch)::
 
     on_train_start(trainer)
     for every epoch:
@@ -12,12 +13,16 @@
         on_epoch_end(trainer, epoch, loss, val_loss)      # val_loss None without a val_loader
     on_train_end(trainer)                                 # always, even after an error
 
-Epochs and batches count from 1; ``loss`` is a float. Setting ``trainer.should_stop = True``
-in a hook ends training after the current epoch. Subclass ``Callback`` and override only the
-hooks you need.
+Epochs and batches count from 1 (``batch_index`` within its epoch; ``trainer.total_steps``
+counts every step); ``loss`` is a float. Setting ``trainer.should_stop = True`` in a hook ends
+training after the current epoch. Subclass ``Callback`` and override only the hooks you need.
+
+A callback that keeps state across steps (a scheduler, early stopping, a running average)
+overrides ``state_dict`` and ``load_state_dict`` as PyTorch's modules do: checkpoints then carry
+its state under its class name (``"Name#2"`` for a second one of the same class).
 """
 
-__all__ = ["Callback"]
+__all__ = ["Callback", "stateful"]
 
 
 class Callback:
@@ -37,3 +42,21 @@ class Callback:
 
     def on_train_end(self, trainer):
         pass
+
+    def state_dict(self):
+        """What a resume needs: tensors, numbers, strings and containers of them."""
+        return {}
+
+    def load_state_dict(self, state):
+        """Put back what ``state_dict`` returned."""
+
+
+def stateful(callbacks):
+    """``{key: callback}`` for the callbacks that override ``state_dict``, keyed by class name, in order."""
+    keyed = {}
+    for callback in callbacks:
+        if type(callback).state_dict is not Callback.state_dict:
+            name = type(callback).__qualname__
+            count = sum(key.split("#")[0] == name for key in keyed)
+            keyed[name if count == 0 else f"{name}#{count + 1}"] = callback
+    return keyed

@@ -1,27 +1,31 @@
-"""A trainer's checkpoints: everything needed to resume exactly, loaded all or nothing."""
+"""A trainer's checkpoints: its ``state_dict`` in a file, written atomically, checked and loaded
+all or nothing; files of earlier releases are brought up to date as they are read."""
 import copy
 
 from ..checkpoint import atomic_save, safe_load
+from .callbacks import stateful
 
-__all__ = ["save_checkpoint", "read_checkpoint", "restore_checkpoint", "check_keys", "check_compatible"]
+__all__ = ["save_checkpoint", "read_checkpoint", "upgrade", "check_keys", "check_compatible", "load_all_or_nothing"]
 
 KEYS = ("epoch", "model_state_dict", "optimizer_state_dict", "loss", "val_loss",
-        "scheduler_state_dict", "learning_rates", "rng_state")
+        "learning_rates", "rng_state", "callbacks", "steps", "open_epoch")
 
 
 def save_checkpoint(trainer, path):
-    """Write the model, optimizer, scheduler, epoch count, histories and random streams, atomically."""
-    atomic_save({
-        "epoch": trainer.total_epochs,
-        "model_state_dict": trainer.model.state_dict(),
-        "optimizer_state_dict": trainer.optimizer.state_dict(),
-        "optimizer_class": type(trainer.optimizer).__name__,  # optional on loading: older files lack it
-        "scheduler_state_dict": None if trainer.scheduler is None else trainer.scheduler.state_dict(),
-        "loss": list(trainer.losses),
-        "val_loss": list(trainer.val_losses),
-        "learning_rates": list(trainer.learning_rates),
-        "rng_state": trainer._rng_state,
-    }, path)
+    """Write ``trainer.state_dict()`` to ``path``, atomically."""
+    atomic_save(trainer.state_dict(), path)
+
+
+def upgrade(checkpoint):
+    """A checkpoint of an earlier release in today's format; others as they are. Before callbacks
+    had a state, a file held the scheduler's alone (``scheduler_state_dict``), and no step count
+    or open epoch: it was saved between epochs."""
+    if not isinstance(checkpoint, dict) or "scheduler_state_dict" not in checkpoint or "callbacks" in checkpoint:
+        return checkpoint
+    checkpoint = dict(checkpoint)
+    scheduler = checkpoint.pop("scheduler_state_dict")
+    return {**checkpoint, "callbacks": {} if scheduler is None else {"LRScheduler": {"scheduler": scheduler}},
+            "steps": len(checkpoint.get("learning_rates", [])), "open_epoch": None}
 
 
 def check_keys(checkpoint, path):
@@ -35,20 +39,31 @@ def check_keys(checkpoint, path):
 
 
 def read_checkpoint(path, device):
-    """The checkpoint at ``path``, on ``device``, read with ``weights_only=True`` and checked."""
-    return check_keys(safe_load(path, map_location=device), path)
+    """The checkpoint at ``path``, on ``device``, read with ``weights_only=True``, upgraded and checked."""
+    return check_keys(upgrade(safe_load(path, map_location=device)), path)
 
 
 def _listed(items, limit=4):
     return ", ".join(items[:limit]) + (f" and {len(items) - limit} more" if len(items) > limit else "")
 
 
+def _holding(keys):
+    return ", ".join("a learning-rate scheduler" if key == "LRScheduler" else f"the callback {key}"
+                     for key in sorted(keys))
+
+
 def check_compatible(trainer, checkpoint):
-    """Raise a ``ValueError`` naming what differs when ``checkpoint`` was saved from another model
-    (other parameter names or shapes) or with another optimizer class; nothing is loaded."""
-    for key in ("model_state_dict", "optimizer_state_dict"):
+    """Raise a ``ValueError`` naming what differs when ``checkpoint`` was saved with other callbacks
+    holding state, from another model (other parameter names or shapes) or with another optimizer
+    class; nothing is loaded."""
+    for key in ("model_state_dict", "optimizer_state_dict", "callbacks"):
         if not isinstance(checkpoint[key], dict):
-            raise ValueError(f"the checkpoint's {key} must be a state dict, got {type(checkpoint[key]).__name__}")
+            raise ValueError(f"the checkpoint's {key} must be a dict, got {type(checkpoint[key]).__name__}")
+    saved, own = set(checkpoint["callbacks"]), set(stateful(trainer.callbacks))
+    if saved != own:  # first: a scheduler's keys join the optimizer's groups
+        raise ValueError(f"the checkpoint was saved with {_holding(saved) or 'no callback holding state'} and this "
+                         f"trainer has {_holding(own) or 'none'}: add the same callbacks (set_lr_scheduler(...) "
+                         "for a scheduler) before load_checkpoint")
     saved, own = checkpoint["model_state_dict"], trainer.model.state_dict()
     differences = [f"{name} {tuple(saved[name].shape)} in the file, {tuple(value.shape)} here" for name, value in
                    own.items() if name in saved and hasattr(value, "shape") and hasattr(saved[name], "shape")
@@ -79,29 +94,13 @@ def check_compatible(trainer, checkpoint):
                              f"trainer's {own_class} ({only_own}): {hint}")
 
 
-def restore_checkpoint(trainer, checkpoint):
-    """Load ``checkpoint`` into ``trainer``; on any error the trainer is left as it was (a checkpoint
-    of another model, optimizer or scheduler set-up is refused before anything is loaded)."""
-    saved_scheduler = checkpoint["scheduler_state_dict"]
-    if (saved_scheduler is None) != (trainer.scheduler is None):  # first: a scheduler's keys join the groups
-        raise ValueError(
-            "the checkpoint was saved " + ("with" if saved_scheduler is not None else "without")
-            + " a learning-rate scheduler and this trainer has " + ("one" if trainer.scheduler else "none")
-            + ": call set_lr_scheduler(...) to match before load_checkpoint"
-        )
-    check_compatible(trainer, checkpoint)
-    stateful = [trainer.model, trainer.optimizer] + ([trainer.scheduler] if saved_scheduler is not None else [])
-    states = [checkpoint["model_state_dict"], checkpoint["optimizer_state_dict"], saved_scheduler]
-    previous = [copy.deepcopy(part.state_dict()) for part in stateful]
+def load_all_or_nothing(parts, states):
+    """``part.load_state_dict(state)`` for each pair; if one fails, every part gets its own state back."""
+    previous = [copy.deepcopy(part.state_dict()) for part in parts]
     try:
-        for part, state in zip(stateful, states):
+        for part, state in zip(parts, states):
             part.load_state_dict(state)
     except Exception:
-        for part, state in zip(stateful, previous):
+        for part, state in zip(parts, previous):
             part.load_state_dict(state)
         raise
-    trainer.total_epochs = int(checkpoint["epoch"])
-    trainer.losses = [float(loss) for loss in checkpoint["loss"]]
-    trainer.val_losses = [float(loss) for loss in checkpoint["val_loss"]]
-    trainer.learning_rates = [float(lr) for lr in checkpoint["learning_rates"]]
-    trainer._rng_state = checkpoint["rng_state"]

@@ -1,8 +1,10 @@
-"""StepByStep: the book's training loop, safe to resume, extended through callbacks.
+"""StepByStep: the book's training loop, by epochs or by steps, safe to resume, extended through callbacks.
 
-``train`` runs epochs; an epoch is ``_train_epoch`` (forward, loss, backward, step per batch)
-then ``_validate``. Clipping, schedulers and logging join the loop as callbacks (see
-``callbacks.py``); checkpoints live in ``checkpoint.py``.
+``train`` runs epochs and ``train_steps`` optimizer steps, through one loop: take a batch and step
+(forward, loss, backward, update); when the loader runs out, close the epoch (validate, record).
+A call may stop inside an epoch: the next call, or a loaded checkpoint, continues it exactly.
+Clipping, schedulers and logging join the loop as callbacks (``callbacks.py``); ``state_dict`` holds
+everything a resume needs, and ``checkpoint.py`` writes it to a file and reads it back.
 """
 import math
 from collections.abc import Callable, Iterable
@@ -15,9 +17,9 @@ from ..checks import check_instance, check_positive_int
 from ..containers import map_structure
 from ..devices import as_device, default_device, evaluating, model_dtype, move_to
 from ..seeding import get_rng_state, set_rng_state, set_seed
-from .batches import check_float_inputs, forward, numpy_to_tensor, split_batch, to_numpy
-from .callbacks import Callback
-from .checkpoint import read_checkpoint, restore_checkpoint, save_checkpoint
+from .batches import check_float_inputs, forward, numpy_to_tensor, ran_out, resume, split_batch, to_numpy
+from .callbacks import Callback, stateful
+from .checkpoint import check_compatible, load_all_or_nothing, read_checkpoint, save_checkpoint
 from .clipping import GradientClipping
 from .schedulers import LRScheduler
 
@@ -52,14 +54,17 @@ class StepByStep:
     Attributes:
         losses, val_losses: the mean training and validation loss of every completed epoch.
         learning_rates: the learning rate (of the first parameter group) of every step.
-        total_epochs: how many epochs the model has been trained for, across calls.
+        total_epochs, total_steps: how many epochs and optimizer steps have run, across calls.
         device: the ``torch.device`` the model lives on.
         callbacks: the callbacks, in the order their hooks run.
         should_stop: set by a callback to end training after the current epoch.
+        rng_state: the random streams the next call continues (``seeding.get_rng_state``); None
+            until the first call seeds them. Set it to ``get_rng_state(loader)`` to train on from
+            the streams as they are now.
 
-    Seeds: the first ``train`` call seeds every random generator with 42 (or ``seed=``);
-    later calls continue the same streams, so ``train(2); train(2)`` repeats ``train(4)``
-    exactly. Checkpoints carry the streams.
+    Seeds: the first call seeds every random generator with 42 (or ``seed=``); later calls
+    continue the same streams, so ``train(2); train(2)`` repeats ``train(4)`` exactly, and
+    ``train_steps(3); train_steps(5)`` repeats ``train_steps(8)``. Checkpoints carry the streams.
     """
 
     def __init__(self, model, loss_fn, optimizer, device=None, callbacks=()):
@@ -79,9 +84,10 @@ class StepByStep:
         self.losses = []
         self.val_losses = []
         self.learning_rates = []
-        self.total_epochs = 0
+        self.total_epochs = self.total_steps = 0
         self.should_stop = False  # a callback sets it to end training after the current epoch
-        self._rng_state = None  # the training streams between calls; None until first seeded
+        self.rng_state = None
+        self._epoch = None  # the open epoch: steps taken, their loss sum, the streams at its start
 
     # ----------------------------------------------------------------------------- set-up
     def to(self, device):
@@ -98,10 +104,14 @@ class StepByStep:
         return self
 
     def set_loaders(self, train_loader, val_loader=None):
-        """Use ``train_loader`` for training and ``val_loader`` (optional) for validation."""
+        """Use ``train_loader`` for training and ``val_loader`` (optional) for validation. Another
+        training loader starts a new epoch: the steps of one left open stay in the step count and the
+        rates, not in ``losses``."""
         check_instance("train_loader", train_loader, Iterable, "an iterable of (x, y) batches, such as a DataLoader")
         if val_loader is not None:
             check_instance("val_loader", val_loader, Iterable, "an iterable of (x, y) batches, such as a DataLoader")
+        if self.train_loader is not None and train_loader is not self.train_loader:
+            self._epoch = None
         self.train_loader = train_loader
         self.val_loader = val_loader
 
@@ -160,27 +170,32 @@ class StepByStep:
         self._call("on_after_backward")
         self.optimizer.step()
 
-    def _train_epoch(self, epoch):
-        """One pass over the training loader; returns the mean batch loss."""
+    def _train_step(self, batch):
+        """One optimizer step on ``batch``, counted in the open epoch; returns its loss (a float)."""
+        x, y = move_to(split_batch(batch), self.device)
+        loss = self.loss_fn(forward(self.model, check_float_inputs(x, model_dtype(self.model))), y)  # scalar
+        value, epoch, batch_index = loss.item(), self.total_epochs + 1, self._epoch["batches"] + 1
+        if not math.isfinite(value):
+            raise FloatingPointError(
+                f"the training loss became {value} at epoch {epoch}, batch {batch_index}; training "
+                f"stopped before this step, and the history keeps the {self.total_epochs} completed "
+                "epoch(s). Try a lower learning rate, gradient clipping, or check the data."
+            )
+        self.learning_rates.append(self.optimizer.param_groups[0]["lr"])
+        self._step(loss)
+        self._epoch["batches"], self._epoch["loss_sum"] = batch_index, self._epoch["loss_sum"] + value
+        self.total_steps += 1
+        self._call("on_batch_end", epoch, batch_index, value)
+        return value
+
+    def _open_epoch(self):
+        """The training batches from where the epoch stands: a new epoch's (noting the streams at its
+        start), or the rest of one a previous call stopped in."""
         self.model.train()
-        total, n_batches, dtype = 0.0, 0, model_dtype(self.model)
-        for batch_index, batch in enumerate(self.train_loader, start=1):
-            x, y = move_to(split_batch(batch), self.device)
-            loss = self.loss_fn(forward(self.model, check_float_inputs(x, dtype)), y)  # scalar
-            value = loss.item()
-            if not math.isfinite(value):
-                raise FloatingPointError(
-                    f"the training loss became {value} at epoch {epoch}, batch {batch_index}; training "
-                    f"stopped before this step, and the history keeps the {self.total_epochs} completed "
-                    "epoch(s). Try a lower learning rate, gradient clipping, or check the data."
-                )
-            self.learning_rates.append(self.optimizer.param_groups[0]["lr"])
-            self._step(loss)
-            self._call("on_batch_end", epoch, batch_index, value)
-            total, n_batches = total + value, batch_index
-        if n_batches == 0:
-            raise ValueError("the training loader yielded no batches")
-        return total / n_batches
+        if self._epoch is not None:
+            return resume(self.train_loader, self._epoch["rng_state"], self._epoch["batches"])
+        self._epoch = {"batches": 0, "loss_sum": 0.0, "rng_state": get_rng_state(self.train_loader)}
+        return iter(self.train_loader)
 
     def _validate(self, epoch):
         """Mean batch loss over the validation loader, in eval mode and without gradients; a NaN or
@@ -202,52 +217,13 @@ class StepByStep:
             raise ValueError("the validation loader yielded no batches")
         return total / n_batches
 
-    def _start_streams(self, seed):
-        if seed is not None or self._rng_state is None:
-            set_seed(42 if seed is None else seed, self.train_loader)
-        else:
-            set_rng_state(self._rng_state, self.train_loader)
-
-    def train(self, n_epochs, seed=None, progress=True):
-        """Train for ``n_epochs`` more epochs, validating after each one.
-
-        Args:
-            n_epochs: how many epochs to run now.
-            seed: reseed every generator with it first. By default the first call seeds with 42
-                and later calls continue the streams where the previous call (or the loaded
-                checkpoint) left them.
-            progress: show a progress bar over epochs with the latest losses.
-
-        A NaN or infinite loss, training or validation, raises ``FloatingPointError`` naming the epoch and batch;
-        a validation one after recording the epoch (validation loss nan), as its training steps changed the weights.
-        Ctrl-C stops after cleaning up: every completed epoch stays in the history. The model
-        is left in eval mode.
-        """
-        check_positive_int("n_epochs", n_epochs)
-        if self.train_loader is None:
-            raise RuntimeError("no data to train on: call set_loaders(train_loader, val_loader=None) first")
-        self.should_stop = False
-        self._call("on_train_start")
-        self._start_streams(seed)
-        bar = trange(n_epochs, desc="epochs", unit="epoch", disable=not progress)
-        try:
-            for _ in bar:
-                loss, val_loss = self._epoch()
-                bar.set_postfix(loss=f"{loss:.4f}", **({} if val_loss is None else {"val_loss": f"{val_loss:.4f}"}))
-                if self.should_stop:
-                    break
-        except KeyboardInterrupt:
-            print(f"Training interrupted: the history keeps the {self.total_epochs} completed epoch(s).")
-        finally:
-            bar.close()
-            self._rng_state = get_rng_state(self.train_loader)
-            self.model.eval()
-            self._call("on_train_end")
-
-    def _epoch(self):
-        """Train and validate once, record both losses, let the callbacks see them; returns them."""
-        epoch = self.total_epochs + 1
-        loss = self._train_epoch(epoch)
+    def _close_epoch(self):
+        """Validate, record both losses, let the callbacks see them; returns them."""
+        epoch, (n_batches, loss_sum) = self.total_epochs + 1, (self._epoch["batches"], self._epoch["loss_sum"])
+        self._epoch = None
+        if n_batches == 0:
+            raise ValueError("the training loader yielded no batches")
+        loss = loss_sum / n_batches
         try:
             val_loss = self._validate(epoch) if self.val_loader is not None else None
         except FloatingPointError:  # the weights trained this epoch: the history says so before the error
@@ -262,6 +238,80 @@ class StepByStep:
         if val_loss is not None:
             self.val_losses.append(val_loss)
         self.total_epochs = epoch
+
+    def _start_streams(self, seed):
+        if seed is not None or self.rng_state is None:
+            set_seed(42 if seed is None else seed, self.train_loader)
+        else:
+            set_rng_state(self.rng_state, self.train_loader)
+
+    def train(self, n_epochs, seed=None, progress=True):
+        """Train until ``n_epochs`` more epochs have ended, validating after each one.
+
+        Args:
+            n_epochs: how many epochs to end now (an epoch ``train_steps`` left open is finished first).
+            seed: reseed every generator with it first. By default the first call seeds with 42
+                and later calls continue the streams where the previous call (or the loaded
+                checkpoint) left them.
+            progress: show a progress bar over epochs with the latest losses.
+
+        A NaN or infinite loss, training or validation, raises ``FloatingPointError`` naming the epoch and batch;
+        a validation one after recording the epoch (validation loss nan), as its training steps changed the weights.
+        Ctrl-C stops after cleaning up: every completed epoch stays in the history, and the next call
+        continues the open one. The model is left in eval mode.
+        """
+        check_positive_int("n_epochs", n_epochs)
+        self._run(n_epochs, "epoch", seed, progress)
+
+    def train_steps(self, n_steps, seed=None, progress=True):
+        """Take ``n_steps`` more optimizer steps, starting the loader over as often as needed.
+
+        Epochs end as in ``train`` (validated and recorded) whenever the loader runs out, and one
+        whose last batch is the last step here ends now. A call may stop inside an epoch: the next
+        call (or a checkpoint saved now) continues it exactly, so ``train_steps(a); train_steps(b)``
+        repeats ``train_steps(a + b)``. ``seed``, ``progress`` and errors as in ``train``.
+        """
+        check_positive_int("n_steps", n_steps)
+        self._run(n_steps, "step", seed, progress)
+
+    def _run(self, count, unit, seed, progress):
+        """Train until ``count`` epochs have ended (``unit='epoch'``) or ``count`` steps have run (``'step'``)."""
+        if self.train_loader is None:
+            raise RuntimeError("no data to train on: call set_loaders(train_loader, val_loader=None) first")
+        self.should_stop = False
+        self._call("on_train_start")
+        self._start_streams(seed)
+        bar = trange(count, desc=f"{unit}s", unit=unit, disable=not progress)
+        batches, done = None, 0
+        try:
+            while done < count:
+                batches = self._open_epoch() if batches is None else batches
+                batch = next(batches, None)
+                if batch is not None:
+                    loss = self._train_step(batch)
+                    if unit == "step":
+                        done += 1
+                        bar.update()
+                        bar.set_postfix(loss=f"{loss:.4f}")
+                    if unit == "epoch" or done < count or not ran_out(self.train_loader, batches,
+                                                                      self._epoch["batches"]):
+                        continue
+                batches = None
+                loss, val_loss = self._close_epoch()
+                if unit == "epoch":
+                    done += 1
+                    bar.update()
+                    bar.set_postfix(loss=f"{loss:.4f}", **({} if val_loss is None else {"val_loss": f"{val_loss:.4f}"}))
+                if self.should_stop:
+                    break
+        except KeyboardInterrupt:
+            rest = f"; the next call goes on {self._epoch['batches']} step(s) into the next" if self._epoch else ""
+            print(f"Training interrupted: the history keeps the {self.total_epochs} completed epoch(s){rest}.")
+        finally:
+            bar.close()
+            self.rng_state = get_rng_state(self.train_loader)
+            self.model.eval()
+            self._call("on_train_end")
 
     # ----------------------------------------------------------------------------- using the model
     def predict(self, x):
@@ -282,16 +332,49 @@ class StepByStep:
         """The number of trainable parameters."""
         return sum(p.numel() for p in self.model.parameters() if p.requires_grad)
 
-    # ----------------------------------------------------------------------------- checkpoints
+    # ----------------------------------------------------------------------------- state and checkpoints
+    def state_dict(self):
+        """Everything an exact resume needs: weights, optimizer, the callbacks' states (see
+        ``Callback.state_dict``), histories, random streams and the open epoch; only tensors,
+        numbers, strings and containers, so a ``weights_only`` load reads it."""
+        return {
+            "epoch": self.total_epochs,
+            "steps": self.total_steps,
+            "model_state_dict": self.model.state_dict(),
+            "optimizer_state_dict": self.optimizer.state_dict(),
+            "optimizer_class": type(self.optimizer).__name__,  # optional on loading: older files lack it
+            "callbacks": {key: callback.state_dict() for key, callback in stateful(self.callbacks).items()},
+            "loss": list(self.losses),
+            "val_loss": list(self.val_losses),
+            "learning_rates": list(self.learning_rates),
+            "rng_state": self.rng_state,
+            "open_epoch": None if self._epoch is None else dict(self._epoch),
+        }
+
+    def load_state_dict(self, state):
+        """Put back a ``state_dict``, all or nothing: one from another model, optimizer class or set of
+        stateful callbacks is refused with a ValueError naming the difference, before anything changes."""
+        check_compatible(self, state)
+        callbacks = stateful(self.callbacks)
+        load_all_or_nothing([self.model, self.optimizer, *callbacks.values()],
+                            [state["model_state_dict"], state["optimizer_state_dict"],
+                             *(state["callbacks"][key] for key in callbacks)])
+        self.total_epochs, self.total_steps = int(state["epoch"]), int(state["steps"])
+        self.losses = [float(loss) for loss in state["loss"]]
+        self.val_losses = [float(loss) for loss in state["val_loss"]]
+        self.learning_rates = [float(lr) for lr in state["learning_rates"]]
+        self.rng_state = state["rng_state"]
+        self._epoch = None if state["open_epoch"] is None else dict(state["open_epoch"])
+
     def save_checkpoint(self, path):
-        """Save everything needed to resume exactly, random streams included; written atomically."""
+        """Save ``state_dict()`` to ``path``, atomically: everything needed to resume exactly."""
         save_checkpoint(self, path)
 
     def load_checkpoint(self, path):
-        """Restore a ``save_checkpoint`` file onto this device, all or nothing.
+        """Restore a ``save_checkpoint`` file onto this device, all or nothing (``load_state_dict``).
 
-        Set the loaders (and the scheduler, if the run had one) first: the next ``train`` call
-        continues the saved random streams. The file is read with ``weights_only=True``, so
-        one that would run code is refused; a refused checkpoint leaves the trainer as it was.
+        Set the loaders and the callbacks that hold state (a scheduler, your own) first: the next
+        call continues the saved random streams, and the epoch it stopped in. The file is read with
+        ``weights_only=True``, so one that would run code is refused; files of earlier releases load.
         """
-        restore_checkpoint(self, read_checkpoint(path, self.device))
+        self.load_state_dict(read_checkpoint(path, self.device))
