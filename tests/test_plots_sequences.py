@@ -30,6 +30,15 @@ def test_sequence_predictions_draws_source_target_and_prediction():
     assert sorted(numbers) == ["0", "1", "2", "3"]
     np.testing.assert_allclose([numbers["0"], numbers["1"]], source[2])
     np.testing.assert_allclose([numbers["2"], numbers["3"]], target[2])
+    joins = [np.asarray(line.get_xydata()) for line in fig.axes[2].lines[1:]]  # after the square's outline
+    assert len(joins) == 2  # one line from each prediction to the corner it predicts
+    for position, join in enumerate(joins):
+        np.testing.assert_allclose(join, [target[2, position] + 0.1, target[2, position]])
+
+
+def test_sequence_predictions_without_predictions_draws_no_joins():
+    fig = sequence_predictions(rng.normal(size=(2, 2, 2)), rng.normal(size=(2, 2, 2)))
+    assert len(fig.axes[0].lines) == 1  # the square's outline only
 
 
 def test_prediction_shape_must_match_target():
