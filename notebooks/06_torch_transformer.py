@@ -576,7 +576,8 @@ expect(gap < 1e-3, "without dropout, the two runs agree within 1e-3 at every epo
 # With tensors this small, the number of calls, more than the arithmetic, tends to set the
 # pace.
 #
-# The twin's predictions on validation sequences, greedy from the two source corners:
+# The twin's predictions on validation sequences, greedy from the two source corners (each
+# red cross joined by a dotted line to the target corner it predicts):
 
 # %%
 predictions = trainers["TransformerModel"].predict(val_source)  # (128, 2, 2)
