@@ -488,7 +488,7 @@ expect(cross_decided.mean() > encoder_decided.mean() + 0.1,
 gaps = {"cross-attention": score_gaps(cross), "encoder self-attention": score_gaps(encoder_self)}  # (2, 128, 3, 2) each
 for name, gap in gaps.items():
     middle = gap.median().item()
-    print(f"{name:>22}: median score gap {middle:5.2f}, slope there {math.exp(-middle) / (1 + math.exp(-middle))**2:.4f}")
+    print(f"{name:>22}: median score gap {middle:5.2f}, slope there {math.exp(-middle) / (1 + math.exp(-middle))**2:.1e}")
 
 # %%
 expect(gaps["cross-attention"].median() > 3, "the cross-attention's median score gap is above 3",

@@ -25,7 +25,7 @@ def test_sequence_predictions_draws_source_target_and_prediction():
     assert len(collections) == 3
     np.testing.assert_allclose(collections[2].get_offsets(), target[2] + 0.1)
     labels = [t.get_text() for t in fig.legends[0].get_texts()]
-    assert labels == ["source", "target", "predicted"]
+    assert labels == ["source", "target", "predicted", "prediction to its corner"]
     numbers = {text.get_text(): text.xy for text in fig.axes[2].texts}  # corners numbered along the path
     assert sorted(numbers) == ["0", "1", "2", "3"]
     np.testing.assert_allclose([numbers["0"], numbers["1"]], source[2])
