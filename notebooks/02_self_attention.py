@@ -201,15 +201,20 @@ for mask in (None, causal):
 # backend runs depends on the hardware and on the inputs, so before timing anything we ask
 # PyTorch's profiler which one ran (`attention_ops` lists the backend operations a call makes;
 # chapter 06 uses it on whole layers). Our tensors so far are 3-D, $(N, L, d_k)$. The layers of
-# chapter 03 hand the function 4-D tensors, $(N, h, L, d_k)$, one slice per head; here the same
-# numbers with one head, $h = 1$:
+# chapter 03 hand the function 4-D tensors, $(N, h, L, d_k)$, one slice per head. Here are 8
+# sequences of length 256 with $d_k = d_v = 64$, as 3-D tensors and as 4-D ones with one
+# head, $h = 1$:
 
 # %% tags=["nbval-ignore-output"]
-q4, k4, v4 = q[:, None], k[:, None], v[:, None]  # (N, 1, L, d_k): one head
+long_q, long_k, long_v = torch.randn(3, 8, 256, 64, generator=generator)  # each (N, L, d_k)
+long_causal = subsequent_mask(256)  # (1, L, L)
+long_q4, long_k4, long_v4 = long_q[:, None], long_k[:, None], long_v[:, None]  # (N, 1, L, d_k) each: one head
 calls = {  # label -> a call of the fused function
-    "3-D inputs, mask (1, L, L)": lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=causal),
-    "4-D inputs, mask (1, 1, L, L)": lambda: F.scaled_dot_product_attention(q4, k4, v4, attn_mask=causal[None]),
-    "4-D inputs, is_causal=True": lambda: F.scaled_dot_product_attention(q4, k4, v4, is_causal=True),
+    "3-D inputs, mask (1, L, L)":
+        lambda: F.scaled_dot_product_attention(long_q, long_k, long_v, attn_mask=long_causal),
+    "4-D inputs, mask (1, 1, L, L)":
+        lambda: F.scaled_dot_product_attention(long_q4, long_k4, long_v4, attn_mask=long_causal[None]),
+    "4-D inputs, is_causal=True": lambda: F.scaled_dot_product_attention(long_q4, long_k4, long_v4, is_causal=True),
 }
 steps = ("aten::bmm", "aten::_softmax")  # matrix products and a softmax, each its own operation
 backends = {label: attention_ops(call, SDPA_BACKENDS + steps) for label, call in calls.items()}
@@ -223,46 +228,36 @@ expect(backends["3-D inputs, mask (1, L, L)"] == [math_op, *steps],
 expect(all(backends[label] == [flash_op] for label in ("4-D inputs, mask (1, 1, L, L)", "4-D inputs, is_causal=True")),
        "given 4-D inputs, with the mask or with is_causal, it runs the FlashAttention kernel for the CPU, "
        "no softmax of its own", got=backends)
-expect_close(calls["4-D inputs, is_causal=True"]()[:, 0], attention_by_hand(q, k, v, causal)[0],
+expect_close(calls["4-D inputs, is_causal=True"]()[:, 0], attention_by_hand(long_q, long_k, long_v, long_causal)[0],
              "is_causal=True computes our context under the causal mask", atol=1e-5, rtol=1e-5)
 
 # %% [markdown]
 # On a CPU the fused kernel, `_scaled_dot_product_flash_attention_for_cpu`, takes only 4-D
-# queries, keys and values (and a mask of 2 or 4 dimensions). Anything else goes to the `math`
-# backend: the same matrix products (`bmm`) and softmax as our function, one operation each.
-# (On a GPU the choice depends on more: the dtype, the head size, whether there is a mask;
-# chapter 14 comes back to it.)
+# queries, keys and values of one size (and a mask of 2 or 4 dimensions). Anything else goes
+# to the `math` backend: the same matrix products (`bmm`) and softmax as our function, one
+# operation each. (On a GPU the choice depends on more: the dtype, the head size, whether
+# there is a mask; chapter 14 comes back to it.)
 #
-# Now the times, on 8 sequences of length 256 with $d_k = 64$, one head, under the causal
-# mask: our code, the 3-D call (the math backend), the 4-D call with the boolean mask, and
-# the 4-D call with `is_causal=True`, which tells the kernel the mask is causal instead of
-# handing it $L \times L$ entries to read. Each is the best of three rounds of 10 calls:
+# Now the times of the same calls, and of our code, all under the causal mask. `is_causal=True`
+# tells the kernel that the mask is causal instead of handing it $L \times L$ entries to read.
+# Each is the best of three rounds of 10 calls:
 
 # %% tags=["nbval-ignore-output"]
-long_q, long_k, long_v = torch.randn(3, 8, 256, 64, generator=generator)  # each (N, L, d_k)
-long_causal = subsequent_mask(256)  # (1, L, L)
-long_q4, long_k4, long_v4 = long_q[:, None], long_k[:, None], long_v[:, None]  # (N, 1, L, d_k) each
-timed = {
-    "by hand": lambda: attention_by_hand(long_q, long_k, long_v, long_causal),
-    "fused, 3-D (math)": lambda: F.scaled_dot_product_attention(long_q, long_k, long_v, attn_mask=long_causal),
-    "fused, 4-D, mask": lambda: F.scaled_dot_product_attention(long_q4, long_k4, long_v4,
-                                                               attn_mask=long_causal[None]),
-    "fused, 4-D, is_causal": lambda: F.scaled_dot_product_attention(long_q4, long_k4, long_v4, is_causal=True),
-}
+timed = {"by hand": lambda: attention_by_hand(long_q, long_k, long_v, long_causal), **calls}
 seconds = {label: min(timeit.repeat(call, number=10, repeat=3)) / 10 for label, call in timed.items()}
 for label, elapsed in seconds.items():
-    print(f"{label:>22}: {elapsed * 1e3:6.2f} ms per call, {elapsed / seconds['by hand']:.2f} × the time by hand")
+    print(f"{label:>30}: {elapsed * 1e3:6.2f} ms per call, {elapsed / seconds['by hand']:.2f} × the time by hand")
 
 # %% [markdown]
 # Read your own numbers: the times depend on the machine, its load, the sizes and the PyTorch
-# release, so the chapter checks which backend ran, not how fast. What the backends tell you
-# holds anywhere. The 3-D call runs the same steps as our code. The 4-D calls run the fused
-# kernel, which never writes out the $8 \times 256 \times 256$ weights; with a boolean mask it
-# must still read the mask's $L^2$ entries, while with `is_causal=True` it needs no mask at all
-# and can skip the blocks of keys that lie wholly in the future (chapter 14 builds such a
-# tiled loop). So to get the fused kernel, give it $(N, h, L, d_k)$ tensors,
-# and prefer `is_causal=True` to a materialised causal mask. We keep the step-by-step version
-# in this course anyway, because we want to *look* at the weights.
+# release, so the chapter checks which backend ran, not how fast. The 3-D call runs the same
+# steps as our code. The 4-D calls run the fused kernel, which never writes out the
+# $8 \times 256 \times 256$ weights; with a boolean mask it must still read the mask's $L^2$
+# entries, while with `is_causal=True` it needs no mask at all and can skip the blocks of keys
+# that lie wholly in the future (chapter 14 builds such a tiled loop). So to get the fused
+# kernel, give it $(N, h, L, d_k)$ tensors, and prefer `is_causal=True` to a materialised
+# causal mask. We keep the step-by-step version in this course anyway, because we want to
+# *look* at the weights.
 
 # %% [markdown]
 # ## The data: corners of a square
