@@ -288,7 +288,7 @@ fig = plots.learning_rate_schedule(noam, warmup_steps=4000)
 # schedulers). Our model does without any of it: it trains at a constant 0.01 from its first
 # step. Chapter 04 found that a norm-first stack trains at its full learning rate from the
 # first step, where a norm-last one stalled without a warm-up; our layers put the norm first,
-# and the six seeds below show this model training at a constant rate in every run.
+# and the nine seeds below show this model training at a constant rate in every run.
 
 # %% [markdown]
 # ## Why the validation loss is lower
@@ -336,12 +336,12 @@ fig = plots.loss_comparison({"training mode (dropout on, teacher forcing)": trai
 # true $x_2$. How much of the gap is dropout's, and how much teacher forcing's? Exercise 1
 # separates the two: teacher forcing with dropout off.
 #
-# Is this run a lucky one? The package keeps the same run repeated from five more seeds (0 to
-# 4, each seeding the initial weights and the order of the batches), next to this chapter's
-# run (seed 42), with the same measurements: `square_seed_spread` computes them, and
-# `python -m stepbystep.experiments.square_seed_study` wrote them to a file that ships with
-# the package (it takes about a minute, so this chapter reads the file instead of training
-# six models). The file also records where it was computed; on another machine or PyTorch
+# Is this run a lucky one? The package keeps the same run repeated from eight more seeds (0
+# to 7, each seeding the initial weights and the order of the batches), next to this
+# chapter's run (seed 42), with the same measurements: `square_seed_spread` computes them,
+# and `python -m stepbystep.experiments.square_seed_study` wrote them to a file that ships
+# with the package (it takes over a minute, so this chapter reads the file instead of
+# training nine models). The file also records where it was computed; on another machine or PyTorch
 # release your own run of seed 42 above will differ from its first column in the later
 # digits.
 
@@ -357,7 +357,7 @@ print("\n".join(seed_table(study["runs"], {"final_val": "final validation loss",
 expect_all(training_spread_claims(study["runs"]))
 
 # %% [markdown]
-# Over the six runs the final validation loss ranged from 0.012 to 0.018, and the validation
+# Over the nine runs the final validation loss ranged from 0.011 to 0.026, and the validation
 # loss sat below the training loss in 40 to 50 of the 50 epochs; on this batch, training
 # mode's mean loss was more than 1.5 times the eval-mode loss in every run, with all 20
 # dropout draws above it. So every claim above (a final validation loss below 0.04, 40 or more
@@ -519,7 +519,7 @@ expect(gaps["encoder self-attention"].median() < gaps["cross-attention"].median(
 # the cross-attention's (by more than 0.1 on average in this run), and its maps in the
 # figure change from square to square without one simple rule.
 #
-# How far do these numbers carry over to other training runs? The six runs of the stored
+# How far do these numbers carry over to other training runs? The nine runs of the stored
 # study, measured the same way after predicting the validation squares (`weakest_head` is the
 # lowest mean weight on the matching corner of any layer, head and position):
 
@@ -533,10 +533,11 @@ expect_all(attention_spread_claims(study["runs"]))
 
 # %% [markdown]
 # The mean matching weight stayed above 0.6 in every run, while in some runs the weakest head
-# did not prefer the matching corner at all. The cross-attention was decided in every run,
-# and more decided than the encoder self-attention, but the margin is thin: in the closest run
-# it was under 0.15, so "by more than 0.1" holds only just. Its choices were hard in every
-# run, with a median score gap above 3.
+# did not prefer the matching corner at all. The cross-attention was decided in every run
+# (above 0.8) and more decided than the encoder self-attention, but the margin is thin: under
+# 0.15 in the closest runs, so this run's "by more than 0.1" is not a rule. Its choices were
+# hard in every run, with a median score gap above 2 (weights of 0.88 and 0.12, or further
+# apart).
 
 # %% [markdown]
 # ## The test set, once
@@ -603,14 +604,14 @@ fig = plots.loss_comparison(test_mse, title="test MSE", xlabel="MSE (log scale)"
 #   the causal mask; in eval mode it decodes greedily from its own predictions.
 # - The paper trained with Adam ($\beta_2 = 0.98$, $\epsilon = 10^{-9}$), a learning rate that
 #   rises over 4,000 steps and then falls like $1/\sqrt{t}$, and label smoothing of 0.1; our
-#   norm-first model trains at a constant rate, in each of six seeds.
+#   norm-first model trains at a constant rate, in each of nine seeds.
 # - Watch training on a **validation set** drawn like the training data; touch the **test
 #   set** once, at the end, when every choice is made.
 # - **Dropout** makes the training loss a loss of a damaged, randomly changing network; the
 #   validation loss is computed without it. A validation loss below the training loss is then
 #   expected, not a sign of a leak. Compare both on the same batch to be sure. (The paper also
 #   drops the sums of embeddings and positional encodings; the course does not.)
-# - One run proves little: the claims about training and attention held in each of six seeds,
+# - One run proves little: the claims about training and attention held in each of nine seeds,
 #   stored with the package (`stepbystep.experiments.square_seed_study`).
 # - A test error means something only next to **baselines** and the **noise floor**: here the
 #   model is far better than predicting zeros and better than mirroring the source, still

@@ -1,10 +1,10 @@
-"""Chapter 05's run repeated over six seeds, too long to run in the chapter.
+"""Chapter 05's run repeated over nine seeds, too long to run in the chapter.
 
-``square_seed_spread`` for ``SEEDS`` (the chapter's own run, seed 42, then 0 to 4);
+``square_seed_spread`` for ``SEEDS`` (the chapter's own run, seed 42, then 0 to 7);
 ``python -m stepbystep.experiments.square_seed_study`` writes the results to
 ``results/square_seed_study.json`` on one thread, as the chapter's committed outputs are computed,
 with the machine that computed them, and ``load_square_seed_study`` reads them back.
-``training_spread_claims`` and ``attention_spread_claims`` are what chapter 05 says about the six runs.
+``training_spread_claims`` and ``attention_spread_claims`` are what chapter 05 says about the runs.
 """
 import json
 import statistics
@@ -19,7 +19,7 @@ from .square_baselines import square_seed_spread
 __all__ = ["SEEDS", "RESULTS", "square_seed_study", "load_square_seed_study", "environment", "seed_table",
            "training_spread_claims", "attention_spread_claims"]
 
-SEEDS = (42, 0, 1, 2, 3, 4)  # the chapter's run first
+SEEDS = (42, 0, 1, 2, 3, 4, 5, 6, 7)  # the chapter's run first
 RESULTS = Path(__file__).parent / "results" / "square_seed_study.json"
 
 
@@ -61,7 +61,7 @@ def training_spread_claims(runs):
     low, median, high = _spread(runs, "final_val")
     return [
         Claim(high < 0.04, "every run's final validation loss is below 0.04, the chapter's bound", (low, median, high)),
-        Claim(0.0115 <= low and high < 0.0185, "they range from 0.012 to 0.018, to three decimals", (low, high)),
+        Claim(0.0105 <= low and high < 0.0265, "they range from 0.011 to 0.026, to three decimals", (low, high)),
         Claim(min(run["below"] for run in runs) >= 40, "the validation loss is below the training loss in 40 or more "
               "of the 50 epochs in every run", _spread(runs, "below")),
         Claim(min(run["mode_ratio"] for run in runs) > 1.5, "training mode's mean loss is more than 1.5 times the "
@@ -79,12 +79,12 @@ def attention_spread_claims(runs):
               "every run", _spread(runs, "matching")),
         Claim(min(run["weakest_head"] for run in runs) < 0.5, "in some run the weakest head does not prefer the "
               "matching corner at all", _spread(runs, "weakest_head")),
-        Claim(min(run["cross_decided"] for run in runs) > 0.85, "the cross-attention is decided, above 0.85, in "
+        Claim(min(run["cross_decided"] for run in runs) > 0.8, "the cross-attention is decided, above 0.8, in "
               "every run", _spread(runs, "cross_decided")),
-        Claim(0.1 < min(margins) < 0.15, "it is more decided than the encoder self-attention by more than 0.1 in "
-              "every run, but by under 0.15 in the closest", margins),
-        Claim(min(run["cross_gap"] for run in runs) > 3, "the median gap between a cross-attention row's two scores "
-              "exceeds 3 in every run", _spread(runs, "cross_gap")),
+        Claim(0 < min(margins) < 0.15, "it is more decided than the encoder self-attention in every run, but by "
+              "under 0.15 in the closest", margins),
+        Claim(min(run["cross_gap"] for run in runs) > 2, "the median gap between a cross-attention row's two scores "
+              "exceeds 2 in every run", _spread(runs, "cross_gap")),
         Claim(all(run["encoder_gap"] < run["cross_gap"] for run in runs), "and is larger than the encoder "
               "self-attention's in every run", [(run["encoder_gap"], run["cross_gap"]) for run in runs]),
     ]
