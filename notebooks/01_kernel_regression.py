@@ -393,6 +393,7 @@ expect(min(below_gaps) < 0 < max(below_gaps), "started from σ = 0.1, the same s
        got=[f"{gap:+.2%}" for gap in below_gaps])
 expect(statistics.median(map(abs, below_gaps)) > statistics.median(map(abs, learned_gaps)),
        "and further from it, in the median", got=(below_gaps, learned_gaps))
+expect(max(map(abs, below_gaps)) < 0.03, "though each within 3% of σ*", got=[f"{gap:+.2%}" for gap in below_gaps])
 expect(abs(grid_gap) < grid_step, "the grid's best lies within one grid step of σ*", got=f"{grid_gap:+.2%}")
 expect(sorted(abs(gap) for gap in learned_gaps)[3] < abs(grid_gap),
        "in the median over the six runs, the learned σ is closer to σ* than the grid's best",
@@ -406,8 +407,8 @@ expect(abs(learned_error / grid_error - 1) < 1e-3, "the two leave-one-out errors
 # ends within 1% of σ*, and all six *above* it. They all came down from σ = 2, and 60 epochs
 # at this learning rate bring a run close without letting it settle: where it stops still
 # depends on where it started. The control shows it: from σ = 0.1, the same six orders of
-# batches end on both sides of σ*, and further from it in the median. The right panel below
-# zooms in on the minimum, with each run as a tick.
+# batches end on both sides of σ*, and further from it in the median (though within 3%). The
+# right panel below zooms in on the minimum, with each run as a tick.
 #
 # Is the learned σ then "more precise" than the grid? In the median over the six runs it is
 # closer to σ* than the 301-point grid's best, which is off by about half a grid step. But a
@@ -576,8 +577,9 @@ sigma_explorer(x_train, y_train, sigma=0.5)
 # - Training error rewards a point for attending to itself; leave-one-out error masks the
 #   diagonal and has a real minimum in σ.
 # - σ can be learned by gradient descent (through $\log\sigma$) with the leave-one-out loss
-#   (each training point left out by its index); it lands within 1% of the minimum σ*, on the
-#   same flat minimum, though where it stops after 60 epochs still depends on where it started.
+#   (each training point left out by its index). From σ = 2 it landed within 1% of the
+#   minimum σ* in six runs, on the same flat minimum, but where it stops after 60 epochs still
+#   depends on where it started (from σ = 0.1, within 3%, on both sides).
 # - Gaussian kernel weights are a softmax of scores $-(q - k)^2/2\sigma^2$; with the names
 #   query, key and value, this is attention, and chapter 02 swaps the score for a scaled dot
 #   product of learned projections.

@@ -341,9 +341,9 @@ fig = plots.loss_comparison({"training mode (dropout on, teacher forcing)": trai
 # chapter's run (seed 42), with the same measurements: `square_seed_spread` computes them,
 # and `python -m stepbystep.experiments.square_seed_study` wrote them to a file that ships
 # with the package (it takes over a minute, so this chapter reads the file instead of
-# training nine models). The file also records where it was computed; on another machine or PyTorch
-# release your own run of seed 42 above will differ from its first column in the later
-# digits.
+# training nine models). The file also records where it was computed; on another machine or
+# PyTorch release your own run of seed 42 above will differ from its first column in the
+# later digits.
 
 # %%
 study = load_square_seed_study()
@@ -535,7 +535,7 @@ expect_all(attention_spread_claims(study["runs"]))
 # The mean matching weight stayed above 0.6 in every run, while in some runs the weakest head
 # did not prefer the matching corner at all. The cross-attention was decided in every run
 # (above 0.8) and more decided than the encoder self-attention, but the margin is thin: under
-# 0.15 in the closest runs, so this run's "by more than 0.1" is not a rule. Its choices were
+# 0.1 in the closest run, so this run's "by more than 0.1" is not a rule. Its choices were
 # hard in every run, with a median score gap above 2 (weights of 0.88 and 0.12, or further
 # apart).
 

@@ -86,7 +86,8 @@ print(small.encoder.layers[0])
 # An encoder layer holds what ours holds, under other names: the self-attention `self_attn`,
 # the feed-forward network `linear1` → ReLU → `dropout` → `linear2`, two layer norms and two
 # dropouts for the residual connections. The decoder layer adds the cross-attention
-# (`multihead_attn`) with its own norm and dropout. Three defaults differ from our chapters:
+# (`multihead_attn`) with its own norm and dropout. Four defaults differ from our chapters (the
+# first three printed here):
 
 # %%
 print(f"batch_first: {small.batch_first}")
@@ -393,6 +394,10 @@ expect_close(our_context, their_context, "our attention's outputs are nn.Multihe
 expect_close(our_weights, their_weights, "and so are its weights, averaged over the heads", atol=1e-5)
 
 # %% [markdown]
+# The same function, to float rounding: within $10^{-5}$ (float32 keeps about 7 significant
+# digits, and the two modules add the same numbers in a different order), far below what a
+# wrong copy or a wrong mask would change.
+#
 # PyTorch averages the weights over the heads unless told otherwise: with
 # `need_weights=True, average_attn_weights=False` it returns them head by head,
 # $(N, h, L_q, L_k)$, the shape of our `alphas`, and we can compare them directly:
@@ -427,14 +432,12 @@ expect(sdpa in asked[False] and not written_out & set(asked[False]),
        "not asked, it calls scaled_dot_product_attention, with no bmm or softmax of its own", got=asked[False])
 
 # %% [markdown]
-# The same function, to float rounding: within $10^{-5}$ (float32
-# keeps about 7 significant digits, and the two modules add the same numbers in a different
-# order), far below what a wrong copy or a wrong mask would change. `copy_to_torch(ours, theirs)` does this
-# copy for attention, and also maps our encoder and decoder layers, stacks, and whole model
-# onto PyTorch's: `linear1` and `linear2` are our feed-forward network's two linear layers,
-# `norm1`..`norm3` the norms of our sublayer wrappers in order. Now whole layers, for **both**
-# norm placements, with the padding mask on the source and the causal mask on the target. The
-# decoder layer attends to each side's own encoder output (its "memory").
+# `copy_to_torch(ours, theirs)` does the weight copy above for attention, and also maps our
+# encoder and decoder layers, stacks, and whole model onto PyTorch's: `linear1` and `linear2`
+# are our feed-forward network's two linear layers, `norm1`..`norm3` the norms of our sublayer
+# wrappers in order. Now whole layers, for **both** norm placements, with the padding mask on
+# the source and the causal mask on the target. The decoder layer attends to each side's own
+# encoder output (its "memory").
 
 # %% tags=["nbval-ignore-output"]
 generator = torch.Generator().manual_seed(5)
