@@ -38,7 +38,8 @@ from stepbystep import plots
 from stepbystep.data import generate_sequences, square_datasets
 from stepbystep.exercises import ch02
 from stepbystep.expect import expect, expect_all, expect_close
-from stepbystep.experiments.square_order import order_study, order_claims
+from stepbystep.experiments.attention_kernels import SDPA_BACKENDS, attention_ops
+from stepbystep.experiments.square_order import hedging_claims, hedging_share, order_claims, order_study
 from stepbystep.models import (
     Attention,
     DecoderPe,
@@ -193,31 +194,70 @@ for mask in (None, causal):
 
 # %% [markdown]
 # Same numbers. Is the fused kernel faster? It runs in one call, without Python between the
-# steps, and picks an implementation for the hardware; the fastest ones (memory-efficient
-# attention, Rabe and Staats, "Self-attention Does Not Need O(n²) Memory", 2021; FlashAttention,
-# Dao et al., 2022) never store the $L_q \times L_k$ weights at all, which saves memory and memory traffic on long sequences. How
-# much that buys depends on the machine and the sizes, so measure it: here on our small batch
-# and on 8 sequences of length 256 with $d_k = 64$. The timings vary from machine to machine
-# and run to run:
+# steps, and it chooses among several implementations, its **backends**; the fastest ones
+# (memory-efficient attention, Rabe and Staats, "Self-attention Does Not Need O(n²) Memory",
+# 2021; FlashAttention, Dao et al., 2022) work through the keys in blocks and never store the
+# $L_q \times L_k$ weights, which saves memory and memory traffic on long sequences. Which
+# backend runs depends on the hardware and on the inputs, so before timing anything we ask
+# PyTorch's profiler which one ran (`attention_ops` lists the backend operations a call makes;
+# chapter 06 uses it on whole layers). Our tensors so far are 3-D, $(N, L, d_k)$. The layers of
+# chapter 03 hand the function 4-D tensors, $(N, h, L, d_k)$, one slice per head. Here are 8
+# sequences of length 256 with $d_k = d_v = 64$, as 3-D tensors and as 4-D ones with one
+# head, $h = 1$:
 
 # %% tags=["nbval-ignore-output"]
 long_q, long_k, long_v = torch.randn(3, 8, 256, 64, generator=generator)  # each (N, L, d_k)
 long_causal = subsequent_mask(256)  # (1, L, L)
-for label, args, repeats in (("16 × 5, d_k 8", (q, k, v, causal), 2000),
-                             ("8 × 256, d_k 64", (long_q, long_k, long_v, long_causal), 50)):
-    by_hand_time = timeit.timeit(lambda: attention_by_hand(*args), number=repeats) / repeats
-    fused_time = timeit.timeit(lambda: F.scaled_dot_product_attention(*args[:3], attn_mask=args[3]),
-                               number=repeats) / repeats
-    print(f"{label:>15}: by hand {by_hand_time * 1e6:8.1f} µs, fused {fused_time * 1e6:8.1f} µs per call "
-          f"(by hand / fused: {by_hand_time / fused_time:.2f})")
+long_q4, long_k4, long_v4 = long_q[:, None], long_k[:, None], long_v[:, None]  # (N, 1, L, d_k) each: one head
+calls = {  # label -> a call of the fused function
+    "3-D inputs, mask (1, L, L)":
+        lambda: F.scaled_dot_product_attention(long_q, long_k, long_v, attn_mask=long_causal),
+    "4-D inputs, mask (1, 1, L, L)":
+        lambda: F.scaled_dot_product_attention(long_q4, long_k4, long_v4, attn_mask=long_causal[None]),
+    "4-D inputs, is_causal=True": lambda: F.scaled_dot_product_attention(long_q4, long_k4, long_v4, is_causal=True),
+}
+steps = ("aten::bmm", "aten::_softmax")  # matrix products and a softmax, each its own operation
+backends = {label: attention_ops(call, SDPA_BACKENDS + steps) for label, call in calls.items()}
+for label, ops in backends.items():
+    print(f"{label:>30}: {', '.join(op.removeprefix('aten::') for op in ops)}")
+
+# %%
+math_op, flash_op = "aten::_scaled_dot_product_attention_math", "aten::_scaled_dot_product_flash_attention_for_cpu"
+expect(backends["3-D inputs, mask (1, L, L)"] == [math_op, *steps],
+       "given 3-D inputs, the function falls back to its math backend: bmm and softmax, step by step", got=backends)
+expect(all(backends[label] == [flash_op] for label in ("4-D inputs, mask (1, 1, L, L)", "4-D inputs, is_causal=True")),
+       "given 4-D inputs, with the mask or with is_causal, it runs the FlashAttention kernel for the CPU, "
+       "no softmax of its own", got=backends)
+expect_close(calls["4-D inputs, is_causal=True"]()[:, 0], attention_by_hand(long_q, long_k, long_v, long_causal)[0],
+             "is_causal=True computes our context under the causal mask", atol=1e-5, rtol=1e-5)
 
 # %% [markdown]
-# Read your own numbers: which one wins, and by how much, depends on the machine, the sizes
-# and the PyTorch release. On a CPU the two are usually within a small factor of each other,
-# and the fused call does not always win, at the small size or at the larger one. The fused
-# kernels are built for GPUs and long sequences, where not storing the weights saves the
-# most. Whatever your numbers, we keep the step-by-step version in this course because we want
-# to *look* at the weights.
+# On a CPU the fused kernel, `_scaled_dot_product_flash_attention_for_cpu`, takes only 4-D
+# queries, keys and values of one size (and a mask of 2 or 4 dimensions). Anything else goes
+# to the `math` backend: the same matrix products (`bmm`) and softmax as our function, one
+# operation each. (On a GPU the choice depends on more: the dtype, the head size, whether
+# there is a mask; chapter 14 comes back to it.)
+#
+# Now the times of the same calls, and of our code, all under the causal mask. `is_causal=True`
+# tells the kernel that the mask is causal instead of handing it $L \times L$ entries to read.
+# Each is the best of three rounds of 10 calls:
+
+# %% tags=["nbval-ignore-output"]
+timed = {"by hand": lambda: attention_by_hand(long_q, long_k, long_v, long_causal), **calls}
+seconds = {label: min(timeit.repeat(call, number=10, repeat=3)) / 10 for label, call in timed.items()}
+for label, elapsed in seconds.items():
+    print(f"{label:>30}: {elapsed * 1e3:6.2f} ms per call, {elapsed / seconds['by hand']:.2f} × the time by hand")
+
+# %% [markdown]
+# Read your own numbers: the times depend on the machine, its load, the sizes and the PyTorch
+# release, so the chapter checks which backend ran, not how fast. The 3-D call runs the same
+# steps as our code. The 4-D calls run the fused kernel, which never writes out the
+# $8 \times 256 \times 256$ weights; with a boolean mask it must still read the mask's $L^2$
+# entries, while with `is_causal=True` it needs no mask at all and can skip the blocks of keys
+# that lie wholly in the future (chapter 14 builds such a tiled loop). So to get the fused
+# kernel, give it $(N, h, L, d_k)$ tensors, and prefer `is_causal=True` to a materialised
+# causal mask. We keep the step-by-step version in this course anyway, because we want to
+# *look* at the weights.
 
 # %% [markdown]
 # ## The data: corners of a square
@@ -237,13 +277,17 @@ _ = fig.suptitle("grey: the square [-1, 1]²; the numbers give the order of the 
 # `square_datasets` makes the training set (256 sequences, seed 13) and a test set (128
 # sequences drawn with another seed, 17). A training example is the *whole* sequence, because
 # the decoder will read part of the target while training (more on that soon), and its
-# target; a test example is just the source and its target.
+# target; a test example is just the source and its target. Seven of the eight squares drawn
+# above go counter-clockwise; the training set draws the two directions about equally often
+# (`generate_sequences` with the same seed gives its directions):
 
 # %%
 train_data, test_data = square_datasets(n_train=256, n_test=128, train_seed=13, test_seed=17)
 full_train, target_train = train_data.tensors  # (256, 4, 2), (256, 2, 2)
 source_test, target_test = test_data.tensors  # (128, 2, 2), (128, 2, 2)
-print(f"training: full {tuple(full_train.shape)}, target {tuple(target_train.shape)}")
+_, train_directions = generate_sequences(n=256, seed=13)  # (256,): the same draw, 1 = clockwise
+print(f"training: full {tuple(full_train.shape)}, target {tuple(target_train.shape)}; "
+      f"{int(train_directions.sum())} of {len(train_directions)} clockwise")
 print(f"test: source {tuple(source_test.shape)}, target {tuple(target_test.shape)}")
 
 # %% [markdown]
@@ -765,12 +809,29 @@ fig = plots.compare_runs({variant: (trainers[0].losses, trainers[0].val_losses) 
 
 # %% [markdown]
 # And the predictions for the first test squares: blue dots are the source corners, green
-# circles the true target, red crosses the prediction. Without positions, the crosses often
-# land between the two possible corners, hedging between the two directions:
+# circles the true target, red crosses the prediction, each joined by a dotted line to the
+# corner it predicts. Without positions, the first cross (for corner 2) lands between the two
+# corners it could be, hedging between the two directions:
 
 # %%
 fig = plots.sequence_predictions(source_test, target_test, runs["no PE"][0].predict(source_test))
 _ = fig.suptitle("no PE (seed 0); grey: the square [-1, 1]²")
+
+# %% [markdown]
+# Corner 2 is opposite corner 0: it is $-x_0$ if the square goes the way the source says, and
+# $-x_1$ if the two source corners came the other way round. `hedging_share` counts the test
+# squares whose first predicted corner lies nearer the midpoint of these two than to either,
+# for every run:
+
+# %% tags=["nbval-ignore-output"]
+hedging = {variant: [hedging_share(source_test, sbs.predict(source_test)) for sbs in trainers]
+           for variant, trainers in runs.items()}
+for variant, shares in hedging.items():
+    print(f"{variant:>10}: first corner between the two possible ones in "
+          + ", ".join(f"{share:.0%}" for share in shares) + " of the test squares")
+
+# %%
+expect_all(hedging_claims(hedging))
 
 # %%
 fig = plots.sequence_predictions(source_test, target_test, runs["PE"][0].predict(source_test))
@@ -829,7 +890,9 @@ mask_explorer()
 # - The paper multiplies its embeddings by $\sqrt{d_{model}}$ without saying why; for
 #   embeddings that start small, the factor makes them comparable in size to the encoding.
 # - Scaled dot-product attention is `softmax(q kᵀ / √d_k) v`; `F.scaled_dot_product_attention`
-#   computes the same in one fused call, without keeping the weights.
+#   computes the same in one call, without keeping the weights. Its fused kernel runs only for
+#   4-D inputs $(N, h, L, d_k)$ (on a CPU, 3-D inputs fall back to the step-by-step `math`
+#   backend), and `is_causal=True` spares it a materialised causal mask.
 # - An attention head learns the projections to queries and keys (and, in the multi-head
 #   layer, values); wide multi-head attention runs several full-size heads and mixes them with
 #   a linear layer.
@@ -844,6 +907,10 @@ mask_explorer()
 #   models at all five seeds, and the $\times\sqrt{2}$ alone did not. A shift by $k$
 #   positions is a rotation of each (sin, cos) pair, and distances depend only on the offset
 #   (but do not grow steadily with it: the fast pairs wrap around).
+# - The order experiment starts the decoder from a fixed vector on purpose. In the book's
+#   setup the decoder's first input is the last source corner, which, with the set of both
+#   corners that cross-attention reads, already gives the order away: a comparison there
+#   cannot isolate what positions give the encoder (exercise 4 trains that setup).
 #
 # Next, chapter 03 splits `d_model` between narrow heads.
 

@@ -38,6 +38,7 @@ from stepbystep import plots
 from stepbystep.book import MultiHeadAttention, MultiHeadedAttention
 from stepbystep.exercises import ch03
 from stepbystep.expect import expect, expect_close
+from stepbystep.experiments.attention_kernels import SDPA_BACKENDS, attention_ops
 from stepbystep.models import (
     NarrowMultiHeadAttention,
     PositionalEncoding,
@@ -545,6 +546,19 @@ for name, mask in masks.items():
                  atol=1e-5, rtol=1e-5)
 
 # %% [markdown]
+# Which backend does the fused path run? Chapter 02 found that on a CPU the fused kernel takes
+# only 4-D inputs, and that 3-D ones fall back to the step-by-step `math` backend. The module
+# hands the function its chunks, $(N, h, L, d_k)$, so it gets the fused kernel:
+
+# %% tags=["nbval-ignore-output"]
+fused_ops = attention_ops(lambda: self_attend(fused, masks["the causal mask"]), SDPA_BACKENDS + ("aten::_softmax",))
+print(f"the fused path, under the causal mask, runs: {', '.join(op.removeprefix('aten::') for op in fused_ops)}")
+
+# %%
+expect(fused_ops == ["aten::_scaled_dot_product_flash_attention_for_cpu"],
+       "the fused path runs the FlashAttention kernel for the CPU, and no softmax of its own", got=fused_ops)
+
+# %% [markdown]
 # And time: for each path, the best of three averages of 10 calls, on this machine.
 
 # %% tags=["nbval-ignore-output"]
@@ -601,7 +615,8 @@ heads_explorer(d_model=12)
 # - Without positional encoding, self-attention is permutation equivariant, and the order of
 #   the keys does not matter at all.
 # - `store_alphas=False` computes the same outputs with `F.scaled_dot_product_attention` and
-#   keeps no weights; keeping them costs memory that grows with $L^2$.
+#   keeps no weights; the module hands it 4-D chunks $(N, h, L, d_k)$, so on a CPU its fused
+#   kernel runs. Keeping the weights costs memory that grows with $L^2$.
 
 # %% [markdown]
 # ## The narrow module's methods

@@ -17,7 +17,7 @@
 #
 # - say what `nn.Transformer` does and what it leaves to you (positional encoding, input
 #   projection, output layer), and name its defaults that differ from ours (sequence-first
-#   tensors, norm-last layers, a final layer norm on both stacks);
+#   tensors, norm-last layers, a final layer norm on both stacks, its initialisation);
 # - write one mask in three conventions (ours, PyTorch's boolean, PyTorch's additive),
 #   convert between them, and say what happens when a keep-mask goes where PyTorch expects
 #   a blocked-mask;
@@ -28,6 +28,7 @@
 # - say when the fused attention kernels run, and measure what they buy.
 
 # %%
+import math
 import time
 import timeit
 import warnings
@@ -85,7 +86,8 @@ print(small.encoder.layers[0])
 # An encoder layer holds what ours holds, under other names: the self-attention `self_attn`,
 # the feed-forward network `linear1` → ReLU → `dropout` → `linear2`, two layer norms and two
 # dropouts for the residual connections. The decoder layer adds the cross-attention
-# (`multihead_attn`) with its own norm and dropout. Three defaults differ from our chapters:
+# (`multihead_attn`) with its own norm and dropout. Four defaults differ from our chapters (the
+# first three printed here):
 
 # %%
 print(f"batch_first: {small.batch_first}")
@@ -103,6 +105,36 @@ print(f"parameters:  {sum(p.numel() for p in small.parameters())}")
 #   needs it (its residual stream is never normalised otherwise); a norm-last stack already
 #   ends with a norm, so there it normalises twice. Our stacks add one only for norm-first
 #   layers, unless told otherwise (`final_norm=True`).
+# - **Its initialisation.** `nn.Transformer` ends its construction with `_reset_parameters()`,
+#   which re-draws every parameter of more than one dimension from Xavier-uniform, as chapter
+#   05 did for ours, but on PyTorch's shapes. `nn.MultiheadAttention` keeps the query, key and
+#   value projections stacked in one $(3 d_{model}, d_{model})$ matrix, `in_proj_weight`, so
+#   Xavier's bound $\sqrt{6 / (n_{in} + n_{out})}$ counts $4 d_{model}$ features: $0.5$ at
+#   $d_{model} = 6$, where each of our $(6, 6)$ projections gets $\sqrt{6/12} \approx 0.71$.
+#   `nn.MultiheadAttention` also starts its projection biases at zero (`in_proj_bias` and
+#   `out_proj.bias`), where ours keep `nn.Linear`'s random start.
+
+# %%
+attention_block = small.encoder.layers[0].self_attn  # nn.MultiheadAttention
+stacked_bound = math.sqrt(6 / (attention_block.in_proj_weight.shape[0] + attention_block.in_proj_weight.shape[1]))
+print(f"in_proj_weight {tuple(attention_block.in_proj_weight.shape)}: largest |entry| "
+      f"{attention_block.in_proj_weight.abs().max():.3f}, Xavier's bound for it {stacked_bound:.3f}, "
+      f"for one (6, 6) projection {math.sqrt(6 / 12):.3f}")
+print(f"in_proj_bias and out_proj.bias all zero: {bool((attention_block.in_proj_bias == 0).all())}, "
+      f"{bool((attention_block.out_proj.bias == 0).all())}")
+
+# %%
+expect(attention_block.in_proj_weight.abs().max() <= stacked_bound,
+       "every entry of in_proj_weight lies within ±0.5, Xavier's bound for the stacked matrix",
+       got=attention_block.in_proj_weight.abs().max())
+expect(not attention_block.in_proj_bias.any() and not attention_block.out_proj.bias.any(),
+       "both projection biases start at zero")
+
+# %% [markdown]
+# This chapter copies our weights into PyTorch's whenever it compares the two, so it never
+# meets the difference. A twin built and initialised on its own (exercise 3) starts from
+# another distribution: a difference in how it trains could come from that, not from the
+# library.
 #
 # And what it does **not** have: no positional encoding, no projection of the input features
 # to $d_{model}$, and no output layer. Its inputs must already be $d_{model}$-sized vectors,
@@ -361,14 +393,50 @@ expect_close(our_context, their_context, "our attention's outputs are nn.Multihe
 expect_close(our_weights, their_weights, "and so are its weights, averaged over the heads", atol=1e-5)
 
 # %% [markdown]
-# The same function, to float rounding: within $10^{-5}$ (float32
-# keeps about 7 significant digits, and the two modules add the same numbers in a different
-# order), far below what a wrong copy or a wrong mask would change. `copy_to_torch(ours, theirs)` does this
-# copy for attention, and also maps our encoder and decoder layers, stacks, and whole model
-# onto PyTorch's: `linear1` and `linear2` are our feed-forward network's two linear layers,
-# `norm1`..`norm3` the norms of our sublayer wrappers in order. Now whole layers, for **both**
-# norm placements, with the padding mask on the source and the causal mask on the target. The
-# decoder layer attends to each side's own encoder output (its "memory").
+# The same function, to float rounding: within $10^{-5}$ (float32 keeps about 7 significant
+# digits, and the two modules add the same numbers in a different order), far below what a
+# wrong copy or a wrong mask would change.
+#
+# PyTorch averages the weights over the heads unless told otherwise: with
+# `need_weights=True, average_attn_weights=False` it returns them head by head,
+# $(N, h, L_q, L_k)$, the shape of our `alphas`, and we can compare them directly:
+
+# %%
+with torch.no_grad():
+    _, their_head_weights = their_attention(query, key, key, key_padding_mask=to_key_padding_mask(source_mask),
+                                            need_weights=True, average_attn_weights=False)  # (N, h, L_q, L_k)
+print(f"PyTorch's weights per head {tuple(their_head_weights.shape)}, our alphas {tuple(our_attention.alphas.shape)}")
+expect_close(their_head_weights, our_attention.alphas, "head by head, its weights are our alphas", atol=1e-5)
+
+# %% [markdown]
+# Asking for the weights has a price, the module's version of chapter 03's `store_alphas`: to
+# return them, `nn.MultiheadAttention` has to compute them, so it takes the scores, the
+# softmax and the weighted sum as separate steps. With `need_weights=False` it returns `None`
+# for the weights and calls the fused `F.scaled_dot_product_attention` instead. The profiler
+# shows it: `attention_ops` lists the operations a call runs that tell the ways of attending
+# apart (the end of this chapter uses it on whole layers):
+
+# %% tags=["nbval-ignore-output"]
+asked = {}  # need_weights -> the operations one call runs
+for need_weights in (True, False):
+    asked[need_weights] = attention_ops(lambda: their_attention(
+        query, key, key, key_padding_mask=to_key_padding_mask(source_mask), need_weights=need_weights))
+    print(f"need_weights={need_weights!s:<5}: {', '.join(op.removeprefix('aten::') for op in asked[need_weights])}")
+
+# %%
+sdpa, written_out = "aten::scaled_dot_product_attention", {"aten::bmm", "aten::_softmax"}
+expect(written_out <= set(asked[True]) and sdpa not in asked[True],
+       "asked for its weights, the module runs bmm and softmax as steps of their own", got=asked[True])
+expect(sdpa in asked[False] and not written_out & set(asked[False]),
+       "not asked, it calls scaled_dot_product_attention, with no bmm or softmax of its own", got=asked[False])
+
+# %% [markdown]
+# `copy_to_torch(ours, theirs)` does the weight copy above for attention, and also maps our
+# encoder and decoder layers, stacks, and whole model onto PyTorch's: `linear1` and `linear2`
+# are our feed-forward network's two linear layers, `norm1`..`norm3` the norms of our sublayer
+# wrappers in order. Now whole layers, for **both** norm placements, with the padding mask on
+# the source and the causal mask on the target. The decoder layer attends to each side's own
+# encoder output (its "memory").
 
 # %% tags=["nbval-ignore-output"]
 generator = torch.Generator().manual_seed(5)
@@ -574,7 +642,8 @@ expect(gap < 1e-3, "without dropout, the two runs agree within 1e-3 at every epo
 # With tensors this small, the number of calls, more than the arithmetic, tends to set the
 # pace.
 #
-# The twin's predictions on validation sequences, greedy from the two source corners:
+# The twin's predictions on validation sequences, greedy from the two source corners (each
+# red cross joined by a dotted line to the target corner it predicts):
 
 # %%
 predictions = trainers["TransformerModel"].predict(val_source)  # (128, 2, 2)
@@ -699,7 +768,9 @@ fig = plots.timing_bars(timings, title="one encoder layer, eval mode, (16, 128, 
 #
 # - `nn.Transformer` is the two stacks and nothing else: no positional encoding, no input
 #   projection, no output layer. Its defaults: sequence-first tensors (`batch_first=False`),
-#   norm-last layers (`norm_first=False`), and a final `LayerNorm` on each stack.
+#   norm-last layers (`norm_first=False`), a final `LayerNorm` on each stack, and Xavier
+#   initialisation of every matrix, over the stacked `in_proj_weight` (bound $\sqrt{6/4d}$, not
+#   $\sqrt{6/2d}$ per projection), with zero projection biases.
 # - Sequence-first by mistake does not fail: attention silently mixes the sequences of a
 #   batch. The `TransformerModel` wrapper takes batch-first sequences and transposes them
 #   for a sequence-first transformer, as the printed book's does.
@@ -716,6 +787,8 @@ fig = plots.timing_bars(timings, title="one encoder layer, eval mode, (16, 128, 
 # - `in_proj_weight` stacks the query, key and value projections; with the weights copied
 #   (`copy_to_torch`), our layers and PyTorch's compute the same outputs, norm-first or
 #   norm-last.
+#   `average_attn_weights=False` returns PyTorch's weights per head, our `alphas`; asking for
+#   the weights (`need_weights=True`) keeps `nn.MultiheadAttention` off the fused kernel.
 # - Trained the same way from the same start, `TransformerModel` and our model have the same
 #   parameters and reach similar losses; their curves differ through dropout's random draws,
 #   and without dropout they agree.

@@ -118,6 +118,20 @@ def test_wide_parameter_count_output_layer_reading_only_d_model_features_is_reco
     assert str(ch03.wide_parameter_count._solution(3, 6)) not in repr(result)
 
 
+def test_wide_parameter_count_forgotten_output_layer_is_recognised():
+    result = ch03.wide_parameter_count.check(lambda n_heads, d_model: n_heads * 3 * (d_model * d_model + d_model))
+    assert not result and "what maps the concatenated contexts back to d_model" in repr(result)
+    assert "n_heads=1, d_model=4" in repr(result)  # one head is enough to miss it
+    assert str(ch03.wide_parameter_count._solution(1, 4)) not in repr(result)
+
+
+def test_wide_parameter_count_output_layer_per_head_is_recognised():
+    result = ch03.wide_parameter_count.check(lambda n_heads, d_model: n_heads * 4 * (d_model * d_model + d_model))
+    # one head: one output layer either way, so the first failure is the three-head case
+    assert not result and "one output layer per head" in repr(result) and "n_heads=3, d_model=6" in repr(result)
+    assert str(ch03.wide_parameter_count._solution(3, 6)) not in repr(result)
+
+
 def test_wide_parameter_count_forgotten_biases_are_recognised():
     result = ch03.wide_parameter_count.check(lambda n_heads, d_model: 4 * n_heads * d_model * d_model)
     assert not result and "leaves out the biases" in repr(result)

@@ -25,11 +25,20 @@ def test_sequence_predictions_draws_source_target_and_prediction():
     assert len(collections) == 3
     np.testing.assert_allclose(collections[2].get_offsets(), target[2] + 0.1)
     labels = [t.get_text() for t in fig.legends[0].get_texts()]
-    assert labels == ["source", "target", "predicted"]
+    assert labels == ["source", "target", "predicted", "prediction to its corner"]
     numbers = {text.get_text(): text.xy for text in fig.axes[2].texts}  # corners numbered along the path
     assert sorted(numbers) == ["0", "1", "2", "3"]
     np.testing.assert_allclose([numbers["0"], numbers["1"]], source[2])
     np.testing.assert_allclose([numbers["2"], numbers["3"]], target[2])
+    joins = [np.asarray(line.get_xydata()) for line in fig.axes[2].lines[1:]]  # after the square's outline
+    assert len(joins) == 2  # one line from each prediction to the corner it predicts
+    for position, join in enumerate(joins):
+        np.testing.assert_allclose(join, [target[2, position] + 0.1, target[2, position]])
+
+
+def test_sequence_predictions_without_predictions_draws_no_joins():
+    fig = sequence_predictions(rng.normal(size=(2, 2, 2)), rng.normal(size=(2, 2, 2)))
+    assert len(fig.axes[0].lines) == 1  # the square's outline only
 
 
 def test_prediction_shape_must_match_target():

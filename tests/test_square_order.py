@@ -6,6 +6,8 @@ from stepbystep.data import square_datasets
 from stepbystep.experiments.square_order import (
     ORDER_VARIANTS,
     FixedStartSeq2Seq,
+    hedging_claims,
+    hedging_share,
     order_claims,
     order_model,
     order_study,
@@ -88,3 +90,24 @@ def test_order_claims_hold_and_fail_where_they_should():
     assert not holds["at every seed the model with positions beats both order-blind models"]
     scale_helps = dict(good, **{"scale only": [0.1, 0.1, 0.1]})
     assert not all(claim.holds for claim in order_claims(scale_helps))
+
+
+def test_hedging_share_counts_first_corners_between_the_two_directions():
+    source = torch.tensor([[[-1.0, -1.0], [-1.0, 1.0]]] * 4)  # (4, 2, 2): corner 2 is (1, 1), or (1, -1) reversed
+    first = torch.tensor([[1.0, 0.0], [1.0, 0.9], [1.0, -0.8], [0.9, 0.1]])  # between, near (1, 1), near (1, -1), between
+    predicted = torch.stack([first, torch.zeros(4, 2)], dim=1)  # (4, 2, 2): the second corner plays no part
+    assert hedging_share(source, predicted) == 0.5
+
+
+def test_hedging_share_rejects_mismatched_shapes():
+    with pytest.raises(ValueError, match=r"must both be \(N, 2, 2\)"):
+        hedging_share(torch.zeros(3, 2, 2), torch.zeros(3, 3, 2))
+
+
+def test_hedging_claims_hold_and_fail_where_they_should():
+    holds = {"no PE": [1.0, 0.97], "scale only": [0.99, 1.0], "PE": [0.3, 0.4, 0.7]}
+    assert all(claim.holds for claim in hedging_claims(holds))
+    blind_decides = dict(holds, **{"scale only": [0.5, 1.0]})
+    assert [claim.holds for claim in hedging_claims(blind_decides)] == [False, True]
+    pe_hedges = dict(holds, PE=[0.6, 0.4, 0.7])
+    assert [claim.holds for claim in hedging_claims(pe_hedges)] == [True, False]

@@ -122,6 +122,16 @@ def _check_wide_parameter_count(answer):
                 f"for n_heads={n_heads}, d_model={d_model} you returned {got}, which leaves out the "
                 "biases"
             )
+        if got == n_heads * 3 * (d_model * d_model + d_model):
+            return (
+                f"for n_heads={n_heads}, d_model={d_model} you returned {got}: the heads' projections are "
+                "counted, but what maps the concatenated contexts back to d_model?"
+            )
+        if got == n_heads * 4 * (d_model * d_model + d_model):
+            return (
+                f"for n_heads={n_heads}, d_model={d_model} you returned {got}, as if every head had its own "
+                "output layer: is there one output layer per head, or one for the concatenated contexts?"
+            )
         return (
             f"for n_heads={n_heads}, d_model={d_model} you returned {got!r}, which is not the number "
             "of parameters of WideMultiHeadAttention(n_heads, d_model)"

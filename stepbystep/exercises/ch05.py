@@ -300,12 +300,23 @@ def _stale_greedy_decode(model, source):
     return inputs[:, 1:]  # (N, target_len, F)
 
 
+def _unmasked_greedy_decode(model, source):
+    """The solution's loop without the causal mask: each position reads the ones after it too."""
+    model.encode(source)
+    inputs = source[:, -1:]  # (N, 1, F)
+    for _ in range(model.target_len):
+        out = model.decode(inputs, target_mask=None)  # (N, i+1, F)
+        inputs = torch.cat([inputs, out[:, -1:]], dim=1)  # (N, i+2, F)
+    return inputs[:, 1:]  # (N, target_len, F)
+
+
 @expects_function("greedy_decode(model, source)")
 def _check_greedy_decode(answer):
     source = _squares(8, seed=7)[:, :2]  # (8, 2, 2)
     model = _model(seed=1).eval()
     with torch.no_grad():
         expected = model.predict(source)  # (8, 2, 2)
+        unmasked = _unmasked_greedy_decode(model, source)  # (8, 2, 2)
         _encode_another_batch(model, len(source))  # an answer that skips encode reads these states
         stale = _stale_greedy_decode(model, source)  # (8, 2, 2)
         _encode_another_batch(model, len(source))
@@ -322,6 +333,10 @@ def _check_greedy_decode(answer):
                 f"got {tuple(got.shape)}")
     if torch.allclose(got, stale, atol=1e-5) and not torch.allclose(got, expected, atol=1e-5):
         return "your decoder read the states of the batch encoded before this one: encode this one first"
+    if torch.allclose(got, unmasked, atol=1e-5) and not torch.allclose(got, expected, atol=1e-5):
+        first = model.input_len
+        return (f"the predicted corners before x̂_{first + model.target_len - 1} match model.predict's, the last "
+                "differs: is every decode step using the same mask the model was trained with?")
     for i in range(model.target_len):
         if not torch.allclose(got[:, i], expected[:, i], atol=1e-5):
             first = model.input_len  # the corners count from x_0, so the predicted ones start at x_{input_len}

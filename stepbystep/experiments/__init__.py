@@ -2,13 +2,15 @@
 from .square_order import (
     ORDER_VARIANTS,
     FixedStartSeq2Seq,
+    hedging_claims,
+    hedging_share,
     order_claims,
     order_model,
     order_study,
     train_order_model,
 )
-from .square_baselines import baseline_claims, square_seed_spread
-from .attention_kernels import KERNEL_OPS, attention_ops, kernel_claims
+from .square_baselines import baseline_claims, score_gaps, square_seed_spread
+from .attention_kernels import KERNEL_OPS, SDPA_BACKENDS, attention_ops, kernel_claims
 from .gradient_norms import GradientNormRun, encoder_regressor, layer_gradient_norms, layer_norms_of_gradients
 from .norm_placement import control_claims, initial_gradient_claims, seed_claims, training_claims
 from .date_translation import translation_seed_study

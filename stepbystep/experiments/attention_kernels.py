@@ -1,4 +1,4 @@
-"""Chapter 06: which CPU operations each way of running attention calls, found with ``torch.profiler``."""
+"""Chapters 02 and 06: which CPU operations each way of running attention calls, found with ``torch.profiler``."""
 import torch
 from torch.profiler import ProfilerActivity, profile
 
@@ -6,7 +6,7 @@ from stepbystep.expect import Claim
 
 from .quiet_profiler import quiet_stderr
 
-__all__ = ["KERNEL_OPS", "attention_ops", "kernel_claims"]
+__all__ = ["KERNEL_OPS", "SDPA_BACKENDS", "attention_ops", "kernel_claims"]
 
 # the operations that tell the paths apart, outermost first
 KERNEL_OPS = (
@@ -17,6 +17,15 @@ KERNEL_OPS = (
     "aten::_scaled_dot_product_attention_math",  # another
     "aten::bmm",  # a batched matrix product (the scores, or the weights times the values)
     "aten::_softmax",  # a softmax written out as its own step
+)
+
+# the implementations ("backends") F.scaled_dot_product_attention dispatches to: one runs per call
+SDPA_BACKENDS = (
+    "aten::_scaled_dot_product_flash_attention_for_cpu",  # FlashAttention's tiles, for the CPU
+    "aten::_scaled_dot_product_flash_attention",  # FlashAttention on a GPU
+    "aten::_scaled_dot_product_efficient_attention",  # memory-efficient attention on a GPU
+    "aten::_scaled_dot_product_cudnn_attention",  # cuDNN's kernel on a GPU
+    "aten::_scaled_dot_product_attention_math",  # the fallback: matmul, softmax, matmul, as by hand
 )
 
 

@@ -9,7 +9,7 @@ from stepbystep.expect import Claim
 from stepbystep.models import build_transformer
 from stepbystep.training import StepByStep
 
-__all__ = ["baseline_claims", "square_seed_spread"]
+__all__ = ["baseline_claims", "score_gaps", "square_seed_spread"]
 
 
 def baseline_claims(zeros, mirror, transformer, last_val_loss, noise_floor):
@@ -30,6 +30,16 @@ def baseline_claims(zeros, mirror, transformer, last_val_loss, noise_floor):
     ]
 
 
+def score_gaps(alphas):
+    """The gap between the two scaled scores of every row of two-key weights ``(..., 2)``: the
+    softmax of ``(s_0, s_1)`` is ``α_0 / α_1 = e^(s_0 - s_1)``, so the gap is ``|log α_0 - log α_1|``.
+    Returns a tensor of the rows' shape ``(...)``."""
+    if alphas.shape[-1] != 2:
+        raise ValueError(f"score_gaps reads rows of two weights (..., 2), got shape {tuple(alphas.shape)}")
+    logs = alphas.double().clamp_min(1e-300).log()  # (..., 2)
+    return (logs[..., 0] - logs[..., 1]).abs()  # (...)
+
+
 def square_seed_spread(seeds, epochs=50, batch_size=16, n_draws=20):
     """Chapter 05's run again from each seed in ``seeds`` (initial weights and batch order).
 
@@ -41,8 +51,10 @@ def square_seed_spread(seeds, epochs=50, batch_size=16, n_draws=20):
     ``teacher_forced_ratio`` (the teacher-forced loss with dropout off, over the eval-mode loss)
     ``weakest_head`` (the smallest mean cross-attention weight on the matching source corner
     over the validation squares, across layers, heads and target positions), ``matching`` (that
-    weight's mean over all of them), and ``cross_decided`` and ``encoder_decided`` (the mean of
-    each row's largest weight, over the cross-attention and the encoder self-attention heads).
+    weight's mean over all of them), ``cross_decided`` and ``encoder_decided`` (the mean of
+    each row's largest weight, over the cross-attention and the encoder self-attention heads), and
+    ``cross_gap`` and ``encoder_gap`` (the median gap between a row's two scaled scores, read from
+    its weights: ``|log α_0 - log α_1|``).
     """
     train_data, val_data, _ = square_splits(train_seed=13, val_seed=19, test_seed=17)
     val_source, _ = val_data.tensors  # (128, 2, 2)
@@ -78,5 +90,7 @@ def square_seed_spread(seeds, epochs=50, batch_size=16, n_draws=20):
             "matching": matching.mean().item(),
             "cross_decided": cross.max(dim=-1).values.mean().item(),
             "encoder_decided": encoder_self.max(dim=-1).values.mean().item(),
+            "cross_gap": score_gaps(cross).median().item(),
+            "encoder_gap": score_gaps(encoder_self).median().item(),
         })
     return runs

@@ -20,7 +20,8 @@ from stepbystep.expect import Claim
 from stepbystep.models import DecoderPe, DecoderSelfAttn, EncoderDecoderSelfAttn, EncoderPe, EncoderSelfAttn
 from stepbystep.training import StepByStep
 
-__all__ = ["FixedStartSeq2Seq", "ORDER_VARIANTS", "order_model", "train_order_model", "order_study", "order_claims"]
+__all__ = ["FixedStartSeq2Seq", "ORDER_VARIANTS", "order_model", "train_order_model", "order_study", "order_claims",
+           "hedging_share", "hedging_claims"]
 
 ORDER_VARIANTS = ("no PE", "scale only", "PE")
 
@@ -99,4 +100,34 @@ def order_claims(losses):
               lowest_blind),
         Claim(1 / 1.5 < median["scale only"] / median["no PE"] < 1.5, "the ×√2 alone moves the median test loss "
               "by less than a factor 1.5", median["scale only"] / median["no PE"]),
+    ]
+
+
+def hedging_share(source, predicted):
+    """The share of squares whose first predicted corner lies nearer the midpoint of the two corners
+    it could be than to either of them.
+
+    ``source`` ``(N, 2, 2)`` and ``predicted`` ``(N, 2, 2)``. Corner 2 is opposite corner 0, so it
+    is ``-x_0`` in the square's own direction and ``-x_1`` in the other (the source read backwards):
+    a model blind to the order of the source cannot tell the two apart and does best between them.
+    """
+    source, predicted = torch.as_tensor(source), torch.as_tensor(predicted)
+    if source.dim() != 3 or source.shape[1:] != (2, 2) or predicted.shape != source.shape:
+        raise ValueError(f"source and predicted must both be (N, 2, 2), got {tuple(source.shape)} and "
+                         f"{tuple(predicted.shape)}")
+    first = predicted[:, 0]  # (N, 2): the predicted corner 2
+    as_given, reversed_ = -source[:, 0], -source[:, 1]  # (N, 2) each: corner 2 in either direction
+    to_middle = (first - (as_given + reversed_) / 2).norm(dim=-1)  # (N,)
+    between = (to_middle < (first - as_given).norm(dim=-1)) & (to_middle < (first - reversed_).norm(dim=-1))  # (N,)
+    return between.float().mean().item()
+
+
+def hedging_claims(shares):
+    """The claims chapter 02 makes about ``{variant: [hedging_share per seed]}``, for ``expect_all``."""
+    blind = shares["no PE"] + shares["scale only"]
+    median_pe = statistics.median(shares["PE"])
+    return [
+        Claim(min(blind) >= 0.9, "in every order-blind run, at least 90% of the first predicted corners lie nearer "
+              "the midpoint of the two possible corners than to either", min(blind)),
+        Claim(median_pe < 0.5, "with positions, under half of them do, in the median over the seeds", median_pe),
     ]

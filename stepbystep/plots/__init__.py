@@ -17,6 +17,7 @@ from .kernel_regression import (
     kernel_shapes,
     kernel_weights,
     loo_curve,
+    loo_zoom,
     query_attention,
 )
 from .masks import mask_and_weights, mask_map, padded_attention_maps

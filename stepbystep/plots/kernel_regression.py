@@ -9,8 +9,8 @@ import torch
 from ..models.kernel_regression import gaussian_kernel, nadaraya_watson
 from ._arrays import _as_numpy
 
-__all__ = ["kernel_shapes", "kernel_fits", "kernel_weights", "loo_curve", "kernel_dashboard", "dot_product_weights",
-           "query_attention"]
+__all__ = ["kernel_shapes", "kernel_fits", "kernel_weights", "loo_curve", "loo_zoom", "kernel_dashboard",
+           "dot_product_weights", "query_attention"]
 
 
 def _new_axes(ax, figsize):
@@ -153,6 +153,50 @@ def loo_curve(sigmas, errors, learned_sigma=None, ax=None):
     ax.set_ylabel("leave-one-out MSE")
     ax.set_title("choosing σ by leave-one-out error")
     ax.legend(fontsize=8)
+    return fig
+
+
+def loo_zoom(sigmas, errors, fine_sigmas, fine_errors, learned):
+    """The leave-one-out curve (left) and a zoom on its minimum (right), with learned widths.
+
+    ``sigmas``, ``errors``: the grid's curve, drawn as ``loo_curve`` does, with the zoomed range
+    shaded. ``fine_sigmas``, ``fine_errors``: a fine grid over that range; the right panel marks
+    its minimum σ*, the coarse grid's best (if inside the range) and, as short ticks along the
+    bottom, each list of widths in ``learned`` ``{label: [σ, ...]}``, one colour per list.
+    Returns the Figure.
+    """
+    fine_sigmas, fine_errors = _as_numpy(fine_sigmas, float), _as_numpy(fine_errors, float)
+    if fine_sigmas.ndim != 1 or fine_sigmas.shape != fine_errors.shape:
+        raise ValueError(f"fine_sigmas and fine_errors must be 1-D of the same length, "
+                         f"got {fine_sigmas.shape} and {fine_errors.shape}")
+    if not isinstance(learned, dict) or not learned:
+        raise ValueError(f"learned must be a non-empty dict {{label: [sigma, ...]}}, got {type(learned).__name__}")
+    fig, (ax_all, ax_zoom) = plt.subplots(1, 2, figsize=(10, 3.4), layout="constrained")
+    loo_curve(sigmas, errors, ax=ax_all)
+    low, high = fine_sigmas.min(), fine_sigmas.max()
+    ax_all.axvspan(low, high, color="tab:gray", alpha=0.2, label="zoomed on the right")
+    ax_all.legend(fontsize=8)
+    ax_zoom.plot(fine_sigmas, fine_errors, color="tab:blue")
+    star = fine_sigmas[np.argmin(fine_errors)]
+    ax_zoom.axvline(star, color="black", ls="--", lw=1, label=f"σ* (fine grid) = {star:.4f}")
+    sigmas, errors = _as_numpy(sigmas, float), _as_numpy(errors, float)
+    best = int(np.argmin(errors))
+    if low <= sigmas[best] <= high:
+        ax_zoom.scatter([sigmas[best]], [errors[best]], color="tab:red", zorder=3,
+                        label=f"grid minimum: σ = {sigmas[best]:.4f}")
+    colours = ("tab:orange", "tab:purple", "tab:green", "tab:brown")
+    for row, ((label, widths), colour) in enumerate(zip(learned.items(), colours)):
+        widths = _as_numpy(widths, float)
+        bottom = 0.02 + 0.1 * row  # one row of ticks per list, in axes units
+        ax_zoom.vlines(widths, bottom, bottom + 0.08, color=colour, lw=1.5, transform=ax_zoom.get_xaxis_transform(),
+                       label=f"{label} ({len(widths)} runs)")
+    ax_zoom.set_xlim(low, high)
+    spread = fine_errors.max() - fine_errors.min()
+    ax_zoom.set_ylim(fine_errors.min() - 0.4 * spread, fine_errors.max() + 0.05 * spread)  # room for the ticks
+    ax_zoom.set_xlabel("kernel width σ")
+    ax_zoom.set_ylabel("leave-one-out MSE")
+    ax_zoom.set_title(f"zoom: σ from {low:.3f} to {high:.3f}")
+    ax_zoom.legend(fontsize=8, loc="upper center")
     return fig
 
 

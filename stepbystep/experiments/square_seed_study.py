@@ -1,0 +1,97 @@
+"""Chapter 05's run repeated over nine seeds, too long to run in the chapter.
+
+``square_seed_spread`` for ``SEEDS`` (the chapter's own run, seed 42, then 0 to 7);
+``python -m stepbystep.experiments.square_seed_study`` writes the results to
+``results/square_seed_study.json`` on one thread, as the chapter's committed outputs are computed,
+with the machine that computed them, and ``load_square_seed_study`` reads them back.
+``training_spread_claims`` and ``attention_spread_claims`` are what chapter 05 says about the runs.
+"""
+import json
+import statistics
+from pathlib import Path
+
+import torch
+
+from stepbystep.expect import Claim
+
+from .square_baselines import square_seed_spread
+
+__all__ = ["SEEDS", "RESULTS", "square_seed_study", "load_square_seed_study", "environment", "seed_table",
+           "training_spread_claims", "attention_spread_claims"]
+
+SEEDS = (42, 0, 1, 2, 3, 4, 5, 6, 7)  # the chapter's run first
+RESULTS = Path(__file__).parent / "results" / "square_seed_study.json"
+
+
+def environment():
+    """What the numbers depend on besides the seed: the torch release, the device, the CPU's kernels, threads."""
+    return {"torch": torch.__version__, "device": "cuda" if torch.cuda.is_available() else "cpu",
+            "cpu_capability": torch.backends.cpu.get_cpu_capability(), "threads": torch.get_num_threads()}
+
+
+def square_seed_study(seeds=SEEDS, epochs=50):
+    """``square_seed_spread(seeds, epochs)`` with the environment it ran in: a dict ready for JSON."""
+    return {"command": "python -m stepbystep.experiments.square_seed_study", "epochs": epochs,
+            "environment": environment(), "runs": square_seed_spread(seeds, epochs=epochs)}
+
+
+def load_square_seed_study(path=RESULTS):
+    """The stored study: ``{"command", "epochs", "environment", "runs": [one dict per seed]}``."""
+    return json.loads(Path(path).read_text())
+
+
+def _spread(runs, key):
+    values = [run[key] for run in runs]
+    return min(values), statistics.median(values), max(values)
+
+
+def seed_table(runs, keys):
+    """Text lines: a header of seeds, then one row per key of ``keys`` ``{key: label}``, each run's
+    value and the row's median, lowest and highest."""
+    lines = [f"{'seed':>26} " + " ".join(f"{run['seed']:>7}" for run in runs) + f" {'median':>7} {'min':>7} {'max':>7}"]
+    for key, label in keys.items():
+        low, median, high = _spread(runs, key)
+        cells = [run[key] for run in runs] + [median, low, high]
+        lines.append(f"{label:>26} " + " ".join(f"{value:7.4g}" for value in cells))
+    return lines
+
+
+def training_spread_claims(runs):
+    """What chapter 05 says about the training of the runs (``square_seed_spread``'s dicts), for ``expect_all``."""
+    low, median, high = _spread(runs, "final_val")
+    return [
+        Claim(high < 0.04, "every run's final validation loss is below 0.04, the chapter's bound", (low, median, high)),
+        Claim(0.0105 <= low and high < 0.0265, "they range from 0.011 to 0.026, to three decimals", (low, high)),
+        Claim(min(run["below"] for run in runs) >= 40, "the validation loss is below the training loss in 40 or more "
+              "of the 50 epochs in every run", _spread(runs, "below")),
+        Claim(min(run["mode_ratio"] for run in runs) > 1.5, "training mode's mean loss is more than 1.5 times the "
+              "eval-mode loss in every run", _spread(runs, "mode_ratio")),
+        Claim(all(run["draws_above"] == 20 for run in runs), "all 20 dropout draws lie above it in every run",
+              [run["draws_above"] for run in runs]),
+    ]
+
+
+def attention_spread_claims(runs):
+    """What chapter 05 says about the runs' attention, for ``expect_all``."""
+    margins = [run["cross_decided"] - run["encoder_decided"] for run in runs]
+    return [
+        Claim(min(run["matching"] for run in runs) > 0.6, "the mean weight on the matching corner is above 0.6 in "
+              "every run", _spread(runs, "matching")),
+        Claim(min(run["weakest_head"] for run in runs) < 0.5, "in some run the weakest head does not prefer the "
+              "matching corner at all", _spread(runs, "weakest_head")),
+        Claim(min(run["cross_decided"] for run in runs) > 0.8, "the cross-attention is decided, above 0.8, in "
+              "every run", _spread(runs, "cross_decided")),
+        Claim(0 < min(margins) < 0.1, "it is more decided than the encoder self-attention in every run, but by "
+              "under 0.1 in the closest", margins),
+        Claim(min(run["cross_gap"] for run in runs) > 2, "the median gap between a cross-attention row's two scores "
+              "exceeds 2 in every run", _spread(runs, "cross_gap")),
+        Claim(all(run["encoder_gap"] < run["cross_gap"] for run in runs), "and is larger than the encoder "
+              "self-attention's in every run", [(run["encoder_gap"], run["cross_gap"]) for run in runs]),
+    ]
+
+
+if __name__ == "__main__":
+    torch.set_num_threads(1)
+    RESULTS.parent.mkdir(exist_ok=True)
+    RESULTS.write_text(json.dumps(square_seed_study(), indent=1) + "\n")
+    print(f"wrote {RESULTS}")
