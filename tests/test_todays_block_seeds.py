@@ -9,6 +9,7 @@ from stepbystep.experiments.todays_block import (
     date_streams,
     kv_head_claims,
     position_claims,
+    summary,
 )
 from stepbystep.experiments.todays_block_seeds import SEEDS, block_seeds, load_block_seeds, to_json
 
@@ -54,3 +55,11 @@ def test_to_json_round_trips_one_line_per_variant():
                                                                                                         [4.0, 1.0]]}}
     text = to_json(study)
     assert json.loads(text) == study and len(text.splitlines()) == 4
+
+
+def test_summary_gives_each_variant_its_median_and_range():
+    table = summary({"a": torch.tensor([[1.0, 0.5], [3.0, 0.25], [2.0, 1.0]]), "b": torch.tensor([[0.5, 0.0]])})
+    lines = table.splitlines()
+    assert len(lines) == 3 and "validation loss" in lines[0]
+    assert lines[1].split() == ["a", "2.000", "(1.000-3.000)", "0.500", "(0.250-1.000)"]
+    assert lines[2].split() == ["b", "0.500", "(0.500-0.500)", "0.000", "(0.000-0.000)"]

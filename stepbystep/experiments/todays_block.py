@@ -16,7 +16,7 @@ from ..models.gpt.config import DecoderConfig
 from ..models.gpt.model import completion_loss
 
 __all__ = ["BLOCK_STEPS", "block_configs", "block_claims", "block_study", "date_streams", "kv_head_claims",
-           "position_claims", "train_block"]
+           "position_claims", "summary", "train_block"]
 
 BLOCK_STEPS = ("2017 block", "+ RMSNorm", "+ SwiGLU", "+ no biases", "+ RoPE")
 
@@ -100,6 +100,17 @@ def block_study(configs, seeds, train, val, **recipe):
     with torch_threads(1):
         return {name: torch.tensor([train_block(config, seed, train, val, **recipe) for seed in seeds])
                 for name, config in configs.items()}
+
+
+def summary(results):
+    """``block_study``'s results as a table: each variant's validation loss and token accuracy, the
+    median over the seeds and the range, one line per variant."""
+    lines = [f"{'variant':>30} {'validation loss: median (min-max)':>35} {'token accuracy: median (min-max)':>34}"]
+    for name, runs in results.items():  # runs: (seeds, 2)
+        cells = [f"{m:.3f} ({lo:.3f}-{hi:.3f})" for m, lo, hi in
+                 zip(runs.median(0).values.tolist(), runs.min(0).values.tolist(), runs.max(0).values.tolist())]
+        lines.append(f"{name:>30} {cells[0]:>35} {cells[1]:>34}")
+    return "\n".join(lines)
 
 
 def _loss(results, name):
