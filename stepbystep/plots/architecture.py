@@ -414,9 +414,10 @@ def architecture_diagram(model, highlight=(), title=None, changed_from=None):
         _mark_changes(columns, spec(changed_from)[0])
 
     n_rows = max(len(column) for column in columns)
+    tallest = max(box.text.count("\n") + 1 for column in columns for box in column)  # lines in one box
     width = {1: 5.2, 2: 9.0, 3: 11.0}[len(columns)]
-    fig, ax = plt.subplots(figsize=(width, 0.9 + 0.62 * n_rows + 0.25 * math.ceil(n_rows / 4)),
-                           layout="constrained")
+    height = 0.9 + 0.62 * n_rows + 0.25 * math.ceil(n_rows / 4) + 0.4 * max(0, tallest - 5)  # room for a tall box
+    fig, ax = plt.subplots(figsize=(width, height), layout="constrained")
     ax.set_axis_off()
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1)
