@@ -62,5 +62,5 @@ def test_changed_from_must_be_drawn_alike():
 def test_a_tall_box_gets_room_and_the_other_diagrams_keep_their_size():
     before = architecture_diagram(BEFORE.build()).get_size_inches()  # its layer box: 5 lines
     after = architecture_diagram(AFTER.build(), changed_from=BEFORE.build()).get_size_inches()  # 8 lines, 1 row less
-    assert before[1] == pytest.approx(0.9 + 0.62 * 6 + 0.25 * 2)  # the size every earlier diagram had
+    assert before[1] == pytest.approx(0.9 + 0.62 * 7 + 0.25 * 2)  # 7 rows: the size every earlier diagram had
     assert after[1] > before[1]
