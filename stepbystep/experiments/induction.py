@@ -16,11 +16,12 @@ from ..checks import check_int_range, check_positive_int, check_positive_number
 from ..data.repeated_sequences import repeated_sequences
 from ..expect import Claim
 from ..devices import evaluating, model_device
-from ..interpret import half_losses, head_scores, per_position_loss
+from ..interpret import ablate_heads, half_losses, head_scores, per_position_loss
 from ..models import AttentionOnlyTransformer
 
 __all__ = ["VOCAB_SIZE", "MIN_LENGTH", "MAX_LENGTH", "build_model", "train_on_repeats", "drop_step",
-           "first_half_losses", "phase_change_claims", "circuit_claims", "composition_claims", "copying_claims",
+           "first_half_losses", "repeat_loss", "previous_token_heads", "phase_numbers", "phase_change_claims",
+           "phase_claims", "circuit_claims", "composition_claims", "copying_claims",
            "group_claims",
            "ablation_claims", "first_half_claims", "one_layer_claims", "fixed_length_claims"]
 
@@ -96,6 +97,28 @@ def first_half_losses(model, ids, length):
     return losses[seen].mean().cpu(), losses[~seen].mean().cpu()
 
 
+def repeat_loss(model, ids, heads=(), how="zero"):
+    """The mean loss on the repeat of ``ids`` ``(N, 2 · length)`` with ``heads`` switched off
+    (``ablate_heads``, zeroed or replaced by their mean): a scalar tensor on the CPU."""
+    with ablate_heads(model, list(heads), how=how), evaluating(model), torch.no_grad():
+        logits = model(ids.to(model_device(model)))  # (N, 2 · length, V)
+    return half_losses(per_position_loss(logits, ids), ids.shape[1] // 2)[1].cpu()
+
+
+def previous_token_heads(model, ids):
+    """Layer 0's previous-token heads, found by what switching them off does: its heads taken from the
+    best previous-token score down and switched off together until the repeat's loss on ``ids``
+    ``(N, 2 · length)`` rises above half of ln V (the copying broken). Returns ``[(0, head), ...]``,
+    best score first; all of layer 0 if even that does not break it."""
+    previous, _ = head_scores(model, ids)  # (n_layers, H)
+    heads = []
+    for head in previous[0].argsort(descending=True).tolist():
+        heads.append((0, head))
+        if repeat_loss(model, ids, heads) > math.log(model.vocab_size) / 2:
+            break
+    return heads
+
+
 def drop_step(repeat, threshold, window=10):
     """The first step at which the mean of the last ``window`` repeat losses is below ``threshold``;
     ``None`` if it never is. ``repeat`` ``(steps,)``."""
@@ -105,22 +128,37 @@ def drop_step(repeat, threshold, window=10):
     return None if len(below) == 0 else below[0].item() + window - 1
 
 
+def phase_numbers(history, drop, steps):
+    """One seed's phase change in four numbers: the first half's mean loss over the last 20 steps, the
+    repeat's over the first 100 and the last 20, and how far the repeat's fell from 20-10 steps before
+    ``drop`` to 10-20 steps after it (``None`` without a drop far enough from both ends)."""
+    repeat = history["repeat"]
+    sharp = (repeat[drop - 20:drop - 10].mean().item() - repeat[drop + 10:drop + 20].mean().item()
+             if drop is not None and 20 <= drop <= steps - 20 else None)
+    return {"late_first": history["first"][-20:].mean().item(), "early_repeat": repeat[:100].mean().item(),
+            "late_repeat": repeat[-20:].mean().item(), "sharp": sharp}
+
+
 def phase_change_claims(histories, drops, steps):
     """The loss on the first half stays near ln V, the repeat falls far below, abruptly, in every seed.
 
     ``histories``: one ``train_on_repeats`` dict per seed; ``drops``: each seed's ``drop_step``.
     """
+    return phase_claims([phase_numbers(h, d, steps) for h, d in zip(histories, drops)], drops, steps)
+
+
+def phase_claims(numbers, drops, steps):
+    """``phase_change_claims`` from each seed's ``phase_numbers``."""
     log_v = math.log(VOCAB_SIZE)
-    late_first = torch.tensor([h["first"][-20:].mean().item() for h in histories])  # (seeds,)
-    late_repeat = torch.tensor([h["repeat"][-20:].mean().item() for h in histories])  # (seeds,)
-    sharp = [h["repeat"][d - 20:d - 10].mean().item() - h["repeat"][d + 10:d + 20].mean().item()
-             if d is not None and 20 <= d <= steps - 20 else None for h, d in zip(histories, drops)]
+    late_first = torch.tensor([n["late_first"] for n in numbers])  # (seeds,)
+    late_repeat = torch.tensor([n["late_repeat"] for n in numbers])  # (seeds,)
+    sharp = [n["sharp"] for n in numbers]
     return [
         Claim(bool(((late_first - log_v).abs() < 0.75).all()),
               "over the last 20 steps the first half's loss is within 0.75 of ln V in every seed", late_first),
-        Claim(all(h["repeat"][:100].mean() > 0.8 * log_v for h in histories),
+        Claim(all(n["early_repeat"] > 0.8 * log_v for n in numbers),
               "over the first 100 steps the repeat's loss averages above 80% of ln V in every seed",
-              [h["repeat"][:100].mean().item() for h in histories]),
+              [n["early_repeat"] for n in numbers]),
         Claim(bool((late_repeat < log_v / 3).all()),
               "over the last 20 steps the repeat's loss is below a third of ln V in every seed", late_repeat),
         Claim(all(d is not None and d < steps - 20 for d in drops),

@@ -1,0 +1,243 @@
+"""Chapter 13's circuit over many seeds, too long to run in the chapter.
+
+For each seed, ``seed_circuit`` trains the chapter's two-layer model (``train_on_repeats``, 300
+steps) and its one-layer control, then measures on the chapter's test sequences what the chapter
+measures on its five: the heads' scores, the previous-token heads found by ablation
+(``previous_token_heads``) and the heads a score cut-off would pick, every group and path ablation,
+the copying scores, the first half, and, every ``PROBE_EVERY`` steps of training, the best
+induction score with layer 0 intact and switched off. ``python -m
+stepbystep.experiments.induction_seeds`` writes ``SEEDS`` to ``results/induction_seeds.json``
+(one thread); ``load_induction_seeds`` reads them back.
+"""
+import json
+import math
+from contextlib import contextmanager
+from itertools import combinations
+from pathlib import Path
+
+import torch
+from torch.optim.optimizer import register_optimizer_step_post_hook
+
+from ..checks import check_positive_int
+from ..data.repeated_sequences import repeated_sequences
+from ..devices import torch_threads
+from ..expect import Claim
+from ..interpret import (
+    ablate_heads,
+    ablate_path,
+    attention_weights,
+    composition_scores,
+    copying_score,
+    half_losses,
+    head_scores,
+    induction_score,
+    per_position_loss,
+    qk_circuit,
+)
+from ..models.gpt.generation import generate
+from .induction import (
+    VOCAB_SIZE,
+    build_model,
+    drop_step,
+    first_half_losses,
+    phase_numbers,
+    previous_token_heads,
+    repeat_loss,
+    train_on_repeats,
+)
+
+__all__ = ["SEEDS", "RESULTS", "TEST_LENGTH", "PROBE_EVERY", "test_sequences", "previous_key_weight",
+           "qk_diagonal", "train_with_layer0_probe",
+           "seed_circuit", "induction_seeds", "load_induction_seeds", "early_rise_claims", "fade_claims"]
+
+SEEDS = tuple(range(12))
+RESULTS = Path(__file__).parent / "results" / "induction_seeds.json"
+TEST_LENGTH, PROBE_EVERY, STEPS = 12, 10, 300
+QK_OFFSETS = (3, 7, 11, 15)  # the distances to the key an induction head reads, for halves of 4 to 16
+
+
+def test_sequences():
+    """The chapter's test sequences ``(256, 24)`` (data seed 0, never trained on), its 200 prompts of 10
+    different tokens, then the first two again ``(200, 20)``, and 256 sequences of 24 random tokens that
+    do not repeat ``(256, 24)`` (the first halves of longer ones)."""
+    test_ids = repeated_sequences(256, TEST_LENGTH, VOCAB_SIZE, seed=0)  # (256, 24)
+    candidates = repeated_sequences(1_000, 10, VOCAB_SIZE, seed=60002)  # (1000, 20)
+    different = torch.tensor([len(set(row[:10].tolist())) == 10 for row in candidates])  # (1000,)
+    unrepeated = repeated_sequences(256, 2 * TEST_LENGTH, VOCAB_SIZE, seed=60003)[:, :2 * TEST_LENGTH]  # (256, 24)
+    return test_ids, candidates[different][:200], unrepeated
+
+
+def previous_key_weight(model, ids, head, length):
+    """The mean weight layer 0's ``head`` puts on the key just before each query of ``ids`` ``(N, 2 · length)``:
+    ``(first, repeat)``, over the queries ``1 .. length - 1`` and ``length + 1 .. 2 · length - 1``."""
+    before = attention_weights(model, ids)[0][:, head].diagonal(offset=-1, dim1=-2, dim2=-1)  # (N, 2 · length - 1)
+    return before[:, :length - 1].mean(), before[:, length:].mean()  # entry i: query i + 1
+
+
+@contextmanager
+def _snapshots(every):
+    """A list filled with copies of the parameters an optimizer updates, after every ``every``-th step."""
+    taken, count = [], [0]
+
+    def hook(optimizer, args, kwargs):
+        count[0] += 1
+        if count[0] % every == 0:
+            taken.append([p.detach().clone() for group in optimizer.param_groups for p in group["params"]])
+
+    handle = register_optimizer_step_post_hook(hook)
+    try:
+        yield taken
+    finally:
+        handle.remove()
+
+
+def _best_induction(model, ids, heads=()):
+    """The best layer-1 induction score on ``ids`` with ``heads`` switched off."""
+    with ablate_heads(model, list(heads)):
+        return head_scores(model, ids)[1][1].max()
+
+
+def qk_diagonal(model, previous, induction, offset):
+    """The share of query tokens whose highest ``qk_circuit`` score is on the key the token ``previous``
+    read came before: 1.0 when the head always prefers the key after its own token, about 1 / V by chance."""
+    circuit = qk_circuit(model, previous, induction, offset)  # (V, V)
+    return (circuit.argmax(dim=1) == torch.arange(circuit.shape[0])).float().mean().item()
+
+
+def train_with_layer0_probe(seed=0, probe=None, steps=STEPS, probe_every=PROBE_EVERY):
+    """``train_on_repeats(n_layers=2, ...)`` with ``probe`` ids, and one more record: at every probe
+    step, the best layer-1 induction score with all of layer 0 switched off,
+    ``history["induction_layer0_off"]`` ``(P,)``. The models along the way are rebuilt from copies of
+    the parameters taken after every ``probe_every``-th update. Returns the model and the history."""
+    check_positive_int("probe_every", probe_every)
+    if steps % probe_every:
+        raise ValueError(f"steps must be a multiple of probe_every ({probe_every}), got {steps}")
+    with _snapshots(probe_every) as taken:
+        model, history = train_on_repeats(n_layers=2, seed=seed, steps=steps, probe=probe, probe_every=probe_every)
+    if not all(torch.equal(p, q) for p, q in zip(model.parameters(), taken[-1])):
+        raise RuntimeError("the last copy is not the trained model: the optimizer's parameters are not "
+                           "model.parameters() in order")
+    layer0 = [(0, head) for head in range(model.layers[0].self_attn_heads.n_heads)]
+    off = []
+    for parameters in [list(build_model(2, seed).parameters())] + taken:  # the initial model, then every copy
+        along = build_model(2, seed).eval()
+        with torch.no_grad():
+            for p, value in zip(along.parameters(), parameters):
+                p.copy_(value)
+        off.append(_best_induction(along, probe, layer0))
+    history["induction_layer0_off"] = torch.stack(off[:len(history["probe_steps"])])  # (P,)
+    return model, history
+
+
+def seed_circuit(seed):
+    """Everything the chapter measures, for one seed: a dict of numbers and lists, ready for JSON."""
+    test_ids, prompts, unrepeated = test_sequences()
+    log_v = math.log(VOCAB_SIZE)
+    model, history = train_with_layer0_probe(seed, test_ids[:32])
+    drop = drop_step(history["repeat"], log_v / 2)
+    previous, induction = head_scores(model, test_ids)  # (2, 4) each
+    baseline = repeat_loss(model, test_ids).item()
+    found = previous_token_heads(model, test_ids)
+    others = [(0, h) for h in range(4) if (0, h) not in found]
+    inductions = [(1, h) for h in range(4) if induction[1, h] > 0.3]
+    subsets = {"".join(str(h) for h in heads): repeat_loss(model, test_ids, [(0, h) for h in heads]).item()
+               for size in range(1, 5) for heads in combinations(range(4), size)}
+    paths = {}
+    for part in ("key", "query", "value"):
+        logits, weights = ablate_path(model, test_ids, found, layer=1, reads=(part,))
+        paths[part] = {"induction": induction_score(weights, test_ids).max().item(),
+                       "repeat": half_losses(per_position_loss(logits, test_ids), TEST_LENGTH)[1].item()}
+    one_layer, _ = train_on_repeats(n_layers=1, seed=seed, steps=STEPS)
+    with torch.no_grad():
+        one_layer_first = half_losses(per_position_loss(one_layer(test_ids), test_ids), TEST_LENGTH)[0].item()
+        written = generate(model, prompts[:, :12], 8, temperature=0)[:, 12:]  # (200, 8)
+    seen, fresh = first_half_losses(model, test_ids, TEST_LENGTH)
+    best = previous[0].argmax().item()
+    first_weight, repeat_weight = previous_key_weight(model, test_ids, best, TEST_LENGTH)
+
+    def first_half(heads=()):
+        with ablate_heads(model, list(heads)), torch.no_grad():
+            return half_losses(per_position_loss(model(test_ids), test_ids), TEST_LENGTH)[0].item()
+
+    return {
+        "seed": seed, "drop": drop, "phase": phase_numbers(history, drop, STEPS),
+        "previous": previous.tolist(), "induction": induction.tolist(),
+        "copying": [[copying_score(model, layer, head) for head in range(4)] for layer in range(2)],
+        "baseline": baseline,
+        "single": [[repeat_loss(model, test_ids, [(layer, head)]).item() for head in range(4)] for layer in range(2)],
+        "previous_heads": [h for _, h in found], "induction_heads": [h for _, h in inductions],
+        "layer0_subsets": subsets,
+        "groups": {"previous-token heads off": subsets["".join(str(h) for h in sorted(h for _, h in found))],
+                   "other layer-0 heads off": repeat_loss(model, test_ids, others).item(),
+                   "induction heads off": repeat_loss(model, test_ids, inductions).item()},
+        "mean_groups": {"previous-token heads off": repeat_loss(model, test_ids, found, how="mean").item(),
+                        "other layer-0 heads off": repeat_loss(model, test_ids, others, how="mean").item(),
+                        "induction heads off": repeat_loss(model, test_ids, inductions, how="mean").item()},
+        "best_induction_without": {"previous-token heads": _best_induction(model, test_ids, found).item(),
+                                   "other layer-0 heads": _best_induction(model, test_ids, others).item()},
+        "paths": paths,
+        "first_half": {"seen": seen.item(), "fresh": fresh.item(), "on": first_half(),
+                       "induction heads off": first_half(inductions)},
+        "one_layer": {"repeat": repeat_loss(one_layer, test_ids).item(), "first": one_layer_first,
+                      "induction": head_scores(one_layer, test_ids)[1][0].max().item()},
+        "composition": composition_scores(model).tolist(),
+        "qk_diagonal": {offset: qk_diagonal(model, best, induction[1].argmax().item(), offset)
+                        for offset in QK_OFFSETS},
+        "previous_key_weight": {"first": first_weight.item(), "repeat": repeat_weight.item(),
+                                "unrepeated": previous_key_weight(model, unrepeated, best, TEST_LENGTH)[1].item()},
+        "written_whole": (written == prompts[:, 12:]).all(dim=1).float().mean().item(),
+        "probes": {"steps": history["probe_steps"].tolist(), "previous": history["previous"][:, 0].amax(dim=1).tolist(),
+                   "induction": history["induction"][:, 1].amax(dim=1).tolist(),
+                   "induction_layer0_off": history["induction_layer0_off"].tolist()},
+    }
+
+
+def induction_seeds(seeds=SEEDS, threads=1):
+    """``seed_circuit`` for every seed at ``threads`` threads: a dict ready for JSON."""
+    with torch_threads(threads):
+        runs = [seed_circuit(seed) for seed in seeds]
+    return {"seeds": list(seeds), "steps": STEPS, "threads": threads, "torch": torch.__version__, "runs": runs}
+
+
+def load_induction_seeds(path=RESULTS):
+    """The stored study: ``{"seeds", "steps", "threads", "torch", "runs": [one seed_circuit dict per seed]}``."""
+    return json.loads(Path(path).read_text())
+
+
+if __name__ == "__main__":
+    RESULTS.parent.mkdir(exist_ok=True)
+    RESULTS.write_text(json.dumps(induction_seeds(), indent=1) + "\n")
+    print(f"wrote {RESULTS}")
+
+
+def early_rise_claims(histories, drops, lead=30):
+    """The induction score's rise before the drop: what layer 1 finds alone (layer 0 off) stays low, and
+    ``lead`` steps before the drop the intact score is already above it while no layer-0 head yet reads
+    the previous token sharply. ``histories`` from ``train_with_layer0_probe``; ``drops`` their drop steps."""
+    off_highest = torch.stack([h["induction_layer0_off"].max() for h in histories])  # (seeds,)
+    before = [int((h["probe_steps"] <= d - lead).nonzero().max()) for h, d in zip(histories, drops)]
+    intact = torch.stack([h["induction"][i, 1].max() for h, i in zip(histories, before)])  # (seeds,)
+    off = torch.stack([h["induction_layer0_off"][i] for h, i in zip(histories, before)])  # (seeds,)
+    previous = torch.stack([h["previous"][i, 0].max() for h, i in zip(histories, before)])  # (seeds,)
+    return [
+        Claim(bool((off_highest < 0.35).all()),
+              "with layer 0 switched off, the best induction score stays below 0.35 all through training, in every "
+              "seed", off_highest),
+        Claim(bool((intact > off).all()) and (intact - off).median() > 0.08,
+              f"{lead} steps before the drop, the intact score is above that in every seed (by more than 0.08 in "
+              "the median)", intact - off),
+        Claim(bool((previous < 0.35).all()),
+              "while every seed's best previous-token score is still below 0.35", previous),
+    ]
+
+
+def fade_claims(first, repeat, unrepeated):
+    """The best previous-token head's weight on the key before: ``(seeds,)`` each, over the first
+    half's queries, the repeat's, and the repeat's positions on sequences that do not repeat."""
+    return [
+        Claim(bool((first > 0.85).all()), "in every seed the best previous-token head puts more than 0.85 of its "
+              "weight on the key before, in the first half", first),
+        Claim(bool((first - repeat > 0.1).all()), "and more than 0.1 less in the repeat", first - repeat),
+        Claim(bool(((repeat - unrepeated).abs() < 0.05).all()), "at those positions, on sequences that do not "
+              "repeat, it is within 0.05 of that: the position, not the repeat", repeat - unrepeated),
+    ]
