@@ -23,6 +23,7 @@ from ..data.repeated_sequences import repeated_sequences
 from ..devices import torch_threads
 from ..expect import Claim
 from ..interpret import (
+    READS,
     ablate_heads,
     ablate_path,
     attention_weights,
@@ -37,9 +38,17 @@ from ..interpret import (
 from ..models.gpt.generation import generate
 from .induction import (
     VOCAB_SIZE,
+    ablation_claims,
     build_model,
+    circuit_claims,
+    composition_claims,
+    copying_claims,
     drop_step,
+    first_half_claims,
     first_half_losses,
+    group_claims,
+    one_layer_claims,
+    phase_claims,
     phase_numbers,
     previous_token_heads,
     repeat_loss,
@@ -48,7 +57,8 @@ from .induction import (
 
 __all__ = ["SEEDS", "RESULTS", "TEST_LENGTH", "PROBE_EVERY", "test_sequences", "previous_key_weight",
            "qk_diagonal", "train_with_layer0_probe",
-           "seed_circuit", "induction_seeds", "load_induction_seeds", "early_rise_claims", "fade_claims"]
+           "seed_circuit", "induction_seeds", "load_induction_seeds", "early_rise_claims", "history_bests", "fade_claims", "needed_claims",
+           "k_composition_claims", "study_claims", "to_json"]
 
 SEEDS = tuple(range(12))
 RESULTS = Path(__file__).parent / "results" / "induction_seeds.json"
@@ -204,30 +214,83 @@ def load_induction_seeds(path=RESULTS):
     return json.loads(Path(path).read_text())
 
 
+def _rounded(value, digits=5):
+    """``value`` with every float in it rounded to ``digits`` decimals (far finer than any claim's margin)."""
+    if isinstance(value, float):
+        return round(value, digits)
+    if isinstance(value, dict):
+        return {key: _rounded(item, digits) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_rounded(item, digits) for item in value]
+    return value
+
+
+def to_json(study):
+    """``study`` as JSON text, one line per seed, floats to 5 decimals."""
+    head = json.dumps({key: value for key, value in study.items() if key != "runs"})[:-1]
+    return head + ', "runs": [\n' + ",\n".join(json.dumps(_rounded(run)) for run in study["runs"]) + "\n]}\n"
+
+
 if __name__ == "__main__":
     RESULTS.parent.mkdir(exist_ok=True)
-    RESULTS.write_text(json.dumps(induction_seeds(), indent=1) + "\n")
+    RESULTS.write_text(to_json(induction_seeds()))
     print(f"wrote {RESULTS}")
 
 
-def early_rise_claims(histories, drops, lead=30):
+def early_rise_claims(probe_steps, previous, induction, layer0_off, drops, lead=30):
     """The induction score's rise before the drop: what layer 1 finds alone (layer 0 off) stays low, and
     ``lead`` steps before the drop the intact score is already above it while no layer-0 head yet reads
-    the previous token sharply. ``histories`` from ``train_with_layer0_probe``; ``drops`` their drop steps."""
-    off_highest = torch.stack([h["induction_layer0_off"].max() for h in histories])  # (seeds,)
-    before = [int((h["probe_steps"] <= d - lead).nonzero().max()) for h, d in zip(histories, drops)]
-    intact = torch.stack([h["induction"][i, 1].max() for h, i in zip(histories, before)])  # (seeds,)
-    off = torch.stack([h["induction_layer0_off"][i] for h, i in zip(histories, before)])  # (seeds,)
-    previous = torch.stack([h["previous"][i, 0].max() for h, i in zip(histories, before)])  # (seeds,)
+    the previous token sharply. ``probe_steps`` ``(P,)``; ``previous``, ``induction``, ``layer0_off``
+    ``(seeds, P)``: the best previous-token score, the best induction score, the same with layer 0
+    off; ``drops``: each seed's drop step."""
+    before = torch.tensor([int((probe_steps <= d - lead).nonzero().max()) for d in drops])  # (seeds,)
+    rows = torch.arange(len(drops))
+    gap = induction[rows, before] - layer0_off[rows, before]  # (seeds,)
     return [
-        Claim(bool((off_highest < 0.35).all()),
+        Claim(bool((layer0_off.amax(dim=1) < 0.35).all()),
               "with layer 0 switched off, the best induction score stays below 0.35 all through training, in every "
-              "seed", off_highest),
-        Claim(bool((intact > off).all()) and (intact - off).median() > 0.08,
+              "seed", layer0_off.amax(dim=1)),
+        Claim(bool((gap > 0).all()) and gap.median() > 0.08,
               f"{lead} steps before the drop, the intact score is above that in every seed (by more than 0.08 in "
-              "the median)", intact - off),
-        Claim(bool((previous < 0.35).all()),
-              "while every seed's best previous-token score is still below 0.35", previous),
+              "the median)", gap),
+        Claim(bool((previous[rows, before] < 0.35).all()),
+              "while every seed's best previous-token score is still below 0.35", previous[rows, before]),
+    ]
+
+
+def history_bests(histories):
+    """``early_rise_claims``' arrays from ``train_with_layer0_probe`` histories: ``(probe_steps, previous,
+    induction, layer0_off)``, the best layer-0 previous-token and layer-1 induction scores ``(seeds, P)``."""
+    previous = torch.stack([h["previous"][:, 0].amax(dim=1) for h in histories])  # (seeds, P)
+    induction = torch.stack([h["induction"][:, 1].amax(dim=1) for h in histories])  # (seeds, P)
+    return histories[0]["probe_steps"], previous, induction, torch.stack([h["induction_layer0_off"] for h in histories])
+
+
+def needed_claims(previous, needed):
+    """The previous-token heads that ablation finds: ``previous`` ``(seeds, H)`` layer 0's scores,
+    ``needed`` ``(seeds, H)`` bool, the heads ``previous_token_heads`` returned."""
+    several = needed.sum(dim=1) > 1  # (seeds,)
+    lowest = torch.where(needed, previous, torch.inf).amin(dim=1)  # (seeds,): the weakest needed head
+    return [
+        Claim(several.float().mean() >= 0.5, "in at least half the seeds, more than one layer-0 head must be "
+              "switched off to break the copying", needed.sum(dim=1)),
+        Claim(bool((lowest < 0.5).any()), "in at least one seed a head it needs scores below 0.5", lowest),
+    ]
+
+
+def k_composition_claims(composition, in_previous, qk_diagonal, d_model):
+    """From the weights: layer 1's keys read the previous-token heads more than its queries and values do,
+    and the QK circuit prefers the key after the query's own token. ``composition`` ``(seeds, 3, H0, H1)``,
+    ``in_previous`` ``(seeds, H0)``, ``qk_diagonal`` ``(seeds,)`` (``qk_diagonal`` of each seed's best pair)."""
+    read = torch.stack([c[:, mine].mean(dim=(1, 2)) for c, mine in zip(composition, in_previous)])  # (seeds, 3)
+    queries, keys, values = read.unbind(dim=1)  # (seeds,) each
+    return [
+        Claim(bool(((keys > queries) & (keys > values)).all()), "in every seed layer 1's keys read the "
+              "previous-token heads' output more than its queries and its values do", read),
+        Claim(bool((keys > 1.5 / d_model ** 0.5).all()), "and over 1.5 times as much as two random matrices would",
+              keys),
+        Claim(bool((qk_diagonal >= 0.75).all()), "in every seed the best pair's QK circuit scores the key after the "
+              "query's own token highest for at least 3 tokens in 4", qk_diagonal),
     ]
 
 
@@ -241,3 +304,44 @@ def fade_claims(first, repeat, unrepeated):
         Claim(bool(((repeat - unrepeated).abs() < 0.05).all()), "at those positions, on sequences that do not "
               "repeat, it is within 0.05 of that: the position, not the repeat", repeat - unrepeated),
     ]
+
+
+def study_claims(study):
+    """Every claim the chapter makes, on a stored study (``load_induction_seeds``): its five seeds' claims
+    over all the study's seeds."""
+    runs = study["runs"]
+    log_v = math.log(VOCAB_SIZE)
+
+    def tensor(key, *inner):
+        values = [run[key] for run in runs]
+        for name in inner:
+            values = [value[name] for value in values]
+        return torch.tensor(values)
+
+    previous, induction = tensor("previous"), tensor("induction")  # (seeds, 2, 4) each
+    baseline = tensor("baseline")  # (seeds,)
+    n_heads = previous.shape[2]
+    needed = torch.tensor([[h in run["previous_heads"] for h in range(n_heads)] for run in runs])  # (seeds, H)
+    inductions = torch.tensor([[h in run["induction_heads"] for h in range(n_heads)] for run in runs])
+    groups = {name: tensor("groups", name) for name in runs[0]["groups"]}
+    mean_groups = {name: tensor("mean_groups", name) for name in runs[0]["mean_groups"]}
+    intact = {"induction": induction[:, 1].amax(dim=1), "repeat": baseline}
+    through = {part: {key: tensor("paths", part, key) for key in ("induction", "repeat")} for part in READS}
+    probes = [run["probes"] for run in runs]
+    bests = [torch.tensor([p[key] for p in probes]) for key in ("previous", "induction", "induction_layer0_off")]
+    return (phase_claims([run["phase"] for run in runs], [run["drop"] for run in runs], study["steps"])
+            + [Claim(bool((tensor("written_whole") >= 0.85).all()), "every seed's model writes the rest of the "
+                     "repeat token for token for at least 85% of the 200 prompts", tensor("written_whole"))]
+            + early_rise_claims(torch.tensor(probes[0]["steps"]), *bests, [run["drop"] for run in runs])
+            + circuit_claims(previous, induction)
+            + needed_claims(previous[:, 0], needed)
+            + fade_claims(*(tensor("previous_key_weight", key) for key in ("first", "repeat", "unrepeated")))
+            + composition_claims(intact, through)
+            + copying_claims(tensor("copying"))
+            + k_composition_claims(tensor("composition"), needed, tensor("qk_diagonal", str(QK_OFFSETS[2])),
+                                   d_model=64)
+            + ablation_claims(tensor("single"), baseline, torch.stack([needed, inductions], dim=1), groups, log_v)
+            + group_claims(baseline, mean_groups, log_v, how="by their mean")
+            + first_half_claims(*(tensor("first_half", key) for key in ("seen", "fresh", "on", "induction heads off")),
+                                tensor("one_layer", "first"))
+            + one_layer_claims(tensor("one_layer", "repeat"), baseline, tensor("one_layer", "induction")[:, None]))
