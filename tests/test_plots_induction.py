@@ -114,3 +114,13 @@ def test_k_composition_draws_each_layer_0_head_per_read_and_the_circuit():
     assert [t.get_text() for t in ax_scores.get_xticklabels()] == ["queries", "keys", "values"]
     with pytest.raises(ValueError, match="in_previous"):
         plots.k_composition(scores, in_previous[0], torch.eye(5), 0.125)
+
+
+def test_head_score_dots_draw_the_marked_heads_in_red():
+    scores = torch.tensor([[0.9, 0.1, 0.45, 0.3], [0.2, 0.8, 0.1, 0.0]])
+    marked = torch.tensor([[True, False, True, False], [False, True, False, False]])
+    fig = plots.head_score_dots({"layer 0": scores, "layer 1": scores}, marked={"layer 0": marked})
+    red = {(round(t.get_position()[1], 2), t.get_text()) for t in fig.axes[0].texts if t.get_color() == "C3"}
+    assert red == {(0.9, "0"), (0.45, "2"), (0.8, "1")}  # the marked heads, the 0.45 one among them
+    best_only = {t.get_text() for t in fig.axes[1].texts if t.get_color() == "C3"}
+    assert best_only == {"0", "1"}  # an unmarked panel: each seed's best head

@@ -83,20 +83,23 @@ def induction_maps(maps, titles, length, tokens=None):
     return fig
 
 
-def head_score_dots(panels, threshold=None):
+def head_score_dots(panels, threshold=None, marked=None):
     """Each panel ``{title: scores (seeds, H)}``: a column per seed, each head drawn as its index,
-    the seed's best head in bold; ``threshold`` dashed. Returns the Figure."""
+    the seed's best head in bold; ``threshold`` dashed. In red: the heads ``marked`` ``{title: bool
+    (seeds, H)}`` marks in that panel, or, in a panel it leaves out, each seed's best head. Returns the Figure."""
     check_instance("panels", panels, dict, "a dict of title -> scores (seeds, H)")
+    marked = marked or {}
     fig, axes = plt.subplots(1, len(panels), figsize=(3.6 * len(panels), 3.4), layout="constrained",
                              squeeze=False, sharey=True)
     for ax, (title, scores) in zip(axes[0], panels.items()):
         scores = _as_numpy(scores, float)  # (seeds, H)
+        red = _as_numpy(marked[title], bool) if title in marked else scores == scores.max(axis=1, keepdims=True)
         for seed, row in enumerate(scores):
             best = row.argmax()
             for head, value in enumerate(row):
                 ax.text(seed + (head - (row.size - 1) / 2) * 0.12, value, str(head), ha="center", va="center",
                         fontsize=9 if head == best else 7, fontweight="bold" if head == best else "normal",
-                        color="C3" if head == best else "grey")
+                        color="C3" if red[seed, head] else "grey")
         ax.scatter(np.arange(len(scores)), np.full(len(scores), np.nan))  # sets the data limits' x range
         if threshold is not None:
             ax.axhline(threshold, color="grey", ls="--", lw=1)
@@ -125,7 +128,7 @@ def ablation_effects(single, in_circuit, groups, log_v):
     for seed in range(seeds):
         rises, circuit = single[seed].ravel(), in_circuit[seed].ravel()
         ax_one.scatter(columns[circuit] + offsets[seed], rises[circuit], color="C3", s=22, zorder=3,
-                       label="a circuit head (score above the threshold)" if seed == 0 else None)
+                       label="a head of the circuit" if seed == 0 else None)
         ax_one.scatter(columns[~circuit] + offsets[seed], rises[~circuit], facecolors="none", edgecolors="grey",
                        s=22, zorder=3, label="another head" if seed == 0 else None)
     ax_one.axhline(0, color="black", lw=0.8)
