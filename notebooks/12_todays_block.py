@@ -594,7 +594,7 @@ if released is not None:
     written = generate(ours_released, text_ids, 20, temperature=0)  # (1, L + 20)
     print(tokenizer.decode(written[0]))
     reference = released.generate(text_ids, attention_mask=torch.ones_like(text_ids), max_new_tokens=20,
-                                  do_sample=False, pad_token_id=tokenizer.eos_token_id)
+                                  min_new_tokens=20, do_sample=False, pad_token_id=tokenizer.eos_token_id)
     expect(torch.equal(written, reference), "with the released weights too, 20 greedy tokens equal transformers'")
 
 # %% [markdown]
