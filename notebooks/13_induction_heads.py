@@ -21,12 +21,13 @@
 # - build an **attention-only** decoder (chapter 09's model without its feed-forward layers);
 # - see the **phase change**: the loss on the repeat falls suddenly, far below $\ln V$, while the
 #   first half stays near $\ln V$;
-# - find the **previous-token head** and the **induction head** by two scores computed from the
-#   attention weights, and read their maps;
-# - explain **K-composition**: the second head's keys read what the first head wrote;
-# - give **causal evidence**: switch heads off (ablation) and watch the loss on the repeat, and
-#   train a one-layer model that cannot form the circuit;
-# - check that the circuit forms in every seed, in whichever heads.
+# - point at the **previous-token head** and the **induction head** with two scores computed
+#   from the attention weights, and read their maps;
+# - explain **K-composition**: the second head's keys read what the first head wrote, and read
+#   it from the weights too;
+# - give **causal evidence**: switch heads off (ablation) and watch the loss on the repeat, find
+#   the heads the model needs that way, and train a one-layer model that cannot form the circuit;
+# - check that the circuit forms in every seed, in whichever heads, over twelve seeds.
 
 # %%
 import math
@@ -53,18 +54,35 @@ from stepbystep.experiments.induction import (
     group_claims,
     one_layer_claims,
     phase_change_claims,
+    previous_token_heads,
     train_on_repeats,
+)
+from stepbystep.experiments.induction_seeds import (
+    QK_OFFSETS,
+    early_rise_claims,
+    fade_claims,
+    history_bests,
+    k_composition_claims,
+    dependence_claims,
+    load_induction_seeds,
+    needed_claims,
+    previous_key_weight,
+    qk_diagonal,
+    study_claims,
+    train_with_layer0_probe,
 )
 from stepbystep.interpret import (
     ablate_heads,
     ablate_path,
     attention_weights,
+    composition_scores,
     copying_score,
     half_losses,
     head_scores,
     induction_score,
     per_position_loss,
     previous_token_score,
+    qk_circuit,
 )
 from stepbystep.models import generate
 from stepbystep.widgets import head_explorer
@@ -120,8 +138,10 @@ expect(all(len(layer.sublayers) == 1 and layer.sublayers[0].norm_first for layer
 #
 # We train 5 seeds for 300 steps of 32 sequences each, Adam at $10^{-2}$. For every batch
 # `train_on_repeats` records the loss on each half before the update; every 10 steps it also
-# measures the heads' scores (defined in the next section) on 32 probe sequences. The test
-# sequences have a half-length of 12 and a data seed that no training batch uses.
+# measures the heads' scores (defined in the next section) on 32 probe sequences.
+# `train_with_layer0_probe` adds one more measurement, which we will need to read the figure: the
+# layer-1 score with all of layer 0 switched off. The test sequences have a half-length of 12 and
+# a data seed that no training batch uses.
 
 # %% tags=["nbval-ignore-output"]
 SEEDS, STEPS, TEST_LENGTH = (0, 1, 2, 3, 4), 300, 12
@@ -131,7 +151,7 @@ probe = test_ids[:32]  # (32, 24)
 
 models, histories = [], []
 for seed in SEEDS:
-    trained, history = train_on_repeats(n_layers=2, seed=seed, steps=STEPS, probe=probe)
+    trained, history = train_with_layer0_probe(seed, probe, steps=STEPS)  # train_on_repeats(n_layers=2, ...) and more
     models.append(trained)
     histories.append(history)
 drops = [drop_step(history["repeat"], LOG_V / 2) for history in histories]
@@ -141,17 +161,29 @@ print("step where the repeat's loss (mean of 10 steps) falls below ln V / 2:", d
 fig = plots.phase_change(histories, drops, LOG_V)
 
 # %%
-expect_all(phase_change_claims(histories, drops, STEPS))
+expect_all(phase_change_claims(histories, drops, STEPS) + early_rise_claims(*history_bests(histories), drops))
 
 # %% [markdown]
 # For more than a hundred steps little happens: the first half sits near $\ln V$, and the repeat
 # creeps down slowly (the one-layer model at the end of the chapter shows how far that goes
 # without the circuit: only tokens already seen can come next). Then, within a few dozen steps,
 # the loss on the repeat falls far below $\ln V$ while the first half stays near it. The step
-# differs from seed to seed (the dotted lines); the shape does not. At the same steps (right)
-# two scores jump: a head in layer 0 starts to read the **previous token**, and a head in layer
-# 1 starts to read the token **after the earlier occurrence** of its own. The next sections
-# measure those heads.
+# differs from seed to seed (the dots); the shape does not. At the same steps two scores jump: a
+# head in layer 0 starts to read the **previous token** (middle), and a head in layer 1 starts to
+# read the token **after the earlier occurrence** of its own (right). The next sections measure
+# those heads.
+#
+# The right panel holds a puzzle: the induction score creeps up long before the drop, before any
+# layer-0 head reads the previous token, and the induction head, we will see, needs one. The
+# dashed curves answer part of it. With all of layer 0 switched off, the induction score stays
+# around 0.2 all through training (below 0.35 in every seed): that much layer 1 finds alone (with
+# RoPE a head can favour keys at some distance, and on the probe sequences, all repeated after 12
+# tokens, part of that weight lands on the right key; an even spread would score about 0.09). The
+# rest of the early creep already needs layer 0: 30 steps before the drop the intact score is
+# above the dashed one in every seed, while no layer-0 head yet puts more than 0.35 of its weight
+# on the previous token. So layer 0 writes something about the tokens before each position before
+# one of its heads reads the previous one sharply, and layer 1 starts to use it; what exactly, we
+# did not measure.
 #
 # Olsson et al. saw this in the training of small attention-only models and of larger models
 # with feed-forward layers: early in training, induction heads form within a short window, at
@@ -190,13 +222,14 @@ all_different = torch.tensor([len(set(row[:10].tolist())) == 10 for row in candi
 prompts = candidates[all_different][:200]  # (200, 20)
 whole_rest = torch.stack([(generate(trained, prompts[:, :12], 8, temperature=0)[:, 12:] == prompts[:, 12:]).all(dim=1)
                           for trained in models]).float().mean(dim=1)  # (seeds,): share written token for token
-expect(bool((whole_rest >= 0.9).all()),
-       "every seed's model writes the rest of the repeat token for token for at least 90% of the 200 prompts",
+expect(bool((whole_rest >= 0.85).all()),
+       "every seed's model writes the rest of the repeat token for token for at least 85% of the 200 prompts",
        got=whole_rest)
 
 # %% [markdown]
-# The models of every seed write the rest of the repeat for nearly every such prompt (not
-# always: one wrong token, and a model can go on copying what followed the wrong one). They
+# The models of every seed write the rest of the repeat for most such prompts (at least 85%
+# here and over the twelve seeds stored later; not always: one wrong token, and a model can go on
+# copying what followed the wrong one). They
 # have never seen these tokens in this order, and nothing about these sequences is in their
 # weights: they read it from the prompt. That is in-context learning in its simplest form.
 #
@@ -264,11 +297,12 @@ fig = plots.induction_maps(
     TEST_LENGTH, tokens=sequence[0])
 
 # %%
-stripe = weights[1][0, induction_head].diagonal(offset=-(TEST_LENGTH - 1))[1:]  # queries T+1 .. 2T-1
+stripe = weights[1][0, induction_head].diagonal(offset=-(TEST_LENGTH - 1))[1:]  # (T,): queries T .. 2T-1
 expect(stripe.mean() > 0.7, f"the induction head puts most of its weight {TEST_LENGTH - 1} keys back in the repeat",
        got=stripe.mean())
 expect(weights[0][0, previous_head].diagonal(offset=-1).mean() > 0.6,
-       "the previous-token head puts most of its weight on the key before", got=weights[0][0, previous_head])
+       "the previous-token head puts most of its weight on the key before",
+       got=weights[0][0, previous_head].diagonal(offset=-1).mean())
 first_half_repeats = weights[1][0, induction_head, [6, 10], [5, 3]]  # queries 6 and 10: their token occurred at 4, 2
 expect(bool((first_half_repeats > 0.5).all()),
        "in the first half, queries 6 and 10 put most of their weight on the keys after the earlier 3 and 21",
@@ -283,6 +317,30 @@ expect(bool((first_half_repeats > 0.5).all()),
 # queries at 6 and 10 read the keys after the earlier 3 and 21 (positions 5 and 3). On random
 # tokens that copy predicts wrongly; we come back to its cost. Where its token has not occurred
 # before, a query parks its weight on an early key.
+#
+# Look again at the layer-0 map: its line below the diagonal fades in the repeat, where the
+# weight it loses goes to the first keys and to keys further back. Is that the repeat? Here is
+# each seed's best previous-token head, its mean weight on the key before, over the first half's
+# queries and over the repeat's, and, as a control, over the same positions of 256 sequences of 24
+# random tokens that do not repeat:
+
+# %% tags=["nbval-ignore-output"]
+unrepeated = repeated_sequences(256, 2 * TEST_LENGTH, VOCAB_SIZE, seed=60003)[:, :2 * TEST_LENGTH]  # (256, 24)
+fade = torch.tensor([[*previous_key_weight(m, test_ids, head, TEST_LENGTH),
+                      previous_key_weight(m, unrepeated, head, TEST_LENGTH)[1]]
+                     for m, head in zip(models, previous[:, 0].argmax(dim=1).tolist())])  # (seeds, 3)
+print("weight on the key before: first half", fade[:, 0].numpy().round(2), "| repeat", fade[:, 1].numpy().round(2),
+      "| the same positions, not repeated", fade[:, 2].numpy().round(2))
+
+# %%
+expect_all(fade_claims(*fade.unbind(dim=1)))
+
+# %% [markdown]
+# The head puts less weight on the key before in the second half whether the sequence repeats or
+# not: the fade comes with the position, not with the repeat. (Later positions are rarer in
+# training, since each batch draws a half of 4 to 16 tokens; that may be why the head is less
+# sure there, which we did not test.) The induction head does not need the whole signal: in the
+# repeat it still finds its key.
 #
 # ## How the two heads compose
 #
@@ -313,21 +371,22 @@ fig = plots.induction_circuit()
 # nothing to the residual stream (on both attention paths). On leaving the block the model is
 # exactly as before.
 #
-# We call a layer-0 head a **previous-token head** when its score is above 0.3, and a layer-1
-# head an **induction head** when its induction score is above 0.3: well over twice what a head
-# that spreads its weight evenly scores on these sequences (about 0.12 and 0.09). The cut-off
-# is low on purpose. In layer 1 every seed's best head is far above it (the figure in
-# the next section shows the scores). In layer 0 the scores do not always fall into two groups
-# well apart: on some seeds a head scoring between 0.3 and 0.5 shares the previous-token job
-# with a stronger one, and a cut-off at 0.5 would count it among the "other" heads, whose
-# ablation below is meant to be the harmless control. A score cut-off is a choice; the
-# ablations below test it.
+# Which layer-0 heads are previous-token heads? A cut-off on the score is tempting, but layer 0's
+# scores do not always fall into two groups well apart: in some seeds a head scoring below 0.5
+# shares the job with a stronger one, and one head alone is not enough. So we let the model say
+# it. `previous_token_heads(model, ids)` switches layer 0's heads off from the best
+# previous-token score down, one more each time, until the copying breaks (the loss on the
+# repeat rises above half of $\ln V$), and returns the heads it took: the **previous-token
+# heads**. The rest of layer 0 are the **other heads**, the control. In layer 1 the scores are
+# far apart (the figure in the next section shows them), and a cut-off does: a layer-1 head is an
+# **induction head** when its induction score is above 0.3, over three times what a head that
+# spreads its weight evenly scores on these sequences (about 0.09).
 
 # %% tags=["nbval-ignore-output"]
-THRESHOLD = 0.3
-previous_heads = [[(0, h) for h in range(4) if previous[s, 0, h] > THRESHOLD] for s in range(len(SEEDS))]
-other_heads = [[(0, h) for h in range(4) if previous[s, 0, h] <= THRESHOLD] for s in range(len(SEEDS))]
-induction_heads = [[(1, h) for h in range(4) if induction[s, 1, h] > THRESHOLD] for s in range(len(SEEDS))]
+previous_heads = [previous_token_heads(trained, test_ids) for trained in models]  # per seed: [(0, head), ...]
+other_heads = [[(0, h) for h in range(4) if (0, h) not in heads] for heads in previous_heads]
+induction_heads = [[(1, h) for h in range(4) if induction[s, 1, h] > 0.3] for s in range(len(SEEDS))]
+best_induction = induction[:, 1].max(dim=1).values  # (seeds,)
 without_previous, without_others = [], []
 for trained, heads, others in zip(models, previous_heads, other_heads):
     with ablate_heads(trained, heads):
@@ -335,18 +394,15 @@ for trained, heads, others in zip(models, previous_heads, other_heads):
     with ablate_heads(trained, others):
         without_others.append(head_scores(trained, test_ids)[1][1].max())
 without_previous, without_others = torch.stack(without_previous), torch.stack(without_others)  # (seeds,) each
-print("previous-token heads:", previous_heads)
-print("best layer-1 induction score: intact", induction[:, 1].max(dim=1).values.numpy().round(2),
+for s, heads in enumerate(previous_heads):
+    print(f"seed {SEEDS[s]}: layer-0 scores {previous[s, 0].numpy().round(2)}, previous-token heads "
+          f"{[h for _, h in heads]}")
+print("best layer-1 induction score: intact", best_induction.numpy().round(2),
       "| previous-token heads off", without_previous.numpy().round(2),
       "| other layer-0 heads off", without_others.numpy().round(2))
 
 # %%
-best_induction = induction[:, 1].max(dim=1).values  # (seeds,)
-expect(bool((without_previous < 0.5 * best_induction).all()),
-       "with the previous-token heads off, every seed's best induction score falls below half of its value",
-       got=(best_induction, without_previous))
-expect(bool((without_others > best_induction - 0.1).all()),
-       "with the other layer-0 heads off, it stays within 0.1 of its value", got=(best_induction, without_others))
+expect_all(dependence_claims(best_induction, without_previous, without_others))
 
 # %% [markdown]
 # With the previous-token heads off, the layer-1 heads no longer find the token after the
@@ -387,6 +443,50 @@ expect_all(composition_claims(intact, through))
 # previous-token heads reach the induction heads through their keys: **K-composition**,
 # measured.
 #
+# ### K-composition in the weights
+#
+# Ablation changes what the model computes and watches the result. The same circuit can also
+# be read from the weights, with no data at all, as Elhage et al. do. Two readings:
+#
+# - **Composition scores.** What a layer-0 head writes to the residual stream is a matrix,
+#   $W_{OV} = W_O W_V$ (through its LayerNorm); how much a layer-1 head's keys read of it is
+#   $\lVert W_K W_{OV} \rVert_F / (\lVert W_K \rVert_F \lVert W_{OV} \rVert_F)$ (through layer 1's
+#   LayerNorm), the same with $W_Q$ for its queries and $W_V$ for its values. Elhage et al. score
+#   the keys with $W_Q^\top W_K$; with RoPE that product turns with the distance between query
+#   and key, so `composition_scores` scores each projection on its own. Two random matrices of
+#   these shapes score about $1/\sqrt{d_{model}} = 0.125$.
+# - **The QK circuit.** `qk_circuit(model, previous, induction, offset)` follows token $a$ into
+#   the induction head's query, and token $b$ through the previous-token head into the key of the
+#   position after it, `offset` positions back, and gives the score between them, for every pair
+#   of tokens: a $V \times V$ matrix. An induction head should score the diagonal highest: a query
+#   holding $a$ prefers the key whose previous token was $a$.
+
+# %% tags=["nbval-ignore-output"]
+composition = torch.stack([composition_scores(trained) for trained in models])  # (seeds, 3, 4, 4): q, k, v
+in_previous = torch.tensor([[(0, h) in heads for h in range(4)] for heads in previous_heads])  # (seeds, 4)
+best_pairs = list(zip(previous[:, 0].argmax(dim=1).tolist(), induction[:, 1].argmax(dim=1).tolist()))
+diagonal = torch.tensor([qk_diagonal(m, p, i, TEST_LENGTH - 1) for m, (p, i) in zip(models, best_pairs)])  # (seeds,)
+read = torch.stack([c[:, mine].mean(dim=(1, 2)) for c, mine in zip(composition, in_previous)])  # (seeds, 3)
+print("how much layer 1 reads of the previous-token heads (rows: seeds; columns: queries, keys, values)\n",
+      read.numpy().round(2))
+print(f"the best pair's QK circuit: share of query tokens that score the key after their own highest, "
+      f"{TEST_LENGTH - 1} back:", diagonal.numpy().round(2))
+fig = plots.k_composition(composition, in_previous,
+                          qk_circuit(models[0], *best_pairs[0], offset=TEST_LENGTH - 1), 1 / 64 ** 0.5,
+                          title=f"seed 0, layer-0 head {best_pairs[0][0]} into layer-1 head {best_pairs[0][1]}: "
+                                f"QK circuit, {TEST_LENGTH - 1} back")
+
+# %%
+expect_all(k_composition_claims(composition, in_previous, diagonal, d_model=64))
+
+# %% [markdown]
+# The weights say what the path ablation said. In every seed layer 1's keys read the
+# previous-token heads' output more than its queries and its values do, and over one and a half
+# times as much as two random matrices would. And the QK circuit has a bright diagonal (right):
+# whatever token a query holds, it scores highest the key that came after that same token. (The
+# study over twelve seeds, after the ablations, also records the diagonal at 3, 7 and 15
+# positions back, the distances of other half-lengths.)
+#
 # ## Does the induction head copy?
 #
 # Olsson et al. define an induction head by two properties: **prefix matching** (it attends to
@@ -422,15 +522,18 @@ expect_all(copying_claims(copying))
 #
 # Each seed is a different initialisation and a different stream of batches. Does the circuit
 # form every time, and in the same heads? Each panel shows, for each seed, all 4 heads of a
-# layer, each drawn as its index; the best head of each seed is in bold red. The third panel
-# is the one-layer control of the next section but one.
+# layer, each drawn as its index, the best head of each seed in bold; in red, the previous-token
+# heads (found by ablation) and the induction heads. The third panel is the one-layer control of
+# the next section but one.
 
 # %% tags=["nbval-ignore-output"]
 one_layer = [train_on_repeats(n_layers=1, seed=seed, steps=STEPS) for seed in SEEDS]  # (model, history) each
 one_layer_induction = torch.stack([head_scores(m, test_ids)[1][0] for m, _ in one_layer])  # (seeds, 4)
 fig = plots.head_score_dots({"previous-token score, layer 0": previous[:, 0],
                              "induction score, layer 1": induction[:, 1],
-                             "induction score, one-layer model": one_layer_induction}, threshold=THRESHOLD)
+                             "induction score, one-layer model": one_layer_induction},
+                            marked={"previous-token score, layer 0": in_previous,
+                                    "induction score, layer 1": induction[:, 1] > 0.3})
 
 # %%
 expect_all(circuit_claims(previous, induction))
@@ -488,9 +591,10 @@ expect_all(ablation_claims(single, baseline, in_circuit, groups, LOG_V))
 #
 # The groups (right) settle it. With the induction heads off, the loss on the repeat goes back
 # to about $\ln V$ or above: the copying is gone. With the previous-token heads off, it rises
-# by more than 1 in every seed: much of the copying is gone (the layer-1 heads' best induction
-# score falls below half of its value). With the other layer-0 heads off, it hardly moves (by less than 0.25). The circuit
-# is necessary, and nothing else in layer 0 is.
+# by more than 1 in every seed: much of the copying is gone (that is how they were found, and
+# the layer-1 heads' best induction score falls below half of its value). With the other layer-0
+# heads off, it rises by less than 0.1, and in some seeds it even falls. The circuit is
+# necessary, and nothing else in layer 0 is.
 #
 # Zeroing a head's output is one way to switch it off; it leaves the next LayerNorm a vector
 # the model never saw in training. Another is to replace the head's output by its **mean** over
@@ -517,6 +621,53 @@ expect_all(group_claims(baseline, mean_groups, LOG_V, how="by their mean"))
 # %% [markdown]
 # The same story: the conclusions do not hang on zeroing.
 #
+# ## Over twelve seeds
+#
+# Five seeds are few: a claim that five seeds carry can fail on the sixth. On seed 6, for one,
+# the second previous-token head scores 0.48: a cut-off at 0.5 would count it among the
+# harmless "other" heads, and every ablation that needs it would come out weak. So this
+# chapter's whole pipeline was run on twelve seeds (0 to 11, the five above among them) with `python -m stepbystep.experiments.induction_seeds`, a few
+# minutes of computing, and stored with the package; `load_induction_seeds` reads it. Each seed's
+# record holds every measure of this chapter, and every claim of the chapter is checked on all
+# twelve, the sections below included:
+
+# %% tags=["nbval-ignore-output"]
+study = load_induction_seeds()
+runs = study["runs"]
+
+
+def span(values):
+    return f"{min(values):.2f} to {max(values):.2f}"
+
+
+for run in runs:
+    needed = run["previous_heads"]
+    scores = run["previous"][0]
+    print(f"seed {run['seed']:>2}: layer-0 scores {[round(x, 2) for x in scores]}, previous-token heads {needed}, "
+          f"the weakest scoring {min(scores[h] for h in needed):.2f}")
+print("over the seeds, the repeat's loss with the previous-token heads off rises by",
+      span([r["groups"]["previous-token heads off"] - r["baseline"] for r in runs]),
+      "| with the other layer-0 heads off it moves by",
+      span([r["groups"]["other layer-0 heads off"] - r["baseline"] for r in runs]),
+      "| with the induction heads off it ends at", span([r["groups"]["induction heads off"] for r in runs]))
+print("off for layer 1's keys only: the best induction score keeps",
+      span([r["paths"]["key"]["induction"] / max(r["induction"][1]) for r in runs]), "of its value, the loss rises by",
+      span([r["paths"]["key"]["repeat"] - r["baseline"] for r in runs]))
+
+# %%
+expect_all(study_claims(study))
+
+# %% [markdown]
+# In ten of the twelve seeds one layer-0 head is not enough: switched off alone, the best one
+# leaves the others to carry on copying. The heads that ablation needs score from 0.37 up, and
+# the heads it leaves out score up to 0.35, so a cut-off between the two would have worked on
+# these seeds, but only ablation finds where it lies: at 0.5 it misses a needed head in seeds 6
+# and 8, and at 0.3 it takes in harmless heads, which then go missing from the control. A score
+# ranks the heads; what they are for, ablation decides. On the twelve seeds, with the
+# previous-token heads off the loss on the repeat rises by 1.3 to 2.5, with the others off it
+# moves by 0.06 at most, and switched off for layer 1's keys alone the previous-token heads take
+# over half of the best induction score with them (printed above).
+#
 # ## One layer cannot
 #
 # A one-layer model trained on exactly the same batches, for the same 300 steps: its heads read
@@ -538,6 +689,10 @@ fig = plots.position_losses(curves, TEST_LENGTH, LOG_V)
 
 # %%
 expect_all(one_layer_claims(one_layer_repeat, baseline, one_layer_induction))
+first_of_repeat = {name: losses[:, TEST_LENGTH - 1] for name, losses in curves.items()}  # (seeds,): predicting token T
+expect(bool((first_of_repeat["one layer"] < first_of_repeat["two layers"]).all()),
+       "at the repeat's first token the one-layer model's loss is below the two-layer model's, seed for seed",
+       got=first_of_repeat)
 
 # %% [markdown]
 # The loss at every position of the test sequences shows it at a glance: the two-layer models
@@ -548,6 +703,13 @@ expect_all(one_layer_claims(one_layer_repeat, baseline, one_layer_induction))
 # sequence** is more likely than one not seen (in the repeat, every next token was seen), which
 # is the skip-trigram kind of statistic Elhage et al. describe. That narrows the guess to the
 # tokens seen so far, but does not say which of them comes next.
+#
+# One point stands out: the repeat's first token (at the dotted line), which nothing announces.
+# There the one-layer models do better than the two-layer ones, in every seed. That token was
+# seen before, and a bet on seen tokens is all the one-layer models make. For the two-layer
+# models it is a first-half position like the others: the token before it has not occurred
+# before, so their induction heads have nothing to copy, and their first half is worse than the
+# one-layer models' (the next section is about why).
 #
 # ## Why the first half got worse
 #
@@ -674,23 +836,28 @@ head_explorer(models[0], test_ids[:16], layer=0, head=previous_head)
 #   every seed, at a different step each time. The first half stays near $\ln V$, a little
 #   above: the model bets on tokens already seen, and the induction heads copy on the first
 #   half's own repeats, both wrong on random tokens.
-# - Two scores computed from the weights find the heads: a **previous-token head** in layer 0
-#   (the line below the diagonal) and an **induction head** in layer 1 (a stripe $T - 1$ below
+# - Two scores computed from the weights point at the heads: a **previous-token head** in layer
+#   0 (the line below the diagonal) and an **induction head** in layer 1 (a stripe $T - 1$ below
 #   the diagonal on a sequence repeated after $T$ tokens). Which head indices take the jobs, and
-#   how many heads, changes with the seed.
+#   how many heads, changes with the seed. The induction score rises a little before any
+#   previous-token head forms; with layer 0 switched off it stays low all through training.
+# - A score ranks the heads, but no cut-off chosen in advance tells which ones the model needs:
+#   in most seeds several layer-0 heads share the previous-token job, some scoring under 0.5. We
+#   found them by **ablation**: switched off from the best score down until the copying breaks.
 # - The induction heads also **copy**: their OV circuits, read from the weights, raise the token
 #   they read above every other for most tokens; the layer-0 heads' do not.
-# - **K-composition**: the induction head's keys read what the previous-token head wrote.
-#   Switched off for layer 1's keys only, the previous-token heads take the stripe with them;
-#   for its queries only, nothing changes.
+# - **K-composition**: the induction head's keys read what the previous-token heads wrote.
+#   Switched off for layer 1's keys only, the previous-token heads take the stripe with them; for
+#   its queries only, nothing changes. The weights agree: layer 1's keys read those heads' output
+#   more than its queries and values do, and the QK circuit prefers the key after the query's own
+#   token.
 # - **Ablation** is the causal test: the loss on the repeat rises only when circuit heads are
 #   switched off, and redundant heads can hide a single head's role until they are switched
-#   off together.
-# - A **one-layer** model on the same budget forms no induction head, and its loss on the repeat
-#   stays over 3 times the two-layer models' (it only learns that seen tokens come back).
-#   Trained on one fixed length, it does
-#   copy, by position, and even scores as an induction head at that length: a score is
-#   evidence only on sequences where the explanations disagree.
+#   off together. Over twelve stored seeds every claim of the chapter holds.
+# - A **one-layer** model on the same budget forms no induction head, and its median loss on the
+#   repeat stays over 3 times the two-layer models' (it only learns that seen tokens come back).
+#   Trained on one fixed length, it does copy, by position, and even scores as an induction head
+#   at that length: a score is evidence only on sequences where the explanations disagree.
 
 # %% [markdown]
 # ## Your turn
@@ -739,12 +906,13 @@ def my_stripe_offset(length, gap):
 ch13.stripe.check(my_stripe_offset)
 
 # %% [markdown]
-# **4. Which heads break the copying?** Write `my_breaking_heads(model, ids)`: given a trained
-# two-layer model and repeated sequences, return the **layer-0** heads, as `(0, head)` pairs,
-# whose joint ablation breaks in-context copying (the loss on the repeat rises above half of
-# $\ln V$), and such that no smaller part of your set does. Use the scores, or try ablations,
-# or both. The checker trains its own model, on a seed this chapter does not show (a few
-# seconds).
+# **4. The smallest set of heads that breaks the copying.** Write `my_breaking_heads(model, ids)`:
+# given a trained two-layer model and repeated sequences, return the **layer-0** heads, as
+# `(0, head)` pairs, whose joint ablation breaks in-context copying (the loss on the repeat rises
+# above half of $\ln V$), such that no set of fewer heads does. `previous_token_heads` follows
+# the scores; here, do without it and try sets of heads yourself, smallest first. Predict first:
+# would a cut-off at 0.5 on the scores find the set? The checker trains its own model, on a seed
+# this chapter does not show (a few seconds).
 
 # %%
 def my_breaking_heads(model, ids):

@@ -8,7 +8,8 @@ one number per head, 1.0 on the perfect pattern:
 - ``induction_score``: the mean weight a query puts on the keys right after the earlier occurrences
   of its own token (the heads of Olsson et al. 2022, "In-context Learning and Induction Heads").
 
-``ov_circuit`` and ``copying_score`` read from the weights what a head writes for each token it reads.
+``ov_circuit`` and ``copying_score`` read from the weights what a head writes for each token it reads;
+``composition_scores`` and ``qk_circuit`` how much a layer-1 head reads of what a layer-0 head writes.
 ``ablate_heads`` switches heads off inside a ``with`` block and leaves the model exactly as it was;
 ``ablate_path`` switches them off only on the way into one later layer's queries, keys or values.
 """
@@ -22,7 +23,8 @@ from .devices import evaluating, model_device
 from .models import NarrowMultiHeadAttention
 
 __all__ = ["previous_token_score", "induction_score", "attention_weights", "head_scores", "ablate_heads",
-           "ABLATIONS", "READS", "ablate_path", "ov_circuit", "copying_score", "per_position_loss", "half_losses"]
+           "ABLATIONS", "READS", "ablate_path", "ov_circuit", "copying_score", "composition_scores", "qk_circuit",
+           "per_position_loss", "half_losses"]
 
 ABLATIONS = ("zero", "mean")
 READS = ("query", "key", "value")
@@ -234,6 +236,82 @@ def ov_circuit(model, layer, head):
         read = torch.diag(model.layers[layer].sublayers[0].norm.weight) @ centre @ model.embed.weight.T  # (d, V): γ ⊙ C x
         written = attention.linear_out.weight[:, heads] @ attention.linear_value.weight[heads] @ read  # (d, V)
         return (model.head.weight @ torch.diag(model.norm.weight) @ centre @ written).cpu()  # (V, V)
+
+
+def _norm_matrix(model, layer):
+    """Layer ``layer``'s input norm as a matrix ``diag(γ) · C`` (d, d): its centering and gain, its division by
+    the spread (a positive factor) left out, as ``ov_circuit`` does."""
+    norm = model.layers[layer].sublayers[0].norm
+    d_model = norm.weight.shape[0]
+    centre = torch.eye(d_model, device=norm.weight.device) - 1.0 / d_model  # (d, d)
+    return torch.diag(norm.weight) @ centre  # (d, d)
+
+
+def _head_rows(attention, part, head):
+    """The ``d_k`` rows of ``linear_{part}`` that make ``head``'s queries, keys or values: (d_k, d)."""
+    return getattr(attention, f"linear_{part}").weight[head * attention.d_k:(head + 1) * attention.d_k]
+
+
+def _written(model, head):
+    """What layer-0 ``head`` writes to the residual stream for what it reads: ``W_O^h W_V^h diag(γ) C`` (d, d)."""
+    attention = _attention_layers(model)[0]
+    columns = slice(head * attention.d_k, (head + 1) * attention.d_k)
+    return attention.linear_out.weight[:, columns] @ _head_rows(attention, "value", head) @ _norm_matrix(model, 0)
+
+
+def composition_scores(model):
+    """How much each layer-1 head's queries, keys and values read of what each layer-0 head writes:
+    ``(3, H0, H1)``, in ``READS``' order (query, key, value), then layer-0 head, then layer-1 head.
+
+    ``‖W_X^{h1} N_1 W_OV^{h0}‖_F / (‖W_X^{h1} N_1‖_F ‖W_OV^{h0}‖_F)`` for ``X`` the query, key or value
+    projection, ``N_1`` layer 1's norm as a matrix (``ov_circuit``'s reading) and ``W_OV^{h0}`` what
+    layer-0 head ``h0`` writes. A variant of Elhage et al.'s composition scores: they multiply the key
+    side by the query's projection (``W_QK``); with RoPE that product turns with the offset, so each
+    projection is scored on its own. Two random matrices of these shapes score about
+    ``1 / sqrt(d_model)``. Needs a norm-first model of two layers or more; returned on the CPU.
+    """
+    attentions = _attention_layers(model)
+    if len(attentions) < 2 or not getattr(model.layers[1], "norm_first", False):
+        raise ValueError("model must be norm-first with at least two layers")
+    first, second = attentions[0], attentions[1]
+    scores = torch.zeros(len(READS), first.n_heads, second.n_heads)
+    with torch.no_grad():
+        for h0 in range(first.n_heads):
+            written = _written(model, h0)  # (d, d)
+            for h1 in range(second.n_heads):
+                for r, part in enumerate(READS):
+                    reads = _head_rows(second, part, h1 if part == "query" else h1 // second.groups) \
+                        @ _norm_matrix(model, 1)  # (d_k, d)
+                    scores[r, h0, h1] = (reads @ written).norm() / (reads.norm() * written.norm())
+    return scores
+
+
+def qk_circuit(model, previous, induction, offset):
+    """Layer-1 head ``induction``'s score between a query that holds token ``a`` and a key that layer-0 head
+    ``previous`` told which token came before it, ``b``, ``offset`` positions back: ``(V, V)``, row ``a``,
+    column ``b`` (Elhage et al.'s K-composition term of the QK circuit).
+
+    The query reads the embedding of ``a``; the key reads what ``previous`` writes for ``b``
+    (``W_OV`` of ``b``'s embedding); both through layer 1's norm as a matrix, rotated for their
+    ``offset`` if the model uses RoPE. An induction head scores the diagonal highest. On the CPU.
+    """
+    attentions = _attention_layers(model)
+    if len(attentions) < 2:
+        raise ValueError("model must have at least two layers")
+    second = attentions[1]
+    check_int_range("previous", previous, 0, attentions[0].n_heads - 1)
+    check_int_range("induction", induction, 0, second.n_heads - 1)
+    check_int_range("offset", offset, 0, getattr(model, "max_len", offset + 1) - 1)
+    embedding = model.embed.weight.T  # (d, V)
+    with torch.no_grad():
+        queries = (_head_rows(second, "query", induction) @ _norm_matrix(model, 1) @ embedding).T  # (V, d_k)
+        keys = (_head_rows(second, "key", induction // second.groups) @ _norm_matrix(model, 1)
+                @ _written(model, previous) @ embedding).T  # (V, d_k)
+        if second.rotary is not None:
+            n = queries.shape[0]
+            queries = second.rotary.rotate(queries, torch.full((n,), offset, device=queries.device))  # at `offset`
+            keys = second.rotary.rotate(keys, torch.zeros(n, dtype=torch.long, device=keys.device))  # at 0
+        return (queries @ keys.T).cpu()  # (V, V)
 
 
 def copying_score(model, layer, head):

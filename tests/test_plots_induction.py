@@ -18,16 +18,26 @@ def _history(steps=40, probes=5, drop=20):
 
 def test_phase_change_draws_both_halves_each_seed_and_the_drops():
     fig = plots.phase_change([_history(), _history()], [20, None], math.log(32), window=10)
-    loss_ax, score_ax = fig.axes
+    loss_ax, previous_ax, induction_ax = fig.axes
     curves = [line for line in loss_ax.get_lines() if len(line.get_xdata()) > 2]
     assert len(curves) == 4
     assert np.allclose(curves[0].get_ydata(), 3.5) and curves[1].get_ydata()[0] == pytest.approx(3.4)
     assert curves[0].get_xdata()[0] == 9  # the first full window
-    verticals = [line for line in loss_ax.get_lines() if len(set(line.get_xdata())) == 1]
-    assert [line.get_xdata()[0] for line in verticals] == [20]
-    scores = [line for line in score_ax.get_lines() if len(line.get_xdata()) > 2]
-    assert len(scores) == 4 and scores[1].get_ydata()[-1] == pytest.approx(0.9)
-    assert loss_ax.get_ylabel() and score_ax.get_xlabel() == "training step"
+    dots = [line for line in loss_ax.get_lines() if len(line.get_xdata()) == 1]
+    assert [line.get_xdata()[0] for line in dots] == [20, 20]  # the drop on both of the first seed's curves
+    previous = [line for line in previous_ax.get_lines() if len(line.get_xdata()) > 2]
+    induction = [line for line in induction_ax.get_lines() if len(line.get_xdata()) > 2]
+    assert len(previous) == len(induction) == 2 and induction[1].get_ydata()[-1] == pytest.approx(0.9)
+    assert previous[0].get_ydata()[-1] == pytest.approx(0.8)
+    assert loss_ax.get_ylabel() and induction_ax.get_xlabel() == "training step"
+
+
+def test_phase_change_draws_the_score_with_layer_0_off_dashed():
+    history = dict(_history(), induction_layer0_off=torch.full((5,), 0.2))
+    induction_ax = plots.phase_change([history], [20], math.log(32), window=10).axes[2]
+    dashed = [line for line in induction_ax.get_lines() if line.get_linestyle() == "--"]
+    assert len(dashed) == 1 and np.allclose(dashed[0].get_ydata(), 0.2)
+    assert "layer 0 switched off" in [t.get_text() for t in induction_ax.get_legend().get_texts()][1]
 
 
 def test_induction_maps_draw_each_map_with_a_labelled_colourbar():
@@ -88,3 +98,29 @@ def test_position_losses_draw_each_seed_and_the_median():
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["two layers (median)", "one layer (median)"]
     with pytest.raises(ValueError):
         plots.position_losses({"x": torch.zeros(2, 4)}, 3, 3.0)
+
+
+def test_k_composition_draws_each_layer_0_head_per_read_and_the_circuit():
+    scores = torch.full((2, 3, 4, 4), 0.1)
+    scores[:, 1, 0] = 0.3  # layer-0 head 0's output is read by the keys
+    in_previous = torch.zeros(2, 4, dtype=torch.bool)
+    in_previous[:, 0] = True
+    fig = plots.k_composition(scores, in_previous, torch.eye(5), 0.125, title="QK")
+    ax_scores, ax_circuit = fig.axes[:2]
+    assert [bar.get_height() for bar in ax_scores.patches] == pytest.approx([0.1, 0.3, 0.1])  # previous heads' medians
+    filled = [c for c in ax_scores.collections if c.get_offsets().shape[0] == 1]
+    assert len(filled) == 6  # one previous-token head per seed and read
+    assert np.allclose(ax_circuit.images[0].get_array(), np.eye(5)) and ax_circuit.get_title() == "QK"
+    assert [t.get_text() for t in ax_scores.get_xticklabels()] == ["queries", "keys", "values"]
+    with pytest.raises(ValueError, match="in_previous"):
+        plots.k_composition(scores, in_previous[0], torch.eye(5), 0.125)
+
+
+def test_head_score_dots_draw_the_marked_heads_in_red():
+    scores = torch.tensor([[0.9, 0.1, 0.45, 0.3], [0.2, 0.8, 0.1, 0.0]])
+    marked = torch.tensor([[True, False, True, False], [False, True, False, False]])
+    fig = plots.head_score_dots({"layer 0": scores, "layer 1": scores}, marked={"layer 0": marked})
+    red = {(round(t.get_position()[1], 2), t.get_text()) for t in fig.axes[0].texts if t.get_color() == "C3"}
+    assert red == {(0.9, "0"), (0.45, "2"), (0.8, "1")}  # the marked heads, the 0.45 one among them
+    best_only = {t.get_text() for t in fig.axes[1].texts if t.get_color() == "C3"}
+    assert best_only == {"0", "1"}  # an unmarked panel: each seed's best head

@@ -15,7 +15,7 @@ def test_block_study_draws_each_seed_and_the_median():
     assert [bar.get_height() for bar in loss_axis.patches] == [2.0, 0.5]  # the medians
     assert [bar.get_height() for bar in accuracy_axis.patches] == pytest.approx([0.6, 0.9])
     assert sorted(loss_axis.collections[0].get_offsets()[:, 1].tolist()) == [1.0, 2.0, 3.0]  # a dot per seed
-    assert [t.get_text() for t in loss_axis.get_xticklabels()] == ["a", "b"]
+    assert [t.get_text() for t in accuracy_axis.get_xticklabels()] == ["a", "b"]  # under the lower panel
     assert loss_axis.get_ylabel() == "validation loss" and accuracy_axis.get_ylabel() == "token accuracy"
     with pytest.raises(ValueError, match="at least one value per seed"):
         plots.block_study({"a": []})

@@ -64,6 +64,10 @@ def _check_rms_norm(answer):
             return "close, but eps is in the wrong place: it guards the mean square before the root is taken"
         if _close(got, inputs / rms.sqrt() * weight, 1e-6):
             return "eps is missing or ignored: on these tiny vectors it matters, since it guards the mean square"
+        other_dims = [0, 1, (0, 1), (0, 1, 2)]  # the batch, the positions, both, everything
+        if any(_close(got, inputs / torch.sqrt(inputs.pow(2).mean(dim=dims, keepdim=True) + eps) * weight, 1e-4)
+               for dims in other_dims):
+            return "your root mean square mixes different vectors: each vector is divided by its own, over its features"
         if any(_close(got, inputs / inputs.std(dim=-1, keepdim=True, correction=c) * weight, 1e-4) for c in (0, 1)):
             return "you divide by the standard deviation, which subtracts the mean first: use the root mean square"
         return "your output differs from RMSNorm's with the same weight and eps"
@@ -113,6 +117,11 @@ def _check_swiglu(answer):
         return "you gate with ReLU (that is ReGLU): SwiGLU's gate is SiLU"
     if any(_close(got, (F.gelu(x @ gate.T, approximate=form) * (x @ up.T)) @ down.T, 1e-4) for form in ("none", "tanh")):
         return "you gate with GELU (that is GEGLU): SwiGLU's gate is SiLU"
+    if any(_close(got, (F.silu(x @ a.T) + x @ b.T) @ down.T, 1e-4) for a, b in ((gate, up), (up, gate))):
+        return "you add the two projections: the gate multiplies the other one, element by element"
+    if _close(got, F.silu((x @ gate.T) * (x @ up.T)) @ down.T, 1e-4):
+        return ("the SiLU goes over the product of both projections: it acts on the gate's projection alone, "
+                "before the multiplication")
     if _close(got, F.silu(x @ gate.T) @ down.T, 1e-4) or _close(got, F.silu(x @ up.T) @ down.T, 1e-4):
         return "one of the two projections is missing: the gated one multiplies another, element by element"
     return "the shape is right, but your numbers differ from SwiGLU's with the same three weights"

@@ -1,5 +1,6 @@
-"""Chapter 12's timings: prefill (a prompt in one pass) against decode (one new token), and the
-course's cached generation against ``transformers``' on the same converted model."""
+"""Chapter 12's timings: prefill (a prompt in one pass) against decode (one new token), the same
+matrix products without the model's modules, one large matrix against batches of vectors, and
+the course's cached generation against ``transformers``' on the same converted model."""
 import statistics
 import time
 
@@ -9,7 +10,7 @@ from ..checks import check_positive_int
 from ..devices import evaluating, model_device
 from ..models.gpt.generation import generate
 
-__all__ = ["prefill_decode_times", "generation_times"]
+__all__ = ["prefill_decode_times", "weight_products_ms", "matrix_vector_times", "generation_times"]
 
 
 def _median_ms(run, repeats):
@@ -45,6 +46,44 @@ def prefill_decode_times(model, lengths, repeats=5, seed=0):
             cache = caches[-1]  # filled with the prompt; the decode steps go at length, length + 1, ...
             decode.append(_median_ms(lambda: model(new, cache=cache), repeats))
     return prefill, decode
+
+
+def weight_products_ms(model, repeats=20, seed=0):
+    """Median milliseconds, over ``repeats``, of multiplying one vector by each of ``model``'s weight
+    matrices (every 2-D parameter but the embedding) in a bare loop: a decode step's matrix products
+    without its modules, its cache or its attention. Where the model lives, no gradients."""
+    check_positive_int("repeats", repeats)
+    weights = [p.detach() for name, p in model.named_parameters() if p.ndim == 2 and not name.startswith("embed")]
+    widest = max(w.shape[1] for w in weights)
+    vector = torch.randn(widest, generator=torch.Generator().manual_seed(seed)).to(weights[0])  # (widest,)
+
+    def products():
+        for weight in weights:  # (out, in): nn.Linear's layout
+            weight @ vector[:weight.shape[1]]  # (out,)
+
+    products()  # warm-up
+    return _median_ms(products, repeats)
+
+
+def matrix_vector_times(d=4096, batch_sizes=(1, 16, 256), repeats=5, seed=0, device="cpu"):
+    """Median milliseconds per vector, over ``repeats``, of one ``(d, d)`` float32 matrix times a batch
+    of ``B`` vectors ``(d, B)``, for each ``B`` in ``batch_sizes``: one call each, nothing around it.
+    Every weight read from memory serves ``B`` multiply-adds; ``d = 4096`` is 64 MiB, more than a
+    CPU's caches hold. Returns a list, one time per batch size."""
+    check_positive_int("d", d)
+    generator = torch.Generator().manual_seed(seed)
+    weight = torch.randn(d, d, generator=generator).to(device)  # (d, d)
+    times = []
+    for batch_size in batch_sizes:
+        check_positive_int("each batch size", batch_size)
+        vectors = torch.randn(d, batch_size, generator=generator).to(device)  # (d, B)
+        weight @ vectors  # warm-up
+
+        def product():
+            (weight @ vectors).sum().item()  # (d, B); .item() waits for an accelerator to finish
+
+        times.append(_median_ms(product, repeats) / batch_size)
+    return times
 
 
 def generation_times(ours, theirs, prompt, max_new_tokens, repeats=5):

@@ -2,7 +2,8 @@
 
 Every variant is a ``DecoderConfig`` trained with the same recipe (``train_block``) for a few
 seeds; ``block_study`` returns, per variant, the validation loss and the token accuracy of each
-seed, ``(seeds, 2)``. ``block_claims`` and ``kv_head_claims`` are the claims the text makes.
+seed, ``(seeds, 2)``. ``block_claims``, ``position_claims`` and ``kv_head_claims`` are the claims the
+text makes.
 """
 import torch
 
@@ -18,7 +19,7 @@ from ..training import StepByStep
 from ..training.schedules import warmup_linear
 
 __all__ = ["BLOCK_STEPS", "block_configs", "block_claims", "block_study", "date_streams", "kv_head_claims",
-           "train_block"]
+           "position_claims", "summary", "train_block"]
 
 BLOCK_STEPS = ("2017 block", "+ RMSNorm", "+ SwiGLU", "+ no biases", "+ RoPE")
 
@@ -36,8 +37,9 @@ def block_configs(vocab_size, d_model=32, n_heads=4, n_layers=2, max_len=48):
     """The study's variants, ``{name: DecoderConfig}``: chapter 09's 2017 block (LayerNorm, a
     ``4 · d_model`` ReLU network, biases, sinusoidal positions), then each change of
     ``BLOCK_STEPS`` added to the one before (SwiGLU ``8 · d_model // 3`` wide: the same number of
-    weights); then two controls, ``"2017 block + RoPE"`` (RoPE alone) and ``"+ RMSNorm, GELU"``
-    (GELU where the next step puts SwiGLU: the same weights as ReLU), and the Llama block (the
+    weights); then controls: ``"2017 block + RoPE"`` (RoPE alone), the 2017 block with no positions
+    and with learned ones (what RoPE is measured against), and ``"+ RMSNorm, GELU"`` (GELU where the
+    next step puts SwiGLU: the same weights as ReLU); and the Llama block (the
     last step) with 2 and 1 key-value heads, and with 1 and a SwiGLU network widened to hold the
     weights the shared heads save (``"1 KV head, wider FFN"``: as many weights as 4 KV heads)."""
     check_positive_int("d_model", d_model)
@@ -49,6 +51,8 @@ def block_configs(vocab_size, d_model=32, n_heads=4, n_layers=2, max_len=48):
     for name, change in zip(BLOCK_STEPS, changes):
         config = configs[name] = config.replace(**change)
     configs["2017 block + RoPE"] = base.replace(position_scheme="rope")
+    configs["2017 block, no positions"] = base.replace(position_scheme="none")
+    configs["2017 block, learned positions"] = base.replace(position_scheme="learned")
     configs["+ RMSNorm, GELU"] = configs["+ RMSNorm"].replace(mlp="gelu")
     for n_kv_heads in (2, 1):
         configs[f"{n_kv_heads} KV head{'s' if n_kv_heads > 1 else ''}"] = config.replace(n_kv_heads=n_kv_heads)
@@ -106,6 +110,17 @@ def block_study(configs, seeds, train, val, **recipe):
                 for name, config in configs.items()}
 
 
+def summary(results):
+    """``block_study``'s results as a table: each variant's validation loss and token accuracy, the
+    median over the seeds and the range, one line per variant."""
+    lines = [f"{'variant':>30} {'validation loss: median (min-max)':>35} {'token accuracy: median (min-max)':>34}"]
+    for name, runs in results.items():  # runs: (seeds, 2)
+        cells = [f"{m:.3f} ({lo:.3f}-{hi:.3f})" for m, lo, hi in
+                 zip(runs.median(0).values.tolist(), runs.min(0).values.tolist(), runs.max(0).values.tolist())]
+        lines.append(f"{name:>30} {cells[0]:>35} {cells[1]:>34}")
+    return "\n".join(lines)
+
+
 def _loss(results, name):
     return results[name][:, 0]  # (seeds,)
 
@@ -132,18 +147,42 @@ def block_claims(results):
     ]
 
 
+def position_claims(results):
+    """What RoPE is measured against: the 2017 block with its sinusoidal table, with no positions and
+    with learned ones."""
+    sinusoidal, none = _loss(results, "2017 block"), _loss(results, "2017 block, no positions")  # (seeds,) each
+    learned, rope = _loss(results, "2017 block, learned positions"), _loss(results, "2017 block + RoPE")  # (seeds,)
+    over_learned = learned - rope  # (seeds,): same seeds, paired
+    learned_gain = none.median() - learned.median()
+    return [
+        Claim(abs(sinusoidal.median() - none.median()) < 0.1,
+              "the sinusoidal table's median loss is within 0.1 of no positions' at all",
+              (sinusoidal.median(), none.median())),
+        Claim(learned.median() < min(none.median(), sinusoidal.median()),
+              "learned positions' median is below both", (learned.median(), none.median(), sinusoidal.median())),
+        Claim(over_learned.min() > 0.25, "RoPE's loss is more than 0.25 below learned positions' in every seed",
+              over_learned),
+        Claim(learned_gain < 0.5 * over_learned.median(),
+              "what learned positions gain over none is less than half of what RoPE gains over them",
+              (learned_gain, over_learned.median())),
+    ]
+
+
 def kv_head_claims(results):
-    """Fewer key-value heads on the Llama block (``"+ RoPE"``: 4 heads): what the runs show."""
-    four, one = _loss(results, "+ RoPE"), _loss(results, "1 KV head")  # (seeds,) each
+    """Fewer key-value heads on the Llama block (``"+ RoPE"``: 4 heads), over the stored ten seeds."""
+    four, two, one = (_loss(results, name) for name in ("+ RoPE", "2 KV heads", "1 KV head"))  # (seeds,) each
     wider = _loss(results, "1 KV head, wider FFN")  # (seeds,)
-    gap, wider_gap = (abs(x.median() - four.median()).item() for x in (one, wider))
-    medians = [_loss(results, name).median().item() for name in ("+ RoPE", "2 KV heads", "1 KV head")]
+    gap, wider_gap = (x.median() - four.median() for x in (one, wider))
+    spread = four.max() - four.min()
     base = _loss(results, "2017 block").median().item()
+    medians = [x.median().item() for x in (four, two, one)]
     return [
         Claim(bool((one > four).all()), "one KV head ends with a higher loss than four in every seed, seed for seed",
               (four, one)),
-        Claim(wider_gap < gap, "given the weights it saves back in its feed-forward network, one KV head's "
-                               "median comes closer to four's", (gap, wider_gap)),
+        Claim(two.median() > four.median(), "two KV heads' median is above four's too", (four.median(), two.median())),
+        Claim(abs(wider_gap - gap) < spread, "widening its feed-forward network moves one KV head's median gap to "
+                                            "four's by less than the spread of four's own seeds",
+              (gap, wider_gap, spread)),
         Claim(base - max(medians) > 0.3, "4, 2 and 1 KV heads each keep most of RoPE's gain: medians more than 0.3 "
                                          "below the 2017 block's", (base, medians)),
     ]

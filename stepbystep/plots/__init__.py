@@ -65,6 +65,7 @@ from .induction import (
     head_score_dots,
     induction_circuit,
     induction_maps,
+    k_composition,
     phase_change,
     position_losses,
 )

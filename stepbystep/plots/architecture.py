@@ -3,7 +3,8 @@
 ``architecture_diagram(model, highlight=...)`` reads the sizes from ``model`` and draws its data
 flow bottom to top: inputs, embedding or projection, positions, the encoder and decoder (their
 sublayers, masks and the residual + norm wrapper), the output layer and the outputs. The parts
-named in ``highlight`` (what the chapter builds) are filled in ``HIGHLIGHT``.
+named in ``highlight`` (what the chapter builds) are filled in ``HIGHLIGHT``; with ``changed_from``,
+the lines that differ from another model's diagram are marked ``MARK``.
 
 Models: chapter 02's ``EncoderSelfAttn`` / ``DecoderSelfAttn`` / ``EncoderPe`` / ``DecoderPe``
 and ``EncoderDecoderSelfAttn``; chapter 04's ``EncoderLayer`` / ``DecoderLayer`` (one layer,
@@ -33,7 +34,7 @@ from ..models import (
     ViT,
 )
 
-__all__ = ["architecture_diagram", "PARTS", "HIGHLIGHT", "COLORS"]
+__all__ = ["architecture_diagram", "PARTS", "HIGHLIGHT", "COLORS", "MARK"]
 
 COLORS = {
     "data": "#eeeeee",      # tensors going in and out
@@ -43,6 +44,7 @@ COLORS = {
     "wrapper": "#e6dcf2",   # what a wrapper adds around it (chapter 06)
 }
 HIGHLIGHT = "#ffd84d"
+MARK = "✱"  # a line that changed (``changed_from``)
 PARTS = ("inputs", "embedding", "positions", "encoder", "decoder", "self-attention", "cross-attention",
          "feed-forward", "wrapper", "norm", "mask", "head", "outputs", "cls", "torch")
 
@@ -275,20 +277,23 @@ def _decoder_only_spec(model):
     layer = model.layers[0]
     d, v = model.d_model, model.vocab_size
     heads, mlp, extras, norm = _todays_block_lines(model, layer)
-    rope = "RoPE: queries, keys rotated"
-    if model.rotary is not None and model.rotary.pairing != "interleaved":
-        rope += f" ({model.rotary.pairing} pairs)"
+    rope = ""  # RoPE turns the queries and keys inside every attention layer, not the residual stream
+    if model.position_scheme == "rope":
+        pairs = "" if model.rotary.pairing == "interleaved" else f", {model.rotary.pairing} pairs"
+        rope = f"\nqueries, keys rotated by position (RoPE{pairs})"
     positions = {"sinusoidal": "+ sinusoidal positions", "learned": "+ learned positions",
-                 "alibi": "ALiBi: − slope × distance on the scores", "rope": rope,
+                 "alibi": "ALiBi: − slope × distance on the scores", "rope": None,
                  "none": "no positions (only the causal mask)"}[model.position_scheme]
     pad = "" if model.pad_id is None else f"\npadding (id {model.pad_id}) never attended to"
     extra = "".join(f"\n{line}" for line in extras)
+    layer_parts = {"decoder"} | _layer_parts(model.norm_first, False) | ({"positions"} if rope else set())
     boxes = [_Box("token ids (N, L)", "data", {"inputs"}),
-             _Box(f"embed: Embedding(V = {v} → d_model = {d})", "decoder", {"embedding"}),
-             _Box(positions, "decoder", {"positions"}),
-             _Box(f"{model.n_layers} × decoder-only layer\ncausal self-attention ({heads}){pad}\n"
-                  f"{mlp} ({d} → {layer.ff_units} → {d})\n{_wrapper_rule(model.norm_first)}{extra}",
-                  "decoder", {"decoder"} | _layer_parts(model.norm_first, False))]
+             _Box(f"embed: Embedding(V = {v} → d_model = {d})", "decoder", {"embedding"})]
+    if positions is not None:
+        boxes.append(_Box(positions, "decoder", {"positions"}))
+    boxes.append(_Box(f"{model.n_layers} × decoder-only layer\ncausal self-attention ({heads}){rope}{pad}\n"
+                      f"{mlp} ({d} → {layer.ff_units} → {d})\n{_wrapper_rule(model.norm_first)}{extra}",
+                      "decoder", layer_parts))
     if model.norm is not None:
         boxes.append(_Box(f"final {norm}", "decoder", {"norm", "decoder"}))
     head = len(boxes)
@@ -367,7 +372,23 @@ def _side_link(ax, fig, column, start, end, kind):
             fontsize=7.5, color=color)
 
 
-def architecture_diagram(model, highlight=(), title=None):
+def _spec(model, name="model"):
+    for types, spec in _SPECS:
+        if isinstance(model, types):
+            return spec
+    names = ", ".join(t.__name__ for types, _ in _SPECS for t in types)
+    raise TypeError(f"architecture_diagram draws the course's models ({names}), got {name} {type(model).__name__}")
+
+
+def _mark_changes(columns, reference):
+    """Prefix ``MARK`` to every line of ``columns``' boxes that no box of ``reference``'s diagram holds."""
+    known = {line for column in reference for box in column for line in box.text.split("\n")}
+    for column in columns:
+        for box in column:
+            box.text = "\n".join(line if line in known else f"{MARK} {line}" for line in box.text.split("\n"))
+
+
+def architecture_diagram(model, highlight=(), title=None, changed_from=None):
     """Draw ``model``'s architecture bottom to top, its sizes read from it; returns the Figure.
 
     Args:
@@ -375,13 +396,13 @@ def architecture_diagram(model, highlight=(), title=None):
         highlight: parts to fill in ``HIGHLIGHT``, any of ``PARTS`` (e.g. ``("cross-attention",)``);
             a box is highlighted when it belongs to one of them.
         title: replaces the default title (the model's class and sizes).
+        changed_from: another model of the same kind: each line that its diagram does not have is
+            marked with ``MARK`` (what changed, line by line, rather than whole boxes).
     """
-    for types, spec in _SPECS:
-        if isinstance(model, types):
-            break
-    else:
-        names = ", ".join(t.__name__ for types, _ in _SPECS for t in types)
-        raise TypeError(f"architecture_diagram draws the course's models ({names}), got {type(model).__name__}")
+    spec = _spec(model)
+    if changed_from is not None and _spec(changed_from, "changed_from") is not spec:
+        raise TypeError(f"changed_from must be drawn like model ({type(model).__name__}), "
+                        f"got {type(changed_from).__name__}")
     if isinstance(highlight, str):
         highlight = (highlight,)
     highlight = set(highlight)
@@ -389,11 +410,14 @@ def architecture_diagram(model, highlight=(), title=None):
     if unknown:
         raise ValueError(f"highlight must name parts among {', '.join(PARTS)}, got {sorted(unknown)}")
     columns, links, sides, default_title = spec(model)
+    if changed_from is not None:
+        _mark_changes(columns, spec(changed_from)[0])
 
     n_rows = max(len(column) for column in columns)
+    tallest = max(box.text.count("\n") + 1 for column in columns for box in column)  # lines in one box
     width = {1: 5.2, 2: 9.0, 3: 11.0}[len(columns)]
-    fig, ax = plt.subplots(figsize=(width, 0.9 + 0.62 * n_rows + 0.25 * math.ceil(n_rows / 4)),
-                           layout="constrained")
+    height = 0.9 + 0.62 * n_rows + 0.25 * math.ceil(n_rows / 4) + 0.4 * max(0, tallest - 5)  # room for a tall box
+    fig, ax = plt.subplots(figsize=(width, height), layout="constrained")
     ax.set_axis_off()
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1)
@@ -424,6 +448,8 @@ def architecture_diagram(model, highlight=(), title=None):
     handles = [Patch(facecolor=COLORS[k], edgecolor="gray", label=names[k]) for k in kinds]
     if highlight:
         handles.append(Patch(facecolor=HIGHLIGHT, edgecolor="black", label="built in this chapter"))
+    if changed_from is not None:
+        handles.append(Patch(facecolor="none", edgecolor="none", label=f"{MARK} a line that changed"))
     if handles:
         fig.legend(handles=handles, loc="outside lower center", ncols=len(handles), fontsize=8, frameon=False)
     ax.set_title(title if title is not None else default_title, fontsize=10)

@@ -10,8 +10,8 @@ from ..checks import check_instance
 from ._arrays import _as_numpy
 from ._heatmaps import WEIGHTS
 
-__all__ = ["phase_change", "induction_maps", "head_score_dots", "ablation_effects", "position_losses",
-           "induction_circuit"]
+__all__ = ["phase_change", "induction_maps", "head_score_dots", "ablation_effects", "k_composition",
+           "position_losses", "induction_circuit"]
 
 
 def _moving_average(values, window):
@@ -21,35 +21,43 @@ def _moving_average(values, window):
 
 def phase_change(histories, drops, log_v, window=10):
     """Left: each seed's loss on the first half and on the repeat (mean of the last ``window`` steps),
-    its drop step dotted, ln V dashed. Right: its best layer-0 previous-token and layer-1 induction
-    scores on the probe set. ``histories``: ``train_on_repeats`` dicts (with probes); ``drops``:
-    each seed's drop step (``None``: none). Returns the Figure."""
+    ln V dashed. Middle: its best layer-0 previous-token score on the probe set. Right: its best
+    layer-1 induction score, and, dashed, the same with all of layer 0 switched off where the history
+    has it (``"induction_layer0_off"``). Each seed's drop is a dot on each of its curves.
+    ``histories``: ``train_on_repeats`` dicts (with probes); ``drops``: each seed's drop step
+    (``None``: none). Returns the Figure."""
     check_instance("histories", histories, (list, tuple), "a list of train_on_repeats histories")
-    fig, (ax_loss, ax_score) = plt.subplots(1, 2, figsize=(11, 3.8), layout="constrained")
+    fig, (ax_loss, ax_previous, ax_induction) = plt.subplots(1, 3, figsize=(13, 3.8), layout="constrained")
+
+    def curve(ax, steps, values, drop, label, **style):
+        line, = ax.plot(steps, values, lw=1, alpha=0.8, label=label, **style)
+        if drop is not None and steps[0] <= drop <= steps[-1]:
+            ax.plot([drop], [np.interp(drop, steps, values)], "o", ms=4, color=line.get_color())
+
     for seed, (history, drop) in enumerate(zip(histories, drops)):
         first, repeat = (_as_numpy(history[key], float) for key in ("first", "repeat"))  # (steps,) each
         steps = np.arange(window - 1, first.size)
-        ax_loss.plot(steps, _moving_average(first, window), color="C0", lw=1, alpha=0.8,
-                     label="first half" if seed == 0 else None)
-        ax_loss.plot(steps, _moving_average(repeat, window), color="C1", lw=1, alpha=0.8,
-                     label="repeat" if seed == 0 else None)
+        curve(ax_loss, steps, _moving_average(first, window), drop, "first half" if seed == 0 else None, color="C0")
+        curve(ax_loss, steps, _moving_average(repeat, window), drop, "repeat" if seed == 0 else None, color="C1")
         probe_steps = _as_numpy(history["probe_steps"], float)
-        ax_score.plot(probe_steps, _as_numpy(history["previous"], float)[:, 0].max(axis=1), color="C2", lw=1,
-                      alpha=0.8, label="best previous-token score, layer 0" if seed == 0 else None)
-        ax_score.plot(probe_steps, _as_numpy(history["induction"], float)[:, 1].max(axis=1), color="C3", lw=1,
-                      alpha=0.8, label="best induction score, layer 1" if seed == 0 else None)
-        if drop is not None:
-            for ax in (ax_loss, ax_score):
-                ax.axvline(drop, color="grey", ls=":", lw=1)
+        curve(ax_previous, probe_steps, _as_numpy(history["previous"], float)[:, 0].max(axis=1), drop,
+              "best previous-token score, layer 0" if seed == 0 else None, color="C2")
+        curve(ax_induction, probe_steps, _as_numpy(history["induction"], float)[:, 1].max(axis=1), drop,
+              "best induction score, layer 1" if seed == 0 else None, color="C3")
+        if "induction_layer0_off" in history:
+            curve(ax_induction, probe_steps, _as_numpy(history["induction_layer0_off"], float), drop,
+                  "the same, layer 0 switched off" if seed == 0 else None, color="C3", ls="--")
     ax_loss.axhline(log_v, color="grey", ls="--", lw=1)
     ax_loss.annotate("ln V", (1, log_v), xycoords=("axes fraction", "data"), xytext=(-4, -4),
                      textcoords="offset points", ha="right", va="top", fontsize=8, color="grey")
     ax_loss.set(xlabel="training step", ylabel=f"loss (mean of {window} steps)", ylim=(0, None),
-                title="loss on each half, one line per seed (dotted: its drop)")
-    ax_score.set(xlabel="training step", ylabel="score on the probe sequences", ylim=(0, 1.02),
-                 title="the heads' scores over training")
-    for ax in (ax_loss, ax_score):
-        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, fontsize=8, frameon=False)
+                title="loss on each half, one line per seed")
+    for ax, title in ((ax_previous, "layer 0: the previous token"), (ax_induction, "layer 1: induction")):
+        ax.set(xlabel="training step", ylabel="score on the probe sequences", ylim=(0, 1.02), title=title)
+    for ax in (ax_loss, ax_previous, ax_induction):
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=1 if ax is ax_induction else 2, fontsize=8,
+                  frameon=False)
+    fig.suptitle("dots: each seed's drop (its repeat loss below ln V / 2)", fontsize=9)
     return fig
 
 
@@ -75,20 +83,23 @@ def induction_maps(maps, titles, length, tokens=None):
     return fig
 
 
-def head_score_dots(panels, threshold=None):
+def head_score_dots(panels, threshold=None, marked=None):
     """Each panel ``{title: scores (seeds, H)}``: a column per seed, each head drawn as its index,
-    the seed's best head in bold; ``threshold`` dashed. Returns the Figure."""
+    the seed's best head in bold; ``threshold`` dashed. In red: the heads ``marked`` ``{title: bool
+    (seeds, H)}`` marks in that panel, or, in a panel it leaves out, each seed's best head. Returns the Figure."""
     check_instance("panels", panels, dict, "a dict of title -> scores (seeds, H)")
+    marked = marked or {}
     fig, axes = plt.subplots(1, len(panels), figsize=(3.6 * len(panels), 3.4), layout="constrained",
                              squeeze=False, sharey=True)
     for ax, (title, scores) in zip(axes[0], panels.items()):
         scores = _as_numpy(scores, float)  # (seeds, H)
+        red = _as_numpy(marked[title], bool) if title in marked else scores == scores.max(axis=1, keepdims=True)
         for seed, row in enumerate(scores):
             best = row.argmax()
             for head, value in enumerate(row):
                 ax.text(seed + (head - (row.size - 1) / 2) * 0.12, value, str(head), ha="center", va="center",
                         fontsize=9 if head == best else 7, fontweight="bold" if head == best else "normal",
-                        color="C3" if head == best else "grey")
+                        color="C3" if red[seed, head] else "grey")
         ax.scatter(np.arange(len(scores)), np.full(len(scores), np.nan))  # sets the data limits' x range
         if threshold is not None:
             ax.axhline(threshold, color="grey", ls="--", lw=1)
@@ -117,7 +128,7 @@ def ablation_effects(single, in_circuit, groups, log_v):
     for seed in range(seeds):
         rises, circuit = single[seed].ravel(), in_circuit[seed].ravel()
         ax_one.scatter(columns[circuit] + offsets[seed], rises[circuit], color="C3", s=22, zorder=3,
-                       label="a circuit head (score above the threshold)" if seed == 0 else None)
+                       label="a head of the circuit" if seed == 0 else None)
         ax_one.scatter(columns[~circuit] + offsets[seed], rises[~circuit], facecolors="none", edgecolors="grey",
                        s=22, zorder=3, label="another head" if seed == 0 else None)
     ax_one.axhline(0, color="black", lw=0.8)
@@ -135,6 +146,46 @@ def ablation_effects(single, in_circuit, groups, log_v):
                        textcoords="offset points", ha="left", va="bottom", fontsize=8, color="grey")
     ax_groups.set_xticks(range(len(groups)), [textwrap.fill(name, 14) for name in groups], fontsize=8)
     ax_groups.set(ylabel="loss on the repeat", ylim=(0, None), title="groups of heads off (bar: median)")
+    return fig
+
+
+def k_composition(scores, in_previous, circuit, random_level, title="QK circuit"):
+    """Left: how much layer 1's queries, keys and values read of each layer-0 head's output, ``scores``
+    ``(seeds, 3, H0, H1)`` from ``composition_scores``, averaged over layer 1's heads: a dot per seed
+    and layer-0 head, filled where ``in_previous`` ``(seeds, H0)`` marks a previous-token head, with a
+    bar at their median; ``random_level`` dashed. Right: one ``qk_circuit`` ``(V, V)`` as a heatmap,
+    titled ``title``. Returns the Figure."""
+    scores, in_previous, circuit = (_as_numpy(scores, float), _as_numpy(in_previous, bool),
+                                    _as_numpy(circuit, float))
+    if scores.ndim != 4 or scores.shape[1] != 3 or in_previous.shape != scores.shape[::2][:1] + scores.shape[2:3]:
+        raise ValueError(f"scores must be (seeds, 3, H0, H1) and in_previous (seeds, H0), got {scores.shape} and "
+                         f"{in_previous.shape}")
+    fig, (ax_scores, ax_circuit) = plt.subplots(1, 2, figsize=(11, 4.2), layout="constrained",
+                                                gridspec_kw={"width_ratios": [1, 1.1]})
+    read = scores.mean(axis=3)  # (seeds, 3, H0): averaged over layer 1's heads
+    seeds = read.shape[0]
+    offsets = np.linspace(-0.25, 0.25, seeds) if seeds > 1 else np.zeros(1)
+    for column in range(3):
+        ax_scores.bar(column, np.median(read[:, column][in_previous]), color="C3", alpha=0.3, width=0.6)
+        for seed in range(seeds):
+            mine = in_previous[seed]
+            ax_scores.scatter(np.full(mine.sum(), column + offsets[seed]), read[seed, column][mine], color="C3",
+                              s=20, zorder=3, label="a previous-token head" if column == seed == 0 else None)
+            ax_scores.scatter(np.full((~mine).sum(), column + offsets[seed]), read[seed, column][~mine],
+                              facecolors="none", edgecolors="grey", s=20, zorder=3,
+                              label="another layer-0 head" if column == seed == 0 else None)
+    ax_scores.axhline(random_level, color="grey", ls="--", lw=1)
+    ax_scores.annotate("random matrices", (1, random_level), xycoords=("axes fraction", "data"), xytext=(-4, 2),
+                       textcoords="offset points", ha="right", va="bottom", fontsize=8, color="grey")
+    ax_scores.set_xticks(range(3), ["queries", "keys", "values"])
+    ax_scores.set(xlabel="what layer 1 reads it with", ylabel="composition score", ylim=(0, None),
+                  title="how much layer 1 reads of each layer-0 head\n(dots: seeds; bar: median of the filled)")
+    ax_scores.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, fontsize=8, frameon=False)
+    limit = np.abs(circuit).max()
+    image = ax_circuit.imshow(circuit, cmap="RdBu_r", vmin=-limit, vmax=limit)
+    fig.colorbar(image, ax=ax_circuit, label="score (query · key)", shrink=0.85)
+    ax_circuit.set(xlabel="the token before the key (what the layer-0 head wrote)", ylabel="the query's token",
+                   title=title)
     return fig
 
 

@@ -9,16 +9,18 @@ __all__ = ["block_study", "prefill_decode", "kv_cache_memory"]
 
 
 def block_study(results, metrics=("validation loss", "token accuracy")):
-    """One panel per measure: each variant's seeds as dots, the median as a bar. ``results``
+    """One panel per measure, one above the other: each variant's seeds as dots, the median as a bar. ``results``
     ``{variant: tensor (seeds, len(metrics))}``, as ``experiments.block_study`` returns. Returns the Figure."""
     _check_results(results)
-    fig, axes = plt.subplots(1, len(metrics), figsize=(5.6 * len(metrics), 4.2), layout="constrained")
+    fig, axes = plt.subplots(len(metrics), 1, figsize=(max(5.6, 0.75 * len(results)), 2.6 * len(metrics) + 1.4),
+                             layout="constrained", sharex=True)
     for column, (ax, label) in enumerate(zip(np.atleast_1d(axes), metrics)):
         _draw_seed_dots(ax, {name: np.asarray(values)[:, column] for name, values in results.items()}, label)
         ax.tick_params(axis="x", labelrotation=35)
         for tick in ax.get_xticklabels():
             tick.set_horizontalalignment("right")
         ax.set_title(label, fontsize=10)
+        ax.grid(axis="y", lw=0.4, alpha=0.5)
     fig.suptitle("each seed (dots), the median (bar); the same recipe for every variant", fontsize=10)
     return fig
 
