@@ -180,9 +180,9 @@ fig = plots.layer_norm_by_hand(tokens[0], plain, F.layer_norm(tokens[0], (8,)))
 # $$\mathrm{RMSNorm}(x) = \gamma \odot \frac{x}{\sqrt{\frac{1}{d}\sum_{i=1}^{d} x_i^2 + \varepsilon}}.$$
 #
 # In their experiments it matched layer norm's results and ran faster. Llama (Touvron et al.,
-# "LLaMA: Open and Efficient Foundation Language Models", 2023) uses it, and so does the block of chapter 12 (`RMSNorm` in
-# `stepbystep.models`, with $\varepsilon = 10^{-6}$). By hand, and on our tokens, whose features
-# average about 3:
+# "LLaMA: Open and Efficient Foundation Language Models", 2023) uses it, and so does the block of
+# chapter 12 (`RMSNorm` in `stepbystep.models`; its $\varepsilon$ defaults to $10^{-6}$). By hand,
+# and on our tokens, whose features average about 3:
 
 # %%
 def rms_norm(x, gamma, eps=1e-6):
@@ -727,8 +727,8 @@ gradient_norms_explorer(runs=runs, steps=35)
 #   their gradients, and each layer adds to a shared residual stream.
 # - **Layer norm** normalises each token over its own features (biased variance, a learned scale
 #   and shift); our version matches `nn.LayerNorm`. **RMSNorm** (chapter 12's) drops the mean
-#   subtraction and the shift, and only divides by the root mean square. **Batch norm** shares statistics across the
-#   batch, lets padding in (a zero comes out at $-\mu/\sigma$) and makes a sequence's output
+#   subtraction and the shift, and only divides by the root mean square. **Batch norm** shares
+#   statistics across the batch, lets padding in (a zero comes out at $-\mu/\sigma$) and makes a sequence's output
 #   depend on its batch-mates.
 # - The **sublayer wrapper** is norm-first $x + \mathrm{drop}(S(\mathrm{LN}(x)))$ or norm-last
 #   $\mathrm{LN}(x + \mathrm{drop}(S(x)))$: `SubLayerWrapper(d_model, dropout, norm_first)`.
