@@ -1,4 +1,4 @@
-"""Chapter 05's round-4 additions: greedy decoding without the causal mask is named."""
+"""Chapter 05: greedy decoding without the causal mask is named."""
 import torch
 
 from stepbystep.exercises import ch05
