@@ -531,10 +531,10 @@ expect_all([
 
 # %% [markdown]
 # The mistakes are where the line is short. A line of 10 to 12 pixels crosses three patches
-# and shows its direction in each; a diagonal of 2 or 3 pixels shows it in one corner of the
+# or more and shows its direction in each; a diagonal of 2 or 3 pixels shows it in one corner of the
 # image, among noise up to 160; and a "line" of one pixel has no direction at all: its class
 # is set by the corner it sits in. Every horizontal or vertical line crosses the whole image,
-# and that row of the ViT's matrix holds the fewest mistakes. Under this noise the
+# and that row of the ViT's matrix holds the fewest mistakes in the median seed. Under this noise the
 # CNN, with its small filters that look at neighbouring pixels, does better than the ViT in
 # every seed. That is this recipe on this data; a larger ViT, or more epochs, might close the
 # gap, and we have not tried.
