@@ -25,11 +25,15 @@
 #   maximum and sum, and **merge** two partial results exactly;
 # - compute attention in **tiles** of queries and keys, equal to `F.scaled_dot_product_attention`
 #   to $10^{-5}$, with padding and causal masks, and **skip** the tiles a causal mask hides;
+# - say where a causal mask's diagonal lies when the queries are fewer than the keys
+#   (**top-left** or **bottom-right**), and which one a decode step with a cache needs;
+# - split one query's keys into chunks and merge their partial results, as **Flash-Decoding**
+#   does;
 # - **measure** the memory an attention call allocates, and show it grow with $L^2$ for the
 #   written-out matrix and with $L$ for the tiles and the fused kernel;
 # - say why the Python tiles are **slower** than the fused kernel at their default block size,
 #   and why a real kernel is faster on a GPU: fewer reads and writes of slow memory, not fewer
-#   operations;
+#   operations; say what FlashAttention-2 and -3 changed, and read measurements made on a GPU;
 # - explain why the **backward pass** recomputes the tiles instead of storing the weights.
 
 # %%
@@ -40,11 +44,13 @@ import time
 import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
+from torch.nn.attention.bias import causal_lower_right
 
 from stepbystep import plots
 from stepbystep.exercises import ch14
 from stepbystep.expect import expect, expect_all, expect_close
 from stepbystep.experiments.attention_kernels import attention_ops
+from stepbystep.experiments.gpu_attention import gpu_memory, gpu_times
 from stepbystep.experiments.memory import MemoryReport, attention_memory, measure_memory, memory_claims
 from stepbystep.models import (
     attend,
@@ -141,8 +147,9 @@ expect(bool(block_l[1] < block_l[0]), "the running sum fell after block 2: its l
 #
 # The first two are the running update. The third says: over both parts, part 1 carries the
 # share $l_1 e^{m_1 - m} / l$ of the total weight, so its average counts that much. The merge
-# is exact, not an approximation, and it can be applied in any order: key block by key block,
-# as below, or in a tree.
+# is exact, not an approximation: in exact arithmetic it gives the softmax over both parts. In
+# floating point it is exact up to rounding, like any sum computed in another order. It can be
+# applied in any order: key block by key block, as below, or in a tree.
 
 # %%
 generator = torch.Generator().manual_seed(0)
@@ -210,6 +217,25 @@ for name, mask in (("no mask", None), ("padding", padding)):
                  atol=1e-5)
     expect_close(ours, attend(q, k, v, mask)[0], f"{name}: and the course's attend (± 1e-5)", atol=1e-5)
 
+# %% [markdown]
+# "Equal" here means equal up to rounding. Two tilings add the same terms in another order, and
+# floating-point addition rounds each step, so their outputs may differ in the last bits: the
+# same attention in blocks of 32 × 48 and in blocks of 64 × 64:
+
+# %% tags=["nbval-ignore-output"]
+by_32_48 = tiled_attention(q, k, v, block_q=32, block_k=48)  # (2, 4, 100, 16)
+by_64_64 = tiled_attention(q, k, v, block_q=64, block_k=64)  # (2, 4, 100, 16)
+print(f"bit for bit equal: {torch.equal(by_32_48, by_64_64)}; "
+      f"largest difference: {(by_32_48 - by_64_64).abs().max():.1e}")
+
+# %%
+expect_close(by_32_48, by_64_64, "the two tilings agree up to rounding (± 1e-6)", atol=1e-6)
+
+# %% [markdown]
+# So compare tiled results with a tolerance (`torch.allclose`, `expect_close`), never with
+# `torch.equal`. The causal mask, two ways:
+
+# %%
 causal = tiled_attention(q, k[:, :, :100], v[:, :, :100], is_causal=True, block_q=32, block_k=48)
 expect_close(causal, F.scaled_dot_product_attention(q, k[:, :, :100], v[:, :, :100], is_causal=True),
              "is_causal: the same as the fused kernel's is_causal (± 1e-5)", atol=1e-5)
@@ -228,9 +254,47 @@ expect(bool(ours[1].abs().max() == 0) and not ours.isnan().any(), "a sequence wi
 expect_close(ours, attend(q, k, v, all_padding)[0], "the course's attend gives the same (± 1e-5)", atol=1e-5)
 
 # %% [markdown]
+# ## Where the causal diagonal lies
+#
+# Under a causal mask, query $i$ reads keys $0$ to $i$. With as many queries as keys, that is
+# the whole story. With fewer queries than keys it is a choice, and the two choices differ.
+# `F.scaled_dot_product_attention(..., is_causal=True)` aligns the mask **top-left**: query $i$
+# reads keys $0$ to $i$, whatever $L_k$. A decode step with a cache (chapter 09: one new query
+# against every cached key), or a chunk of new queries after a cache, needs it aligned
+# **bottom-right**: the last query is the newest token and reads every key, so query $i$ reads
+# keys $0$ to $i + L_k - L_q$. FlashAttention aligns it bottom-right since its version 2.1, and
+# PyTorch offers that alignment as a mask object, `torch.nn.attention.bias.causal_lower_right`.
+# For 3 queries and 10 keys (1: may read):
+
+# %%
+for alignment in ("top_left", "bottom_right"):
+    offset = 0 if alignment == "top_left" else 10 - 3  # query i reads keys 0 .. i + offset
+    keep = torch.arange(10)[None, :] <= torch.arange(3)[:, None] + offset  # (3, 10)
+    print(f"{alignment:>12}: " + "  ".join("".join(str(int(x)) for x in row) for row in keep))
+
+# %% [markdown]
+# Top-left, the first new query reads key 0 alone: a decode step aligned that way would
+# ignore almost its whole cache, without any error. `tiled_attention` takes both
+# (`causal_alignment`, top-left by default, as PyTorch's `is_causal`):
+
+# %%
+q3, k10, v10 = q[:, :, :3], k[:, :, :10], v[:, :, :10]  # (2, 4, 3, 16), (2, 4, 10, 16), (2, 4, 10, 16)
+top_left = tiled_attention(q3, k10, v10, is_causal=True, block_q=2, block_k=4)  # (2, 4, 3, 16)
+bottom_right = tiled_attention(q3, k10, v10, is_causal=True, causal_alignment="bottom_right",
+                               block_q=2, block_k=4)  # (2, 4, 3, 16)
+expect_close(top_left, F.scaled_dot_product_attention(q3, k10, v10, is_causal=True),
+             "top-left: F.scaled_dot_product_attention's is_causal (± 1e-5)", atol=1e-5)
+expect_close(bottom_right, F.scaled_dot_product_attention(q3, k10, v10, attn_mask=causal_lower_right(3, 10)),
+             "bottom-right: PyTorch's causal_lower_right (± 1e-5)", atol=1e-5)
+expect_close(top_left[:, :, 0], v10[:, :, 0], "top-left, the first query reads key 0 alone: its output is value 0",
+             atol=1e-6)
+expect_close(bottom_right[:, :, 2], F.scaled_dot_product_attention(q3[:, :, 2:], k10, v10)[:, :, 0],
+             "bottom-right, the last query reads all 10 keys (± 1e-5)", atol=1e-5)
+
+# %% [markdown]
 # ## Causal tiles: skipped, not masked
 #
-# Under a causal mask, query $i$ reads keys $0$ to $i$. A tile whose **first key comes after
+# Back to as many queries as keys. A tile whose **first key comes after
 # its last query** holds nothing but future keys: every one of its weights would be 0. The
 # written-out attention computes those scores and masks them; the tiles can skip them
 # altogether. `tile_plan` lists the tiles the loop runs, and `tiled_attention(...,
@@ -405,10 +469,12 @@ expect(tiled_fastest[0] > tiled_fastest[2], "blocks of 32 take longer than block
 # %% [markdown]
 # The fused kernel beats the Python tiles at the default blocks of 64, and at 32 by more. Each
 # tile costs a handful of separate PyTorch operations, each launched from Python and each
-# reading its inputs from memory and writing its result back: a tile of scores is written by
-# the matrix product, then read and written again by the subtraction, the exponential, the
-# sum. With blocks of 32 there are 4,096 tiles per head, 16 times as many as with blocks of
-# 128, and the cost of launching their operations adds up. With blocks of 128 or 256 there are
+# writing a new tensor that the next one reads: a tile of scores is written by the matrix
+# product, then read and written again by the subtraction, the exponential, the sum. On a
+# CPU a tile this small stays in the processor's caches, so what grows with the number of
+# tiles is mostly the number of operations launched: with blocks of 32 there are 4,096 tiles
+# per head, 16 times as many as with blocks of 128, and the cost of launching their
+# operations adds up. With blocks of 128 or 256 there are
 # few tiles, and on one thread the loop can come close to the fused kernel; how close changes
 # from run to run with the machine's load, so we claim nothing about it. The naive attention,
 # for its part, writes its $2{,}048 \times 2{,}048$ matrices (16 MiB each per head) to main
@@ -436,6 +502,14 @@ expect(tiled_fastest[0] > tiled_fastest[2], "blocks of 32 take longer than block
 # its own group of the GPU's processors, besides the batch and the heads; it reports about 2
 # times the speed of FlashAttention.
 #
+# FlashAttention-2 also changed the work inside one block of the GPU. There, several groups
+# of 32 threads (warps) share a tile. In FlashAttention each warp took a slice of the keys and
+# values ("split-K"): every warp then held a partial result for the same queries, and the
+# warps had to write them to shared memory, wait for each other and add them up, the merge of
+# this chapter done between warps. FlashAttention-2 gives each warp a slice of the queries
+# instead, with the keys and values shared: each warp's rows are then complete on their own,
+# and nothing is exchanged.
+#
 # The 2022 paper counts the HBM accesses: $\Theta(N^2 d^2 / M)$ for FlashAttention against
 # $\Theta(N d + N^2)$ for standard attention, with $N$ the length, $d$ the head size and $M$
 # the size of the SRAM. With $d = 64$, $d^2 = 4{,}096$, while 192 KB hold about 98,000
@@ -456,6 +530,109 @@ expect(tiled_fastest[0] > tiled_fastest[2], "blocks of 32 take longer than block
 # standard attention, and the memory overhead of self-attention at length 16,384
 # reduced 59-fold for inference and 32-fold for differentiation.
 #
+# ## Measured on a GPU
+#
+# The argument above is about GPUs, and so far we measured a CPU. Here are measurements made
+# once, on one NVIDIA H200 with PyTorch 2.11, in half precision (float16), 16 heads of 64: one
+# run on one machine, so read the sizes of the gaps, not the last digit.
+#
+# | | peak extra memory, one sequence of 16,384 | forward, 4 sequences of 4,096 | forward and backward, the same |
+# |---|---|---|---|
+# | written out | 16,416 MiB | 5.6 ms | 12.3 ms |
+# | `scaled_dot_product_attention`, its FlashAttention kernel | 32 MiB | 0.64 ms | 2.3 ms |
+# | `scaled_dot_product_attention`, its MATH backend | | 16.9 ms | |
+# | our Python tiles, blocks of 256 | | 95 ms | 192 ms |
+# | our Python tiles, blocks of 64 | 35 MiB | 1,374 ms | |
+#
+# The memory is this chapter's story at a larger scale. Written out, one sequence of 16,384
+# holds two $16 \times 16{,}384 \times 16{,}384$ half-precision matrices, the scores and the
+# weights, 8,192 MiB each, beside the 32 MiB output. The FlashAttention kernel holds the
+# output and next to nothing else, and our tiles 3 MiB more. The time is what the CPU could not
+# show: the kernel runs the forward pass about 9 times as fast as the written-out attention,
+# forward and backward about 5 times. The MATH backend, which writes the matrix out too, was
+# slower still on this GPU. Our Python tiles need as little memory as the kernel but run about
+# 150 times slower than it at blocks of 256, and about 14 times slower again at blocks of 64
+# (16 times as many tiles): on a GPU each of a tile's small operations is a kernel of its own,
+# launched from Python, and the launches, not the arithmetic, take the time. FlashAttention's
+# speed comes from running every tile inside one kernel.
+#
+# On a machine with a CUDA GPU the next cell measures the same three ways there
+# (`gpu_memory`, `gpu_times`: the peak from `torch.cuda.max_memory_allocated`, the times from
+# CUDA events after warm-up calls, the ways taking turns). It takes a minute or two; without a
+# GPU it measures nothing.
+
+# %% tags=["nbval-ignore-output"]
+if torch.cuda.is_available():
+    print(f"on {torch.cuda.get_device_name()}, PyTorch {torch.__version__}, float16, 16 heads of 64")
+    gpu_peaks = gpu_memory(length=16384, batch=1, blocks=(64,))  # {way: bytes, or None}
+    gpu_forward = gpu_times(length=4096, batch=4, blocks=(256, 64))  # {way: ms, or None}
+    gpu_both = gpu_times(length=4096, batch=4, blocks=(256,), backward=True,
+                         ways=("written out", "SDPA, flash kernel", "tiles of 256"))
+    for name in gpu_forward:
+        cells = [f"{gpu_peaks[name] / 2**20:,.0f} MiB" if gpu_peaks.get(name) is not None else "-",
+                 f"{gpu_forward[name]:,.2f} ms" if gpu_forward[name] is not None else "cannot run",
+                 f"{gpu_both[name]:,.2f} ms" if gpu_both.get(name) is not None else "-"]
+        print(f"{name:>20}: peak at 16,384 {cells[0]:>11}; forward {cells[1]:>11}; forward and backward {cells[2]}")
+else:
+    print("no CUDA GPU here: nothing to measure")
+
+# %% [markdown]
+# FlashAttention-3 (Shah, Bikshandi, Zhang, Thakkar, Ramani and Dao, "FlashAttention-3: Fast
+# and Accurate Attention with Asynchrony and Low-precision", 2024) is written for NVIDIA's
+# Hopper GPUs, the H100. There the matrix units are so fast that the softmax's exponentials,
+# computed by much slower units, take a large share of the time, so FlashAttention-3 overlaps
+# the two kinds of work. Some warps only copy tiles in, with Hopper's asynchronous copy unit
+# (TMA), while others compute ("warp specialisation"); two groups of warps take turns, the
+# softmax of one running while the other's matrix products do ("ping-pong" scheduling); and
+# within one group, the softmax of one tile overlaps the matrix products of the next. It also
+# runs in 8-bit floating point (FP8), with one scale per block of numbers, and first multiplies
+# the queries and the keys by the same random orthogonal matrix, which leaves $q \cdot k$
+# unchanged but spreads the rare large entries that FP8 would round badly ("incoherent
+# processing"). On an H100 in FP16 it reports 1.5 to 2.0 times the speed of FlashAttention-2,
+# up to 740 TFLOP/s, 75% of the GPU's peak.
+#
+# ## Decoding: one query, many keys
+#
+# A decode step with a cache (chapter 09) has one new query and every cached key: $L_q = 1$.
+# FlashAttention-2 shares the work out by sequence, head and block of queries; with one query
+# there is one block per sequence and head, and a batch of one sequence with 16 heads keeps 16
+# of the GPU's multiprocessors busy, on a GPU that has over a hundred. Flash-Decoding (Dao,
+# Haziza, Massa and Sizov, "Flash-Decoding for long-context inference", 2023) splits the
+# **keys** and values into chunks instead: each chunk computes its own partial result
+# $(m, l, o)$ on its own processors, and a last small step merges them. That merge is this
+# chapter's `merge_partials`. One decode step, 16 heads, 4,096 cached keys in 4 chunks, merged
+# in a tree:
+
+# %%
+decode_generator = torch.Generator().manual_seed(2)
+q_new = torch.randn(1, 16, 1, 64, generator=decode_generator)  # (N, H, 1, d): the new token's query
+k_cache, v_cache = (torch.randn(1, 16, 4096, 64, generator=decode_generator) for _ in range(2))  # (N, H, 4096, d)
+
+
+def chunk_partial(q, k, v):
+    """One chunk's partial result: its max m and sum l (N, H, 1), its output o (N, H, 1, d)."""
+    s = q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5  # (N, H, 1, chunk)
+    m = s.amax(dim=-1)  # (N, H, 1)
+    p = torch.exp(s - m.unsqueeze(-1))  # (N, H, 1, chunk)
+    l = p.sum(dim=-1)  # (N, H, 1)
+    return m, l, p @ v / l.unsqueeze(-1)  # (N, H, 1), (N, H, 1), (N, H, 1, d)
+
+
+partials = [chunk_partial(q_new, k_chunk, v_chunk)  # 4 chunks of 1,024 keys: each could run on its own
+            for k_chunk, v_chunk in zip(k_cache.chunk(4, dim=2), v_cache.chunk(4, dim=2))]
+left, right = merge_partials(*partials[0], *partials[1]), merge_partials(*partials[2], *partials[3])
+m, l, o = merge_partials(*left, *right)  # the root of the tree: every key
+all_scores = q_new @ k_cache.transpose(-2, -1) / 8  # (1, 16, 1, 4096): for the check only
+expect_close(o, F.scaled_dot_product_attention(q_new, k_cache, v_cache),
+             "4 chunks merged in a tree give the attention over all 4,096 keys (± 1e-5)", atol=1e-5)
+expect_close(m + l.log(), torch.logsumexp(all_scores, dim=-1),
+             "and m + log l is the log-sum-exp of all 4,096 scores (± 1e-4)", atol=1e-4)
+
+# %% [markdown]
+# The chunks need no causal mask: every cached key comes before the new token. When a chunk
+# of several new queries is attended at once (a prompt read in pieces), the mask is the
+# bottom-right one of the section on the causal diagonal.
+#
 # ## The backward pass recomputes
 #
 # Autograd through the naive attention keeps the $L \times L$ weights for the backward pass:
@@ -469,7 +646,14 @@ expect(tiled_fastest[0] > tiled_fastest[2], "blocks of 32 take longer than block
 # it inside the kernel and, in the backward pass, regenerates the dropout mask from the saved
 # state of the random number generator instead of storing it.
 #
-# One more term is needed, and it too comes without the weights. Row $i$'s output is
+# Our backward loop keeps the forward's order: query blocks outside, key blocks inside, so
+# every query block adds into the rows of $dK$ and $dV$ of the keys it read. In PyTorch, which
+# runs one tile after the other, that is harmless; a GPU kernel running the query blocks in
+# parallel would need atomic additions for $dK$ and $dV$. FlashAttention-2's backward swaps the loops: each key block is the outer
+# loop of its own group of processors, its $dK$ and $dV$ stay on the chip, and only $dQ$ is
+# accumulated in main memory with atomic additions.
+#
+# Back to the gradient itself: one more term is needed, and it too comes without the weights. Row $i$'s output is
 # $o_i = \sum_j p_{ij} v_j$; with $dO_i$ the gradient arriving at it, the gradient of weight
 # $p_{ij}$ is $dp_{ij} = dO_i \cdot v_j$, and through the softmax the gradient of score $ij$ is
 # $p_{ij}\,(dp_{ij} - \sum_k p_{ik}\, dp_{ik})$. The sum is
@@ -530,22 +714,34 @@ tiles_explorer()
 #   same result.
 # - The **online softmax** (Milakov and Gimelshein 2018) reads the scores in blocks with a
 #   running maximum $m$ and sum $l$: when the maximum grows from $m$ to $m'$ the old sum is
-#   multiplied by $e^{m - m'}$. Two partial results $(m, l, o)$ **merge** exactly.
+#   multiplied by $e^{m - m'}$. Two partial results $(m, l, o)$ **merge** exactly, in any order
+#   (in floating point, up to rounding: compare tilings with a tolerance).
 # - **Tiled attention** (Rabe and Staats 2021; Dao et al. 2022) applies this per query row to
 #   tiles of queries and keys; it matches `F.scaled_dot_product_attention` to $10^{-5}$ for any
 #   block sizes, padding and causal masks, and gives zeros to a row with no key, as the
 #   course's attention does.
+# - With fewer queries than keys, a causal mask is aligned **top-left** (query $i$ reads keys
+#   $0..i$, PyTorch's `is_causal`) or **bottom-right** (keys $0..i + L_k - L_q$), which new
+#   queries after a cache need; `tiled_attention(..., causal_alignment=...)` does both.
 # - Under a causal mask, the $n(n-1)/2$ tiles above the diagonal are **skipped**, not masked.
 # - **Measured** on one head: the naive peak grows with $L^2$ (over 512 MiB at 8,192); the
 #   tiled and the fused peaks grow with $L$, like the output. The fused call is frugal only
 #   when its backend is a tiled kernel: PyTorch's FlashAttention kernel for the CPU by
 #   default here, while the `MATH` backend writes the matrix out.
 # - The Python tiles are **slower** than the fused kernel at the default blocks of 64: many
-#   small operations, each launched from Python, each a round trip to main memory. A real
-#   kernel wins on a GPU by keeping the tiles in on-chip SRAM: fewer reads and writes of HBM,
-#   not fewer FLOPs.
+#   small operations, each launched from Python and each writing its result out before the
+#   next reads it. A real kernel wins on a GPU by keeping the tiles in on-chip SRAM: fewer
+#   reads and writes of HBM, not fewer FLOPs. Measured once on an H200: at 16,384 tokens the
+#   written-out attention held 16,416 MiB, the flash kernel 32 MiB; the kernel's forward pass
+#   ran about 9 times as fast; our Python tiles used as little memory but ran about 150 times
+#   slower than the kernel.
+# - FlashAttention-2 swapped the loops, shared the work out by query block and split each
+#   block's queries between warps; FlashAttention-3 overlaps the softmax with the matrix
+#   products on Hopper GPUs and adds FP8. **Flash-Decoding** splits one query's keys into
+#   chunks and merges their partial results, the merge of this chapter.
 # - The **backward pass** keeps the output and one log-sum-exp per row and recomputes the
-#   tiles; its gradients match autograd's, without an $L \times L$ matrix.
+#   tiles; its gradients match autograd's, without an $L \times L$ matrix. FlashAttention-2
+#   runs it with the key blocks outside, so that only $dQ$ needs atomic additions.
 
 # %% [markdown]
 # ## Your turn
@@ -591,8 +787,10 @@ ch14.running_update.check(my_update)
 
 # %% [markdown]
 # **3. Causal tiles skipped.** Write `my_skipped(l_q, l_k, block_q, block_k)`: how many tiles
-# a causal tiled attention skips (query $i$ reads keys $0$ to $i$), for any lengths and block
-# sizes, the last block possibly shorter. Predict first: for 10 queries and keys in blocks of
+# a causal tiled attention skips, aligned top-left (query $i$ reads keys $0$ to $i$, as
+# `is_causal`), for any lengths and block sizes, the last block possibly shorter. (Then, no
+# checker: how does your count change aligned bottom-right? Compare with
+# `tile_plan(..., is_causal=True, causal_alignment="bottom_right")`.) Predict first: for 10 queries and keys in blocks of
 # 3, how many tiles in all, and how many skipped?
 
 # %%

@@ -123,3 +123,9 @@ def test_hints_and_solutions_print(capsys):
         exercise.solution()
     printed = capsys.readouterr().out
     assert "unfold" in printed and "def _token_count_solution" in printed and "states[:, 1:]" in printed
+
+
+def test_token_count_dividing_the_pixels_by_the_patch_side_is_caught(fails_with):
+    message = fails_with(ch11.token_count, lambda h, w, p: (h * w // p + 1, (h * w // p + 1) ** 2),
+                         "how many pixels does one")
+    assert "16" not in message  # p² is not given away

@@ -118,3 +118,26 @@ def test_skipped_tiles_diagnoses(fails_with):
 def test_failed_checks_do_not_reveal_the_counts():
     message = repr(ch14.skipped_tiles.check(lambda *args: 0))
     assert "(12, 12, 4, 6)" in message and "1" not in message.replace("(12, 12, 4, 6)", "")
+
+
+def test_merge_tells_a_nan_from_zero_over_zero_apart_from_one_from_minus_inf(fails_with):
+    def guarded_but_divides(m1, l1, o1, m2, l2, o2):  # the exponentials are safe; 0/0 when both are empty
+        m = max(m1, m2)
+        m_safe = 0.0 if m == float("-inf") else m
+        w1, w2 = l1 * math.exp(m1 - m_safe), l2 * math.exp(m2 - m_safe)
+        return m, w1 + w2, (o1 * w1 + o2 * w2) / torch.tensor(w1 + w2, dtype=o1.dtype)
+
+    message = fails_with(ch14.merge, guarded_but_divides, "what is 0 / 0?")
+    assert "-inf - (-inf)" not in message
+
+
+def test_merge_diagnoses_outputs_weighed_by_their_own_sums(fails_with):
+    def raw_weights(m1, l1, o1, m2, l2, o2, divide_by_merged):
+        m = max(m1, m2)
+        w1, w2 = l1 * math.exp(m1 - m), l2 * math.exp(m2 - m)
+        return m, w1 + w2, (o1 * l1 + o2 * l2) / ((w1 + w2) if divide_by_merged else (l1 + l2))
+
+    for divide_by_merged in (False, True):
+        message = fails_with(ch14.merge, lambda *args: raw_weights(*args, divide_by_merged),
+                             "weighs each block by its own l")
+        assert "exp(" not in message  # the rescaling is named, not written out

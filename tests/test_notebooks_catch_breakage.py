@@ -105,8 +105,8 @@ BREAKS = [
         return broken""",
           "merging the partial results of keys 0-4 and 5-11 gives the softmax-weighted values (± 1e-6)"),
     Break("causal-diagonal-tiles-skipped", "14_tiled_attention", "stepbystep.models", "tile_plan", """
-        def broken(l_q, l_k, block_q, block_k, is_causal=False):  # the diagonal tiles skipped too
-            plan, counts = original(l_q, l_k, block_q, block_k, is_causal)
+        def broken(l_q, l_k, block_q, block_k, is_causal=False, causal_alignment="top_left"):  # diagonal tiles skipped too
+            plan, counts = original(l_q, l_k, block_q, block_k, is_causal, causal_alignment)
             if is_causal:
                 plan = [(rows, [keys for keys in key_blocks if keys[1] <= rows[0]] or key_blocks[:1])
                         for rows, key_blocks in plan]

@@ -126,6 +126,9 @@ def _check_token_count(answer):
                         "along the width differ")
             if tokens in (height // patch_size + 1, width // patch_size + 1, (height + width) // patch_size + 1):
                 return f"for {where}: the patches tile the image in two directions: count a grid, not a line"
+            if tokens == height * width // patch_size + 1:
+                return (f"for {where}: you divided the pixels by the patch size; how many pixels does one "
+                        f"{patch_size}x{patch_size} patch hold?")
             return f"for {where}: the number of tokens is not right"
         if weights != wanted_weights:
             if weights == (tokens - 1) ** 2:

@@ -79,6 +79,10 @@ def _check_merge(answer):
             return "your o is not divided by the merged sum: it should be a weighted mean of the values"
         if torch.allclose(got[2], (args[2].double() + args[5].double()) / 2, atol=1e-5):
             return "your o is the plain mean of the two outputs: the block with the larger share of the sum weighs more"
+        raw = args[2].double() * args[1] + args[5].double() * args[4]  # each o weighed by its block's own l
+        if any(torch.allclose(got[2], raw / total, atol=1e-5) for total in (args[1] + args[4], l)):
+            return ("your o weighs each block by its own l, but each l was measured against its own block's max: "
+                    "measure both against the merged max first")
         return "the merged o is not the softmax-weighted mean of the values of both blocks"
     part = _partial(*_MERGE_CASES[0][0])
     part = (float(part[0]), float(part[1]), part[2])
@@ -89,9 +93,12 @@ def _check_merge(answer):
                                   "(m, l, o)")
         if problem:
             return problem
-        if any(torch.isnan(x).any() for x in got):
+        if any(torch.isnan(x).any() for x in got[:2]):
             return (f"with {what} (every key masked: m = -inf, l = 0, o zeros) your merge gives NaN: "
                     "what is -inf - (-inf)?")
+        if torch.isnan(got[2]).any():
+            return (f"with {what} (every key masked: m = -inf, l = 0, o zeros) your m and l are fine but o is NaN: "
+                    "what is 0 / 0? With no key at all, there is nothing to divide by")
         wanted = part if what != "both parts empty" else empty
         if not (float(got[0]) == float(wanted[0]) and math.isclose(float(got[1]), float(wanted[1]), rel_tol=1e-6)
                 and got[2].shape == wanted[2].shape and torch.allclose(got[2], wanted[2].double(), atol=1e-6)):

@@ -54,8 +54,11 @@ from .vit import (
     cls_attention_maps,
     cls_attention_overlay,
     confusion_heatmap,
+    confusion_over_seeds,
+    error_by_length,
     line_samples,
     patch_grid,
+    position_similarity_grid,
     tokens_by_patch_size,
 )
 from .todays_block import block_study, kv_cache_memory, prefill_decode

@@ -1,4 +1,5 @@
-"""Chapter 11's figures: line images, patches, token counts, a confusion matrix, CLS attention."""
+"""Chapter 11's figures: line images, patches, token counts, confusion matrices (one run or over seeds),
+errors by line length, the learned position table's similarities, CLS attention."""
 import textwrap
 
 import matplotlib.pyplot as plt
@@ -14,6 +15,9 @@ __all__ = [
     "patch_grid",
     "tokens_by_patch_size",
     "confusion_heatmap",
+    "confusion_over_seeds",
+    "error_by_length",
+    "position_similarity_grid",
     "cls_attention_overlay",
     "cls_attention_maps",
 ]
@@ -139,6 +143,103 @@ def confusion_heatmap(confusion, class_names, title="confusion matrix"):
     ax.set_ylabel("true class")
     ax.tick_params(axis="y", rotation=0)
     ax.set_title(title)
+    return fig
+
+
+def confusion_over_seeds(confusions, class_names):
+    """One confusion matrix per model, summarised over seeds; returns the Figure.
+
+    ``confusions`` ``{model name: (seeds, n_classes, n_classes) counts}``. Each cell shows the
+    median count over the seeds and, below it, the smallest and largest; its colour is the
+    median of the row shares, so a perfect classifier is a bright diagonal.
+    """
+    import seaborn as sns  # imported here: importing the plots stays light
+
+    n_classes = len(class_names)
+    if not confusions:
+        raise ValueError("confusions must hold at least one model")
+    fig, axes = plt.subplots(1, len(confusions), figsize=(0.6 + (1.3 * n_classes + 0.9) * len(confusions),
+                                                          1.6 + 1.0 * n_classes), squeeze=False, layout="constrained")
+    for ax, (name, counts) in zip(axes[0], confusions.items()):
+        counts = _as_numpy(counts, float)
+        if counts.ndim != 3 or counts.shape[1:] != (n_classes, n_classes):
+            raise ValueError(f"{name}: expected (seeds, {n_classes}, {n_classes}) counts, got {counts.shape}")
+        totals = counts.sum(axis=2, keepdims=True)  # (seeds, n, 1)
+        shares = np.median(np.divide(counts, totals, out=np.zeros_like(counts), where=totals > 0), axis=0)  # (n, n)
+        low, middle, high = counts.min(axis=0), np.median(counts, axis=0), counts.max(axis=0)  # (n, n) each
+        labels = np.array([[f"{middle[i, j]:g}\n({low[i, j]:g}-{high[i, j]:g})" for j in range(n_classes)]
+                           for i in range(n_classes)])
+        sns.heatmap(shares, annot=labels, fmt="", annot_kws={"fontsize": 8}, cmap="Blues", vmin=0.0, vmax=1.0,
+                    xticklabels=[textwrap.fill(name, 12) for name in class_names],
+                    yticklabels=class_names if ax is axes[0, 0] else False, cbar=ax is axes[0, -1],
+                    cbar_kws={"label": "share of the true class (median)"}, linewidths=0.5, linecolor="white",
+                    square=True, ax=ax)
+        ax.set_xlabel("predicted class", labelpad=8)
+        ax.tick_params(axis="y", rotation=0)
+        ax.set_title(f"{name}: median of {counts.shape[0]} seeds\n(smallest-largest)", fontsize=9)
+    axes[0, 0].set_ylabel("true class")
+    return fig
+
+
+def error_by_length(bins, errors):
+    """The share of images each model gets wrong, by the length of their line; returns the Figure.
+
+    ``bins``: one label per length range; ``errors`` ``{model name: (seeds, len(bins)) shares}``.
+    Each seed is a dot, the median a line.
+    """
+    bins = list(bins)
+    if not errors:
+        raise ValueError("errors must hold at least one model")
+    fig, ax = plt.subplots(figsize=(1.2 * len(bins) + 2.6, 3.4), layout="constrained")
+    positions = np.arange(len(bins))
+    for column, (name, shares) in enumerate(errors.items()):
+        shares = _as_numpy(shares, float)
+        if shares.ndim != 2 or shares.shape[1] != len(bins):
+            raise ValueError(f"{name}: expected (seeds, {len(bins)}) shares, got {shares.shape}")
+        offset = (column - (len(errors) - 1) / 2) * 0.12
+        for seed_shares in shares:
+            ax.scatter(positions + offset, seed_shares, color=f"C{column}", s=16, alpha=0.6)
+        ax.plot(positions + offset, np.median(shares, axis=0), color=f"C{column}", marker="_", markersize=14,
+                label=f"{name} ({shares.shape[0]} seeds; line: median)")
+    ax.set_xticks(positions, bins)
+    ax.set_xlabel("pixels in the line")
+    ax.set_ylabel("share of the images wrong")
+    ax.set_ylim(bottom=0)
+    ax.legend(fontsize=8, frameon=False)
+    ax.set_title("where the mistakes are: each seed a dot", fontsize=10)
+    return fig
+
+
+def position_similarity_grid(similarities):
+    """What learned position tables hold, as in Dosovitskiy et al.'s Figure 7; returns the Figure.
+
+    ``similarities`` ``{title: (n_patches, n_patches)}`` cosine similarities (a square grid of
+    patches). For each table, the cell of patch (row, column) is a small map of that patch's
+    similarity to every patch, laid out as the image's grid.
+    """
+    if not similarities:
+        raise ValueError("similarities must hold at least one table")
+    tables = {title: _as_numpy(table, float) for title, table in similarities.items()}
+    for title, table in tables.items():
+        grid = round(table.shape[0] ** 0.5) if table.ndim == 2 else 0
+        if table.ndim != 2 or table.shape[0] != table.shape[1] or grid * grid != table.shape[0]:
+            raise ValueError(f"{title}: expected (n_patches, n_patches) for a square grid, got {table.shape}")
+    grid = round(next(iter(tables.values())).shape[0] ** 0.5)
+    fig = plt.figure(figsize=(3.3 * len(tables) + 0.9, 3.6), layout="constrained")
+    panels = fig.subfigures(1, len(tables), squeeze=False)[0]
+    for panel, (title, table) in zip(panels, tables.items()):
+        axes = panel.subplots(grid, grid, squeeze=False)
+        for patch, ax in enumerate(axes.ravel()):
+            image = ax.imshow(table[patch].reshape(grid, grid), cmap="RdBu_r", vmin=-1, vmax=1,
+                              interpolation="nearest")
+            ax.set_xticks([])
+            ax.set_yticks([])
+        for row in range(grid):
+            axes[row, 0].set_ylabel(f"row {row}", fontsize=8)
+        for column in range(grid):
+            axes[-1, column].set_xlabel(f"column {column}", fontsize=8)
+        panel.suptitle(title, fontsize=9)
+    panels[-1].colorbar(image, ax=axes.ravel().tolist(), shrink=0.8, label="cosine similarity")
     return fig
 
 

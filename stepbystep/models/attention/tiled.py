@@ -15,7 +15,9 @@ import torch
 from ...checks import check_instance, check_positive_int, check_tensor
 from .masks import keep_mask
 
-__all__ = ["TileCounts", "tile_plan", "tiled_attention"]
+__all__ = ["CAUSAL_ALIGNMENTS", "TileCounts", "tile_plan", "tiled_attention"]
+
+CAUSAL_ALIGNMENTS = ("top_left", "bottom_right")
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,7 @@ class _Plan:
 
     tiles: list
     is_causal: bool
+    offset: int  # query i reads keys 0 .. i + offset: 0 top-left, L_k - L_q bottom-right
 
 
 def _blocks(length, size):
@@ -44,24 +47,35 @@ def _blocks(length, size):
     return [(start, min(start + size, length)) for start in range(0, length, size)]
 
 
-def tile_plan(l_q, l_k, block_q, block_k, is_causal=False):
+def _causal_offset(l_q, l_k, causal_alignment):
+    """How many keys past its own index a query reads under a causal mask: query ``i`` reads ``0 .. i + offset``."""
+    check_instance("causal_alignment", causal_alignment, str, "'top_left' or 'bottom_right'")
+    if causal_alignment not in CAUSAL_ALIGNMENTS:
+        raise ValueError(f"causal_alignment must be one of {CAUSAL_ALIGNMENTS}, got {causal_alignment!r}")
+    return 0 if causal_alignment == "top_left" else l_k - l_q
+
+
+def tile_plan(l_q, l_k, block_q, block_k, is_causal=False, causal_alignment="top_left"):
     """The tiles the loop runs: a list of ``((q_start, q_end), [(k_start, k_end), ...])``, and the ``TileCounts``.
 
-    Under ``is_causal`` (query ``i`` reads keys ``0..i``, as ``F.scaled_dot_product_attention``'s
-    ``is_causal``) a tile whose first key comes after its last query lies wholly above the
-    diagonal: it is left out of the plan, never computed.
+    Under ``is_causal`` a tile whose first key comes after the last key its last query may read
+    lies wholly above the diagonal: it is left out of the plan, never computed. The diagonal is
+    ``causal_alignment``'s: ``"top_left"`` (query ``i`` reads keys ``0..i``, as
+    ``F.scaled_dot_product_attention``'s ``is_causal``) or ``"bottom_right"`` (keys
+    ``0..i + L_k - L_q``: the last query reads every key, as new queries after a cache must).
     """
+    offset = _causal_offset(l_q, l_k, causal_alignment)
     plan, skipped = [], 0
     for q_start, q_end in _blocks(l_q, block_q):
         key_blocks = [(k_start, k_end) for k_start, k_end in _blocks(l_k, block_k)
-                      if not (is_causal and k_start > q_end - 1)]
+                      if not (is_causal and k_start > q_end - 1 + offset)]
         skipped += math.ceil(l_k / block_k) - len(key_blocks)
         plan.append(((q_start, q_end), key_blocks))
     computed = sum(len(key_blocks) for _, key_blocks in plan)
     return plan, TileCounts(computed, skipped)
 
 
-def _tile_keep(mask, is_causal, q_block, k_block, device):
+def _tile_keep(mask, plan, q_block, k_block, device):
     """Which keys of the tile each query may read, ``(1 or N, 1, 1 or bq, bk)`` bool; ``None``: all of them."""
     (q_start, q_end), (k_start, k_end) = q_block, k_block
     keep = None
@@ -69,10 +83,10 @@ def _tile_keep(mask, is_causal, q_block, k_block, device):
         rows = slice(q_start, q_end) if mask.shape[1] > 1 else slice(None)  # a padding mask has one row for all
         keep = mask[:, rows, k_start:k_end].to(device=device, dtype=torch.bool)  # (1 or N, 1 or bq, bk): this tile's
         keep = keep.unsqueeze(1)  # (1 or N, 1, 1 or bq, bk): one mask for every head
-    if is_causal and k_end - 1 > q_start:  # some key of the tile comes after some query: the diagonal crosses it
+    if plan.is_causal and k_end - 1 > q_start + plan.offset:  # some key is past what some query reads: the diagonal crosses
         queries = torch.arange(q_start, q_end, device=device)  # (bq,)
         keys = torch.arange(k_start, k_end, device=device)  # (bk,)
-        causal = keys[None, :] <= queries[:, None]  # (bq, bk): key j no later than query i
+        causal = keys[None, :] <= queries[:, None] + plan.offset  # (bq, bk): key j at most i + offset
         keep = causal if keep is None else keep & causal  # (1 or N, 1, bq, bk)
     return keep
 
@@ -93,14 +107,13 @@ def _forward(q, k, v, mask, plan, scale):
     dtype = _accumulation_dtype(q.dtype)
     out = q.new_empty(*q.shape[:-1], v.shape[-1])  # (N, H, L_q, d_v)
     lse = q.new_empty(q.shape[:-1], dtype=dtype)  # (N, H, L_q)
-    is_causal = plan.is_causal
     for q_block, key_blocks in plan.tiles:
         q_tile = q[..., q_block[0]:q_block[1], :].to(dtype) * scale  # (N, H, bq, d): scaled once, not every tile
         m = q_tile.new_full(q_tile.shape[:-1], float("-inf"))  # (N, H, bq): running max of each row's scores
         l = q_tile.new_zeros(q_tile.shape[:-1])  # (N, H, bq): running sum of exp(score - m)
         acc = q_tile.new_zeros(*q_tile.shape[:-1], v.shape[-1])  # (N, H, bq, d_v): running Σ exp(score - m) · value
         for k_block in key_blocks:
-            keep = _tile_keep(mask, is_causal, q_block, k_block, q.device)  # (1 or N, 1, 1 or bq, bk) or None
+            keep = _tile_keep(mask, plan, q_block, k_block, q.device)  # (1 or N, 1, 1 or bq, bk) or None
             k_tile = k[..., k_block[0]:k_block[1], :].to(dtype)  # (N, H, bk, d)
             v_tile = v[..., k_block[0]:k_block[1], :].to(dtype)  # (N, H, bk, d_v)
             s = _scores(q_tile, k_tile, keep)  # (N, H, bq, bk)
@@ -119,7 +132,14 @@ def _forward(q, k, v, mask, plan, scale):
 
 
 def _backward(grad_out, q, k, v, out, lse, mask, plan, scale):
-    """Gradients of ``q``, ``k``, ``v`` from the saved ``out`` and ``lse``, every tile's weights recomputed."""
+    """Gradients of ``q``, ``k``, ``v`` from the saved ``out`` and ``lse``, every tile's weights recomputed.
+
+    The query blocks are the outer loop, as in the forward pass, so several query blocks add into
+    the same rows of ``grad_k`` and ``grad_v``. That is harmless in PyTorch; a GPU kernel that ran
+    the query blocks in parallel would need atomic adds there. FlashAttention-2's backward swaps
+    the loops instead: each key block outer, its ``dK`` and ``dV`` kept on the chip, and ``dQ``
+    accumulated with atomic adds.
+    """
     dtype = lse.dtype
     q, k, v, out, grad_out = (t.to(dtype) for t in (q, k, v, out, grad_out))  # float32 for half inputs
     grad_q, grad_k, grad_v = torch.zeros_like(q), torch.zeros_like(k), torch.zeros_like(v)
@@ -129,7 +149,7 @@ def _backward(grad_out, q, k, v, out, lse, mask, plan, scale):
         q_tile, g_tile = q[..., rows, :] * scale, grad_out[..., rows, :]  # (N, H, bq, d), (N, H, bq, d_v)
         for k_block in key_blocks:
             cols = slice(k_block[0], k_block[1])
-            keep = _tile_keep(mask, plan.is_causal, q_block, k_block, q.device)  # (1 or N, 1, 1 or bq, bk) or None
+            keep = _tile_keep(mask, plan, q_block, k_block, q.device)  # (1 or N, 1, 1 or bq, bk) or None
             s = _scores(q_tile, k[..., cols, :], keep)  # (N, H, bq, bk): recomputed, not stored
             p = torch.exp(s - lse[..., rows].unsqueeze(-1))  # (N, H, bq, bk): the weights, from the saved lse
             grad_v[..., cols, :] += p.transpose(-2, -1) @ g_tile  # (N, H, bk, d_v)
@@ -158,14 +178,17 @@ class _TiledAttention(torch.autograd.Function):
         return (*(grad.to(q.dtype) for grad in grads), None, None)
 
 
-def tiled_attention(q, k, v, mask=None, is_causal=False, block_q=64, block_k=64, return_counts=False):
+def tiled_attention(q, k, v, mask=None, is_causal=False, block_q=64, block_k=64, return_counts=False,
+                    causal_alignment="top_left"):
     """``softmax(q kᵀ / √d) v`` computed in ``block_q × block_k`` tiles, never the whole score matrix.
 
     Shapes: ``q`` ``(N, H, L_q, d)``, ``k`` ``(N, H, L_k, d)``, ``v`` ``(N, H, L_k, d_v)``;
     ``mask`` the course's keep-mask (``True`` = may attend), ``(1 or N, 1 or L_q, L_k)``: ``(N, 1,
     L_k)`` padding or ``(1, L_q, L_k)`` causal. ``is_causal``: query ``i`` reads keys ``0..i``
-    (as ``F.scaled_dot_product_attention``'s), and tiles wholly above the diagonal are skipped;
-    with ``mask`` too, both apply. A row with no key to read gets zeros, as the course's attention
+    (``causal_alignment="top_left"``, as ``F.scaled_dot_product_attention``'s ``is_causal``) or
+    keys ``0..i + L_k - L_q`` (``"bottom_right"``: the new queries of a decode step or of a chunk
+    after a cache, whose last query reads every key); the two agree when ``L_q = L_k``. Tiles
+    wholly above the diagonal are skipped; with ``mask`` too, both apply. A row with no key to read gets zeros, as the course's attention
     gives. Returns the output ``(N, H, L_q, d_v)``, and with ``return_counts`` also the
     ``TileCounts`` of the tiles computed and skipped. Besides the output and one number per row
     (kept for the backward pass), the largest tensor the forward pass creates holds
@@ -188,6 +211,7 @@ def tiled_attention(q, k, v, mask=None, is_causal=False, block_q=64, block_k=64,
     check_positive_int("block_k", block_k)
     if mask is not None:
         keep_mask(mask, n, l_q, k.shape[2], as_bool=False)  # (1 or N, 1 or L_q, L_k): each tile converts its part
-    tiles, counts = tile_plan(l_q, k.shape[2], block_q, block_k, is_causal)
-    out = _TiledAttention.apply(q, k, v, mask, _Plan(tiles, is_causal))  # (N, H, L_q, d_v)
+    tiles, counts = tile_plan(l_q, k.shape[2], block_q, block_k, is_causal, causal_alignment)
+    plan = _Plan(tiles, is_causal, _causal_offset(l_q, k.shape[2], causal_alignment))
+    out = _TiledAttention.apply(q, k, v, mask, plan)  # (N, H, L_q, d_v)
     return (out, counts) if return_counts else out
