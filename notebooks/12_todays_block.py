@@ -595,7 +595,10 @@ if released is not None:
     print(tokenizer.decode(written[0]))
     reference = released.generate(text_ids, attention_mask=torch.ones_like(text_ids), max_new_tokens=20,
                                   min_new_tokens=20, do_sample=False, pad_token_id=tokenizer.eos_token_id)
-    expect(torch.equal(written, reference), "with the released weights too, 20 greedy tokens equal transformers'")
+
+# %%
+expect(released is None or torch.equal(written, reference),
+       "with the released weights, where this machine has them, 20 greedy tokens equal transformers'")
 
 # %% [markdown]
 # Last, speed. The same weights, the same prompt, the same 128 tokens, one thread: the course's
