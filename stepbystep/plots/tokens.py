@@ -204,6 +204,6 @@ def embedding_runs(val_losses, exact):
     ax.set_xticks(range(1, longest + 1))
     ax.set_xlabel("epoch (validation loss measured at its end)")
     ax.set_ylabel("validation loss (log scale)")
-    ax.set_title("The same model with three embedding settings, one line per seed")
+    ax.set_title(f"The same model in {len(val_losses)} settings, one line per seed")
     fig.legend(fontsize=8, loc="outside lower center")
     return fig
