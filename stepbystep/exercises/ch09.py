@@ -114,6 +114,17 @@ def _check_cached_step(answer):
     if torch.allclose(output, _unprojected(attention, x[:, 5:], new_keys, new_values), atol=1e-5):
         return ("the heads are merged but not projected: attention ends with its output layer "
                 "(output_function does both, linear_out is the projection)")
+    if torch.allclose(output, _attend(attention, x[:, 5:], new_keys[:, :, :1], new_values[:, :, :1]), atol=1e-5):
+        return ("the new token reads only the first key: a causal mask made for one query and t + 1 keys lets "
+                "that query see key 0 alone (PyTorch's is_causal=True lines its triangle up at the top left). "
+                "Which keys may the newest token of a stream read?")
+    if torch.allclose(output, _attend(attention, x[:, 5:], keys, values), atol=1e-5):
+        return ("the new token reads the cached tokens but not itself: does a token read its own key and value "
+                "in causal attention?")
+    if any(torch.allclose(output, _attend(attention, x[:, 5:], new_keys, new_values, softmax_dim=dim), atol=1e-5)
+           for dim in (1, 2)):
+        return ("the weights do not sum to 1 over the keys: the softmax runs over the wrong dimension of the "
+                "(N, h, 1, t + 1) scores")
     return "the output differs from the last row of attention over the whole stream"
 
 
@@ -122,6 +133,14 @@ def _unprojected(attention, x_new, keys, values):
     weights = torch.softmax(q @ keys.transpose(-2, -1) / math.sqrt(attention.d_k), dim=-1)
     context = weights @ values  # (N, h, 1, d_k)
     return context.transpose(1, 2).reshape(x_new.shape[0], 1, -1)  # heads merged, no linear_out
+
+
+def _attend(attention, x_new, keys, values, softmax_dim=-1):
+    """The new token's attention over ``keys`` and ``values`` ``(N, h, k, d_k)``, with the softmax over
+    ``softmax_dim`` of the ``(N, h, 1, k)`` scores: the right step with the right keys and -1."""
+    q = attention.make_chunks(attention.linear_query(x_new))  # (N, h, 1, d_k)
+    weights = torch.softmax(q @ keys.transpose(-2, -1) / math.sqrt(attention.d_k), dim=softmax_dim)  # (N, h, 1, k)
+    return attention.output_function(weights @ values)  # (N, 1, d_model)
 
 
 def _unscaled(attention, x_new, keys, values, dim=1):
