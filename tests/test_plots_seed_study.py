@@ -47,6 +47,22 @@ def test_seed_panels_one_panel_per_metric():
         seed_panels(results, {})
 
 
+def test_seed_panels_draw_error_rates_on_a_log_axis_with_several_references():
+    results = {"ε = 0": [{"err": 0.001, "c": 0.99}, {"err": 0.004, "c": 0.98}],
+               "ε = 0.1": [{"err": 0.01, "c": 0.9}, {"err": 0.02, "c": 0.89}]}
+    fig = seed_panels(results, {"c": "confidence", "err": "error"}, log=("err",),
+                      references={"c": [(0.9, "cap"), (0.995, "ours")], "err": (0.002, "ours")})
+    linear, logarithmic = fig.axes
+    assert linear.get_yscale() == "linear" and logarithmic.get_yscale() == "log"
+    assert logarithmic.get_ylim()[0] > 0 and logarithmic.get_ylim()[1] > 0.02  # every dot inside the axis
+    assert [t.get_text() for t in linear.texts] == ["cap", "ours"] and [t.get_text() for t in logarithmic.texts] == ["ours"]
+    assert [bar.get_height() for bar in logarithmic.patches] == pytest.approx([0.0025, 0.015])
+    with pytest.raises(ValueError, match="above 0"):
+        seed_panels({"a": [{"err": 0.0}]}, {"err": "error"}, log=("err",))
+    with pytest.raises(ValueError, match="log names"):
+        seed_panels(results, {"c": "confidence"}, log=("err",))
+
+
 def test_seed_loss_curves_draws_every_seed_from_step_zero():
     runs = {"untied": [SimpleNamespace(steps=[0, 10, 20], val_losses=[4.0 + s, 2.0, 1.0 + s / 10]) for s in range(3)],
             "tied": [SimpleNamespace(steps=[0, 10, 20], val_losses=[8.0, 3.0, 1.5 + s / 10]) for s in range(3)]}
