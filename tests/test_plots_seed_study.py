@@ -47,20 +47,16 @@ def test_seed_panels_one_panel_per_metric():
         seed_panels(results, {})
 
 
-def test_seed_panels_draw_error_rates_on_a_log_axis_with_several_references():
-    results = {"ε = 0": [{"err": 0.001, "c": 0.99}, {"err": 0.004, "c": 0.98}],
-               "ε = 0.1": [{"err": 0.01, "c": 0.9}, {"err": 0.02, "c": 0.89}]}
-    fig = seed_panels(results, {"c": "confidence", "err": "error"}, log=("err",),
-                      references={"c": [(0.9, "cap"), (0.995, "ours")], "err": (0.002, "ours")})
-    linear, logarithmic = fig.axes
-    assert linear.get_yscale() == "linear" and logarithmic.get_yscale() == "log"
-    assert logarithmic.get_ylim()[0] > 0 and logarithmic.get_ylim()[1] > 0.02  # every dot inside the axis
-    assert [t.get_text() for t in linear.texts] == ["cap", "ours"] and [t.get_text() for t in logarithmic.texts] == ["ours"]
-    assert [bar.get_height() for bar in logarithmic.patches] == pytest.approx([0.0025, 0.015])
-    with pytest.raises(ValueError, match="above 0"):
-        seed_panels({"a": [{"err": 0.0}]}, {"err": "error"}, log=("err",))
-    with pytest.raises(ValueError, match="log names"):
-        seed_panels(results, {"c": "confidence"}, log=("err",))
+def test_seed_panels_draw_several_references_in_one_panel():
+    results = {"ε = 0": [{"wrong": 0, "c": 0.99}, {"wrong": 2, "c": 0.98}],
+               "ε = 0.1": [{"wrong": 4, "c": 0.9}, {"wrong": 2, "c": 0.89}]}
+    fig = seed_panels(results, {"c": "confidence", "wrong": "wrong dates"},
+                      references={"c": [(0.9, "cap"), (0.995, "ours")], "wrong": (5, "ours")})
+    confidence, wrong = fig.axes
+    assert [t.get_text() for t in confidence.texts] == ["cap", "ours"] and [t.get_text() for t in wrong.texts] == ["ours"]
+    assert [line.get_ydata()[0] for line in confidence.lines] == [0.9, 0.995]
+    assert [bar.get_height() for bar in wrong.patches] == pytest.approx([1, 3])  # the medians, from 0
+    assert wrong.get_ylim()[0] == 0
 
 
 def test_seed_loss_curves_draws_every_seed_from_step_zero():

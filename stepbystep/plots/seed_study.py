@@ -13,18 +13,13 @@ from ._arrays import _as_numpy
 __all__ = ["seed_dots", "seed_panels", "seed_loss_curves"]
 
 
-def _draw_seed_dots(ax, results, ylabel, references=None, log=False):
+def _draw_seed_dots(ax, results, ylabel, references=None):
     """Column ``i`` is setting ``i``: its seeds as dots, a bar at their median; ``references``
-    ``{label: value}`` as dashed lines. ``results`` ``{name: values (seeds,)}``. ``log``: a
-    logarithmic axis (for error rates near 0), its bars rising from the bottom of the axis."""
-    if log:
-        ax.set_yscale("log")
+    ``{label: value}`` as dashed lines. ``results`` ``{name: values (seeds,)}``."""
     for column, (name, values) in enumerate(results.items()):
         values = _as_numpy(values, float)
         if values.ndim != 1 or values.size == 0:
             raise ValueError(f"{name}: expected one value per seed (seeds,), got shape {values.shape}")
-        if log and (values <= 0).any():
-            raise ValueError(f"{name}: a logarithmic axis needs values above 0, got {values.min()}")
         offsets = np.linspace(-0.15, 0.15, values.size) if values.size > 1 else np.zeros(1)  # (seeds,)
         ax.bar(column, np.median(values), color=f"C{column}", alpha=0.35, width=0.6)
         ax.scatter(column + offsets, values, color=f"C{column}", s=30, zorder=3)
@@ -34,8 +29,7 @@ def _draw_seed_dots(ax, results, ylabel, references=None, log=False):
                     xytext=(-4, 2), textcoords="offset points")
     ax.set_xticks(range(len(results)), list(results))
     ax.set_xlim(-0.6, len(results) - 0.4)
-    if not log:
-        ax.set_ylim(bottom=0)
+    ax.set_ylim(bottom=0)
     ax.set_ylabel(ylabel)
 
 
@@ -56,24 +50,21 @@ def seed_dots(results, ylabel, title="each seed (dots), the median (bar)", refer
     return fig
 
 
-def seed_panels(results, metrics, references=None, log=()):
+def seed_panels(results, metrics, references=None):
     """Several measures over seeds, one panel each: ``results`` ``{name: [{metric: value}, ...]}``
     (a dict per seed), ``metrics`` ``{metric: axis label}``, ``references``
-    ``{metric: (value, label)}`` or ``{metric: [(value, label), ...]}`` (dashed lines), ``log``
-    the metrics drawn on a logarithmic axis (error rates, whose differences near 0 a linear axis
-    hides). Returns the Figure."""
+    ``{metric: (value, label)}`` or ``{metric: [(value, label), ...]}`` (dashed lines). Returns
+    the Figure."""
     _check_results(results)
     if not metrics:
         raise ValueError("metrics must name at least one measure")
-    if set(log) - set(metrics):
-        raise ValueError(f"log names measures that metrics does not: {sorted(set(log) - set(metrics))}")
     references = references or {}
     fig, axes = plt.subplots(1, len(metrics), figsize=(3.4 * len(metrics), 3.0), layout="constrained")
     for ax, (key, label) in zip(np.atleast_1d(axes), metrics.items()):
         per_setting = {name: [numbers[key] for numbers in seeds] for name, seeds in results.items()}
         lines = references.get(key, [])
         lines = [lines] if isinstance(lines, tuple) else lines
-        _draw_seed_dots(ax, per_setting, label, {text: value for value, text in lines} or None, log=key in log)
+        _draw_seed_dots(ax, per_setting, label, {text: value for value, text in lines} or None)
         ax.set_title(label, fontsize=10)
     fig.suptitle("each seed (dots), the median (bar)", fontsize=10)
     return fig
