@@ -51,6 +51,7 @@ from stepbystep.data import (
     check_text,
     date_datasets,
     date_pairs_by_length,
+    iso_date,
     pad_collate,
     pattern_lengths,
     render_date,
@@ -58,7 +59,7 @@ from stepbystep.data import (
     wrong_fields,
 )
 from stepbystep.exercises import ch08
-from stepbystep.experiments.date_error_kinds import ERROR_KINDS_BY_DIGIT, field_error_kinds
+from stepbystep.experiments.date_error_kinds import ERROR_KINDS_BY_DIGIT, field_error_kinds, wrong_digit_reads
 from stepbystep.expect import expect
 from stepbystep.models import TokenTransformer, sequence_cross_entropy, translate_with_alignment
 from stepbystep.models.metrics import wilson_interval
@@ -184,9 +185,10 @@ print(f"{len(train_loader)} mini-batches of 32 per epoch")
 # - how fast it **learns**, per step: **no √d_model scaling** of the embeddings (the
 #   default). `nn.Embedding` starts at standard deviation 1, the same order as the positional
 #   encoding (whose entries have a root-mean-square of about 0.71); chapter 07 showed how the
-#   factor drowns the positions and slows learning. Chapter 07 also found that a smaller start
-#   (`embedding_std=0.3`) learned its reversal faster; we keep the default here, which learns
-#   this task within the three epochs, and leave the smaller start to exercise 5;
+#   factor drowns the positions and slows learning. Chapter 07 also found that positions
+#   louder than the tokens learned its reversal faster (and a smaller start, `embedding_std=0.3`,
+#   on most seeds); we keep the default here, which learns this task within the three epochs,
+#   and leave the smaller start to exercise 5;
 # - how fast a step **runs**: **no dropout**. The model does not need it: the training pairs
 #   spread over more than ten thousand days (printed above), written in many ways, and the
 #   model sees each pair only three times, so there is little to memorise. Without dropout,
@@ -420,7 +422,8 @@ for (shortest, longest), (k, n) in bin_errors.items():
           f"{low:5.1%} to {high:5.1%}")
 
 # %%
-fig = plots.date_errors(length_texts, length_targets, length_predictions, bins=length_bins)
+fig = plots.date_errors(length_texts, length_targets, length_predictions, bins=length_bins,
+                        sample="1,000 per length bin (not the data's mix)")
 
 # %%
 longest_low = wilson_interval(*bin_errors[27, 29])[0]
@@ -532,8 +535,6 @@ near_misses = sum(k for (field, kind), k in kinds.items() if kind != "other")
 wrong_years = sum(kinds["year", kind] for kind in ERROR_KINDS_BY_DIGIT)
 expect(field_counts["year"] + field_counts["day"] >= 0.85 * n_fields,
        "the year and the day make at least 85% of the wrong fields", got=field_counts)
-expect(field_counts["year"] >= 0.4 * n_wrong, "the year is wrong in at least two wrong translations in five",
-       got=(field_counts["year"], n_wrong))
 expect(near_misses >= 0.75 * n_fields,
        "at least three wrong fields in four are near misses: two neighbouring digits swapped, or one digit wrong",
        got=(near_misses, n_fields))
@@ -551,9 +552,9 @@ expect(kinds["year", "digits swapped"] > wrong_years / 2, "most wrong years have
 # How the errors split between the year and the day is not a property of the recipe: it
 # changes from one training run to the next. We trained the chapter's recipe from seeds 0 to 5
 # on one thread and from seeds 0 to 4 on two (two threads add the sums inside the model in
-# another order, so the training takes another path): the year was wrong in 55% to 94% of the
-# wrong translations, the day in 5% to 48%, and near misses made 83% to 100% of the wrong
-# fields. The claims above state what held in every run, not the split of this one.
+# another order, so the training takes another path): across these runs the year was wrong in
+# 36% to 94% of the wrong translations, the day in 5% to 66%, and near misses made 83% to 100%
+# of the wrong fields. The claims above state what held in every run, not the split of this one.
 
 # %% [markdown]
 # ## Where the decoder looks: alignment maps
@@ -624,17 +625,55 @@ if long_failures:
 # Read the rows of the wrong characters: do they read the part of the text that holds the
 # right value, or some other part? A row that reads the right part but writes a wrong digit
 # points at the order within it; a row that reads another part points at finding the part.
+# `wrong_digit_reads` answers for each wrong digit: the position its row reads most (the
+# heads averaged), and whether that position holds a digit of the same field in the text
+# (`field_spans` finds the day's and the year's digits). For the map above, then for every
+# wrong translation of the 5,000 texts:
+
+# %% tags=["nbval-ignore-output"]
+if long_failures:
+    for index, field, position, in_field in wrong_digit_reads(failure, target):
+        print(f"output {index} ({field}): wrote {failure.translation[index]!r} for {target[index]!r}, reads "
+              f"{text[position]!r} at position {position} most: {'in' if in_field else 'outside'} the {field}'s digits")
+reads = [read for text_, target_, bad in zip(length_texts, length_targets, length_wrong) if bad
+         for read in wrong_digit_reads(translate_with_alignment(model, text_, src_vocab, tgt_vocab, max_new_tokens=11),
+                                       target_)]
+reads_in_field = Counter((field, in_field) for _, field, _, in_field in reads)
+print(f"{len(reads)} wrong digits in the {sum(length_wrong)} wrong translations: "
+      + ", ".join(f"{field} {'in' if inside else 'outside'} its field {k}" for (field, inside), k in
+                  sorted(reads_in_field.items())))
+
+# %%
+share_in_field = sum(in_field for *_, in_field in reads) / max(1, len(reads))
+expect(share_in_field >= 0.75, "at least three rows in four that write a wrong digit read most a digit of the "
+       "field they write", got=f"{share_in_field:.0%} of {len(reads)}")
+
+# %% [markdown]
+# At least three in four of the rows that wrote a wrong digit read most a digit of the very
+# field they were writing: the model found the day or the year in the text, and then wrote its
+# digits in the wrong order or one of them wrong, the near misses counted above. So finding
+# the part is not where it fails; getting the order right within it is. Where else do the
+# wrong rows read in the map? If one puts weight on the space after the weekday, that is where
+# the shorter weekday patterns keep the day ("Tue 10 Jul 2007").
 
 # %% [markdown]
 # ## `translate(text)`
 #
-# Everything a user needs, in one function: check the text, translate it, return a string.
+# Everything a user needs, in one function: check the text, translate it, check what the model
+# wrote, return a string. The model writes an answer for any text it is given, and nothing in
+# it makes that answer a real date: greedy decoding takes the likeliest character at each step,
+# whatever the text was. So `translate` checks the output too (`iso_date` gives the day an ISO
+# text names, or `None`) and refuses to pass on one that names no day.
 
 # %%
 def translate(text):
-    """A human-written date -> its ISO form ``YYYY-MM-DD``, by the trained model."""
+    """A human-written date -> its ISO form ``YYYY-MM-DD``, by the trained model. A ValueError when the
+    text cannot be read (empty, too long) or when what the model writes is not a date."""
     check_text(text, model.max_len)  # empty or too long: a clear ValueError
-    return models.translate(model, text, src_vocab, tgt_vocab, max_new_tokens=11)
+    output = models.translate(model, text, src_vocab, tgt_vocab, max_new_tokens=11)
+    if iso_date(output) is None:
+        raise ValueError(f"the model wrote {output!r} for {text!r}, which is not a date: is the text one?")
+    return output
 
 # %% tags=["nbval-ignore-output"]
 print(translate("3 May 1979"), translate("July 4th, 1976"), translate("FRIDAY, 13 OCTOBER 2017"))
@@ -655,19 +694,28 @@ for text in ["", "the seventh of July in the year two thousand and seven"]:
 # reads. But a character where the training texts never had one, known or not, is a text
 # from outside the training distribution, and the model may or may not cope: outside the
 # training distribution its answers are not reliable, and another seed may answer
-# differently.
+# differently. The same holds for what the data set never wrote: every training date lies
+# between 1950 and 2049, so the model has only learned to write years of that range (expect
+# "4 July 1776" to come out wrong), and numeric dates come in two orders only (year first with
+# slashes or dashes, day first with dots). And a text that is no date at all still gets an
+# answer, which `translate` refuses when it names no day:
 
 # %% tags=["nbval-ignore-output"]
-for text in ["3 May 1979", "3 May 1979 ☺", "3 May, 1979!", "3 Mai 1979"]:
-    print(f"{text!r:>16} -> {translate(text)}")
+for text in ["3 May 1979", "3 May 1979 ☺", "3 May, 1979!", "3 Mai 1979", "4 July 1776", "3/5/1979", "hello world"]:
+    try:
+        print(f"{text!r:>16} -> {translate(text)}")
+    except ValueError as error:
+        print(f"{text!r:>16}: ValueError: {error}")
 
 # %% [markdown]
 # ## Try it
 #
 # Type a date and press Enter: the translation appears with its alignment map. Try the
 # patterns of the data set in new cases ("MARCH 3RD 2001"), patterns it never saw ("3/5/1979",
-# "the third of March"), and texts that are not dates at all. A model trained on one
-# distribution answers confidently outside it too: it always writes *some* date.
+# "the third of March"), years outside 1950-2049, and texts that are not dates at all. A model
+# trained on one distribution answers outside it too: it always writes *something*, shaped
+# more or less like a date, and not always a real one; the widget marks an output that names no
+# day "not a date".
 
 # %% tags=["nbval-ignore-output"]
 date_translator(model, src_vocab, tgt_vocab)
@@ -691,8 +739,9 @@ date_translator(model, src_vocab, tgt_vocab)
 #   compare intervals, not single bars. Here the rare long texts fail measurably more often.
 # - **Alignment maps** (cross-attention, output characters by source characters) show which
 #   part of the text each output character was read from.
-# - `translate(text)` refuses empty and too-long texts with a `ValueError` and maps unknown
-#   characters to `<unk>`.
+# - `translate(text)` refuses empty and too-long texts with a `ValueError`, maps unknown
+#   characters to `<unk>`, and refuses an output that is not a date: the model answers any
+#   text, and only knows the years 1950-2049 and the data set's numeric orders.
 
 # %% [markdown]
 # ## Your turn

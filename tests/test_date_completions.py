@@ -15,7 +15,7 @@ from stepbystep.data import (
     completion_vocab,
     date_pairs,
     is_consistent,
-    is_well_formed,
+    is_date_shaped,
     prompt_ids,
     render_date,
     split_stream,
@@ -71,18 +71,18 @@ def test_collate_pads_inputs_with_pad_and_targets_with_ignore(vocab):
     assert inputs[1, short:].eq(PAD).all() and targets[1, short:].eq(IGNORE_INDEX).all()
 
 
-def test_split_stream_and_well_formed(vocab):
+def test_split_stream_and_date_shaped(vocab):
     ids = stream_ids("March 3rd 2001", "2001-03-03", vocab)
     assert split_stream(ids, vocab) == ("March 3rd 2001", "2001-03-03", True)
-    assert is_well_formed(ids, vocab)
-    assert is_well_formed(ids + [PAD, PAD], vocab)
-    assert not is_well_formed(ids[:-1], vocab)  # no <eos>
-    assert not is_well_formed(stream_ids("March 3rd 2001", "2001-02-30", vocab), vocab)  # no such day
-    assert not is_well_formed(stream_ids("March 3rd 2001", "2001-3-3", vocab), vocab)
-    assert not is_well_formed(stream_ids("March", "1949-12-31", vocab), vocab)  # outside the range
+    assert is_date_shaped(ids, vocab)
+    assert is_date_shaped(ids + [PAD, PAD], vocab)
+    assert not is_date_shaped(ids[:-1], vocab)  # no <eos>
+    assert not is_date_shaped(stream_ids("March 3rd 2001", "2001-02-30", vocab), vocab)  # no such day
+    assert not is_date_shaped(stream_ids("March 3rd 2001", "2001-3-3", vocab), vocab)
+    assert not is_date_shaped(stream_ids("March", "1949-12-31", vocab), vocab)  # outside the range
     no_separator = [SOS] + vocab.encode("March 3rd") + [EOS]
     assert split_stream(no_separator, vocab) == ("March 3rd", None, True)
-    assert not is_well_formed(no_separator, vocab)
+    assert not is_date_shaped(no_separator, vocab)
 
 
 def test_is_consistent_accepts_every_pattern_case_and_weekday():

@@ -134,6 +134,10 @@ def test_confidence_mistakes_are_caught(fails_with):
     constant = fails_with(ch08.confidence, lambda m, s, g, sos, eos: torch.ones(len(g)), "not the model's")
     assert "same probability" in constant and "shifted" not in constant
     fails_with(ch08.confidence, lambda m, s, g, sos, eos: torch.ones(3), "one probability per output row")
+    for mean in (0, 1):  # the arithmetic and the geometric mean of the tokens' probabilities
+        average = fails_with(ch08.confidence, lambda m, s, g, sos, eos, i=mean: ch08._token_means(m, s, g, sos, eos)[i],
+                             "the product of its tokens' probabilities")
+        assert "differ from the model's" not in average
     fails_with(ch08.confidence, None, "expected a function")
 
 

@@ -86,6 +86,12 @@ def test_date_errors_by_bins_with_wilson_intervals():
     assert segments[0][1][1] > 0  # no error among 9 still leaves room above 0
 
 
+def test_date_errors_title_counts_without_a_rate_and_names_the_sample():
+    texts, targets = ["3 May 1979"] * 3, ["1979-05-03"] * 3
+    fig = plots.date_errors(texts, targets, ["1979-05-03", "1979-05-30", "1979-05-03"], sample="1 per bin")
+    assert fig.axes[0].get_title() == "1 wrong of 3 texts, 1 per bin"  # no percentage to misread as a rate
+
+
 def test_date_errors_checks_lengths():
     with pytest.raises(ValueError, match="equally long"):
         plots.date_errors(["3 May 1979"], ["1979-05-03"], [])

@@ -47,6 +47,18 @@ def test_seed_panels_one_panel_per_metric():
         seed_panels(results, {})
 
 
+def test_seed_panels_draw_several_references_in_one_panel():
+    results = {"ε = 0": [{"wrong": 0, "c": 0.99}, {"wrong": 2, "c": 0.98}],
+               "ε = 0.1": [{"wrong": 4, "c": 0.9}, {"wrong": 2, "c": 0.89}]}
+    fig = seed_panels(results, {"c": "confidence", "wrong": "wrong dates"},
+                      references={"c": [(0.9, "cap"), (0.995, "ours")], "wrong": (5, "ours")})
+    confidence, wrong = fig.axes
+    assert [t.get_text() for t in confidence.texts] == ["cap", "ours"] and [t.get_text() for t in wrong.texts] == ["ours"]
+    assert [line.get_ydata()[0] for line in confidence.lines] == [0.9, 0.995]
+    assert [bar.get_height() for bar in wrong.patches] == pytest.approx([1, 3])  # the medians, from 0
+    assert wrong.get_ylim()[0] == 0
+
+
 def test_seed_loss_curves_draws_every_seed_from_step_zero():
     runs = {"untied": [SimpleNamespace(steps=[0, 10, 20], val_losses=[4.0 + s, 2.0, 1.0 + s / 10]) for s in range(3)],
             "tied": [SimpleNamespace(steps=[0, 10, 20], val_losses=[8.0, 3.0, 1.5 + s / 10]) for s in range(3)]}

@@ -98,6 +98,7 @@ def test_embedding_runs_draws_one_line_per_seed_and_reports_the_spread():
     assert labels == ["a: exact match 0.0-1.0-2.0% (min-median-max of 2 seeds)",
                       "b: exact match 90.0-99.0-100.0% (min-median-max of 3 seeds)"]
     assert ax.get_yscale() == "log" and "validation loss" in ax.get_ylabel() and "epoch" in ax.get_xlabel()
+    assert ax.get_title() == "The same model in 2 settings, one line per seed"
     with pytest.raises(ValueError, match="same settings"):
         embedding_runs({"a": [[1.0]]}, {})
     with pytest.raises(ValueError, match="one entry per seed"):

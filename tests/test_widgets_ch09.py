@@ -40,7 +40,7 @@ def test_state_samples_repeat_with_the_seed_and_start_with_the_prompt(setup):
     again = sampling_explorer_state(model, vocab, "March", temperature=1.5, n_samples=4, seed=3)["samples"]
     assert first == again and len(first) == 4
     assert all(text.startswith("March") for text, _, _, _ in first)
-    assert all(isinstance(well_formed, bool) and isinstance(right, bool) for _, _, well_formed, right in first)
+    assert all(isinstance(date_shaped, bool) and isinstance(right, bool) for _, _, date_shaped, right in first)
     greedy = sampling_explorer_state(model, vocab, "March", temperature=0, n_samples=3)["samples"]
     assert greedy[0] == greedy[1] == greedy[2]
 

@@ -8,15 +8,12 @@ The **prompt** is ``<sos>``, the text and the separator ``=``; the **completion*
 date and ``<eos>``. A model trained on such streams translates by continuing a prompt, and,
 when its loss also covered the text, writes dates of its own from a partial text ("March").
 """
-import re
-from datetime import date
-
 import torch
 from torch.nn.utils.rnn import pad_sequence
 from torch.utils.data import Dataset
 
 from ..checks import check_instance, check_int_range, check_tensor
-from .dates import CASES, DATE_PATTERNS, FIRST_DATE, LAST_DATE, has_weekday, render_date
+from .dates import CASES, DATE_PATTERNS, FIRST_DATE, LAST_DATE, has_weekday, iso_date, render_date
 from .special_tokens import EOS, IGNORE_INDEX, PAD, SOS
 from .tokens import Vocab
 
@@ -30,12 +27,11 @@ __all__ = [
     "CompletionDataset",
     "completion_collate",
     "split_stream",
-    "is_well_formed",
+    "is_date_shaped",
     "is_consistent",
 ]
 
 SEPARATOR = "="  # between the text and its ISO form; no date text contains it
-_ISO = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
 def completion_vocab(pairs):
@@ -144,18 +140,14 @@ def split_stream(ids, vocab):
 
 
 def _iso_date(iso):
-    if iso is None or not _ISO.fullmatch(iso):
-        return None
-    try:
-        day = date.fromisoformat(iso)
-    except ValueError:  # 2001-02-30
-        return None
-    return day if FIRST_DATE <= day <= LAST_DATE else None
+    day = None if iso is None else iso_date(iso)
+    return day if day is not None and FIRST_DATE <= day <= LAST_DATE else None
 
 
-def is_well_formed(ids, vocab):
-    """Whether a generated stream reads ``text=YYYY-MM-DD<eos>``: a text, one separator, a real
-    date of the data set's range, and the end."""
+def is_date_shaped(ids, vocab):
+    """Whether a generated stream is shaped like a translation, ``text=YYYY-MM-DD<eos>``: some
+    text, one separator, a real date of the data set's range, and the end. The text may be
+    anything ("Tueday Juuul 2048"); ``is_consistent`` asks whether it writes that date."""
     text, iso, ended = split_stream(ids, vocab)
     return ended and bool(text.strip()) and _iso_date(iso) is not None
 

@@ -55,6 +55,7 @@ __all__ = [
     "date_pairs_by_length",
     "ERROR_KINDS",
     "wrong_fields",
+    "iso_date",
     "check_text",
 ]
 
@@ -329,6 +330,19 @@ def wrong_fields(target, prediction):
         return ("format",)
     return tuple(field for field, true, predicted in zip(ERROR_KINDS, target.split("-"), prediction.split("-"))
                  if true != predicted)
+
+
+def iso_date(text):
+    """The day an ISO text ``YYYY-MM-DD`` names, or ``None`` when it names none: another shape, or
+    no such day ("2004-07-00", "2001-02-30"). A model's translation is a string of characters;
+    this says whether it is a date at all."""
+    check_instance("text", text, str, "an ISO date text (a str)")
+    if not _ISO.fullmatch(text):
+        return None
+    try:
+        return date.fromisoformat(text)
+    except ValueError:  # the shape is right, the day does not exist
+        return None
 
 
 def check_text(text, max_len):

@@ -167,6 +167,19 @@ def _before_eos(model, source_ids, generated, sos_id, eos_id):
     return with_eos / (token * first_eos).sum(dim=1).exp()  # (N,)
 
 
+def _token_means(model, source_ids, generated, sos_id, eos_id):
+    """Typical mistakes: the arithmetic and the geometric mean of the tokens' probabilities (up to
+    and including the first <eos>) instead of their product. Returns both, each ``(N,)``."""
+    start = torch.full_like(generated[:, :1], sos_id)  # (N, 1)
+    with torch.no_grad():
+        log_probs = model(source_ids, torch.cat([start, generated[:, :-1]], dim=1)).log_softmax(dim=-1)  # (N, L, V)
+    token = log_probs.gather(-1, generated.unsqueeze(-1)).squeeze(-1)  # (N, L)
+    is_eos = (generated == eos_id).long()  # (N, L)
+    counted = ((is_eos.cumsum(dim=1) - is_eos) == 0).float()  # (N, L)
+    n_tokens = counted.sum(dim=1)  # (N,)
+    return (token.exp() * counted).sum(dim=1) / n_tokens, ((token * counted).sum(dim=1) / n_tokens).exp()
+
+
 def _unshifted(model, source_ids, generated, sos_id, eos_id):
     """A typical mistake: the decoder reads the output itself, not <sos> and the output shifted by one."""
     with torch.no_grad():
@@ -227,6 +240,11 @@ def _check_confidence(answer):
         if torch.allclose(got.clamp_min(1e-38).log(), mistake(model, source, generated, SOS, EOS).clamp_min(1e-38).log(),
                           rtol=0, atol=1e-3):
             return message
+    model.eval()
+    arithmetic, geometric = _token_means(model, source, generated, SOS, EOS)
+    if any(torch.allclose(got, mean, rtol=0, atol=1e-4) for mean in (arithmetic, geometric)):
+        return ("these are averages of the tokens' probabilities: the probability of a whole output is the product "
+                "of its tokens' probabilities, each given the tokens before it")
     if close[2:].all() and not close[:2].any():
         return "right for the outputs that fill their row, wrong where <pad> follows <eos>: stop after the first <eos>"
     if len(got) > 1 and bool((got == got.flatten()[0]).all()) and got.flatten()[0] > 1e-6:

@@ -1,5 +1,5 @@
 """Chapter 09's "Your turn": top-k filtering, one cached attention step, the completion-only targets,
-the scale of tied logits, top-p filtering.
+the scale of tied logits, top-p filtering, the share of repeated n-grams.
 
 In the notebook::
 
@@ -16,7 +16,7 @@ from ..data.date_completions import IGNORE_INDEX, completion_targets
 from ..models import NarrowMultiHeadAttention, top_k_filter, top_p_filter
 from .exercise import Exercise, expects_function
 
-__all__ = ["top_k", "cached_step", "completion_mask", "tied_logit_std", "top_p"]
+__all__ = ["top_k", "cached_step", "completion_mask", "tied_logit_std", "top_p", "repeat_share"]
 
 
 # ----------------------------------------------------------------------------- 1. top-k filtering
@@ -112,6 +112,17 @@ def _check_cached_step(answer):
     if torch.allclose(output, _unprojected(attention, x[:, 5:], new_keys, new_values), atol=1e-5):
         return ("the heads are merged but not projected: attention ends with its output layer "
                 "(output_function does both, linear_out is the projection)")
+    if torch.allclose(output, _attend(attention, x[:, 5:], new_keys[:, :, :1], new_values[:, :, :1]), atol=1e-5):
+        return ("the new token reads only the first key: a causal mask made for one query and t + 1 keys lets "
+                "that query see key 0 alone (PyTorch's is_causal=True lines its triangle up at the top left). "
+                "Which keys may the newest token of a stream read?")
+    if torch.allclose(output, _attend(attention, x[:, 5:], keys, values), atol=1e-5):
+        return ("the new token reads the cached tokens but not itself: does a token read its own key and value "
+                "in causal attention?")
+    if any(torch.allclose(output, _attend(attention, x[:, 5:], new_keys, new_values, softmax_dim=dim), atol=1e-5)
+           for dim in (1, 2)):
+        return ("the weights do not sum to 1 over the keys: the softmax runs over the wrong dimension of the "
+                "(N, h, 1, t + 1) scores")
     return "the output differs from the last row of attention over the whole stream"
 
 
@@ -120,6 +131,14 @@ def _unprojected(attention, x_new, keys, values):
     weights = torch.softmax(q @ keys.transpose(-2, -1) / math.sqrt(attention.d_k), dim=-1)
     context = weights @ values  # (N, h, 1, d_k)
     return context.transpose(1, 2).reshape(x_new.shape[0], 1, -1)  # heads merged, no linear_out
+
+
+def _attend(attention, x_new, keys, values, softmax_dim=-1):
+    """The new token's attention over ``keys`` and ``values`` ``(N, h, k, d_k)``, with the softmax over
+    ``softmax_dim`` of the ``(N, h, 1, k)`` scores: the right step with the right keys and -1."""
+    q = attention.make_chunks(attention.linear_query(x_new))  # (N, h, 1, d_k)
+    weights = torch.softmax(q @ keys.transpose(-2, -1) / math.sqrt(attention.d_k), dim=softmax_dim)  # (N, h, 1, k)
+    return attention.output_function(weights @ values)  # (N, 1, d_model)
 
 
 def _unscaled(attention, x_new, keys, values, dim=1):
@@ -296,4 +315,80 @@ top_p = Exercise(
     "tokens before it hold? A token belongs to the nucleus while that amount has not yet reached p. Then put "
     "the decision back in the original token order",
     _top_p_solution,
+)
+
+
+# ----------------------------------------------------------------------------- 6. repeated n-grams
+def _repeat_share_solution(tokens, n):
+    tokens = tokens.tolist() if isinstance(tokens, torch.Tensor) else list(tokens)
+    grams = [tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1)]  # every window of n tokens
+    seen, repeats = set(), 0
+    for gram in grams:
+        repeats += gram in seen  # this window already occurred earlier
+        seen.add(gram)
+    return repeats / len(grams) if grams else 0.0
+
+
+def _windows(tokens, n, step=1):
+    tokens = tokens.tolist() if isinstance(tokens, torch.Tensor) else list(tokens)
+    return [tuple(tokens[i:i + n]) for i in range(0, len(tokens) - n + 1, step)]
+
+
+def _share(windows, denominator):
+    return (len(windows) - len(set(windows))) / denominator if denominator else 0.0
+
+
+# Typical mistakes, each a function of (tokens, n), with what the checker says about it.
+_REPEAT_MISTAKES = (
+    (lambda tokens, n: sum(_windows(tokens, n).count(w) > 1 for w in _windows(tokens, n))
+     / max(1, len(_windows(tokens, n))),
+     "the first occurrence of a repeated window is counted too, but only a window that occurred *before* "
+     "repeats something"),
+    (lambda tokens, n: _share(_windows(tokens, n), len(tokens)),
+     "divide by the number of windows of n tokens, not by the number of tokens"),
+    (lambda tokens, n: _share(_windows(tokens, n)[:-1], len(_windows(tokens, n)) - 1),
+     "the last window of n tokens is missing: a sequence of L tokens has L - n + 1 of them"),
+    (lambda tokens, n: _share(_windows(tokens, n, step=n), len(_windows(tokens, n, step=n))),
+     "the windows start at every position, one token apart, and they overlap ('abc', 'bca', 'cab', 'abc')"),
+)
+
+# (sequence, n, share)
+_REPEAT_CASES = (("abcabc", 3, 1 / 4), ("aaaa", 2, 2 / 3), ("abcd", 2, 0.0), ("ab", 3, 0.0),
+                 ([1, 2, 1, 2, 1, 2], 2, 3 / 5), (torch.tensor([5, 6, 7, 5, 6, 7, 5]), 3, 2 / 5))
+
+
+@expects_function("repeat_share(tokens, n)")
+def _check_repeat_share(answer):
+    got = []
+    for tokens, n, _ in _REPEAT_CASES:
+        shown = tokens.tolist() if isinstance(tokens, torch.Tensor) else tokens
+        kind = "a 1-D tensor" if isinstance(tokens, torch.Tensor) else type(tokens).__name__
+        try:
+            got.append(float(answer(tokens, n)))
+        except (TypeError, ValueError, ZeroDivisionError, IndexError) as error:
+            if len(shown) < n:
+                return (f"for {shown!r} with n={n} your function failed ({type(error).__name__}): a sequence shorter "
+                        f"than n has no window of n tokens, and its share is 0")
+            return f"for {shown!r} ({kind}) with n={n} your function failed or returned no number: {error}"
+    wanted = [share for *_, share in _REPEAT_CASES]
+    if all(math.isclose(a, b, abs_tol=1e-9) for a, b in zip(got, wanted)):
+        return None
+    if len(set(got)) == 1:
+        return f"your function gives {got[0]:.3g} for every sequence: the share depends on the sequence"
+    for mistake, message in _REPEAT_MISTAKES:
+        if all(math.isclose(a, float(mistake(tokens, n)), abs_tol=1e-9) for a, (tokens, n, _) in zip(got, _REPEAT_CASES)):
+            return message
+    for a, b, (tokens, n, _) in zip(got, wanted, _REPEAT_CASES):
+        if not math.isclose(a, b, abs_tol=1e-9):
+            shown = tokens.tolist() if isinstance(tokens, torch.Tensor) else tokens
+            return f"for {shown!r} with n={n} the share of repeated windows is not {a:.3g}"
+    return None
+
+
+repeat_share = Exercise(
+    "the share of repeated n-grams",
+    _check_repeat_share,
+    "slide a window of n tokens along the sequence, one token at a time; remember the windows you have seen; "
+    "count those that were already seen, and divide by the number of windows",
+    _repeat_share_solution,
 )

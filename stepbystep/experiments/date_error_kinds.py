@@ -1,10 +1,12 @@
-"""Chapter 08's error analysis: what kind of mistake each wrong field of a date is."""
+"""Chapter 08's error analysis: what kind of mistake each wrong field of a date is, and where the
+decoder read when it wrote a wrong digit."""
+import re
 from collections import Counter
 
 from ..checks import check_instance
 from ..data import wrong_fields
 
-__all__ = ["ERROR_KINDS_BY_DIGIT", "digit_error_kind", "field_error_kinds"]
+__all__ = ["ERROR_KINDS_BY_DIGIT", "digit_error_kind", "field_error_kinds", "field_spans", "wrong_digit_reads"]
 
 ERROR_KINDS_BY_DIGIT = ("digits swapped", "one digit wrong", "other")
 
@@ -47,3 +49,42 @@ def field_error_kinds(targets, predictions):
             index = ("year", "month", "day").index(field)
             counts[field, digit_error_kind(target.split("-")[index], predicted.split("-")[index])] += 1
     return counts
+
+
+_FIELD_OF_OUTPUT = {0: "year", 1: "year", 2: "year", 3: "year", 5: "month", 6: "month", 8: "day", 9: "day"}
+
+
+def field_spans(text):
+    """Where a date text writes its fields in digits: ``{field: (start, end)}`` of each group of
+    digits. Two groups are the day and the year ("May 9, 2018", "5 April 09"); three are year,
+    month, day when the first has four digits ("2001/03/03"), else day, month, year
+    ("3.3.2001"). A month written as a name has no span; other texts give ``{}``."""
+    check_instance("text", text, str, "a date text (a str)")
+    groups = [match.span() for match in re.finditer(r"\d+", text)]
+    if len(groups) == 2:
+        return dict(zip(("day", "year"), groups))
+    if len(groups) == 3:
+        order = ("year", "month", "day") if groups[0][1] - groups[0][0] == 4 else ("day", "month", "year")
+        return dict(zip(order, groups))
+    return {}
+
+
+def wrong_digit_reads(translation, target):
+    """Where the decoder read while it wrote each wrong digit of a ``Translation`` whose right date
+    is ``target``: one ``(index, field, position, in_field)`` per wrong output character at an
+    index of ``target``'s digits, where ``position`` is the source position its row of the
+    cross-attention reads most (the heads averaged) and ``in_field`` whether that position lies
+    in the digits of the same field in the text (``field_spans``; ``False`` without one)."""
+    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", target):
+        raise ValueError(f"target must be an ISO date YYYY-MM-DD, got {target!r}")
+    spans = field_spans(translation.text)
+    rows = translation.weights.mean(dim=0)  # (L_out, L_s): the heads averaged
+    reads = []
+    for index, (right, written) in enumerate(zip(target, translation.translation)):
+        if right == written or index not in _FIELD_OF_OUTPUT or index >= rows.shape[0]:
+            continue
+        field = _FIELD_OF_OUTPUT[index]
+        position = int(rows[index].argmax())
+        start, end = spans.get(field, (0, 0))
+        reads.append((index, field, position, start <= position < end))
+    return reads

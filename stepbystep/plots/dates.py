@@ -84,7 +84,7 @@ def _bin_label(shortest, longest):
     return str(shortest) if shortest == longest else f"{shortest}-{longest}"
 
 
-def date_errors(texts, targets, predictions, bins=None):
+def date_errors(texts, targets, predictions, bins=None, sample=None):
     """What a date model gets wrong: its error rate by source length, and which fields are wrong.
 
     ``texts``, ``targets`` (ISO dates) and ``predictions`` are equally long lists of strings.
@@ -93,7 +93,10 @@ def date_errors(texts, targets, predictions, bins=None):
     ``bins`` is a list of inclusive ``(shortest, longest)`` lengths; ``None`` gives every
     observed length its own bin. Texts outside every bin are left out of the left panel.
     Right: the wrong translations counted by the field they get wrong (``wrong_fields``: one
-    translation may count for several fields). Returns the Figure.
+    translation may count for several fields). The title counts the wrong translations, without
+    a rate: ``sample`` says how the texts were drawn ("1,000 per length bin"), so that a count
+    over a sample that is not the data's mix is not read as the model's error rate. Returns the
+    Figure.
     """
     texts, targets, predictions = list(texts), list(targets), list(predictions)
     if not len(texts) == len(targets) == len(predictions) or not texts:
@@ -130,7 +133,7 @@ def date_errors(texts, targets, predictions, bins=None):
     by_length.set_xticks(positions, [_bin_label(*bin_) for bin_ in bins], fontsize=8)
     by_length.set_xlabel("source length (characters); gray: wrong/examples; whiskers: Wilson 95% interval")
     by_length.set_ylabel("wrong translations (%)")
-    by_length.set_title(f"{wrong.sum()} wrong of {len(wrong)} ({100 * wrong.mean():.2f}%)")
+    by_length.set_title(f"{wrong.sum()} wrong of {len(wrong):,} texts" + (f", {sample}" if sample else ""))
     by_length.set_ylim(0, max(1.0, highs.max() * 1.2))
 
     by_field.bar(ERROR_KINDS, [fields[kind] for kind in ERROR_KINDS], color="tab:red")

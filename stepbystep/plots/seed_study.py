@@ -53,7 +53,8 @@ def seed_dots(results, ylabel, title="each seed (dots), the median (bar)", refer
 def seed_panels(results, metrics, references=None):
     """Several measures over seeds, one panel each: ``results`` ``{name: [{metric: value}, ...]}``
     (a dict per seed), ``metrics`` ``{metric: axis label}``, ``references``
-    ``{metric: (value, label)}``. Returns the Figure."""
+    ``{metric: (value, label)}`` or ``{metric: [(value, label), ...]}`` (dashed lines). Returns
+    the Figure."""
     _check_results(results)
     if not metrics:
         raise ValueError("metrics must name at least one measure")
@@ -61,8 +62,9 @@ def seed_panels(results, metrics, references=None):
     fig, axes = plt.subplots(1, len(metrics), figsize=(3.4 * len(metrics), 3.0), layout="constrained")
     for ax, (key, label) in zip(np.atleast_1d(axes), metrics.items()):
         per_setting = {name: [numbers[key] for numbers in seeds] for name, seeds in results.items()}
-        reference = {references[key][1]: references[key][0]} if key in references else None
-        _draw_seed_dots(ax, per_setting, label, reference)
+        lines = references.get(key, [])
+        lines = [lines] if isinstance(lines, tuple) else lines
+        _draw_seed_dots(ax, per_setting, label, {text: value for value, text in lines} or None)
         ax.set_title(label, fontsize=10)
     fig.suptitle("each seed (dots), the median (bar)", fontsize=10)
     return fig

@@ -128,28 +128,29 @@ def beam_tree(next_probs, beam_width=2, n_steps=3, start="<sos>", show_greedy=Fa
     ``beam_width`` candidates with the highest total log-probability (written beside each
     node) are kept (blue), the others dropped (grey). ``show_greedy``: greedy decoding's
     prefixes ringed in orange, and its output and total written under the tree. Returns the
-    Figure; its axes hold one text per candidate.
+    Figure; its axes hold one text per candidate. The edges leave a node after its label and
+    the labels of its step, so that no edge crosses a label.
     """
     steps = markov_beam_steps(next_probs, beam_width, n_steps, start)
     greedy, greedy_score = markov_greedy(next_probs, n_steps, start)
     n_candidates = max(len(candidates) for candidates in steps)
     fig, ax = plt.subplots(figsize=(2.6 * n_steps + 1.2, 0.42 * n_candidates + 1.2), layout="constrained")
-    ax.text(0, 0, start, ha="right", va="center", fontsize=9)
-    parent_ys = [0.0]
+    labels = [[ax.text(0, 0, start, ha="right", va="center", fontsize=9)]]  # one list of texts per step
+    node_ys = [[0.0]]
     for step, candidates in enumerate(steps, start=1):
         ys = np.linspace(-(len(candidates) - 1) / 2, (len(candidates) - 1) / 2, len(candidates))[::-1]
-        for (tokens, score, parent, keep), y in zip(candidates, ys):
+        node_ys.append(list(ys))
+        labels.append([])
+        for (tokens, score, _, keep), y in zip(candidates, ys):
             color = "tab:blue" if keep else "0.6"
-            ax.plot([step - 1, step], [parent_ys[parent], y], color=color, lw=1.6 if keep else 0.8)
-            ax.plot(step, y, "o", color=color, ms=5)
+            ax.plot(step, y, "o", color=color, ms=5, zorder=3)
             if show_greedy and tokens == greedy[:step]:
-                ax.plot(step, y, "o", mfc="none", mec="tab:orange", mew=2, ms=11)
-            ax.text(step + 0.06, y, f"{''.join(tokens)}  {score:.2f}", va="center", fontsize=9, zorder=3,
-                    color="black" if keep else "0.5", fontweight="bold" if keep else "normal",
-                    bbox={"facecolor": "white", "edgecolor": "none", "pad": 1})  # over the edge to the next step
-        parent_ys = [y for (*_, keep), y in zip(candidates, ys) if keep]
+                ax.plot(step, y, "o", mfc="none", mec="tab:orange", mew=2, ms=11, zorder=3)
+            labels[-1].append(ax.text(step + 0.06, y, f"{''.join(tokens)}  {score:.2f}", va="center", fontsize=9,
+                                      color="black" if keep else "0.5", fontweight="bold" if keep else "normal"))
     ax.set_xticks(range(n_steps + 1), ["start"] + [f"step {step}" for step in range(1, n_steps + 1)])
     ax.set_xlim(-0.6, n_steps + 0.9)
+    ax.set_ylim(-(n_candidates + 1) / 2, (n_candidates + 1) / 2)
     ax.set_yticks([])
     for side in ("left", "right", "top"):
         ax.spines[side].set_visible(False)
@@ -158,6 +159,18 @@ def beam_tree(next_probs, beam_width=2, n_steps=3, start="<sos>", show_greedy=Fa
     if show_greedy:
         ax.set_xlabel(f"orange rings: greedy decoding's path; it writes {''.join(greedy)}, total "
                       f"log-probability {greedy_score:.2f}", fontsize=9)
+    fig.canvas.draw()  # lays the figure out, so that the labels' widths are known in data units
+    to_data = ax.transData.inverted()
+    ends = [[to_data.transform(text.get_window_extent().get_points())[1, 0] for text in texts] for texts in labels]
+    kept_parents = [[0]] + [[i for i, (*_, keep) in enumerate(candidates) if keep] for candidates in steps]
+    for step, candidates in enumerate(steps, start=1):
+        parents = kept_parents[step - 1]  # the candidates of the previous step that this step extends
+        fork = max(ends[step - 1]) + 0.04  # right of every label of the previous step
+        for (_, _, parent, keep), y in zip(candidates, node_ys[step]):
+            index = parents[parent]
+            x0, y0 = ends[step - 1][index] + 0.02, node_ys[step - 1][index]
+            ax.plot([x0, fork, step], [y0, y0, y], color="tab:blue" if keep else "0.6", lw=1.6 if keep else 0.8,
+                    zorder=2 if keep else 1, solid_joinstyle="round")
     return fig
 
 
@@ -191,6 +204,6 @@ def embedding_runs(val_losses, exact):
     ax.set_xticks(range(1, longest + 1))
     ax.set_xlabel("epoch (validation loss measured at its end)")
     ax.set_ylabel("validation loss (log scale)")
-    ax.set_title("The same model with three embedding settings, one line per seed")
+    ax.set_title(f"The same model in {len(val_losses)} settings, one line per seed")
     fig.legend(fontsize=8, loc="outside lower center")
     return fig

@@ -5,7 +5,7 @@ import ipywidgets as widgets
 import torch
 from matplotlib.figure import Figure
 
-from ..data import EOS, is_consistent, is_well_formed, prompt_ids, split_stream
+from ..data import EOS, is_consistent, is_date_shaped, prompt_ids, split_stream
 from ..models import generate, next_token_logits, sampling_distribution
 from ..plots import token_distribution
 from ._figure_box import FigureBox, show
@@ -23,8 +23,8 @@ def sampling_explorer_state(model, vocab, prompt="March", temperature=1.0, top_k
     with ``seed`` (the same settings always give the same samples).
 
     Returns a dict: ``probs`` ``(V,)``, ``kept`` ``(V,)`` bool, ``samples`` a list of
-    ``(text, iso, well_formed, consistent)``: the text written before ``=``, the ISO date after
-    it (``None`` without one), whether the stream is well-formed and whether its date is the
+    ``(text, iso, date_shaped, consistent)``: the text written before ``=``, the ISO date after
+    it (``None`` without one), whether the stream is date-shaped and whether its date is the
     one the text writes.
     """
     ids = prompt_ids(prompt, vocab, separator=False)
@@ -38,16 +38,16 @@ def sampling_explorer_state(model, vocab, prompt="March", temperature=1.0, top_k
     samples = []
     for row in streams.cpu():
         text, iso, _ = split_stream(row, vocab)
-        well_formed = is_well_formed(row, vocab)
-        samples.append((text, iso, well_formed, well_formed and is_consistent(text, iso)))
+        date_shaped = is_date_shaped(row, vocab)
+        samples.append((text, iso, date_shaped, date_shaped and is_consistent(text, iso)))
     return {"probs": probs.cpu(), "kept": kept.cpu(), "samples": samples}
 
 
 def _samples_html(samples):
     lines = []
-    for text, iso, well_formed, consistent in samples:
+    for text, iso, date_shaped, consistent in samples:
         stream = html.escape(text if iso is None else f"{text} = {iso}", quote=False)
-        verdict = "✓ right" if consistent else ("well-formed, wrong date" if well_formed else "✗ not well-formed")
+        verdict = "✓ right" if consistent else ("date-shaped, wrong date" if date_shaped else "✗ not date-shaped")
         lines.append(f"<code>{stream}</code> &nbsp; <i>{verdict}</i>")
     return "<br>".join(lines)
 
@@ -57,7 +57,7 @@ def sampling_explorer(model, vocab, prompt="March", n_samples=5, seed=0):
 
     Draws the next-token distribution after ``prompt`` (editable in a text box) with the tokens the settings keep in
     orange (``token_distribution``) and lists ``n_samples`` sampled continuations, each marked
-    right, well-formed but wrong, or not well-formed (``sampling_explorer_state``). top-k 0
+    right, date-shaped but wrong, or not date-shaped (``sampling_explorer_state``). top-k 0
     and top-p 1 switch those filters off. Returns a ``VBox``; its ``figure`` is redrawn in
     place, ``prompt``, ``temperature``, ``top_k``, ``top_p`` are the controls and ``samples`` the list.
     """
