@@ -9,6 +9,7 @@ import torch
 from stepbystep.experiments.induction import VOCAB_SIZE, build_model, previous_token_heads, repeat_loss
 from stepbystep.experiments.induction_seeds import (
     SEEDS,
+    STEPS,
     early_rise_claims,
     fade_claims,
     k_composition_claims,
@@ -54,6 +55,10 @@ def test_one_seed_recomputed_matches_the_stored_one():
     assert abs(fresh["drop"] - stored["drop"]) <= 3
     _close({key: value for key, value in stored.items() if key != "drop"},
            {key: value for key, value in fresh.items() if key != "drop"})
+    # a fresh study reads as the stored one does: its claims run without a JSON round trip
+    fresh_claims = study_claims({"seeds": [6], "steps": STEPS, "runs": [fresh]})
+    stored_claims = study_claims({"seeds": [6], "steps": STEPS, "runs": [stored]})
+    assert [claim.claim for claim in fresh_claims] == [claim.claim for claim in stored_claims] != []
 
 
 def test_every_claim_holds_on_the_stored_study():

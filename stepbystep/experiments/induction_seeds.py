@@ -192,7 +192,7 @@ def seed_circuit(seed):
         "one_layer": {"repeat": repeat_loss(one_layer, test_ids).item(), "first": one_layer_first,
                       "induction": head_scores(one_layer, test_ids)[1][0].max().item()},
         "composition": composition_scores(model).tolist(),
-        "qk_diagonal": {offset: qk_diagonal(model, best, induction[1].argmax().item(), offset)
+        "qk_diagonal": {str(offset): qk_diagonal(model, best, induction[1].argmax().item(), offset)
                         for offset in QK_OFFSETS},
         "previous_key_weight": {"first": first_weight.item(), "repeat": repeat_weight.item(),
                                 "unrepeated": previous_key_weight(model, unrepeated, best, TEST_LENGTH)[1].item()},
