@@ -576,8 +576,8 @@ expect(statistics.median(right_counts["T = 1.5, top-p 0.9"]) >= 2 * max(1, stati
 # text, greedily or with a beam search, gives text that is bland and strangely **repetitive**,
 # often stuck in a loop that repeats a phrase again and again. Truncating the tail with a
 # nucleus was their way between the two. Our streams are too short to loop;
-# exercise 6 shows the loop on a model small enough to see why it happens, and chapter 15,
-# where a model writes real text, lets you count it there.
+# exercise 6 shows the loop on a model small enough to see why it happens; a model that
+# writes real text, in a later chapter, lets you count it there.
 #
 # ## Try it
 #

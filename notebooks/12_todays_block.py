@@ -11,7 +11,7 @@
 # network, **no biases**, **rotary positions** (chapter 10) and **grouped-query attention**, where
 # several query heads share one key and value head. (Models released since 2024 add more to it,
 # among them normalised queries and keys, sliding windows, latent attention and mixtures of
-# experts: chapter 17.)
+# experts: a later chapter.)
 #
 # This chapter makes those changes to the course's model one at a time and measures each. Then
 # it shows that the course's model *is* GPT-2 and *is* Llama: `from_transformers` reads a model
