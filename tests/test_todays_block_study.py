@@ -71,7 +71,7 @@ GOOD = {"2017 block": [1.40, 1.38, 1.34], "+ RMSNorm": [1.42, 1.33, 1.34], "+ Sw
         "+ no biases": [1.34, 1.27, 1.35], "+ RoPE": [0.83, 0.64, 0.84], "2017 block + RoPE": [0.83, 0.88, 0.87],
         "2017 block, no positions": [1.38, 1.29, 1.42], "2017 block, learned positions": [1.22, 1.21, 1.23],
         "+ RMSNorm, GELU": [1.35, 1.36, 1.30],
-        "2 KV heads": [0.84, 0.85, 0.83], "1 KV head": [0.93, 0.93, 0.93], "1 KV head, wider FFN": [0.72, 0.89, 0.87]}
+        "2 KV heads": [0.84, 0.85, 0.83], "1 KV head": [0.93, 0.93, 0.93], "1 KV head, wider FFN": [0.72, 0.96, 0.87]}
 
 
 def _claims(results, claims):
@@ -94,9 +94,13 @@ def test_kv_head_claims_hold_and_fail():
     held = _claims(_results(**one_seed_better), kv_head_claims)
     assert not held["one KV head ends with a higher loss than four in every seed, seed for seed"]
     closed = dict(GOOD, **{"+ RoPE": [0.83, 0.80, 0.84], "1 KV head, wider FFN": [0.60, 0.61, 0.62]})
-    held = _claims(_results(**closed), kv_head_claims)  # the wider network clearly changes the gap
-    assert not held["widening its feed-forward network moves one KV head's median gap to four's by less than the "
-                    "spread of four's own seeds"]
+    held = _claims(_results(**closed), kv_head_claims)  # the wider network lowers the loss in every seed
+    assert not held["widening one KV head's feed-forward network has no consistent effect: seed for seed, its loss "
+                    "ends lower in some seeds and higher in others"]
+    worse = dict(GOOD, **{"1 KV head, wider FFN": [0.95, 0.94, 0.96]})  # ... or raises it in every seed
+    assert not _claims(_results(**worse), kv_head_claims)["widening one KV head's feed-forward network has no "
+                                                          "consistent effect: seed for seed, its loss ends lower in "
+                                                          "some seeds and higher in others"]
     level = dict(GOOD, **{"2 KV heads": [0.80, 0.70, 0.82]})
     assert not _claims(_results(**level), kv_head_claims)["two KV heads' median is above four's too"]
     collapsed = dict(GOOD, **{"1 KV head": [1.3, 1.3, 1.3]})

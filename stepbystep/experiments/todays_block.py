@@ -172,17 +172,16 @@ def kv_head_claims(results):
     """Fewer key-value heads on the Llama block (``"+ RoPE"``: 4 heads), over the stored ten seeds."""
     four, two, one = (_loss(results, name) for name in ("+ RoPE", "2 KV heads", "1 KV head"))  # (seeds,) each
     wider = _loss(results, "1 KV head, wider FFN")  # (seeds,)
-    gap, wider_gap = (x.median() - four.median() for x in (one, wider))
-    spread = four.max() - four.min()
+    paired = wider - one  # (seeds,) what the wider network changes, seed for seed
     base = _loss(results, "2017 block").median().item()
     medians = [x.median().item() for x in (four, two, one)]
     return [
         Claim(bool((one > four).all()), "one KV head ends with a higher loss than four in every seed, seed for seed",
               (four, one)),
         Claim(two.median() > four.median(), "two KV heads' median is above four's too", (four.median(), two.median())),
-        Claim(abs(wider_gap - gap) < spread, "widening its feed-forward network moves one KV head's median gap to "
-                                            "four's by less than the spread of four's own seeds",
-              (gap, wider_gap, spread)),
+        Claim(bool((paired < 0).any() and (paired > 0).any()),
+              "widening one KV head's feed-forward network has no consistent effect: seed for seed, its loss "
+              "ends lower in some seeds and higher in others", paired),
         Claim(base - max(medians) > 0.3, "4, 2 and 1 KV heads each keep most of RoPE's gain: medians more than 0.3 "
                                          "below the 2017 block's", (base, medians)),
     ]
