@@ -532,19 +532,18 @@ for field in ("year", "month", "day"):
 # %%
 n_fields = sum(kinds.values())
 near_misses = sum(k for (field, kind), k in kinds.items() if kind != "other")
-wrong_years = sum(kinds["year", kind] for kind in ERROR_KINDS_BY_DIGIT)
 expect(field_counts["year"] + field_counts["day"] >= 0.85 * n_fields,
        "the year and the day make at least 85% of the wrong fields", got=field_counts)
 expect(near_misses >= 0.75 * n_fields,
        "at least three wrong fields in four are near misses: two neighbouring digits swapped, or one digit wrong",
        got=(near_misses, n_fields))
-expect(kinds["year", "digits swapped"] > wrong_years / 2, "most wrong years have two neighbouring digits swapped",
-       got=kinds)
+expect(kinds["year", "digits swapped"] > max(kinds["year", "one digit wrong"], kinds["year", "other"]),
+       "the most common kind of wrong year is two neighbouring digits swapped", got=kinds)
 
 # %% [markdown]
 # Almost all wrong fields are the year or the day, and most of them are near misses. The month, which
-# the long patterns write as a name, is rarely wrong. Most wrong years have two neighbouring
-# digits swapped ("2004" written "2040"); a wrong day usually has two digits swapped too ("21" written
+# the long patterns write as a name, is rarely wrong. The most common wrong year has two
+# neighbouring digits swapped ("2004" written "2040"); a wrong day usually has two digits swapped too ("21" written
 # "12") or one digit wrong ("22" written "02"). The most frequent wrong years and days printed
 # above show which ones this model writes. In both cases the written field is close to the
 # right one: the order of two digits or a single digit went wrong, not the whole field.
@@ -553,7 +552,7 @@ expect(kinds["year", "digits swapped"] > wrong_years / 2, "most wrong years have
 # changes from one training run to the next. We trained the chapter's recipe from seeds 0 to 5
 # on one thread and from seeds 0 to 4 on two (two threads add the sums inside the model in
 # another order, so the training takes another path): across these runs the year was wrong in
-# 36% to 94% of the wrong translations, the day in 5% to 66%, and near misses made 83% to 100%
+# 36% to 94% of the wrong translations, the day in 5% to 66%, and near misses made 80% to 100%
 # of the wrong fields. The claims above state what held in every run, not the split of this one.
 
 # %% [markdown]
