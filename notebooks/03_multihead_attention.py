@@ -26,7 +26,7 @@
 #   this course stores the weights *before* dropout (the book stores them after);
 # - show numerically that self-attention without positions is **permutation equivariant**;
 # - switch to the **fused** kernel (`store_alphas=False`), check that it computes the same
-#   outputs, and measure what keeping the weights costs.
+#   outputs, and measure what the fused kernel saves, in memory and time.
 
 # %%
 import math
@@ -74,7 +74,7 @@ from stepbystep.widgets import divisors, heads_explorer
 # share the work of one full-size head instead of multiplying it.
 
 # %% [markdown]
-# ## Two names two letters apart
+# ## Two names, two letters apart
 #
 # The book calls the wide module `MultiHeadAttention` (chapter 9) and the narrow one
 # `MultiHeadedAttention` (chapter 10). The names differ by two letters, both take

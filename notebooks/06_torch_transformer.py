@@ -59,8 +59,9 @@ from stepbystep.models import (
     to_torch_attn_mask,
 )
 
-# PyTorch warns, at every construction, that its nested-tensor shortcut needs an even number
-# of heads and norm-last layers; our models have three heads. The shortcut only matters for padded batches in inference.
+# PyTorch warns, at every construction, that its nested-tensor shortcut needs batch-first,
+# norm-last layers with an even number of heads; our models have three heads. The shortcut
+# only matters for padded batches in inference.
 warnings.filterwarnings("ignore", message="enable_nested_tensor is True")
 
 # %% [markdown]

@@ -163,7 +163,7 @@ def test_matching_transformer_default_norm_placement_fails_on_the_norm_first_mod
 def test_matching_transformer_wrong_layer_counts_fail():
     result = ch06.matching_transformer.check(_transformer_with(num_decoder_layers=2))
     # the first model has 2 + 2 layers, the second 1 + 3: only the second is caught
-    assert not result and "1+3 layers" in repr(result) and "number of layers differs" in repr(result)
+    assert not result and "1+3 layers" in repr(result) and "number of decoder layers differs" in repr(result)
 
 
 def test_matching_transformer_needs_an_nn_transformer():

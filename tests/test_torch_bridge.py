@@ -331,7 +331,7 @@ MISMATCHES = {
     "layers": (
         lambda: EncoderTransf(EncoderLayer(2, 4, 8), n_layers=2),
         lambda: nn.TransformerEncoder(_enc(), 3, norm=nn.LayerNorm(4)),
-        "number of layers differs: ours has 2, PyTorch's has 3",
+        "number of encoder layers differs: ours has 2, PyTorch's has 3",
     ),
     "final_norm": (
         lambda: DecoderTransf(DecoderLayer(2, 4, 8), n_layers=1),

@@ -64,6 +64,8 @@ def _check_laplace_scores(answer):
         return "you divide by σ², which makes the kernel's width depend on σ squared: the Laplace kernel divides by σ."
     if _softmax_matches(scores, -distance.abs()):
         return "your weights do not depend on σ: the width has to enter the scores."
+    if _softmax_matches(scores, -(distance**2) / sigma**2) or _softmax_matches(scores, -(distance**2) / sigma):
+        return "you square the distance, as the Gaussian does: the Laplace kernel uses |x − xⱼ| itself."
     laplace = -distance.abs() / sigma  # (7, 9)
     laplace = laplace - laplace.mean(dim=-1, keepdim=True)  # rows centred: the softmax ignores a shift per row
     centred = scores - scores.mean(dim=-1, keepdim=True)
@@ -176,8 +178,12 @@ def _check_loo_sigma(answer):
     if all(a > b for a, b in zip(widths, widths[1:])):
         return "your widths shrink as the noise grows: which data set needs more averaging?"
     wrong = [n for n in _NOISE_LEVELS if off[n] > _TOLERANCE]
-    return "; ".join(f"for noise {n} your σ = {given[n]:.3f} is not within {_TOLERANCE:.0%} of the width where the "
-                     "leave-one-out error is lowest" for n in wrong)
+    if all(a < b for a, b in zip(widths, widths[1:])) and len(wrong) == len(_NOISE_LEVELS):
+        return ("your widths grow with the noise, as they should, but none is the best width for these data sets: "
+                "did you draw them as the chapter does, with n=50 and seed=42?")
+    return "; ".join(f"for noise {n} your σ = {given[n]:.3f} is too {'narrow' if given[n] < minima[n][0] else 'wide'}: "
+                     f"it is not within {_TOLERANCE:.0%} of the width where the leave-one-out error is lowest"
+                     for n in wrong)
 
 
 loo_sigma = Exercise(

@@ -48,7 +48,8 @@ def _check_split_qkv(answer):
             got = answer(qkv.clone(), n_heads)
         case = f"for qkv of shape {tuple(qkv.shape)} and n_heads={n_heads}"
         if not isinstance(got, (tuple, list)) or len(got) != 3 or not all(isinstance(t, torch.Tensor) for t in got):
-            return f"split_qkv should return three tensors, (q, k, v); got {type(got).__name__}"
+            what = f"a {type(got).__name__} of {len(got)}" if isinstance(got, (tuple, list)) else type(got).__name__
+            return f"split_qkv should return three tensors, (q, k, v); got {what}"
         shape = tuple(expected[0].shape)
         for name, tensor in zip("qkv", got):
             if tuple(tensor.shape) != shape:

@@ -59,6 +59,8 @@ def _diagnose_combined(got, target_pad, causal, n_heads):
                 "added to each score")
     if not got.is_floating_point():
         return f"expected a float tensor (a number added to each score), got dtype {got.dtype}"
+    if got.dtype != torch.float32:
+        return f"the scores are float32, so the mask added to them must be too; got {got.dtype}"
     if tuple(got.shape) == (n, length, length):
         return (f"shape {tuple(got.shape)} has one mask per sequence; a 3-D attn_mask of "
                 f"nn.MultiheadAttention needs one per sequence and per head, {tuple(expected.shape)}")
@@ -80,6 +82,10 @@ def _diagnose_combined(got, target_pad, causal, n_heads):
         causal_only = _additive(causal.expand(n, length, length)).repeat_interleave(n_heads, dim=0)
         if torch.equal(got, causal_only):
             return "the padded positions can still be attended to: only the causal part is there"
+        on_queries = _additive(target_pad.transpose(1, 2) & causal).repeat_interleave(n_heads, dim=0)
+        if torch.equal(got, on_queries):
+            return ("the padding blocks whole rows, the padded queries: padding must stop every query from "
+                    "attending to a padded key")
         padding_only = _additive(target_pad.expand(n, length, length)).repeat_interleave(n_heads, dim=0)
         if torch.equal(got, padding_only):
             return "a query can still attend to later positions: only the padding part is there"

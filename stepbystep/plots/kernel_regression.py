@@ -260,7 +260,7 @@ def dot_product_weights(x_train, y_train, x_grid, sigma, y_true=None):
 def query_attention(x_train, y_train, query, sigma, x_grid=None, y_true=None):
     """What one query attends to: the training points sized by their weight, and the weights.
 
-    Top: the data, each training point's area proportional to its weight for the query at
+    Top: the data, each training point's area growing with its weight for the query at
     ``query``, and the prediction there. Bottom: the weights ``α(query, xⱼ)`` as stems, on
     the curve ``K(x − query) / Σⱼ K(xⱼ − query)``, which every weight lies on. Returns the Figure.
     """
@@ -279,7 +279,7 @@ def query_attention(x_train, y_train, query, sigma, x_grid=None, y_true=None):
         top.plot(_as_numpy(x_grid, float), _as_numpy(y_true, float), color="tab:green", ls="--", lw=1,
                  label="true function")
     top.scatter(x_train.numpy(), y_train.numpy(), s=5 + 400 * weights, color="tab:blue", alpha=0.6,
-                label="training point (area ∝ weight)")
+                label="training point (area grows with weight)")
     top.scatter([float(query)], [float(prediction)], marker="*", s=200, color="tab:red", zorder=3,
                 label=f"prediction at x = {float(query):.3g}")
     top.axvline(float(query), color="tab:red", lw=0.8, ls=":")

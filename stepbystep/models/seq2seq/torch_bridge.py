@@ -175,7 +175,8 @@ def _copy_layer(ours, theirs):
 
 def _copy_stack(ours, theirs):
     if len(ours.layers) != len(theirs.layers):
-        raise _differ("number of layers", len(ours.layers), len(theirs.layers))
+        stack = "decoder" if isinstance(theirs, nn.TransformerDecoder) else "encoder"
+        raise _differ(f"number of {stack} layers", len(ours.layers), len(theirs.layers))
     has_ours, has_theirs = ours.norm is not None, theirs.norm is not None
     if has_ours != has_theirs:
         raise _differ("final norm", "one" if has_ours else "none", "one" if has_theirs else "none")
