@@ -6,6 +6,7 @@ A call may stop inside an epoch: the next call, or a loaded checkpoint, continue
 Clipping, schedulers and logging join the loop as callbacks (``callbacks.py``); ``state_dict`` holds
 everything a resume needs, and ``checkpoint.py`` writes it to a file and reads it back.
 """
+import copy
 import math
 from collections.abc import Callable, Iterable
 
@@ -356,9 +357,10 @@ class StepByStep:
         stateful callbacks is refused with a ValueError naming the difference, before anything changes."""
         check_compatible(self, state)
         callbacks = stateful(self.callbacks)
+        # copies: an optimizer keeps the tensors it is given, so two trainers would share Adam's moments
         load_all_or_nothing([self.model, self.optimizer, *callbacks.values()],
-                            [state["model_state_dict"], state["optimizer_state_dict"],
-                             *(state["callbacks"][key] for key in callbacks)])
+                            [state["model_state_dict"], copy.deepcopy(state["optimizer_state_dict"]),
+                             *(copy.deepcopy(state["callbacks"][key]) for key in callbacks)])
         self.total_epochs, self.total_steps = int(state["epoch"]), int(state["steps"])
         self.losses = [float(loss) for loss in state["loss"]]
         self.val_losses = [float(loss) for loss in state["val_loss"]]
