@@ -9,6 +9,7 @@ from torch.utils.data import DataLoader
 
 from regression_data import sum_dataset
 from stepbystep import StepByStep
+from stepbystep.training import Callback
 
 
 def _trainer(seed=0, optimizer="adam"):
@@ -38,3 +39,43 @@ def test_a_loaded_state_is_not_shared_with_the_trainer_it_came_from(optimizer):
     b.train_steps(5, progress=False)  # both trained the same 5 steps from the same state
     for pa, pb in zip(a.model.parameters(), b.model.parameters()):
         torch.testing.assert_close(pa, pb, rtol=0, atol=0)
+
+
+class _Recorder(Callback):
+    def __init__(self, fail_at_start=False):
+        self.calls, self.fail_at_start = [], fail_at_start
+
+    def on_train_start(self, trainer):
+        self.calls.append("start")
+        if self.fail_at_start:
+            raise RuntimeError("refused at the start")
+
+    def on_train_end(self, trainer):
+        self.calls.append("end")
+
+
+def test_on_train_end_runs_after_an_on_train_start_that_raises_and_the_streams_stay_unseeded():
+    sbs = _trainer()
+    failing, watching = _Recorder(fail_at_start=True), _Recorder()
+    sbs.add_callback(watching)
+    sbs.add_callback(failing)
+    with pytest.raises(RuntimeError, match="refused at the start"):
+        sbs.train(1, progress=False)
+    assert watching.calls == failing.calls == ["start", "end"]
+    assert sbs.rng_state is None and sbs.total_steps == 0  # the next call still seeds with 42
+    sbs.callbacks.remove(failing)
+    sbs.train(1, progress=False)
+    fresh = _trainer()
+    fresh.train(1, progress=False)
+    assert sbs.losses == fresh.losses
+
+
+def test_a_scheduler_that_needs_validation_still_gets_on_train_end():
+    sbs = _trainer()
+    sbs.set_loaders(sbs.train_loader)  # no validation loader
+    watching = _Recorder()
+    sbs.add_callback(watching)
+    sbs.set_lr_scheduler(torch.optim.lr_scheduler.ReduceLROnPlateau(sbs.optimizer))
+    with pytest.raises(ValueError, match="pass a val_loader"):
+        sbs.train(1, progress=False)
+    assert watching.calls == ["start", "end"]

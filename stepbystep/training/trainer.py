@@ -280,11 +280,12 @@ class StepByStep:
         if self.train_loader is None:
             raise RuntimeError("no data to train on: call set_loaders(train_loader, val_loader=None) first")
         self.should_stop = False
-        self._call("on_train_start")
-        self._start_streams(seed)
         bar = trange(count, desc=f"{unit}s", unit=unit, disable=not progress)
-        batches, done = None, 0
+        batches, done, started = None, 0, False
         try:
+            self._call("on_train_start")  # inside: a callback that raises here still gets on_train_end
+            self._start_streams(seed)
+            started = True
             while done < count:
                 batches = self._open_epoch() if batches is None else batches
                 batch = next(batches, None)
@@ -310,7 +311,8 @@ class StepByStep:
             print(f"Training interrupted: the history keeps the {self.total_epochs} completed epoch(s){rest}.")
         finally:
             bar.close()
-            self.rng_state = get_rng_state(self.train_loader)
+            if started:  # the streams go on from here; a call that failed before seeding leaves them unset
+                self.rng_state = get_rng_state(self.train_loader)
             self.model.eval()
             self._call("on_train_end")
 
