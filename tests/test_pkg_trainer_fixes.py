@@ -8,8 +8,9 @@ from torch import nn
 from torch.utils.data import DataLoader
 
 from regression_data import sum_dataset
-from stepbystep import StepByStep
+from stepbystep import StepByStep, set_seed
 from stepbystep.training import Callback
+from stepbystep.training.lr_finder import lr_range_test
 
 
 def _trainer(seed=0, optimizer="adam"):
@@ -79,3 +80,37 @@ def test_a_scheduler_that_needs_validation_still_gets_on_train_end():
     with pytest.raises(ValueError, match="pass a val_loader"):
         sbs.train(1, progress=False)
     assert watching.calls == ["start", "end"]
+
+
+@pytest.mark.parametrize("loss_fn, got", [
+    (lambda p, y: nn.functional.mse_loss(p, y).item(), r"got float .*return the tensor"),
+    (lambda p, y: (p - y) ** 2, r"got a tensor of shape \(16, 1\)"),
+    (lambda p, y: None, "got NoneType"),
+])
+def test_a_loss_fn_that_returns_no_scalar_tensor_is_named_before_any_step(loss_fn, got):
+    sbs = _trainer()
+    sbs.loss_fn = loss_fn
+    before = [p.detach().clone() for p in sbs.model.parameters()]
+    with pytest.raises(TypeError, match="loss_fn must return a scalar tensor.*" + got):
+        sbs.train_steps(1, progress=False)
+    assert sbs.total_steps == 0 and all(torch.equal(a, b) for a, b in zip(before, sbs.model.parameters()))
+
+
+def test_batch_loss_and_step_are_one_training_step():
+    a, b = _trainer(), _trainer()
+    a.train_steps(1, seed=3, progress=False)
+    set_seed(3, b.train_loader)
+    b.model.train()
+    b.step(b.batch_loss(next(iter(b.train_loader))))
+    for pa, pb in zip(a.model.parameters(), b.model.parameters()):
+        torch.testing.assert_close(pa, pb, rtol=0, atol=0)
+
+
+def test_the_lr_range_test_checks_the_batch_dtype_as_training_does():
+    sbs = _trainer()
+    batches = [(x.double(), y.double()) for x, y in sbs.train_loader]
+    with pytest.raises(TypeError, match="float64"):
+        lr_range_test(sbs, batches, end_lr=1.0, num_iter=3)
+    sbs.loss_fn = lambda p, y: nn.functional.mse_loss(p, y).item()
+    with pytest.raises(TypeError, match="loss_fn must return a scalar tensor"):
+        lr_range_test(sbs, sbs.train_loader, end_lr=1.0, num_iter=3)

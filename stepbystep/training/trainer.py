@@ -164,7 +164,19 @@ class StepByStep:
         for callback in self.callbacks:
             getattr(callback, hook)(self, *args)
 
-    def _step(self, loss):
+    def batch_loss(self, batch):
+        """``loss_fn(model(x), y)`` for ``batch``, an ``(x, y)`` pair moved to the device: a scalar tensor.
+        Float inputs must have the model's dtype (a TypeError otherwise)."""
+        x, y = move_to(split_batch(batch), self.device)
+        loss = self.loss_fn(forward(self.model, check_float_inputs(x, model_dtype(self.model))), y)
+        if not (isinstance(loss, torch.Tensor) and loss.numel() == 1):
+            got = (f"a tensor of shape {tuple(loss.shape)} (reduce it, e.g. with .mean())" if isinstance(loss, torch.Tensor)
+                   else f"{type(loss).__name__} {loss!r} (no gradient flows through a number: return the tensor)"
+                   if isinstance(loss, (int, float)) else type(loss).__name__)
+            raise TypeError(f"loss_fn must return a scalar tensor, as nn.MSELoss() does, got {got}")
+        return loss
+
+    def step(self, loss):
         """Backpropagate ``loss``, let the callbacks see the gradients, update the weights."""
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
@@ -173,8 +185,7 @@ class StepByStep:
 
     def _train_step(self, batch):
         """One optimizer step on ``batch``, counted in the open epoch; returns its loss (a float)."""
-        x, y = move_to(split_batch(batch), self.device)
-        loss = self.loss_fn(forward(self.model, check_float_inputs(x, model_dtype(self.model))), y)  # scalar
+        loss = self.batch_loss(batch)  # scalar
         value, epoch, batch_index = loss.item(), self.total_epochs + 1, self._epoch["batches"] + 1
         if not math.isfinite(value):
             raise FloatingPointError(
@@ -183,7 +194,7 @@ class StepByStep:
                 "epoch(s). Try a lower learning rate, gradient clipping, or check the data."
             )
         self.learning_rates.append(self.optimizer.param_groups[0]["lr"])
-        self._step(loss)
+        self.step(loss)
         self._epoch["batches"], self._epoch["loss_sum"] = batch_index, self._epoch["loss_sum"] + value
         self.total_steps += 1
         self._call("on_batch_end", epoch, batch_index, value)
@@ -201,11 +212,10 @@ class StepByStep:
     def _validate(self, epoch):
         """Mean batch loss over the validation loader, in eval mode and without gradients; a NaN or
         infinite loss raises ``FloatingPointError``, as in training."""
-        total, n_batches, dtype = 0.0, 0, model_dtype(self.model)
+        total, n_batches = 0.0, 0
         with evaluating(self.model):
             for batch in self.val_loader:
-                x, y = move_to(split_batch(batch), self.device)
-                value = self.loss_fn(forward(self.model, check_float_inputs(x, dtype)), y).item()
+                value = self.batch_loss(batch).item()
                 n_batches += 1
                 if not math.isfinite(value):
                     raise FloatingPointError(
