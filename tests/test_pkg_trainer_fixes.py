@@ -2,6 +2,7 @@
 are refused where they arise."""
 import copy
 
+import numpy as np
 import pytest
 import torch
 from torch import nn
@@ -114,3 +115,42 @@ def test_the_lr_range_test_checks_the_batch_dtype_as_training_does():
     sbs.loss_fn = lambda p, y: nn.functional.mse_loss(p, y).item()
     with pytest.raises(TypeError, match="loss_fn must return a scalar tensor"):
         lr_range_test(sbs, sbs.train_loader, end_lr=1.0, num_iter=3)
+
+
+class _Stateful(Callback):
+    def __init__(self, state):
+        self.state = state
+
+    def state_dict(self):
+        return self.state
+
+    def load_state_dict(self, state):
+        self.state = state
+
+
+@pytest.mark.parametrize("state, named", [
+    ({"best": np.array([1.0, 2.0])}, r"_Stateful.state_dict\(\)\['best'\] is a numpy.ndarray"),
+    ({"history": [1.0, {"seen": {3}}]}, r"\['history'\]\[1\]\['seen'\] is a builtins.set"),
+    ({"f": float}, r"\['f'\] is a builtins.type"),
+    (None, "_Stateful's state_dict must return a dict, got NoneType"),
+])
+def test_a_callback_state_that_could_not_be_loaded_is_refused_when_saved(state, named, tmp_path):
+    sbs = _trainer()
+    sbs.add_callback(_Stateful(state))
+    with pytest.raises(TypeError, match=named):
+        sbs.save_checkpoint(tmp_path / "run.pth")
+    assert not (tmp_path / "run.pth").exists()
+
+
+def test_a_callback_state_of_tensors_numbers_strings_and_containers_round_trips(tmp_path):
+    state = {"best": torch.tensor([1.0]), "count": 3, "name": "x", "rates": [0.1, None, (True, "a")],
+             "device": torch.device("cpu"), "dtype": torch.float32}
+    sbs = _trainer()
+    sbs.add_callback(_Stateful(state))
+    sbs.train_steps(2, progress=False)
+    sbs.save_checkpoint(tmp_path / "run.pth")
+    other = _trainer()
+    other.add_callback(_Stateful({}))
+    other.load_checkpoint(tmp_path / "run.pth")
+    assert other.callbacks[-1].state["rates"] == [0.1, None, (True, "a")]
+    assert torch.equal(other.callbacks[-1].state["best"], state["best"])

@@ -19,7 +19,7 @@ from ..containers import map_structure
 from ..devices import as_device, default_device, evaluating, model_dtype, move_to
 from ..seeding import get_rng_state, set_rng_state, set_seed
 from .batches import check_float_inputs, forward, numpy_to_tensor, ran_out, resume, split_batch, to_numpy
-from .callbacks import Callback, stateful
+from .callbacks import Callback, check_state, stateful
 from .checkpoint import check_compatible, load_all_or_nothing, read_checkpoint, save_checkpoint
 from .clipping import GradientClipping
 from .schedulers import LRScheduler
@@ -349,20 +349,28 @@ class StepByStep:
     def state_dict(self):
         """Everything an exact resume needs: weights, optimizer, the callbacks' states (see
         ``Callback.state_dict``), histories, random streams and the open epoch; only tensors,
-        numbers, strings and containers, so a ``weights_only`` load reads it."""
+        numbers, strings and containers, so a ``weights_only`` load reads it (a callback whose state
+        holds anything else is a TypeError naming it, here rather than when the file is loaded)."""
         return {
             "epoch": self.total_epochs,
             "steps": self.total_steps,
             "model_state_dict": self.model.state_dict(),
             "optimizer_state_dict": self.optimizer.state_dict(),
             "optimizer_class": type(self.optimizer).__name__,  # optional on loading: older files lack it
-            "callbacks": {key: callback.state_dict() for key, callback in stateful(self.callbacks).items()},
+            "callbacks": self._callback_states(),
             "loss": list(self.losses),
             "val_loss": list(self.val_losses),
             "learning_rates": list(self.learning_rates),
             "rng_state": self.rng_state,
             "open_epoch": None if self._epoch is None else dict(self._epoch),
         }
+
+    def _callback_states(self):
+        """Each stateful callback's state, checked to load back from a file (a TypeError naming it otherwise)."""
+        states = {key: callback.state_dict() for key, callback in stateful(self.callbacks).items()}
+        for key, state in states.items():
+            check_state(key, state)
+        return states
 
     def load_state_dict(self, state):
         """Put back a ``state_dict``, all or nothing: one from another model, optimizer class or set of
