@@ -38,7 +38,7 @@ class NarrowMultiHeadAttention(nn.Module):
     self-attention); ``mask`` a ``(1 or N, 1 or L_q, L_k)`` keep-mask (``True`` = may attend; see
     ``keep_mask``); ``bias`` ``(h or N, h, L_q, L_k)`` added to the scores (ALiBi); ``rotation``
     the ``(cos, sin)`` of ``rotary.at(positions)`` for the new tokens (``None``: positions
-    ``0 .. L - 1``); ``cache`` a ``LayerCache`` (KV cache): the new keys and values join the earlier
+    ``0 .. L - 1``, after the tokens a self-attention cache holds); ``cache`` a ``LayerCache`` (KV cache): the new keys and values join the earlier
     ones, which ``mask`` and ``bias`` then cover (a static one keeps the first ``key``'s for every
     later call). Returns ``(N, L_q, d_model)``.
     """
@@ -97,6 +97,9 @@ class NarrowMultiHeadAttention(nn.Module):
 
     def forward(self, x, key=None, mask=None, bias=None, rotation=None, cache=None):
         self._check_inputs(x, key)
+        if rotation is None and self.rotary is not None and cache is not None and not cache.static \
+                and cache.keys is not None and key is None:  # the new tokens go on after the cached ones
+            rotation = self._rotation_after(cache.keys.shape[2], x.shape[1], x.device)
         q = self.rotate(self.make_chunks(self.linear_query(x)), rotation)  # (N, h, L_q, d_k)
         if cache is not None and cache.static and cache.keys is not None:
             k, v = cache.keys, cache.values  # cross-attention: the encoder's states, projected at the first step
@@ -111,6 +114,13 @@ class NarrowMultiHeadAttention(nn.Module):
         context, alphas = attend(q, k, v, mask, bias, self.dropout, self.store_alphas)  # (N, h, L_q, d_k)
         self.alphas = None if alphas is None else alphas.detach()  # (N, h, L_q, t)
         return self.output_function(context)  # (N, L_q, d_model)
+
+    def _rotation_after(self, start, length, device):
+        """RoPE's ``(cos, sin)`` at positions ``start .. start + length - 1``, inside the rotary table."""
+        if start + length > self.rotary.max_len:
+            raise ValueError(f"the cache holds {start} tokens and {length} more would pass the rotary table's "
+                             f"max_len={self.rotary.max_len} positions")
+        return self.rotary.at(torch.arange(start, start + length, device=device))  # (L, d/2 or d) each
 
     def check_input(self, name, x):
         """Raise a clear error unless ``x`` is ``(N, L, d_model)``, ``L >= 1``, of the weights' dtype."""
