@@ -170,9 +170,11 @@ class StepByStep:
         x, y = move_to(split_batch(batch), self.device)
         loss = self.loss_fn(forward(self.model, check_float_inputs(x, model_dtype(self.model))), y)
         if not (isinstance(loss, torch.Tensor) and loss.numel() == 1):
-            got = (f"a tensor of shape {tuple(loss.shape)} (reduce it, e.g. with .mean())" if isinstance(loss, torch.Tensor)
-                   else f"{type(loss).__name__} {loss!r} (no gradient flows through a number: return the tensor)"
-                   if isinstance(loss, (int, float)) else type(loss).__name__)
+            got = type(loss).__name__
+            if isinstance(loss, torch.Tensor):
+                got = f"a tensor of shape {tuple(loss.shape)} (reduce it, e.g. with .mean())"
+            elif isinstance(loss, (int, float)):
+                got = f"{got} {loss!r} (no gradient flows through a number: return the tensor)"
             raise TypeError(f"loss_fn must return a scalar tensor, as nn.MSELoss() does, got {got}")
         return loss
 

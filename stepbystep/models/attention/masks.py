@@ -1,7 +1,8 @@
 """Attention masks (chapters 02-06): ours are keep-masks, ``True`` = may attend, as in the book:
-source (padding) ``(N, 1, L_s)``, target (causal) ``(1, L_t, L_t)``. PyTorch's are blocked-masks
-(``True`` = blocked), ``key_padding_mask`` ``(N, L)`` or additive floats: the converters below
-go between the two explicitly.
+source (padding) ``(N, 1, L_s)``, target (causal) ``(1, L_t, L_t)``. ``F.scaled_dot_product_attention``'s
+bool mask means the same; ``nn.MultiheadAttention`` and ``nn.Transformer`` take blocked-masks
+(``True`` = blocked), ``key_padding_mask`` ``(N, L)`` or additive floats: the converters below go
+between those and ours explicitly.
 """
 import torch
 

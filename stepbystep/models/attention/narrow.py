@@ -36,11 +36,12 @@ class NarrowMultiHeadAttention(nn.Module):
     ``forward(x, key=None, mask=None, bias=None, rotation=None, cache=None)``: queries from ``x``
     ``(N, L_q, d_model)``, keys and values from ``key`` ``(N, L_k, d_model)`` (``None``: ``x``,
     self-attention); ``mask`` a ``(1 or N, 1 or L_q, L_k)`` keep-mask (``True`` = may attend; see
-    ``keep_mask``); ``bias`` ``(h or N, h, L_q, L_k)`` added to the scores (ALiBi); ``rotation``
-    the ``(cos, sin)`` of ``rotary.at(positions)`` for the new tokens (``None``: positions
-    ``0 .. L - 1``, after the tokens a self-attention cache holds); ``cache`` a ``LayerCache`` (KV cache): the new keys and values join the earlier
-    ones, which ``mask`` and ``bias`` then cover (a static one keeps the first ``key``'s for every
-    later call). Returns ``(N, L_q, d_model)``.
+    ``keep_mask``); ``bias`` ``(h, L_q, L_k)`` or ``(1 or N, h, L_q, L_k)`` added to the scores
+    (ALiBi); ``rotation`` the ``(cos, sin)`` of ``rotary.at(positions)`` for the new tokens
+    (``None``: positions ``0 .. L - 1``, after the tokens a self-attention cache holds); ``cache`` a
+    ``LayerCache`` (KV cache): the new keys and values join the earlier ones, which ``mask`` and
+    ``bias`` then cover (a static one keeps the first ``key``'s for every later call). Returns
+    ``(N, L_q, d_model)``.
     """
 
     def __init__(self, n_heads, d_model, dropout=0.1, store_alphas=True, rotary=None, n_kv_heads=None, bias=True):
@@ -110,7 +111,7 @@ class NarrowMultiHeadAttention(nn.Module):
         if mask is not None:
             mask = keep_mask(mask, q.shape[0], q.shape[2], k.shape[2]).unsqueeze(1)  # (1 or N, 1, 1 or L_q, t)
         if bias is not None:
-            bias = self._checked_bias(bias, q.shape[0], q.shape[2], k.shape[2]).to(q.dtype)  # (h or N, h, L_q, t)
+            bias = self._checked_bias(bias, q.shape[0], q.shape[2], k.shape[2]).to(q.dtype)  # ([1 or N,] h, L_q, t)
         context, alphas = attend(q, k, v, mask, bias, self.dropout, self.store_alphas)  # (N, h, L_q, d_k)
         self.alphas = None if alphas is None else alphas.detach()  # (N, h, L_q, t)
         return self.output_function(context)  # (N, L_q, d_model)
