@@ -89,6 +89,7 @@ class StepByStep:
         self.should_stop = False  # a callback sets it to end training after the current epoch
         self.rng_state = None
         self._epoch = None  # the open epoch: steps taken, their loss sum, the streams at its start
+        self._live = None  # (loader, iterator): where the last call stopped in the open epoch, to read on from
 
     # ----------------------------------------------------------------------------- set-up
     def to(self, device):
@@ -112,7 +113,7 @@ class StepByStep:
         if val_loader is not None:
             check_instance("val_loader", val_loader, Iterable, "an iterable of (x, y) batches, such as a DataLoader")
         if self.train_loader is not None and train_loader is not self.train_loader:
-            self._epoch = None
+            self._epoch = self._live = None
         self.train_loader = train_loader
         self.val_loader = val_loader
 
@@ -204,9 +205,13 @@ class StepByStep:
 
     def _open_epoch(self):
         """The training batches from where the epoch stands: a new epoch's (noting the streams at its
-        start), or the rest of one a previous call stopped in."""
+        start), or the rest of one a previous call stopped in: read on from its iterator, or after a
+        load, drawn again from the epoch's start and skipped."""
         self.model.train()
         if self._epoch is not None:
+            live, self._live = self._live, None  # kept again only by a call that stops cleanly
+            if live is not None and live[0] is self.train_loader:
+                return live[1]
             return resume(self.train_loader, self._epoch["rng_state"], self._epoch["batches"])
         self._epoch = {"batches": 0, "loss_sum": 0.0, "rng_state": get_rng_state(self.train_loader)}
         return iter(self.train_loader)
@@ -307,8 +312,11 @@ class StepByStep:
                         done += 1
                         bar.update()
                         bar.set_postfix(loss=f"{loss:.4f}")
-                    if unit == "epoch" or done < count or not ran_out(self.train_loader, batches,
-                                                                      self._epoch["batches"]):
+                    if unit == "epoch" or done < count:
+                        continue
+                    ended = ran_out(self.train_loader, batches, self._epoch["batches"])
+                    if not ended:  # the call stops inside the epoch: the next reads on from here
+                        self._live = (self.train_loader, batches) if ended is None else None  # False: one was taken
                         continue
                 batches = None
                 loss, val_loss = self._close_epoch()
@@ -389,6 +397,7 @@ class StepByStep:
         self.learning_rates = [float(lr) for lr in state["learning_rates"]]
         self.rng_state = state["rng_state"]
         self._epoch = None if state["open_epoch"] is None else dict(state["open_epoch"])
+        self._live = None  # the open epoch is resumed from its start's streams
 
     def save_checkpoint(self, path):
         """Save ``state_dict()`` to ``path``, atomically: everything needed to resume exactly."""
