@@ -8,6 +8,7 @@ everything a resume needs, and ``checkpoint.py`` writes it to a file and reads i
 """
 import copy
 import math
+import warnings
 from collections.abc import Callable, Iterable
 
 import torch
@@ -36,6 +37,13 @@ def _check_optimizer(model, optimizer):
             f"the optimizer updates {foreign} tensor(s) that are not parameters of this model: "
             "build it from model.parameters() (after rebuilding a model, rebuild its optimizer too)"
         )
+
+
+def _loader_size(loader):
+    """``{'n_batches', 'batch_size'}`` of a loader, each None where it does not say."""
+    size = getattr(loader, "batch_size", None)
+    return {"n_batches": len(loader) if hasattr(loader, "__len__") else None,
+            "batch_size": size if isinstance(size, int) else None}
 
 
 class StepByStep:
@@ -107,12 +115,16 @@ class StepByStep:
 
     def set_loaders(self, train_loader, val_loader=None):
         """Use ``train_loader`` for training and ``val_loader`` (optional) for validation. Another
-        training loader starts a new epoch: the steps of one left open stay in the step count and the
-        rates, not in ``losses``."""
+        training loader starts a new epoch (with a warning): the steps of one left open stay in the step
+        count and the rates, not in ``losses``."""
         check_instance("train_loader", train_loader, Iterable, "an iterable of (x, y) batches, such as a DataLoader")
         if val_loader is not None:
             check_instance("val_loader", val_loader, Iterable, "an iterable of (x, y) batches, such as a DataLoader")
         if self.train_loader is not None and train_loader is not self.train_loader:
+            if self._epoch is not None:
+                warnings.warn(f"another training loader starts a new epoch: the open one, {self._epoch['batches']} "
+                              "step(s) in, is dropped (its steps stay in total_steps and the rates, not in losses); "
+                              "to continue it, keep the loader it started with", stacklevel=2)
             self._epoch = self._live = None
         self.train_loader = train_loader
         self.val_loader = val_loader
@@ -212,9 +224,22 @@ class StepByStep:
             live, self._live = self._live, None  # kept again only by a call that stops cleanly
             if live is not None and live[0] is self.train_loader:
                 return live[1]
+            self._check_epoch_loader()
             return resume(self.train_loader, self._epoch["rng_state"], self._epoch["batches"])
-        self._epoch = {"batches": 0, "loss_sum": 0.0, "rng_state": get_rng_state(self.train_loader)}
+        self._epoch = {"batches": 0, "loss_sum": 0.0, "rng_state": get_rng_state(self.train_loader),
+                       **_loader_size(self.train_loader)}
         return iter(self.train_loader)
+
+    def _check_epoch_loader(self):
+        """Raise a ValueError when the open epoch began on a loader of another length or batch size
+        (files of earlier releases do not say: they pass)."""
+        saved, now = {key: self._epoch.get(key) for key in ("n_batches", "batch_size")}, _loader_size(self.train_loader)
+        if any(saved[key] is not None and now[key] is not None and saved[key] != now[key] for key in saved):
+            raise ValueError(f"the open epoch, {self._epoch['batches']} step(s) in, began on a training loader of "
+                             f"{saved['n_batches']} batches of {saved['batch_size']}, and this one has "
+                             f"{now['n_batches']} batches of {now['batch_size']}: skipping its first steps would skip "
+                             "other samples. Set the loader the epoch began with before load_checkpoint (or set "
+                             "another one after it, to start a new epoch)")
 
     def _validate(self, epoch):
         """Mean batch loss over the validation loader, in eval mode and without gradients; a NaN or
