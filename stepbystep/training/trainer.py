@@ -28,7 +28,7 @@ from .schedulers import LRScheduler
 __all__ = ["StepByStep"]
 
 
-def _check_optimizer(model, optimizer):
+def check_optimizer(model, optimizer):
     check_instance("optimizer", optimizer, torch.optim.Optimizer, "a torch.optim.Optimizer")
     owned = {id(p) for p in model.parameters()}
     foreign = sum(id(p) not in owned for group in optimizer.param_groups for p in group["params"])
@@ -79,7 +79,7 @@ class StepByStep:
     def __init__(self, model, loss_fn, optimizer, device=None, callbacks=()):
         check_instance("model", model, nn.Module, "an nn.Module")
         check_instance("loss_fn", loss_fn, Callable, "callable, as loss_fn(prediction, y)")
-        _check_optimizer(model, optimizer)
+        check_optimizer(model, optimizer)
         self.model = model
         self.loss_fn = loss_fn
         self.optimizer = optimizer
@@ -128,13 +128,6 @@ class StepByStep:
             self._epoch = self._live = None
         self.train_loader = train_loader
         self.val_loader = val_loader
-
-    def set_optimizer(self, optimizer):
-        """Train with ``optimizer`` from now on; a scheduler built on the old one is dropped."""
-        _check_optimizer(self.model, optimizer)
-        self.optimizer = optimizer
-        self._set_callback(LRScheduler, None)
-        self.to(self.device)
 
     def add_callback(self, callback):
         """Run ``callback``'s hooks during training, after those of the callbacks added before."""
