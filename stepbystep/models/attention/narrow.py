@@ -2,6 +2,8 @@
 ``d_k = d_model // n_heads``; later chapters add a KV cache (09), RoPE and ALiBi (10) and shared
 key heads (12). The book's two steps, ``init_keys`` then ``forward(query)``, are
 ``stepbystep.book.MultiHeadedAttention``."""
+from contextlib import contextmanager
+
 import torch
 from torch import nn
 
@@ -10,7 +12,7 @@ from ..positions.rotary import RotaryEmbedding
 from .masks import keep_mask
 from .scaled_dot_product import attend
 
-__all__ = ["NarrowMultiHeadAttention"]
+__all__ = ["NarrowMultiHeadAttention", "keeping_weights"]
 
 
 class NarrowMultiHeadAttention(nn.Module):
@@ -153,3 +155,17 @@ class NarrowMultiHeadAttention(nn.Module):
     def extra_repr(self):
         kv = "" if self.groups == 1 else f", n_kv_heads={self.n_kv_heads}"
         return f"n_heads={self.n_heads}{kv}, d_model={self.d_model}, d_k={self.d_k}, store_alphas={self.store_alphas}"
+
+
+@contextmanager
+def keeping_weights(*attentions):
+    """Run the ``with`` block with each attention keeping its weights in ``alphas`` (``store_alphas``
+    on: the written-out path), then put every setting back, even after an error."""
+    stored = [attention.store_alphas for attention in attentions]
+    try:
+        for attention in attentions:
+            attention.store_alphas = True
+        yield
+    finally:
+        for attention, store in zip(attentions, stored):
+            attention.store_alphas = store
