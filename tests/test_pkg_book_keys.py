@@ -11,8 +11,10 @@ def test_the_book_keys_are_one_tuple_at_the_start_of_ours():
     assert checkpoint.KEYS[:len(checkpoint.BOOK_KEYS)] == checkpoint.BOOK_KEYS
 
 
-@pytest.mark.parametrize("kept, hint", [(checkpoint.BOOK_KEYS, True), (checkpoint.KEYS[:-1], True),
-                                        (checkpoint.BOOK_KEYS[1:], False), (checkpoint.KEYS[:4] + checkpoint.KEYS[5:], False)])
+@pytest.mark.parametrize("kept, hint", [
+    (checkpoint.BOOK_KEYS, True), (checkpoint.KEYS[:-1], True),
+    (checkpoint.BOOK_KEYS[1:], False), (checkpoint.KEYS[:4] + checkpoint.KEYS[5:], False),
+])
 def test_the_hint_names_the_book_class_only_for_a_book_file(kept, hint):
     with pytest.raises(ValueError, match="is not a StepByStep checkpoint") as caught:
         checkpoint.check_keys(dict.fromkeys(kept), "run.pt")
