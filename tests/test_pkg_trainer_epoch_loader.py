@@ -82,3 +82,13 @@ def test_set_loaders_warns_when_it_drops_an_open_epoch():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         sbs.set_loaders(loader)  # no open epoch: nothing dropped, no warning
+
+
+def test_an_epoch_opened_without_a_step_is_dropped_silently():
+    sbs = _trainer()
+    sbs.loss_fn = lambda prediction, y: None  # refused at the first batch, after the epoch opened
+    with pytest.raises(TypeError):
+        sbs.train_steps(1, progress=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        sbs.set_loaders(DataLoader(sum_dataset(), batch_size=16))

@@ -121,7 +121,7 @@ class StepByStep:
         if val_loader is not None:
             check_instance("val_loader", val_loader, Iterable, "an iterable of (x, y) batches, such as a DataLoader")
         if self.train_loader is not None and train_loader is not self.train_loader:
-            if self._epoch is not None:
+            if self._epoch is not None and self._epoch["batches"]:
                 warnings.warn(f"another training loader starts a new epoch: the open one, {self._epoch['batches']} "
                               "step(s) in, is dropped (its steps stay in total_steps and the rates, not in losses); "
                               "to continue it, keep the loader it started with", stacklevel=2)
