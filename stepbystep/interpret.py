@@ -20,7 +20,7 @@ import torch.nn.functional as F
 
 from .checks import check_choice, check_instance, check_int_range, check_positive_int, check_tensor
 from .devices import evaluating, model_device
-from .models import NarrowMultiHeadAttention
+from .models import NarrowMultiHeadAttention, keeping_weights
 
 __all__ = ["previous_token_score", "induction_score", "attention_weights", "head_scores", "ablate_heads",
            "ABLATIONS", "READS", "ablate_path", "ov_circuit", "copying_score", "composition_scores", "qk_circuit",
@@ -98,16 +98,9 @@ def attention_weights(model, ids):
     attentions = _attention_layers(model)
     check_tensor("ids", ids, ndim=2)
     ids = ids.to(model_device(model))  # (N, L)
-    stored = [attention.store_alphas for attention in attentions]
-    try:
-        for attention in attentions:
-            attention.store_alphas = True
-        with evaluating(model):
-            model(ids)
-        return [attention.alphas.cpu() for attention in attentions]
-    finally:
-        for attention, store in zip(attentions, stored):
-            attention.store_alphas = store
+    with keeping_weights(*attentions), evaluating(model):
+        model(ids)
+    return [attention.alphas.cpu() for attention in attentions]
 
 
 def head_scores(model, ids):
@@ -195,7 +188,6 @@ def ablate_path(model, ids, heads, layer, reads=("key",), how="zero"):
             return (recorded[part],)  # the recorded input in place of the intact one
         return hook
 
-    stored = attention.store_alphas
     with evaluating(model):
         handles = [linear.register_forward_pre_hook(record(part)) for part, linear in linears.items()]
         try:
@@ -206,11 +198,10 @@ def ablate_path(model, ids, heads, layer, reads=("key",), how="zero"):
                 handle.remove()
         handles = [linear.register_forward_pre_hook(replay(part)) for part, linear in linears.items()]
         try:
-            attention.store_alphas = True
-            logits = model(ids)  # (N, L, V)
+            with keeping_weights(attention):
+                logits = model(ids)  # (N, L, V)
             return logits.cpu(), attention.alphas.cpu()
         finally:
-            attention.store_alphas = stored
             for handle in handles:
                 handle.remove()
 

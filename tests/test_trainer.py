@@ -706,17 +706,6 @@ def test_the_tensorboard_callback_logs_and_flushes_every_epoch():
     assert writer.logged[-1] == ("loss", {"training": sbs.losses[-1]}, 3)
 
 
-def test_set_optimizer_drops_the_scheduler_callback_and_keeps_the_others():
-    sbs = _trainer()
-    recorder = _Recorder()
-    sbs.add_callback(recorder)
-    sbs.set_lr_scheduler(torch.optim.lr_scheduler.StepLR(sbs.optimizer, step_size=1))
-    sbs.set_clip_grad_norm(1.0)
-    sbs.set_optimizer(torch.optim.Adam(sbs.model.parameters(), lr=0.003))
-    assert sbs.scheduler is None
-    assert [type(c) for c in sbs.callbacks] == [_Recorder, GradientClipping]
-
-
 def test_only_callbacks_join_the_loop():
     with pytest.raises(TypeError, match="callback must be a stepbystep.training.Callback, got function"):
         _trainer().add_callback(lambda trainer: None)

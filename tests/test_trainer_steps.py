@@ -167,7 +167,8 @@ def test_another_training_loader_starts_a_new_epoch():
     sbs = _trainer(callbacks=[losses])
     sbs.train_steps(3, progress=False)
     x, y = sum_dataset().tensors
-    sbs.set_loaders([(x[:16], y[:16]), (x[16:32], y[16:32])])
+    with pytest.warns(UserWarning, match="is dropped"):
+        sbs.set_loaders([(x[:16], y[:16]), (x[16:32], y[16:32])])
     sbs.train_steps(2, progress=False)
     assert (sbs.total_steps, sbs.total_epochs, len(sbs.learning_rates)) == (5, 1, 5)
     assert [seen[:2] for seen in losses.seen] == [(1, 1), (1, 2), (1, 3), (1, 1), (1, 2)]
@@ -181,7 +182,7 @@ def test_resuming_on_a_loader_shorter_than_the_open_epoch_says_so():
     short = _trainer()
     short.set_loaders([(x[:16], y[:16])])
     short.load_state_dict(saved.state_dict())
-    with pytest.raises(ValueError, match="ran out before the 3 batches the open epoch trained on"):
+    with pytest.raises(ValueError, match="began on a training loader of 4 batches of 16, and this one has 1 batches"):
         short.train_steps(1, progress=False)
 
 

@@ -73,17 +73,23 @@ class MultiHeadedAttention(NarrowMultiHeadAttention):
         return None if self.key is None else self.project_keys(self.key)[1]
 
     def score_function(self, query):
+        self._check_query(query)
         q = self.rotate(self.make_chunks(self.linear_query(query)))  # (N, h, L_q, d_k)
         k = self.proj_key.repeat_interleave(self.groups, dim=1)  # (N, h, L_k, d_k)
         return q @ k.transpose(-2, -1) / self.d_k ** 0.5  # (N, h, L_q, L_k)
 
     def forward(self, query, mask=None):
+        self._check_query(query)
+        return super().forward(query, self.key, mask)
+
+    def _check_query(self, query):
+        """Keys kept by ``init_keys``, and a ``query`` ``(N, L_q, d_model)`` with their batch size."""
         if self.key is None:
             raise RuntimeError("no keys to attend to: call init_keys(key) before attending")
+        self.check_input("query", query)
         if self.key.shape[0] != query.shape[0]:
             raise ValueError(f"query batch size {query.shape[0]} does not match the keys' batch size "
                              f"{self.key.shape[0]}; call init_keys(key) with this batch")
-        return super().forward(query, self.key, mask)
 
     def __getstate__(self):
         state = super().__getstate__()  # the keys may carry a graph: copies start without them

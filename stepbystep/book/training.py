@@ -21,15 +21,13 @@ from ..training import trainer as core
 from ..training.batches import forward, split_batch
 from ..training.captures import Captures, named_layers
 from ..training.callbacks import stateful
-from ..training.checkpoint import check_keys, upgrade
+from ..training.checkpoint import BOOK_KEYS, check_keys, upgrade
 from ..training.lr_finder import lr_range_test
+from ..training.schedulers import LRScheduler
 from ..training.tensorboard import TensorBoard, summary_writer
 from .models import without_book_tables
 
 __all__ = ["StepByStep", "ChannelNormalizer", "from_book"]
-
-# What the book's save_checkpoint writes; ours add the scheduler, the rates and the streams.
-BOOK_KEYS = ("epoch", "model_state_dict", "optimizer_state_dict", "loss", "val_loss")
 
 
 def from_book(checkpoint, callbacks):
@@ -109,6 +107,13 @@ class StepByStep(core.StepByStep):
         """Seed every random generator now; the next ``train`` call starts from these streams."""
         set_seed(seed, self.train_loader)
         self.rng_state = get_rng_state(self.train_loader)
+
+    def set_optimizer(self, optimizer):
+        """Train with ``optimizer`` from now on; a scheduler built on the old one is dropped."""
+        core.check_optimizer(self.model, optimizer)
+        self.optimizer = optimizer
+        self._set_callback(LRScheduler, None)
+        self.to(self.device)
 
     def set_clip_grad_value(self, clip_value):
         """Clip every gradient element to ``[-clip_value, clip_value]`` before each step."""

@@ -16,7 +16,7 @@ from .attention.scaled_dot_product import attend, masked_softmax, scaled_dot_pro
 from .attention.wide import Attention, WideMultiHeadAttention
 from .positions.sinusoidal import PositionalEncoding, sinusoidal_table
 from .seq2seq.book_models import DecoderPe, DecoderSelfAttn, EncoderDecoderSelfAttn, EncoderPe, EncoderSelfAttn
-from .attention.narrow import NarrowMultiHeadAttention
+from .attention.narrow import NarrowMultiHeadAttention, keeping_weights
 from .blocks.layers import DecoderLayer, EncoderLayer, SubLayerWrapper, feed_forward
 from .seq2seq.stacks import DecoderTransf, EncoderDecoderTransf, EncoderTransf
 from .seq2seq.builder import build_transformer, xavier_init_

@@ -86,11 +86,12 @@ def resume(loader, rng_state, n_done):
 
 
 def ran_out(loader, batches, n_done):
-    """Whether ``loader``, if it has a length, has given its last batch after ``n_done``. It is asked
-    for one more, as in an unbroken run (a shuffling sampler draws its next order as it ends); if
-    it had one, the streams go back, and resuming draws that batch again."""
+    """Whether ``loader``, if it has a length, has given its last batch after ``n_done``: None when
+    it has not (or cannot tell). Past its length it is asked for one more, as in an unbroken run (a
+    shuffling sampler draws its next order as it ends): True if it had none; False if it had one,
+    which ``batches`` then lacks: the streams go back, and resuming draws that batch again."""
     if not hasattr(loader, "__len__") or n_done < len(loader):
-        return False
+        return None
     before = get_rng_state(loader)
     if next(batches, None) is None:
         return True

@@ -22,7 +22,11 @@ overrides ``state_dict`` and ``load_state_dict`` as PyTorch's modules do: checkp
 its state under its class name (``"Name#2"`` for a second one of the same class).
 """
 
-__all__ = ["Callback", "stateful"]
+from collections import OrderedDict
+
+import torch
+
+__all__ = ["Callback", "stateful", "check_state"]
 
 
 class Callback:
@@ -60,3 +64,25 @@ def stateful(callbacks):
             count = sum(key.split("#")[0] == name for key in keyed)
             keyed[name if count == 0 else f"{name}#{count + 1}"] = callback
     return keyed
+
+
+_LEAVES = (bool, int, float, str, type(None), torch.device, torch.dtype)
+_CONTAINERS = (dict, OrderedDict, list, tuple, torch.Size)
+
+
+def check_state(key, state):
+    """Raise a ``TypeError`` naming the callback ``key`` unless its ``state`` is a dict of tensors,
+    numbers, strings and containers of them: all a checkpoint reads back without running code."""
+    if type(state) not in (dict, OrderedDict):
+        raise TypeError(f"the callback {key}'s state_dict must return a dict, got {type(state).__name__}")
+    pending = [(f"{key}.state_dict()", state)]
+    while pending:
+        where, value = pending.pop()
+        if type(value) in (dict, OrderedDict):
+            pending += [(f"{where}[{name!r}]", item) for name, item in value.items()]
+        elif type(value) in _CONTAINERS:
+            pending += [(f"{where}[{index}]", item) for index, item in enumerate(value)]
+        elif not (isinstance(value, torch.Tensor) or type(value) in _LEAVES):
+            raise TypeError(f"{where} is a {type(value).__module__}.{type(value).__qualname__}: a callback's state "
+                            "holds only tensors, numbers, strings and dicts, lists or tuples of them (a checkpoint "
+                            "could not be loaded back); convert it, e.g. with torch.as_tensor(...) or float(...)")

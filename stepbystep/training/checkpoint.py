@@ -5,10 +5,12 @@ import copy
 from ..checkpoint import atomic_save, safe_load
 from .callbacks import stateful
 
-__all__ = ["save_checkpoint", "read_checkpoint", "upgrade", "check_keys", "check_compatible", "load_all_or_nothing"]
+__all__ = ["BOOK_KEYS", "save_checkpoint", "read_checkpoint", "upgrade", "check_keys", "check_compatible",
+           "load_all_or_nothing"]
 
-KEYS = ("epoch", "model_state_dict", "optimizer_state_dict", "loss", "val_loss",
-        "learning_rates", "rng_state", "callbacks", "steps", "open_epoch")
+# what the book's save_checkpoint writes; ours add the rates, the streams, the callbacks' states and the open epoch
+BOOK_KEYS = ("epoch", "model_state_dict", "optimizer_state_dict", "loss", "val_loss")
+KEYS = (*BOOK_KEYS, "learning_rates", "rng_state", "callbacks", "steps", "open_epoch")
 
 
 def save_checkpoint(trainer, path):
@@ -32,7 +34,7 @@ def check_keys(checkpoint, path):
     """``checkpoint`` if it holds everything ``save_checkpoint`` writes; a ValueError naming what it lacks."""
     missing = [key for key in KEYS if not isinstance(checkpoint, dict) or key not in checkpoint]
     if missing:
-        from_the_book = set(missing) <= set(KEYS[5:])  # the book's class writes the first five only
+        from_the_book = not set(missing) & set(BOOK_KEYS)
         hint = " (the book's files load with stepbystep.book.training.StepByStep)" if from_the_book else ""
         raise ValueError(f"{str(path)!r} is not a StepByStep checkpoint: it lacks {missing}{hint}")
     return checkpoint

@@ -4,8 +4,7 @@ import math
 from collections.abc import Iterable
 
 from ..checks import check_choice, check_fraction, check_instance, check_positive_int, check_positive_number
-from ..devices import move_to
-from .batches import endless, forward, split_batch
+from .batches import endless
 
 __all__ = ["lr_range_test"]
 
@@ -44,12 +43,11 @@ def lr_range_test(trainer, data_loader, end_lr, num_iter=100, step_mode="exp", a
             factor = ratio**progress if step_mode == "exp" else 1 + progress * (ratio - 1)
             for group, base_lr in zip(groups, base_lrs):
                 group["lr"] = base_lr * factor
-            x, y = move_to(split_batch(next(batches)), trainer.device)
-            loss = trainer.loss_fn(forward(model, x), y)
+            loss = trainer.batch_loss(next(batches))
             value = loss.item()
             if not math.isfinite(value):
                 break
-            trainer._step(loss)
+            trainer.step(loss)
             previous = tracking["loss"][-1] if tracking["loss"] else value
             tracking["loss"].append(alpha * value + (1 - alpha) * previous)
             tracking["lr"].append(groups[0]["lr"])

@@ -5,8 +5,8 @@ Each function returns a torch scheduler to step after every optimizer step
 ``warmup_steps`` and ``n`` is ``total_steps``; step ``k`` trains at ``lr * factor(k)``::
 
     warmup           min(1, (k+1)/w)                                  up to lr at step w-1, then flat
-    warmup_linear    min((k+1)/w, (n-k)/(n-w))                        then down to 0 at step n
-    warmup_cosine    (k+1)/w, then (1 + cos(pi (k-w)/(n-w))) / 2      down to 0 at step n
+    warmup_linear    max(0, min((k+1)/w, (n-k)/(n-w)))                then down to 0 at step n, 0 after
+    warmup_cosine    (k+1)/w, then (1 + cos(pi (k-w)/(n-w))) / 2      down to 0 at step n, 0 after
     inverse_sqrt     min((k+1)/w, sqrt(w/(k+1)))                      then 1/sqrt(step)
     linear_ramps     torch's LinearLR up (lr/w at step 0, lr at step w), then down to 0 at step n
 
@@ -41,9 +41,10 @@ def warmup(optimizer, warmup_steps):
 
 
 def warmup_linear(optimizer, warmup_steps, total_steps):
-    """The rise of ``warmup``, then a straight line down to zero at step ``total_steps``."""
+    """The rise of ``warmup``, then a straight line down to zero at step ``total_steps``, and zero
+    after it (a negative rate would climb the loss)."""
     decay = _check(warmup_steps, total_steps)
-    return LambdaLR(optimizer, lambda step: min((step + 1) / warmup_steps, (total_steps - step) / decay))
+    return LambdaLR(optimizer, lambda step: max(0.0, min((step + 1) / warmup_steps, (total_steps - step) / decay)))
 
 
 def warmup_cosine(optimizer, warmup_steps, total_steps):

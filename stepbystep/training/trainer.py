@@ -6,7 +6,9 @@ A call may stop inside an epoch: the next call, or a loaded checkpoint, continue
 Clipping, schedulers and logging join the loop as callbacks (``callbacks.py``); ``state_dict`` holds
 everything a resume needs, and ``checkpoint.py`` writes it to a file and reads it back.
 """
+import copy
 import math
+import warnings
 from collections.abc import Callable, Iterable
 
 import torch
@@ -18,7 +20,7 @@ from ..containers import map_structure
 from ..devices import as_device, default_device, evaluating, model_dtype, move_to
 from ..seeding import get_rng_state, set_rng_state, set_seed
 from .batches import check_float_inputs, forward, numpy_to_tensor, ran_out, resume, split_batch, to_numpy
-from .callbacks import Callback, stateful
+from .callbacks import Callback, check_state, stateful
 from .checkpoint import check_compatible, load_all_or_nothing, read_checkpoint, save_checkpoint
 from .clipping import GradientClipping
 from .schedulers import LRScheduler
@@ -26,7 +28,7 @@ from .schedulers import LRScheduler
 __all__ = ["StepByStep"]
 
 
-def _check_optimizer(model, optimizer):
+def check_optimizer(model, optimizer):
     check_instance("optimizer", optimizer, torch.optim.Optimizer, "a torch.optim.Optimizer")
     owned = {id(p) for p in model.parameters()}
     foreign = sum(id(p) not in owned for group in optimizer.param_groups for p in group["params"])
@@ -35,6 +37,13 @@ def _check_optimizer(model, optimizer):
             f"the optimizer updates {foreign} tensor(s) that are not parameters of this model: "
             "build it from model.parameters() (after rebuilding a model, rebuild its optimizer too)"
         )
+
+
+def _loader_size(loader):
+    """``{'n_batches', 'batch_size'}`` of a loader, each None where it does not say."""
+    size = getattr(loader, "batch_size", None)
+    return {"n_batches": len(loader) if hasattr(loader, "__len__") else None,
+            "batch_size": size if isinstance(size, int) else None}
 
 
 class StepByStep:
@@ -70,7 +79,7 @@ class StepByStep:
     def __init__(self, model, loss_fn, optimizer, device=None, callbacks=()):
         check_instance("model", model, nn.Module, "an nn.Module")
         check_instance("loss_fn", loss_fn, Callable, "callable, as loss_fn(prediction, y)")
-        _check_optimizer(model, optimizer)
+        check_optimizer(model, optimizer)
         self.model = model
         self.loss_fn = loss_fn
         self.optimizer = optimizer
@@ -88,6 +97,7 @@ class StepByStep:
         self.should_stop = False  # a callback sets it to end training after the current epoch
         self.rng_state = None
         self._epoch = None  # the open epoch: steps taken, their loss sum, the streams at its start
+        self._live = None  # (loader, iterator): where the last call stopped in the open epoch, to read on from
 
     # ----------------------------------------------------------------------------- set-up
     def to(self, device):
@@ -105,22 +115,19 @@ class StepByStep:
 
     def set_loaders(self, train_loader, val_loader=None):
         """Use ``train_loader`` for training and ``val_loader`` (optional) for validation. Another
-        training loader starts a new epoch: the steps of one left open stay in the step count and the
-        rates, not in ``losses``."""
+        training loader starts a new epoch (with a warning): the steps of one left open stay in the step
+        count and the rates, not in ``losses``."""
         check_instance("train_loader", train_loader, Iterable, "an iterable of (x, y) batches, such as a DataLoader")
         if val_loader is not None:
             check_instance("val_loader", val_loader, Iterable, "an iterable of (x, y) batches, such as a DataLoader")
         if self.train_loader is not None and train_loader is not self.train_loader:
-            self._epoch = None
+            if self._epoch is not None and self._epoch["batches"]:
+                warnings.warn(f"another training loader starts a new epoch: the open one, {self._epoch['batches']} "
+                              "step(s) in, is dropped (its steps stay in total_steps and the rates, not in losses); "
+                              "to continue it, keep the loader it started with", stacklevel=2)
+            self._epoch = self._live = None
         self.train_loader = train_loader
         self.val_loader = val_loader
-
-    def set_optimizer(self, optimizer):
-        """Train with ``optimizer`` from now on; a scheduler built on the old one is dropped."""
-        _check_optimizer(self.model, optimizer)
-        self.optimizer = optimizer
-        self._set_callback(LRScheduler, None)
-        self.to(self.device)
 
     def add_callback(self, callback):
         """Run ``callback``'s hooks during training, after those of the callbacks added before."""
@@ -163,7 +170,21 @@ class StepByStep:
         for callback in self.callbacks:
             getattr(callback, hook)(self, *args)
 
-    def _step(self, loss):
+    def batch_loss(self, batch):
+        """``loss_fn(model(x), y)`` for ``batch``, an ``(x, y)`` pair moved to the device: a scalar tensor.
+        Float inputs must have the model's dtype (a TypeError otherwise)."""
+        x, y = move_to(split_batch(batch), self.device)
+        loss = self.loss_fn(forward(self.model, check_float_inputs(x, model_dtype(self.model))), y)
+        if not (isinstance(loss, torch.Tensor) and loss.numel() == 1):
+            got = type(loss).__name__
+            if isinstance(loss, torch.Tensor):
+                got = f"a tensor of shape {tuple(loss.shape)} (reduce it, e.g. with .mean())"
+            elif isinstance(loss, (int, float)):
+                got = f"{got} {loss!r} (no gradient flows through a number: return the tensor)"
+            raise TypeError(f"loss_fn must return a scalar tensor, as nn.MSELoss() does, got {got}")
+        return loss
+
+    def step(self, loss):
         """Backpropagate ``loss``, let the callbacks see the gradients, update the weights."""
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
@@ -172,8 +193,7 @@ class StepByStep:
 
     def _train_step(self, batch):
         """One optimizer step on ``batch``, counted in the open epoch; returns its loss (a float)."""
-        x, y = move_to(split_batch(batch), self.device)
-        loss = self.loss_fn(forward(self.model, check_float_inputs(x, model_dtype(self.model))), y)  # scalar
+        loss = self.batch_loss(batch)  # scalar
         value, epoch, batch_index = loss.item(), self.total_epochs + 1, self._epoch["batches"] + 1
         if not math.isfinite(value):
             raise FloatingPointError(
@@ -182,7 +202,7 @@ class StepByStep:
                 "epoch(s). Try a lower learning rate, gradient clipping, or check the data."
             )
         self.learning_rates.append(self.optimizer.param_groups[0]["lr"])
-        self._step(loss)
+        self.step(loss)
         self._epoch["batches"], self._epoch["loss_sum"] = batch_index, self._epoch["loss_sum"] + value
         self.total_steps += 1
         self._call("on_batch_end", epoch, batch_index, value)
@@ -190,21 +210,37 @@ class StepByStep:
 
     def _open_epoch(self):
         """The training batches from where the epoch stands: a new epoch's (noting the streams at its
-        start), or the rest of one a previous call stopped in."""
+        start), or the rest of one a previous call stopped in: read on from its iterator, or after a
+        load, drawn again from the epoch's start and skipped."""
         self.model.train()
         if self._epoch is not None:
+            live, self._live = self._live, None  # kept again only by a call that stops cleanly
+            if live is not None and live[0] is self.train_loader:
+                return live[1]
+            self._check_epoch_loader()
             return resume(self.train_loader, self._epoch["rng_state"], self._epoch["batches"])
-        self._epoch = {"batches": 0, "loss_sum": 0.0, "rng_state": get_rng_state(self.train_loader)}
+        self._epoch = {"batches": 0, "loss_sum": 0.0, "rng_state": get_rng_state(self.train_loader),
+                       **_loader_size(self.train_loader)}
         return iter(self.train_loader)
+
+    def _check_epoch_loader(self):
+        """Raise a ValueError when the open epoch began on a loader of another length or batch size
+        (files of earlier releases do not say: they pass)."""
+        saved, now = {key: self._epoch.get(key) for key in ("n_batches", "batch_size")}, _loader_size(self.train_loader)
+        if any(saved[key] is not None and now[key] is not None and saved[key] != now[key] for key in saved):
+            raise ValueError(f"the open epoch, {self._epoch['batches']} step(s) in, began on a training loader of "
+                             f"{saved['n_batches']} batches of {saved['batch_size']}, and this one has "
+                             f"{now['n_batches']} batches of {now['batch_size']}: skipping its first steps would skip "
+                             "other samples. Set the loader the epoch began with before load_checkpoint (or set "
+                             "another one after it, to start a new epoch)")
 
     def _validate(self, epoch):
         """Mean batch loss over the validation loader, in eval mode and without gradients; a NaN or
         infinite loss raises ``FloatingPointError``, as in training."""
-        total, n_batches, dtype = 0.0, 0, model_dtype(self.model)
+        total, n_batches = 0.0, 0
         with evaluating(self.model):
             for batch in self.val_loader:
-                x, y = move_to(split_batch(batch), self.device)
-                value = self.loss_fn(forward(self.model, check_float_inputs(x, dtype)), y).item()
+                value = self.batch_loss(batch).item()
                 n_batches += 1
                 if not math.isfinite(value):
                     raise FloatingPointError(
@@ -279,11 +315,12 @@ class StepByStep:
         if self.train_loader is None:
             raise RuntimeError("no data to train on: call set_loaders(train_loader, val_loader=None) first")
         self.should_stop = False
-        self._call("on_train_start")
-        self._start_streams(seed)
         bar = trange(count, desc=f"{unit}s", unit=unit, disable=not progress)
-        batches, done = None, 0
+        batches, done, started = None, 0, False
         try:
+            self._call("on_train_start")  # inside: a callback that raises here still gets on_train_end
+            self._start_streams(seed)
+            started = True
             while done < count:
                 batches = self._open_epoch() if batches is None else batches
                 batch = next(batches, None)
@@ -293,8 +330,11 @@ class StepByStep:
                         done += 1
                         bar.update()
                         bar.set_postfix(loss=f"{loss:.4f}")
-                    if unit == "epoch" or done < count or not ran_out(self.train_loader, batches,
-                                                                      self._epoch["batches"]):
+                    if unit == "epoch" or done < count:
+                        continue
+                    ended = ran_out(self.train_loader, batches, self._epoch["batches"])
+                    if not ended:  # the call stops inside the epoch: the next reads on from here
+                        self._live = (self.train_loader, batches) if ended is None else None  # False: one was taken
                         continue
                 batches = None
                 loss, val_loss = self._close_epoch()
@@ -309,7 +349,8 @@ class StepByStep:
             print(f"Training interrupted: the history keeps the {self.total_epochs} completed epoch(s){rest}.")
         finally:
             bar.close()
-            self.rng_state = get_rng_state(self.train_loader)
+            if started:  # the streams go on from here; a call that failed before seeding leaves them unset
+                self.rng_state = get_rng_state(self.train_loader)
             self.model.eval()
             self._call("on_train_end")
 
@@ -336,14 +377,15 @@ class StepByStep:
     def state_dict(self):
         """Everything an exact resume needs: weights, optimizer, the callbacks' states (see
         ``Callback.state_dict``), histories, random streams and the open epoch; only tensors,
-        numbers, strings and containers, so a ``weights_only`` load reads it."""
+        numbers, strings and containers, so a ``weights_only`` load reads it (a callback whose state
+        holds anything else is a TypeError naming it, here rather than when the file is loaded)."""
         return {
             "epoch": self.total_epochs,
             "steps": self.total_steps,
             "model_state_dict": self.model.state_dict(),
             "optimizer_state_dict": self.optimizer.state_dict(),
             "optimizer_class": type(self.optimizer).__name__,  # optional on loading: older files lack it
-            "callbacks": {key: callback.state_dict() for key, callback in stateful(self.callbacks).items()},
+            "callbacks": self._callback_states(),
             "loss": list(self.losses),
             "val_loss": list(self.val_losses),
             "learning_rates": list(self.learning_rates),
@@ -351,20 +393,29 @@ class StepByStep:
             "open_epoch": None if self._epoch is None else dict(self._epoch),
         }
 
+    def _callback_states(self):
+        """Each stateful callback's state, checked to load back from a file (a TypeError naming it otherwise)."""
+        states = {key: callback.state_dict() for key, callback in stateful(self.callbacks).items()}
+        for key, state in states.items():
+            check_state(key, state)
+        return states
+
     def load_state_dict(self, state):
         """Put back a ``state_dict``, all or nothing: one from another model, optimizer class or set of
         stateful callbacks is refused with a ValueError naming the difference, before anything changes."""
         check_compatible(self, state)
         callbacks = stateful(self.callbacks)
+        # copies: an optimizer keeps the tensors it is given, so two trainers would share Adam's moments
         load_all_or_nothing([self.model, self.optimizer, *callbacks.values()],
-                            [state["model_state_dict"], state["optimizer_state_dict"],
-                             *(state["callbacks"][key] for key in callbacks)])
+                            [state["model_state_dict"], copy.deepcopy(state["optimizer_state_dict"]),
+                             *(copy.deepcopy(state["callbacks"][key]) for key in callbacks)])
         self.total_epochs, self.total_steps = int(state["epoch"]), int(state["steps"])
         self.losses = [float(loss) for loss in state["loss"]]
         self.val_losses = [float(loss) for loss in state["val_loss"]]
         self.learning_rates = [float(lr) for lr in state["learning_rates"]]
         self.rng_state = state["rng_state"]
         self._epoch = None if state["open_epoch"] is None else dict(state["open_epoch"])
+        self._live = None  # the open epoch is resumed from its start's streams
 
     def save_checkpoint(self, path):
         """Save ``state_dict()`` to ``path``, atomically: everything needed to resume exactly."""

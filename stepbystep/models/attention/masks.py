@@ -1,7 +1,8 @@
 """Attention masks (chapters 02-06): ours are keep-masks, ``True`` = may attend, as in the book:
-source (padding) ``(N, 1, L_s)``, target (causal) ``(1, L_t, L_t)``. PyTorch's are blocked-masks
-(``True`` = blocked), ``key_padding_mask`` ``(N, L)`` or additive floats: the converters below
-go between the two explicitly.
+source (padding) ``(N, 1, L_s)``, target (causal) ``(1, L_t, L_t)``. ``F.scaled_dot_product_attention``'s
+bool mask means the same; ``nn.MultiheadAttention`` and ``nn.Transformer`` take blocked-masks
+(``True`` = blocked), ``key_padding_mask`` ``(N, L)`` or additive floats: the converters below go
+between those and ours explicitly.
 """
 import torch
 
@@ -139,8 +140,14 @@ def to_additive_mask(mask, dtype=torch.float32):
 
 
 def from_additive_mask(additive):
-    """Additive float mask (``0`` keep, ``-inf`` block) -> keep-mask of the same shape."""
+    """Additive float mask (``0`` keep; ``-inf`` or a large negative such as ``-1e9`` or the dtype's
+    most negative number, block) -> keep-mask of the same shape."""
     check_tensor("additive", additive)
     if not additive.is_floating_point():
         raise TypeError(f"additive must be a float mask, got dtype {additive.dtype}")
-    return torch.isfinite(additive)
+    keep, blocked = additive == 0, additive <= -1e4
+    if not (keep | blocked).all():
+        odd = additive[~(keep | blocked)].unique()[:5].tolist()
+        raise ValueError("additive must hold 0 (keep) or a large negative <= -1e4 such as -inf (block), "
+                         f"got values such as {odd}: that is a bias, not a mask")
+    return keep

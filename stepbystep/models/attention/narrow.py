@@ -2,6 +2,8 @@
 ``d_k = d_model // n_heads``; later chapters add a KV cache (09), RoPE and ALiBi (10) and shared
 key heads (12). The book's two steps, ``init_keys`` then ``forward(query)``, are
 ``stepbystep.book.MultiHeadedAttention``."""
+from contextlib import contextmanager
+
 import torch
 from torch import nn
 
@@ -10,7 +12,7 @@ from ..positions.rotary import RotaryEmbedding
 from .masks import keep_mask
 from .scaled_dot_product import attend
 
-__all__ = ["NarrowMultiHeadAttention"]
+__all__ = ["NarrowMultiHeadAttention", "keeping_weights"]
 
 
 class NarrowMultiHeadAttention(nn.Module):
@@ -36,11 +38,12 @@ class NarrowMultiHeadAttention(nn.Module):
     ``forward(x, key=None, mask=None, bias=None, rotation=None, cache=None)``: queries from ``x``
     ``(N, L_q, d_model)``, keys and values from ``key`` ``(N, L_k, d_model)`` (``None``: ``x``,
     self-attention); ``mask`` a ``(1 or N, 1 or L_q, L_k)`` keep-mask (``True`` = may attend; see
-    ``keep_mask``); ``bias`` ``(h or N, h, L_q, L_k)`` added to the scores (ALiBi); ``rotation``
-    the ``(cos, sin)`` of ``rotary.at(positions)`` for the new tokens (``None``: positions
-    ``0 .. L - 1``); ``cache`` a ``LayerCache`` (KV cache): the new keys and values join the earlier
-    ones, which ``mask`` and ``bias`` then cover (a static one keeps the first ``key``'s for every
-    later call). Returns ``(N, L_q, d_model)``.
+    ``keep_mask``); ``bias`` ``(h, L_q, L_k)`` or ``(1 or N, h, L_q, L_k)`` added to the scores
+    (ALiBi); ``rotation`` the ``(cos, sin)`` of ``rotary.at(positions)`` for the new tokens
+    (``None``: positions ``0 .. L - 1``, after the tokens a self-attention cache holds); ``cache`` a
+    ``LayerCache`` (KV cache): the new keys and values join the earlier ones, which ``mask`` and
+    ``bias`` then cover (a static one keeps the first ``key``'s for every later call). Returns
+    ``(N, L_q, d_model)``.
     """
 
     def __init__(self, n_heads, d_model, dropout=0.1, store_alphas=True, rotary=None, n_kv_heads=None, bias=True):
@@ -97,6 +100,9 @@ class NarrowMultiHeadAttention(nn.Module):
 
     def forward(self, x, key=None, mask=None, bias=None, rotation=None, cache=None):
         self._check_inputs(x, key)
+        if rotation is None and self.rotary is not None and cache is not None and not cache.static \
+                and cache.keys is not None and key is None:  # the new tokens go on after the cached ones
+            rotation = self._rotation_after(cache.keys.shape[2], x.shape[1], x.device)
         q = self.rotate(self.make_chunks(self.linear_query(x)), rotation)  # (N, h, L_q, d_k)
         if cache is not None and cache.static and cache.keys is not None:
             k, v = cache.keys, cache.values  # cross-attention: the encoder's states, projected at the first step
@@ -107,10 +113,17 @@ class NarrowMultiHeadAttention(nn.Module):
         if mask is not None:
             mask = keep_mask(mask, q.shape[0], q.shape[2], k.shape[2]).unsqueeze(1)  # (1 or N, 1, 1 or L_q, t)
         if bias is not None:
-            bias = self._checked_bias(bias, q.shape[0], q.shape[2], k.shape[2]).to(q.dtype)  # (h or N, h, L_q, t)
+            bias = self._checked_bias(bias, q.shape[0], q.shape[2], k.shape[2]).to(q.dtype)  # ([1 or N,] h, L_q, t)
         context, alphas = attend(q, k, v, mask, bias, self.dropout, self.store_alphas)  # (N, h, L_q, d_k)
         self.alphas = None if alphas is None else alphas.detach()  # (N, h, L_q, t)
         return self.output_function(context)  # (N, L_q, d_model)
+
+    def _rotation_after(self, start, length, device):
+        """RoPE's ``(cos, sin)`` at positions ``start .. start + length - 1``, inside the rotary table."""
+        if start + length > self.rotary.max_len:
+            raise ValueError(f"the cache holds {start} tokens and {length} more would pass the rotary table's "
+                             f"max_len={self.rotary.max_len} positions")
+        return self.rotary.at(torch.arange(start, start + length, device=device))  # (L, d/2 or d) each
 
     def check_input(self, name, x):
         """Raise a clear error unless ``x`` is ``(N, L, d_model)``, ``L >= 1``, of the weights' dtype."""
@@ -142,3 +155,17 @@ class NarrowMultiHeadAttention(nn.Module):
     def extra_repr(self):
         kv = "" if self.groups == 1 else f", n_kv_heads={self.n_kv_heads}"
         return f"n_heads={self.n_heads}{kv}, d_model={self.d_model}, d_k={self.d_k}, store_alphas={self.store_alphas}"
+
+
+@contextmanager
+def keeping_weights(*attentions):
+    """Run the ``with`` block with each attention keeping its weights in ``alphas`` (``store_alphas``
+    on: the written-out path), then put every setting back, even after an error."""
+    stored = [attention.store_alphas for attention in attentions]
+    try:
+        for attention in attentions:
+            attention.store_alphas = True
+        yield
+    finally:
+        for attention, store in zip(attentions, stored):
+            attention.store_alphas = store

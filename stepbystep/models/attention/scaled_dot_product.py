@@ -27,17 +27,19 @@ def masked_softmax(scores, mask=None):
 def attend(q, k, v, mask=None, bias=None, dropout=None, need_weights=True):
     """``softmax(q kᵀ / √d_k + bias) v``: the context and the weights (taken before ``dropout``).
 
-    Shapes: ``q`` ``(N, ..., L_q, d_k)``, ``k`` ``(N, ..., L_k, d_k)``, ``v`` ``(N, ..., L_k, d_v)``;
-    with heads, ``k`` and ``v`` may have fewer, ``(N, h_kv, L_k, d)``, each read by ``h // h_kv``
-    query heads in a row (grouped-query attention). ``mask`` broadcasts to the scores
-    ``(N, ..., L_q, L_k)`` (``True`` = may attend; a mask ``(N, L_q, L_k)`` gets the head dimension
-    added); ``bias`` is added to the scores (ALiBi); ``dropout``: an ``nn.Dropout`` on the weights.
+    Shapes: ``q`` ``(N, ..., L_q, d_k)``, ``k`` ``(N, ..., L_k, d_k)``, ``v``
+    ``(N, ..., L_k, d_v)``; with heads, ``k`` and ``v`` may have fewer, ``(N, h_kv, L_k, d)``, each
+    read by ``h // h_kv`` query heads in a row (grouped-query attention). ``mask`` broadcasts to the
+    scores ``(N, ..., L_q, L_k)`` (``True`` = may attend; a mask ``(N, L_q, L_k)`` gets the head
+    dimension added, one ``(L_q, L_k)`` broadcasts from the right as in
+    ``F.scaled_dot_product_attention``); ``bias`` is added to the scores (ALiBi); ``dropout``: an
+    ``nn.Dropout`` on the weights.
     Returns the context ``(N, ..., L_q, d_v)`` and the weights ``(N, ..., L_q, L_k)``.
 
     ``need_weights=False`` runs PyTorch's fused kernel instead (the same context up to rounding;
     the weights are ``None``), under the same rules: a row whose every key is masked gives zeros.
     """
-    while mask is not None and mask.dim() < q.dim():
+    while mask is not None and 2 < mask.dim() < q.dim():
         mask = mask.unsqueeze(1)  # (N, 1, ..., L_q, L_k): one mask for every head
     groups = q.shape[-3] // k.shape[-3] if q.dim() > 3 else 1  # query heads per key head
     if not need_weights:

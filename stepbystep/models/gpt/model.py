@@ -7,6 +7,7 @@ from torch import nn
 from ...checks import check_choice, check_instance, check_int_range, check_positive_int, check_positive_number
 from ...data.special_tokens import IGNORE_INDEX
 from ...devices import evaluating
+from ..attention.narrow import keeping_weights
 from ..blocks.ids import check_ids
 from ..blocks.kv_cache import KVCache
 from ..blocks.layers import EncoderLayer
@@ -135,14 +136,9 @@ class DecoderOnlyTransformer(nn.Module):
         """Layer ``layer_idx``'s self-attention weights for ``ids`` ``(N, L)``: ``(N, h, L, L)``, rows
         summing to 1; one teaching-path run in eval mode without gradients, settings restored."""
         attention = self.layers[layer_idx].self_attn_heads
-        stored = attention.store_alphas
-        attention.store_alphas = True
-        try:
-            with evaluating(self):
-                self(ids)
-            return attention.alphas
-        finally:
-            attention.store_alphas = stored
+        with keeping_weights(attention), evaluating(self):
+            self(ids)
+        return attention.alphas
 
     def extra_repr(self):
         return (f"vocab_size={self.vocab_size}, max_len={self.max_len}, pad_id={self.pad_id}, "
