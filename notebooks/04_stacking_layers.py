@@ -654,17 +654,17 @@ fig = plots.gradient_norms_by_layer(runs)
 #   within a factor of 10 of each other, and the loss ends below 0.05, a small fraction of the
 #   loss of always predicting the average target (above 0.5).
 # - **norm-last without warm-up** gets stuck: after a few full-size steps its loss stalls
-#   above 0.2, more than ten times the other runs'. In this run the gradient reaching its
-#   lower layers has also all but vanished by the end (the printout above); section 9 shows
-#   that this is not so in every stuck run. We have not measured why the run gets stuck. Two
+#   above 0.2, more than ten times the other runs' (section 9 also looks at the gradient that
+#   reaches its lower layers by the end). We have not measured why the run gets stuck. Two
 #   explanations from the literature fit: Adam's first steps move every parameter by about
 #   the learning rate, however small its gradient, because its variance estimate rests on
 #   very few gradients (Liu et al., "On the Variance of the Adaptive Learning Rate and
 #   Beyond", 2019, the RAdam paper); and a norm-last layer depends strongly on its residual
 #   branch, so small changes of the weights are amplified in the output (Liu et al.,
-#   "Understanding the Difficulty of Training Transformers", 2020, who argue that this,
-#   rather than vanishing gradients, is norm-last's trouble). Either way, the large early
-#   moves leave this stack where it stops learning.
+#   "Understanding the Difficulty of Training Transformers", 2020, who find that unbalanced
+#   gradients are not the root cause of the unstable training and point to this amplification
+#   instead). Either way, in this run the large early moves left the stack where it stopped
+#   learning.
 # - **norm-last with warm-up** trains, to a loss below 0.05: small first steps let it settle
 #   before the learning rate is at full size.
 
@@ -745,7 +745,7 @@ print(f"stuck runs (above 0.2): {len(stuck)}; layers 1-3 at the end below 1e-3 i
 # - the stuck runs differ in their gradients: in at least a third of them the gradient of
 #   layers 1-3 has fallen below $10^{-3}$, but in at least a fifth it is above $10^{-2}$, as
 #   large as in runs that train. A vanishing gradient goes with being stuck in many seeds, but
-#   it is not what being stuck means.
+#   a stuck run need not have one.
 
 # %%
 expect_all(stored_seed_claims(study["settings"]))
@@ -761,9 +761,9 @@ expect_all(stored_seed_claims(study["settings"]))
 # layer are large, so a large learning rate on them makes training unstable, and the warm-up
 # helps avoid this; in the norm-first (pre-LN) Transformer the gradients are well behaved,
 # which led them to remove the warm-up, and in their experiments norm-first Transformers
-# trained without it reached results comparable to the baselines'. Our toy stack is far smaller than theirs, and its
-# gradients at initialisation are not their expected gradients, but the last-layer comparison
-# above points the same way. It helps explain why the original, norm-last Transformer was
+# trained without it reached results comparable to the baselines'. Our toy stack is far
+# smaller than theirs, and its gradients at initialisation are not their expected gradients,
+# but the last-layer comparison of section 8 points the same way. It helps explain why the original, norm-last Transformer was
 # trained with a warm-up, and why many later models put the norm first.
 #
 # What it does **not** show is that norm-first stacks never need a warm-up. 25 seeds of one
