@@ -306,10 +306,9 @@ expect_close(layer_alone, layer_in_all, "layer norm gives sequence 0 the same va
 # itself is normalised after every sublayer. **Norm-first** ("pre-norm", the book's default and
 # most modern models', adopted early by Wang et al., "Learning Deep Transformer Models for
 # Machine Translation", 2019, and by GPT-2, Radford et al., "Language Models are Unsupervised
-# Multitask Learners", 2019; Xiong et al., "On Layer
-# Normalization in the Transformer Architecture", 2020, analyse the two) normalises only what goes *into* the sublayer; the stream is a plain
-# sum of the input and
-# every sublayer's output. In code:
+# Multitask Learners", 2019; Xiong et al., "On Layer Normalization in the Transformer
+# Architecture", 2020, analyse the two) normalises only what goes *into* the sublayer; the
+# stream is a plain sum of the input and every sublayer's output. In code:
 
 # %%
 def norm_first_sublayer(x, sublayer, norm, drop):
