@@ -123,20 +123,22 @@ model = EncoderDecoderTransf(encoder, decoder, input_len=2, target_len=2, n_feat
 # \qquad \mathrm{Var}(W) = \frac{a^2}{3} = \frac{2}{n_{in} + n_{out}} .
 # $$
 #
-# Signals going forward through a layer keep their variance when $\mathrm{Var}(W) = 1/n_{in}$,
-# gradients going backward when $\mathrm{Var}(W) = 1/n_{out}$; Xavier takes the compromise
-# between the two. PyTorch's default, $U(-1/\sqrt{n_{in}}, 1/\sqrt{n_{in}})$, has
-# $\mathrm{Var}(W) = 1/(3 n_{in})$: a third of the "keep the variance" value, so each linear
-# layer shrinks the signal's variance to about a third (before the norms and residual
-# connections restore it). Biases and layer norms (1-D parameters) keep their defaults.
-# For the shapes in our model (written $(n_{out}, n_{in})$, as PyTorch stores them), Xavier's
-# bounds are 1.2 to 2.1 times wider than the default's (this chapter does not test whether
-# that matters for this small model):
+# Glorot and Bengio's argument, for a linear layer with independent, zero-mean inputs: the signal
+# going forward keeps its variance when $\mathrm{Var}(W) = 1/n_{in}$, the gradient going back when
+# $\mathrm{Var}(W) = 1/n_{out}$, and Xavier's variance is the compromise between the two.
+# PyTorch's default has $\mathrm{Var}(W) = 1/(3 n_{in})$. Biases and layer norms (1-D
+# parameters) keep their defaults. For the shapes in our model (written $(n_{out}, n_{in})$,
+# as PyTorch stores them), Xavier's bounds are 1.2 to 2.1 times wider than the default's. We
+# follow the book here; whether the choice matters for this small model, which has a layer
+# norm in every wrapper, this chapter does not test.
 
 # %%
 shapes = sorted({tuple(p.shape) for p in model.parameters() if p.dim() > 1})
 for n_out, n_in in shapes:
     print(f"({n_out:2d}, {n_in:2d}): default ±{1 / math.sqrt(n_in):.3f}, Xavier ±{math.sqrt(6 / (n_in + n_out)):.3f}")
+wider = [math.sqrt(6 / (n_in + n_out)) * math.sqrt(n_in) for n_out, n_in in shapes]  # Xavier's bound / the default's
+expect((round(min(wider), 1), round(max(wider), 1)) == (1.2, 2.1),
+       "Xavier's bounds are 1.2 to 2.1 times the default's, to one decimal", got=[round(ratio, 3) for ratio in wider])
 
 # %%
 for parameter in model.parameters():
@@ -285,16 +287,17 @@ fig = plots.learning_rate_schedule(noam, warmup_steps=4000)
 # `torch.optim.lr_scheduler.LambdaLR(optimizer, lambda i: noam_rate(i + 1))` stepped after every
 # batch (`sbs.set_lr_scheduler(scheduler, interval="batch")`; chapter 07 uses such
 # schedulers). Our model does without any of it: it trains at a constant 0.01 from its first
-# step. Chapter 04 found that a norm-first stack trains at its full learning rate from the
-# first step, where a norm-last one stalled without a warm-up; our layers put the norm first,
-# and the nine seeds below show this model training at a constant rate in every run.
+# step. In chapter 04's toy stack a norm-first stack trained at its full learning rate from the
+# first step in each of 25 seeds, where a norm-last one got stuck without a warm-up in most;
+# our layers put the norm first, and the nine seeds below show this model training at a
+# constant rate in every run.
 
 # %% [markdown]
 # ## Why the validation loss is lower
 #
 # Dropout is active in training mode only. With $p = 0.1$, every forward pass in training
-# mode zeroes a random tenth of the attention weights, of the feed-forward hidden units and
-# of every sublayer's output (scaling the survivors by $1/0.9$). The training loss is measured
+# mode zeroes each attention weight, each feed-forward hidden unit and each entry of every
+# sublayer's output with probability 0.1 (scaling the survivors by $1/0.9$). The training loss is measured
 # on this damaged network, a different one at every call; the validation loss on the whole,
 # deterministic network. The same mini-batch shows it (the book's chapter 10 makes this
 # comparison with one forward pass in each mode; here we take 20 dropout draws): 20 forward
@@ -413,8 +416,10 @@ fig = plots.sequence_predictions(val_source, val_target, val_predicted, n=8)
 # - **cross-attention** $(128, 3, 2, 2)$: the same decoder positions attending to the encoder
 #   states of $x_0, x_1$.
 #
-# Here they are for the last layer of each stack (`layers[-1]`), every head, for the first
-# three validation squares; the corner numbers on the left match the labels of the maps.
+# Layers, heads and squares are numbered from 0, as in the code: each stack's layers are
+# `layers[0]` and `layers[1]`, its heads 0 to 2. Here are the maps of the last layer of each
+# stack (`layers[-1]`, that is layer 1), every head, for the first three validation squares;
+# the corner numbers on the left match the labels of the maps.
 
 # %%
 encoder_alphas = model.encoder.layers[-1].self_attn_heads.alphas  # (128, 3, 2, 2)
@@ -425,7 +430,7 @@ print(f"encoder {tuple(encoder_alphas.shape)}, decoder {tuple(decoder_alphas.sha
 
 # %%
 fig = plots.transformer_attention(encoder_alphas, decoder_alphas, cross_alphas, val_source, val_target,
-                                  val_predicted, indices=(0, 1, 2), layer="layer 1")
+                                  val_predicted, indices=(0, 1, 2), layer="layer 1 (the last)")
 
 # %% [markdown]
 # **Decoder self-attention.** The first row of every map is $(1, 0)$: position 0 may attend

@@ -37,8 +37,7 @@ def test_a_smaller_rate_that_stalls_in_one_seed_fails_the_first_claim_only():
 def test_a_smaller_rate_that_stalls_everywhere_fails_every_claim():
     assert _failing(control_claims(_settings(small_finals=(0.6,) * 5, small_lower=1e-5))) == [
         "without warm-up but at a smaller rate, norm-last ends below 0.05 in every seed",
-        "at each smaller rate its median final loss is over ten times below the full rate's",
-        "and its lower layers keep their gradient: at the median over a hundred times the full rate's"]
+        "at each smaller rate its median final loss is over ten times below the full rate's"]
 
 
 def test_without_control_runs_the_claims_cannot_hold():

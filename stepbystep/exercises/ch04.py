@@ -57,8 +57,21 @@ def _check_stack_parameter_count(answer):
                    expected - n_layers * d_model):
             return (f"for {case} your count is short of the feed-forward network's biases: each of its "
                     "two linear layers has one, as long as its output")
-        if got in (expected - n_layers * 4 * d_model, expected - n_layers * 4 * d_model - final_norm):
+        if got == expected - n_layers * 4 * d_model - final_norm * norm_first:
             return f"for {case} you left out the layer norms: each has a scale and a shift of d_model values"
+        if got == expected - n_layers * 4 * d_model:  # two norms' scales and shifts, or four projections' biases
+            return (f"for {case} your count is 4 · d_model short in every layer: either you left out the layer "
+                    "norms (each has a scale and a shift) or the biases of the attention's four projections")
+        if got in (expected - n_layers * 8 * d_model, expected - n_layers * 8 * d_model - final_norm * norm_first):
+            return (f"for {case} you left out the layer norms and the attention projections' biases: "
+                    "nn.Linear has a bias unless told otherwise")
+        for width, name in ((4 * d_model, "4 · d_model (the paper's ratio)"), (d_model, "d_model")):
+            if width != ff_units and got == expected + n_layers * (2 * d_model + 1) * (width - ff_units):
+                return (f"for {case} your feed-forward network has {name} hidden units; its hidden width is "
+                        "the ff_units argument, whatever its ratio to d_model")
+        if got == expected + n_layers * (ff_units - d_model):
+            return (f"for {case} the feed-forward network's second bias has the wrong length: a linear layer's "
+                    "bias is as long as its output")
         if n_layers > 1 and got in ((expected - final_norm * norm_first) // n_layers,
                                     (expected - final_norm * norm_first) // n_layers + final_norm * norm_first):
             return f"for {case} you counted one layer: the stack holds n_layers independent copies"

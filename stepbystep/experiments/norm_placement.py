@@ -8,7 +8,7 @@ import numpy as np
 
 from stepbystep.expect import Claim
 
-__all__ = ["initial_gradient_claims", "training_claims", "seed_claims", "control_claims"]
+__all__ = ["initial_gradient_claims", "initial_gradient_rates", "training_claims", "seed_claims", "control_claims"]
 
 FIRST_FLAT, FIRST_WARM = "norm-first, no warm-up", "norm-first, warm-up 20 steps"
 LAST_FLAT, LAST_WARM = "norm-last, no warm-up", "norm-last, warm-up 20 steps"
@@ -38,7 +38,6 @@ def initial_gradient_claims(norm_first, norm_last):
 def training_claims(runs, baseline):
     """Claims about the four seed-0 runs (norm-first first), against the average-target loss."""
     final = {run.label: run.losses[-1] for run in runs}
-    lower_at_end = {run.label: run.norms[-1, :3].max() for run in runs}
     trained = [loss for label, loss in final.items() if label != LAST_FLAT]
     spreads = {run.label: (run.norms.max(axis=1) / run.norms.min(axis=1)).max()
                for run in runs if run.label.startswith("norm-first")}
@@ -48,52 +47,45 @@ def training_claims(runs, baseline):
               {"final losses": final, "average target": baseline}),
         Claim(final[LAST_FLAT] > max(0.2, 10 * max(trained)),
               "norm-last without warm-up stalls above 0.2 and ten times the other runs' losses", final),
-        Claim(lower_at_end[LAST_FLAT] < 1e-3 < lower_at_end[LAST_WARM],
-              "norm-last without warm-up: layers 1-3 end with a gradient below 1e-3, unlike with warm-up",
-              lower_at_end),
         Claim(all(spread < 10 for spread in spreads.values()),
               "norm-first: at every step the six layers' gradients stay within a factor of 10", spreads),
     ]
 
 
-def seed_claims(by_setting):
-    """Claims over seeds: ``by_setting`` maps the four runs' labels to one run per seed."""
-    finals = {label: np.array([run.losses[-1] for run in group]) for label, group in by_setting.items()}
-    lowers = {label: np.array([run.norms[-1, :3].max() for run in group]) for label, group in by_setting.items()}
-    starts = [(first.norms[0], last.norms[0]) for first, last in zip(by_setting[FIRST_FLAT], by_setting[LAST_FLAT])]
-    finer = [g_first[0] > g_first[-1] and g_last.argmin() in (1, 2, 3) for g_first, g_last in starts]
-    first_shrinks = sum(g_first[0] > g_first[-1] for g_first, _ in starts)
-    last_dips = sum(g_last.argmin() in (1, 2, 3) for _, g_last in starts)
-    exceptions = [pair for pair, holds in zip(starts, finer) if not holds]
-    n = len(starts)
-    last_largest_at = [int(g_last.argmax()) for _, g_last in starts]  # 0 = the first layer
-    n_layers = len(starts[0][1])
-    fifth_seed = len(exceptions) == 1 and (
-        _spread(exceptions[0][0]) < 1.1 and 0 < exceptions[0][0].argmin() < len(exceptions[0][0]) - 1
-        and (np.diff(exceptions[0][1]) > 0).all())
+def initial_gradient_rates(norm_first, norm_last):
+    """Claims about many seeds' gradients at initialisation; each argument is ``(seeds, n_layers)``,
+    the two placements built from the same seeds."""
+    first, last = np.asarray(norm_first), np.asarray(norm_last)
+    n, n_layers = last.shape
+    first_spread, last_spread = first.max(axis=1) / first.min(axis=1), last.max(axis=1) / last.min(axis=1)  # (seeds,)
+    largest_at = last.argmax(axis=1)  # (seeds,): 0 = the first layer
+    above_middle = last[:, -1] > last[:, 2:4].max(axis=1)  # (seeds,): the last layer above layers 3 and 4
     return [
-        Claim(all((finals[label] < 0.05).all() for label in (FIRST_FLAT, FIRST_WARM, LAST_WARM)),
-              "norm-first with or without warm-up, and norm-last with it, end below 0.05 in every seed", finals),
-        Claim((finals[LAST_FLAT] > 0.2).all() and np.median(finals[LAST_FLAT]) > 10 * np.median(finals[LAST_WARM]),
-              "norm-last without warm-up ends above 0.2 in every seed, with a median over ten times the warm-up runs'",
-              finals),
-        Claim(np.median(lowers[LAST_FLAT]) < 0.01 * np.median(lowers[LAST_WARM]),
-              "its lower layers' final gradient is, at the median, under a hundredth of the warm-up runs'", lowers),
-        Claim(all(_spread(g_first) < 1.5 for g_first, _ in starts),
-              "at initialisation, norm-first gradients lie within a factor 1.5 in every seed", starts),
-        Claim(all(g_last[-1] > 1.1 * g_last[2:4].max() for _, g_last in starts),
-              "norm-last gradients are larger in the last layer than in layers 3 and 4 in every seed", starts),
-        Claim(all(_spread(g_last) > _spread(g_first) for g_first, g_last in starts),
-              "norm-last gradients are more uneven than norm-first's in every seed", starts),
-        Claim(last_largest_at.count(n_layers - 1) == n - 1 and last_largest_at.count(0) == 1,
-              f"norm-last gradients are largest in the last layer in {n - 1} seeds of {n}, in the first layer in the other",
-              {"layer with the largest norm-last gradient, per seed": [at + 1 for at in last_largest_at]}),
-        Claim(first_shrinks == n - 1 and last_dips == n - 1 and len(exceptions) == 1,
-              f"the finer details of one seed hold in {n - 1} seeds of {n}",
-              {"norm-first shrinks": first_shrinks, "norm-last dips": last_dips}),
-        Claim(fifth_seed,
-              "in the other seed, norm-first is nearly flat with a dip, and norm-last grows all the way up",
-              exceptions),
+        Claim((first_spread < 1.5).sum() >= 0.9 * n,
+              "norm-first: all six layers within a factor 1.5 of each other in at least 9 seeds of 10",
+              {"seeds within 1.5": int((first_spread < 1.5).sum()), "of": n}),
+        Claim((last_spread > first_spread).sum() >= 0.8 * n,
+              "norm-last gradients are more uneven than norm-first's in at least 4 seeds of 5",
+              {"seeds more uneven": int((last_spread > first_spread).sum()), "of": n}),
+        Claim(above_middle.sum() >= 0.9 * n,
+              "norm-last: the last layer's gradient is above layers 3 and 4's in at least 9 seeds of 10",
+              {"seeds": int(above_middle.sum()), "of": n}),
+        Claim(np.isin(largest_at, (0, n_layers - 1)).all() and (largest_at == n_layers - 1).sum() > n / 2,
+              "norm-last: the largest gradient is at an end of the stack in every seed, in the last layer in most",
+              {f"layer {layer + 1}": int((largest_at == layer).sum()) for layer in range(n_layers)}),
+        Claim((last[:, -1] > first[:, -1]).all() and np.median(last[:, -1] / first[:, -1]) > 2,
+              "from the same weights, the last layer's gradient is larger norm-last than norm-first in every seed, "
+              "over twice as large at the median", last[:, -1] / first[:, -1]),
+    ]
+
+
+def seed_claims(by_setting):
+    """Claims over the chapter's seeds, at the median: ``by_setting`` maps each setting's label
+    (the four runs' and the control's) to one run per seed."""
+    finals = {label: np.median([run.losses[-1] for run in group]) for label, group in by_setting.items()}
+    return [
+        Claim(all(finals[LAST_FLAT] > 10 * finals[label] for label in (FIRST_FLAT, FIRST_WARM, LAST_WARM)),
+              "the median final loss of norm-last without warm-up is over ten times each other run's", finals),
     ]
 
 
@@ -102,14 +94,9 @@ def control_claims(by_setting):
     step. ``by_setting`` holds the runs of ``seed_claims`` and those of each ``CONTROL`` label."""
     controls = [label for label in by_setting if label.startswith(CONTROL)]
     finals = {label: np.array([run.losses[-1] for run in by_setting[label]]) for label in controls + [LAST_FLAT]}
-    lowers = {label: np.median([run.norms[-1, :3].max() for run in by_setting[label]])
-              for label in controls + [LAST_FLAT]}
     return [
         Claim(len(controls) > 0 and all((finals[label] < 0.05).all() for label in controls),
               "without warm-up but at a smaller rate, norm-last ends below 0.05 in every seed", finals),
         Claim(all(np.median(finals[LAST_FLAT]) > 10 * np.median(finals[label]) for label in controls),
               "at each smaller rate its median final loss is over ten times below the full rate's", finals),
-        Claim(all(lowers[label] > 100 * lowers[LAST_FLAT] for label in controls),
-              "and its lower layers keep their gradient: at the median over a hundred times the full rate's",
-              lowers),
     ]

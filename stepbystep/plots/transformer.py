@@ -6,6 +6,7 @@
   sequences, every head, next to the sequence's corners.
 """
 import numbers
+import textwrap
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -74,7 +75,7 @@ def loss_comparison(losses, title=None, xlabel="loss", log=False):
     else:
         ax.set_xlim(0, largest * 1.25)  # room for the labels
         ax.set_ylim(positions.min() - 0.6, positions.max() + 0.85)  # room above the top row
-    ax.set_yticks(positions, labels)
+    ax.set_yticks(positions, [textwrap.fill(label, 24) for label in labels])  # long labels on two lines: a wider plot
     ax.set_xlabel(xlabel)
     if title:
         ax.set_title(title)
