@@ -986,11 +986,14 @@ ch02.shift_rotation.check(my_rotation)
 # In the book's setup, `EncoderDecoderSelfAttn`, it starts from the last source corner. Predict
 # first: in that setup, will the order-blind models still stall around 0.5? Then train
 # `EncoderDecoderSelfAttn` with `EncoderSelfAttn`/`DecoderSelfAttn` and with
-# `EncoderPe`/`DecoderPe` (`max_len=2`) at five seeds each (seeding both the weights and
-# the batch order, `sbs.train(20, seed=seed)`), and compare the median test losses. Before you train, think about what the decoder knows from its first input and,
-# through cross-attention, from the encoded source. (If you swap the source corners of a test
-# square, note that the decoder's first input changes too.) Check your two medians as a dict.
+# `EncoderPe`/`DecoderPe` (`max_len=2`) at five seeds each, as the study above did (seeding
+# both the weights and the batch order, `sbs.train(20, seed=seed)`, with the test set as the
+# validation loader), and compare the median test losses with the study's. Before you train,
+# think about what the decoder knows from its first input and, through cross-attention, from
+# the encoded source. (If you swap the source corners of a test square, note that the
+# decoder's first input changes too.) The checker takes your trained runs, one `StepByStep`
+# per seed, and reads their test losses itself.
 
 # %%
-book_medians = None  # replace with {"no PE": ..., "PE": ...}, your two median test losses
-ch02.decoder_start.check(book_medians)
+book_runs = None  # replace with {"no PE": [trainer per seed], "PE": [trainer per seed]}
+ch02.decoder_start.check(book_runs)
