@@ -209,7 +209,8 @@ for mask in (None, causal):
 # Same numbers. Is the fused kernel faster? It runs in one call, without Python between the
 # steps, and it chooses among several implementations, its **backends**; the fastest ones
 # (memory-efficient attention, Rabe and Staats, "Self-attention Does Not Need O(n²) Memory",
-# 2021; FlashAttention, Dao et al., 2022) work through the keys in blocks and never store the
+# 2021; Dao et al., "FlashAttention: Fast and Memory-Efficient Exact Attention with
+# IO-Awareness", 2022) work through the keys in blocks and never store the
 # $L_q \times L_k$ weights, which saves memory and memory traffic on long sequences. Which
 # backend runs depends on the hardware and on the inputs, so before timing anything we ask
 # PyTorch's profiler which one ran (`attention_ops` lists the backend operations a call makes;
@@ -246,14 +247,16 @@ expect_close(calls["4-D inputs, is_causal=True"]()[:, 0], attention_by_hand(long
 
 # %% [markdown]
 # On a CPU the fused kernel, `_scaled_dot_product_flash_attention_for_cpu`, takes only 4-D
-# queries, keys and values of one size (and a mask of 2 or 4 dimensions). Anything else goes
+# queries, keys and values whose last dimensions agree ($d_k = d_v$), and a mask of 2 or 4
+# dimensions. Anything else goes
 # to the `math` backend: the same matrix products (`bmm`) and softmax as our function, one
 # operation each. (On a GPU the choice depends on more: the dtype, the head size, whether
 # there is a mask; chapter 14 comes back to it.)
 #
 # Now the times of the same calls, and of our code, all under the causal mask. `is_causal=True`
-# tells the kernel that the mask is causal instead of handing it $L \times L$ entries to read.
-# Each is the best of three rounds of 10 calls:
+# tells the function that the mask is the lower triangle (PyTorch documents it as the same
+# computation as a `tril` mask, and it may not be combined with `attn_mask`), instead of
+# handing it $L \times L$ entries. Each is the best of three rounds of 10 calls:
 
 # %% tags=["nbval-ignore-output"]
 timed = {"by hand": lambda: attention_by_hand(long_q, long_k, long_v, long_causal), **calls}
@@ -265,12 +268,14 @@ for label, elapsed in seconds.items():
 # Read your own numbers: the times depend on the machine, its load, the sizes and the PyTorch
 # release, so the chapter checks which backend ran, not how fast. The 3-D call runs the same
 # steps as our code. The 4-D calls run the fused kernel, which never writes out the
-# $8 \times 256 \times 256$ weights; with a boolean mask it must still read the mask's $L^2$
-# entries, while with `is_causal=True` it needs no mask at all and can skip the blocks of keys
-# that lie wholly in the future (chapter 14 builds such a tiled loop). So to get the fused
-# kernel, give it $(N, h, L, d_k)$ tensors, and prefer `is_causal=True` to a materialised
-# causal mask. We keep the step-by-step version in this course anyway, because we want to
-# *look* at the weights.
+# $8 \times 256 \times 256$ weights. With a boolean mask it is handed $L^2$ entries to read;
+# with `is_causal=True` there is no mask to build, store or read. A kernel that knows the mask
+# is causal could also skip the blocks of keys that lie wholly in the future (chapter 14 builds
+# such a tiled loop), but whether a backend does is not part of what PyTorch documents, and one
+# machine's best of three rounds cannot settle it: compare the two 4-D lines on yours. So to get the
+# fused kernel, give it $(N, h, L, d_k)$ tensors, and for a causal mask pass `is_causal=True`
+# rather than a materialised mask. We keep the step-by-step version in this course anyway,
+# because we want to *look* at the weights.
 
 # %% [markdown]
 # ## The data: corners of a square
@@ -981,11 +986,14 @@ ch02.shift_rotation.check(my_rotation)
 # In the book's setup, `EncoderDecoderSelfAttn`, it starts from the last source corner. Predict
 # first: in that setup, will the order-blind models still stall around 0.5? Then train
 # `EncoderDecoderSelfAttn` with `EncoderSelfAttn`/`DecoderSelfAttn` and with
-# `EncoderPe`/`DecoderPe` (`max_len=2`) at five seeds each (seeding both the weights and
-# the batch order, `sbs.train(20, seed=seed)`), and compare the median test losses. Before you train, think about what the decoder knows from its first input and,
-# through cross-attention, from the encoded source. (If you swap the source corners of a test
-# square, note that the decoder's first input changes too.) Check your two medians as a dict.
+# `EncoderPe`/`DecoderPe` (`max_len=2`) at five seeds each, as the study above did (seeding
+# both the weights and the batch order, `sbs.train(20, seed=seed)`, with the test set as the
+# validation loader), and compare the median test losses with the study's. Before you train,
+# think about what the decoder knows from its first input and, through cross-attention, from
+# the encoded source. (If you swap the source corners of a test square, note that the
+# decoder's first input changes too.) The checker takes your trained runs, one `StepByStep`
+# per seed, and reads their test losses itself.
 
 # %%
-book_medians = None  # replace with {"no PE": ..., "PE": ...}, your two median test losses
-ch02.decoder_start.check(book_medians)
+book_runs = None  # replace with {"no PE": [trainer per seed], "PE": [trainer per seed]}
+ch02.decoder_start.check(book_runs)

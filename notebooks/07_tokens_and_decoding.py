@@ -24,7 +24,8 @@
 # - train a token-level Transformer with the **cross-entropy** loss, and read its
 #   **cross-attention** to see *how* it reverses a sequence;
 # - say why the size of the embeddings against the positional encoding matters, and show it
-#   with a matched control: short runs on five seeds that differ only in that size;
+#   with a matched control: short runs that differ only in that size, on five seeds here
+#   and on 20 more stored;
 # - **pad** a batch of sequences of different lengths, build its **padding masks**, and show
 #   what goes wrong without them;
 # - use a **warm-up** learning-rate schedule from `torch.optim.lr_scheduler` with `StepByStep`,
@@ -54,7 +55,8 @@ from stepbystep.data import (
     train_val_split,
 )
 from stepbystep.exercises import ch07
-from stepbystep.expect import expect, expect_close
+from stepbystep.experiments.embedding_scale import LEARNED, digit_run, load_embedding_seeds, stored_claims
+from stepbystep.expect import expect, expect_all, expect_close
 from stepbystep.training import Callback
 from stepbystep.models import (
     SequenceCrossEntropy,
@@ -358,24 +360,13 @@ for name, std in [("N(0, 1) embedding × √d_model", d_model**0.5), ("N(0, 1) e
 # drawn from, so std 0.3 and the default on one seed are not a matched pair: for std 0.3 the
 # comparison is between the settings' spreads over seeds. The runs stop after two epochs: the
 # default model above needed its third to get below 0.02, so two epochs are enough to see
-# which start learns faster. About 20 s.
+# which start learns faster. `digit_run(seed, lr=5e-3, position_scale=1.0, **kwargs)` trains
+# this section's digits model from `seed` on the data above: it builds the model with the
+# embedding settings `kwargs`, multiplies the positional table of both stacks in place
+# (`stack.pe.pe.mul_(position_scale)`, a buffer, so no random number is drawn), and trains
+# it with Adam at `lr`. About 20 s.
 
 # %%
-def digit_run(seed, lr=5e-3, position_scale=1.0, **kwargs):
-    """Train the digits model of this chapter for two epochs from ``seed`` (initial weights and batch order),
-    Adam at ``lr``, its positional tables multiplied by ``position_scale``, with other embedding settings
-    in ``kwargs``; return the trainer."""
-    torch.manual_seed(seed)
-    model = TokenTransformer(len(digit_vocab), len(digit_vocab), d_model=32, n_heads=2, ff_units=64,
-                             n_layers=1, dropout=0.0, max_len=17, **kwargs)
-    for stack in (model.encoder, model.decoder):
-        stack.pe.pe.mul_(position_scale)  # (1, 17, 32): the sinusoidal table, a buffer; no random number drawn
-    trainer = StepByStep(model, SequenceCrossEntropy(), torch.optim.Adam(model.parameters(), lr=lr, fused=True))
-    trainer.set_loaders(digit_train_loader, digit_val_loader)
-    trainer.train(2, seed=seed, progress=False)
-    return trainer
-
-
 embedding_settings = {"× √d_model": dict(scale_embeddings=True), "default": {},
                       "positions × 3.3": dict(position_scale=1 / 0.3), "std 0.3": dict(embedding_std=0.3)}
 embedding_seeds = (0, 1, 2, 3, 4)
@@ -395,14 +386,15 @@ for name in embedding_settings:
 # %%
 final_loss = {name: [losses[-1] for losses in run_losses[name]] for name in embedding_settings}
 paired_ratio = [louder / default for louder, default in zip(final_loss["positions × 3.3"], final_loss["default"])]
-learned = {name: sum(exact > 0.95 for exact in run_exact[name]) for name in embedding_settings}
+learned = {name: sum(exact > LEARNED for exact in run_exact[name]) for name in embedding_settings}
 expect(all(len(losses) == 2 for runs_ in run_losses.values() for losses in runs_), "two epochs for every run",
        got={name: [len(losses) for losses in runs_] for name, runs_ in run_losses.items()})
 expect(min(final_loss["× √d_model"]) > 1.0 and max(run_exact["× √d_model"]) < 0.1,
        "× √d_model is far from reversing on every seed: a loss above 1, under 10% exact",
        got=(final_loss["× √d_model"], run_exact["× √d_model"]))
-expect(learned["positions × 3.3"] == len(embedding_seeds),
-       "positions × 3.3 has learned in two epochs on every seed: over 95% exact", got=run_exact["positions × 3.3"])
+expect(learned["positions × 3.3"] >= 4,
+       "positions × 3.3 has learned in two epochs on at least four of the five seeds: over 95% exact",
+       got=run_exact["positions × 3.3"])
 expect(statistics.median(paired_ratio) < 0.5,
        "seed by seed, its loss is under half the default's on the same seed, in the median over the seeds",
        got=[f"{ratio:.2f}" for ratio in paired_ratio])
@@ -422,19 +414,42 @@ fig = plots.embedding_runs(run_losses, run_exact)
 # With the $\sqrt{d_{model}}$ scaling the model is far from reversing anything after two
 # epochs, on every seed (validation loss above 1, almost no string right). The matched pair
 # answers the question of the section: with the same initial weights and the same batches,
-# louder positions learned the task in two epochs on every seed (over 95% of the strings
-# exact), and seed by seed their loss is under half the default's in the median, while fewer
-# of the default's seeds got there. Nothing but the size of the positions against the tokens
-# differs between the two, so that size is what made the difference.
+# louder positions learned the task in two epochs on at least four of these five seeds (over
+# 95% of the strings exact), and seed by seed their loss is under half the default's in the
+# median, while fewer of the default's seeds got there. Nothing but the size of the positions
+# against the tokens differs between the two, so that size is what made the difference.
 #
-# Smaller embeddings learned the task on most of these seeds too (at least three of the five).
-# But they change the initial weights as well, and they are the less reliable way: on five
-# other seeds, 5 to 9, which this chapter does not run, std 0.3 had not learned in two epochs
-# on two of them (validation losses 0.25 and 0.15) and its median loss was about the default's,
-# while positions × 3.3 learned on all ten. Exercise 5 asks you to check this, and whether the
-# order holds at other learning rates. Rule of thumb: compare the size of the token vectors
-# with that of the position vectors, and do not let the tokens drown the positions; when order
-# is what matters, make the positions the louder of the two.
+# Five seeds say little about how often. The same four settings were trained on 20 more seeds,
+# 5 to 24, which this chapter does not run (`python -m stepbystep.experiments.embedding_scale`
+# writes the file); the chapter reads the results back. How many seeds of each setting learned
+# the task in two epochs, and the spread of the validation loss:
+
+# %%
+stored_seeds, stored = load_embedding_seeds()  # (20 seeds), {setting: (20, 2)}: validation loss, exact match
+for name, runs in stored.items():
+    loss = runs[:, 0]
+    print(f"{name:>15}: learned on {int((runs[:, 1] > LEARNED).sum()):>2} of {len(stored_seeds)} seeds; "
+          f"validation loss median {loss.median():.3f}, range {loss.min():.3f} to {loss.max():.3f}")
+louder_lower = int((stored["positions × 3.3"][:, 0] < stored["default"][:, 0]).sum())
+print(f"positions × 3.3 ends below the default on {louder_lower} of {len(stored_seeds)} seeds")
+
+# %%
+expect_all(stored_claims(stored))
+
+# %% [markdown]
+# Over the 20 other seeds, louder positions learned in two epochs on most of them, the default
+# on few, and on the same seed the louder run ended below the default on all but at most two.
+# So the effect holds over seeds, but not on every seed: louder positions do not rescue every
+# start. On the seeds where they did not learn, the default got almost no string right at
+# all: those starts are bad for both.
+#
+# Smaller embeddings learned on most of the 20 seeds too, and got at least 40% of the strings
+# right on every one. They change the initial weights as well, though, so std 0.3 and the
+# default on one seed are not a matched pair, and these counts do not say which of the two
+# ways is the more reliable. Exercise 5 asks you to rerun a few of these seeds, and whether
+# the order holds at other learning rates. Rule of thumb: compare the size of the token
+# vectors with that of the position vectors, and do not let the tokens drown the positions;
+# when order is what matters, make the positions the louder of the two.
 
 # %% [markdown]
 # ## Task 2: reversing words, and padding
@@ -817,10 +832,11 @@ beam_scores = sequence_log_probs(unsure_model, beam_source, word_beam, vocab.sos
 beam_exact = {"greedy": sequence_accuracy(beam_greedy, beam_target_out),
               "beam": sequence_accuracy(word_beam, beam_target_out)}
 print(f"exact match on {n_beam} words: greedy {beam_exact['greedy']:.2%}, beam search (B=4) {beam_exact['beam']:.2%}")
-beam_not_worse = (beam_scores >= greedy_scores - 1e-4).float().mean().item()
-print(f"beam output at least as likely as greedy's: {beam_not_worse:.1%}")
+beam_lower = {"unsure": int((beam_scores < greedy_scores - 1e-4).sum())}  # model -> words where the beam's is less likely
 differ = [i for i in range(n_beam) if vocab.decode(beam_greedy[i]) != vocab.decode(word_beam[i])]
-print(f"words where the two decoders disagree: {len(differ)}")
+disagree = {"unsure": len(differ)}  # model -> words where the two outputs differ
+print(f"words where the two decoders disagree: {len(differ)}; the beam's output is the less likely one "
+      f"on {beam_lower['unsure']}")
 beam_shorter = sum(len(vocab.decode(word_beam[i])) < len(vocab.decode(beam_greedy[i])) for i in differ)
 print(f"  of which the beam's output is shorter than greedy's: {beam_shorter}")
 for i in differ[:6]:
@@ -828,16 +844,16 @@ for i in differ[:6]:
           f"beam {vocab.decode(word_beam[i]):>12} ({beam_scores[i]:6.2f}), right: {word_val[i][1]}")
 
 # %%
-expect(beam_not_worse > 0.95, "the beam's output is at least as likely as greedy's for over 95% of the words",
-       got=f"{beam_not_worse:.1%}")
 expect(len(differ) > 0, "on this model the two decoders disagree on some words", got=len(differ))
 expect(max(beam_exact.values()) < 0.1, "neither decoder gets even 10% of the words right with this model", got=beam_exact)
 
 # %% [markdown]
 # The numbers in brackets are each output's log-probability under the model. Where the two
-# disagree, the beam usually found an output the model itself scores higher, which is the
-# point of searching. It is not guaranteed: the beam may drop greedy's path early, when $B$
-# other beginnings score higher and those all end worse. With $\alpha = 0$ an `<eos>` written
+# disagree, the beam's output is the one the model itself scores higher on most words (the
+# count of words where it is the less likely one is printed above; the four models of this
+# section are checked together below), which is the point of searching. It is not
+# guaranteed: the beam may drop greedy's path early, when $B$ other beginnings score higher
+# and those all end worse. With $\alpha = 0$ an `<eos>` written
 # early ends the sum of negative terms, a bias towards short outputs that a length penalty
 # counters; the count printed above of the words where the beam's output is shorter than
 # greedy's says how much it shows here. Greedy's first token is always in the
@@ -858,7 +874,12 @@ for seed in warmup_seeds:
     half_greedy = greedy_decode(half_model, beam_source, vocab.sos_id, vocab.eos_id, max_new_tokens=13)
     half_beam = beam_search(half_model, beam_source, vocab.sos_id, vocab.eos_id, max_new_tokens=13, beam_width=4)
     half_exact[seed] = (sequence_accuracy(half_greedy, beam_target_out), sequence_accuracy(half_beam, beam_target_out))
-    print(f"seed {seed}, after epoch 2: exact match greedy {half_exact[seed][0]:.1%}, beam (B=4) {half_exact[seed][1]:.1%}")
+    half_scores = [sequence_log_probs(half_model, beam_source, ids, vocab.sos_id, vocab.eos_id)  # (250,) each
+                   for ids in (half_greedy, half_beam)]
+    beam_lower[f"seed {seed}"] = int((half_scores[1] < half_scores[0] - 1e-4).sum())
+    disagree[f"seed {seed}"] = sum(vocab.decode(g) != vocab.decode(b) for g, b in zip(half_greedy, half_beam))
+    print(f"seed {seed}, after epoch 2: exact match greedy {half_exact[seed][0]:.1%}, beam (B=4) {half_exact[seed][1]:.1%}; "
+          f"outputs differ on {disagree[f'seed {seed}']} words, the beam's less likely on {beam_lower[f'seed {seed}']}")
 
 # %%
 half_greedy_exact = [greedy for greedy, _ in half_exact.values()]
@@ -867,11 +888,22 @@ expect(min(half_greedy_exact) > 0.5 and statistics.median(half_greedy_exact) < 0
        got=half_exact)
 expect(all(abs(beam - greedy) < 0.03 for greedy, beam in half_exact.values()),
        "in every seed, the beam's exact match is within 3 points of greedy's", got=half_exact)
+expect(max(beam_lower.values()) < 0.05 * n_beam,
+       "under each of the four models, the beam's output is less likely than greedy's on under 5% of the words",
+       got=beam_lower)
+expect(sum(beam_lower.values()) < sum(disagree.values()) / 2,
+       "over the four models, where the outputs differ, the beam's is the more likely one on most words",
+       got=(beam_lower, disagree))
 
 # %% [markdown]
 # After epoch 2 the models get most words right but not all, and a beam of 4 changes that by a
-# few words of 250 at most (less than 3 points in every seed). On this task, with one right
-# answer, a search adds little to a model that half-works, and nothing to one that failed.
+# few words of 250 at most (less than 3 points in every seed). By the model's own scores the
+# beam is rarely behind: under each of the four models (the failed one and these three), its
+# output is the less likely one on under 5% of the 250 words, and where the two outputs
+# differ it is the more likely one on most of them. That is a count over four models and one
+# set of words, not a guarantee; the toy model below shows a case where greedy wins. On this
+# task, with one right answer, a search adds little to a model that half-works, and nothing
+# to one that failed.
 # Chapter 08's exercise 5 tries a beam on the long dates its model gets wrong.
 #
 # Here is a toy model on which greedy decoding wins. Before you run the cell, follow greedy
@@ -938,8 +970,10 @@ for text in ["", "a" * 20]:
 #   standard deviation 1, and scaling it **drowns the positional encoding**. Louder
 #   positions helped here, where order is what matters: a **matched pair** (the same initial
 #   weights and batches, only the positional table 3.3 times larger) learned the digits in two
-#   epochs on every seed, with under half the default's loss in the median. Smaller
-#   embeddings (`embedding_std=0.3`) also make the positions louder, less reliably.
+#   epochs on most seeds, not all (at least 15 of 20 stored ones, the default on at most 3),
+#   with under half the default's loss in the median. Smaller embeddings
+#   (`embedding_std=0.3`) also make the positions louder; they learned about as often, but
+#   they are not a matched pair.
 # - **Padding masks** keep real positions from reading pads. The source mask $(N, 1, L_s)$
 #   does the work, in the encoder's self-attention and in the cross-attention. With right
 #   padding the causal mask already keeps real target queries off the target's pads; the
@@ -950,8 +984,9 @@ for text in ["", "a" * 20]:
 #   `scheduler.step()` calls. At a learning rate of 0.01, all three seeds learned with it;
 #   without it, the median seed reversed under half of the words.
 # - **Greedy decoding** takes the best token at each step; **beam search** (Sutskever et al.
-#   2014) keeps the $B$ best partial outputs and usually finds outputs the model scores at
-#   least as high, though not always: it may drop greedy's path early. A length penalty
+#   2014) keeps the $B$ best partial outputs. Under each of our four word models its output was
+#   less likely than greedy's on under 5% of the words, but it is not guaranteed to be at
+#   least as likely: it may drop greedy's path early. A length penalty
 #   (Wu et al. 2016) keeps the sum of log-probabilities from favouring short outputs. On the
 #   word task a beam changed what a half-trained model got right by less than 3 points: a
 #   search finds what the model scores highest, it does not make the model better.
@@ -1018,7 +1053,7 @@ ch07.beam_step.check(my_beam_step)
 #
 # **5. The embedding sizes on other seeds and at other learning rates.** First run the
 # default, positions × 3.3 (`digit_run(seed, position_scale=1 / 0.3)`) and std 0.3
-# (`digit_run(seed, embedding_std=0.3)`) on seeds 5 to 9: do you find what the text says about
-# them? Then run the four settings of the pitfall with `digit_run(seed, lr=...)` at learning
+# (`digit_run(seed, embedding_std=0.3)`) on seeds 9, 11 and 20: do you get the stored results
+# (`stored[name][stored_seeds.index(seed)]`)? Then run the four settings of the pitfall with `digit_run(seed, lr=...)` at learning
 # rates 0.002 and 0.01, on seeds 0, 1 and 2. Do louder positions still lead the default on
 # every seed? By how much after two epochs?

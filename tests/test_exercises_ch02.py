@@ -175,36 +175,3 @@ def test_shift_rotation_wrong_angle_reports_pair_and_error():
 def test_solutions_print_their_source(capsys):
     ch02.shift_rotation.solution()
     assert "def _shift_rotation_solution(omega, k):" in capsys.readouterr().out
-
-
-@pytest.mark.parametrize("medians", [
-    {"no PE": 0.255, "PE": 0.264},  # the medians over 16 seeds of the book's setup (batch order seeded too)
-    {"no PE": 0.264, "PE": 0.234},  # seeds 0-4
-    {"no PE": 0.245, "PE": 0.276},  # seeds 8-12
-])
-def test_decoder_start_accepts_the_measured_medians(medians):
-    assert ch02.decoder_start.check(medians)
-
-
-@pytest.mark.parametrize("wrong, words", [
-    (None, "expected a dict"),
-    ({"no PE": 0.3}, "expected a dict"),
-    ({"no PE": "0.3", "PE": 0.2}, "got float, str"),
-    ({"no PE": torch.tensor(0.26), "PE": torch.tensor(0.25)}, "use .item()"),  # torch.median's 0-d tensors
-    ({"no PE": -0.3, "PE": 0.2}, "positive numbers"),
-    ({"no PE": 0.546, "PE": 0.249}, "floor of 0.5"),  # the fixed-start study's numbers
-    ({"no PE": 0.25, "PE": 0.52}, "with positions is near the floor"),
-    ({"no PE": 0.05, "PE": 0.40}, "differ by more than the spread"),
-    ({"no PE": 0.40, "PE": 0.05}, "differ by more than the spread"),
-])
-def test_decoder_start_typical_mistakes(fails_with, wrong, words):
-    message = fails_with(ch02.decoder_start, wrong, words)
-    assert "Hint:" not in message and "other one" not in message  # the reason comes with the hint
-    assert "add nothing" not in message and "about the same" not in message  # the finding stays for the solution
-
-
-def test_decoder_start_hint_and_solution(capsys):
-    ch02.decoder_start.hint()
-    ch02.decoder_start.solution()
-    printed = capsys.readouterr().out
-    assert "last source corner" in printed and "EncoderDecoderSelfAttn" in printed and "seed=seed" in printed

@@ -3,8 +3,8 @@
 * ``decoder_mask``: combine the causal mask and each sequence's padding into ``(N, L, L)``;
 * ``masked_attention``: find and repair the bug of ``suspect_attention``, a masked attention;
 * ``shift_rotation``: the 2×2 rotation that moves a (sin, cos) pair ``k`` positions ahead;
-* ``decoder_start``: the median test losses of the book's setup, whose decoder starts from the
-  last source corner, with and without positions.
+* ``decoder_start``: train the book's setup, whose decoder starts from the last source corner,
+  with and without positions, and hand in the runs (the checker reads their test losses).
 
 In a notebook::
 
@@ -15,9 +15,22 @@ In a notebook::
 import math
 
 import torch
+from torch import nn
 
-from ..models import scaled_dot_product, sinusoidal_table, subsequent_mask
-from .exercise import Exercise, expects_function
+from ..data import square_datasets
+from ..experiments.square_order import FixedStartSeq2Seq
+from ..models import (
+    DecoderPe,
+    DecoderSelfAttn,
+    EncoderDecoderSelfAttn,
+    EncoderPe,
+    EncoderSelfAttn,
+    scaled_dot_product,
+    sinusoidal_table,
+    subsequent_mask,
+)
+from ..training import StepByStep
+from .exercise import Exercise, as_number, expects_function
 
 __all__ = ["decoder_mask", "decoder_start", "masked_attention", "shift_rotation", "suspect_attention"]
 
@@ -232,9 +245,8 @@ def _decoder_start_solution():
     from stepbystep.training import StepByStep
 
     train_data, test_data = square_datasets(n_train=256, n_test=128, train_seed=13, test_seed=17)
-    medians = {}
-    for variant in ("no PE", "PE"):
-        losses = []
+    runs = {"no PE": [], "PE": []}
+    for variant in runs:
         for seed in range(5):
             torch.manual_seed(seed)
             if variant == "no PE":
@@ -247,39 +259,81 @@ def _decoder_start_solution():
             sbs.set_loaders(DataLoader(train_data, batch_size=16, shuffle=True),
                             DataLoader(test_data, batch_size=len(test_data)))
             sbs.train(20, seed=seed, progress=False)
-            losses.append(sbs.val_losses[-1])
-        medians[variant] = statistics.median(losses)
+            runs[variant].append(sbs)
+    medians = {variant: statistics.median(sbs.val_losses[-1] for sbs in trainers) for variant, trainers in runs.items()}
+    print(medians)
     # No: the decoder's first input is the last source corner and cross-attention gives it the
     # set of both, so the first corner is the other one; the order reaches the decoder without
     # positions. The order-blind median falls far below the fixed-start floor of 0.5 (some seeds
     # solve the task, 0.02), and with positions the median is about the same: over 16 seeds,
     # 0.25 without and 0.26 with, each variant winning at 8 of them. In this setup positions
     # add nothing the first input did not already give.
-    return medians
+    return runs  # ch02.decoder_start.check(runs)
+
+
+_START_VARIANTS = {"no PE": (EncoderSelfAttn, DecoderSelfAttn), "PE": (EncoderPe, DecoderPe)}
+_START_EPOCHS, _START_SEEDS = 20, 5
+
+
+def _run_problem(variant, i, sbs, source, target):
+    """What is wrong with run ``i`` of ``variant``, a trainer of the book's setup; ``None`` if nothing."""
+    run = f'your "{variant}" run {i}'
+    if not isinstance(sbs, StepByStep):
+        return f"{run} is a {type(sbs).__name__}: hand in the StepByStep trainer of each seed"
+    model = sbs.model
+    if isinstance(model, FixedStartSeq2Seq):
+        return (f"{run} is a FixedStartSeq2Seq, whose decoder starts from a fixed vector: this exercise is about "
+                "the book's setup, EncoderDecoderSelfAttn, whose decoder starts from the last source corner")
+    if type(model) is not EncoderDecoderSelfAttn:
+        return f"{run} trains a {type(model).__name__}: the book's setup is an EncoderDecoderSelfAttn"
+    encoder_class, decoder_class = _START_VARIANTS[variant]
+    if type(model.encoder) is not encoder_class or type(model.decoder) is not decoder_class:
+        return (f"{run} has a {type(model.encoder).__name__} and a {type(model.decoder).__name__}: "
+                f'"{variant}" is {encoder_class.__name__} with {decoder_class.__name__}')
+    if variant == "PE" and not (model.encoder.pe.pe.any() and model.decoder.pe.pe.any()):
+        return f"{run} has its positional table zeroed: that is the study's control, not positions"
+    if len(sbs.val_losses) != _START_EPOCHS:
+        return (f"{run} recorded {len(sbs.val_losses)} test losses: train it for {_START_EPOCHS} epochs, "
+                "with the test set as its validation loader, as the study above did")
+    lr = sbs.optimizer.param_groups[0]["lr"]
+    if not isinstance(sbs.loss_fn, nn.MSELoss) or lr != 0.01:
+        return f"{run} trains with {type(sbs.loss_fn).__name__} at lr {lr}: the study used MSELoss and Adam at 0.01"
+    test_loss = float(((sbs.predict(source) - target) ** 2).mean())  # greedy, from the sources alone
+    if abs(test_loss - sbs.val_losses[-1]) > 1e-4 * max(1.0, test_loss):
+        return (f"{run} recorded a last test loss of {sbs.val_losses[-1]:.4f}, but its model scores {test_loss:.4f} "
+                "on the test set of square_datasets(n_train=256, n_test=128, train_seed=13, test_seed=17): "
+                "validate on that set, and hand in the trainer as training left it")
+    return None
 
 
 def _check_decoder_start(answer):
-    keys = ("no PE", "PE")
+    keys = tuple(_START_VARIANTS)
+    shape = '{"no PE": [trainer per seed], "PE": [trainer per seed]}'
+    if isinstance(answer, dict) and set(answer) == set(keys) and all(as_number(v) is not None for v in answer.values()):
+        return (f"expected your trained runs, {shape}, got two numbers: the checker reads the test losses from the "
+                "trainers themselves, so train the runs and hand them in")
     if not isinstance(answer, dict) or set(answer) != set(keys):
         got = sorted(answer) if isinstance(answer, dict) else type(answer).__name__
-        return f"expected a dict with the keys {list(keys)} (the two median test losses), got {got}"
-    if not all(isinstance(value, (int, float)) and not isinstance(value, bool) for value in answer.values()):
-        kinds = sorted({type(value).__name__ for value in answer.values()})
-        numeric = all(hasattr(value, "item") for value in answer.values())  # tensors and NumPy numbers
-        advice = " (a tensor or NumPy number: use .item())" if numeric else ""
-        return f"expected two Python floats{advice}, got {', '.join(kinds)}"
-    if not all(0 < value < 2 for value in answer.values()):
-        return "expected two test losses, positive numbers of the size the study above printed"
-    if answer["no PE"] >= 0.45:
-        return ("your order-blind median is near the floor of 0.5: did the decoder start from the last source corner "
-                "(EncoderDecoderSelfAttn, not FixedStartSeq2Seq), trained for 20 epochs? A few unlucky "
-                "seeds can do this too: try five other seeds")
-    if answer["PE"] >= 0.45:
-        return ("your median with positions is near the floor of 0.5: did EncoderPe and DecoderPe get max_len=2 and "
-                "the decoder start from the last source corner, trained for 20 epochs at five seeds?")
-    if abs(answer["PE"] - answer["no PE"]) > 0.25:
-        return ("your two medians differ by more than the spread between seeds explains: check that both variants "
-                "were built and trained the same way (EncoderDecoderSelfAttn, lr 0.01, 20 epochs, the same five seeds)")
+        return f"expected a dict {shape} of StepByStep trainers, got {got}"
+    for variant, runs in answer.items():
+        if not isinstance(runs, (list, tuple)):
+            return f'expected a list of trainers, one per seed, for "{variant}", got {type(runs).__name__}'
+        if len(runs) < _START_SEEDS:
+            return f'expected at least {_START_SEEDS} runs, one per seed, for "{variant}", got {len(runs)}'
+    if len(answer["no PE"]) != len(answer["PE"]):
+        return (f'you trained {len(answer["no PE"])} "no PE" runs and {len(answer["PE"])} "PE" runs: compare the '
+                "two variants on the same seeds")
+    _, test_data = square_datasets(n_train=256, n_test=128, train_seed=13, test_seed=17)
+    source, target = (tensor.numpy() for tensor in test_data.tensors)  # (128, 2, 2) each
+    for variant, runs in answer.items():
+        for i, sbs in enumerate(runs):
+            problem = _run_problem(variant, i, sbs, source, target)
+            if problem:
+                return problem
+        histories = [tuple(sbs.val_losses) for sbs in runs]
+        if len(set(histories)) < len(histories):
+            return (f'two of your "{variant}" runs trained exactly alike: seed each run with its own seed, '
+                    "the weights (torch.manual_seed) and the batch order (train(20, seed=seed))")
     return None
 
 

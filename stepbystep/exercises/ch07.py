@@ -57,6 +57,22 @@ def _masked_by_prediction(logits, targets, pad_id):
     return (((logits.argmax(-1) == targets) & keep).sum() / keep.sum()).item()
 
 
+def _right_over_all_positions(logits, targets, pad_id):
+    keep = targets != pad_id  # (N, L)
+    return (((logits.argmax(-1) == targets) & keep).sum() / targets.numel()).item()
+
+
+def _right_over_batch_size(logits, targets, pad_id):
+    keep = targets != pad_id  # (N, L)
+    return (((logits.argmax(-1) == targets) & keep).sum() / len(targets)).item()
+
+
+def _mean_over_sequences(logits, targets, pad_id):
+    keep = targets != pad_id  # (N, L)
+    per_sequence = ((logits.argmax(-1) == targets) & keep).sum(dim=1) / keep.sum(dim=1)  # (N,)
+    return per_sequence.mean().item()
+
+
 def _pad_id_zero(logits, targets, pad_id):
     return _masked_accuracy_solution(logits, targets, 0)
 
@@ -81,6 +97,13 @@ def _check_masked_accuracy(answer):
     for mistake, message in [
         (_all_positions, "the accuracy over every position: the padded positions count as if they were "
                          "tokens to predict"),
+        (_right_over_all_positions, "your count of right predictions leaves the pads out, but what you divide it "
+                                    "by still counts every position, pads included, so the pads pull the share down "
+                                    "although none of them is graded"),
+        (_right_over_batch_size, "you divided by the number of sequences in the batch, but an accuracy is a share "
+                                 "of the graded tokens: it can never exceed 1"),
+        (_mean_over_sequences, "you averaged each sequence's own accuracy, so a token of a short sequence weighs "
+                               "more than one of a long sequence: every graded token should count once"),
         (_masked_by_prediction, "you left out the positions where the model predicts the pad, but which "
                                 "positions are padding is known from the targets, whatever the model writes"),
         (_pad_id_zero, "the second batch's pad id is 3 and id 0 is a real token there: the pads are the "
