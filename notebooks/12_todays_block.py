@@ -444,9 +444,9 @@ expect(all(3 * p < dec for p, dec in zip(per_token, decode_ms)),
 # its attention. The second takes Python out altogether: one matrix of 4096 × 4096 float32
 # numbers times 1, 16 and 256 vectors, one call each, timed per vector. Between those calls only
 # one thing changes: how many multiply-adds each weight loaded serves. The third asks where the
-# weights come from: one vector times a 512 × 512 matrix (1 MiB, which fits in the second-level
-# cache of most CPUs) against one vector times the 4096 × 4096 one (64 MiB, more than most CPUs'
-# caches hold, so most of it comes from main memory), timed per weight.
+# weights come from: one vector times a 512 × 512 matrix (1 MiB, which fits in a cache of any
+# current CPU) against one vector times the 4096 × 4096 one (64 MiB, more than most CPUs' caches
+# hold, so most of it comes from main memory), timed per weight.
 
 # %% tags=["nbval-ignore-output"]
 with torch_threads(1):
