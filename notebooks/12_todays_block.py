@@ -477,8 +477,8 @@ expect(per_weight_ns[4096] > 2 * per_weight_ns[512], "one vector: per weight, th
 # than one loaded for 256 of them: a lone vector leaves the arithmetic waiting for the weights.
 # And that wait grows with the distance the weights come from: per weight, a vector times the
 # 64 MiB matrix takes more than twice as long as times the 1 MiB one, which stays in a cache.
-# That is why a decode step is dear, measured without the model around it; for the small model
-# above, whose weights sit in a cache, the first effect is the one at work.
+# Both make a decode step dear, measured here without the model around them; for the small
+# model above, whose 13 MB of weights fit in many CPUs' caches, the first can be enough.
 #
 # On an accelerator serving a large model this is the limit: **memory bandwidth**. A
 # matrix-vector product does about 2 floating-point operations per weight, and a bfloat16 weight
