@@ -585,7 +585,7 @@ expect_all(ablation_claims(single, baseline, in_circuit, groups, LOG_V))
 
 # %% [markdown]
 # One head at a time (left), only heads of the circuit raise the loss on the repeat; every
-# other head leaves it where it was. But a circuit head does not always raise it much: where a
+# other head raises it by less than 0.1, or lowers it. But a circuit head does not always raise it much: where a
 # seed has several previous-token heads, or four induction heads, the others carry on without
 # the one switched off. Singh et al., "What needs to go right for an induction head? A
 # mechanistic study of in-context learning circuits and their formation" (2024), found the same
@@ -602,11 +602,14 @@ expect_all(ablation_claims(single, baseline, in_circuit, groups, LOG_V))
 # heads off, the loss moves little either way: up by less than 0.1 and down by less than 0.25,
 # in every seed. The circuit is necessary, and nothing else in layer 0 is.
 #
-# Layer 1 has no such control. Almost every layer-1 head is an induction head (all four in 11 of
-# the twelve seeds stored below), so switching the induction heads off switches layer 1 off: that shows layer 1
-# is needed, not that the induction heads are needed rather than any heads in their place. What
-# ties the copying to their attention is the rest of the evidence: the previous-token heads'
-# control above, the path ablations, and their weights.
+# Layer 1 has almost no such control. Almost every layer-1 head is an induction head (all four in
+# 11 of the twelve seeds stored below), so switching the induction heads off switches layer 1
+# off: that shows layer 1 is needed, not that the induction heads are needed rather than any
+# heads in their place. The one layer-1 head of the twelve seeds that is not an induction head
+# (printed with them below) is a control of one: switched off alone, it raises the loss by less
+# than 0.1, as every head outside the circuit does. What ties the copying to the induction heads'
+# attention is the rest of the evidence: the previous-token heads' control above, the path
+# ablations, and their weights.
 #
 # Zeroing a head's output is one way to switch it off; it leaves the next LayerNorm a vector
 # the model never saw in training. Another is to replace the head's output by its **mean** over
@@ -642,9 +645,9 @@ study = load_induction_seeds()
 runs = study["runs"]
 
 
-def span(values):
+def span(values, digits=2):
     """The median of ``values`` and their range, over the seeds."""
-    return f"median {statistics.median(values):.2f} ({min(values):.2f} to {max(values):.2f})"
+    return f"median {statistics.median(values):.{digits}f} ({min(values):.{digits}f} to {max(values):.{digits}f})"
 
 
 for run in runs:
@@ -665,9 +668,14 @@ headline = {
     "one layer: the repeat's loss": [r["one_layer"]["repeat"] for r in runs],
     "two layers: the repeat's loss": [r["baseline"] for r in runs],
 }
+for run in runs:  # layer 1's control heads, where a seed has any
+    for head in sorted(set(range(4)) - set(run["induction_heads"])):
+        rises = [round(loss - run["baseline"], 2) for loss in run["single"][1]]
+        print(f"seed {run['seed']}: layer-1 head {head} is no induction head (score {run['induction'][1][head]:.2f}); "
+              f"each layer-1 head off alone moves the repeat's loss by {rises}")
 print(f"\nover the {len(runs)} seeds:")
 for name, values in headline.items():
-    print(f"{name:>64}: {span(values)}")
+    print(f"{name:>64}: {span(values, digits=0 if name == 'step of the drop' else 2)}")
 
 # %%
 expect_all(study_claims(study))
