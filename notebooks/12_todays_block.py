@@ -28,7 +28,7 @@
 # - build **grouped-query** and **multi-query** attention from the course's attention, and show
 #   that the KV cache then holds only the shared heads;
 # - compute a **KV cache's memory** for any configuration (Llama 3 8B: 128 KiB per token in
-#   bfloat16), and measure why a decode step is limited by memory rather than arithmetic;
+#   bfloat16), and measure why a decode step waits on reading the weights rather than on arithmetic;
 # - load a **GPT-2** and a **Llama** built by `transformers` into the course's model, and explain
 #   the one permutation that rotary weights need between the two pairings of dimensions.
 
@@ -50,6 +50,7 @@ from stepbystep.experiments.cache_timing import (
     weight_products_ms,
 )
 from stepbystep.experiments.todays_block import (
+    BLOCK_GROUPS,
     block_claims,
     block_configs,
     block_study,
@@ -253,7 +254,7 @@ expect_all(block_claims(results) + position_claims(results))
 # %% tags=["nbval-ignore-output"]
 seeds_run, stored = load_block_seeds()  # {variant: (10, 2)}
 print(f"seeds {seeds_run}\n{summary(stored)}")
-fig = plots.block_study(stored)
+fig = plots.block_study(stored, groups=BLOCK_GROUPS)
 
 # %%
 expect_all(block_claims(stored) + position_claims(stored))
@@ -366,13 +367,16 @@ for name, n_kv_heads in (("+ RoPE", 4), ("2 KV heads", 2), ("1 KV head", 1), ("1
     print(f"{label:>20}: validation loss over ten seeds {ten.median():.3f} ({ten.min():.3f}-{ten.max():.3f}), "
           f"over three {three.median():.3f}; {n_weights:,} weights, cache {kv_cache_bytes(2, n_kv_heads, 8, 1):,} "
           f"bytes per token in float32")
+above = (stored["2 KV heads"][:, 0] > stored["+ RoPE"][:, 0]).sum().item()
+print(f"2 KV heads end above 4, seed for seed, in {above} of the ten seeds")
 
 # %%
 expect_all(kv_head_claims(stored))
 
 # %% [markdown]
 # Multi-query attention costs something here: over ten seeds, one KV head ends above four in
-# every seed, seed for seed, and two KV heads' median lies above four's as well. One KV head
+# every seed, seed for seed; two KV heads end above four in most seeds (8 of the ten), and their
+# median lies above four's as well: here two heads usually cost something too. One KV head
 # also has 10.7% fewer weights, so part of its cost may be the smaller model rather than the
 # sharing. Given those weights back in a wider feed-forward network, it showed no consistent
 # effect: seed for seed, the wider network ended lower than plain one-KV-head in 7 of the ten
@@ -427,41 +431,54 @@ expect(all(3 * p < dec for p, dec in zip(per_token, decode_ms)),
 
 # %% [markdown]
 # Per token, the prefill is several times cheaper than a decode step, though it does about the
-# same arithmetic per token. Two costs could make a decode step dear, and two controls separate
+# same arithmetic per token. Two costs could make a decode step dear, and controls separate
 # them. One is Python's: a decode step calls every module of the model for one token, and each
-# call has a fixed cost whatever it computes. The other is memory traffic: a prefill multiplies
-# a whole matrix of token vectors by each weight matrix, so every weight read from memory serves
-# all the prompt's tokens; a decode step multiplies one vector, so every weight is read to do
-# one multiply-add.
+# call has a fixed cost whatever it computes. The other is reading the weights: a prefill
+# multiplies a whole matrix of token vectors by each weight matrix, so every weight loaded into
+# the processor serves all the prompt's tokens; a decode step multiplies one vector, so every
+# weight is loaded to do one multiply-add. (This model's weights, about 13 MB in float32, fit in
+# many CPUs' caches: here the loads may come from a cache, not from main memory.)
 #
 # The first control, `weight_products_ms`, multiplies one vector by each of the model's weight
 # matrices in a bare loop: the decode step's matrix products without its modules, its cache or
 # its attention. The second takes Python out altogether: one matrix of 4096 × 4096 float32
-# numbers (64 MiB, more than a CPU's caches hold) times 1, 16 and 256 vectors, one call each,
-# timed per vector. Between those calls only one thing changes: how many multiply-adds each
-# weight read from memory serves.
+# numbers times 1, 16 and 256 vectors, one call each, timed per vector. Between those calls only
+# one thing changes: how many multiply-adds each weight loaded serves. The third asks where the
+# weights come from: one vector times a 512 × 512 matrix (1 MiB, which fits in a cache of any
+# current CPU) against one vector times the 4096 × 4096 one (64 MiB, more than most CPUs' caches
+# hold, so most of it comes from main memory), timed per weight.
 
 # %% tags=["nbval-ignore-output"]
 with torch_threads(1):
     bare_ms = weight_products_ms(wide)
     batch_sizes = (1, 16, 256)
     per_vector_ms = matrix_vector_times(4096, batch_sizes)
+    cached_ms = matrix_vector_times(512, (1,), repeats=51)[0]  # one vector, a matrix that fits in a cache
+per_weight_ns = {512: 1e6 * cached_ms / 512 ** 2, 4096: 1e6 * per_vector_ms[0] / 4096 ** 2}
 print(f"the model's weight products for one vector, in a bare loop: {bare_ms:.2f} ms "
       f"(a decode step: {statistics.median(decode_ms):.2f} ms; prefill per token: {max(per_token):.3f} ms)")
 for batch_size, ms in zip(batch_sizes, per_vector_ms):
     print(f"one 4096 x 4096 matrix times {batch_size:>3} vectors: {ms:.2f} ms per vector")
+for d, ns in per_weight_ns.items():
+    print(f"one vector times a {d} x {d} matrix ({4 * d * d / 2 ** 20:.0f} MiB): {ns:.3f} ns per weight")
 
 # %%
 expect(bare_ms > max(per_token), "even in a bare loop, one vector through the weights costs more than a prompt token "
        "does in the prefill", got=(bare_ms, per_token))
 expect(per_vector_ms[0] > 3 * per_vector_ms[-1], "one matrix: a vector alone takes more than 3 times as long as "
        "each of 256 taken together", got=per_vector_ms)
+expect(per_weight_ns[4096] > 2 * per_weight_ns[512], "one vector: per weight, the 64 MiB matrix takes more than "
+       "twice as long as the 1 MiB one", got=per_weight_ns)
 
 # %% [markdown]
 # Without its modules, a decode step's matrix products still cost more than a whole prompt token
-# in the prefill (the rest of the step, printed above, is Python's share and the attention). And
-# with no Python at all, one matrix read for a single vector costs several times more per vector
-# than one read for 256 of them. That is the memory traffic, measured alone.
+# in the prefill (the rest of the step, printed above, is Python's share and the attention). With
+# no Python at all, one matrix loaded for a single vector costs several times more per vector
+# than one loaded for 256 of them: a lone vector leaves the arithmetic waiting for the weights.
+# And that wait grows with the distance the weights come from: per weight, a vector times the
+# 64 MiB matrix takes more than twice as long as times the 1 MiB one, which stays in a cache.
+# Both make a decode step dear, measured here without the model around them; for the small
+# model above, whose 13 MB of weights fit in many CPUs' caches, the first can be enough.
 #
 # On an accelerator serving a large model this is the limit: **memory bandwidth**. A
 # matrix-vector product does about 2 floating-point operations per weight, and a bfloat16 weight
@@ -667,10 +684,11 @@ kv_cache_explorer()
 #   recover the gap.
 # - **Prefill** reads the prompt in one pass; **decode** reads every weight and the whole cache
 #   for each new token. Even without Python around them, one vector's matrix products cost more
-#   than a prompt token's share of the prefill, and one large matrix read for one vector costs
-#   several times more per vector than for 256: memory traffic, which on an accelerator makes
-#   decode limited by memory bandwidth at small batch sizes (about $B$ operations per weight byte
-#   for a batch of $B$).
+#   than a prompt token's share of the prefill; one large matrix loaded for one vector costs
+#   several times more per vector than for 256, and per weight more than twice as much when it
+#   comes from main memory rather than a cache. On an accelerator this makes decode limited by
+#   memory bandwidth at small batch sizes (about $B$ operations per weight byte for a batch of
+#   $B$).
 # - `from_transformers` loads a `transformers` GPT-2 or Llama of any size: the same logits to
 #   1e-4 in float32 (not in bfloat16, where each implementation rounds its own way) and the same
 #   greedy tokens. GPT-2's `Conv1D` weights are transposed; Llama's `rotate_half` pairs equal

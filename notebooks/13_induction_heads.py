@@ -31,6 +31,7 @@
 
 # %%
 import math
+import statistics
 
 import torch
 
@@ -49,12 +50,14 @@ from stepbystep.experiments.induction import (
     copying_claims,
     drop_step,
     first_half_claims,
+    first_half_loss,
     first_half_losses,
     fixed_length_claims,
     group_claims,
     one_layer_claims,
     phase_change_claims,
     previous_token_heads,
+    repeat_loss,
     train_on_repeats,
 )
 from stepbystep.experiments.induction_seeds import (
@@ -68,7 +71,9 @@ from stepbystep.experiments.induction_seeds import (
     needed_claims,
     previous_key_weight,
     qk_diagonal,
+    selection_sequences,
     study_claims,
+    test_sequences,
     train_with_layer0_probe,
 )
 from stepbystep.interpret import (
@@ -141,12 +146,13 @@ expect(all(len(layer.sublayers) == 1 and layer.sublayers[0].norm_first for layer
 # measures the heads' scores (defined in the next section) on 32 probe sequences.
 # `train_with_layer0_probe` adds one more measurement, which we will need to read the figure: the
 # layer-1 score with all of layer 0 switched off. The test sequences have a half-length of 12 and
-# a data seed that no training batch uses.
+# a data seed that no training batch uses; `test_sequences` also draws the prompts and the
+# unrepeated sequences that later sections use.
 
 # %% tags=["nbval-ignore-output"]
 SEEDS, STEPS, TEST_LENGTH = (0, 1, 2, 3, 4), 300, 12
 LOG_V = math.log(VOCAB_SIZE)
-test_ids = repeated_sequences(256, TEST_LENGTH, VOCAB_SIZE, seed=0)  # (256, 24): data seed 0, never trained on
+test_ids, prompts, unrepeated = test_sequences()  # (256, 24), (200, 20), (256, 24): data seeds no batch uses
 probe = test_ids[:32]  # (32, 24)
 
 models, histories = [], []
@@ -217,9 +223,7 @@ print("the rest of the repeat:", fresh[12:20].tolist())
 # twice would leave two successors to choose from), written by every seed's model:
 
 # %%
-candidates = repeated_sequences(1_000, 10, VOCAB_SIZE, seed=60002)  # (1000, 20): data seeds no batch uses
-all_different = torch.tensor([len(set(row[:10].tolist())) == 10 for row in candidates])  # (1000,)
-prompts = candidates[all_different][:200]  # (200, 20)
+print(f"{len(prompts)} prompts (from test_sequences, above), the first: {prompts[0, :12].tolist()}")
 whole_rest = torch.stack([(generate(trained, prompts[:, :12], 8, temperature=0)[:, 12:] == prompts[:, 12:]).all(dim=1)
                           for trained in models]).float().mean(dim=1)  # (seeds,): share written token for token
 expect(bool((whole_rest >= 0.85).all()),
@@ -325,7 +329,7 @@ expect(bool((first_half_repeats > 0.5).all()),
 # random tokens that do not repeat:
 
 # %% tags=["nbval-ignore-output"]
-unrepeated = repeated_sequences(256, 2 * TEST_LENGTH, VOCAB_SIZE, seed=60003)[:, :2 * TEST_LENGTH]  # (256, 24)
+# unrepeated (from test_sequences, above): 256 sequences of 24 random tokens, (256, 24)
 fade = torch.tensor([[*previous_key_weight(m, test_ids, head, TEST_LENGTH),
                       previous_key_weight(m, unrepeated, head, TEST_LENGTH)[1]]
                      for m, head in zip(models, previous[:, 0].argmax(dim=1).tolist())])  # (seeds, 3)
@@ -375,15 +379,20 @@ fig = plots.induction_circuit()
 # scores do not always fall into two groups well apart: in some seeds a head scoring below 0.5
 # shares the job with a stronger one, and one head alone is not enough. So we let the model say
 # it. `previous_token_heads(model, ids)` switches layer 0's heads off from the best
-# previous-token score down, one more each time, until the copying breaks (the loss on the
-# repeat rises above half of $\ln V$), and returns the heads it took: the **previous-token
-# heads**. The rest of layer 0 are the **other heads**, the control. In layer 1 the scores are
+# previous-token score down, one more each time, until the copying on `ids` breaks (the loss on
+# the repeat rises above half of $\ln V$), and returns the heads it took: the **previous-token
+# heads**. That they break the copying on `ids` is then their definition, not a finding. So we
+# find them on sequences of their own, 256 **selection sequences** (`selection_sequences`: a data
+# seed that neither training nor the test sequences use), and measure what they do on the test
+# sequences, which had no part in choosing them. The rest of layer 0 are the **other heads**, the
+# control. In layer 1 the scores are
 # far apart (the figure in the next section shows them), and a cut-off does: a layer-1 head is an
 # **induction head** when its induction score is above 0.3, over three times what a head that
 # spreads its weight evenly scores on these sequences (about 0.09).
 
 # %% tags=["nbval-ignore-output"]
-previous_heads = [previous_token_heads(trained, test_ids) for trained in models]  # per seed: [(0, head), ...]
+selection_ids = selection_sequences()  # (256, 24): other sequences than test_ids, to find the heads on
+previous_heads = [previous_token_heads(trained, selection_ids) for trained in models]  # per seed: [(0, head), ...]
 other_heads = [[(0, h) for h in range(4) if (0, h) not in heads] for heads in previous_heads]
 induction_heads = [[(1, h) for h in range(4) if induction[s, 1, h] > 0.3] for s in range(len(SEEDS))]
 best_induction = induction[:, 1].max(dim=1).values  # (seeds,)
@@ -473,8 +482,8 @@ print(f"the best pair's QK circuit: share of query tokens that score the key aft
       f"{TEST_LENGTH - 1} back:", diagonal.numpy().round(2))
 fig = plots.k_composition(composition, in_previous,
                           qk_circuit(models[0], *best_pairs[0], offset=TEST_LENGTH - 1), 1 / 64 ** 0.5,
-                          title=f"seed 0, layer-0 head {best_pairs[0][0]} into layer-1 head {best_pairs[0][1]}: "
-                                f"QK circuit, {TEST_LENGTH - 1} back")
+                          title=f"seed 0, layer-0 head {best_pairs[0][0]} into layer-1 head {best_pairs[0][1]}:\n"
+                                f"QK circuit, the key {TEST_LENGTH - 1} back")
 
 # %%
 expect_all(k_composition_claims(composition, in_previous, diagonal, d_model=64))
@@ -523,8 +532,8 @@ expect_all(copying_claims(copying))
 # Each seed is a different initialisation and a different stream of batches. Does the circuit
 # form every time, and in the same heads? Each panel shows, for each seed, all 4 heads of a
 # layer, each drawn as its index, the best head of each seed in bold; in red, the previous-token
-# heads (found by ablation) and the induction heads. The third panel is the one-layer control of
-# the next section but one.
+# heads (found by ablation) and the induction heads (none in the one-layer models). The third
+# panel is the one-layer control of the next section but one.
 
 # %% tags=["nbval-ignore-output"]
 one_layer = [train_on_repeats(n_layers=1, seed=seed, steps=STEPS) for seed in SEEDS]  # (model, history) each
@@ -533,7 +542,8 @@ fig = plots.head_score_dots({"previous-token score, layer 0": previous[:, 0],
                              "induction score, layer 1": induction[:, 1],
                              "induction score, one-layer model": one_layer_induction},
                             marked={"previous-token score, layer 0": in_previous,
-                                    "induction score, layer 1": induction[:, 1] > 0.3})
+                                    "induction score, layer 1": induction[:, 1] > 0.3,
+                                    "induction score, one-layer model": one_layer_induction > 0.3})
 
 # %%
 expect_all(circuit_claims(previous, induction))
@@ -552,23 +562,17 @@ expect_all(circuit_claims(previous, induction))
 # loss with all heads on:
 
 # %% tags=["nbval-ignore-output"]
-def repeat_loss(trained, heads=()):
-    """The loss on the repeat of the test sequences with `heads` switched off."""
-    with ablate_heads(trained, list(heads)), torch.no_grad():
-        return half_losses(per_position_loss(trained(test_ids), test_ids), TEST_LENGTH)[1]
-
-
-baseline = torch.stack([repeat_loss(trained) for trained in models])  # (seeds,)
-single = torch.stack([torch.stack([torch.stack([repeat_loss(trained, [(layer, head)]) for head in range(4)])
+baseline = torch.stack([repeat_loss(trained, test_ids) for trained in models])  # (seeds,)
+single = torch.stack([torch.stack([torch.stack([repeat_loss(trained, test_ids, [(layer, head)]) for head in range(4)])
                                    for layer in range(2)]) for trained in models])  # (seeds, 2, 4)
 in_circuit = torch.zeros(len(SEEDS), 2, 4, dtype=torch.bool)
 for s in range(len(SEEDS)):
     for layer, head in previous_heads[s] + induction_heads[s]:
         in_circuit[s, layer, head] = True
-groups = {"none off": baseline,
-          "previous-token heads off": torch.stack([repeat_loss(m, h) for m, h in zip(models, previous_heads)]),
-          "other layer-0 heads off": torch.stack([repeat_loss(m, h) for m, h in zip(models, other_heads)]),
-          "induction heads off": torch.stack([repeat_loss(m, h) for m, h in zip(models, induction_heads)])}
+groups = {"none off": baseline} | {
+    name: torch.stack([repeat_loss(m, test_ids, h) for m, h in zip(models, heads)])
+    for name, heads in (("previous-token heads off", previous_heads), ("other layer-0 heads off", other_heads),
+                        ("induction heads off", induction_heads))}
 print("repeat loss, all heads on:", baseline.numpy().round(2))
 for name, values in groups.items():
     print(f"{name:>25}: {values.numpy().round(2)}")
@@ -581,7 +585,7 @@ expect_all(ablation_claims(single, baseline, in_circuit, groups, LOG_V))
 
 # %% [markdown]
 # One head at a time (left), only heads of the circuit raise the loss on the repeat; every
-# other head leaves it where it was. But a circuit head does not always raise it much: where a
+# other head raises it by less than 0.1, or lowers it. But a circuit head does not always raise it much: where a
 # seed has several previous-token heads, or four induction heads, the others carry on without
 # the one switched off. Singh et al., "What needs to go right for an induction head? A
 # mechanistic study of in-context learning circuits and their formation" (2024), found the same
@@ -591,10 +595,21 @@ expect_all(ablation_claims(single, baseline, in_circuit, groups, LOG_V))
 #
 # The groups (right) settle it. With the induction heads off, the loss on the repeat goes back
 # to about $\ln V$ or above: the copying is gone. With the previous-token heads off, it rises
-# by more than 1 in every seed: much of the copying is gone (that is how they were found, and
-# the layer-1 heads' best induction score falls below half of its value). With the other layer-0
-# heads off, it rises by less than 0.1, and in some seeds it even falls. The circuit is
-# necessary, and nothing else in layer 0 is.
+# by more than 1 in every seed: much of the copying is gone. (Breaking the copying on the
+# selection sequences is how these heads were chosen; that they break it on the test sequences,
+# which played no part in the choice, is the finding. And the layer-1 heads' best induction
+# score, which no rule chose them by, falls below half of its value.) With the other layer-0
+# heads off, the loss moves little either way: up by less than 0.1 and down by less than 0.25,
+# in every seed. The circuit is necessary, and nothing else in layer 0 is.
+#
+# Layer 1 has almost no such control. Almost every layer-1 head is an induction head (all four in
+# 11 of the twelve seeds stored below), so switching the induction heads off switches layer 1
+# off: that shows layer 1 is needed, not that the induction heads are needed rather than any
+# heads in their place. The one layer-1 head of the twelve seeds that is not an induction head
+# (printed with them below) is a control of one: switched off alone, it raises the loss by less
+# than 0.1, as every head outside the circuit does. What ties the copying to the induction heads'
+# attention is the rest of the evidence: the previous-token heads' control above, the path
+# ablations, and their weights.
 #
 # Zeroing a head's output is one way to switch it off; it leaves the next LayerNorm a vector
 # the model never saw in training. Another is to replace the head's output by its **mean** over
@@ -602,13 +617,7 @@ expect_all(ablation_claims(single, baseline, in_circuit, groups, LOG_V))
 # removes only what depends on the sequence and the position. The groups again, with mean ablation:
 
 # %% tags=["nbval-ignore-output"]
-def repeat_loss_mean(trained, heads):
-    """The loss on the repeat with `heads` replaced by their mean output."""
-    with ablate_heads(trained, list(heads), how="mean"), torch.no_grad():
-        return half_losses(per_position_loss(trained(test_ids), test_ids), TEST_LENGTH)[1]
-
-
-mean_groups = {name: torch.stack([repeat_loss_mean(m, h) for m, h in zip(models, heads)])
+mean_groups = {name: torch.stack([repeat_loss(m, test_ids, h, how="mean") for m, h in zip(models, heads)])
                for name, heads in (("previous-token heads off", previous_heads),
                                    ("other layer-0 heads off", other_heads),
                                    ("induction heads off", induction_heads))}
@@ -636,23 +645,37 @@ study = load_induction_seeds()
 runs = study["runs"]
 
 
-def span(values):
-    return f"{min(values):.2f} to {max(values):.2f}"
+def span(values, digits=2):
+    """The median of ``values`` and their range, over the seeds."""
+    return f"median {statistics.median(values):.{digits}f} ({min(values):.{digits}f} to {max(values):.{digits}f})"
 
 
 for run in runs:
     needed = run["previous_heads"]
     scores = run["previous"][0]
     print(f"seed {run['seed']:>2}: layer-0 scores {[round(x, 2) for x in scores]}, previous-token heads {needed}, "
-          f"the weakest scoring {min(scores[h] for h in needed):.2f}")
-print("over the seeds, the repeat's loss with the previous-token heads off rises by",
-      span([r["groups"]["previous-token heads off"] - r["baseline"] for r in runs]),
-      "| with the other layer-0 heads off it moves by",
-      span([r["groups"]["other layer-0 heads off"] - r["baseline"] for r in runs]),
-      "| with the induction heads off it ends at", span([r["groups"]["induction heads off"] for r in runs]))
-print("off for layer 1's keys only: the best induction score keeps",
-      span([r["paths"]["key"]["induction"] / max(r["induction"][1]) for r in runs]), "of its value, the loss rises by",
-      span([r["paths"]["key"]["repeat"] - r["baseline"] for r in runs]))
+          f"the weakest scoring {min(scores[h] for h in needed):.2f}; layer-1 induction heads {run['induction_heads']}")
+headline = {
+    "step of the drop": [r["drop"] for r in runs],
+    "repeat's loss, last 20 steps": [r["phase"]["late_repeat"] for r in runs],
+    "share of the 200 prompts written whole": [r["written_whole"] for r in runs],
+    "previous-token heads off: the repeat's loss rises by": [r["groups"]["previous-token heads off"] - r["baseline"]
+                                                             for r in runs],
+    "other layer-0 heads off: it moves by": [r["groups"]["other layer-0 heads off"] - r["baseline"] for r in runs],
+    "induction heads off: it ends at": [r["groups"]["induction heads off"] for r in runs],
+    "off for layer 1's keys only: share of the induction score kept": [
+        r["paths"]["key"]["induction"] / max(r["induction"][1]) for r in runs],
+    "one layer: the repeat's loss": [r["one_layer"]["repeat"] for r in runs],
+    "two layers: the repeat's loss": [r["baseline"] for r in runs],
+}
+for run in runs:  # layer 1's control heads, where a seed has any
+    for head in sorted(set(range(4)) - set(run["induction_heads"])):
+        rises = [round(loss - run["baseline"], 2) for loss in run["single"][1]]
+        print(f"seed {run['seed']}: layer-1 head {head} is no induction head (score {run['induction'][1][head]:.2f}); "
+              f"each layer-1 head off alone moves the repeat's loss by {rises}")
+print(f"\nover the {len(runs)} seeds:")
+for name, values in headline.items():
+    print(f"{name:>64}: {span(values, digits=0 if name == 'step of the drop' else 2)}")
 
 # %%
 expect_all(study_claims(study))
@@ -675,7 +698,7 @@ expect_all(study_claims(study))
 # trained above, for the scores figure):
 
 # %% tags=["nbval-ignore-output"]
-one_layer_repeat = torch.stack([repeat_loss(m) for m, _ in one_layer])  # (seeds,)
+one_layer_repeat = torch.stack([repeat_loss(m, test_ids) for m, _ in one_layer])  # (seeds,)
 one_layer_first = torch.stack([half_losses(per_position_loss(m(test_ids), test_ids), TEST_LENGTH)[0].detach()
                                for m, _ in one_layer])
 print("one layer, repeat loss:", one_layer_repeat.numpy().round(2), "first half:", one_layer_first.numpy().round(2))
@@ -747,16 +770,8 @@ expect(mass_on_seen > 2 * share_seen,
 # %% tags=["nbval-ignore-output"]
 split = torch.tensor([[loss.item() for loss in first_half_losses(m, test_ids, TEST_LENGTH)]
                       for m in models])  # (seeds, 2): after a seen token, after a fresh one
-
-
-def first_half_loss(trained, heads=()):
-    """The loss on the first half of the test sequences with `heads` switched off."""
-    with ablate_heads(trained, list(heads)), torch.no_grad():
-        return half_losses(per_position_loss(trained(test_ids), test_ids), TEST_LENGTH)[0]
-
-
-first_on = torch.stack([first_half_loss(m) for m in models])  # (seeds,)
-first_off = torch.stack([first_half_loss(m, h) for m, h in zip(models, induction_heads)])  # (seeds,)
+first_on = torch.stack([first_half_loss(m, test_ids) for m in models])  # (seeds,)
+first_off = torch.stack([first_half_loss(m, test_ids, h) for m, h in zip(models, induction_heads)])  # (seeds,)
 print("first half after a seen token:", split[:, 0].numpy().round(2), "| after a fresh one:",
       split[:, 1].numpy().round(2))
 print("first half, induction heads on:", first_on.numpy().round(2), "| off:", first_off.numpy().round(2),
@@ -843,7 +858,9 @@ head_explorer(models[0], test_ids[:16], layer=0, head=previous_head)
 #   previous-token head forms; with layer 0 switched off it stays low all through training.
 # - A score ranks the heads, but no cut-off chosen in advance tells which ones the model needs:
 #   in most seeds several layer-0 heads share the previous-token job, some scoring under 0.5. We
-#   found them by **ablation**: switched off from the best score down until the copying breaks.
+#   found them by **ablation**: switched off from the best score down until the copying breaks,
+#   on sequences of their own, so that what they do on the test sequences is a finding, not
+#   their definition.
 # - The induction heads also **copy**: their OV circuits, read from the weights, raise the token
 #   they read above every other for most tokens; the layer-0 heads' do not.
 # - **K-composition**: the induction head's keys read what the previous-token heads wrote.
@@ -853,7 +870,9 @@ head_explorer(models[0], test_ids[:16], layer=0, head=previous_head)
 #   token.
 # - **Ablation** is the causal test: the loss on the repeat rises only when circuit heads are
 #   switched off, and redundant heads can hide a single head's role until they are switched
-#   off together. Over twelve stored seeds every claim of the chapter holds.
+#   off together. The other layer-0 heads, switched off, move it little either way; layer 1,
+#   where almost every head is an induction head, has no such control. Over twelve stored seeds
+#   every claim of the chapter holds.
 # - A **one-layer** model on the same budget forms no induction head, and its median loss on the
 #   repeat stays over 3 times the two-layer models' (it only learns that seen tokens come back).
 #   Trained on one fixed length, it does copy, by position, and even scores as an induction head

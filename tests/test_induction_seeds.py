@@ -71,10 +71,11 @@ def test_the_stored_claims_fail_where_they_should():
     harmful = json.loads(json.dumps(study))
     harmful["runs"][0]["groups"]["other layer-0 heads off"] += 1.0  # the control is no longer harmless
     failed = [claim.claim for claim in study_claims(harmful) if not claim.holds]
-    assert failed == ["with the other layer-0 heads switched off by zeroing, it rises by less than 0.1 in every seed"]
+    assert failed == ["with the other layer-0 heads switched off by zeroing, it rises by less than 0.1 and falls by "
+                      "less than 0.25 in every seed"]
     helpful = json.loads(json.dumps(study))
-    helpful["runs"][0]["groups"]["other layer-0 heads off"] -= 0.3  # copying gets better without them: still harmless
-    assert all(claim.holds for claim in study_claims(helpful))
+    helpful["runs"][0]["groups"]["other layer-0 heads off"] -= 0.3  # copying far better without them: not harmless
+    assert [claim.claim for claim in study_claims(helpful) if not claim.holds] == failed
     queries = json.loads(json.dumps(study))
     queries["runs"][3]["paths"]["query"]["induction"] = 0.2  # the queries carry it too
     assert [claim.claim for claim in study_claims(queries) if not claim.holds] == [

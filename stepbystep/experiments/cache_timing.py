@@ -68,8 +68,9 @@ def weight_products_ms(model, repeats=20, seed=0):
 def matrix_vector_times(d=4096, batch_sizes=(1, 16, 256), repeats=5, seed=0, device="cpu"):
     """Median milliseconds per vector, over ``repeats``, of one ``(d, d)`` float32 matrix times a batch
     of ``B`` vectors ``(d, B)``, for each ``B`` in ``batch_sizes``: one call each, nothing around it.
-    Every weight read from memory serves ``B`` multiply-adds; ``d = 4096`` is 64 MiB, more than a
-    CPU's caches hold. Returns a list, one time per batch size."""
+    Every weight loaded serves ``B`` multiply-adds; ``d = 4096`` is 64 MiB, more than most CPUs' caches
+    hold, ``d = 512`` 1 MiB, which fits in a cache of any current CPU. Returns a list, one time per
+    batch size."""
     check_positive_int("d", d)
     generator = torch.Generator().manual_seed(seed)
     weight = torch.randn(d, d, generator=generator).to(device)  # (d, d)

@@ -89,7 +89,7 @@ def head_score_dots(panels, threshold=None, marked=None):
     (seeds, H)}`` marks in that panel, or, in a panel it leaves out, each seed's best head. Returns the Figure."""
     check_instance("panels", panels, dict, "a dict of title -> scores (seeds, H)")
     marked = marked or {}
-    fig, axes = plt.subplots(1, len(panels), figsize=(3.6 * len(panels), 3.4), layout="constrained",
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.0 * len(panels), 3.8), layout="constrained",
                              squeeze=False, sharey=True)
     for ax, (title, scores) in zip(axes[0], panels.items()):
         scores = _as_numpy(scores, float)  # (seeds, H)
@@ -97,8 +97,8 @@ def head_score_dots(panels, threshold=None, marked=None):
         for seed, row in enumerate(scores):
             best = row.argmax()
             for head, value in enumerate(row):
-                ax.text(seed + (head - (row.size - 1) / 2) * 0.12, value, str(head), ha="center", va="center",
-                        fontsize=9 if head == best else 7, fontweight="bold" if head == best else "normal",
+                ax.text(seed + (head - (row.size - 1) / 2) * 0.8 / row.size, value, str(head), ha="center",
+                        va="center", fontsize=11 if head == best else 9, fontweight="bold" if head == best else "normal",
                         color="C3" if red[seed, head] else "grey")
         ax.scatter(np.arange(len(scores)), np.full(len(scores), np.nan))  # sets the data limits' x range
         if threshold is not None:
@@ -174,13 +174,12 @@ def k_composition(scores, in_previous, circuit, random_level, title="QK circuit"
             ax_scores.scatter(np.full((~mine).sum(), column + offsets[seed]), read[seed, column][~mine],
                               facecolors="none", edgecolors="grey", s=20, zorder=3,
                               label="another layer-0 head" if column == seed == 0 else None)
-    ax_scores.axhline(random_level, color="grey", ls="--", lw=1)
-    ax_scores.annotate("random matrices", (1, random_level), xycoords=("axes fraction", "data"), xytext=(-4, 2),
-                       textcoords="offset points", ha="right", va="bottom", fontsize=8, color="grey")
+    ax_scores.axhline(random_level, color="grey", ls="--", lw=1, label="two random matrices")
     ax_scores.set_xticks(range(3), ["queries", "keys", "values"])
     ax_scores.set(xlabel="what layer 1 reads it with", ylabel="composition score", ylim=(0, None),
-                  title="how much layer 1 reads of each layer-0 head\n(dots: seeds; bar: median of the filled)")
-    ax_scores.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, fontsize=8, frameon=False)
+                  title="how much layer 1 reads of each layer-0 head\n(a dot per head and seed; bar: median of the "
+                        "previous-token heads)")
+    ax_scores.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=3, fontsize=9, frameon=False)
     limit = np.abs(circuit).max()
     image = ax_circuit.imshow(circuit, cmap="RdBu_r", vmin=-limit, vmax=limit)
     fig.colorbar(image, ax=ax_circuit, label="score (query · key)", shrink=0.85)

@@ -13,16 +13,17 @@ from ._arrays import _as_numpy
 __all__ = ["seed_dots", "seed_panels", "seed_loss_curves"]
 
 
-def _draw_seed_dots(ax, results, ylabel, references=None):
-    """Column ``i`` is setting ``i``: its seeds as dots, a bar at their median; ``references``
-    ``{label: value}`` as dashed lines. ``results`` ``{name: values (seeds,)}``."""
+def _draw_seed_dots(ax, results, ylabel, references=None, colors=None):
+    """Column ``i`` is setting ``i``: its seeds as dots, a bar at their median, in ``colors[i]`` (default
+    ``C{i}``); ``references`` ``{label: value}`` as dashed lines. ``results`` ``{name: values (seeds,)}``."""
+    colors = colors or [f"C{column}" for column in range(len(results))]
     for column, (name, values) in enumerate(results.items()):
         values = _as_numpy(values, float)
         if values.ndim != 1 or values.size == 0:
             raise ValueError(f"{name}: expected one value per seed (seeds,), got shape {values.shape}")
         offsets = np.linspace(-0.15, 0.15, values.size) if values.size > 1 else np.zeros(1)  # (seeds,)
-        ax.bar(column, np.median(values), color=f"C{column}", alpha=0.35, width=0.6)
-        ax.scatter(column + offsets, values, color=f"C{column}", s=30, zorder=3)
+        ax.bar(column, np.median(values), color=colors[column], alpha=0.35, width=0.6)
+        ax.scatter(column + offsets, values, color=colors[column], s=30, zorder=3)
     for label, value in (references or {}).items():
         ax.axhline(value, color="grey", ls="--", lw=1)
         ax.annotate(label, (len(results) - 0.4, value), ha="right", va="bottom", fontsize=8, color="grey",

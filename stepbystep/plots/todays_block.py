@@ -1,6 +1,7 @@
 """Chapter 12: the block study over seeds, prefill against decode, and the KV cache's memory."""
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.patches import Patch
 
 from ..checks import check_instance
 from .seed_study import _check_results, _draw_seed_dots
@@ -8,19 +9,28 @@ from .seed_study import _check_results, _draw_seed_dots
 __all__ = ["block_study", "prefill_decode", "kv_cache_memory"]
 
 
-def block_study(results, metrics=("validation loss", "token accuracy")):
+def block_study(results, metrics=("validation loss", "token accuracy"), groups=None):
     """One panel per measure, one above the other: each variant's seeds as dots, the median as a bar. ``results``
-    ``{variant: tensor (seeds, len(metrics))}``, as ``experiments.block_study`` returns. Returns the Figure."""
+    ``{variant: tensor (seeds, len(metrics))}``, as ``experiments.block_study`` returns; ``groups``
+    ``{label: variants}`` gives each group one colour, named in a legend (a variant in no group is grey).
+    Returns the Figure."""
     _check_results(results)
+    groups = groups or {}
+    palette = {variant: f"C{index}" for index, members in enumerate(groups.values()) for variant in members}
+    colors = [palette.get(name, "grey") for name in results]
     fig, axes = plt.subplots(len(metrics), 1, figsize=(max(5.6, 0.75 * len(results)), 2.6 * len(metrics) + 1.4),
                              layout="constrained", sharex=True)
     for column, (ax, label) in enumerate(zip(np.atleast_1d(axes), metrics)):
-        _draw_seed_dots(ax, {name: np.asarray(values)[:, column] for name, values in results.items()}, label)
+        _draw_seed_dots(ax, {name: np.asarray(values)[:, column] for name, values in results.items()}, label,
+                        colors=colors)
         ax.tick_params(axis="x", labelrotation=35)
         for tick in ax.get_xticklabels():
             tick.set_horizontalalignment("right")
         ax.set_title(label, fontsize=10)
         ax.grid(axis="y", lw=0.4, alpha=0.5)
+    handles = [Patch(color=f"C{index}", alpha=0.6, label=label) for index, label in enumerate(groups)]
+    if handles:
+        fig.legend(handles=handles, loc="outside lower center", ncol=len(handles), fontsize=9, frameon=False)
     fig.suptitle("each seed (dots), the median (bar); the same recipe for every variant", fontsize=10)
     return fig
 
