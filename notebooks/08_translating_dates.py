@@ -472,10 +472,11 @@ expect(all(long_above), "and the whole interval of the 27-29 bin lies above thos
 # Short texts almost never fail; the longest, 27 to 29 characters, fail measurably more often
 # (the whole Wilson interval of the longest bin lies above those of the two shortest), though
 # most of them are still right: at least 80%, in this run and in every stored run (how many
-# more changes from one run to the next: 95.4% and 91.1% in the stored runs). Why? One hypothesis is length itself: texts that long
-# are well under 1% of the training set (the counts printed earlier), so the last positions of
-# the source are the ones the model saw least. But length is not the only thing that changes
-# from bin to bin: so does the mix of patterns.
+# more changes from one run to the next: 95.4% and 91.1% in the stored runs). Why? One
+# hypothesis is length itself: texts that long are well under 1% of the training set (the
+# counts printed earlier), so the last positions of the source are the ones the model saw
+# least. But length is not the only thing that changes from bin to bin: so does the mix of
+# patterns.
 #
 # Which patterns do the wrong texts come from? Counted over the same 5,000 texts (they hold
 # many more long-pattern texts than the data set does, and within a pattern more of its long
@@ -547,8 +548,8 @@ expect(all(long > short for short, long in top_rates),
 # %% [markdown]
 # One pattern makes at least half of all the errors. But within that one pattern, its texts of
 # 27 to 29 characters still fail more often than its texts of 23 to 26, here and in every
-# stored run. By how much changes a lot from run to run: 4.5 and 14 times as often in the stored runs
-# (printed above). So read it as a tendency, not a size. How far apart the two
+# stored run. By how much changes a lot from run to run: 4.5 and 14 times as often in the
+# stored runs (printed above). So read it as a tendency, not a size. How far apart the two
 # 95% intervals printed above lie changes from run to run too: this pattern's 23-26 character texts hold only a handful of
 # errors, so their interval is wide. This suggests that whatever causes the errors grows with the
 # length of the text, even inside one pattern. Whether it is the length itself remains a hypothesis: rare positions are one
