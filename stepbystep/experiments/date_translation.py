@@ -10,12 +10,13 @@ from stepbystep.training.schedules import linear_ramps
 __all__ = ["translation_seed_study"]
 
 
-def translation_seed_study(seeds, n_epochs=3, warmup_steps=100, n_train=12_800, n_val=2_000):
+def translation_seed_study(seeds, n_epochs=3, warmup_steps=100, n_train=12_800, n_val=2_000, measure=None):
     """Chapter 08's model and schedule (Adam 7e-3, linear warm-up then decay, clipping at 1) trained
     from each seed in ``seeds`` (initial weights and batch order), on the chapter's data (seed 0).
 
     Returns one dict per seed: ``seed``, ``val_loss`` (the last validation loss) and
-    ``exact_match`` (share of the ``n_val`` held-out dates translated exactly, greedy).
+    ``exact_match`` (share of the ``n_val`` held-out dates translated exactly, greedy), plus
+    what ``measure(model, src_vocab, tgt_vocab)`` returns (a dict), when it is given.
     """
     train_pairs, val_pairs = date_datasets(n_train=n_train, n_val=n_val, seed=0)
     src_vocab = Vocab.from_texts([text for text, _ in train_pairs])
@@ -36,5 +37,6 @@ def translation_seed_study(seeds, n_epochs=3, warmup_steps=100, n_train=12_800, 
         trainer.train(n_epochs, seed=seed, progress=False)
         predictions = translate(model, [text for text, _ in val_pairs], src_vocab, tgt_vocab, max_new_tokens=11)
         exact = sum(predicted == iso for predicted, (_, iso) in zip(predictions, val_pairs)) / len(val_pairs)
-        runs.append({"seed": seed, "val_loss": trainer.val_losses[-1], "exact_match": exact})
+        runs.append({"seed": seed, "val_loss": trainer.val_losses[-1], "exact_match": exact,
+                     **(measure(model, src_vocab, tgt_vocab) if measure is not None else {})})
     return runs

@@ -9,7 +9,6 @@ import json
 from pathlib import Path
 
 import torch
-from torch.optim.lr_scheduler import LinearLR, SequentialLR
 from torch.utils.data import DataLoader
 
 from ..checks import check_instance
@@ -18,10 +17,11 @@ from ..data.dates import date_datasets
 from ..devices import torch_threads
 from ..models.gpt.model import DecoderOnlyTransformer, completion_loss
 from ..training import StepByStep
+from ..training.schedules import linear_ramps
 from .date_completion import complete_dates
 from .design_choices import completion_calibration
 
-__all__ = ["RESULTS_FILE", "smoothing_from_scratch", "load_smoothing_results"]
+__all__ = ["RESULTS_FILE", "smoothing_from_scratch", "train_from_scratch", "load_smoothing_results"]
 
 RESULTS_FILE = Path(__file__).with_name("label_smoothing.json")
 SEEDS = (0, 1, 2, 3, 4)
@@ -47,34 +47,37 @@ def smoothing_from_scratch(epsilons=EPSILONS, seeds=SEEDS, n_epochs=3, device="c
     check_instance("seeds", seeds, (list, tuple), "a list of ints")
     train_pairs, val_pairs = date_datasets(n_train=12_800, n_val=2_000, seed=0)
     vocab = completion_vocab(train_pairs)
-    train_loader = DataLoader(CompletionDataset(train_pairs, vocab), batch_size=32, shuffle=True,
-                              collate_fn=completion_collate, generator=torch.Generator())
     val_loader = DataLoader(CompletionDataset(val_pairs, vocab), batch_size=500, collate_fn=completion_collate)
-    total_steps, warmup_steps = n_epochs * len(train_loader), 100
     runs = []
     for seed in seeds:
         for epsilon in epsilons:
-            torch.manual_seed(seed)
-            model = DecoderOnlyTransformer(len(vocab), d_model=64, n_heads=4, ff_units=128, n_layers=2, dropout=0.0,
-                                           max_len=48, tie_weights=False, embedding_std=0.3)
-            optimizer = torch.optim.Adam(model.parameters(), lr=7e-3, fused=True)
-            warm_up = LinearLR(optimizer, start_factor=1 / warmup_steps, total_iters=warmup_steps)
-            decay = LinearLR(optimizer, start_factor=1.0, end_factor=0.0, total_iters=total_steps - warmup_steps)
-            trainer = StepByStep(model, _smoothed_loss(epsilon), optimizer, device=device)
-            trainer.set_loaders(train_loader)
-            trainer.set_lr_scheduler(SequentialLR(optimizer, [warm_up, decay], milestones=[warmup_steps]),
-                                     interval="batch")
-            trainer.set_clip_grad_norm(1.0)
-            trainer.train(n_epochs, seed=seed, progress=False)
-            model.eval()
+            model = train_from_scratch(seed, train_pairs, vocab, epsilon, n_epochs, device)
             with torch.no_grad():
-                val_loss = sum(completion_loss(model(x.to(trainer.device)), y.to(trainer.device)).item() * len(x)
+                val_loss = sum(completion_loss(model(x.to(device)), y.to(device)).item() * len(x)
                                for x, y in val_loader) / len(val_pairs)
             predictions = complete_dates(model, [text for text, _ in val_pairs], vocab)
             exact = sum(p == iso for p, (_, iso) in zip(predictions, val_pairs)) / len(val_pairs)
             runs.append({"epsilon": epsilon, "seed": seed, "val_loss": val_loss,
                          **completion_calibration(model, vocab, val_pairs), "exact": exact})
     return runs
+
+
+def train_from_scratch(seed, train_pairs, vocab, epsilon=0.0, n_epochs=3, device="cpu"):
+    """Chapter 09's model trained with its recipe from ``seed`` (initial weights and batch order) on
+    ``train_pairs``, label smoothing ``epsilon`` in the loss from the first step; returned in eval mode."""
+    train_loader = DataLoader(CompletionDataset(train_pairs, vocab), batch_size=32, shuffle=True,
+                              collate_fn=completion_collate, generator=torch.Generator())
+    total_steps, warmup_steps = n_epochs * len(train_loader), 100
+    torch.manual_seed(seed)
+    model = DecoderOnlyTransformer(len(vocab), d_model=64, n_heads=4, ff_units=128, n_layers=2, dropout=0.0,
+                                   max_len=48, tie_weights=False, embedding_std=0.3)
+    optimizer = torch.optim.Adam(model.parameters(), lr=7e-3, fused=True)
+    trainer = StepByStep(model, _smoothed_loss(epsilon), optimizer, device=device)
+    trainer.set_loaders(train_loader)
+    trainer.set_lr_scheduler(linear_ramps(optimizer, warmup_steps, total_steps), interval="batch")
+    trainer.set_clip_grad_norm(1.0)
+    trainer.train(n_epochs, seed=seed, progress=False)
+    return model.eval()
 
 
 def load_smoothing_results(path=RESULTS_FILE):

@@ -211,7 +211,8 @@ def smoothed_targets(vocab_size, target, epsilon, vocab=None, n_shown=9):
     if epsilon:
         axes[1].axhline(epsilon / vocab_size, color="grey", ls="--", lw=1)
         axes[1].annotate(f"ε/V = {epsilon / vocab_size:.4f}", (len(shown) - 0.5, epsilon / vocab_size),
-                         ha="right", va="bottom", fontsize=8, color="grey")
+                         xytext=(len(shown) - 0.5, 8 * epsilon / vocab_size), ha="right", va="bottom", fontsize=8,
+                         color="grey", arrowprops={"arrowstyle": "->", "color": "grey", "lw": 0.8})  # clear of the bars
     axes[0].set_ylabel("probability asked for")
     return fig
 

@@ -13,9 +13,10 @@ from ._arrays import _as_numpy
 __all__ = ["seed_dots", "seed_panels", "seed_loss_curves"]
 
 
-def _draw_seed_dots(ax, results, ylabel, references=None, colors=None):
+def _draw_seed_dots(ax, results, ylabel, references=None, colors=None, boxed=False):
     """Column ``i`` is setting ``i``: its seeds as dots, a bar at their median, in ``colors[i]`` (default
-    ``C{i}``); ``references`` ``{label: value}`` as dashed lines. ``results`` ``{name: values (seeds,)}``."""
+    ``C{i}``); ``references`` ``{label: value}`` as dashed lines (``boxed``: their labels on white, readable
+    over a bar). ``results`` ``{name: values (seeds,)}``."""
     colors = colors or [f"C{column}" for column in range(len(results))]
     for column, (name, values) in enumerate(results.items()):
         values = _as_numpy(values, float)
@@ -27,7 +28,8 @@ def _draw_seed_dots(ax, results, ylabel, references=None, colors=None):
     for label, value in (references or {}).items():
         ax.axhline(value, color="grey", ls="--", lw=1)
         ax.annotate(label, (len(results) - 0.4, value), ha="right", va="bottom", fontsize=8, color="grey",
-                    xytext=(-4, 2), textcoords="offset points")
+                    xytext=(-4, 2), textcoords="offset points",
+                    bbox={"facecolor": "white", "edgecolor": "none", "pad": 1} if boxed else None)
     ax.set_xticks(range(len(results)), list(results))
     ax.set_xlim(-0.6, len(results) - 0.4)
     ax.set_ylim(bottom=0)
@@ -65,7 +67,9 @@ def seed_panels(results, metrics, references=None):
         per_setting = {name: [numbers[key] for numbers in seeds] for name, seeds in results.items()}
         lines = references.get(key, [])
         lines = [lines] if isinstance(lines, tuple) else lines
-        _draw_seed_dots(ax, per_setting, label, {text: value for value, text in lines} or None)
+        _draw_seed_dots(ax, per_setting, label, {text: value for value, text in lines} or None, boxed=True)
+        if lines:  # room above the highest line for its label, below the title
+            ax.set_ylim(top=max(ax.get_ylim()[1], max(value for value, _ in lines)) * 1.15)
         ax.set_title(label, fontsize=10)
     fig.suptitle("each seed (dots), the median (bar)", fontsize=10)
     return fig
