@@ -887,8 +887,12 @@ ch11.mean_pooling.check(my_mean_pool)
 # fewer images (say 50, 100 and 200, with `bar_datasets(n_train=...)`) over 3 seeds each, with
 # `position_runs` from `stepbystep.experiments.vit_positions` (it returns each model's held-out
 # accuracies, one per seed): it builds every model from its seed (`torch.manual_seed(seed)` before the
-# weights are made) and draws the batches from the same seed. Which model needs fewer images,
-# and is the gap larger than the spread between seeds? Then try 2×2 patches (how many
+# weights are made) and draws the batches from the same seed. Hold the training fixed while the
+# data shrinks: at a fixed number of epochs, 50 images make 2 mini-batches of 32 an epoch and
+# 400 make 13, so fewer images would also mean fewer steps, and you could not tell which of the
+# two a model lacks. `position_runs(..., n_steps=130)` trains every model for the fewest epochs
+# that make at least 130 steps, what the chapter's 10 epochs of 400 images make. Which model
+# needs fewer images, and is the gap larger than the spread between seeds? Then try 2×2 patches (how many
 # tokens?) or the book's 2 heads. `position_runs` builds only the chapter's models, so build
 # these yourself with `small_vit` and `fit` from `stepbystep.experiments.vit_positions`:
 # `small_vit(seed, n_outputs=2, patch_size=2)` for the patches (its ceiling is
