@@ -294,7 +294,7 @@ expect(all(0.5 < 4 * value / sinusoid_rms < 2 for value in patch_rms.values()),
 # only the CLS token's final state (the parts new in this chapter are in yellow).
 
 # %%
-fig = plots.architecture_diagram(model, highlight=("embedding", "cls", "head"))
+fig = plots.architecture_diagram(model, highlight=("embedding", "cls", "pos_embed", "head"))
 
 # %% [markdown]
 # The learned table costs 160 parameters and changes nothing at first. A model built from the
