@@ -119,11 +119,11 @@ def _as_two_ints(got):
 @expects_function("tokens_and_weights(height, width, patch_size)")
 def _check_token_count(answer):
     for height, width, patch_size in _TOKEN_CASES:
-        got = _as_two_ints(answer(height, width, patch_size))
+        raw = answer(height, width, patch_size)
+        got = _as_two_ints(raw)
         where = f"a {height}x{width} image (height x width) in {patch_size}x{patch_size} patches"
         if got is None:
-            answer_pair = answer(height, width, patch_size)
-            if isinstance(answer_pair, (tuple, list)) and len(answer_pair) == 2 and any(map(_is_float, answer_pair)):
+            if isinstance(raw, (tuple, list)) and len(raw) == 2 and any(map(_is_float, raw)):
                 return ("return two whole numbers, not floats: in Python `/` gives a float even when it divides "
                         "exactly; which operator counts whole patches?")
             return "return two whole numbers: (tokens, attention weights per head), e.g. a tuple of ints"
@@ -186,7 +186,7 @@ def _check_mean_pooling(answer):
             return f"{where}: this is the CLS token's state (CLS pooling); average the patch tokens instead"
         if torch.allclose(got, states.mean(dim=1), atol=1e-6):
             return f"{where}: the average includes the CLS token's state; mean pooling averages the patch tokens"
-        if torch.allclose(got, states[:, 1:].sum(dim=1), atol=1e-5) or torch.allclose(got, states.sum(dim=1), atol=1e-5):
+        if any(torch.allclose(got, total, atol=1e-5) for total in (states[:, 1:].sum(dim=1), states.sum(dim=1))):
             return (f"{where}: the result is not the mean of the patch tokens' states: it is a sum, which grows "
                     "with the number of patches; a mean divides by how many states it adds")
         if n_tokens > 2 and torch.allclose(got, states[:, 2:].mean(dim=1), atol=1e-6):

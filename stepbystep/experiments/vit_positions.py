@@ -20,9 +20,9 @@ from ..models import EncoderLayer, EncoderTransf, ViT
 from ..seeding import get_rng_state
 from ..training import StepByStep
 
-__all__ = ["shuffled_logits", "ShuffledPatches", "small_vit", "small_cnn", "epochs_for_steps", "fit", "accuracy", "predicted_classes",
-           "position_models", "position_runs", "POSITION_MODELS", "blind_ceiling", "position_claims",
-           "position_similarity", "top_bottom_similarity", "table_claims"]
+__all__ = ["shuffled_logits", "ShuffledPatches", "small_vit", "small_cnn", "epochs_for_steps", "fit", "accuracy",
+           "predicted_classes", "position_models", "position_runs", "POSITION_MODELS", "blind_ceiling",
+           "position_claims", "position_similarity", "top_bottom_similarity", "table_claims"]
 
 POSITION_MODELS = ("ViT", "ViT, patches shuffled", "CNN")
 
