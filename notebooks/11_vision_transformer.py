@@ -64,7 +64,6 @@ from stepbystep.experiments.vit_seeds import (
     attention_claims,
     clean_run,
     line_patches,
-    line_shares,
     load_clean_seed_study,
     shuffle_claims,
 )
@@ -765,11 +764,10 @@ print(f"patches the line passes through: {n_line} of {n_all} ({n_line / n_all:.1
 # each head: the CLS row of `cls_attention`, $(N, h, 9)$, times the line's patches, summed over
 # the patches and divided by the row's patch total, then averaged over the images. The same
 # share for **untrained** models is the reference: each run's model before training. Whatever
-# the trained heads do beyond it, training did. Our model, then the stored runs:
+# the trained heads do beyond it, training did. Our model (seed 17), then the stored runs:
 
 # %% tags=["nbval-ignore-output"]
-print("our model, trained, head 0-3:  " + ", ".join(f"{share:.1%}" for share in line_shares(model, val_images)))
-for run in runs:
+for run in runs:  # each head's share, head 0 to 3
     print(f"seed {run['seed']:>2}, trained: " + ", ".join(f"{share:.1%}" for share in run["head_shares"])
           + "; untrained: " + ", ".join(f"{share:.1%}" for share in run["untrained_shares"]))
 

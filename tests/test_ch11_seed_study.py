@@ -67,9 +67,13 @@ def test_the_claims_fail_where_they_should(study):
     failing = lambda claims: [claim.claim for claim in claims if not claim.holds]  # noqa: E731
     assert len(failing(accuracy_claims(_changed(runs, 2, accuracy=0.979)))) == 1
     assert len(failing(shuffle_claims(_changed(runs, 3, shuffled=[0.99, 0.99, 0.89, 0.99, 0.99])))) == 1
-    weak_head = failing(attention_claims(_changed(runs, 0, head_shares=[0.6, 0.6, 0.6, 0.44])))
-    assert weak_head == ["in every run, every trained head puts a larger share on the line than any untrained head, "
-                         "by more than 10 points"]
+    weak_head = failing(attention_claims(_changed(runs, 0, head_shares=[0.6, 0.6, 0.6, 0.35])))
+    assert weak_head == ["in every run, every trained head puts a larger share on the line than any untrained head"]
+    weak_median = runs
+    for seed in (1, 2, 3):
+        weak_median = _changed(weak_median, seed, head_shares=[0.6, 0.6, 0.6, 0.4])
+    assert failing(attention_claims(weak_median)) == ["in the median run, even the weakest trained head is more than "
+                                                      "10 points above every untrained head"]
     no_strong_head = failing(attention_claims(_changed(runs, 4, head_shares=[0.5, 0.5, 0.5, 0.5])))
     assert no_strong_head == ["in every run, at least one head gives more than half its patch attention to the "
                               "line's patches"]

@@ -10,6 +10,7 @@ every run: ``accuracy_claims``, ``shuffle_claims`` and ``attention_claims``.
 """
 import copy
 import json
+import statistics
 from pathlib import Path
 
 import torch
@@ -110,8 +111,10 @@ def attention_claims(runs):
     return [
         Claim(min(strongest) > 0.5, "in every run, at least one head gives more than half its patch attention to the "
               "line's patches", strongest),
-        Claim(min(weakest) > untrained + 0.1, "in every run, every trained head puts a larger share on the line than "
-              "any untrained head, by more than 10 points", (weakest, untrained)),
+        Claim(min(weakest) > untrained, "in every run, every trained head puts a larger share on the line than any "
+              "untrained head", (weakest, untrained)),
+        Claim(statistics.median(weakest) > untrained + 0.1, "in the median run, even the weakest trained head is more "
+              "than 10 points above every untrained head", (weakest, untrained)),
         Claim(untrained < 0.45, "no untrained head puts more than 45% on the line's patches", untrained),
     ]
 
