@@ -96,6 +96,13 @@ def _token_count_solution(height, width, patch_size):
 _TOKEN_CASES = ((12, 12, 4), (224, 160, 16), (12, 6, 3), (384, 224, 32), (30, 10, 5), (8, 16, 8))
 
 
+def _is_float(value):
+    """Whether ``value`` is a float: a Python or NumPy float, or a one-element floating-point tensor."""
+    if isinstance(value, torch.Tensor):
+        return value.numel() == 1 and value.is_floating_point()
+    return isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral)
+
+
 def _as_two_ints(got):
     if not isinstance(got, (tuple, list)) or len(got) != 2:
         return None
@@ -112,9 +119,13 @@ def _as_two_ints(got):
 @expects_function("tokens_and_weights(height, width, patch_size)")
 def _check_token_count(answer):
     for height, width, patch_size in _TOKEN_CASES:
-        got = _as_two_ints(answer(height, width, patch_size))
+        raw = answer(height, width, patch_size)
+        got = _as_two_ints(raw)
         where = f"a {height}x{width} image (height x width) in {patch_size}x{patch_size} patches"
         if got is None:
+            if isinstance(raw, (tuple, list)) and len(raw) == 2 and any(map(_is_float, raw)):
+                return ("return two whole numbers, not floats: in Python `/` gives a float even when it divides "
+                        "exactly; which operator counts whole patches?")
             return "return two whole numbers: (tokens, attention weights per head), e.g. a tuple of ints"
         tokens, weights = got
         wanted_tokens, wanted_weights = _token_count_solution(height, width, patch_size)
@@ -175,6 +186,15 @@ def _check_mean_pooling(answer):
             return f"{where}: this is the CLS token's state (CLS pooling); average the patch tokens instead"
         if torch.allclose(got, states.mean(dim=1), atol=1e-6):
             return f"{where}: the average includes the CLS token's state; mean pooling averages the patch tokens"
+        if any(torch.allclose(got, total, atol=1e-5) for total in (states[:, 1:].sum(dim=1), states.sum(dim=1))):
+            return (f"{where}: the result is not the mean of the patch tokens' states: it is a sum, which grows "
+                    "with the number of patches; a mean divides by how many states it adds")
+        if n_tokens > 2 and torch.allclose(got, states[:, 2:].mean(dim=1), atol=1e-6):
+            return (f"{where}: the average leaves out the first patch token too; only one token, at position 0, "
+                    "is the CLS token")
+        if torch.allclose(got, states[:, :-1].mean(dim=1), atol=1e-6):
+            return (f"{where}: the average leaves out the last token, a patch, and keeps the CLS token; "
+                    "which position holds the CLS token?")
         if not torch.allclose(got, _mean_pooling_solution(states), atol=1e-6):
             return f"{where}: the result is not the mean of the patch tokens' states"
     return None
@@ -183,7 +203,7 @@ def _check_mean_pooling(answer):
 mean_pooling = Exercise(
     "mean pooling instead of the CLS token",
     _check_mean_pooling,
-    "states is (N, 1 + n_patches, d_model) and position 0 is the CLS token: slice it off, then average over "
-    "the token dimension",
+    "states is (N, tokens, d_model), the CLS token first: which of those tokens are patches, and along which "
+    "dimension do you average so that one vector of d_model numbers is left per image?",
     _mean_pooling_solution,
 )

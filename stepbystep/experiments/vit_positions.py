@@ -20,9 +20,9 @@ from ..models import EncoderLayer, EncoderTransf, ViT
 from ..seeding import get_rng_state
 from ..training import StepByStep
 
-__all__ = ["shuffled_logits", "ShuffledPatches", "small_vit", "small_cnn", "fit", "accuracy", "predicted_classes",
-           "position_models", "position_runs", "POSITION_MODELS", "blind_ceiling", "position_claims",
-           "position_similarity", "top_bottom_similarity", "table_claims"]
+__all__ = ["shuffled_logits", "ShuffledPatches", "small_vit", "small_cnn", "epochs_for_steps", "fit", "accuracy",
+           "predicted_classes", "position_models", "position_runs", "POSITION_MODELS", "blind_ceiling",
+           "position_claims", "position_similarity", "top_bottom_similarity", "table_claims"]
 
 POSITION_MODELS = ("ViT", "ViT, patches shuffled", "CNN")
 
@@ -104,9 +104,21 @@ class _Shuffled:
             yield self.images[batch], self.labels[batch]
 
 
-def fit(model, train_data, n_epochs=16, batch_size=32, lr=1e-2, seed=0):
+def epochs_for_steps(n_steps, n_train, batch_size=32):
+    """The fewest epochs of ``n_train`` images in mini-batches of ``batch_size`` that make at least ``n_steps``
+    steps: a fixed budget of steps for training sets of any size."""
+    for name, value in (("n_steps", n_steps), ("n_train", n_train), ("batch_size", batch_size)):
+        check_positive_int(name, value)
+    batches = -(-n_train // batch_size)  # mini-batches per epoch, the last one partial
+    return -(-n_steps // batches)
+
+
+def fit(model, train_data, n_epochs=16, batch_size=32, lr=1e-2, seed=0, n_steps=None):
     """The chapter's recipe: cross-entropy, Adam, one-cycle schedule; batches drawn with ``seed``, through
-    ``StepByStep.train``. Trains where the model lives (the data follows it); returns the model in eval mode."""
+    ``StepByStep.train``. Trains where the model lives (the data follows it); returns the model in eval mode.
+    ``n_steps``, if given, replaces ``n_epochs`` by ``epochs_for_steps(n_steps, len(train_data), batch_size)``."""
+    if n_steps is not None:
+        n_epochs = epochs_for_steps(n_steps, len(train_data), batch_size)
     check_positive_int("n_epochs", n_epochs)
     check_positive_int("batch_size", batch_size)
     images, labels = move_to(train_data.tensors, model_device(model))  # (n, 1, s, s), (n,)
@@ -135,10 +147,10 @@ def predicted_classes(model, images):
         return model(images.to(model_device(model))).argmax(dim=1).cpu()  # (n,)
 
 
-def position_models(train_data, n_outputs, seeds=(0, 1, 2), n_epochs=16, names=POSITION_MODELS):
+def position_models(train_data, n_outputs, seeds=(0, 1, 2), n_epochs=16, names=POSITION_MODELS, n_steps=None):
     """The models ``names`` (some of ``POSITION_MODELS``), each trained with ``fit`` once per seed:
     ``{name: [model per seed]}``, in eval mode. The seed fixes the initial weights and the order of
-    the batches (and the blind ViT's orders)."""
+    the batches (and the blind ViT's orders); ``n_steps``, if given, fixes the steps instead of the epochs."""
     if len(seeds) < 1:
         raise ValueError("seeds must hold at least one seed")
     unknown = [name for name in names if name not in POSITION_MODELS]
@@ -149,13 +161,15 @@ def position_models(train_data, n_outputs, seeds=(0, 1, 2), n_epochs=16, names=P
         "ViT, patches shuffled": lambda seed: ShuffledPatches(small_vit(seed, n_outputs), seed),
         "CNN": lambda seed: small_cnn(seed, n_outputs),
     }
-    return {name: [fit(builders[name](seed), train_data, n_epochs, seed=seed) for seed in seeds] for name in names}
+    return {name: [fit(builders[name](seed), train_data, n_epochs, seed=seed, n_steps=n_steps) for seed in seeds]
+            for name in names}
 
 
-def position_runs(train_data, val_data, n_outputs, seeds=(0, 1, 2), n_epochs=16):
+def position_runs(train_data, val_data, n_outputs, seeds=(0, 1, 2), n_epochs=16, n_steps=None):
     """Held-out accuracy of each of ``POSITION_MODELS`` for each seed: a dict of ``(len(seeds),)`` tensors.
-    The seed fixes the initial weights and the order of the batches."""
-    models = position_models(train_data, n_outputs, seeds, n_epochs)
+    The seed fixes the initial weights and the order of the batches; ``n_steps``, if given, the steps
+    each model trains for (``epochs_for_steps``), whatever the size of ``train_data``."""
+    models = position_models(train_data, n_outputs, seeds, n_epochs, n_steps=n_steps)
     return {name: torch.tensor([accuracy(model, val_data) for model in trained]) for name, trained in models.items()}
 
 

@@ -46,7 +46,7 @@ COLORS = {
 HIGHLIGHT = "#ffd84d"
 MARK = "✱"  # a line that changed (``changed_from``)
 PARTS = ("inputs", "embedding", "positions", "encoder", "decoder", "self-attention", "cross-attention",
-         "feed-forward", "wrapper", "norm", "mask", "head", "outputs", "cls", "torch")
+         "feed-forward", "wrapper", "norm", "mask", "head", "outputs", "cls", "torch", "pos_embed")
 
 
 class _Box:
@@ -312,7 +312,7 @@ def _vit_spec(model):
              _Box(f"patch embedding: Conv2d {p}×{p}, stride {p}\n(N, {n}, {d})", "encoder", {"embedding"}),
              _Box(f"prepend the CLS token\n(N, {1 + n}, {d})", "encoder", {"cls"})]
     if model.pos_embed is not None:
-        boxes.append(_Box("+ learned positions (pos_embed)", "encoder", {"positions"}))
+        boxes.append(_Box("+ learned positions (pos_embed)", "encoder", {"positions", "pos_embed"}))
     boxes += _stack_boxes(encoder, "encoder")
     boxes += [_Box(f"the CLS token's state (N, {d})", "data", {"cls"}),
               _Box(f"mlp: Linear({d} → {model.n_outputs})", "encoder", {"head"}),

@@ -58,11 +58,11 @@ def line_samples(images, labels, class_names, n_per_class=4):
 
 
 def patch_grid(image, patch_size):
-    """One image cut into patches: the image with its patch grid, and the patches as a sequence.
+    """One image cut into patches: the patches pulled apart in place, and the patches as a sequence.
 
-    Left: the image, the patch borders drawn over it and each patch numbered row by row. Right:
-    the same patches side by side in that order, the sequence of tokens the Transformer reads.
-    Returns the Figure.
+    Left: the image's patches, each framed and moved apart from its neighbours, numbered row by
+    row in the gap above it (no number hides a pixel). Right: the same patches side by side in
+    that order, the sequence of tokens the Transformer reads. Returns the Figure.
     """
     image = _one_image(image)
     height, width = image.shape
@@ -72,16 +72,24 @@ def patch_grid(image, patch_size):
                          f"got {patch_size!r}")
     rows, cols = height // patch_size, width // patch_size
     n_patches = rows * cols
+    gap = max(1.5, 0.4 * patch_size)  # pixels between two patches, room for a number
     fig = plt.figure(figsize=(3.0 + 0.8 * n_patches, 3.0), layout="constrained")
     left, right = fig.subfigures(1, 2, width_ratios=[3.0, 0.8 * n_patches])
     ax = left.subplots()
-    _show_image(ax, image)
     for number in range(n_patches):
         row, col = divmod(number, cols)
-        ax.add_patch(Rectangle((col * patch_size - 0.5, row * patch_size - 0.5), patch_size, patch_size,
-                               fill=False, edgecolor="tab:orange", lw=2))
-        ax.text(col * patch_size, row * patch_size, str(number), color="tab:orange", fontsize=9,
-                ha="left", va="top", fontweight="bold")
+        x0, y0 = col * (patch_size + gap), gap + row * (patch_size + gap)  # the patch's top-left corner
+        pixels = image[row * patch_size:(row + 1) * patch_size, col * patch_size:(col + 1) * patch_size]
+        ax.imshow(pixels, cmap="gray", vmin=0.0, vmax=1.0, interpolation="nearest",
+                  extent=(x0, x0 + patch_size, y0 + patch_size, y0))
+        ax.add_patch(Rectangle((x0 - 0.2, y0 - 0.2), patch_size + 0.4, patch_size + 0.4, fill=False,
+                               edgecolor="tab:orange", lw=2))  # just outside the pixels
+        ax.text(x0 + patch_size / 2, y0 - gap / 2, str(number), color="tab:orange", fontsize=9,
+                ha="center", va="center", fontweight="bold")
+    ax.set_xlim(-gap / 2, cols * (patch_size + gap) - gap / 2)
+    ax.set_ylim(rows * (patch_size + gap) + gap / 2, 0)
+    ax.set_aspect("equal")
+    ax.axis("off")
     ax.set_title(f"{height}x{width} image, {patch_size}x{patch_size} patches", fontsize=9)
     axes = np.atleast_1d(right.subplots(1, n_patches))
     for number, patch_ax in enumerate(axes):
@@ -225,9 +233,9 @@ def position_similarity_grid(similarities):
         if table.ndim != 2 or table.shape[0] != table.shape[1] or grid * grid != table.shape[0]:
             raise ValueError(f"{title}: expected (n_patches, n_patches) for a square grid, got {table.shape}")
     grid = round(next(iter(tables.values())).shape[0] ** 0.5)
-    fig = plt.figure(figsize=(3.3 * len(tables) + 0.9, 3.6), layout="constrained")
-    panels = fig.subfigures(1, len(tables), squeeze=False)[0]
-    for panel, (title, table) in zip(panels, tables.items()):
+    fig = plt.figure(figsize=(3.3 * len(tables) + 1.2, 3.6), layout="constrained")
+    *panels, bar_panel = fig.subfigures(1, len(tables) + 1, width_ratios=[3.3] * len(tables) + [1.2])
+    for panel, (title, table) in zip(panels, tables.items()):  # every table gets the same room, laid out alike
         axes = panel.subplots(grid, grid, squeeze=False)
         for patch, ax in enumerate(axes.ravel()):
             image = ax.imshow(table[patch].reshape(grid, grid), cmap="RdBu_r", vmin=-1, vmax=1,
@@ -239,7 +247,7 @@ def position_similarity_grid(similarities):
         for column in range(grid):
             axes[-1, column].set_xlabel(f"column {column}", fontsize=8)
         panel.suptitle(title, fontsize=9)
-    panels[-1].colorbar(image, ax=axes.ravel().tolist(), shrink=0.8, label="cosine similarity")
+    bar_panel.colorbar(image, cax=bar_panel.add_axes((0.08, 0.15, 0.15, 0.7)), label="cosine similarity")
     return fig
 
 
