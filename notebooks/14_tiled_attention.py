@@ -477,12 +477,14 @@ expect(tiled_fastest[0] > tiled_fastest[2], "blocks of 32 take longer than block
 # counts them, for $L = 512$ (the same 16-fold ratio of tiles, 256 against 16 per head, and
 # quicker to profile):
 
-# %%
+# %% tags=["nbval-ignore-output"]
 q512, k512, v512 = (x[:, :, :512] for x in (q4, k4, v4))  # (1, 4, 512, 64) each
 with torch_threads(1):
     launched = {block: op_count(lambda block=block: tiled_attention(q512, k512, v512, block_q=block, block_k=block))
                 for block in (32, 128)}
 print(f"operations launched at L = 512: blocks of 32 {launched[32]:,}, blocks of 128 {launched[128]:,}")
+
+# %%
 expect(launched[32] > 10 * launched[128],
        "blocks of 32 launch more than 10 times as many operations as blocks of 128", got=launched)
 
