@@ -629,9 +629,8 @@ expect(abs(at_16["alibi"].median() - at_16["none"].median()) < 0.05,
 # learned preference for offset 8 might outweigh its aliases, for instance, but we did not test
 # it. Sinusoidal
 # learns it at 16 tokens and fails past it again. The learned table learns it less reliably:
-# at 16 tokens its median is below every sinusoidal seed and its seeds lie further apart (a
-# table of 2,048 numbers to fit in 100 steps, where the sinusoidal one is given). Both fall
-# below 30% at 64 tokens in every seed.
+# at 16 tokens its median is below every sinusoidal seed and its seeds lie further apart.
+# Both fall below 30% at 64 tokens in every seed.
 #
 # So the ranking depends on the task. This is one tiny model, one short recipe and two
 # synthetic tasks, three seeds each: it shows *why* schemes differ (recency built in, offsets

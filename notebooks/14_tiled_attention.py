@@ -495,8 +495,8 @@ expect(launched[32] > 10 * launched[128],
 # product, then read and written again by the subtraction, the exponential, the sum. On a
 # CPU a tile this small stays in the processor's caches. With blocks of 32 there are 4,096
 # tiles per head, 16 times as many as with blocks of 128, and the operations launched grow
-# with them, as counted above, while the arithmetic stays the same. With blocks of 128 or 256 there are
-# few tiles, and on one thread the loop can come close to the fused kernel; how close changes
+# with them, as counted above, while the arithmetic stays the same. With blocks of 128 or 256
+# there are few tiles, and on one thread the loop can come close to the fused kernel; how close changes
 # from run to run with the machine's load, so we claim nothing about it. The naive attention,
 # for its part, writes its $2{,}048 \times 2{,}048$ matrices (16 MiB each per head) to main
 # memory and reads them back. The fused kernel runs the tiled algorithm in one compiled
@@ -569,8 +569,8 @@ expect(launched[32] > 10 * launched[128],
 # weights, 8,192 MiB each, beside the 32 MiB output. The FlashAttention kernel holds the
 # output and next to nothing else, and our tiles 3 MiB more. The time is what the CPU could not
 # show: in this run the kernel ran the forward pass about 9 times as fast as the written-out
-# attention, forward and backward about 5 times. The MATH backend, which writes the matrix out too, was
-# slower still on this GPU. Our Python tiles need as little memory as the kernel but run about
+# attention, forward and backward about 5 times. The MATH backend, which writes the matrix out
+# too, was slower still on this GPU. Our Python tiles need as little memory as the kernel but run about
 # 150 times slower than it at blocks of 256, and about 14 times slower again at blocks of 64
 # (16 times as many tiles): on a GPU each of a tile's small operations is a kernel of its own,
 # launched from Python, and the launches, not the arithmetic, take the time. FlashAttention's
