@@ -49,8 +49,9 @@ from torch.nn.attention.bias import causal_lower_right
 from stepbystep import plots
 from stepbystep.exercises import ch14
 from stepbystep.expect import expect, expect_all, expect_close
-from stepbystep.experiments.attention_kernels import attention_ops
-from stepbystep.experiments.gpu_attention import gpu_memory, gpu_times
+from stepbystep.devices import torch_threads
+from stepbystep.experiments.attention_kernels import attention_ops, op_count
+from stepbystep.experiments.gpu_attention import gpu_claims, gpu_memory, gpu_times
 from stepbystep.experiments.memory import MemoryReport, attention_memory, measure_memory, memory_claims
 from stepbystep.models import (
     attend,
@@ -370,8 +371,9 @@ expect(known == MemoryReport(peak_bytes=6000, largest_bytes=4000, allocations=3)
 # keys (`attention_memory`): **naive** is the course's `attend`, which writes out the scores
 # and the weights; **tiled** is `tiled_attention` in blocks of 128; **fused** is
 # `F.scaled_dot_product_attention` as PyTorch runs it on this machine. Each runs on one
-# thread, since the fused kernel allocates one working buffer per thread (the course runs on
-# one anyway). One float32 matrix of $8{,}192 \times 8{,}192$ takes 256 MiB.
+# thread, since the fused kernel allocates one working buffer per thread: `measure_memory`
+# sets the thread count to one for the call, so the numbers do not depend on how many threads
+# PyTorch uses on your machine. One float32 matrix of $8{,}192 \times 8{,}192$ takes 256 MiB.
 
 # %% tags=["nbval-ignore-output"]
 LENGTHS = [256, 512, 1024, 2048, 4096, 8192]
@@ -427,12 +429,15 @@ expect(math_report.peak_bytes > 2048 * 2048 * 4 > 10 * default_report.peak_bytes
 # tiles written for the CPU. Restricted to the `MATH` backend, the same call writes the
 # matrix out, like our naive attention: "fused" saves memory only when the kernel that runs is
 # a tiled one. On a GPU the choice also depends on the dtype, the head size and the mask
-# (chapter 10 met one case: a float mask rules out the GPU FlashAttention kernel).
+# (chapter 10 met one case: a float mask rules out the GPU FlashAttention kernel; the
+# memory-efficient backend runs instead, which takes a float mask and computes Rabe and
+# Staats' chunked algorithm).
 #
 # ## Measured: time, honestly
 #
 # Saving memory is not the same as saving time. The same three ways at $L = 2{,}048$, 4
-# heads, on one thread, the tiles in four block sizes. Each runs 5 times, taking turns (so
+# heads, on one thread (`torch_threads(1)` sets it for the cell, whatever PyTorch's default
+# on your machine), the tiles in four block sizes. Each runs 5 times, taking turns (so
 # that a busy moment of the machine does not land on one of them only): the median, with the
 # fastest and the slowest run in brackets. The claims below compare the fastest runs, which
 # other programs on the machine can only slow down.
@@ -446,7 +451,7 @@ contenders = {"naive": lambda: attend(q4, k4, v4), "fused": lambda: F.scaled_dot
 for block in BLOCKS:
     contenders[f"tiled, blocks of {block}"] = lambda block=block: tiled_attention(q4, k4, v4, block_q=block, block_k=block)
 runs = {name: [] for name in contenders}
-with torch.no_grad():
+with torch_threads(1), torch.no_grad():
     for compute in contenders.values():
         compute()  # one untimed warm-up run each
     for _ in range(5):
@@ -467,22 +472,37 @@ expect(min(tiled_fastest[:2]) > fastest["fused"],
 expect(tiled_fastest[0] > tiled_fastest[2], "blocks of 32 take longer than blocks of 128", got=tiled_fastest)
 
 # %% [markdown]
+# Blocks of 32 make 16 times as many tiles as blocks of 128, for the same multiplications in
+# all. What grows with the tiles is the number of PyTorch operations launched: the profiler
+# counts them, for $L = 512$ (the same 16-fold ratio of tiles, 256 against 16 per head, and
+# quicker to profile):
+
+# %% tags=["nbval-ignore-output"]
+q512, k512, v512 = (x[:, :, :512] for x in (q4, k4, v4))  # (1, 4, 512, 64) each
+with torch_threads(1):
+    launched = {block: op_count(lambda block=block: tiled_attention(q512, k512, v512, block_q=block, block_k=block))
+                for block in (32, 128)}
+print(f"operations launched at L = 512: blocks of 32 {launched[32]:,}, blocks of 128 {launched[128]:,}")
+
+# %%
+expect(launched[32] > 10 * launched[128],
+       "blocks of 32 launch more than 10 times as many operations as blocks of 128", got=launched)
+
+# %% [markdown]
 # The fused kernel beats the Python tiles at the default blocks of 64, and at 32 by more. Each
 # tile costs a handful of separate PyTorch operations, each launched from Python and each
 # writing a new tensor that the next one reads: a tile of scores is written by the matrix
 # product, then read and written again by the subtraction, the exponential, the sum. On a
-# CPU a tile this small stays in the processor's caches, so what grows with the number of
-# tiles is mostly the number of operations launched: with blocks of 32 there are 4,096 tiles
-# per head, 16 times as many as with blocks of 128, and the cost of launching their
-# operations adds up. With blocks of 128 or 256 there are
-# few tiles, and on one thread the loop can come close to the fused kernel; how close changes
+# CPU a tile this small stays in the processor's caches. With blocks of 32 there are 4,096
+# tiles per head, 16 times as many as with blocks of 128, and the operations launched grow
+# with them, as counted above, while the arithmetic stays the same. With blocks of 128 or 256
+# there are few tiles, and on one thread the loop can come close to the fused kernel; how close changes
 # from run to run with the machine's load, so we claim nothing about it. The naive attention,
 # for its part, writes its $2{,}048 \times 2{,}048$ matrices (16 MiB each per head) to main
 # memory and reads them back. The fused kernel runs the tiled algorithm in one compiled
 # operation, without a Python step between the tiles. Whether it also beats the naive
-# attention at this length depends on the processor and the run: in one of our runs imitating a
-# processor without wide vector instructions (AVX2), the two took about the same time. These
-# times depend on the processor and on its load.
+# attention at this length depends on the processor and the run, so we claim nothing about
+# it. These times depend on the processor and on its load.
 #
 # ## Why a real kernel wins on a GPU
 #
@@ -548,9 +568,9 @@ expect(tiled_fastest[0] > tiled_fastest[2], "blocks of 32 take longer than block
 # holds two $16 \times 16{,}384 \times 16{,}384$ half-precision matrices, the scores and the
 # weights, 8,192 MiB each, beside the 32 MiB output. The FlashAttention kernel holds the
 # output and next to nothing else, and our tiles 3 MiB more. The time is what the CPU could not
-# show: the kernel runs the forward pass about 9 times as fast as the written-out attention,
-# forward and backward about 5 times. The MATH backend, which writes the matrix out too, was
-# slower still on this GPU. Our Python tiles need as little memory as the kernel but run about
+# show: in this run the kernel ran the forward pass about 9 times as fast as the written-out
+# attention, forward and backward about 5 times. The MATH backend, which writes the matrix out
+# too, was slower still on this GPU. Our Python tiles need as little memory as the kernel but run about
 # 150 times slower than it at blocks of 256, and about 14 times slower again at blocks of 64
 # (16 times as many tiles): on a GPU each of a tile's small operations is a kernel of its own,
 # launched from Python, and the launches, not the arithmetic, take the time. FlashAttention's
@@ -558,8 +578,12 @@ expect(tiled_fastest[0] > tiled_fastest[2], "blocks of 32 take longer than block
 #
 # On a machine with a CUDA GPU the next cell measures the same three ways there
 # (`gpu_memory`, `gpu_times`: the peak from `torch.cuda.max_memory_allocated`, the times from
-# CUDA events after warm-up calls, the ways taking turns). It takes a minute or two; without a
-# GPU it measures nothing.
+# CUDA events after warm-up calls, the ways taking turns), and checks the gaps with wide
+# margins, since another GPU gives other numbers: the written-out attention holds over 100
+# times the kernel's peak and the tiles under twice it; the kernel runs the forward pass over
+# 3 times as fast as the written-out attention, forward and backward over twice; the tiles of
+# 256 are over 20 times slower than the kernel, and those of 64 over 4 times slower again. It
+# takes a minute or two; without a GPU it measures nothing.
 
 # %% tags=["nbval-ignore-output"]
 if torch.cuda.is_available():
@@ -573,6 +597,7 @@ if torch.cuda.is_available():
                  f"{gpu_forward[name]:,.2f} ms" if gpu_forward[name] is not None else "cannot run",
                  f"{gpu_both[name]:,.2f} ms" if gpu_both.get(name) is not None else "-"]
         print(f"{name:>20}: peak at 16,384 {cells[0]:>11}; forward {cells[1]:>11}; forward and backward {cells[2]}")
+    expect_all(gpu_claims(gpu_peaks, gpu_forward, gpu_both))
 else:
     print("no CUDA GPU here: nothing to measure")
 

@@ -14,7 +14,7 @@ def test_rotate_pair_solution_passes():
 
 
 def test_rotate_pair_placeholder_is_caught(fails_with):
-    fails_with(ch10.rotate_pair, lambda a, b, angle: (a, b), "wrong angle")
+    fails_with(ch10.rotate_pair, lambda a, b, angle: (a, b), "did not turn")
 
 
 def test_rotate_pair_wrong_way_is_caught(fails_with):

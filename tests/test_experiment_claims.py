@@ -62,9 +62,9 @@ def test_training_claims_hold_when_only_norm_last_without_warm_up_stalls():
 
 # chapter 10 -------------------------------------------------------------------------------
 def position_results():
-    results = {"sinusoidal": [[1.0, 0.6, 0.3], [0.995, 0.6, 0.35]], "learned": [[1.0, 0.55, 0.3], [1.0, 0.5, 0.3]],
+    results = {"sinusoidal": [[1.0, 0.57, 0.3], [0.995, 0.56, 0.35]], "learned": [[1.0, 0.55, 0.3], [1.0, 0.5, 0.3]],
                "rope": [[1.0, 0.97, 0.6], [1.0, 0.96, 0.7]], "alibi": [[0.97, 0.95, 0.93], [0.96, 0.95, 0.92]],
-               "none": [[0.6, 0.4, 0.25], [0.7, 0.45, 0.3]]}
+               "none": [[0.75, 0.58, 0.38], [0.8, 0.57, 0.4]]}
     by_position = {scheme: torch.full((64,), 0.2) for scheme in results}
     by_position["none"][1:4] = 0.9
     by_position["rope"][16:32] = 0.98
@@ -94,7 +94,8 @@ def test_position_claims_name_what_a_broken_scheme_breaks():
     assert failing(length_claims(results, by_position, train_length=16)) == [
         "sinusoidal and learned stay below 0.45 at 64 tokens in every seed",
         "ALiBi is ahead of every other scheme at 64 tokens",
-        "RoPE (seed 0) is right at least 95% over positions 16-31 and under 30% over 48-63"]
+        "RoPE (seed 0) is right at least 95% over positions 16-31 and under 30% over 48-63",
+        "at 64 tokens, no positions is ahead of sinusoidal and learned in every seed"]
 
 
 # chapter 05 -------------------------------------------------------------------------------

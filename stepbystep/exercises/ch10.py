@@ -50,6 +50,8 @@ def _check_rotate_pair(answer):
             continue
         if abs(math.hypot(*got) - math.hypot(a, b)) > 1e-4:
             return "the rotated pair should keep the pair's length: a rotation only turns it"
+        if all(abs(g - w) < 1e-5 for g, w in zip(got, (a, b))):
+            return f"your pair did not turn: with angle {angle} it comes back as ({a}, {b}), where it started"
         if all(abs(g - w) < 1e-5 for g, w in zip(got, _rotate_pair_solution(a, b, -angle))):
             return "your pair turns the wrong way: a positive angle turns counter-clockwise"
         if all(abs(g - w) < 1e-5 for g, w in zip(got, _rotate_pair_solution(a, b, math.radians(angle)))):
@@ -139,7 +141,13 @@ def _check_offset_score(answer):
     rotary = RotaryEmbedding(8, base=100.0)
     q, k = torch.randn(8, generator=generator), torch.randn(8, generator=generator)
     for offset in (0, 1, 3, 7):
-        got = answer(q.clone(), k.clone(), offset, rotary)
+        try:
+            got = answer(q.clone(), k.clone(), offset, rotary)
+        except ValueError as error:
+            if "positions must be" not in str(error):
+                raise
+            return ("RotaryEmbedding takes positions >= 0 only, and your answer asked for a negative one: turn the "
+                    "other vector forward instead")
         try:
             got = float(got)
         except (TypeError, ValueError, RuntimeError):
@@ -153,6 +161,8 @@ def _check_offset_score(answer):
                     return "your score is the one for the key behind the query, not ahead: which vector should turn?"
                 if abs(got - float(q @ k)) < 1e-4 and offset:
                     return "your score ignores the offset: one of the two vectors should turn"
+                if abs(got * q.shape[-1] ** 0.5 - wanted) < 1e-4:
+                    return "your score is divided by √d: here the score is the plain dot product q · k of the turned vectors"
                 return f"with offset {offset} your score differs from the score of q and k rotated at their positions"
     return None
 
@@ -194,6 +204,8 @@ def _check_alibi_mask(answer):
                         "float('-inf'), which no score can outweigh whatever its size")
             if torch.equal(torch.isneginf(got), blocked.transpose(-2, -1)):
                 return "the future is the part above the diagonal (key after query): -inf there, not below"
+            if torch.equal(torch.isneginf(got), blocked | torch.eye(length, dtype=torch.bool)):
+                return "your mask also hides the diagonal: a token may read itself, only the keys after it are the future"
             return "the -inf entries should be exactly the future keys (above the diagonal)"
         if torch.allclose(got[~blocked], -wanted[~blocked], atol=1e-6):
             return "the bias has the wrong sign: far keys should lose score, not gain it"

@@ -79,6 +79,11 @@ def _check_merge(answer):
             return "your o is not divided by the merged sum: it should be a weighted mean of the values"
         if torch.allclose(got[2], (args[2].double() + args[5].double()) / 2, atol=1e-5):
             return "your o is the plain mean of the two outputs: the block with the larger share of the sum weighs more"
+        e1, e2 = math.exp(args[0] - float(m)), math.exp(args[3] - float(m))  # each block's max against the merged max
+        no_l = args[2].double() * e1 + args[5].double() * e2  # the l left out of the weights
+        if any(torch.allclose(got[2], no_l / total, atol=1e-5) for total in (e1 + e2, l)):
+            return ("your o weighs each block by e^(its max - merged max) alone, which counts only its largest score: "
+                    "a block's share is its whole sum l, measured against the merged max")
         raw = args[2].double() * args[1] + args[5].double() * args[4]  # each o weighed by its block's own l
         if any(torch.allclose(got[2], raw / total, atol=1e-5) for total in (args[1] + args[4], l)):
             return ("your o weighs each block by its own l, but each l was measured against its own block's max: "
@@ -152,6 +157,21 @@ def _wrong_streams(scores, values, block):
     return logs_added, o
 
 
+def _rescales_backwards(answer):
+    """Whether one step from a finite lse multiplies the old o by e^(new lse - old lse), the inverse rescale."""
+    scores, values = torch.tensor([1.0, 2.5], dtype=torch.float64), torch.tensor([[1.0, 0.0], [0.0, 1.0]],
+                                                                                 dtype=torch.float64)
+    lse, o = 0.5, torch.tensor([0.3, -0.2], dtype=torch.float64)
+    try:
+        new_lse, new_o = answer(lse, o.clone(), scores.clone(), values.clone())
+        new_o = torch.as_tensor(new_o, dtype=torch.float64)
+    except (TypeError, ValueError, RuntimeError):
+        return False
+    right_lse = float(torch.logaddexp(torch.tensor(lse, dtype=torch.float64), torch.logsumexp(scores, 0)))
+    inverted = o * math.exp(right_lse - lse) + torch.exp(scores - right_lse) @ values
+    return new_o.shape == inverted.shape and bool(torch.allclose(new_o, inverted, atol=1e-6))
+
+
 @expects_function("update(lse, o, scores, values)")
 def _check_update(answer):
     generator = torch.Generator().manual_seed(14)
@@ -167,6 +187,9 @@ def _check_update(answer):
         lse, o = final
         if lse == float("-inf"):
             return "after reading every block, lse is still -inf: each block's scores must enter it"
+        if _rescales_backwards(answer):
+            return ("your o rescales the wrong way: when lse grows, every old weight e^(score - lse) shrinks, "
+                    "so the old o must shrink with it")
         if not math.isfinite(lse) or not torch.isfinite(o).all():
             large = " (these scores are near 1000, and e^1000 overflows)" if scores.min() > 100 else ""
             return (f"your lse or o is not finite{large}: a log of a sum of exponentials must be computed with a max "
@@ -211,13 +234,47 @@ _TILE_CASES = [(12, 12, 4, 6), (256, 256, 64, 64), (12, 12, 4, 4), (10, 10, 3, 3
                (16, 8, 4, 4), (100, 130, 32, 16)]
 
 
+def _count_skipped(l_q, l_k, block_q, block_k, skip):
+    """How many tiles ``skip(q_start, q_end, k_start, k_end)`` leaves out."""
+    return sum(bool(skip(q_start, min(q_start + block_q, l_q), k_start, min(k_start + block_k, l_k)))
+               for q_start in range(0, l_q, block_q) for k_start in range(0, l_k, block_k))
+
+
+def _slip_counts(l_q, l_k, block_q, block_k):
+    """What four typical slips count, each with what the checker tells it."""
+    offset = l_k - l_q  # the bottom-right diagonal: query i reads keys 0..i + L_k - L_q
+    slips = {
+        "you put the diagonal bottom-right (the last query reading every key), as after a cache: is_causal here "
+        "is the top-left one, query i reads keys 0 to i":
+            lambda qs, qe, ks, ke: ks > qe - 1 + offset,
+        "you also skip the tiles whose first key is their last query: a query may read its own key, so the "
+        "diagonal itself must be computed":
+            lambda qs, qe, ks, ke: ks >= qe - 1,
+        "you skip tiles that the diagonal crosses: a tile with even one key a query may read must be computed; "
+        "only tiles wholly above the diagonal are skipped":
+            lambda qs, qe, ks, ke: ke - 1 > qs,
+        "you compare each tile's first key with its first query: the later queries of the block read further; "
+        "check each tile's first key against its last query":
+            lambda qs, qe, ks, ke: ks > qs,
+    }
+    return {message: _count_skipped(l_q, l_k, block_q, block_k, skip) for message, skip in slips.items()}
+
+
 @expects_function("skipped(l_q, l_k, block_q, block_k)")
 def _check_skipped(answer):
+    counts = []
     for case in _TILE_CASES:
         got = as_number(answer(*case))
         if got is None:
             return "return one number: how many tiles lie wholly above the diagonal"
-        wanted = tile_plan(*case, is_causal=True)[1].skipped
+        counts.append(got)
+    wanted_counts = [tile_plan(*case, is_causal=True)[1].skipped for case in _TILE_CASES]
+    if counts != wanted_counts:  # a slip that explains every count gets its own message
+        slips = [_slip_counts(*case) for case in _TILE_CASES]
+        for message in slips[0]:
+            if all(slip[message] == got for slip, got in zip(slips, counts)):
+                return message
+    for case, got, wanted in zip(_TILE_CASES, counts, wanted_counts):
         if got == wanted:
             continue
         l_q, l_k, block_q, block_k = case

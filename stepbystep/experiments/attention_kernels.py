@@ -1,4 +1,5 @@
-"""Chapters 02 and 06: which CPU operations each way of running attention calls, found with ``torch.profiler``."""
+"""Chapters 02, 06 and 14: which CPU operations each way of running attention calls, and how many, found with
+``torch.profiler``."""
 import torch
 from torch.profiler import ProfilerActivity, profile
 
@@ -6,7 +7,7 @@ from stepbystep.expect import Claim
 
 from .quiet_profiler import quiet_stderr
 
-__all__ = ["KERNEL_OPS", "SDPA_BACKENDS", "attention_ops", "kernel_claims"]
+__all__ = ["KERNEL_OPS", "SDPA_BACKENDS", "attention_ops", "op_count", "kernel_claims"]
 
 # the operations that tell the paths apart, outermost first
 KERNEL_OPS = (
@@ -38,6 +39,16 @@ def attention_ops(compute, ops=KERNEL_OPS):
         compute()
     seen = {event.key for event in prof.key_averages()}
     return [op for op in ops if op in seen]
+
+
+def op_count(compute):
+    """How many PyTorch operations (``aten::`` ones, those called by others included) one call of
+    ``compute()`` runs on the CPU, without gradients: each is launched from C++ or Python on its own."""
+    if not callable(compute):
+        raise TypeError(f"compute must be a function of no arguments, got {type(compute).__name__}")
+    with quiet_stderr(), torch.no_grad(), profile(activities=[ProfilerActivity.CPU]) as prof:
+        compute()
+    return sum(event.count for event in prof.key_averages() if event.key.startswith("aten::"))
 
 
 def kernel_claims(ops):

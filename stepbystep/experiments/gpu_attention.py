@@ -14,9 +14,10 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from ..checks import check_positive_int
+from ..expect import Claim
 from ..models import attend, tiled_attention
 
-__all__ = ["attention_ways", "gpu_memory", "gpu_times"]
+__all__ = ["attention_ways", "gpu_memory", "gpu_times", "gpu_claims"]
 
 
 def _sdpa(backend):
@@ -133,3 +134,31 @@ def gpu_times(length=4096, batch=4, n_heads=16, d=64, dtype=torch.float16, block
             for name, way in alive.items():  # taking turns
                 times[name].append(_gpu_ms(call(way)))
     return {name: statistics.median(times[name]) if name in alive else None for name in chosen}
+
+
+def gpu_claims(peaks, forward, both):
+    """The chapter's GPU claims, as bounds well inside the gaps of its one recorded run: ``peaks`` from
+    ``gpu_memory(blocks=(64,))``, ``forward`` from ``gpu_times(blocks=(256, 64))``, ``both`` from
+    ``gpu_times(blocks=(256,), backward=True)``; a way that could not run (``None``) fails its claims."""
+    flash, written, nan = "SDPA, flash kernel", "written out", float("nan")
+
+    def ratio(results, slow, fast):  # NaN where either way is missing: every comparison with it is False
+        if results.get(slow) is None or results.get(fast) is None:
+            return nan
+        return results[slow] / results[fast]
+
+    return [
+        Claim(ratio(peaks, written, flash) > 100,
+              "at 16,384 the written-out attention holds over 100 times the FlashAttention kernel's peak",
+              (peaks.get(written), peaks.get(flash))),
+        Claim(ratio(peaks, "tiles of 64", flash) < 2, "the Python tiles hold less than twice the kernel's peak",
+              (peaks.get("tiles of 64"), peaks.get(flash))),
+        Claim(ratio(forward, written, flash) > 3, "forward: the kernel over 3 times as fast as the written-out attention",
+              (forward.get(written), forward.get(flash))),
+        Claim(ratio(both, written, flash) > 2, "forward and backward: the kernel over twice as fast",
+              (both.get(written), both.get(flash))),
+        Claim(ratio(forward, "tiles of 256", flash) > 20,
+              "the Python tiles of 256 over 20 times slower than the kernel", (forward.get("tiles of 256"), forward.get(flash))),
+        Claim(ratio(forward, "tiles of 64", "tiles of 256") > 4, "tiles of 64 over 4 times slower than tiles of 256",
+              (forward.get("tiles of 64"), forward.get("tiles of 256"))),
+    ]

@@ -59,6 +59,13 @@ def length_claims(results, by_position, train_length):
               (rope_near, rope_far)),
         Claim(all(highest["none"][longer] < lowest["none"][longer - 1] for longer in (1, 2)),
               "without positions, the accuracy falls at every longer test length", results["none"]),
+        Claim(all(lowest["none"][2] > highest[scheme][2] for scheme in ("sinusoidal", "learned")),
+              "at 64 tokens, no positions is ahead of sinusoidal and learned in every seed",
+              {scheme: results[scheme][:, 2] for scheme in ("none", "sinusoidal", "learned")}),
+        Claim(lowest["none"][1] > highest["learned"][1]
+              and abs(results["none"][:, 1].median() - results["sinusoidal"][:, 1].median()) < 0.03,
+              "at 32 tokens, no positions is ahead of learned in every seed, within 3 points of sinusoidal "
+              "in the median", {scheme: results[scheme][:, 1] for scheme in ("none", "sinusoidal", "learned")}),
     ]
 
 
@@ -82,9 +89,11 @@ def alibi_head_claims(four_heads, steep_four_heads, eight_heads):
 
 def far_token_claims(results, chance):
     """Copying the token 8 back: ALiBi learns it only partly, like no positions; RoPE learns it and holds
-    past the training length. ``chance`` is the accuracy of a uniform guess."""
+    past the training length; the learned table learns it less reliably than the sinusoidal one, and both
+    fail past it. ``chance`` is the accuracy of a uniform guess."""
     lowest, highest = _lowest_highest(results)
     medians = {scheme: runs.median(dim=0).values for scheme, runs in results.items()}  # (3,) each
+    spread = {scheme: (highest[scheme][0] - lowest[scheme][0]).item() for scheme in results}  # at 16 tokens
     return [
         Claim(all(lowest[scheme][0] >= 0.99 for scheme in ("sinusoidal", "rope")),
               "sinusoidal and RoPE get at least 99% at 16 tokens in every seed",
@@ -101,4 +110,11 @@ def far_token_claims(results, chance):
                                                for scheme in ("sinusoidal", "learned", "alibi", "none")),
               "RoPE keeps at least 70% at 64 tokens in every seed, ahead of every other scheme",
               {scheme: (lowest[scheme][2].item(), highest[scheme][2].item()) for scheme in results}),
+        Claim(medians["learned"][0] < lowest["sinusoidal"][0]
+              and spread["learned"] > spread["sinusoidal"],
+              "at 16 tokens the learned table is less reliable: its median below every sinusoidal seed, "
+              "its seeds further apart", {scheme: results[scheme][:, 0] for scheme in ("sinusoidal", "learned")}),
+        Claim(all(highest[scheme][2] < 0.3 for scheme in ("sinusoidal", "learned")),
+              "sinusoidal and learned fall below 30% at 64 tokens in every seed",
+              {scheme: highest[scheme][2].item() for scheme in ("sinusoidal", "learned")}),
     ]

@@ -36,8 +36,8 @@ def online_softmax_blocks(x, block, m, l):
     for j, value in enumerate(m):
         end = min((j + 1) * block, len(x)) - 0.5
         left.hlines(value, -0.5, end, color="tab:red", lw=1.5, alpha=0.35 + 0.65 * (j + 1) / n_blocks,
-                    label="running max after each block" if j == 0 else None)
-        left.text(end, value, f" {j + 1}", color="tab:red", fontsize=8, va="bottom", ha="right")
+                    label="running max after each block (its number)" if j == 0 else None)
+        left.text(end, value, f" {j + 1}", color="tab:red", fontsize=11, fontweight="bold", va="bottom", ha="right")
     left.set_xlabel("position in x (shaded bands: blocks)")
     left.set_ylabel("value")
     left.set_title("the vector, block by block, and the running max", fontsize=10)
