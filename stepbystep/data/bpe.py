@@ -149,8 +149,7 @@ class BytePairTokenizer:
         and ``special_tokens``.
 
         Each step merges the most frequent adjacent pair within the pre-split pieces. Ties go to the
-        pair with the smallest ids (first id, then second), so every run and machine agree. A pair
-        whose bytes an earlier token already spells is skipped (every id has its own bytes). Training
+        pair with the smallest ids (first id, then second), so every run and machine agree. Training
         stops early when no pair is left. Special tokens found in ``text`` are cut out, not learned.
 
         The loop is incremental: the pieces are counted once (``Counter`` of distinct pieces), and a
@@ -177,21 +176,13 @@ class BytePairTokenizer:
         heap = [(-count, pair) for pair, count in counts.items()]  # max count, then smallest pair
         heapq.heapify(heap)
 
-        vocab = {i: bytes([i]) for i in range(256)}  # id -> bytes, growing with the merges
-        spelled = set(vocab.values())
-        merges, skipped = [], set()
+        merges = []
         while len(merges) < vocab_size - low and heap:
             negative, pair = heapq.heappop(heap)
-            if counts.get(pair, 0) != -negative or pair in skipped:
+            if counts.get(pair, 0) != -negative:
                 continue  # stale entry: the count changed since it was pushed
-            new_bytes = vocab[pair[0]] + vocab[pair[1]]
-            if new_bytes in spelled:
-                skipped.add(pair)  # never merged: its bytes are a token already
-                continue
             new_id = 256 + len(merges)
             merges.append(pair)
-            vocab[new_id] = new_bytes
-            spelled.add(new_bytes)
             delta = defaultdict(int)
             for index in where.pop(pair):
                 merged, changes = _merge(words[index], pair, new_id)
