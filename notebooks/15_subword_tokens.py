@@ -26,7 +26,9 @@
 # - add **special tokens** that are never split;
 # - **encode** and **decode** text, and see why decoding a few ids can cut a character in two;
 # - measure what a vocabulary of 256, 1,000 and 4,000 ids does to the length of a text;
-# - check that the chapter's tokenizer gives **exactly** `tiktoken`'s ids for the same merges.
+# - check that the chapter's tokenizer gives **exactly** `tiktoken`'s ids for the same merges,
+#   and see where Hugging Face's `tokenizers` trainer learns the same merges and where it breaks
+#   ties differently.
 
 # %%
 import collections
@@ -36,6 +38,7 @@ import tiktoken
 
 from stepbystep.data import GPT2_PATTERN, BytePairTokenizer, shakespeare_plays
 from stepbystep.expect import expect
+from stepbystep.experiments import compare_merges, merges_as_bytes, pair_counts, tokenizers_merges
 
 # %% [markdown]
 # ## The corpus
@@ -304,6 +307,51 @@ print(len(ours), "tokens each; first 12:", ours[:12])
 expect(ours == theirs, "the chapter's tokenizer gives tiktoken's ids on the whole held-out play")
 
 # %% [markdown]
+# ## Against the `tokenizers` trainer
+#
+# Hugging Face's `tokenizers` library trains BPE in Rust. Its `ByteLevel` pre-tokenizer applies
+# GPT-2's pattern too, but it writes each byte as a printable character first (GPT-2's own
+# trick): the printable ASCII bytes stay themselves, and the others move to characters from
+# U+0100 on; the space becomes "Ġ" (U+0120). `tokenizers_merges` trains it on the same corpus
+# with the same 4,000 ids and maps its merges back to bytes, so the two lists can be compared:
+
+# %% tags=["nbval-ignore-output"]
+trained = BytePairTokenizer.train(corpus, 4000)
+ours = merges_as_bytes(trained)
+theirs = tokenizers_merges(corpus, 4000)
+comparison = compare_merges(ours, theirs)
+first = comparison["first_difference"]
+print(f"{len(ours):,} merges each, {comparison['in_common']:,} of them in both lists")
+print(f"the same order up to merge {first}; there, ours: {ours[first:first + 2]}")
+print(f"{'':>{len(str(first)) + 33}}theirs: {theirs[first:first + 2]}")
+
+# %%
+expect(comparison["in_common"] >= 0.99 * len(ours), "the two trainers learn the same merges, but for at most 1%")
+expect(first > 100 and ours[first] == theirs[first + 1] and ours[first + 1] == theirs[first],
+       "their order agrees until two merges come in the opposite order")
+expect(ours[first][0] == b" " and theirs[first][0] != b" ",
+       "there, ours merges the pair that starts with a space first")
+
+# %% [markdown]
+# How often did the two pairs occur at that point? `pair_counts` encodes the corpus with the
+# merges learned before it and counts the pairs within the pieces, as the next training step does:
+
+# %% tags=["nbval-ignore-output"]
+counts = pair_counts(BytePairTokenizer(trained.merges[:first]), corpus)
+tied = [trained.merges[first], trained.merges[first + 1]]
+print({trained.vocab[a] + trained.vocab[b]: counts[a, b] for a, b in tied}, "most frequent:", max(counts.values()))
+
+# %%
+expect(counts[tied[0]] == counts[tied[1]] == max(counts.values()), "the two pairs tie as the most frequent")
+
+# %% [markdown]
+# A tie, then. Ours gives it to the pair with the
+# smallest ids, and the space, byte 32, is smaller than any letter; `tokenizers` breaks ties by
+# its own ids, which follow its characters, where "Ġ" comes after every ASCII letter. From
+# there on the lists drift apart in order, not in content: the merges a trainer learns depend
+# on the counts, their order on the tie rule as well.
+
+# %% [markdown]
 # ## Recap
 #
 # - Bytes make every text encodable with 256 ids; UTF-8 spends one to four bytes per character.
@@ -315,4 +363,5 @@ expect(ours == theirs, "the chapter's tokenizer gives tiktoken's ids on the whol
 # - Encoding applies the merges by rank (the earliest merge first); decoding joins bytes and
 #   can meet a character cut in two.
 # - More merges, shorter sequences, with diminishing returns; the same merges give exactly
-#   `tiktoken`'s ids.
+#   `tiktoken`'s ids, and `tokenizers`' trainer learns nearly the same merges, tied pairs in
+#   another order.

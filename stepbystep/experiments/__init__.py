@@ -39,3 +39,4 @@ from .induction import (
     phase_change_claims,
     train_on_repeats,
 )
+from .tokenizer_peers import byte_level_alphabet, compare_merges, merges_as_bytes, pair_counts, tokenizers_merges
