@@ -37,6 +37,7 @@ import regex
 import tiktoken
 
 from stepbystep.data import GPT2_PATTERN, BytePairTokenizer, shakespeare_plays
+from stepbystep.exercises import ch15
 from stepbystep.expect import expect
 from stepbystep.experiments import compare_merges, merges_as_bytes, pair_counts, tokenizers_merges
 
@@ -365,3 +366,44 @@ expect(counts[tied[0]] == counts[tied[1]] == max(counts.values()), "the two pair
 # - More merges, shorter sequences, with diminishing returns; the same merges give exactly
 #   `tiktoken`'s ids, and `tokenizers`' trainer learns nearly the same merges, tied pairs in
 #   another order.
+
+# %% [markdown]
+# ## Your turn
+#
+# Each exercise has a checker: `.check(answer)` says whether your answer is right and, if not,
+# what is wrong with it; `.hint()` gives a nudge and `.solution()` a worked answer. The cells
+# below run the checkers on placeholders, so they fail until you fill them in.
+#
+# **1. Predict the next merge.** Write `my_next_pair(ids)`, without `BytePairTokenizer`: the pair
+# of ids the next training step merges, with the course's tie rule. Before running the checker,
+# predict it for `[4, 7, 300, 4, 7, 300]`.
+
+# %%
+def my_next_pair(ids):
+    return (ids[0], ids[1])  # replace: the most frequent adjacent pair, ties broken by the course's rule
+
+
+ch15.next_pair.check(my_next_pair)
+
+# %% [markdown]
+# **2. Encode by rank, by hand.** A tokenizer has two merges: 256 = "a" + "a" and 257 = 256 + 256
+# ("aaaa"); no pre-split. Which ids does it give the text "aaaaaaa" (seven a's)? Work it out on
+# paper first, merging as `encode` does, then check the list of ids.
+
+# %%
+my_ids = [256, 256, 256, 97]  # replace with your ids
+
+ch15.encode_by_hand.check(my_ids)
+
+# %% [markdown]
+# **3. Add a special token.** A chat model needs a marker for the user's turn. Write
+# `with_special(tokenizer, token)`: a new tokenizer with the same merges and pattern, the old
+# special tokens, and `token` as one more special token. Every text encoded before must keep its
+# ids, so which id should the new token take? Leave the given tokenizer unchanged.
+
+# %%
+def with_special(tokenizer, token):
+    return BytePairTokenizer(tokenizer.merges, pattern=tokenizer.pattern, special_tokens=[token])  # replace
+
+
+ch15.add_special.check(with_special)
