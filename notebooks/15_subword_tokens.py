@@ -26,6 +26,7 @@
 # - add **special tokens** that are never split;
 # - **encode** and **decode** text, and see why decoding a few ids can cut a character in two;
 # - measure what a vocabulary of 256, 1,000 and 4,000 ids does to the length of a text;
+# - show the pitfalls tokens cause: leading spaces, the start of a line, digits;
 # - check that the chapter's tokenizer gives **exactly** `tiktoken`'s ids for the same merges,
 #   and see where Hugging Face's `tokenizers` trainer learns the same merges and where it breaks
 #   ties differently.
@@ -353,6 +354,59 @@ expect(counts[tied[0]] == counts[tied[1]] == max(counts.values()), "the two pair
 # on the counts, their order on the tie rule as well.
 
 # %% [markdown]
+# ## Pitfalls tokens cause
+#
+# A model sees ids, not letters, and some of what it sees surprises. Three examples with the
+# chapter's tokenizer.
+#
+# **A word's tokens depend on what comes before it.** GPT-2's pieces carry their leading space,
+# so "king" in the middle of a line and "king" at the start of one are different tokens, and a
+# capital letter changes them again. In the plays a speech's first word follows a newline:
+
+# %%
+def pieces(tokenizer, text):
+    """The tokens of text, each as its string."""
+    return [tokenizer.vocab[i].decode("utf-8", errors="replace") for i in tokenizer.encode(text)]
+
+
+for text in ["the king", "king", "\nking", "The King", "King", "KING"]:
+    print(f"{text!r:>11}: {tokenizer.encode(text)} {pieces(tokenizer, text)}")
+expect(tokenizer.encode("the king")[-1] != tokenizer.encode("king")[0],
+       "'king' after a space and 'king' at the start of a line are different ids")
+expect(len(tokenizer.encode("King")) == 2 and len(tokenizer.encode(" King")) == 1,
+       "'King' after a space is one token, at the start of a line two")
+
+# %% [markdown]
+# The model has to learn, from data, that these ids mean the same word.
+#
+# **A tokenizer knows only what its corpus held.** The plays contain almost no digits, so no
+# merge ever joined two of them: every number is one token per digit.
+
+# %%
+print("digits in the corpus:", sum(c.isdigit() for c in corpus))
+print(pieces(tokenizer, "In 1603, 1616 and 2026"))
+expect(all(len(tokenizer.encode(n)) == len(n) for n in ["1603", "1616", "2026"]), "every digit is its own token")
+
+# %% [markdown]
+# **Numbers split unevenly.** Trained on numbers (here 1 to 2,026, one per line, the small ones
+# more often, as in most text), BPE merges the frequent digit pairs, and numbers of the same
+# length end up in different shapes: a model doing arithmetic must first learn where each
+# digit went.
+
+# %%
+numbers = "\n".join(str(n) for n in range(1, 2027) for _ in range(1 + 2000 // n))
+digit_tokenizer = BytePairTokenizer.train(numbers, 300)
+for number in ["1603", "1616", "1999", "2026"]:
+    print(number, pieces(digit_tokenizer, number))
+shapes = {tuple(map(len, pieces(digit_tokenizer, n))) for n in ["1603", "1616", "1999", "2026"]}
+expect(len(shapes) > 1, "four-digit numbers are split into pieces of different lengths")
+
+# %% [markdown]
+# Later tokenizers avoid this one: LLaMA (Touvron et al., "LLaMA: Open and Efficient Foundation
+# Language Models", 2023) splits every number into single digits, and the pre-split pattern of
+# GPT-4's tokenizer (`cl100k_base` in `tiktoken`) cuts runs of digits into groups of at most three.
+
+# %% [markdown]
 # ## Recap
 #
 # - Bytes make every text encodable with 256 ids; UTF-8 spends one to four bytes per character.
@@ -366,6 +420,8 @@ expect(counts[tied[0]] == counts[tied[1]] == max(counts.values()), "the two pair
 # - More merges, shorter sequences, with diminishing returns; the same merges give exactly
 #   `tiktoken`'s ids, and `tokenizers`' trainer learns nearly the same merges, tied pairs in
 #   another order.
+# - Tokens have pitfalls: the same word gets other ids after a space, at the start of a line or
+#   capitalised; digits the corpus lacked stay single bytes; numbers split unevenly.
 
 # %% [markdown]
 # ## Your turn
