@@ -41,6 +41,7 @@ from stepbystep.data import GPT2_PATTERN, BytePairTokenizer, shakespeare_plays
 from stepbystep.exercises import ch15
 from stepbystep.expect import expect
 from stepbystep.experiments import compare_merges, merges_as_bytes, pair_counts, tokenizers_merges
+from stepbystep.widgets import token_explorer
 
 # %% [markdown]
 # ## The corpus
@@ -289,7 +290,15 @@ expect(0 < lengths[1000] - lengths[4000] < lengths[256] - lengths[1000],
 # %% [markdown]
 # The frequent pieces are learned first, and each later merge covers rarer text. A larger vocabulary
 # costs a larger embedding table and output layer, and each id is seen less often in training.
-#
+
+# **Try it.** Type any text and slide the vocabulary from 256 ids (bytes only) up to all 3,743 merges:
+# each coloured span is one token, its id below it (a space shows as ·, a newline as ↵). Watch
+# which words become one token first, and what happens to a word the plays never use.
+
+# %% tags=["nbval-ignore-output"]
+token_explorer(tokenizer)
+
+# %% [markdown]
 # ## The same ids as tiktoken
 #
 # `tiktoken`, OpenAI's tokenizer library, builds an encoding from any table of
