@@ -4,7 +4,8 @@ A learner's experience is JupyterLab, not a Python object: this starts a private
 a copy of the course, opens a chapter, runs every cell, moves its widget and checks that the
 figure was redrawn and that no cell failed. Chapter 02's mask explorer needs nothing but the
 chapter's imports, so its test runs those two cells of the chapter, not the whole chapter again
-(the notebook pass runs every chapter). Skipped (with the reason) where chromium, Playwright or
+(the notebook pass runs every chapter); chapter 15's token explorer runs the imports, the two
+cells that build its tokenizer, and itself. Skipped (with the reason) where chromium, Playwright or
 JupyterLab is missing; `.ci/run` installs them, so CI always runs it.
 """
 import importlib.util
@@ -55,13 +56,19 @@ def _free_port():
         return sock.getsockname()[1]
 
 
-def _cells_of(chapter, copy, call):
-    """Write to ``copy`` the chapter's first code cell (its imports) and the code cell that is ``call``."""
+def _cells_of(chapter, copy, call, setup=()):
+    """Write to ``copy`` the chapter's first code cell (its imports), the code cells that begin with
+    one of ``setup`` (what the widget needs, in order) and the code cell that is ``call``."""
     notebook = json.loads(chapter.read_text())
     code = [cell for cell in notebook["cells"] if cell["cell_type"] == "code"]
     widget = [cell for cell in code if "".join(cell["source"]).strip() == call]
     assert len(widget) == 1, f"{chapter.name} should have one cell {call!r}, found {len(widget)}"
-    notebook["cells"] = [code[0], widget[0]]
+    needed = []
+    for start in setup:
+        found = [cell for cell in code if "".join(cell["source"]).startswith(start)]
+        assert len(found) == 1, f"{chapter.name} should have one cell starting {start!r}, found {len(found)}"
+        needed += found
+    notebook["cells"] = [code[0], *needed, widget[0]]
     copy.write_text(json.dumps(notebook))
 
 
@@ -74,6 +81,8 @@ def lab(tmp_path_factory):
     course.mkdir()
     shutil.copy(NOTEBOOKS / "01_kernel_regression.ipynb", course)
     _cells_of(NOTEBOOKS / "02_self_attention.ipynb", course / "02_mask_explorer.ipynb", "mask_explorer()")
+    _cells_of(NOTEBOOKS / "15_subword_tokens.ipynb", course / "15_token_explorer.ipynb", "token_explorer(tokenizer)",
+              setup=["plays = shakespeare_plays()", "tokenizer = BytePairTokenizer.train(corpus, 4000"])
     port, token = _free_port(), secrets.token_hex(16)
     # render every cell (no windowing), so waiting on the prompts sees the whole notebook
     tracker = root / "settings" / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings"
@@ -191,4 +200,26 @@ def test_mask_explorer_redraws_the_figure(browser, lab):
     widget.locator(".widget-checkbox input").first.uncheck()  # causal mask off: query 2 sees every key
     _wait_for_new_image(widget, before_image)
     assert widget.locator(".widget-html").last.inner_text() != before_summary
+    page.close()
+
+
+def test_token_explorer_follows_its_slider_and_text(browser, lab):
+    page = _open_and_run_all(browser, lab, "15_token_explorer.ipynb")
+    widget = page.locator(f"{PANEL} .jp-OutputArea-output", has=page.locator(".widget-slider")).last
+    widget.scroll_into_view_if_needed()
+    summary = widget.locator(".widget-html").first
+    spans = widget.locator(".widget-html span[title]")
+    before_summary, before_spans = summary.inner_text(), spans.count()
+    assert "3,743 merges applied" in before_summary and before_spans > 0
+    handle = widget.locator(".noUi-handle").first
+    handle.focus()
+    handle.press("Home")  # the slider's minimum: 256 ids, bytes only
+    page.wait_for_function("([el, before]) => el.innerText !== before", arg=[summary.element_handle(), before_summary])
+    assert "0 merges applied" in summary.inner_text()
+    assert spans.count() > before_spans  # bytes only: one span per byte
+    text = widget.locator("textarea").first
+    text.fill("to be")
+    text.blur()  # the box updates when it loses focus
+    page.wait_for_function("el => el.innerText.includes('5 bytes')", arg=summary.element_handle())
+    assert spans.count() == 5
     page.close()

@@ -118,6 +118,18 @@ BREAKS = [
             return original(model, [], *args, **kwargs)
         return broken""",
           "with the previous-token heads off, every seed's best induction score falls below half of its value"),
+    Break("merges-applied-out-of-order", "15_subword_tokens", "stepbystep.data", "BytePairTokenizer._encode_piece", """
+        def broken(self, piece):  # merges the leftmost pair that forms a token, not the earliest-learned one
+            parts = [bytes([b]) for b in piece]
+            while True:
+                for i in range(len(parts) - 1):
+                    if parts[i] + parts[i + 1] in self._rank:
+                        parts[i:i + 2] = [parts[i] + parts[i + 1]]
+                        break
+                else:
+                    return [self._rank[part] for part in parts]
+        return broken""",
+          "the chapter's tokenizer gives tiktoken's ids on the whole held-out play"),
 ]
 
 SITECUSTOMIZE = '''\

@@ -48,3 +48,5 @@ from .lag_copy import FIRST_TOKEN, lag_copy_accuracy, lag_copy_batch
 from .bar_images import BAR_CLASSES, bar_datasets, generate_bars
 from .line_images import LINE_CLASSES, LINE_NOISE, generate_dataset, line_datasets, line_pixels
 from .repeated_sequences import repeated_sequences
+from .bpe import GPT2_PATTERN, BytePairTokenizer
+from .shakespeare import shakespeare_plays, shakespeare_text

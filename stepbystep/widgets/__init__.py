@@ -17,6 +17,7 @@ from .ch11_vit import vit_explorer, vit_explorer_state
 from .ch12_cache import kv_cache_explorer, kv_cache_state
 from .ch13_heads import head_explorer, head_explorer_state, parse_tokens
 from .ch14_tiles import tiles_explorer, tiles_explorer_state
+from .ch15_tokens import token_explorer, token_explorer_state, tokens_html
 
 __all__ = [
     "FigureBox",
@@ -53,4 +54,8 @@ __all__ = [
     # chapter 14
     "tiles_explorer_state",
     "tiles_explorer",
+    # chapter 15
+    "token_explorer_state",
+    "token_explorer",
+    "tokens_html",
 ]

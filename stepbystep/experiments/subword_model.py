@@ -1,0 +1,168 @@
+"""Chapter 15's study: the same small GPT-2 block trained on Shakespeare's plays read as BPE tokens
+and, as the control, as bytes, compared by held-out bits per byte.
+
+The two runs differ only in the tokenizer: bytes are ``BytePairTokenizer`` with no merges, BPE the
+first ``vocab_size - 256`` merges learned from the training plays. Both take the same number of
+optimizer steps on batches of the same number of **tokens** (``batch_size`` windows of ``context``
+tokens): the transformer does the same work per step, while a BPE batch holds more text. The
+measure is fair across tokenizers: the held-out play's total negative log-likelihood, in bits,
+divided by its UTF-8 bytes (``bits_per_byte``).
+
+``python -m stepbystep.experiments.subword_model`` trains both for ``SEEDS`` and writes
+``results/subword_model.json``; ``load_subword_study`` reads it back.
+"""
+import json
+import math
+import time
+from pathlib import Path
+
+import torch
+
+from ..checks import check_instance, check_positive_int, check_positive_number
+from ..data import BytePairTokenizer, shakespeare_plays
+from ..devices import torch_threads
+from ..expect import Claim
+from ..models.gpt.config import DecoderConfig
+from ..models.metrics import sequence_cross_entropy
+from ..seeding import get_rng_state
+from ..training import StepByStep
+from ..training.schedules import warmup_cosine
+
+__all__ = ["ARMS", "HELD_OUT", "RECIPE", "RESULTS", "SEEDS", "bits_per_byte", "load_subword_study", "lm_config",
+           "random_windows", "split_plays", "subword_claims", "subword_study", "train_lm"]
+
+HELD_OUT = "the-tempest"
+SEEDS = (0, 1, 2)
+RECIPE = dict(steps=400, batch_size=16, context=64, lr=3e-3, warmup=40)
+ARMS = {"bpe": ("bpe", 1), "bytes": ("bytes", 1), "bytes, 2x steps": ("bytes", 2)}  # arm: (tokenizer, steps x)
+RESULTS = Path(__file__).parent / "results" / "subword_model.json"
+
+
+def split_plays():
+    """``(train_text, held_out_text)``: the other 37 plays joined by blank lines, and *The Tempest*."""
+    plays = shakespeare_plays()
+    held_out = plays.pop(HELD_OUT)
+    return "\n\n".join(plays.values()), held_out
+
+
+def lm_config(vocab_size, context=64, d_model=64, n_heads=4, n_layers=2):
+    """GPT-2's block (``DecoderConfig.gpt2``) at a small size: learned positions, tied output,
+    embeddings drawn with GPT-2's std 0.02, no dropout, ``context`` tokens at most."""
+    return DecoderConfig.gpt2(vocab_size, d_model=d_model, n_heads=n_heads, n_layers=n_layers, max_len=context,
+                              dropout=0.0, embedding_std=0.02)
+
+
+def random_windows(ids, steps, batch_size, context, generator):
+    """``steps`` batches ``(x, y)`` of ``batch_size`` windows each, ``(B, context)``: windows of
+    ``ids`` (1-D long tensor) starting at offsets drawn by ``generator``; ``y`` is ``x`` one token on."""
+    if len(ids) <= context:
+        raise ValueError(f"ids must be longer than context={context}, got {len(ids)} ids")
+    starts = torch.randint(0, len(ids) - context, (steps, batch_size), generator=generator)  # (steps, B)
+    offsets = torch.arange(context + 1)  # (context + 1,)
+    windows = ids[starts[..., None] + offsets]  # (steps, B, context + 1)
+    return [(w[:, :-1], w[:, 1:]) for w in windows]
+
+
+def train_lm(config, ids, seed, steps=400, batch_size=16, context=64, lr=3e-3, warmup=40):
+    """The recipe: ``config.build()`` under ``torch.manual_seed(seed)``; AdamW, a warm-up over
+    ``warmup`` steps to ``lr`` then a cosine down to zero (``warmup_cosine``), ``steps`` batches of
+    ``random_windows`` (generator seeded with ``100 + seed``) through ``StepByStep.train_steps`` on
+    the CPU. Returns ``(model, losses)``: the trained model (eval mode) and the loss of every step
+    in nats per token, ``(steps,)``."""
+    check_instance("ids", ids, torch.Tensor)
+    check_positive_int("steps", steps)
+    check_positive_number("lr", lr)
+    torch.manual_seed(seed)
+    model = config.build()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
+    losses = []
+
+    def loss_fn(logits, y):  # (B, context, V), (B, context)
+        loss = sequence_cross_entropy(logits, y, ignore_index=-100)
+        losses.append(loss.item())
+        return loss
+
+    trainer = StepByStep(model, loss_fn, optimizer, device="cpu")
+    trainer.set_lr_scheduler(warmup_cosine(optimizer, warmup, steps), interval="batch")
+    batches = random_windows(ids, steps, batch_size, context, torch.Generator().manual_seed(100 + seed))
+    trainer.set_loaders(batches)
+    trainer.rng_state = get_rng_state()  # no seeding: the streams go on from the model's seed
+    trainer.train_steps(steps, progress=False)
+    return model.eval(), torch.tensor(losses)
+
+
+def bits_per_byte(model, tokenizer, text, context=64):
+    """The model's total negative log-likelihood of ``text`` encoded by ``tokenizer``, in bits,
+    over the UTF-8 bytes of the tokens it predicts: every token but the first, each once, in
+    consecutive windows of ``context`` tokens (each window starts with the previous one's last
+    token)."""
+    ids = torch.tensor(tokenizer.encode(text))  # (T,)
+    total, device = 0.0, next(model.parameters()).device
+    with torch.no_grad():
+        for start in range(0, len(ids) - 1, context):
+            window = ids[start:start + context + 1].to(device)  # (<= context + 1,)
+            logits = model(window[None, :-1])  # (1, l, V)
+            nll = torch.nn.functional.cross_entropy(logits[0], window[1:], reduction="sum")  # nats
+            total += nll.item()
+    n_bytes = sum(len(tokenizer.vocab[i]) for i in ids[1:].tolist())
+    return total / math.log(2) / n_bytes
+
+
+def subword_study(seeds=SEEDS, vocab_size=1024, text=None, held_out=None, arms=ARMS, **recipe):
+    """Train three arms for ``seeds`` on ``text`` (default: the 37 training plays) and measure bits
+    per byte on ``held_out`` (default: *The Tempest*), on one thread: ``"bpe"`` (``vocab_size``
+    ids), ``"bytes"`` (the control: the same steps and tokens per batch) and ``"bytes, 2x steps"``
+    (the control given twice the steps: at least the BPE model's compute, whose output layer is
+    larger); ``arms`` picks some of them. A dict ready for JSON: the recipe, the vocabularies, the bytes per token of each on the
+    training text, the CPU seconds of each run (training and measuring) and
+    ``{arm: [bits per byte per seed]}``."""
+    recipe = {**RECIPE, **recipe}
+    if text is None or held_out is None:
+        text, held_out = split_plays()
+    needed = {ARMS[arm][0] for arm in arms}
+    tokenizers = {"bytes": BytePairTokenizer(), "bpe": BytePairTokenizer.train(text, vocab_size) if "bpe" in needed else None}
+    results, seconds, per_token = {}, {}, {}
+    with torch_threads(1):
+        for arm in arms:
+            name, times = ARMS[arm]
+            tokenizer = tokenizers[name]
+            ids = torch.tensor(tokenizer.encode(text))  # (T,)
+            per_token[name] = len(text.encode("utf-8")) / len(ids)
+            config = lm_config(tokenizer.vocab_size, context=recipe["context"])
+            results[arm], seconds[arm] = [], []
+            for seed in seeds:
+                start = time.process_time()
+                model, _ = train_lm(config, ids, seed, **{**recipe, "steps": times * recipe["steps"]})
+                results[arm].append(bits_per_byte(model, tokenizer, held_out, recipe["context"]))
+                seconds[arm].append(time.process_time() - start)
+    return {"seeds": list(seeds), "recipe": recipe, "vocab_size": {"bytes": 256, "bpe": vocab_size},
+            "bytes_per_token": per_token, "torch": torch.__version__, "cpu_seconds": seconds, "bits_per_byte": results}
+
+
+def load_subword_study(path=RESULTS):
+    """The stored study: ``{"bytes": tensor (seeds,), "bpe": tensor (seeds,)}`` of bits per byte, and the whole dict."""
+    stored = json.loads(Path(path).read_text())
+    return {name: torch.tensor(runs) for name, runs in stored["bits_per_byte"].items()}, stored
+
+
+def subword_claims(bpb):
+    """What the chapter says: the BPE model's held-out bits per byte are below the byte model's in
+    every seed, seed for seed, by more than any arm's spread over the seeds, and below the byte
+    model's given twice the steps in every seed too."""
+    gap = bpb["bytes"] - bpb["bpe"]  # (seeds,): same seeds, paired
+    longer = bpb["bytes, 2x steps"] - bpb["bpe"]  # (seeds,)
+    spread = max((runs.max() - runs.min()).item() for runs in bpb.values())
+    return [
+        Claim(bool((gap > 0).all()), "the BPE model's held-out bits per byte are below the byte model's in every seed",
+              gap),
+        Claim(gap.min().item() > spread, "the gap is larger, in every seed, than any arm's spread over the seeds",
+              (gap, spread)),
+        Claim(bool((longer > 0).all()), "the byte model given twice the steps stays above the BPE model in every seed",
+              longer),
+    ]
+
+
+if __name__ == "__main__":
+    RESULTS.parent.mkdir(exist_ok=True)
+    RESULTS.write_text(json.dumps(subword_study(), indent=1) + "\n")
+    print(f"wrote {RESULTS}")
