@@ -201,7 +201,8 @@ expect(package_predictions[row] < noise_free[row] - 0.1, "the neighbours' noise 
 # all the neighbours lie on one side. The smallest training input is 0.44, so the query at
 # $x = 0$ averages points to its right only, where the curve climbs steeply: the σ = 1 panel
 # above starts near 2.6, where the true curve is 0. At $x = 10$ the curve is much less steep
-# (slope about −0.7, against 3 at $x = 0$), so the one-sided pull costs less there. The noise-free targets, averaged, at three widths:
+# (slope about −0.7, against 3 at $x = 0$), so the one-sided pull costs less there. The
+# noise-free targets, averaged, at three widths:
 
 # %% tags=["nbval-ignore-output"]
 edge_bias = {}  # σ -> the bias of the noise-free average at every grid point (200,)
@@ -409,7 +410,8 @@ expect(abs(learned_error / grid_error - 1) < 1e-3, "the two leave-one-out errors
 # from σ = 2 ends within 1% of σ*, most of them just above it and some just below: where a run
 # stops depends on the order of its mini-batches. It also depends on where the run started.
 # The control shows it: from σ = 0.1, the same twelve orders of batches end on both sides of
-# σ*, more than twice as far from it in the median (though within 3%). The right panel below
+# σ*, more than twice as far from it in the median (these twelve within 3%; other orders can
+# land further out). The right panel below
 # zooms in on the minimum, with each run as a tick.
 #
 # Is the learned σ then "more precise" than the grid? In the median over the twelve runs it is
@@ -581,8 +583,8 @@ sigma_explorer(x_train, y_train, sigma=0.5)
 # - σ can be learned by gradient descent (through $\log\sigma$) with the leave-one-out loss
 #   (each training point left out by its index). From σ = 2 it landed within 1% of the
 #   minimum σ* in twelve runs, on the same flat minimum; where it stops after 60 epochs
-#   depends on the order of the batches and on where it started (from σ = 0.1, within 3% on
-#   both sides, more than twice as far in the median).
+#   depends on the order of the batches and on where it started (from σ = 0.1, on both sides
+#   and more than twice as far in the median).
 # - Gaussian kernel weights are a softmax of scores $-(q - k)^2/2\sigma^2$; with the names
 #   query, key and value, this is attention, and chapter 02 swaps the score for a scaled dot
 #   product of learned projections.

@@ -581,9 +581,9 @@ for run in runs[::2]:
 # In this seed the norm-first gradients are about the same in every layer, a little smaller in
 # each layer than in the one below it. The norm-last ones are uneven: **largest in the last
 # layer**, next to the output, and smallest in the middle of the stack. Reading down from the
-# output, they shrink over the top three layers (each holds two wrappers) and then level off;
-# they do not keep shrinking all the way down (here the first layer, which reads the
-# un-normalised input, gets more than the second). In norm-last, what a lower layer adds
+# output, they shrink over the top three layers (each holds two wrappers) and grow again
+# towards the bottom: large at both ends, smallest in the middle (here the first layer, which
+# reads the un-normalised input, gets more than the second). In norm-last, what a lower layer adds
 # reaches the output only through the norm of every wrapper above it, and each norm rescales
 # the gradient that passes through it; in norm-first, the residual path skips every wrapper's
 # norm.

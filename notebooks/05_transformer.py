@@ -195,8 +195,9 @@ print(f"causal mask (True = may attend):\n{model.trg_masks[0]}")
 
 # %% [markdown]
 # The decoder is passed the encoder's states, `memory`, at each call, as PyTorch's
-# `nn.Transformer` (chapter 06) does. The model's `encode` keeps them, and its `decode` passes
-# them on, the book's two steps: `decode` reads them without being passed them. That has a
+# `nn.Transformer` (chapter 06) does. The model's own two steps are the book's: `encode` stores
+# them in the model, and `decode` takes them from there, not as an argument, and hands them to
+# the decoder. That has a
 # pitfall: decoding a new batch without encoding it first would read the *previous* batch's
 # states. `encode` always keeps them, so calling it first is enough.
 #
@@ -236,7 +237,8 @@ fig = plots.loss_curves(sbs.losses, sbs.val_losses)
 # %% [markdown]
 # The loss falls steeply at first (more than tenfold over the run) and then flattens; the
 # final validation loss is below 0.04. Along the way there are **spikes**: at some epochs the
-# validation loss jumps several-fold and then recovers (the scale is logarithmic). A likely
+# validation loss jumps and then recovers (several-fold in this run; how far varies from run
+# to run; the scale is logarithmic). A likely
 # cause is Adam's step size: at a learning rate of 0.01 on batches of 16 sequences some steps
 # may overshoot (this chapter does not test that explanation). One thing looks odd: the **validation** loss (red) sits *below* the training loss
 # (blue) in most epochs (40 or more of the 50), although the model never trains on the
@@ -365,7 +367,7 @@ expect_all(training_spread_claims(study["runs"]))
 # dropout draws above it. So every claim above (a final validation loss below 0.04, 40 or more
 # epochs below, a ratio above 1.3, 15 or more draws above) held for every seed.
 #
-# A second, smaller reason: each epoch's training loss is the mean over its mini-batches, taken
+# A second reason: each epoch's training loss is the mean over its mini-batches, taken
 # while the model was still improving during that epoch, while the validation loss is measured
 # once, at the end of it. Early in training, when the model improves fastest, this alone can
 # put the training curve above the validation one.
@@ -584,9 +586,9 @@ fig = plots.loss_comparison(test_mse, title="test MSE", xlabel="MSE (log scale)"
 # On a log scale the distances between the points are ratios; a bar would have no meaning
 # there (its length would depend on where the axis starts), so each MSE is a point.
 #
-# The Transformer is more
-# than 20 times better than predicting zeros: it has learned the task. It also beats the
-# mirror baseline (its MSE is below the mirror's), so it does more than copy the source
+# In this run the Transformer is more than 20 times better than predicting zeros: it has
+# learned the task. It also beats the mirror baseline (its MSE is below the mirror's; on other
+# seeds the margin can be small), so it does more than copy the source
 # corners to the opposite side: its predictions carry less than all of the source's noise.
 # It stays above the noise floor, though: 50 epochs on 256 noisy sequences take this model only
 # part of the way down.

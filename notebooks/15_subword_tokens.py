@@ -306,7 +306,7 @@ expect(0 < lengths[1000] - lengths[4000] < lengths[256] - lengths[1000],
 # %% [markdown]
 # The frequent pieces are learned first, and each later merge covers rarer text. A larger vocabulary
 # costs a larger embedding table and output layer, and each id is seen less often in training.
-
+#
 # **Try it.** Type any text and slide the vocabulary from 256 ids (bytes only) up to all 3,743 merges:
 # each coloured span is one token, its id below it (a space shows as ·, a newline as ↵). Watch
 # which words become one token first, and what happens to a word the plays never use.

@@ -79,6 +79,8 @@ def test_script_checks_claims_readably_and_marks_only_what_matters(script):
             f"{script.name}: an NBVAL comment; strict mode compares every cell, ignore one with a cell tag")
         tags = set(cell.metadata.get("tags", []))
         assert tags <= {"nbval-ignore-output"}, f"{script.name}: unexpected tags {sorted(tags)}"
-        if tags:
+        # A cell that measures only on a CUDA GPU (its first line the guard) prints a GPU's own
+        # numbers and ✓ lines no stored output can match; its claims still fail the run when false.
+        if tags and not cell.source.startswith("if torch.cuda.is_available():"):
             assert not re.search(r"\bexpect(_\w+)?\(", cell.source), (
                 f"{script.name}: a claim's ✓ lines are machine-independent; do not ignore its cell")
