@@ -5,8 +5,8 @@
 # *symbols*: characters, words, pieces of words. This chapter makes the Transformer work on
 # symbols, on two small tasks: reversing a string of 16 digits, then reversing words of
 # different lengths, which brings padding with it. Our symbols are single characters; how
-# today's language models cut text into pieces of words (subword tokens) is a later
-# chapter's subject. The first task, reversing 16 digits, is
+# today's language models cut text into pieces of words (subword tokens) is chapter 15's
+# subject. The first task, reversing 16 digits, is
 # the one of Phillip Lippe's UvA deep learning tutorial 6, "Transformers and Multi-Head
 # Attention" (University of Amsterdam, 2022), with its 10 symbols and 16 positions. There an
 # encoder-only Transformer solves it and Lippe reads its self-attention; we use an

@@ -11,7 +11,8 @@
 # network, **no biases**, **rotary positions** (chapter 10) and **grouped-query attention**, where
 # several query heads share one key and value head. (Models released since 2024 add more to it,
 # among them normalised queries and keys, sliding windows, latent attention and mixtures of
-# experts: a later chapter.)
+# experts: a later chapter.) All of these models read subword tokens, not characters; chapter 15
+# builds the tokenizer and trains a small model of the course's on real text.
 #
 # This chapter makes those changes to the course's model one at a time and measures each. Then
 # it shows that the course's model *is* GPT-2 and *is* Llama: `from_transformers` reads a model
