@@ -45,7 +45,7 @@ BREAKS = [
             original(self, *args, **kwargs)
             self.optimizer.step = lambda *step_args, **step_kwargs: None
         return broken""",
-          "every learned σ, in all six runs, lies within 1% of σ*"),
+          "from σ = 2, every learned σ, in all twelve runs, lies within 1% of σ*"),
     Break("scores-not-scaled", "02_self_attention", "stepbystep.models", "scaled_dot_product", """
         def broken(q, k, v, *args, **kwargs):  # q·k instead of q·k / √d_k
             return original(q * math.sqrt(q.shape[-1]), k, v, *args, **kwargs)
