@@ -256,11 +256,13 @@ digit_exact = sequence_accuracy(greedy, val_target_out)
 print(f"exact match on {len(digit_val)} validation strings: {digit_exact:.1%}")
 
 # %% [markdown]
-# Every one of the 300 validation strings comes out exactly reversed:
+# At least 99% of the 300 validation strings come out exactly reversed (the same recipe on
+# other seeds gets all of them, or misses one or two):
 
 # %%
 expect(torch.equal(greedy, by_hand), "greedy_decode writes what the loop above wrote")
-expect(digit_exact == 1.0, "every validation string comes out exactly reversed", got=f"{digit_exact:.2%}")
+expect(digit_exact >= 0.99, "at least 99% of the validation strings come out exactly reversed",
+       got=f"{digit_exact:.2%}")
 
 # %% [markdown]
 # ## How the model reverses: cross-attention
@@ -310,7 +312,7 @@ print(f"<eos> rows that read the first source digit most: {eos_reads_first:.1%}"
 # %%
 expect(reads_right > 0.95, "the most-read digit is the right one in over 95% of the rows", got=f"{reads_right:.1%}")
 expect(near_weight > 0.9, "over 0.9 of the weight lies within one position of the right digit", got=near_weight)
-expect(eos_reads_first > 0.9, "over 90% of the <eos> rows read the first source digit most",
+expect(eos_reads_first > 0.8, "over 80% of the <eos> rows read the first source digit most",
        got=f"{eos_reads_first:.1%}")
 
 # %% [markdown]
@@ -331,7 +333,8 @@ expect(eos_reads_first > 0.9, "over 90% of the <eos> rows read the first source 
 # projected square corners of chapters 05 and 06. `nn.Embedding` starts at standard deviation
 # 1: multiplied by $\sqrt{d_{model}}$, a token's vector is several times larger than the
 # encoding of its position, and the position, the one thing the reversal is about, is hard to
-# hear. So this chapter does not scale. Compare the root-mean-square size of the entries:
+# hear. (That is one reason; inputs that large may hurt in their own right, which the matched
+# pair below does not separate.) So this chapter does not scale. Compare the root-mean-square size of the entries:
 
 # %%
 d_model = 32
@@ -967,7 +970,8 @@ for text in ["", "a" * 20]:
 # - Keep token vectors and the positional encoding **comparable in size**. The paper's
 #   $\times\sqrt{d_{model}}$ (unexplained there) suits embeddings that start small, as in its
 #   reference implementation; `nn.Embedding` starts at
-#   standard deviation 1, and scaling it **drowns the positional encoding**. Louder
+#   standard deviation 1, and scaling it makes the tokens **several times louder than the
+#   positional encoding** (and the inputs large). Louder
 #   positions helped here, where order is what matters: a **matched pair** (the same initial
 #   weights and batches, only the positional table 3.3 times larger) learned the digits in two
 #   epochs on most seeds, not all (at least 15 of 20 stored ones, the default on at most 3),
@@ -1054,6 +1058,7 @@ ch07.beam_step.check(my_beam_step)
 # **5. The embedding sizes on other seeds and at other learning rates.** First run the
 # default, positions × 3.3 (`digit_run(seed, position_scale=1 / 0.3)`) and std 0.3
 # (`digit_run(seed, embedding_std=0.3)`) on seeds 9, 11 and 20: do you get the stored results
-# (`stored[name][stored_seeds.index(seed)]`)? Then run the four settings of the pitfall with `digit_run(seed, lr=...)` at learning
+# (`stored[name][stored_seeds.index(seed)]`; the file was written on one thread,
+# `torch.set_num_threads(1)`, and at another thread count the numbers agree only roughly)? Then run the four settings of the pitfall with `digit_run(seed, lr=...)` at learning
 # rates 0.002 and 0.01, on seeds 0, 1 and 2. Do louder positions still lead the default on
 # every seed? By how much after two epochs?

@@ -294,7 +294,8 @@ def ablation_claims(single, baseline, in_circuit, groups, log_v):
     with none off; ``in_circuit`` ``(seeds, n_layers, H)`` bool; ``groups`` as ``group_claims``'.
     """
     rises = single - baseline[:, None, None]  # (seeds, n_layers, H)
-    other_rise = torch.stack([r[~c].max() for r, c in zip(rises, in_circuit)])  # (seeds,)
+    # (seeds,): the largest rise among heads outside the circuit; -inf where every head is in it
+    other_rise = rises.masked_fill(in_circuit, float("-inf")).flatten(1).amax(dim=1)
     best_is_circuit = [bool(c.flatten()[r.flatten().argmax()]) for r, c in zip(rises, in_circuit)]
     return [
         Claim(bool((other_rise < 0.1).all()), "one at a time, no head outside the circuit raises the repeat's loss "
