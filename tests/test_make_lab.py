@@ -58,6 +58,15 @@ def printed_address(tmp_path_factory):
             if time.monotonic() > deadline or lab.poll() is not None:
                 raise AssertionError(f"make lab printed no address within 90 s:\n{log.read_text()[-3000:]}")
             time.sleep(0.5)
+        while True:  # the address is printed as the server starts: wait until its port takes a connection
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=5).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or lab.poll() is not None:
+                    raise AssertionError(f"make lab printed {found.group(0)} but nothing listens on port {port}:\n"
+                                         f"{log.read_text()[-3000:]}") from None
+                time.sleep(0.5)
         yield found.group(0), port
     finally:
         os.killpg(lab.pid, signal.SIGTERM)
