@@ -468,8 +468,8 @@ expect(bare_ms > max(per_token), "even in a bare loop, one vector through the we
        "does in the prefill", got=(bare_ms, per_token))
 expect(per_vector_ms[0] > 3 * per_vector_ms[-1], "one matrix: a vector alone takes more than 3 times as long as "
        "each of 256 taken together", got=per_vector_ms)
-expect(per_weight_ns[4096] > 2 * per_weight_ns[512], "one vector: per weight, the 64 MiB matrix takes more than "
-       "twice as long as the 1 MiB one", got=per_weight_ns)
+expect(per_weight_ns[4096] > per_weight_ns[512], "one vector: per weight, the 64 MiB matrix takes longer than "
+       "the 1 MiB one", got=per_weight_ns)
 
 # %% [markdown]
 # Without its modules, a decode step's matrix products still cost more than a whole prompt token
@@ -477,7 +477,8 @@ expect(per_weight_ns[4096] > 2 * per_weight_ns[512], "one vector: per weight, th
 # no Python at all, one matrix loaded for a single vector costs several times more per vector
 # than one loaded for 256 of them: a lone vector leaves the arithmetic waiting for the weights.
 # And that wait grows with the distance the weights come from: per weight, a vector times the
-# 64 MiB matrix takes more than twice as long as times the 1 MiB one, which stays in a cache.
+# 64 MiB matrix takes longer than times the 1 MiB one, which stays in a cache (how much longer
+# depends on the machine and its load: from under twice to several times in our runs).
 # Both make a decode step dear, measured here without the model around them; for the small
 # model above, whose 13 MB of weights fit in many CPUs' caches, the first can be enough.
 #
@@ -686,8 +687,8 @@ kv_cache_explorer()
 # - **Prefill** reads the prompt in one pass; **decode** reads every weight and the whole cache
 #   for each new token. Even without Python around them, one vector's matrix products cost more
 #   than a prompt token's share of the prefill; one large matrix loaded for one vector costs
-#   several times more per vector than for 256, and per weight more than twice as much when it
-#   comes from main memory rather than a cache. On an accelerator this makes decode limited by
+#   several times more per vector than for 256, and per weight more when it comes from main
+#   memory rather than a cache. On an accelerator this makes decode limited by
 #   memory bandwidth at small batch sizes (about $B$ operations per weight byte for a batch of
 #   $B$).
 # - `from_transformers` loads a `transformers` GPT-2 or Llama of any size: the same logits to

@@ -74,6 +74,10 @@ GOOD = {"2017 block": [1.40, 1.38, 1.34], "+ RMSNorm": [1.42, 1.33, 1.34], "+ Sw
         "2 KV heads": [0.84, 0.85, 0.83], "1 KV head": [0.93, 0.93, 0.93], "1 KV head, wider FFN": [0.72, 0.96, 0.87]}
 
 
+WIDER = ("widening one KV head's feed-forward network has no consistent effect: seed for seed, its loss ends lower "
+         "in some seeds and higher in others, neither in more than 70% of them")
+
+
 def _claims(results, claims):
     return {claim.claim: bool(claim.holds) for claim in claims(results)}
 
@@ -95,12 +99,9 @@ def test_kv_head_claims_hold_and_fail():
     assert not held["one KV head ends with a higher loss than four in every seed, seed for seed"]
     closed = dict(GOOD, **{"+ RoPE": [0.83, 0.80, 0.84], "1 KV head, wider FFN": [0.60, 0.61, 0.62]})
     held = _claims(_results(**closed), kv_head_claims)  # the wider network lowers the loss in every seed
-    assert not held["widening one KV head's feed-forward network has no consistent effect: seed for seed, its loss "
-                    "ends lower in some seeds and higher in others"]
+    assert not held[WIDER]
     worse = dict(GOOD, **{"1 KV head, wider FFN": [0.95, 0.94, 0.96]})  # ... or raises it in every seed
-    assert not _claims(_results(**worse), kv_head_claims)["widening one KV head's feed-forward network has no "
-                                                          "consistent effect: seed for seed, its loss ends lower in "
-                                                          "some seeds and higher in others"]
+    assert not _claims(_results(**worse), kv_head_claims)[WIDER]
     level = dict(GOOD, **{"2 KV heads": [0.80, 0.70, 0.82]})
     assert not _claims(_results(**level), kv_head_claims)["two KV heads' median is above four's too"]
     collapsed = dict(GOOD, **{"1 KV head": [1.3, 1.3, 1.3]})
@@ -125,3 +126,12 @@ def test_generation_times_compares_the_same_tokens():
                                                                   n_positions=32)).eval()
     seconds, same = generation_times(from_transformers(theirs), theirs, torch.tensor([[1, 2, 3]]), 5, repeats=1)
     assert same and set(seconds) == {"ours", "transformers"} and min(seconds.values()) > 0
+
+
+def test_a_nine_to_one_split_is_a_consistent_effect_not_none():
+    ten = {name: (losses * 4)[:10] for name, losses in GOOD.items()}
+    ten["1 KV head"] = [0.93] * 10
+    ten["1 KV head, wider FFN"] = [0.96] + [0.90] * 9  # lower in 9 of 10 seeds
+    assert not _claims(_results(**ten), kv_head_claims)[WIDER]
+    ten["1 KV head, wider FFN"] = [0.96] * 3 + [0.90] * 7  # lower in 7, higher in 3: as the stored seeds
+    assert _claims(_results(**ten), kv_head_claims)[WIDER]

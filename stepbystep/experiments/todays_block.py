@@ -186,9 +186,9 @@ def kv_head_claims(results):
         Claim(two.median() > four.median(), "two KV heads' median is above four's too", (four.median(), two.median())),
         Claim(bool((two > four).float().mean() > 0.5), "and two KV heads end above four in more than half the seeds, "
               "seed for seed", (four, two)),
-        Claim(bool((paired < 0).any() and (paired > 0).any()),
+        Claim(bool(max((paired < 0).float().mean(), (paired > 0).float().mean()) <= 0.7),
               "widening one KV head's feed-forward network has no consistent effect: seed for seed, its loss "
-              "ends lower in some seeds and higher in others", paired),
+              "ends lower in some seeds and higher in others, neither in more than 70% of them", paired),
         Claim(base - max(medians) > 0.3, "4, 2 and 1 KV heads each keep most of RoPE's gain: medians more than 0.3 "
                                          "below the 2017 block's", (base, medians)),
     ]
