@@ -14,7 +14,7 @@ from torch.optim.lr_scheduler import OneCycleLR
 from torch.utils.data import DataLoader, TensorDataset
 
 from stepbystep import book
-from stepbystep.checkpoint import safe_load
+from stepbystep.serialization import safe_load
 from stepbystep.training import StepByStep
 
 TRAINERS = {"core": StepByStep, "book": book.StepByStep}

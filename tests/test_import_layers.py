@@ -1,6 +1,7 @@
 """The package's layers run one way (core -> data -> models -> training -> plots, experiments ->
 book, widgets, exercises), and so do models/' folders (the chapter folders -> blocks -> attention ->
-positions): the import-linter contracts in pyproject.toml hold, and they do catch an upward
+positions), and so do training/'s modules (the trainer -> its callbacks -> the callback protocol,
+schedules and batches): the import-linter contracts in pyproject.toml hold, and they do catch an upward
 import, even one hidden in a function, and a module given no layer."""
 import shutil
 import subprocess
@@ -53,6 +54,7 @@ def test_a_module_outside_every_layer_breaks_the_contract(project_copy):
     ("models/gpt/model.py", "from ..seq2seq import stacks", "stepbystep.models.gpt is not allowed to import stepbystep.models.seq2seq"),
     ("models/attention/masks.py", "from ..blocks import layers", "stepbystep.models.attention is not allowed to import stepbystep.models.blocks"),
     ("models/positions/rotary.py", "from ..attention import narrow", "stepbystep.models.positions is not allowed to import stepbystep.models.attention"),
+    ("models/positions/rotary.py", "from .. import norms", "stepbystep.models.positions is not allowed to import stepbystep.models.norms"),
 ])
 def test_an_upward_import_inside_models_breaks_its_contract(project_copy, module, upward, broken):
     path = project_copy / "stepbystep" / module
@@ -69,3 +71,18 @@ def test_a_module_outside_every_models_layer_breaks_its_contract(project_copy):
     result = _lint(project_copy)
     assert result.returncode == 1
     assert "- stepbystep.models.stray" in result.stdout
+
+
+@pytest.mark.parametrize("module, upward, broken", [
+    ("training/callbacks.py", "from . import trainer", "stepbystep.training.callbacks is not allowed to import stepbystep.training.trainer"),
+    ("training/schedulers.py", "from . import checkpoint", "stepbystep.training.schedulers is not allowed to import stepbystep.training.checkpoint"),
+    ("training/lr_finder.py", "from . import trainer", "stepbystep.training.lr_finder is not allowed to import stepbystep.training.trainer"),
+])
+def test_an_upward_or_sideways_import_inside_training_breaks_its_contract(project_copy, module, upward, broken):
+    path = project_copy / "stepbystep" / module
+    path.write_text(path.read_text() + f"\n\ndef _upward():\n    {upward}\n")
+    result = _lint(project_copy)
+    report = " ".join(result.stdout.split())
+    assert result.returncode == 1
+    assert "training: trainer -> its callbacks -> protocol, schedules, batches BROKEN" in report
+    assert broken in report

@@ -6,7 +6,7 @@ from torch import nn
 from torch.utils.data import DataLoader
 
 from regression_data import sum_dataset
-from stepbystep.checkpoint import atomic_save
+from stepbystep.serialization import atomic_save
 from stepbystep.training import Callback, StepByStep
 from stepbystep.training.schedules import warmup_linear
 

@@ -11,7 +11,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..checkpoint import safe_load
+from ..serialization import safe_load
 from ..checks import check_choice, check_fraction, check_instance, check_positive_int, check_tensor
 from ..devices import evaluating, move_to
 from ..plots.filters import filter_grid, output_grid

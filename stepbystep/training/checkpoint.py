@@ -2,7 +2,7 @@
 all or nothing; files of earlier releases are brought up to date as they are read."""
 import copy
 
-from ..checkpoint import atomic_save, safe_load
+from ..serialization import atomic_save, safe_load
 from .callbacks import stateful
 
 __all__ = ["BOOK_KEYS", "save_checkpoint", "read_checkpoint", "upgrade", "check_keys", "check_compatible",

@@ -3,6 +3,7 @@ from torch.optim import lr_scheduler
 
 from ..checks import check_choice
 from .callbacks import Callback
+from .schedules import counts_steps
 
 __all__ = ["LRScheduler"]
 
@@ -14,8 +15,9 @@ class LRScheduler(Callback):
     """Step a ``torch.optim.lr_scheduler`` scheduler during training.
 
     ``interval='batch'`` steps after every optimizer step, ``'epoch'`` after every epoch.
-    ``None`` picks ``'batch'`` for ``OneCycleLR`` and ``CyclicLR`` (their schedules count
-    steps) and for ``CosineAnnealingWarmRestarts``, ``'epoch'`` otherwise. Warm restarts
+    ``None`` picks ``'batch'`` for the course's schedules (``stepbystep.training.schedules``),
+    ``OneCycleLR`` and ``CyclicLR`` (their schedules count steps) and for
+    ``CosineAnnealingWarmRestarts``, ``'epoch'`` otherwise. Warm restarts
     follow PyTorch's documented loop (and the book): after batch ``i`` of epoch ``e``, both
     counted from 0, ``scheduler.step(e + i / n_batches)``; so the first two batches both run at
     the initial rate.
@@ -31,7 +33,7 @@ class LRScheduler(Callback):
             raise ValueError("scheduler must be built on this trainer's optimizer (sbs.optimizer), "
                              "got one built on another optimizer")
         if interval is None:
-            interval = "batch" if isinstance(scheduler, PER_BATCH) else "epoch"
+            interval = "batch" if isinstance(scheduler, PER_BATCH) or counts_steps(scheduler) else "epoch"
         check_choice("interval", interval, ("batch", "epoch", None))
         self.plateau = isinstance(scheduler, lr_scheduler.ReduceLROnPlateau)
         if self.plateau and interval != "epoch":
