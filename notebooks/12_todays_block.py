@@ -312,15 +312,16 @@ expect_all(paired_claims(stored, fresh))
 #
 # **RMSNorm, SwiGLU (or GELU) and dropping the biases** each move the median loss by less than
 # 0.15 (in three seeds and in ten), less than twice the spread of the 2017 block's own seeds;
-# seed for seed, they differ. **SwiGLU** in ReLU's place lowered the loss in 9 of the stored
-# ten seeds and in 7 of the ten more: 16 of 20, by a median of 0.03 (from 0.24 lower to 0.09
+# seed for seed, they differ. **SwiGLU** in ReLU's place lowered the loss in 9 of the stored ten
+# seeds and in 7 of the ten more: 16 of 20, by a median of 0.03 (from 0.24 lower to 0.09
 # higher), a split that chance gives about one time in a hundred. That pair differs in the
 # feed-forward network alone: both blocks have RMSNorm and biases, and SwiGLU brings the gate,
 # the SiLU and three matrices 85 wide for ReLU's two 128 wide, with about as many weights. The
 # GELU control, a smooth activation at ReLU's width and without a gate, lowered the loss in only
-# 10 of the twenty, so a smoother activation alone does not give SwiGLU's gain. SwiGLU against
-# GELU split 13 to 7, which we cannot tell from chance, so what in SwiGLU gives its gain (the
-# gate, the SiLU, the narrower three-matrix shape) these runs do not separate.
+# 10 of the twenty: a smoother activation alone showed no gain over ReLU. But SwiGLU against
+# GELU split 13 to 7, which we cannot tell from chance: these runs put SwiGLU ahead of ReLU, not
+# ahead of GELU, and do not separate what in SwiGLU (the gate, the SiLU, the narrower
+# three-matrix shape) gives its lead.
 #
 # **Dropping the biases** shows why the ten more seeds were worth running: it raised the loss
 # in 8 of the stored ten, then lowered it in 9 of the ten more, 11 of 20 in all. **RMSNorm**
