@@ -44,7 +44,7 @@ def test_changed_from_marks_only_the_lines_that_differ():
     assert marked == [f"{MARK} causal self-attention (4 heads, 1 KV head: multi-query)",
                       f"{MARK} queries, keys rotated by position (RoPE)",
                       f"{MARK} SwiGLU feed-forward (16 → 42 → 16)", f"{MARK} norm = RMSNorm", f"{MARK} no biases",
-                      f"{MARK} final RMSNorm"]
+                      f"{MARK} final RMSNorm", f"{MARK} head: Linear(16 → V = 20), no bias, tied to embed"]
     assert any(text.startswith("embed:") for text in texts)  # unchanged lines unmarked
     same = _texts(architecture_diagram(BEFORE.build(), changed_from=BEFORE.build()))
     assert not any(MARK in text for text in same)

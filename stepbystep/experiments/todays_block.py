@@ -2,9 +2,14 @@
 
 Every variant is a ``DecoderConfig`` trained with the same recipe (``train_block``) for a few
 seeds; ``block_study`` returns, per variant, the validation loss and the token accuracy of each
-seed, ``(seeds, 2)``. ``block_claims``, ``position_claims`` and ``kv_head_claims`` are the claims the
-text makes.
+seed, ``(seeds, 2)``. ``paired_table`` compares two variants seed for seed. ``block_claims``,
+``position_claims``, ``paired_claims`` and ``kv_head_claims`` are the claims the text makes. Every
+median is the middle value, or the mean of the two middle ones for an even count
+(``statistics.median``; ``torch.median`` would give the lower of the two).
 """
+import math
+import statistics
+
 import torch
 
 from ..checks import check_positive_int, check_positive_number
@@ -18,14 +23,24 @@ from ..seeding import get_rng_state
 from ..training import StepByStep
 from ..training.schedules import warmup_linear
 
-__all__ = ["BLOCK_STEPS", "BLOCK_GROUPS", "block_configs", "block_claims", "block_study", "date_streams", "kv_head_claims",
-           "position_claims", "summary", "train_block"]
+__all__ = ["BLOCK_STEPS", "BLOCK_GROUPS", "PAIRS", "block_configs", "block_claims", "block_study", "chance_of_split",
+           "date_streams", "kv_head_claims", "paired", "paired_claims", "paired_table", "position_claims", "summary",
+           "train_block"]
 
 BLOCK_STEPS = ("2017 block", "+ RMSNorm", "+ SwiGLU", "+ no biases", "+ RoPE")
 BLOCK_GROUPS = {  # the study's variants by role, in block_configs' order
     "one change at a time, to Llama's block": BLOCK_STEPS,
     "controls": ("2017 block + RoPE", "2017 block, no positions", "2017 block, learned positions", "+ RMSNorm, GELU"),
     "Llama's block, shared key-value heads": ("2 KV heads", "1 KV head", "1 KV head, wider FFN"),
+}
+PAIRS = {  # a change, seed for seed: (the variant with it, the variant without it); each pair differs in that alone
+    "RMSNorm for LayerNorm": ("+ RMSNorm", "2017 block"),
+    "GELU for ReLU": ("+ RMSNorm, GELU", "+ RMSNorm"),
+    "SwiGLU for ReLU": ("+ SwiGLU", "+ RMSNorm"),
+    "SwiGLU for GELU": ("+ SwiGLU", "+ RMSNorm, GELU"),
+    "no biases": ("+ no biases", "+ SwiGLU"),
+    "sinusoidal table for none": ("2017 block", "2017 block, no positions"),
+    "learned table for none": ("2017 block, learned positions", "2017 block, no positions"),
 }
 
 
@@ -120,8 +135,7 @@ def summary(results):
     median over the seeds and the range, one line per variant."""
     lines = [f"{'variant':>30} {'validation loss: median (min-max)':>35} {'token accuracy: median (min-max)':>34}"]
     for name, runs in results.items():  # runs: (seeds, 2)
-        cells = [f"{m:.3f} ({lo:.3f}-{hi:.3f})" for m, lo, hi in
-                 zip(runs.median(0).values.tolist(), runs.min(0).values.tolist(), runs.max(0).values.tolist())]
+        cells = [f"{_median(column):.3f} ({column.min():.3f}-{column.max():.3f})" for column in runs.T]
         lines.append(f"{name:>30} {cells[0]:>35} {cells[1]:>34}")
     return "\n".join(lines)
 
@@ -130,9 +144,42 @@ def _loss(results, name):
     return results[name][:, 0]  # (seeds,)
 
 
+def _median(values):
+    """The median of a 1-D tensor as a float: the mean of the two middle values for an even count."""
+    return statistics.median(values.tolist())
+
+
+def paired(results, change):
+    """``PAIRS[change]`` seed for seed: the loss with the change minus the loss without it, ``(seeds,)``
+    (below 0: the change lowered it)."""
+    with_it, without = PAIRS[change]
+    return _loss(results, with_it) - _loss(results, without)  # (seeds,)
+
+
+def chance_of_split(k, n):
+    """How often ``n`` fair coin tosses split at least as unevenly as ``k`` to ``n - k``, either way: the
+    chance that a change which does nothing ends lower in at least ``max(k, n - k)`` seeds or in at
+    most ``min(k, n - k)`` (a two-sided sign test)."""
+    tail = sum(math.comb(n, i) for i in range(max(k, n - k), n + 1)) / 2 ** n
+    return min(1.0, 2 * tail)
+
+
+def paired_table(results, changes=tuple(PAIRS)):
+    """One line per change of ``PAIRS``: in how many seeds it lowered the loss, the median paired
+    difference and its range, and ``chance_of_split`` for that count."""
+    lines = [f"{'change':>26} {'lower in':>9} {'loss difference: median (min to max)':>38} {'chance of the split':>20}"]
+    for change in changes:
+        diff = paired(results, change)  # (seeds,)
+        lower, n = int((diff < 0).sum()), len(diff)
+        lines.append(f"{change:>26} {f'{lower} of {n}':>9} "
+                     f"{f'{_median(diff):+.3f} ({diff.min():+.3f} to {diff.max():+.3f})':>38} "
+                     f"{chance_of_split(lower, n):>20.2f}")
+    return "\n".join(lines)
+
+
 def block_claims(results):
     """What the text says about the steps: RoPE's large gain (with its control), the others' small moves."""
-    median = {name: _loss(results, name).median().item() for name in results}
+    median = {name: _median(_loss(results, name)) for name in results}
     small = {step: abs(median[step] - median[before]) for before, step in zip(BLOCK_STEPS, BLOCK_STEPS[1:-1])}
     small["+ RMSNorm, GELU"] = abs(median["+ RMSNorm, GELU"] - median["+ RMSNorm"])
     rope_gain = _loss(results, "+ no biases") - _loss(results, "+ RoPE")  # (seeds,): same seeds, paired
@@ -144,7 +191,7 @@ def block_claims(results):
               control_gain),
         Claim(max(small.values()) < 0.15, "RMSNorm, SwiGLU, GELU and dropping the biases each move the median loss "
                                           "by less than 0.15", small),
-        Claim(max(small.values()) < 0.5 * min(rope_gain.median().item(), control_gain.median().item()),
+        Claim(max(small.values()) < 0.5 * min(_median(rope_gain), _median(control_gain)),
               "each of those moves is less than half of RoPE's median gain", small),
         Claim(max(small.values()) < 2 * (base.max() - base.min()),
               "each of those moves is less than twice the spread of the 2017 block's own seeds",
@@ -158,18 +205,57 @@ def position_claims(results):
     sinusoidal, none = _loss(results, "2017 block"), _loss(results, "2017 block, no positions")  # (seeds,) each
     learned, rope = _loss(results, "2017 block, learned positions"), _loss(results, "2017 block + RoPE")  # (seeds,)
     over_learned = learned - rope  # (seeds,): same seeds, paired
-    learned_gain = none.median() - learned.median()
+    learned_gain = _median(none) - _median(learned)
     return [
-        Claim(abs(sinusoidal.median() - none.median()) < 0.1,
+        Claim(abs(_median(sinusoidal) - _median(none)) < 0.1,
               "the sinusoidal table's median loss is within 0.1 of no positions' at all",
-              (sinusoidal.median(), none.median())),
-        Claim(learned.median() < min(none.median(), sinusoidal.median()),
-              "learned positions' median is below both", (learned.median(), none.median(), sinusoidal.median())),
+              (_median(sinusoidal), _median(none))),
+        Claim(_median(learned) < min(_median(none), _median(sinusoidal)),
+              "learned positions' median is below both", (_median(learned), _median(none), _median(sinusoidal))),
         Claim(over_learned.min() > 0.25, "RoPE's loss is more than 0.25 below learned positions' in every seed",
               over_learned),
-        Claim(learned_gain < 0.5 * over_learned.median(),
+        Claim(learned_gain < 0.5 * _median(over_learned),
               "what learned positions gain over none is less than half of what RoPE gains over them",
-              (learned_gain, over_learned.median())),
+              (learned_gain, _median(over_learned))),
+    ]
+
+
+def paired_claims(stored, fresh):
+    """What the text says of the small changes and the position tables, seed for seed: over the
+    stored ten seeds (``stored``), over ten more (``fresh``: the variants of ``PAIRS``) and over the
+    twenty. SwiGLU's gain over ReLU, which GELU at ReLU's width does not give; the other changes'
+    splits, one of them reversed by the fresh seeds; the sinusoidal and learned tables against none."""
+    twenty = {name: torch.cat([stored[name], fresh[name]]) for name in fresh}  # {name: (20, 2)}
+    lower = {label: {change: int((paired(study, change) < 0).sum()) for change in PAIRS}
+             for label, study in (("stored", stored), ("fresh", fresh), ("twenty", twenty))}
+    n = len(_loss(twenty, "2017 block"))
+    median = {change: _median(paired(twenty, change)) for change in PAIRS}
+    mixed = ("RMSNorm for LayerNorm", "GELU for ReLU", "SwiGLU for GELU", "no biases")
+    split = {change: max(lower["twenty"][change], n - lower["twenty"][change]) for change in mixed}
+    sinusoidal = paired(twenty, "sinusoidal table for none")  # (20,)
+    counts = {change: (lower["stored"][change], lower["fresh"][change]) for change in PAIRS}
+    return [
+        Claim(n == 20 and counts["SwiGLU for ReLU"] == (9, 7),
+              "SwiGLU in ReLU's place lowers the loss in 9 of the ten stored seeds and in 7 of ten more: 16 of 20",
+              counts["SwiGLU for ReLU"]),
+        Claim(-0.04 < median["SwiGLU for ReLU"] < -0.02,
+              "over the twenty, by a median of 0.02 to 0.04", median["SwiGLU for ReLU"]),
+        Claim(lower["twenty"]["GELU for ReLU"] <= n / 2,
+              "GELU in ReLU's place, at ReLU's width, lowers it in half of the twenty seeds or fewer",
+              lower["twenty"]["GELU for ReLU"]),
+        Claim(max(split.values()) <= 13 and max(abs(median[change]) for change in mixed if change != "SwiGLU for GELU")
+              < 0.02, "RMSNorm, GELU, dropping the biases, and SwiGLU against GELU: over the twenty seeds none "
+                      "goes one way in more than 13; the first three move the loss by a median of less than 0.02",
+              (split, median)),
+        Claim(counts["no biases"] == (2, 9), "dropping the biases lowers the loss in 2 of the stored ten, and in 9 "
+                                             "of ten more", counts["no biases"]),
+        Claim(counts["sinusoidal table for none"] == (1, 2), "the sinusoidal table ends above no positions in 9 of "
+                                                             "the stored ten and 8 of ten more: 17 of 20",
+              counts["sinusoidal table for none"]),
+        Claim(0.03 < _median(sinusoidal) < 0.05 and sinusoidal.abs().max() < 0.11,
+              "by a median of 0.03 to 0.05, and by less than 0.11 either way in every seed", sinusoidal),
+        Claim(lower["twenty"]["learned table for none"] == n, "a learned table ends below no positions in all twenty",
+              paired(twenty, "learned table for none")),
     ]
 
 
@@ -178,12 +264,12 @@ def kv_head_claims(results):
     four, two, one = (_loss(results, name) for name in ("+ RoPE", "2 KV heads", "1 KV head"))  # (seeds,) each
     wider = _loss(results, "1 KV head, wider FFN")  # (seeds,)
     paired = wider - one  # (seeds,) what the wider network changes, seed for seed
-    base = _loss(results, "2017 block").median().item()
-    medians = [x.median().item() for x in (four, two, one)]
+    base = _median(_loss(results, "2017 block"))
+    medians = [_median(x) for x in (four, two, one)]
     return [
         Claim(bool((one > four).all()), "one KV head ends with a higher loss than four in every seed, seed for seed",
               (four, one)),
-        Claim(two.median() > four.median(), "two KV heads' median is above four's too", (four.median(), two.median())),
+        Claim(_median(two) > _median(four), "two KV heads' median is above four's too", (_median(four), _median(two))),
         Claim(bool((two > four).float().mean() > 0.5), "and two KV heads end above four in more than half the seeds, "
               "seed for seed", (four, two)),
         Claim(bool(max((paired < 0).float().mean(), (paired > 0).float().mean()) <= 0.7),

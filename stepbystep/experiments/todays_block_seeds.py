@@ -4,19 +4,26 @@ Every variant of ``block_configs`` trained with ``train_block``'s recipe on chap
 ``SEEDS``; ``python -m stepbystep.experiments.todays_block_seeds`` writes the results to
 ``results/todays_block_seeds.json`` (one thread, as ``block_study`` runs), and
 ``load_block_seeds`` reads them back as ``block_study`` returns them: ``{name: tensor (seeds, 2)}``,
-the validation loss and the token accuracy of each seed.
+the validation loss and the token accuracy of each seed. Ten more seeds, ``FRESH_SEEDS``, of the
+variants that ``PAIRS`` compares (``python -m stepbystep.experiments.todays_block_seeds fresh`` writes
+``results/todays_block_fresh_seeds.json``) test the paired claims on seeds they were not read from.
 """
 import json
+import sys
 from pathlib import Path
 
 import torch
 
-from .todays_block import block_configs, block_study, date_streams
+from .todays_block import PAIRS, block_configs, block_study, date_streams
 
-__all__ = ["SEEDS", "RESULTS", "block_seeds", "load_block_seeds", "to_json"]
+__all__ = ["SEEDS", "RESULTS", "FRESH_SEEDS", "FRESH_RESULTS", "PAIRED_VARIANTS", "block_seeds", "load_block_seeds",
+           "to_json"]
 
 SEEDS = tuple(range(10))
 RESULTS = Path(__file__).parent / "results" / "todays_block_seeds.json"
+FRESH_SEEDS = tuple(range(10, 20))
+FRESH_RESULTS = Path(__file__).parent / "results" / "todays_block_fresh_seeds.json"
+PAIRED_VARIANTS = tuple(dict.fromkeys(name for pair in PAIRS.values() for name in pair))  # in PAIRS' order
 
 
 def block_seeds(seeds=SEEDS, names=None):
@@ -45,6 +52,8 @@ def to_json(study):
 
 
 if __name__ == "__main__":
-    RESULTS.parent.mkdir(exist_ok=True)
-    RESULTS.write_text(to_json(block_seeds()))
-    print(f"wrote {RESULTS}")
+    fresh = sys.argv[1:] == ["fresh"]  # only the paired variants, on FRESH_SEEDS
+    path = FRESH_RESULTS if fresh else RESULTS
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(to_json(block_seeds(FRESH_SEEDS, PAIRED_VARIANTS) if fresh else block_seeds()))
+    print(f"wrote {path}")

@@ -298,7 +298,8 @@ def _decoder_only_spec(model):
         boxes.append(_Box(f"final {norm}", "decoder", {"norm", "decoder"}))
     head = len(boxes)
     tied = ", tied to embed" if model.tie_weights else ""
-    boxes += [_Box(f"head: Linear({d} → V = {v}){tied}", "decoder", {"head"}),
+    no_bias = ", no bias" if model.head.bias is None else ""
+    boxes += [_Box(f"head: Linear({d} → V = {v}){no_bias}{tied}", "decoder", {"head"}),
               _Box(f"next-token logits (N, L, V = {v})", "data", {"outputs"})]
     sides = [(0, 1, head, "tied")] if model.tie_weights else []
     return [boxes], [], sides, f"DecoderOnlyTransformer: d_model = {d}, {_heads(layer.n_heads)}, {model.n_layers} layers"
