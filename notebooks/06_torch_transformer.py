@@ -279,9 +279,10 @@ fig = plots.mask_conventions(source_mask)
 # For the causal case PyTorch also takes a flag instead of a mask.
 # `F.scaled_dot_product_attention(q, k, v, is_causal=True)` builds the causal mask itself. In
 # `nn.MultiheadAttention` (`is_causal`) and `nn.Transformer` (`src_is_causal`, `tgt_is_causal`)
-# the flag is only a *hint* that the mask passed with it is the causal one: the mask is still
-# needed (`nn.MultiheadAttention` refuses the hint without one), and PyTorch's documentation
-# warns that a wrong hint can give wrong results. The course passes its masks explicitly.
+# the flag is only a *hint* that the mask passed with it is the causal one: pass the mask as
+# well. In training mode `nn.MultiheadAttention` refuses the hint without a mask; do not count
+# on such a refusal elsewhere. PyTorch's documentation also warns that a wrong hint can give
+# wrong results. The course passes its masks explicitly.
 
 # %%
 q, k, v = torch.randn(3, 1, 2, 4, 8, generator=torch.Generator().manual_seed(0)).unbind(0)  # each (N, h, L_t, d_k)
@@ -290,11 +291,12 @@ masked = F.scaled_dot_product_attention(q, k, v, attn_mask=target_mask)  # our k
 expect_close(flagged, masked, "is_causal=True gives what our causal keep-mask gives", atol=1e-6)
 states = torch.zeros(1, 4, 8)  # (N, L_t, d_model)
 try:
-    nn.MultiheadAttention(8, 2, batch_first=True)(states, states, states, is_causal=True)  # a hint, no mask
+    nn.MultiheadAttention(8, 2, batch_first=True).train()(states, states, states, is_causal=True)  # a hint, no mask
     hint_refused = None
 except RuntimeError as error:
     hint_refused = error
-expect(hint_refused is not None, "nn.MultiheadAttention refuses is_causal=True without a mask", got="no error")
+expect(hint_refused is not None, "in training mode, nn.MultiheadAttention refuses is_causal=True without a mask",
+       got="no error")
 
 # %% [markdown]
 # ### A keep-mask where a blocked-mask belongs
