@@ -808,7 +808,9 @@ fig = plots.timing_bars(timings, title="one encoder layer, eval mode, (16, 128, 
 #   padding) and gives `nan` where every key is blocked. The book's wrapper passes its
 #   keep-style source mask as `src_key_padding_mask`; its $(N, 1, L_s)$ shape fails loudly
 #   first, and squeezed without negating it would be misread silently. The package's wrapper
-#   names its blocked causal mask `causal_blocked_mask`.
+#   names its blocked causal mask `causal_blocked_mask`. `is_causal=True` makes
+#   `F.scaled_dot_product_attention` build the causal mask itself; for the modules it is only
+#   a hint about the mask passed with it: pass the mask too.
 # - `in_proj_weight` stacks the query, key and value projections; with the weights copied
 #   (`copy_to_torch`), our layers and PyTorch's compute the same outputs, norm-first or
 #   norm-last.
