@@ -36,6 +36,7 @@ from stepbystep.experiments.gradient_norms import layer_gradient_norms
 from stepbystep.experiments.norm_placement import (
     control_claims,
     initial_gradient_claims,
+    initial_gradient_detail_rates,
     initial_gradient_rates,
     seed_claims,
     training_claims,
@@ -578,15 +579,15 @@ for run in runs[::2]:
           f"  largest / smallest = {run.norms[0].max() / run.norms[0].min():.2f}")
 
 # %% [markdown]
-# In this seed the norm-first gradients are about the same in every layer, a little smaller in
-# each layer than in the one below it. The norm-last ones are uneven: **largest in the last
-# layer**, next to the output, and smallest in the middle of the stack. Reading down from the
-# output, they shrink over the top three layers (each holds two wrappers) and grow again
-# towards the bottom: large at both ends, smallest in the middle (here the first layer, which
-# reads the un-normalised input, gets more than the second). In norm-last, what a lower layer adds
-# reaches the output only through the norm of every wrapper above it, and each norm rescales
-# the gradient that passes through it; in norm-first, the residual path skips every wrapper's
-# norm.
+# In this seed (the 40 seeds below say which of its details are typical) the norm-first
+# gradients are about the same in every layer, each a little smaller than the one below it.
+# The norm-last ones are uneven: **largest in the last layer**, next to the output, and
+# smallest in the middle of the stack. Reading down from the output, they shrink over the top
+# three layers (each holds two wrappers) and grow again towards the bottom: large at both ends,
+# smallest in the middle, and in this seed the first layer gets more than the second. In
+# norm-last, what a lower layer adds reaches the output only through the norm of every wrapper
+# above it, and each norm rescales the gradient that passes through it; in norm-first, the
+# residual path skips every wrapper's norm.
 #
 # What this one seed shows:
 
@@ -615,6 +616,12 @@ print("norm-last, seeds whose last layer gets more than layers 3 and 4:",
 last_ratio = last_init[:, -1] / first_init[:, -1]  # (seeds,)
 print(f"last layer's gradient, norm-last / norm-first: median {np.median(last_ratio):.1f}, "
       f"from {last_ratio.min():.1f} to {last_ratio.max():.1f}")
+details = {"norm-first, each layer below the one beneath": (np.diff(first_init, axis=1) < 0).all(axis=1),
+           "norm-last, smallest in layers 2 to 5": np.isin(last_init.argmin(axis=1), (1, 2, 3, 4)),
+           "norm-last, first layer above the second": last_init[:, 0] > last_init[:, 1],
+           "norm-last, growing from layer 3 to the output": (np.diff(last_init[:, 2:], axis=1) > 0).all(axis=1)}
+for detail, seeds_with in details.items():  # seed 0's finer details, (seeds,) each
+    print(f"seed 0's detail '{detail}': in {seeds_with.sum()} of {len(init_seeds)} seeds")
 
 # %% [markdown]
 # Over the 40 seeds, the coarse pattern holds, and the finer details of seed 0 do not always:
@@ -626,9 +633,16 @@ print(f"last layer's gradient, norm-last / norm-first: median {np.median(last_ra
 #   rest;
 # - the last layer, built from the same weights, gets a larger gradient in the norm-last stack
 #   than in the norm-first one in every seed, more than twice as large at the median.
+#
+# Seed 0's finer details are common, not the rule: the norm-first gradients fall a little from
+# each layer to the next in more than half the seeds, not in all; the norm-last ones are
+# smallest in the middle (layers 2 to 5) and larger in the first layer than in the second, each
+# in at least 4 seeds of 5, and they grow all the way from layer 3 to the output in more than
+# half, not in all.
 
 # %%
 expect_all(initial_gradient_rates(first_init, last_init))  # (seeds, layers) each
+expect_all(initial_gradient_detail_rates(first_init, last_init))
 
 # %% [markdown]
 # Now training:
@@ -818,8 +832,10 @@ gradient_norms_explorer(runs=runs, steps=35)
 #
 # **1. Count a stack's parameters.** Write `stack_parameter_count(n_layers, d_model, ff_units,
 # norm_first)` returning the number of parameters of `EncoderTransf(EncoderLayer(n_heads,
-# d_model, ff_units, norm_first=norm_first), n_layers)` (the number of heads does not change it:
-# why?). The starter below counts only the attention of one layer.
+# d_model, ff_units, norm_first=norm_first), n_layers)`. The function takes no `n_heads`: for
+# any number of heads that divides `d_model` the count is the same. Why? (Chapter 03 counted
+# narrow heads and wide ones.) The starter below counts only the attention of one layer: its
+# query, key, value and output projections, each a `d_model`-by-`d_model` weight and a bias.
 
 # %%
 def stack_parameter_count(n_layers, d_model, ff_units, norm_first):
@@ -847,9 +863,11 @@ ch04.masked_batch_norm.check(masked_batch_norm)
 # only two places to go. Take any token $x$ of $d$ features and its layer norm $y$ (scale 1,
 # shift 0, and ignore $\varepsilon$). Predict two numbers that are the same for *every* token:
 # the sum of $y$'s features, $\sum_i y_i$, and the sum of their squares, $\sum_i y_i^2$. Write
-# `layer_norm_invariants(d)` returning them as a pair. Then say what they mean geometrically:
-# where in $\mathbb{R}^3$ do the layer norms of three features lie, and why does that leave
-# only two points for $d = 2$? Which of the two does RMSNorm keep, and where do its outputs lie?
+# `layer_norm_invariants(d)` returning them as a pair. The second is $y$'s squared length
+# $\lVert y \rVert^2$, not its length. Then say what the two mean geometrically: where in
+# $\mathbb{R}^3$ do the layer norms of three features lie (a plane, and a sphere of what
+# radius?), and why does that leave only two points for $d = 2$? Which of the two does RMSNorm
+# keep, and where do its outputs lie?
 
 # %%
 def layer_norm_invariants(d):

@@ -34,6 +34,7 @@ import timeit
 import warnings
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 from torch.utils.data import DataLoader
 
@@ -273,6 +274,29 @@ fig = plots.mask_conventions(target_mask)
 
 # %%
 fig = plots.mask_conventions(source_mask)
+
+# %% [markdown]
+# For the causal case PyTorch also takes a flag instead of a mask.
+# `F.scaled_dot_product_attention(q, k, v, is_causal=True)` builds the causal mask itself. In
+# `nn.MultiheadAttention` (`is_causal`) and `nn.Transformer` (`src_is_causal`, `tgt_is_causal`)
+# the flag is only a *hint* that the mask passed with it is the causal one: pass the mask as
+# well. In training mode `nn.MultiheadAttention` refuses the hint without a mask; do not count
+# on such a refusal elsewhere. PyTorch's documentation also warns that a wrong hint can give
+# wrong results. The course passes its masks explicitly.
+
+# %%
+q, k, v = torch.randn(3, 1, 2, 4, 8, generator=torch.Generator().manual_seed(0)).unbind(0)  # each (N, h, L_t, d_k)
+flagged = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # (1, 2, 4, 8)
+masked = F.scaled_dot_product_attention(q, k, v, attn_mask=target_mask)  # our keep-mask, True = may attend
+expect_close(flagged, masked, "is_causal=True gives what our causal keep-mask gives", atol=1e-6)
+states = torch.zeros(1, 4, 8)  # (N, L_t, d_model)
+try:
+    nn.MultiheadAttention(8, 2, batch_first=True).train()(states, states, states, is_causal=True)  # a hint, no mask
+    hint_refused = None
+except RuntimeError as error:
+    hint_refused = error
+expect(hint_refused is not None, "in training mode, nn.MultiheadAttention refuses is_causal=True without a mask",
+       got="no error")
 
 # %% [markdown]
 # ### A keep-mask where a blocked-mask belongs
@@ -784,7 +808,9 @@ fig = plots.timing_bars(timings, title="one encoder layer, eval mode, (16, 128, 
 #   padding) and gives `nan` where every key is blocked. The book's wrapper passes its
 #   keep-style source mask as `src_key_padding_mask`; its $(N, 1, L_s)$ shape fails loudly
 #   first, and squeezed without negating it would be misread silently. The package's wrapper
-#   names its blocked causal mask `causal_blocked_mask`.
+#   names its blocked causal mask `causal_blocked_mask`. `is_causal=True` makes
+#   `F.scaled_dot_product_attention` build the causal mask itself; for the modules it is only
+#   a hint about the mask passed with it: pass the mask too.
 # - `in_proj_weight` stacks the query, key and value projections; with the weights copied
 #   (`copy_to_torch`), our layers and PyTorch's compute the same outputs, norm-first or
 #   norm-last.

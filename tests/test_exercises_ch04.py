@@ -187,9 +187,10 @@ def test_layer_norm_invariants_nonzero_sum_is_explained_without_the_answer():
 
 
 def test_layer_norm_invariants_other_answers_do_not_reveal_it():
-    result = ch04.layer_norm_invariants.check(lambda d: (0.0, d**0.5))
-    assert not result and "is not what layer norm gives" in repr(result)
-    assert "sqrt" not in repr(result) and "= d" not in repr(result)
+    for wrong in (lambda d: (0.0, 2.0 * d), lambda d: (0.0, d**2)):
+        result = ch04.layer_norm_invariants.check(wrong)
+        assert not result and "is not what layer norm gives" in repr(result)
+        assert "sqrt" not in repr(result) and "= d" not in repr(result)
 
 
 def test_layer_norm_invariants_needs_two_numbers():

@@ -205,24 +205,26 @@ def test_teacher_forced_loss_summed_instead_of_averaged_is_named(fails_with):
 
 def _gap_losses():
     """An untrained model, a batch and made-up training- and eval-mode losses around its
-    teacher-forced loss: the measured share is 0.01 / 0.009, about 1.11."""
+    teacher-forced loss: dropout's step is 0.01 and teacher forcing's 0.001 the other way, so
+    dropout's share is 0.01 / 0.011, about 0.91 (and its ratio to the whole gap 0.01 / 0.009)."""
     model, x = ch05._model(), ch05._squares(16, seed=3)
     teacher_forced = ch05._teacher_forced_loss_solution(model, x)
     return model, x, torch.full((20,), teacher_forced + 0.01), teacher_forced + 0.001
 
 
 @pytest.mark.parametrize("share, words", [
-    (1.0, "too low for these three losses"),  # the unmeasured guess
+    (1.0, "too high for these three losses"),  # the unmeasured guess
     (0.5, "too low for these three losses"),
-    (1.2, "too high for these three losses"),
-    (3.0, "divide the drop from the training-mode mean"),
-    (-0.2, "divide the drop from the training-mode mean"),
+    (0.01 / 0.009, "divided dropout's step by the whole gap"),  # the ratio, above 1 here
+    (0.001 / 0.011, "the other step's share"),
+    (3.0, "a share lies between 0 and 1"),
+    (-0.2, "a share lies between 0 and 1"),
     ("dropout", "expected a number"),
     (None, "expected a number"),
 ])
 def test_gap_cause_wrong_answers(fails_with, share, words):
     message = fails_with(ch05.gap_cause, (share, *_gap_losses()), words)
-    assert "1.1" not in message
+    assert "0.9" not in message
 
 
 def test_gap_cause_a_bare_number_asks_for_the_losses(fails_with):
@@ -232,7 +234,8 @@ def test_gap_cause_a_bare_number_asks_for_the_losses(fails_with):
 def test_gap_cause_accepts_the_measured_share():
     model, x, train_mode, eval_mode = _gap_losses()
     share = ch05._gap_cause_solution(model, x, train_mode, eval_mode)
-    assert abs(share - 0.01 / 0.009) < 1e-4  # float32 train_mode
+    assert abs(share - 0.01 / 0.011) < 1e-4  # float32 train_mode
+    assert 0 <= share <= 1
     assert ch05.gap_cause.check((share, model, x, train_mode, eval_mode))
     assert ch05.gap_cause.check((torch.tensor(share + 0.005), model, x, train_mode, eval_mode))
     assert model.training  # the checker leaves the model's mode alone
@@ -297,3 +300,12 @@ def test_corner_baseline_mse_wrong_predictions(fails_with, answer, words):
 
 def test_corner_baseline_mse_accepts_the_noise_variance():
     assert ch05.corner_baseline_mse.check(0.01) and ch05.corner_baseline_mse.check(torch.tensor(0.0102))
+
+
+def test_gap_cause_share_stays_between_0_and_1_whichever_way_the_second_step_goes():
+    model, x = ch05._model(), ch05._squares(16, seed=3)
+    teacher_forced = ch05._teacher_forced_loss_solution(model, x)
+    for eval_offset in (-0.02, -0.001, 0.0, 0.001, 0.009, 0.05):  # eval-mode loss below, at and above it
+        share = ch05._gap_cause_solution(model, x, torch.full((20,), teacher_forced + 0.01), teacher_forced + eval_offset)
+        assert 0 <= share <= 1
+        assert share == pytest.approx(0.01 / (0.01 + abs(eval_offset)), rel=1e-3)

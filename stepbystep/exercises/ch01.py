@@ -160,23 +160,47 @@ def _loo_minimum(noise):
     return float(widths[best]), float(errors[best])
 
 
+def _as_width(value):
+    """``value`` as a float, or None when it is not one number."""
+    try:
+        return float(value)
+    except (TypeError, ValueError, RuntimeError):
+        return None
+
+
 def _check_loo_sigma(answer):
     if not isinstance(answer, dict) or set(answer) != set(_NOISE_LEVELS):
-        got = sorted(answer) if isinstance(answer, dict) else type(answer).__name__
-        return f"expected a dict with the keys {list(_NOISE_LEVELS)} (the noise levels), got {got}"
-    given = {noise: float(answer[noise]) for noise in _NOISE_LEVELS}
+        got = sorted(answer, key=str) if isinstance(answer, dict) else type(answer).__name__
+        return f"expected a dict with the keys {list(_NOISE_LEVELS)} (the noise levels, as numbers), got {got}"
+    given = {noise: _as_width(answer[noise]) for noise in _NOISE_LEVELS}
+    if any(width is None for width in given.values()):
+        return "each value should be one width σ, a single number: " + ", ".join(
+            f"{noise}: {type(answer[noise]).__name__}" for noise in _NOISE_LEVELS if given[noise] is None)
     minima = {noise: _loo_minimum(noise) for noise in _NOISE_LEVELS}  # noise -> (σ, its LOO error)
     off = {noise: abs(given[noise] / minima[noise][0] - 1) for noise in _NOISE_LEVELS}
     if all(off[n] <= _TOLERANCE for n in _NOISE_LEVELS):
         return None
     widths = [given[n] for n in _NOISE_LEVELS]
+    low, high = float(LOO_SIGMA_GRID[0]), float(LOO_SIGMA_GRID[-1])
+    outside = [width for width in widths if not low * (1 - 1e-6) <= width <= high * (1 + 1e-6)]
+    if outside:
+        return (f"{outside[0]:g} is not a width on the grid, which runs from {low:g} to {high:g}: give the width σ "
+                "itself, not its position in the grid")
     if all(abs(given[n] / minima[n][1] - 1) < 1e-2 for n in _NOISE_LEVELS):
         return "these are the lowest leave-one-out errors themselves: the exercise asks for the widths σ where they occur"
     if all(width <= float(LOO_SIGMA_GRID[1]) for width in widths):
         return ("every width is at the narrow end of the grid, where the in-sample error is lowest: did each point "
                 "leave itself out of its own prediction?")
+    if all(width >= float(LOO_SIGMA_GRID[-2]) for width in widths):
+        return ("every width is at the wide end of the grid, where the leave-one-out error is highest: the width to "
+                "pick is the one with the lowest error")
     if all(a > b for a, b in zip(widths, widths[1:])):
         return "your widths shrink as the noise grows: which data set needs more averaging?"
+    if max(widths) <= min(widths) * (1 + 1e-6) and any(off[n] <= _TOLERANCE for n in _NOISE_LEVELS):
+        return ("all three widths are the same, the best width of one data set: did each data set get its own "
+                "noise level? make_regression_data takes it as noise=...")
+    if all(abs(a / b - 1) <= _TOLERANCE for a, b in zip(sorted(widths), sorted(m[0] for m in minima.values()))):
+        return "these are the three right widths, but not each with its own noise level: check which goes with which"
     wrong = [n for n in _NOISE_LEVELS if off[n] > _TOLERANCE]
     if all(a < b for a, b in zip(widths, widths[1:])) and len(wrong) == len(_NOISE_LEVELS):
         return ("your widths grow with the noise, as they should, but none is the best width for these data sets: "
@@ -189,7 +213,9 @@ def _check_loo_sigma(answer):
 loo_sigma = Exercise(
     "the width leave-one-out picks at three noise levels",
     _check_loo_sigma,
-    "noisier targets need more of them averaged to cancel the noise. Chapter 01 picked the width with "
-    "the lowest leave-one-out error on a grid of widths; do the same for each data set.",
+    "for the prediction: averaging k neighbours whose noise is independent shrinks that noise about √k times, "
+    "while a wider kernel also averages across the curve's bends; which of the two costs more as the noise "
+    "grows? For the numbers: the chapter took the width with the lowest leave-one-out error on a grid, in one "
+    "call; make one such call per data set, on ch01.LOO_SIGMA_GRID.",
     _loo_sigma_solution,
 )

@@ -53,6 +53,13 @@ def _check_stack_parameter_count(answer):
         if got == expected - n_layers * 2 * d_model - d_model * norm_first:  # a scale per norm, no shift
             return (f"for {case} you counted each layer norm as d_model values: it has a scale and a shift, "
                     "each of d_model values")
+        if got == expected - n_layers * (d_model * d_model + d_model):
+            return (f"for {case} your attention has three projections, query, key and value: it mixes the heads' "
+                    "outputs with a fourth, the output projection, with its own weight and bias")
+        wide_extra = n_layers * (4 * d_model * d_model + 3 * d_model)  # one more wide head, in every layer
+        if got > expected and (got - expected) % wide_extra == 0:
+            return (f"for {case} your attention grows with the number of heads, as wide heads do: EncoderLayer's "
+                    "heads are narrow, each reading a slice of d_model, so the count is the same for any n_heads")
         if got in (expected - n_layers * (ff_units + d_model), expected - n_layers * ff_units,
                    expected - n_layers * d_model):
             return (f"for {case} your count is short of the feed-forward network's biases: each of its "
@@ -151,9 +158,10 @@ masked_batch_norm = Exercise(
 def _layer_norm_invariants_solution(d):
     # y_i = (x_i - mean) / std with the biased std (γ = 1, β = 0, ε ignored):
     total = 0.0  # sum_i (x_i - mean) = d·mean - d·mean: every output sums to 0
-    squares = float(d)  # sum_i (x_i - mean)² = d·std², divided by std²: every output has squared length d
-    # RMSNorm removes no mean: it keeps only the squares, its outputs anywhere on the sphere of radius sqrt(d)
-    return total, squares  # so y lies on the sphere of radius sqrt(d) in the plane sum = 0
+    squares = float(d)  # sum_i (x_i - mean)² = d·std², divided by std²: the squared length ‖y‖² is d
+    # so y lies in the plane sum = 0, on the sphere ‖y‖² = d (radius √d); RMSNorm removes no mean and
+    # keeps only ‖y‖² = d: its outputs lie anywhere on that sphere
+    return total, squares
 
 
 def _as_pair(got):
@@ -183,6 +191,9 @@ def _check_layer_norm_invariants(answer):
         if abs(squares - 1) < 1e-6:
             return ("a sum of squares of 1 would make every output a unit vector; layer norm makes the standard "
                     "deviation 1, not the length. How does a mean of squares relate to their sum?")
+        if abs(squares - d**0.5) < 1e-6:
+            return (f"for d = {d} your second number is y's length ‖y‖; the exercise asks for the sum of the "
+                    "squares, ‖y‖²")
         if abs(squares - (d - 1)) < 1e-6:
             return (f"for d = {d} you returned d - 1: that is the unbiased variance; layer norm divides by d "
                     "(check with nn.LayerNorm)")

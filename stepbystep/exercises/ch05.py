@@ -153,9 +153,11 @@ def _gap_cause_solution(model, x, train_mode, eval_mode):
     x = x.to(model_device(model))  # where the trainer put the model
     teacher_forced = _teacher_forced_loss_solution(model, x)  # or my_teacher_forced_loss(model, x)
     train_mean = float(torch.as_tensor(train_mode).mean())
-    # the share of the gap that switching dropout off closes; with dropout off the two decodings
-    # give almost the same loss, so dropout closes about all of it
-    return (train_mean - teacher_forced) / (train_mean - float(eval_mode))
+    dropout_step = abs(train_mean - teacher_forced)  # switching dropout off
+    decoding_step = abs(teacher_forced - float(eval_mode))  # then teacher forcing off: either way
+    # dropout's share of the two steps' total size, between 0 and 1; with dropout off the two
+    # decodings give almost the same loss, so dropout's share is close to 1
+    return dropout_step / max(dropout_step + decoding_step, 1e-12)
 
 
 _GAP_CALL = "call ch05.gap_cause.check((my_gap_share, model, x, train_mode, eval_mode))"
@@ -171,21 +173,29 @@ def _check_gap_cause(answer):
     measured = _gap_cause_solution(model, x, train_mode, eval_mode)
     if abs(value - measured) <= 0.01:
         return None
-    if value < 0 or value > 2:
-        return ("a share of the gap between the training-mode mean and the eval-mode loss lies near the "
-                "range 0 to 1: divide the drop from the training-mode mean to your teacher-forced loss by "
-                "the whole drop from the training-mode mean to the eval-mode loss")
+    train_mean = float(torch.as_tensor(train_mode).mean())
+    teacher_forced = _teacher_forced_loss_solution(model, x.to(model_device(model)))
+    gap = train_mean - float(eval_mode)
+    if gap != 0 and abs(value - (train_mean - teacher_forced) / gap) <= 0.01:
+        return ("you divided dropout's step by the whole gap between the two modes: that ratio leaves 0 to 1 "
+                "when the second step, teacher forcing off, goes the other way. Divide by the two steps' total "
+                "size, each taken as a size (without its sign)")
+    if abs(value - (1 - measured)) <= 0.01:
+        return "that is the other step's share, the one teacher forcing makes: the exercise asks for dropout's"
+    if value < 0 or value > 1:
+        return ("a share lies between 0 and 1: dropout's step, as a size, over the total size of the two steps "
+                "from the training-mode mean to your teacher-forced loss to the eval-mode loss")
     side = "low" if value < measured else "high"
     return (f"{value:g} is too {side} for these three losses: measure the teacher-forced loss with your "
             "function on x and line it up with the training-mode mean and the eval-mode loss")
 
 
 gap_cause = Exercise(
-    "the share of the gap that dropout explains",
+    "dropout's share of the way from training-mode to eval-mode loss",
     _check_gap_cause,
     "line up three losses on the same batch: training mode (dropout on, teacher forcing), your function "
     "(dropout off, teacher forcing) and eval mode (dropout off, greedy). Each neighbouring pair differs "
-    "in one thing only; the first step is the part of the gap that dropout makes",
+    "in one thing only; the first step is the part that dropout makes, and the second may go up or down",
     _gap_cause_solution,
 )
 

@@ -12,7 +12,8 @@ from .square_order import (
 from .square_baselines import baseline_claims, score_gaps, square_seed_spread
 from .attention_kernels import KERNEL_OPS, SDPA_BACKENDS, attention_ops, kernel_claims
 from .gradient_norms import GradientNormRun, encoder_regressor, layer_gradient_norms, layer_norms_of_gradients
-from .norm_placement import control_claims, initial_gradient_claims, initial_gradient_rates, seed_claims, training_claims
+from .norm_placement import (control_claims, initial_gradient_claims, initial_gradient_detail_rates, initial_gradient_rates,
+                             seed_claims, training_claims)
 from .norm_placement_seeds import load_norm_placement_seeds, norm_placement_seed_runs, stored_seed_claims
 from .date_translation import translation_seed_study
 from .date_completion import complete_dates

@@ -8,7 +8,8 @@ import numpy as np
 
 from stepbystep.expect import Claim
 
-__all__ = ["initial_gradient_claims", "initial_gradient_rates", "training_claims", "seed_claims", "control_claims"]
+__all__ = ["initial_gradient_claims", "initial_gradient_rates", "initial_gradient_detail_rates", "training_claims",
+           "seed_claims", "control_claims"]
 
 FIRST_FLAT, FIRST_WARM = "norm-first, no warm-up", "norm-first, warm-up 20 steps"
 LAST_FLAT, LAST_WARM = "norm-last, no warm-up", "norm-last, warm-up 20 steps"
@@ -76,6 +77,27 @@ def initial_gradient_rates(norm_first, norm_last):
         Claim((last[:, -1] > first[:, -1]).all() and np.median(last[:, -1] / first[:, -1]) > 2,
               "from the same weights, the last layer's gradient is larger norm-last than norm-first in every seed, "
               "over twice as large at the median", last[:, -1] / first[:, -1]),
+    ]
+
+
+def initial_gradient_detail_rates(norm_first, norm_last):
+    """How often seed 0's finer details at initialisation recur over many seeds; each argument is
+    ``(seeds, n_layers)``, the two placements built from the same seeds."""
+    first, last = np.asarray(norm_first), np.asarray(norm_last)
+    n = len(last)
+    falling = (np.diff(first, axis=1) < 0).all(axis=1)  # (seeds,): each layer below the one beneath it
+    middle = np.isin(last.argmin(axis=1), (1, 2, 3, 4))  # (seeds,): smallest in one of layers 2 to 5
+    first_above_second = last[:, 0] > last[:, 1]  # (seeds,)
+    growing = (np.diff(last[:, 2:], axis=1) > 0).all(axis=1)  # (seeds,): rising from layer 3 to the output
+    return [
+        Claim(n / 2 < falling.sum() < n, "norm-first: each layer a little below the one beneath it in more than half "
+              "the seeds, not in all", {"seeds": int(falling.sum()), "of": n}),
+        Claim(middle.sum() >= 0.8 * n and first_above_second.sum() >= 0.8 * n,
+              "norm-last: smallest in the middle (layers 2 to 5), and the first layer above the second, each in at "
+              "least 4 seeds of 5", {"middle": int(middle.sum()), "first above second": int(first_above_second.sum()),
+                                      "of": n}),
+        Claim(n / 2 < growing.sum() < n, "norm-last: growing from layer 3 to the output in more than half the seeds, "
+              "not in all", {"seeds": int(growing.sum()), "of": n}),
     ]
 
 

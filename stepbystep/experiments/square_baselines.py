@@ -54,10 +54,15 @@ def square_seed_spread(seeds, epochs=50, batch_size=16, n_draws=20):
     weight's mean over all of them), ``cross_decided`` and ``encoder_decided`` (the mean of
     each row's largest weight, over the cross-attention and the encoder self-attention heads), and
     ``cross_gap`` and ``encoder_gap`` (the median gap between a row's two scaled scores, read from
-    its weights: ``|log α_0 - log α_1|``).
+    its weights: ``|log α_0 - log α_1|``), ``largest_jump`` (the largest factor by which the
+    validation loss rose from one epoch to the next) and ``jumps_over_2`` (how many epochs it
+    more than doubled), and on the test set, once: ``test_mse``, ``test_to_mirror`` (over the MSE of
+    mirroring the source, ``-x_0, -x_1``) and ``test_to_val`` (over the last validation loss).
     """
-    train_data, val_data, _ = square_splits(train_seed=13, val_seed=19, test_seed=17)
+    train_data, val_data, test_data = square_splits(train_seed=13, val_seed=19, test_seed=17)
     val_source, _ = val_data.tensors  # (128, 2, 2)
+    test_source, test_target = test_data.tensors  # (128, 2, 2), (128, 2, 2)
+    mirror = F.mse_loss(-test_source, test_target).item()  # the same for every seed
     full, target = train_data[:16]  # (16, 4, 2), (16, 2, 2)
     runs = []
     for seed in seeds:
@@ -79,6 +84,9 @@ def square_seed_spread(seeds, epochs=50, batch_size=16, n_draws=20):
             cross = torch.stack([layer.cross_attn_heads.alphas for layer in model.decoder.layers])  # (2, 128, 3, 2, 2)
             matching = cross.diagonal(dim1=-2, dim2=-1).mean(dim=1)  # (2, 3, 2): layers, heads, positions
             encoder_self = torch.stack([layer.self_attn_heads.alphas for layer in model.encoder.layers])  # (2, 128, 3, 2, 2)
+            test_mse = F.mse_loss(torch.as_tensor(model.predict(test_source)), test_target).item()
+        val = torch.tensor(trainer.val_losses)  # (epochs,)
+        jumps = val[1:] / val[:-1]  # (epochs - 1,): each epoch's validation loss over the one before
         runs.append({
             "seed": seed,
             "final_val": trainer.val_losses[-1],
@@ -92,5 +100,10 @@ def square_seed_spread(seeds, epochs=50, batch_size=16, n_draws=20):
             "encoder_decided": encoder_self.max(dim=-1).values.mean().item(),
             "cross_gap": score_gaps(cross).median().item(),
             "encoder_gap": score_gaps(encoder_self).median().item(),
+            "largest_jump": jumps.max().item(),
+            "jumps_over_2": int((jumps > 2).sum()),
+            "test_mse": test_mse,
+            "test_to_mirror": test_mse / mirror,
+            "test_to_val": test_mse / trainer.val_losses[-1],
         })
     return runs

@@ -4,7 +4,8 @@
 ``python -m stepbystep.experiments.square_seed_study`` writes the results to
 ``results/square_seed_study.json`` on one thread, as the chapter's committed outputs are computed,
 with the machine that computed them, and ``load_square_seed_study`` reads them back.
-``training_spread_claims`` and ``attention_spread_claims`` are what chapter 05 says about the runs.
+``training_spread_claims``, ``spike_spread_claims``, ``attention_spread_claims`` and
+``heldout_spread_claims`` are what chapter 05 says about the runs.
 """
 import json
 import statistics
@@ -17,7 +18,7 @@ from stepbystep.expect import Claim
 from .square_baselines import square_seed_spread
 
 __all__ = ["SEEDS", "RESULTS", "square_seed_study", "load_square_seed_study", "environment", "seed_table",
-           "training_spread_claims", "attention_spread_claims"]
+           "training_spread_claims", "spike_spread_claims", "attention_spread_claims", "heldout_spread_claims"]
 
 SEEDS = (42, 0, 1, 2, 3, 4, 5, 6, 7)  # the chapter's run first
 RESULTS = Path(__file__).parent / "results" / "square_seed_study.json"
@@ -68,6 +69,37 @@ def training_spread_claims(runs):
               "eval-mode loss in every run", _spread(runs, "mode_ratio")),
         Claim(all(run["draws_above"] == 20 for run in runs), "all 20 dropout draws lie above it in every run",
               [run["draws_above"] for run in runs]),
+    ]
+
+
+def spike_spread_claims(runs):
+    """What chapter 05 says about the spikes of the runs' validation loss, for ``expect_all``."""
+    low, median, high = _spread(runs, "largest_jump")
+    doubled = sum(run["jumps_over_2"] > 0 for run in runs)
+    return [
+        Claim(2 < median < 2.5 and 1.5 < low and 4.5 < high < 5, "the largest rise of the validation loss from one "
+              "epoch to the next is 2 to 2.5-fold in the median, over 1.5-fold in every run, 4.5- to 5-fold at most",
+              (low, median, high)),
+        Claim(len(runs) / 2 < doubled < len(runs), "it more than doubled at some epoch in more than half the runs, "
+              "not in all", {"runs": doubled, "of": len(runs)}),
+    ]
+
+
+def heldout_spread_claims(runs, zeros, noise_floor):
+    """What chapter 05 says about the runs' test MSE, against predicting zeros (``zeros``, its test MSE)
+    and the targets' noise variance ``noise_floor``; each run's test MSE is measured once, after training."""
+    low, median, high = _spread(runs, "test_mse")
+    beaten = [run["seed"] for run in runs if run["test_to_mirror"] >= 1]
+    return [
+        Claim(noise_floor < low and high < zeros / 20, "every run's test MSE lies above the noise floor and more "
+              "than 20 times below predicting zeros", (low, median, high)),
+        Claim(0.0125 < low and median < 0.016 and high < 0.0275, "median under 0.016, from over 0.0125 to under 0.0275",
+              (low, median, high)),
+        Claim(len(beaten) == 1 and max(run["test_to_mirror"] for run in runs) < 1.5, "the Transformer beats the "
+              "mirror in all runs but one, where it is under 1.5 times the mirror's MSE",
+              {"runs not below the mirror": beaten, "spread": _spread(runs, "test_to_mirror")}),
+        Claim(all(0.7 < run["test_to_val"] < 1.4 for run in runs), "in every run the test MSE is within 0.7 to 1.4 "
+              "times the last validation loss", _spread(runs, "test_to_val")),
     ]
 
 

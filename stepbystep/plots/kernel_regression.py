@@ -157,13 +157,14 @@ def loo_curve(sigmas, errors, learned_sigma=None, ax=None):
 
 
 def loo_zoom(sigmas, errors, fine_sigmas, fine_errors, learned):
-    """The leave-one-out curve (left) and a zoom on its minimum (right), with learned widths.
+    """The leave-one-out curve (left), a zoom on its minimum (right) and, under the zoom, the learned widths.
 
     ``sigmas``, ``errors``: the grid's curve, drawn as ``loo_curve`` does, with the zoomed range
-    shaded. ``fine_sigmas``, ``fine_errors``: a fine grid over that range; the right panel marks
-    its minimum σ*, the coarse grid's best (if inside the range) and, as short ticks along the
-    bottom, each list of widths in ``learned`` ``{label: [σ, ...]}``, one colour per list.
-    Returns the Figure.
+    shaded. ``fine_sigmas``, ``fine_errors``: a fine grid over that range; the zoom marks its
+    minimum σ* and the coarse grid's best (if inside the range). Each list of widths in
+    ``learned`` ``{label: [σ, ...]}`` is a row of ticks in a strip under the zoom, on the same σ
+    axis, named by its row label: a tick's height means nothing, only its position in σ.
+    Returns the Figure; its axes are the curve, the zoom and the strip.
     """
     fine_sigmas, fine_errors = _as_numpy(fine_sigmas, float), _as_numpy(fine_errors, float)
     if fine_sigmas.ndim != 1 or fine_sigmas.shape != fine_errors.shape:
@@ -171,14 +172,17 @@ def loo_zoom(sigmas, errors, fine_sigmas, fine_errors, learned):
                          f"got {fine_sigmas.shape} and {fine_errors.shape}")
     if not isinstance(learned, dict) or not learned:
         raise ValueError(f"learned must be a non-empty dict {{label: [sigma, ...]}}, got {type(learned).__name__}")
-    fig, (ax_all, ax_zoom) = plt.subplots(1, 2, figsize=(10, 3.4), layout="constrained")
+    fig = plt.figure(figsize=(10, 3.8), layout="constrained")
+    grid = fig.add_gridspec(2, 2, height_ratios=(4, 0.25 + 0.35 * len(learned)))
+    ax_all = fig.add_subplot(grid[:, 0])
+    ax_zoom = fig.add_subplot(grid[0, 1])
+    ax_rug = fig.add_subplot(grid[1, 1], sharex=ax_zoom)
     loo_curve(sigmas, errors, ax=ax_all)
     low, high = fine_sigmas.min(), fine_sigmas.max()
     ax_all.axvspan(low, high, color="tab:gray", alpha=0.2, label="zoomed on the right")
     ax_all.legend(fontsize=8)
     ax_zoom.plot(fine_sigmas, fine_errors, color="tab:blue")
     star = fine_sigmas[np.argmin(fine_errors)]
-    ax_zoom.axvline(star, color="black", ls="--", lw=1, label=f"σ* (fine grid) = {star:.4f}")
     sigmas, errors = _as_numpy(sigmas, float), _as_numpy(errors, float)
     best = int(np.argmin(errors))
     if low <= sigmas[best] <= high:
@@ -187,15 +191,21 @@ def loo_zoom(sigmas, errors, fine_sigmas, fine_errors, learned):
     colours = ("tab:orange", "tab:purple", "tab:green", "tab:brown")
     for row, ((label, widths), colour) in enumerate(zip(learned.items(), colours)):
         widths = _as_numpy(widths, float)
-        bottom = 0.02 + 0.1 * row  # one row of ticks per list, in axes units
-        ax_zoom.vlines(widths, bottom, bottom + 0.08, color=colour, lw=1.5, transform=ax_zoom.get_xaxis_transform(),
-                       label=f"{label} ({len(widths)} runs)")
+        ax_rug.vlines(widths, row - 0.35, row + 0.35, color=colour, lw=1.5)  # row `row` of the strip, in data units
+    ax_rug.axvline(star, color="black", ls="--", lw=1)
+    ax_zoom.axvline(star, color="black", ls="--", lw=1, label=f"σ* (fine grid) = {star:.4f}")
+    ax_rug.set_yticks(range(len(learned)), [f"{label} ({len(widths)} runs)" for label, widths in learned.items()],
+                      fontsize=8)
+    ax_rug.set_ylim(len(learned) - 0.5, -0.5)  # the first list on top
+    for tick, colour in zip(ax_rug.get_yticklabels(), colours):
+        tick.set_color(colour)
     ax_zoom.set_xlim(low, high)
+    ax_zoom.tick_params(labelbottom=False)
     spread = fine_errors.max() - fine_errors.min()
-    ax_zoom.set_ylim(fine_errors.min() - 0.4 * spread, fine_errors.max() + 0.05 * spread)  # room for the ticks
-    ax_zoom.set_xlabel("kernel width σ")
+    ax_zoom.set_ylim(fine_errors.min() - 0.05 * spread, fine_errors.max() + 0.05 * spread)
+    ax_rug.set_xlabel("kernel width σ")
     ax_zoom.set_ylabel("leave-one-out MSE")
-    ax_zoom.set_title(f"zoom: σ from {low:.3f} to {high:.3f}")
+    ax_zoom.set_title(f"zoom: σ from {low:.3f} to {high:.3f}; below it, the learned widths")
     ax_zoom.legend(fontsize=8, loc="upper center")
     return fig
 

@@ -4,12 +4,13 @@ import matplotlib.pyplot as plt
 __all__ = ["loss_curves", "lr_range_curve"]
 
 
-def loss_curves(losses, val_losses=(), val_label="validation loss"):
+def loss_curves(losses, val_losses=(), val_label="validation loss", reference=None, reference_label="reference"):
     """Training (and validation) loss per epoch on a log scale; returns the Figure.
 
     A log scale shows the late, small improvements that a linear one flattens; it falls back
     to linear when a loss is zero or negative. ``val_label`` names the second curve in the
-    legend (a chapter that holds out a test set says so).
+    legend (a chapter that holds out a test set says so). ``reference`` (optional) draws a
+    level to compare the losses with as a dashed horizontal line, named ``reference_label``.
     """
     losses, val_losses = list(losses), list(val_losses)
     if not losses:
@@ -19,6 +20,8 @@ def loss_curves(losses, val_losses=(), val_label="validation loss"):
     ax.plot(epochs, losses, color="tab:blue", label="training loss")
     if val_losses:
         ax.plot(range(1, len(val_losses) + 1), val_losses, color="tab:red", label=val_label)
+    if reference is not None:
+        ax.axhline(float(reference), color="black", ls="--", lw=1, label=reference_label)
     if min(losses + val_losses) > 0:
         ax.set_yscale("log")
     ax.set_xlabel("epoch")

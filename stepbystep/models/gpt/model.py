@@ -134,7 +134,8 @@ class DecoderOnlyTransformer(nn.Module):
 
     def attention_weights(self, ids, layer_idx=-1):
         """Layer ``layer_idx``'s self-attention weights for ``ids`` ``(N, L)``: ``(N, h, L, L)``, rows
-        summing to 1; one teaching-path run in eval mode without gradients, settings restored."""
+        summing to 1. One forward pass in eval mode, without gradients, through the written-out attention
+        (which keeps its weights in ``alphas``; the fused kernel would not); the mode and the setting restored."""
         attention = self.layers[layer_idx].self_attn_heads
         with keeping_weights(attention), evaluating(self):
             self(ids)
