@@ -1,0 +1,89 @@
+"""Data parallelism on two gloo processes gives the one-process model, step for step: the all-reduce
+written out, then DistributedDataParallel with a DistributedSampler; the process starter ends every rank."""
+import os
+
+import pytest
+import torch
+
+from stepbystep.training import processes
+from stepbystep.training.data_parallel import DataParallelRun, check_shards, ddp_train, manual_train
+from stepbystep.training.processes import RankError, run_ranks
+
+RUN = DataParallelRun(steps=6, global_batch=8, n_samples=16, seed=3)  # 2 batches per epoch: 3 epochs
+
+
+def _children():
+    """The pids of this process's live children."""
+    path = f"/proc/{os.getpid()}/task/{os.getpid()}/children"
+    return set(open(path).read().split()) if os.path.exists(path) else set()
+
+
+def test_two_processes_averaging_by_hand_take_the_one_process_steps():
+    one = manual_train(0, 1, RUN)  # (steps, P): the whole batch in this process
+    two = run_ranks(manual_train, 2, RUN)
+    for rank, snapshots in enumerate(two):
+        assert snapshots.shape == one.shape
+        torch.testing.assert_close(snapshots, one, rtol=0, atol=1e-6, msg=f"rank {rank}")
+    assert (one[-1] - one[0]).abs().max() > 1e-2  # the weights moved: the equality says something
+
+
+def test_without_the_all_reduce_each_rank_drifts_away_from_the_one_process_model():
+    one = manual_train(0, 1, RUN)
+    alone = run_ranks(manual_train, 2, RUN, False)
+    for snapshots in alone:
+        assert (snapshots[0] - one[0]).abs().max() > 1e-3  # from the first step on: half a batch's gradient
+    assert (alone[0][-1] - alone[1][-1]).abs().max() > 1e-3  # and the two ranks no longer hold one model
+
+
+def test_ddp_with_a_distributed_sampler_takes_the_one_process_steps():
+    one = ddp_train(0, 1, RUN)
+    two = run_ranks(ddp_train, 2, RUN)
+    for rank, result in enumerate(two):
+        torch.testing.assert_close(result["parameters"], one["parameters"], rtol=0, atol=1e-6, msg=f"rank {rank}")
+    # each rank's loss is its own shard's: their mean is the whole batch's
+    torch.testing.assert_close((two[0]["losses"] + two[1]["losses"]) / 2, one["losses"], rtol=0, atol=1e-6)
+    assert not torch.allclose(two[0]["losses"], two[1]["losses"])
+
+
+def test_without_set_epoch_every_epoch_repeats_the_first_ones_order():
+    shuffled, repeated = ddp_train(0, 1, RUN), ddp_train(0, 1, RUN.replace(set_epoch=False))
+    torch.testing.assert_close(repeated["parameters"][:2], shuffled["parameters"][:2], rtol=0, atol=0)
+    assert (repeated["parameters"][2:] - shuffled["parameters"][2:]).abs().max() > 1e-3
+    # epoch 2 of the run without set_epoch sees epoch 1's batches again: the same first batch loss shape of data
+    run = RUN.replace(lr=1e-12)  # (weights frozen in effect: the losses tell the batches apart)
+    losses = ddp_train(0, 1, run.replace(set_epoch=False))["losses"]
+    torch.testing.assert_close(losses[2:4], losses[:2], rtol=0, atol=1e-6)
+    assert not torch.allclose(ddp_train(0, 1, run)["losses"][2:4], losses[:2], rtol=0, atol=1e-6)
+
+
+def test_a_global_batch_that_does_not_split_evenly_is_refused():
+    assert check_shards(8, 2) == 4
+    with pytest.raises(ValueError, match=r"global batch \(9\) must split evenly over the 2 processes"):
+        check_shards(9, 2)
+    with pytest.raises(ValueError, match="world_size must be"):
+        check_shards(8, 0)
+    with pytest.raises(ValueError, match="needs a process group"):
+        manual_train(0, 2, RUN)
+    with pytest.raises(ValueError, match="global_batch must be at most n_samples"):
+        DataParallelRun(global_batch=64, n_samples=16)
+
+
+def test_a_rank_that_raises_ends_every_rank_and_names_itself():
+    before = _children()
+    with pytest.raises(RankError, match=r"rank \d of 2 raised:(.|\n)*split evenly") as caught:
+        run_ranks(manual_train, 2, RUN.replace(global_batch=7, n_samples=16))
+    assert caught.value.rank in (0, 1)
+    assert _children() <= before  # no rank left behind
+
+
+def test_run_ranks_refuses_functions_a_fresh_process_cannot_import():
+    def local(rank, world_size):
+        return rank
+
+    with pytest.raises(TypeError, match="importable module"):
+        run_ranks(local, 2)
+    with pytest.raises(TypeError, match="importable module"):
+        run_ranks(lambda rank, world_size: rank, 2)
+    with pytest.raises(ValueError, match="world_size must be"):
+        run_ranks(manual_train, 0, RUN)
+    assert isinstance(processes.free_port(), int)
