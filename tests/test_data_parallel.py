@@ -87,3 +87,13 @@ def test_run_ranks_refuses_functions_a_fresh_process_cannot_import():
     with pytest.raises(ValueError, match="world_size must be"):
         run_ranks(manual_train, 0, RUN)
     assert isinstance(processes.free_port(), int)
+
+
+def test_lightning_ddp_on_two_processes_takes_the_one_process_steps():
+    from stepbystep.training.lightning_ddp import lightning_train
+
+    one = ddp_train(0, 1, RUN)
+    two = run_ranks(lightning_train, 2, RUN)
+    for rank, result in enumerate(two):
+        torch.testing.assert_close(result["parameters"], one["parameters"], rtol=0, atol=1e-6, msg=f"rank {rank}")
+        assert len(result["losses"]) == 3  # three epochs of two steps

@@ -55,7 +55,8 @@ def _rank_main(rank, world_size, port, threads, fn, args, results):
         try:
             value = fn(rank, world_size, *args)
         finally:
-            dist.destroy_process_group()
+            if dist.is_initialized():  # (fn may have left it already)
+                dist.destroy_process_group()
         results.put((rank, None, _to_bytes(value)))
     except BaseException:  # noqa: BLE001 (the parent raises it, naming the rank)
         results.put((rank, traceback.format_exc(), None))
