@@ -77,7 +77,8 @@ def repeat_dataset(run):
 def build_model(run):
     """The decoder-only model, its weights drawn from ``run.seed`` (the same on every rank)."""
     config = DecoderConfig(run.vocab_size, d_model=run.d_model, n_heads=2, ff_units=2 * run.d_model,
-                           n_layers=run.n_layers, dropout=0.0, pad_id=None, max_len=2 * run.length)
+                           n_layers=run.n_layers, dropout=0.0, pad_id=None, max_len=2 * run.length,
+                           embedding_std=0.02)  # tied output: small logits at the start
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(run.seed)
         return config.build()
