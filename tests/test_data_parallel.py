@@ -97,3 +97,14 @@ def test_lightning_ddp_on_two_processes_takes_the_one_process_steps():
     for rank, result in enumerate(two):
         torch.testing.assert_close(result["parameters"], one["parameters"], rtol=0, atol=1e-6, msg=f"rank {rank}")
         assert len(result["losses"]) == 3  # three epochs of two steps
+
+
+def test_fully_sharded_on_two_processes_takes_the_one_process_steps_holding_half_the_weights():
+    from stepbystep.training.sharded import fsdp_train
+
+    one = manual_train(0, 1, RUN)
+    two = run_ranks(fsdp_train, 2, RUN)
+    for rank, result in enumerate(two):
+        torch.testing.assert_close(result["parameters"], one, rtol=0, atol=1e-6, msg=f"rank {rank}")
+    assert two[0]["local_elements"] + two[1]["local_elements"] == two[0]["total_elements"] == one.shape[1]
+    assert max(result["local_elements"] for result in two) <= one.shape[1] * 0.6  # about half each

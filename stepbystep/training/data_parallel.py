@@ -25,7 +25,7 @@ from ..models.gpt.config import DecoderConfig
 from ..models.gpt.model import completion_loss
 
 __all__ = ["DataParallelRun", "average_gradients", "check_shards", "repeat_dataset", "build_model", "manual_train",
-           "ddp_train", "flat_parameters"]
+           "ddp_train", "flat_parameters", "rank_and_world"]
 
 
 @dataclass(frozen=True)
@@ -97,7 +97,7 @@ def average_gradients(model, world_size):
             p.grad /= world_size
 
 
-def _world(world_size):
+def rank_and_world(world_size):
     """``(rank, world_size)``: from the process group, or ``(0, 1)`` in a process that joined none."""
     if dist.is_available() and dist.is_initialized():
         if dist.get_world_size() != world_size:
@@ -112,7 +112,7 @@ def manual_train(rank, world_size, run, average=True):
     """``run`` with the all-reduce written out: rank ``r`` takes the ``r``-th contiguous shard of each
     global batch (batches in order, no shuffling). ``average=False`` skips the all-reduce (each rank
     then steps on its own shard's gradient). Returns the parameters after every step ``(steps, P)``."""
-    rank, world_size = _world(world_size)
+    rank, world_size = rank_and_world(world_size)
     shard = check_shards(run.global_batch, world_size)
     inputs, targets = repeat_dataset(run).tensors
     model = build_model(run)
@@ -136,7 +136,7 @@ def ddp_train(rank, world_size, run, snapshots=True):
     ``DistributedSampler``: one permutation per epoch, seeded with ``run.seed`` and the epoch, dealt out
     to the ranks. Returns ``{"parameters": (steps, P) after every step (or None), "state_dict": rank's
     final weights, "losses": each step's loss on this rank's shard}``."""
-    rank, world_size = _world(world_size)
+    rank, world_size = rank_and_world(world_size)
     shard = check_shards(run.global_batch, world_size)
     dataset = repeat_dataset(run)
     sampler = DistributedSampler(dataset, num_replicas=world_size, rank=rank, shuffle=True, seed=run.seed,
