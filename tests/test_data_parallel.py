@@ -108,3 +108,19 @@ def test_fully_sharded_on_two_processes_takes_the_one_process_steps_holding_half
         torch.testing.assert_close(result["parameters"], one, rtol=0, atol=1e-6, msg=f"rank {rank}")
     assert two[0]["local_elements"] + two[1]["local_elements"] == two[0]["total_elements"] == one.shape[1]
     assert max(result["local_elements"] for result in two) <= one.shape[1] * 0.6  # about half each
+
+
+def test_all_reduce_leaves_the_sum_on_every_rank_and_runs_of_several_seeds_share_one_start():
+    from stepbystep.training.data_parallel import all_reduce_values, manual_train_runs
+
+    values = [torch.tensor([1.0, 2.0, 3.0]), torch.tensor([10.0, 20.0, 30.0])]
+    runs = [RUN.replace(seed=seed, steps=2) for seed in (0, 1)]
+    reduced = run_ranks(all_reduce_values, 2, values)
+    for rank, result in enumerate(reduced):
+        assert result["rank"] == rank and result["world_size"] == 2
+        assert torch.equal(result["before"], values[rank]) and torch.equal(result["after"], values[0] + values[1])
+    one = manual_train_runs(0, 1, runs)
+    for rank, result in enumerate(run_ranks(manual_train_runs, 2, runs)):
+        for seed, (mine, reference) in enumerate(zip(result, one)):
+            torch.testing.assert_close(mine, reference, rtol=0, atol=1e-6, msg=f"rank {rank}, seed {seed}")
+    assert not torch.allclose(one[0], one[1])

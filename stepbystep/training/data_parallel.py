@@ -24,7 +24,7 @@ from ..data.repeated_sequences import repeated_sequences
 from ..models.gpt.config import DecoderConfig
 from ..models.gpt.model import completion_loss
 
-__all__ = ["DataParallelRun", "average_gradients", "check_shards", "repeat_dataset", "build_model", "manual_train",
+__all__ = ["DataParallelRun", "all_reduce_values", "average_gradients", "manual_train_runs", "check_shards", "repeat_dataset", "build_model", "manual_train",
            "ddp_train", "flat_parameters", "rank_and_world"]
 
 
@@ -89,6 +89,14 @@ def flat_parameters(model):
     return torch.cat([p.detach().reshape(-1) for p in model.parameters()]).clone()
 
 
+def all_reduce_values(rank, world_size, values):
+    """Rank ``r`` holds ``values[r]`` and all-reduces it (a sum): ``{"rank", "world_size", "before", "after"}``;
+    every rank's ``after`` is the sum of all the ``values``."""
+    tensor = values[rank].clone()
+    dist.all_reduce(tensor, op=dist.ReduceOp.SUM)  # in place: every rank ends with the same sum
+    return {"rank": rank, "world_size": world_size, "before": values[rank], "after": tensor}
+
+
 def average_gradients(model, world_size):
     """Replace every gradient by its mean over the ranks: an all-reduce sums them, then divide by N."""
     for p in model.parameters():
@@ -129,6 +137,11 @@ def manual_train(rank, world_size, run, average=True):
         optimizer.step()
         snapshots.append(flat_parameters(model))
     return torch.stack(snapshots)  # (steps, P)
+
+
+def manual_train_runs(rank, world_size, runs, average=True):
+    """``manual_train`` for each of ``runs`` in turn, in one start of the processes: a list of ``(steps, P)``."""
+    return [manual_train(rank, world_size, run, average) for run in runs]
 
 
 def ddp_train(rank, world_size, run, snapshots=True):
