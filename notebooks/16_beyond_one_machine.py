@@ -24,16 +24,28 @@
 # - show that two processes, each computing gradients on half of every batch and averaging them,
 #   take **the same steps** as one process on the whole batch, and when they do not;
 # - do the same with `DistributedDataParallel` and a `DistributedSampler`, and fully sharded;
+# - train a course model with **Lightning** and get the course trainer's numbers, and load a
+#   Lightning checkpoint back into the course trainer;
 # - turn k small batches into one large one with **gradient accumulation**;
 # - count the bytes a ring all-reduce sends, and the memory data parallelism and ZeRO's stages
 #   leave on each process.
 
 # %%
+import logging
+import tempfile
+import warnings
+from pathlib import Path
+
+import lightning
 import torch
+from lightning.pytorch.callbacks import ModelCheckpoint
+from torch.utils.data import DataLoader
 
 from stepbystep.exercises import ch16
 from stepbystep.expect import expect, expect_close
 from stepbystep.models.gpt.model import completion_loss
+from stepbystep.seeding import set_seed
+from stepbystep.training import StepByStep
 from stepbystep.training.accumulation import accumulate_gradients
 from stepbystep.training.data_parallel import (
     DataParallelRun,
@@ -44,6 +56,7 @@ from stepbystep.training.data_parallel import (
     manual_train_runs,
     repeat_dataset,
 )
+from stepbystep.training.lightning import StepByStepModule, load_lightning_checkpoint
 from stepbystep.training.parallel_costs import STAGES, ring_all_reduce, ring_all_reduce_bytes, training_memory
 from stepbystep.training.processes import run_ranks
 from stepbystep.training.sharded import fsdp_train
@@ -148,6 +161,79 @@ expect(ddp_gap < 1e-6, "with DDP and a DistributedSampler, both ranks hold the o
        "step, to 1e-6", ddp_gap)
 expect_close(shard_losses.mean(0), reference["losses"], "the mean of the two ranks' shard losses is the whole "
              "batch's loss, step by step", atol=1e-6)
+
+# %% [markdown]
+# ## The same model under Lightning
+#
+# PyTorch Lightning (Falcon and the Lightning team, 2019) writes the loop you would otherwise
+# write: the device, the epochs, validation, checkpoints, logging, and the processes of a
+# distributed run. You give it a `LightningModule`: the model, what one training step computes,
+# and the optimizer. `StepByStepModule(model, loss_fn, optimizer)` is the course trainer's step in
+# that form, and it keeps the course trainer's history (the plain mean of each epoch's batch losses,
+# and the validation loss). Same seed, same batches, same optimizer: the two trainers should give the
+# same losses, epoch by epoch. Lightning's `ModelCheckpoint` callback saves a file at the end of
+# every epoch; `load_lightning_checkpoint` puts one into a `StepByStep`, which trains on from there.
+#
+# One condition, and it is Lightning's, not the module's. A plain `for batch in loader` loop asks the
+# loader for one batch past its end; a shuffling `RandomSampler` draws its next random numbers at
+# that moment, when the last batch of the epoch was full. Lightning stops at the loader's length
+# and never asks, so from the second epoch on it shuffles otherwise. Here the last batch is partial
+# (30 streams in batches of 8), and the orders are the same; with 32 streams they would not be.
+
+# %% tags=["nbval-ignore-output"]
+logging.getLogger("lightning.pytorch").setLevel(logging.ERROR)  # no banner about the hardware
+warnings.filterwarnings("ignore", message=".*does not have many workers")  # the batches are made in this process
+warnings.filterwarnings("ignore", message=".*isinstance\\(treespec, LeafSpec\\)")  # inside Lightning
+lightning_run = DataParallelRun(n_samples=30, seed=0)  # batches of 8, 8, 8 and 6
+
+
+def parts():
+    """The model and its optimizer, the same every call."""
+    model = build_model(lightning_run)
+    return model, torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+
+
+def loaders():
+    """Shuffled training batches of 8 (the loader's own generator) and validation batches."""
+    train = DataLoader(repeat_dataset(lightning_run), batch_size=8, shuffle=True, generator=torch.Generator())
+    return train, DataLoader(repeat_dataset(lightning_run.replace(seed=1, n_samples=16)), batch_size=8)
+
+
+model, optimizer = parts()
+sbs = StepByStep(model, completion_loss, optimizer, device="cpu")
+sbs.set_loaders(*loaders())
+sbs.train(4, seed=0, progress=False)  # the course trainer, four epochs straight
+
+model, optimizer = parts()
+module = StepByStepModule(model, completion_loss, optimizer)
+train_loader, val_loader = loaders()
+set_seed(0, train_loader)  # what sbs.train(seed=0) does first
+with tempfile.TemporaryDirectory() as folder:
+    saving = ModelCheckpoint(dirpath=folder, filename="{epoch}", save_top_k=-1)  # every epoch's end
+    trainer = lightning.Trainer(max_epochs=2, accelerator="cpu", devices=1, callbacks=[saving], logger=False,
+                                enable_progress_bar=False, enable_model_summary=False, default_root_dir=folder)
+    trainer.fit(module, train_loader, val_loader)  # Lightning, two epochs
+    model, optimizer = parts()
+    resumed = StepByStep(model, completion_loss, optimizer, device="cpu")
+    resumed.set_loaders(*loaders())
+    load_lightning_checkpoint(resumed, Path(folder) / "epoch=1.ckpt")
+resumed.train(2, progress=False)  # the course trainer, two more epochs from Lightning's file
+print("StepByStep, 4 epochs:      ", [round(loss, 4) for loss in sbs.losses])
+print("Lightning, 2 epochs:       ", [round(loss, 4) for loss in module.losses])
+print("its file, then StepByStep: ", [round(loss, 4) for loss in resumed.losses])
+
+# %%
+expect_close(module.losses + module.val_losses, sbs.losses[:2] + sbs.val_losses[:2],
+             "Lightning gives the course trainer's training and validation losses, epoch by epoch, to 1e-6", atol=1e-6)
+expect_close(resumed.losses + resumed.val_losses, sbs.losses + sbs.val_losses,
+             "loaded from Lightning's checkpoint, the course trainer goes on as if it had trained all four epochs",
+             atol=1e-6)
+
+# %% [markdown]
+# On two processes, `lightning.Trainer(accelerator="cpu", devices=2, strategy="ddp")` wraps the
+# module in `DistributedDataParallel` itself; the package's `lightning_train` is this chapter's
+# data-parallel run written that way, for `run_ranks`. Importing Lightning in every process takes
+# a few seconds, so this chapter leaves it to you.
 
 # %% [markdown]
 # ## Sharding everything: FSDP

@@ -123,3 +123,31 @@ def test_bad_input_is_refused_at_the_entry_point(tmp_path):
     sbs = StepByStep(model, completion_loss, optimizer, device="cpu")
     with pytest.raises(ValueError, match="not a Lightning checkpoint of a StepByStepModule"):
         load_lightning_checkpoint(sbs, tmp_path / "other.ckpt")
+
+
+def test_with_a_full_last_batch_lightning_shuffles_the_second_epoch_otherwise(tmp_path):
+    """A plain loop asks the loader once past its end, and a RandomSampler with its own generator draws
+    then; Lightning stops at the length. The chapter states this condition; the day Lightning asks, this fails."""
+    ids = repeated_sequences(32, 5, 8, seed=3)
+    order = {}
+    for name in ("stepbystep", "lightning"):
+        seen = []
+
+        def loss(prediction, y, seen=seen):
+            seen.append(int(y.sum()))
+            return completion_loss(prediction, y)
+
+        model, optimizer, _ = _parts(None)
+        loader = DataLoader(TensorDataset(ids[:, :-1], ids[:, 1:]), batch_size=8, shuffle=True,
+                            generator=torch.Generator())  # 4 full batches
+        if name == "stepbystep":
+            sbs = StepByStep(model, loss, optimizer, device="cpu")
+            sbs.set_loaders(loader)
+            sbs.train(2, seed=5, progress=False)
+        else:
+            set_seed(5, loader)
+            _lightning_trainer(tmp_path, 2, enable_checkpointing=False).fit(StepByStepModule(model, loss, optimizer),
+                                                                            loader)
+        order[name] = seen
+    assert order["stepbystep"][:4] == order["lightning"][:4]
+    assert order["stepbystep"][4:] != order["lightning"][4:]
