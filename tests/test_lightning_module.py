@@ -151,3 +151,31 @@ def test_with_a_full_last_batch_lightning_shuffles_the_second_epoch_otherwise(tm
         order[name] = seen
     assert order["stepbystep"][:4] == order["lightning"][:4]
     assert order["stepbystep"][4:] != order["lightning"][4:]
+
+
+def test_a_checkpoint_saved_without_validation_holds_the_whole_epoch(tmp_path):
+    model, optimizer, _ = _parts(None)
+    module = StepByStepModule(model, completion_loss, optimizer)
+    train_loader, _ = _loaders()
+    set_seed(5, train_loader)
+    saving = lightning.pytorch.callbacks.ModelCheckpoint(dirpath=tmp_path, filename="{epoch}", save_top_k=-1)
+    _lightning_trainer(tmp_path, 2, callbacks=[saving]).fit(module, train_loader)
+    model, optimizer, _ = _parts(None)
+    sbs = StepByStep(model, completion_loss, optimizer, device="cpu")
+    sbs.set_loaders(_loaders()[0])
+    load_lightning_checkpoint(sbs, tmp_path / "epoch=0.ckpt")
+    assert sbs.total_epochs == 1 and sbs.losses == pytest.approx(module.losses[:1], abs=1e-12) and sbs.val_losses == []
+
+
+def test_a_checkpoint_saved_inside_an_epoch_is_refused(tmp_path):
+    model, optimizer, _ = _parts(None)
+    module = StepByStepModule(model, completion_loss, optimizer)
+    train_loader, _ = _loaders()
+    saving = lightning.pytorch.callbacks.ModelCheckpoint(dirpath=tmp_path, filename="{step}", every_n_train_steps=1,
+                                                         save_top_k=-1)
+    _lightning_trainer(tmp_path, 1, callbacks=[saving]).fit(module, train_loader)
+    model, optimizer, _ = _parts(None)
+    sbs = StepByStep(model, completion_loss, optimizer, device="cpu")
+    with pytest.raises(ValueError, match=r"saved 2 step\(s\) into an epoch"):
+        load_lightning_checkpoint(sbs, tmp_path / "step=2.ckpt")
+    assert sbs.total_epochs == 0  # nothing loaded

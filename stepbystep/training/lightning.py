@@ -80,24 +80,26 @@ class StepByStepModule(lightning.LightningModule):
             raise ValueError("StepByStepModule validates at the end of every epoch, as StepByStep does: leave the "
                              "Trainer's val_check_interval and check_val_every_n_epoch at their defaults")
 
-    def _close_epoch(self):
-        """Record the open epoch's mean losses (plain means over batches) and log them."""
-        (train_sum, n_train), (val_sum, n_val) = self._sums["train"], self._sums["val"]
-        if n_train == 0:
+    def _close(self, kind):
+        """Record the open epoch's mean ``kind`` loss (a plain mean over its batches) and log it."""
+        total, n_batches = self._sums[kind]
+        if n_batches == 0:
             return
-        self.losses.append(train_sum / n_train)
-        self.log("loss", self.losses[-1], prog_bar=True)
-        if n_val:
-            self.val_losses.append(val_sum / n_val)
-            self.log("val_loss", self.val_losses[-1], prog_bar=True)
-        self._sums = {"train": [0.0, 0], "val": [0.0, 0]}
+        history, name = (self.losses, "loss") if kind == "train" else (self.val_losses, "val_loss")
+        history.append(total / n_batches)
+        self.log(name, history[-1], on_step=False, on_epoch=True, prog_bar=True)
+        self._sums[kind] = [0.0, 0]
 
-    def on_validation_epoch_end(self):  # before ModelCheckpoint saves: the file holds this epoch
+    def on_train_batch_end(self, outputs, batch, batch_idx):
+        if batch_idx + 1 == self.trainer.num_training_batches:  # the epoch's last step: before any checkpoint
+            self._close("train")
+
+    def on_train_epoch_end(self):  # a loader without a length ends its epoch here
+        self._close("train")
+
+    def on_validation_epoch_end(self):
         if not self.trainer.sanity_checking:
-            self._close_epoch()
-
-    def on_train_epoch_end(self):  # without validation, the epoch closes here
-        self._close_epoch()
+            self._close("val")
 
     def configure_optimizers(self):
         if self.schedule is None:
@@ -108,12 +110,10 @@ class StepByStepModule(lightning.LightningModule):
         return {"optimizer": self.optimizer, "lr_scheduler": config}
 
     def on_save_checkpoint(self, checkpoint):
-        if self._sums["train"][1]:
-            raise ValueError("a checkpoint saved inside an epoch cannot load into StepByStep (its history counts whole "
-                             "epochs): save at an epoch's end (ModelCheckpoint's default)")
         loader = self.trainer.train_dataloader if self.trainer is not None else None
         checkpoint[HISTORY_KEY] = {"loss": list(self.losses), "val_loss": list(self.val_losses),
-                                   "learning_rates": list(self.learning_rates), "rng_state": get_rng_state(loader)}
+                                   "learning_rates": list(self.learning_rates), "rng_state": get_rng_state(loader),
+                                   "open_batches": self._sums["train"][1]}
 
     def on_load_checkpoint(self, checkpoint):
         history = checkpoint.get(HISTORY_KEY, {})
@@ -133,11 +133,14 @@ def load_lightning_checkpoint(trainer, path):
         raise ValueError(f"{str(path)!r} is not a Lightning checkpoint of a StepByStepModule: it lacks "
                          f"{[key for key in ('state_dict', HISTORY_KEY) if not isinstance(saved, dict) or key not in saved]}")
     history = saved[HISTORY_KEY]
+    if history.get("open_batches", 0):
+        raise ValueError(f"{str(path)!r} was saved {history['open_batches']} step(s) into an epoch, and StepByStep's "
+                         "history counts whole epochs: load a file saved at an epoch's end (ModelCheckpoint's default)")
     prefix = "model."
     weights = {name[len(prefix):]: value for name, value in saved["state_dict"].items() if name.startswith(prefix)}
     schedulers = saved.get("lr_schedulers", [])
     state = {
-        "epoch": len(history["loss"]),  # saved at an epoch's end (on_save_checkpoint refuses others)
+        "epoch": len(history["loss"]),  # saved at an epoch's end (others are refused above)
         "steps": int(saved["global_step"]),
         "model_state_dict": weights,
         "optimizer_state_dict": saved["optimizer_states"][0],
