@@ -123,8 +123,9 @@ print(gap_alone)
 print("how far the weights moved in 6 steps, per seed:", moved)
 
 # %%
-expect(bool((gap < 1e-6).all()), "with the all-reduce, both ranks hold the one-process weights after every step, "
-       "to 1e-6, on every seed", gap.max())
+expect(bool((gap < 1e-6).all()),
+       "with the all-reduce, both ranks hold the one-process weights after every step, to 1e-6, on every seed",
+       gap.max())
 expect(bool((moved > 1e-2).all()), "the weights moved by more than 1e-2 in six steps: the equality is not "
        "that of weights standing still", moved.min())
 expect(bool((gap_alone > 1e-3).all()), "without it, each rank ends more than 1e-3 away from the one-process "
