@@ -1,6 +1,8 @@
 """Data parallelism on two gloo processes gives the one-process model, step for step: the all-reduce
 written out, then DistributedDataParallel with a DistributedSampler; the process starter ends every rank."""
+import multiprocessing
 import os
+from multiprocessing import resource_tracker
 
 import pytest
 import torch
@@ -13,7 +15,9 @@ RUN = DataParallelRun(steps=6, global_batch=8, n_samples=16, seed=3)  # 2 batche
 
 
 def _children():
-    """The pids of this process's live children."""
+    """The pids of this process's live children (multiprocessing's resource tracker, which lives as long as
+    this process, started first, so that it counts as one before and after)."""
+    resource_tracker.ensure_running()
     path = f"/proc/{os.getpid()}/task/{os.getpid()}/children"
     return set(open(path).read().split()) if os.path.exists(path) else set()
 
@@ -73,7 +77,7 @@ def test_a_rank_that_raises_ends_every_rank_and_names_itself():
     with pytest.raises(RankError, match=r"rank \d of 2 raised:(.|\n)*split evenly") as caught:
         run_ranks(manual_train, 2, RUN.replace(global_batch=7, n_samples=16))
     assert caught.value.rank in (0, 1)
-    assert _children() <= before  # no rank left behind
+    assert _children() <= before and not multiprocessing.active_children()  # no rank left behind
 
 
 def test_run_ranks_refuses_functions_a_fresh_process_cannot_import():
@@ -124,3 +128,10 @@ def test_all_reduce_leaves_the_sum_on_every_rank_and_runs_of_several_seeds_share
         for seed, (mine, reference) in enumerate(zip(result, one)):
             torch.testing.assert_close(mine, reference, rtol=0, atol=1e-6, msg=f"rank {rank}, seed {seed}")
     assert not torch.allclose(one[0], one[1])
+
+
+def test_ranks_that_outlast_the_timeout_are_ended():
+    before = _children()
+    with pytest.raises(RankError, match=r"ranks \[0, 1\] of 2 sent nothing within 0.5 s"):
+        run_ranks(manual_train, 2, RUN, timeout=0.5)  # no Python starts that fast
+    assert _children() <= before and not multiprocessing.active_children()

@@ -46,12 +46,12 @@ def _to_bytes(value):
     return buffer.getvalue()
 
 
-def _rank_main(rank, world_size, port, threads, fn, args, results):
+def _rank_main(rank, world_size, port, threads, timeout, fn, args, results):
     """One rank: join the group, run ``fn``, send back its result (or the error), leave the group."""
     try:
         torch.set_num_threads(threads)
         dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world_size,
-                                timeout=timedelta(seconds=60))
+                                timeout=timedelta(seconds=timeout))  # a collective waits this long at most
         try:
             value = fn(rank, world_size, *args)
         finally:
@@ -71,14 +71,15 @@ def _check_importable(fn):
                         f"afresh), got {name or fn!r} from {module or 'nowhere'}: move it into a .py file")
 
 
-def run_ranks(fn, world_size, *args, timeout=120.0, threads=None):
+def run_ranks(fn, world_size, *args, timeout=300.0, threads=None):
     """``[fn(0, world_size, *args), ..., fn(world_size - 1, world_size, *args)]``, each rank in its own
     process, all in one ``gloo`` group.
 
     Results come back through ``torch.save`` (tensors, numbers, strings and containers of them).
     ``threads``: PyTorch threads per rank; by default the machine's cores shared among the ranks.
-    ``timeout``: seconds for the whole run. A rank that raises, dies or outlasts ``timeout`` is a
-    ``RankError`` naming it, with its traceback; every process is ended before this returns or raises.
+    ``timeout``: seconds for the whole run (generous: a loaded machine starts Python slowly). A rank that
+    raises, dies or outlasts ``timeout`` is a ``RankError`` naming it, with its traceback; every process
+    is ended before this returns or raises.
     """
     _check_importable(fn)
     check_positive_int("world_size", world_size)
@@ -88,7 +89,7 @@ def run_ranks(fn, world_size, *args, timeout=120.0, threads=None):
     context = multiprocessing.get_context("spawn")
     results = context.Queue()
     port = free_port()
-    processes = [context.Process(target=_rank_main, args=(rank, world_size, port, threads, fn, args, results),
+    processes = [context.Process(target=_rank_main, args=(rank, world_size, port, threads, timeout, fn, args, results),
                                  daemon=True) for rank in range(world_size)]
     try:
         for process in processes:
