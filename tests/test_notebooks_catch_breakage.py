@@ -130,6 +130,12 @@ BREAKS = [
                     return [self._rank[part] for part in parts]
         return broken""",
           "the chapter's tokenizer gives tiktoken's ids on the whole held-out play"),
+    Break("gradients-summed-not-averaged", "16_beyond_one_machine", "stepbystep.training.data_parallel",
+          "average_gradients", """
+        def broken(model, world_size):  # the all-reduce's sum, never divided by the number of ranks
+            return original(model, 1)
+        return broken""",
+          "with the all-reduce, both ranks hold the one-process weights after every step, to 1e-6, on every seed"),
 ]
 
 SITECUSTOMIZE = '''\

@@ -1,0 +1,397 @@
+# %% [markdown]
+# # Chapter 16: beyond one machine: data parallelism, the same numbers on one process and on two
+#
+# Every model of this course has trained in one process, with the course's own trainer. A model
+# that outgrows one process is not trained by a new, hand-written trainer: it is trained by
+# PyTorch's `DistributedDataParallel` (DDP), often under a trainer such as PyTorch Lightning. This
+# chapter shows why that gives the model one process would have given, what it sends between the
+# processes, and where it stops, on two processes of this machine's CPU, with PyTorch's `gloo`
+# backend.
+#
+# Sources, each at the point it is used:
+#
+# - Li et al., "PyTorch Distributed: Experiences on Accelerating Data Parallel Training" (2020):
+#   the design of `DistributedDataParallel`;
+# - Patarasuk and Yuan, "Bandwidth Optimal All-reduce Algorithms for Clusters of Workstations"
+#   (2009): the ring all-reduce;
+# - Rajbhandari, Rasley, Ruwase and He, "ZeRO: Memory Optimizations Toward Training Trillion
+#   Parameter Models" (2020): sharding the optimizer state, the gradients and the parameters.
+#
+# By the end of this chapter you will be able to:
+#
+# - say what a process, a **rank** and the **world size** are, and what an **all-reduce** leaves
+#   on every rank;
+# - show that two processes, each computing gradients on half of every batch and averaging them,
+#   take **the same steps** as one process on the whole batch, and when they do not;
+# - do the same with `DistributedDataParallel` and a `DistributedSampler`, and fully sharded;
+# - train a course model with **Lightning** and get the course trainer's numbers, and load a
+#   Lightning checkpoint back into the course trainer;
+# - turn k small batches into one large one with **gradient accumulation**;
+# - count the bytes a ring all-reduce sends, and the memory data parallelism and ZeRO's stages
+#   leave on each process.
+
+# %%
+import logging
+import tempfile
+import warnings
+from pathlib import Path
+
+import lightning
+import torch
+from lightning.pytorch.callbacks import ModelCheckpoint
+from torch.utils.data import DataLoader
+
+from stepbystep.exercises import ch16
+from stepbystep.expect import expect, expect_close
+from stepbystep.models.gpt.model import completion_loss
+from stepbystep.seeding import set_seed
+from stepbystep.training import StepByStep
+from stepbystep.training.accumulation import accumulate_gradients
+from stepbystep.training.data_parallel import (
+    DataParallelRun,
+    all_reduce_values,
+    build_model,
+    ddp_train,
+    flat_parameters,
+    manual_train_runs,
+    repeat_dataset,
+)
+from stepbystep.training.lightning import StepByStepModule, load_lightning_checkpoint
+from stepbystep.training.parallel_costs import STAGES, ring_all_reduce, ring_all_reduce_bytes, training_memory
+from stepbystep.training.processes import run_ranks
+from stepbystep.training.sharded import fsdp_train
+
+# %% [markdown]
+# ## Processes, ranks and the world size
+#
+# A **process** is a running Python with its own memory: two processes share no tensor. A
+# distributed run starts N of them, the **world size**, and numbers them 0 to N - 1, their
+# **ranks**. They talk only through **collectives**, operations every rank calls together. The
+# one data parallelism needs is the **all-reduce**: every rank brings a tensor, and every rank
+# leaves with the sum of all of them.
+#
+# `run_ranks(fn, N, *args)` starts N fresh processes, joins them in one group on `gloo` (PyTorch's
+# backend for CPUs; NCCL is the one for NVIDIA GPUs), calls `fn(rank, N, *args)` in each and
+# returns their results in rank order. A fresh process imports `fn` from its module, so `fn` lives
+# in the package, not in this notebook; and `run_ranks` ends every process before it returns, even
+# when one raises. `all_reduce_values` gives rank r the tensor `values[r]` and all-reduces it:
+
+# %%
+values = [torch.tensor([1.0, 2.0, 3.0]), torch.tensor([10.0, 20.0, 30.0])]
+reduced = run_ranks(all_reduce_values, 2, values)
+for result in reduced:
+    print(f"rank {result['rank']} of {result['world_size']}: before {result['before'].tolist()}, "
+          f"after {result['after'].tolist()}")
+expect(all(torch.equal(result["after"], values[0] + values[1]) for result in reduced),
+       "after the all-reduce, every rank holds the sum of both ranks' tensors")
+
+# %% [markdown]
+# ## The central claim: two processes, one model
+#
+# Data parallelism gives every rank the whole model, with the same initial weights, and 1/N of
+# every batch: its **shard**. Each rank computes the gradient of its shard's mean loss; an
+# all-reduce sums the N gradients and each rank divides by N. If every shard's loss averages the
+# same number of terms, the mean of the shards' gradients is the gradient of the whole batch's
+# mean loss:
+#
+# $$\frac{1}{N}\sum_{r=1}^{N} \nabla \frac{1}{B/N}\sum_{i \in \text{shard } r} \ell_i
+#   = \nabla \frac{1}{B}\sum_{i=1}^{B} \ell_i .$$
+#
+# Every rank then takes the same optimizer step from the same weights, so the ranks stay one model,
+# and it is the model one process would train on the whole batch. Only the order of
+# floating-point additions differs, so the two agree to rounding, not to the bit.
+#
+# The task is chapter 13's: random tokens, then the same tokens again, for the course's
+# decoder-only model (one layer, no dropout: dropout would draw other masks on other ranks). No
+# stream is padded, so every shard's loss averages the same number of tokens. `manual_train`
+# writes the all-reduce out: rank r takes the r-th half of every batch of 8 streams; with one
+# process it takes the whole batch. Three seeds, six SGD steps each, the weights compared after
+# every step:
+
+# %% tags=["nbval-ignore-output"]
+runs = [DataParallelRun(steps=6, global_batch=8, n_samples=16, seed=seed) for seed in (0, 1, 2)]
+one = manual_train_runs(0, 1, runs)  # [(steps, P)] per seed: one process, whole batches
+two = run_ranks(manual_train_runs, 2, runs)  # per rank, per seed
+alone = run_ranks(manual_train_runs, 2, runs, False)  # the control: no all-reduce, each rank on its half
+gap = torch.tensor([[(two[rank][s] - one[s]).abs().max() for s in range(3)] for rank in (0, 1)])  # (ranks, seeds)
+gap_alone = torch.tensor([[(alone[rank][s] - one[s]).abs().max() for s in range(3)] for rank in (0, 1)])
+moved = torch.tensor([(one[s][-1] - one[s][0]).abs().max() for s in range(3)])
+print("largest difference from one process, any step (rows: ranks, columns: seeds)")
+print(gap)
+print("the same without the all-reduce")
+print(gap_alone)
+print("how far the weights moved in 6 steps, per seed:", moved)
+
+# %%
+expect(bool((gap < 1e-6).all()),
+       "with the all-reduce, both ranks hold the one-process weights after every step, to 1e-6, on every seed",
+       gap.max())
+expect(bool((moved > 1e-2).all()), "the weights moved by more than 1e-2 in six steps: the equality is not "
+       "that of weights standing still", moved.min())
+expect(bool((gap_alone > 1e-3).all()), "without it, each rank ends more than 1e-3 away from the one-process "
+       "model on every seed", gap_alone.min())
+
+# %% [markdown]
+# ## DistributedDataParallel and the DistributedSampler
+#
+# `DistributedDataParallel` (Li et al. 2020) does the all-reduce for you, and better: it registers
+# a hook on every parameter, groups the gradients into **buckets** (25 MB by default,
+# `bucket_cap_mb`) and all-reduces a bucket as soon as the backward pass has filled it, while the
+# backward pass goes on computing the next ones. On GPUs that overlap hides much of the
+# communication; here, on two CPU processes of a small model, it shows nothing but the same numbers.
+#
+# Each rank must also see its own part of every batch. A `DistributedSampler` draws one permutation
+# of the data set per epoch, from its `seed` plus the epoch, and deals it out: rank r takes places
+# r, r + N, r + 2N... Every rank draws the same permutation only if every rank is told which epoch
+# it is: `sampler.set_epoch(epoch)` before every epoch. Forget it and every epoch repeats the first
+# one's order. `ddp_train` does both; one process with a sampler of one replica and the whole batch
+# is the reference:
+
+# %% tags=["nbval-ignore-output"]
+run = runs[0].replace(steps=8)  # four epochs of two batches
+reference = ddp_train(0, 1, run)
+ddp = run_ranks(ddp_train, 2, run)
+ddp_gap = max((result["parameters"] - reference["parameters"]).abs().max() for result in ddp)
+shard_losses = torch.stack([result["losses"] for result in ddp])  # (ranks, steps): each rank's own shard
+print("largest difference from one process:", ddp_gap)
+print("each rank's loss, step by step:\n", shard_losses)
+print("one process:", reference["losses"])
+
+# %%
+expect(ddp_gap < 1e-6, "with DDP and a DistributedSampler, both ranks hold the one-process weights after every "
+       "step, to 1e-6", ddp_gap)
+expect_close(shard_losses.mean(0), reference["losses"], "the mean of the two ranks' shard losses is the whole "
+             "batch's loss, step by step", atol=1e-6)
+
+# %% [markdown]
+# ## The same model under Lightning
+#
+# PyTorch Lightning (Falcon and the Lightning team, 2019) writes the loop you would otherwise
+# write: the device, the epochs, validation, checkpoints, logging, and the processes of a
+# distributed run. You give it a `LightningModule`: the model, what one training step computes,
+# and the optimizer. `StepByStepModule(model, loss_fn, optimizer)` is the course trainer's step in
+# that form, and it keeps the course trainer's history (the plain mean of each epoch's batch losses,
+# and the validation loss). Same seed, same batches, same optimizer: the two trainers should give the
+# same losses, epoch by epoch. Lightning's `ModelCheckpoint` callback saves a file at the end of
+# every epoch; `load_lightning_checkpoint` puts one into a `StepByStep`, which trains on from there.
+#
+# One condition, and it is Lightning's, not the module's. A plain `for batch in loader` loop asks the
+# loader for one batch past its end; a shuffling `RandomSampler` draws its next random numbers at
+# that moment, when the last batch of the epoch was full. Lightning stops at the loader's length
+# and never asks, so from the second epoch on it shuffles otherwise. Here the last batch is partial
+# (30 streams in batches of 8), and the orders are the same; with 32 streams they would not be.
+
+# %% tags=["nbval-ignore-output"]
+logging.getLogger("lightning.pytorch").setLevel(logging.ERROR)  # no banner about the hardware
+warnings.filterwarnings("ignore", message=".*does not have many workers")  # the batches are made in this process
+warnings.filterwarnings("ignore", message=".*isinstance\\(treespec, LeafSpec\\)")  # inside Lightning
+lightning_run = DataParallelRun(n_samples=30, seed=0)  # batches of 8, 8, 8 and 6
+
+
+def parts():
+    """The model and its optimizer, the same every call."""
+    model = build_model(lightning_run)
+    return model, torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+
+
+def loaders():
+    """Shuffled training batches of 8 (the loader's own generator) and validation batches."""
+    train = DataLoader(repeat_dataset(lightning_run), batch_size=8, shuffle=True, generator=torch.Generator())
+    return train, DataLoader(repeat_dataset(lightning_run.replace(seed=1, n_samples=16)), batch_size=8)
+
+
+model, optimizer = parts()
+sbs = StepByStep(model, completion_loss, optimizer, device="cpu")
+sbs.set_loaders(*loaders())
+sbs.train(4, seed=0, progress=False)  # the course trainer, four epochs straight
+
+model, optimizer = parts()
+module = StepByStepModule(model, completion_loss, optimizer)
+train_loader, val_loader = loaders()
+set_seed(0, train_loader)  # what sbs.train(seed=0) does first
+with tempfile.TemporaryDirectory() as folder:
+    saving = ModelCheckpoint(dirpath=folder, filename="{epoch}", save_top_k=-1)  # every epoch's end
+    trainer = lightning.Trainer(max_epochs=2, accelerator="cpu", devices=1, callbacks=[saving], logger=False,
+                                enable_progress_bar=False, enable_model_summary=False, default_root_dir=folder)
+    trainer.fit(module, train_loader, val_loader)  # Lightning, two epochs
+    model, optimizer = parts()
+    resumed = StepByStep(model, completion_loss, optimizer, device="cpu")
+    resumed.set_loaders(*loaders())
+    load_lightning_checkpoint(resumed, Path(folder) / "epoch=1.ckpt")
+resumed.train(2, progress=False)  # the course trainer, two more epochs from Lightning's file
+print("StepByStep, 4 epochs:      ", [round(loss, 4) for loss in sbs.losses])
+print("Lightning, 2 epochs:       ", [round(loss, 4) for loss in module.losses])
+print("its file, then StepByStep: ", [round(loss, 4) for loss in resumed.losses])
+
+# %%
+expect_close(module.losses + module.val_losses, sbs.losses[:2] + sbs.val_losses[:2],
+             "Lightning gives the course trainer's training and validation losses, epoch by epoch, to 1e-6", atol=1e-6)
+expect_close(resumed.losses + resumed.val_losses, sbs.losses + sbs.val_losses,
+             "loaded from Lightning's checkpoint, the course trainer goes on as if it had trained all four epochs",
+             atol=1e-6)
+
+# %% [markdown]
+# On two processes, `lightning.Trainer(accelerator="cpu", devices=2, strategy="ddp")` wraps the
+# module in `DistributedDataParallel` itself; the package's `lightning_train` is this chapter's
+# data-parallel run written that way, for `run_ranks`. Importing Lightning in every process takes
+# a few seconds, so this chapter leaves it to you.
+
+# %% [markdown]
+# ## Sharding everything: FSDP
+#
+# Data parallelism keeps the whole model, its gradients and the optimizer's state on every rank.
+# PyTorch's `fully_shard` (FSDP, the third stage of ZeRO, below) keeps only 1/N of each parameter
+# on each rank: before a layer runs, an all-gather assembles its full weights, freed after use;
+# after the backward pass, a reduce-scatter leaves each rank the averaged gradient of its own
+# shard, and the optimizer steps only that shard. The arithmetic is the same, so the model is too.
+# It runs on `gloo` on the CPU (with this course's PyTorch):
+
+# %% tags=["nbval-ignore-output"]
+sharded = run_ranks(fsdp_train, 2, runs[0])
+fsdp_gap = max((result["parameters"] - one[0]).abs().max() for result in sharded)
+print("largest difference from one process:", fsdp_gap)
+print("parameter numbers held per rank:", [result["local_elements"] for result in sharded],
+      "of", sharded[0]["total_elements"])
+
+# %%
+expect(fsdp_gap < 1e-6, "fully sharded on two ranks, the gathered weights equal the one-process ones after every "
+       "step, to 1e-6", fsdp_gap)
+expect(sum(result["local_elements"] for result in sharded) == sharded[0]["total_elements"]
+       and max(result["local_elements"] for result in sharded) < 0.6 * sharded[0]["total_elements"],
+       "each rank holds its own part of the parameters, about half")
+
+# %% [markdown]
+# ## Gradient accumulation: a large batch on one process
+#
+# The same identity gives a large batch without a second process: compute the gradients of k
+# micro-batches one after the other, each loss divided by k, and let `backward` add them up in
+# `.grad` (it adds; it does not replace). One optimizer step afterwards takes the step of the
+# batch k times larger. `accumulate_gradients` does it; two steps with batches of 8 built from
+# four micro-batches of 2, against whole batches of 8:
+
+# %% tags=["nbval-ignore-output"]
+def train_accumulating(k, steps=2):
+    """SGD steps on batches of 8 made of ``k`` micro-batches: the parameters after each ``(steps, P)``."""
+    inputs, targets = repeat_dataset(runs[0]).tensors
+    model = build_model(runs[0])
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    history = []
+    for step in range(steps):
+        x, y = inputs[8 * step:8 * step + 8], targets[8 * step:8 * step + 8]  # (8, L) each; 16 streams: 2 batches
+        optimizer.zero_grad(set_to_none=True)
+        accumulate_gradients(model, completion_loss, zip(x.chunk(k), y.chunk(k)))
+        optimizer.step()
+        history.append(flat_parameters(model))
+    return torch.stack(history)
+
+
+accumulation_gap = (train_accumulating(4) - train_accumulating(1)).abs().max()
+print("largest difference, 4 micro-batches of 2 against batches of 8:", accumulation_gap)
+
+# %%
+expect(accumulation_gap < 1e-6, "four micro-batches of 2 take the steps of whole batches of 8, to 1e-6",
+       accumulation_gap)
+
+# %% [markdown]
+# ## What it sends: the ring all-reduce
+#
+# How does an all-reduce move the data? In a **ring** (Patarasuk and Yuan 2009), each of N workers
+# sends only to the next. The gradient is cut into N chunks. In N - 1 **reduce-scatter** steps,
+# every worker passes one chunk on and adds the one it receives, so that each worker ends with one
+# chunk summed over all; in N - 1 **all-gather** steps the summed chunks go round. Every step,
+# every worker sends one chunk of 1/N of the gradient, so each sends
+#
+# $$2\,\frac{N-1}{N} \times \text{the gradient's bytes}$$
+#
+# per step: almost twice the gradient, however many workers there are. `ring_all_reduce` runs the
+# ring on numbers; three workers hold the chunks [1, 2, 3], [10, 20, 30] and [100, 200, 300]:
+
+# %%
+chunks = [[1, 2, 3], [10, 20, 30], [100, 200, 300]]  # worker w's chunk c
+result, transfers = ring_all_reduce(chunks)
+for step, moves in enumerate(transfers):
+    print(f"step {step + 1} ({moves[0][3]}):", ", ".join(f"{s}→{r} chunk {c}" for s, r, c, _ in moves))
+print("every worker ends with", result[0], result[1], result[2])
+expect(all(row == [111, 222, 333] for row in result), "every worker ends with every chunk summed over the three")
+
+# %% [markdown]
+# For a model of 124 million parameters, GPT-2 small's size, with 4-byte gradients, each process
+# sends per step:
+
+# %%
+for n in (1, 2, 4, 8, 64):
+    print(f"{n:>3} processes: {ring_all_reduce_bytes(124_000_000, n) / 1e6:7.0f} MB per process per step")
+
+# %% [markdown]
+# ## Where data parallelism stops, and what ZeRO changes
+#
+# Every process of a data-parallel run holds the whole model state. With Adam in mixed precision,
+# ZeRO counts 16 bytes per parameter: 2 for the 16-bit weights, 2 for their gradients and 12 for
+# the optimizer (a 32-bit copy of the weights, the momentum and the variance). ZeRO's stages shard
+# one more part over the N processes each: stage 1 the optimizer state, stage 2 the gradients too,
+# stage 3 (FSDP) the parameters too. The paper's own example is a model of 7.5 billion parameters
+# on 64 GPUs (activations not counted):
+
+# %%
+for stage in STAGES:
+    memory = training_memory(7_500_000_000, 64, stage)
+    print(f"{stage:>5}: {memory['total'] / 1e9:6.1f} GB per GPU")
+expect(round(training_memory(7_500_000_000, 64, "ddp")["total"] / 1e9, 1) == 120.0
+       and round(training_memory(7_500_000_000, 64, "zero3")["total"] / 1e9, 1) == 1.9,
+       "the arithmetic gives the ZeRO paper's 120 GB per GPU without sharding and 1.9 GB with all three stages")
+
+# %% [markdown]
+# Sharding is not free: stage 3 gathers every layer's weights before using them, in the forward
+# and again in the backward pass, so it sends about 1.5 times the bytes of data parallelism's
+# all-reduce (the ZeRO paper's count). That is the trade: memory for communication.
+#
+# ## Summary
+#
+# - Processes share nothing but what collectives send; an all-reduce leaves every rank the sum.
+# - N ranks, each on 1/N of every batch, averaging their gradients, take the steps one process takes
+#   on the whole batch, as long as every shard's loss averages the same number of terms: to 1e-6
+#   here, on every seed, by hand, with DDP and fully sharded; without the all-reduce they drift
+#   apart from the first step.
+# - Gradient accumulation gives one process the step of a batch k times larger.
+# - A ring all-reduce sends 2 (N - 1) / N of the gradient per process per step; data parallelism
+#   keeps the whole model state on every process, and ZeRO's stages shard it.
+
+# %% [markdown]
+# ## Your turn
+#
+# Each exercise has a checker: `.check(answer)` says whether your answer is right and, if not,
+# what is wrong with it; `.hint()` gives a nudge and `.solution()` a worked answer. The cells
+# below run the checkers on placeholders, so they fail until you fill them in.
+#
+# **1. Predict the traffic.** Eight processes train a model of 100 million parameters with 4-byte
+# gradients and a ring all-reduce. How many bytes does **one** process send per step? Work it out
+# before you call `ring_all_reduce_bytes`.
+
+# %%
+my_bytes = 0  # replace with your count
+
+ch16.ring_bytes.check(my_bytes)
+
+# %% [markdown]
+# **2. ZeRO stage 2.** A model of 1.5 billion parameters trains with mixed-precision Adam (16 bytes
+# per parameter, as above) on 16 GPUs, with ZeRO stage 2. How many bytes of model state does each
+# GPU hold?
+
+# %%
+my_memory = 0  # replace with your count
+
+ch16.zero_memory.check(my_memory)
+
+# %% [markdown]
+# **3. Accumulate by hand.** Write `accumulate(model, loss_fn, micro_batches)`, without
+# `accumulate_gradients`: after it, `.grad` must hold the gradient of the mean loss over all the
+# micro-batches (equally large), as if they were one batch. The gradients are zero before it is
+# called; the optimizer steps after.
+
+# %%
+def accumulate(model, loss_fn, micro_batches):
+    for x, y in micro_batches:
+        loss_fn(model(x), y).backward()  # replace: is this the large batch's gradient?
+
+
+ch16.accumulate.check(accumulate)

@@ -1,0 +1,147 @@
+"""Chapter 16's "Your turn": the bytes a ring all-reduce sends, the memory ZeRO stage 2 leaves on each
+GPU, and gradient accumulation written by hand.
+
+In the notebook::
+
+    from stepbystep.exercises import ch16
+    ch16.ring_bytes.check(my_bytes)
+    ch16.ring_bytes.hint()
+    ch16.ring_bytes.solution()
+"""
+import math
+
+import torch
+
+from ..models.gpt.model import completion_loss
+from ..training.data_parallel import DataParallelRun, build_model, repeat_dataset
+from .exercise import Exercise, as_number, expects_function
+
+__all__ = ["ring_bytes", "zero_memory", "accumulate"]
+
+
+def _number_checker(expected, slips, unit):
+    """A checker for one number: ``slips`` maps a wrong value to what it says about the reasoning."""
+    def check(answer):
+        value = as_number(answer)
+        if value is None:
+            return f"expected one number of {unit}, got {type(answer).__name__}"
+        if math.isclose(value, expected, rel_tol=1e-3):
+            return None
+        for wrong, why in slips:
+            if math.isclose(value, wrong, rel_tol=1e-3):
+                return why
+        direction = "too many" if value > expected else "too few"
+        return f"{value:,.0f} {unit} is {direction}: count what one process holds or sends, part by part"
+    return check
+
+
+# ----------------------------------------------------------------------------- 1. the bytes of a ring all-reduce
+N_PROCESSES, N_PARAMETERS = 8, 100_000_000  # fp32 gradients: 4 bytes each
+
+
+def _ring_bytes_solution():
+    gradient = N_PARAMETERS * 4  # bytes of one full gradient, fp32
+    # reduce-scatter then all-gather: N - 1 steps each, one chunk of gradient / N per step
+    return 2 * (N_PROCESSES - 1) * gradient / N_PROCESSES
+
+
+_GRADIENT = N_PARAMETERS * 4
+ring_bytes = Exercise(
+    "the bytes one process sends per step",
+    _number_checker(_ring_bytes_solution(), [
+        ((N_PROCESSES - 1) * _GRADIENT / N_PROCESSES,
+         "that is one phase of the ring: after the reduce-scatter every process holds one summed chunk, and the "
+         "summed chunks must still go round"),
+        (2 * _GRADIENT, "each step sends one chunk, a 1/N share of the gradient, not all of it: how many steps are there?"),
+        (2 * (N_PROCESSES - 1) * _GRADIENT,  # = N times the answer
+         "that is what all the processes send together (or one sending the whole gradient at every step): the "
+         "question is one process, and each step sends one chunk, 1/N of the gradient"),
+        (_ring_bytes_solution() / 4, "that counts numbers, not bytes: an fp32 number is 4 bytes"),
+        (2 * N_PROCESSES * _GRADIENT / N_PROCESSES, "a ring of N processes needs N - 1 steps per phase, not N"),
+    ], "bytes"),
+    "The gradient is cut into N chunks. How many steps does each phase (reduce-scatter, all-gather) take, and "
+    "how much does one process send in a step?",
+    _ring_bytes_solution,
+)
+
+
+# ----------------------------------------------------------------------------- 2. ZeRO stage 2's memory
+PSI, GPUS = 1_500_000_000, 16  # parameters; mixed-precision Adam: 2 + 2 + 12 bytes per parameter
+
+
+def _zero_memory_solution():
+    parameters = 2 * PSI  # fp16, on every GPU (stage 3 would shard them)
+    gradients = 2 * PSI / GPUS  # fp16, sharded from stage 2
+    optimizer = 12 * PSI / GPUS  # fp32 weights, momentum, variance: sharded from stage 1
+    return parameters + gradients + optimizer
+
+
+zero_memory = Exercise(
+    "ZeRO stage 2's model state per GPU",
+    _number_checker(_zero_memory_solution(), [
+        (16 * PSI, "that is plain data parallelism: every GPU holds everything; stage 2 shards two of the three parts"),
+        (4 * PSI + 12 * PSI / GPUS, "that is stage 1: only the optimizer state is sharded; stage 2 shards the "
+                                   "gradients too"),
+        (16 * PSI / GPUS, "that is stage 3 (FSDP): it shards the parameters too; stage 2 keeps every parameter on every GPU"),
+        (4 * PSI + 8 * PSI / GPUS, "mixed-precision Adam keeps 12 bytes per parameter: a 4-byte copy of the weights "
+                                  "besides momentum and variance"),
+    ], "bytes"),
+    "Write the three parts (parameters, gradients, optimizer state) per parameter, then ask of each part: is it "
+    "divided among the GPUs in stage 2?",
+    _zero_memory_solution,
+)
+
+
+# ----------------------------------------------------------------------------- 3. gradient accumulation by hand
+def _accumulate_solution(model, loss_fn, micro_batches):
+    k = len(micro_batches)
+    for x, y in micro_batches:
+        loss = loss_fn(model(x), y) / k  # each micro-batch's share of the large batch's mean
+        loss.backward()  # backward adds into .grad: no zero_grad in between
+
+
+_RUN = DataParallelRun(n_samples=16, global_batch=8, seed=2)
+
+
+def _gradients(model):
+    return [None if p.grad is None else p.grad.clone() for p in model.parameters()]
+
+
+def _matches(grads, reference, scale=1.0):
+    return all(g is not None and torch.allclose(g, r * scale, rtol=1e-4, atol=1e-7) for g, r in zip(grads, reference))
+
+
+@expects_function("accumulate(model, loss_fn, micro_batches)")
+def _check_accumulate(answer):
+    inputs, targets = repeat_dataset(_RUN).tensors
+    x, y = inputs[:8], targets[:8]  # (8, L) each
+    model = build_model(_RUN)
+    completion_loss(model(x), y).backward()
+    whole = _gradients(model)  # the large batch's gradient
+    for k in (2, 4):
+        model.zero_grad(set_to_none=True)
+        micro = list(zip(x.chunk(k), y.chunk(k)))
+        answer(model, completion_loss, micro)
+        grads = _gradients(model)
+        if _matches(grads, whole):
+            continue
+        if any(g is None for g in grads):
+            return "some parameters have no gradient after your function: call backward on each micro-batch's loss"
+        if _matches(grads, whole, k):
+            return f"with k = {k} your gradient is k times the large batch's: the large batch's loss is a mean"
+        model.zero_grad(set_to_none=True)
+        completion_loss(model(micro[-1][0]), micro[-1][1]).backward()
+        last = _gradients(model)
+        if _matches(grads, last) or _matches(grads, last, 1 / k):
+            return "your gradient is the last micro-batch's alone: something clears the earlier ones' gradients"
+        return f"with k = {k} your gradient is not the large batch's"
+    return None
+
+
+accumulate = Exercise(
+    "gradient accumulation",
+    _check_accumulate,
+    "backward adds to .grad rather than replacing it. The large batch's loss is the mean over its samples: "
+    "what share of it is one micro-batch's mean loss?",
+    _accumulate_solution,
+)

@@ -1,0 +1,50 @@
+"""The data-parallel run with every parameter sharded: PyTorch's ``fully_shard`` (FSDP, ZeRO stage 3).
+
+Each rank keeps 1/N of every parameter (a ``DTensor`` shard), of its gradient and of the optimizer's
+state. Before a layer runs, an all-gather assembles its full weights, freed after use; after the
+backward pass a reduce-scatter leaves each rank the mean gradient of its own shard, and the optimizer
+steps only that shard. The arithmetic is the data-parallel step's, so the model is the same.
+It runs on ``gloo`` on the CPU (torch 2.13).
+"""
+import warnings
+
+import torch
+from torch.distributed.fsdp import fully_shard
+
+from ..models.gpt.model import completion_loss
+from .data_parallel import build_model, check_shards, rank_and_world, repeat_dataset
+
+__all__ = ["fsdp_train", "full_parameters"]
+
+
+def full_parameters(model):
+    """Every parameter, gathered whole from the shards, in one vector ``(P,)`` (an all-gather: every rank calls it)."""
+    return torch.cat([(p.full_tensor() if hasattr(p, "full_tensor") else p).detach().reshape(-1)
+                      for p in model.parameters()])
+
+
+def fsdp_train(rank, world_size, run):
+    """``data_parallel.manual_train``'s run (contiguous shards of each global batch, in order) with each
+    layer and the whole model wrapped by ``fully_shard``. Returns ``{"parameters": (steps, P) after every
+    step, gathered, "local_elements": how many parameter numbers this rank holds, "total_elements": P}``."""
+    rank, world_size = rank_and_world(world_size)
+    shard = check_shards(run.global_batch, world_size)
+    inputs, targets = repeat_dataset(run).tensors
+    model = build_model(run)
+    total = sum(p.numel() for p in model.parameters())
+    for layer in model.layers:  # one all-gather per layer: only one layer's full weights at a time
+        fully_shard(layer)
+    fully_shard(model)  # the rest: embedding (tied to the output layer), final norm
+    local = sum(p.to_local().numel() for p in model.parameters())
+    optimizer = torch.optim.SGD(model.parameters(), lr=run.lr, momentum=0.9)  # steps the shards
+    n_batches, snapshots = run.n_samples // run.global_batch, []
+    for step in range(run.steps):
+        start = (step % n_batches) * run.global_batch + rank * shard
+        with warnings.catch_warnings():  # the logits are a view; nothing here changes them in place
+            warnings.filterwarnings("ignore", message=".*returned a view tensor")
+            loss = completion_loss(model(inputs[start:start + shard]), targets[start:start + shard])
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()  # reduce-scatter: each rank gets the mean gradient of its shard
+        optimizer.step()
+        snapshots.append(full_parameters(model))
+    return {"parameters": torch.stack(snapshots), "local_elements": local, "total_elements": total}
