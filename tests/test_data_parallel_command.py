@@ -3,7 +3,7 @@ processes with one global batch ends with the same weights; bad input stops befo
 import pytest
 import torch
 
-from stepbystep.checkpoint import safe_load
+from stepbystep.serialization import safe_load
 from stepbystep.experiments import data_parallel
 from stepbystep.experiments.data_parallel import main
 from stepbystep.training.data_parallel import build_model

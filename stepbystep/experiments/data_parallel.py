@@ -10,7 +10,7 @@ rank 0's ``state_dict`` goes to ``--out``, written atomically.
 import argparse
 import os
 
-from ..checkpoint import atomic_save
+from ..serialization import atomic_save
 from ..checks import check_instance, check_positive_int
 from ..training.data_parallel import DataParallelRun, check_shards, ddp_train
 from ..training.processes import run_ranks

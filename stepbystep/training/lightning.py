@@ -15,7 +15,7 @@ import lightning
 import torch
 from torch.optim import lr_scheduler
 
-from ..checkpoint import safe_load
+from ..serialization import safe_load
 from ..checks import check_instance
 from ..devices import move_to
 from ..seeding import get_rng_state
