@@ -67,7 +67,7 @@ N_DAYS = (LAST_DATE - FIRST_DATE).days + 1  # 36,525 days
 
 _LOCALE = Locale.parse("en")
 
-# Babel (CLDR) patterns: d day, dd two-digit day, MMM "Jul", MMMM "July", MM "07", EEE "Tue",
+# Babel (CLDR) patterns: d day, dd two-digit day, MMM "Jul", MMMM "July", M "7", MM "07", EEE "Tue",
 # EEEE "Tuesday", y "2007", yy "07"; text in single quotes is written as it is.
 DATE_PATTERNS = (
     "d MMM y",  # 3 May 1979
@@ -81,8 +81,8 @@ DATE_PATTERNS = (
     "EEE d MMM y",  # Tue 10 Jul 2007
     "EEE, d MMM y",  # Tue, 10 Jul 2007
     "EEEE d MMMM y",  # Tuesday 10 July 2007
-    "EEEE MMMM d y",  # Saturday May 9 2018
-    "EEEE, MMMM d, y",  # Saturday, May 9, 2018
+    "EEEE MMMM d y",  # Wednesday May 9 2018 (the reference date's "Saturday" is a wrong weekday)
+    "EEEE, MMMM d, y",  # Wednesday, May 9, 2018
     "MMMM d y",  # March 3 2001
     "MMMM d, y",  # March 3, 2001
     "MMMM d{ord} y",  # March 3rd 2001
