@@ -917,8 +917,9 @@ date_translator(model, src_vocab, tgt_vocab)
 # - **Split by date**, not by text: validation dates unseen in any pattern make exact match a
 #   test of reading, not of memory.
 # - A character-level `TokenTransformer`, trained with **warm-up then linear decay** for three
-#   epochs, translates at least 99.5% of the held-out dates and all eight reference dates
-#   of the deeplearning.ai exercise exactly; **exact match** is the metric the user feels.
+#   epochs, translates at least 99.5% of the held-out dates exactly, in this run and in five
+#   stored runs (99.75% to 99.90%), and, in this run, all eight reference dates of the
+#   deeplearning.ai exercise; **exact match** is the metric the user feels.
 # - An epoch's **training loss** is a mean over a model that changes during the epoch; the
 #   **validation loss** is measured at its end: in the first epoch the two differ a lot;
 #   measured the same way at the end, they do not.
