@@ -7,6 +7,7 @@ from stepbystep.devices import torch_threads
 from stepbystep.experiments.translation_seeds import (
     LENGTH_BINS,
     NOT_DATES,
+    CENTURY_EDGES,
     OUT_OF_RANGE,
     RESULTS,
     SEEDS,
@@ -27,6 +28,16 @@ def test_the_file_holds_every_run_and_how_it_was_written():
         assert sum(wrong for wrong, _ in run["top_pattern_bins"]) == run["top_pattern"][1] <= run["n_wrong"]
         assert 0 <= run["days_zero_tens"] <= run["wrong_days"] == run["fields"].get("day", 0)
         assert list(run["not_dates"]) == list(NOT_DATES) and list(run["out_of_range"]) == list(OUT_OF_RANGE)
+        assert list(run["century_edges"]) == list(CENTURY_EDGES)
+        assert 0 <= run["not_real"] + run["outside_years"] <= run["n_wrong"]
+        for kind in ("wrong", "right"):
+            assert 0 <= run["in_field"][kind][0] <= run["in_field"][kind][1]
+        # every wrong digit row of a day or a year is counted: at least one per wrong year or day field
+        assert run["in_field"]["wrong"][1] >= run["fields"].get("year", 0) + run["fields"].get("day", 0)
+
+
+def test_the_study_has_five_seeds_at_one_thread():
+    assert SEEDS == {1: (0, 1, 2, 3, 4)}
 
 
 def test_one_stored_run_is_computed_again():
@@ -36,7 +47,8 @@ def test_one_stored_run_is_computed_again():
         (fresh,) = translation_seeds({1: (1,)})
     stored = next(run for run in load_translation_seeds() if (run["threads"], run["seed"]) == (1, 1))
     assert fresh["exact_match"] == pytest.approx(stored["exact_match"], abs=0.0015)
-    for key in ("bin_wrong", "fields", "kinds", "top_pattern_bins", "days_zero_tens", "not_dates"):
+    for key in ("bin_wrong", "fields", "kinds", "top_pattern_bins", "days_zero_tens", "not_real", "outside_years",
+                "in_field", "not_dates", "out_of_range", "century_edges"):
         assert fresh[key] == stored[key], key
 
 
@@ -47,7 +59,9 @@ def test_error_profile_measures_an_untrained_model_too():
     torch.manual_seed(0)
     model = TokenTransformer(len(src_vocab), len(tgt_vocab), d_model=16, n_heads=2, ff_units=16, n_layers=1,
                              dropout=0.0, max_len=32)
-    profile = error_profile(model, src_vocab, tgt_vocab)
+    profile = error_profile(model, src_vocab, tgt_vocab, n_aligned=20)
     assert profile["bin_wrong"] == [1_000] * len(LENGTH_BINS)  # an untrained model gets no date right
-    assert profile["n_wrong"] == 5_000 and profile["not_real"] <= 5_000
+    assert profile["n_wrong"] == 5_000 and profile["not_real"] + profile["outside_years"] <= 5_000
+    # the reads of 20 wrong translations: at most 8 digit rows each (year, month and day in digits)
+    assert 0 < sum(n for _, n in profile["in_field"].values()) <= 20 * 8
     assert all(isinstance(output, str) and isinstance(real, bool) for output, real in profile["not_dates"].values())

@@ -33,27 +33,6 @@ def test_new_pattern_needs_a_string(fails_with):
     fails_with(ch08.new_pattern, None, "a str")
 
 
-# ----------------------------------------------------------------------------- century rule
-def test_century_rule_solution_passes():
-    assert ch08.century_rule.check(ch08.century_rule._solution)
-    assert ch08.century_rule._solution(9) == 2009 and ch08.century_rule._solution(79) == 1979
-
-
-def test_century_rule_off_by_one_boundary_is_caught(fails_with):
-    fails_with(ch08.century_rule, lambda yy: (2000 if yy <= 50 else 1900) + yy, "the boundary")
-    assert "1950" not in repr(ch08.century_rule.check(lambda yy: (2000 if yy <= 50 else 1900) + yy))
-
-
-def test_century_rule_placeholder_is_caught_without_the_answer(fails_with):
-    """The placeholder puts every year in the 1900s."""
-    fails_with(ch08.century_rule, lambda yy: 1900 + yy, "full_year(0) returned 1900, which is not what the rule gives")
-    assert "2000" not in repr(ch08.century_rule.check(lambda yy: 1900 + yy))
-
-
-def test_century_rule_needs_ints(fails_with):
-    fails_with(ch08.century_rule, lambda yy: str(2000 + yy), "should be an int")
-
-
 # ----------------------------------------------------------------------------- reading positions
 def test_reading_positions_solution_passes():
     assert ch08.reading_positions.check(ch08.reading_positions._solution)

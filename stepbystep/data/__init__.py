@@ -23,6 +23,8 @@ from .dates import (
     N_DAYS,
     REFERENCE_DATES,
     check_text,
+    check_translation,
+    check_years,
     date_datasets,
     date_pairs,
     date_pairs_by_length,

@@ -57,6 +57,8 @@ __all__ = [
     "wrong_fields",
     "iso_date",
     "check_text",
+    "check_years",
+    "check_translation",
 ]
 
 FIRST_DATE = date(1950, 1, 1)
@@ -65,7 +67,7 @@ N_DAYS = (LAST_DATE - FIRST_DATE).days + 1  # 36,525 days
 
 _LOCALE = Locale.parse("en")
 
-# Babel (CLDR) patterns: d day, dd two-digit day, MMM "Jul", MMMM "July", MM "07", EEE "Tue",
+# Babel (CLDR) patterns: d day, dd two-digit day, MMM "Jul", MMMM "July", M "7", MM "07", EEE "Tue",
 # EEEE "Tuesday", y "2007", yy "07"; text in single quotes is written as it is.
 DATE_PATTERNS = (
     "d MMM y",  # 3 May 1979
@@ -79,8 +81,8 @@ DATE_PATTERNS = (
     "EEE d MMM y",  # Tue 10 Jul 2007
     "EEE, d MMM y",  # Tue, 10 Jul 2007
     "EEEE d MMMM y",  # Tuesday 10 July 2007
-    "EEEE MMMM d y",  # Saturday May 9 2018
-    "EEEE, MMMM d, y",  # Saturday, May 9, 2018
+    "EEEE MMMM d y",  # Wednesday May 9 2018 (the reference date's "Saturday" is a wrong weekday)
+    "EEEE, MMMM d, y",  # Wednesday, May 9, 2018
     "MMMM d y",  # March 3 2001
     "MMMM d, y",  # March 3, 2001
     "MMMM d{ord} y",  # March 3rd 2001
@@ -354,3 +356,27 @@ def check_text(text, max_len):
     if max_len is not None and len(text) > max_len:
         raise ValueError(f"the text has {len(text)} characters, but this model reads at most {max_len}: "
                          f"{text[:max_len]!r}...")
+
+
+def check_years(text):
+    """Refuse a text whose year the data set never writes: every group of three or more digits is
+    read as a year and must lie in ``FIRST_DATE.year``-``LAST_DATE.year`` (a two-digit year always
+    does, by the century rule). "0009-09-09" and "4 July 1776" are refused before a model reads them."""
+    check_instance("text", text, str, "the text of a date (a str)")
+    for digits in re.findall(r"\d{3,}", text):
+        if not FIRST_DATE.year <= int(digits) <= LAST_DATE.year:
+            raise ValueError(f"expected a year from {FIRST_DATE.year} to {LAST_DATE.year}, the years the model was "
+                             f"trained on, got {digits!r} in {text!r}")
+
+
+def check_translation(output, text):
+    """Refuse what a model wrote for ``text`` when it is no day of the data set's range: another
+    shape, no such day ("2004-07-00"), or a year outside ``FIRST_DATE.year``-``LAST_DATE.year``.
+    Returns the output when it passes. A passed output may still be the wrong day."""
+    day = iso_date(output)
+    if day is None:
+        raise ValueError(f"the model wrote {output!r} for {text!r}, which is not a date: is the text one?")
+    if not FIRST_DATE <= day <= LAST_DATE:
+        raise ValueError(f"the model wrote {output!r} for {text!r}, a year outside {FIRST_DATE.year}-"
+                         f"{LAST_DATE.year}, which it was never trained to write")
+    return output

@@ -1,4 +1,4 @@
-"""Chapter 08's "Your turn": a new date pattern, the two-digit-year rule, reading an alignment
+"""Chapter 08's "Your turn": a new date pattern, predictions at the century rule's edges, reading an alignment
 map as numbers, and the model's confidence in its own output.
 
 In the notebook::
@@ -68,29 +68,50 @@ new_pattern = Exercise(
 )
 
 
-# ----------------------------------------------------------------------------- 2. the century rule
-def _century_rule_solution(two_digits):
-    return (2000 if two_digits < 50 else 1900) + two_digits  # 00-49 -> 20xx, 50-99 -> 19xx
+# ----------------------------------------------------------------------------- 2. the century's edges
+CENTURY_TEXTS = ("5 April 49", "5 April 50", "5 April 1949", "5 April 2050")
 
 
-@expects_function("full_year(two_digits)")
-def _check_century_rule(answer):
-    for two_digits in range(100):
-        got = answer(two_digits)
-        wanted = _century_rule_solution(two_digits)
-        if isinstance(got, bool) or not isinstance(got, numbers.Integral):
-            return f"full_year({two_digits}) should be an int, got {got!r}"
-        if got != wanted:
-            where = " (look at the boundary between the two centuries)" if two_digits in (49, 50) else ""
-            return f"full_year({two_digits}) returned {got}, which is not what the rule gives{where}"
+def _century_predictions_solution():
+    return {
+        "5 April 49": "2049-04-05",  # two digits: 00-49 -> 20xx, so 49 is the range's last year
+        "5 April 50": "1950-04-05",  # 50-99 -> 19xx, so 50 is its first
+        "5 April 1949": "ValueError",  # four digits outside 1950-2049: refused before the model reads it
+        "5 April 2050": "ValueError",
+    }
+
+
+def _check_century_predictions(answer):
+    if not isinstance(answer, dict):
+        return f"expected a dict {{text: prediction}} for the texts {list(CENTURY_TEXTS)}, got {type(answer).__name__}"
+    if set(answer) != set(CENTURY_TEXTS):
+        return f"expected one prediction for each of {list(CENTURY_TEXTS)}, got the keys {sorted(answer)}"
+    wanted = _century_predictions_solution()
+    for text in CENTURY_TEXTS:
+        got = answer[text]
+        if not isinstance(got, str) or not (got == "ValueError" or re.fullmatch(r"\d{4}-\d{2}-\d{2}", got)):
+            return f"for {text!r} predict an ISO date 'YYYY-MM-DD' or 'ValueError', got {got!r}"
+        if got == wanted[text]:
+            continue
+        two_digits = len(text.split()[-1]) == 2
+        if two_digits and got == "ValueError":
+            return (f"you predict a ValueError for {text!r}, but a two-digit year is never refused: the century "
+                    "rule gives every two-digit year a year inside the data set's range")
+        if not two_digits and got != "ValueError":
+            return (f"you predict {got} for {text!r}: what does translate do with a year the data set never "
+                    "writes, before the model reads the text?")
+        if got[4:] != wanted[text][4:]:
+            return f"for {text!r} the month or the day of {got} is off: ISO writes year-month-day, each on two digits"
+        return f"for {text!r} you predict the year {got[:4]}: which century does the rule give to {text.split()[-1]}?"
     return None
 
 
 century_rule = Exercise(
-    "the century rule for two-digit years",
-    _check_century_rule,
-    "years 00 to 49 belong to the 2000s and 50 to 99 to the 1900s: compare with 50, then add 2000 or 1900",
-    _century_rule_solution,
+    "what translate does at the century's edges",
+    _check_century_predictions,
+    "two-digit years follow the data set's century rule (00-49 -> 20xx, 50-99 -> 19xx); a four-digit year is "
+    "checked against the years the data set writes, 1950-2049, before the model reads the text",
+    _century_predictions_solution,
 )
 
 

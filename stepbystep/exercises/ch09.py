@@ -38,6 +38,9 @@ def _check_top_k(answer):
         wanted = top_k_filter(logits, k)
         kept = torch.isfinite(got)
         right = torch.isfinite(wanted)  # (4, 12): the k most likely of every row
+        probabilities = _as_probabilities(got, logits, wanted)
+        if probabilities is not None:
+            return f"with k={k} {probabilities}"
         if k < logits.shape[-1] and torch.equal(got[right], logits[right]) and not kept[~right].logical_not().any() \
                 and got[~right].unique().numel() == 1:
             return (f"with k={k} the right tokens keep their logits, but the left-out ones get a finite value: "
@@ -50,6 +53,26 @@ def _check_top_k(answer):
             return "the kept logits must stay as they are: only the others change"
         if not torch.all(got[~kept] == float("-inf")):
             return "the left-out logits should be -inf, so that softmax gives them probability 0"
+    return None
+
+
+def _as_probabilities(got, logits, wanted):
+    """What is wrong when a top-k answer returns probabilities where logits were asked for, or None."""
+    probs = torch.softmax(logits, dim=-1)  # (N, V): the model's probabilities, unfiltered
+    right = torch.isfinite(wanted)  # (N, V): the tokens to keep
+    if torch.isfinite(got).all() and (got >= 0).all() and (got.sum(dim=-1) <= 1 + 1e-4).all():
+        if torch.allclose(got, torch.softmax(wanted, dim=-1), atol=1e-5):
+            return ("your function returns the filtered *probabilities* (softmax already applied), but the sampler "
+                    "applies softmax itself: return logits, with -inf for the tokens left out")
+        if torch.allclose(got, probs.masked_fill(~right, 0.0), atol=1e-5):
+            return ("your function returns probabilities with the left-out tokens set to 0, and the kept ones no "
+                    "longer sum to 1 (they were not renormalised); return logits instead, with -inf for the "
+                    "tokens left out: the softmax that follows renormalises")
+        return "your values look like probabilities (between 0 and 1, rows summing to at most 1): return logits"
+    kept = torch.isfinite(got)
+    if torch.equal(kept, right) and torch.allclose(got[kept], probs[kept], atol=1e-5):
+        return ("the right tokens are kept, but with their probabilities, not their logits: keep the logits "
+                "themselves, the softmax comes later")
     return None
 
 
@@ -348,13 +371,20 @@ _REPEAT_MISTAKES = (
      "divide by the number of windows of n tokens, not by the number of tokens"),
     (lambda tokens, n: _share(_windows(tokens, n)[:-1], len(_windows(tokens, n)) - 1),
      "the last window of n tokens is missing: a sequence of L tokens has L - n + 1 of them"),
+    (lambda tokens, n: _repeat_share_solution("".join(str(t) for t in _windows(tokens, 1) for t in t), n),
+     "your windows are of characters, not of tokens: joined into one string, the ids 1, 21, 12, 1 read "
+     "'12112...' and seem to repeat; keep each window a tuple of token ids"),
+    (lambda tokens, n: _share(["".join(map(str, window)) for window in _windows(tokens, n)], len(_windows(tokens, n))),
+     "each window is joined into a string without a separator, so the windows (1, 21) and (12, 1) both read "
+     "'121': keep each window a tuple of token ids"),
     (lambda tokens, n: _share(_windows(tokens, n, step=n), len(_windows(tokens, n, step=n))),
      "the windows start at every position, one token apart, and they overlap ('abc', 'bca', 'cab', 'abc')"),
 )
 
 # (sequence, n, share)
 _REPEAT_CASES = (("abcabc", 3, 1 / 4), ("aaaa", 2, 2 / 3), ("abcd", 2, 0.0), ("ab", 3, 0.0),
-                 ([1, 2, 1, 2, 1, 2], 2, 3 / 5), (torch.tensor([5, 6, 7, 5, 6, 7, 5]), 3, 2 / 5))
+                 ([1, 2, 1, 2, 1, 2], 2, 3 / 5), (torch.tensor([5, 6, 7, 5, 6, 7, 5]), 3, 2 / 5),
+                 ([1, 21, 12, 1], 2, 0.0))  # ids of two digits: a string join of them repeats "12" and "21"
 
 
 @expects_function("repeat_share(tokens, n)")

@@ -6,7 +6,8 @@ from collections import Counter
 from ..checks import check_instance
 from ..data import wrong_fields
 
-__all__ = ["ERROR_KINDS_BY_DIGIT", "digit_error_kind", "field_error_kinds", "field_spans", "wrong_digit_reads"]
+__all__ = ["ERROR_KINDS_BY_DIGIT", "digit_error_kind", "field_error_kinds", "field_spans", "wrong_digit_reads",
+           "digit_reads", "in_field_shares"]
 
 ERROR_KINDS_BY_DIGIT = ("digits swapped", "one digit wrong", "other")
 
@@ -88,3 +89,35 @@ def wrong_digit_reads(translation, target):
         start, end = spans.get(field, (0, 0))
         reads.append((index, field, position, start <= position < end))
     return reads
+
+
+def digit_reads(translation, target):
+    """Where the decoder read while it wrote each digit of a field that the text writes in digits:
+    one ``(index, field, position, in_field, right)`` per output character at such an index of
+    ``target`` (a month written as a name has no digits to read, so its rows are left out), with
+    ``position`` and ``in_field`` as in ``wrong_digit_reads`` and ``right`` whether the written
+    character is the target's. The right rows are the control for the wrong ones."""
+    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", target):
+        raise ValueError(f"target must be an ISO date YYYY-MM-DD, got {target!r}")
+    spans = field_spans(translation.text)
+    rows = translation.weights.mean(dim=0)  # (L_out, L_s): the heads averaged
+    reads = []
+    for index, (right, written) in enumerate(zip(target, translation.translation)):
+        field = _FIELD_OF_OUTPUT.get(index)
+        if field not in spans or index >= rows.shape[0]:
+            continue
+        start, end = spans[field]
+        position = int(rows[index].argmax())
+        reads.append((index, field, position, start <= position < end, right == written))
+    return reads
+
+
+def in_field_shares(reads):
+    """From ``digit_reads`` rows: ``{"wrong": [in_field, n], "right": [in_field, n]}``, how many rows
+    that wrote a wrong (a right) digit read most a digit of their own field, of how many."""
+    shares = {"wrong": [0, 0], "right": [0, 0]}
+    for *_, in_field, right in reads:
+        counts = shares["right" if right else "wrong"]
+        counts[0] += bool(in_field)
+        counts[1] += 1
+    return shares

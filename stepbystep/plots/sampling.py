@@ -28,6 +28,14 @@ def _symbol(vocab, index):
     return _SPACE if symbol == " " else symbol
 
 
+def _fit(symbol):
+    """Text placement for one box: a special token ("<sos>", "<eos>") upright would overflow its
+    box, so it is written smaller and turned to run up the box."""
+    if len(symbol) > 1:
+        return dict(ha="center", va="center", fontsize=7, rotation=90)
+    return dict(ha="center", va="center", fontsize=9)
+
+
 def completion_stream(inputs, targets, vocab, ignore_index=-100, fig=None):
     """One training stream: the model's inputs above, the targets below, ignored targets greyed.
 
@@ -46,10 +54,10 @@ def completion_stream(inputs, targets, vocab, ignore_index=-100, fig=None):
     for position in range(length):
         counted = targets[position] != ignore_index
         ax.add_patch(plt.Rectangle((position - 0.45, 0.55), 0.9, 0.9, color=_PROMPT if not counted else _COMPLETION))
-        ax.text(position, 1.0, _symbol(vocab, inputs[position]), ha="center", va="center", fontsize=9)
+        ax.text(position, 1.0, _symbol(vocab, inputs[position]), **_fit(_symbol(vocab, inputs[position])))
         ax.add_patch(plt.Rectangle((position - 0.45, -0.45), 0.9, 0.9, color=_COMPLETION if counted else _IGNORED))
-        ax.text(position, 0.0, _symbol(vocab, targets[position]) if counted else "—", ha="center", va="center",
-                fontsize=9, color="black" if counted else "grey")
+        target = _symbol(vocab, targets[position]) if counted else "—"
+        ax.text(position, 0.0, target, color="black" if counted else "grey", **_fit(target))
     ax.set_xlim(-0.6, length - 0.4)
     ax.set_ylim(-0.6, 1.6)
     ax.set_yticks([0, 1], ["target", "input"])
