@@ -30,7 +30,7 @@ def test_the_other_heads_control_fails_on_a_large_move_either_way():
     baseline = torch.tensor([0.3, 0.4, 0.5])
     groups = {"previous-token heads off": baseline + 1.5, "induction heads off": torch.full((3,), 3.4)}
     name = "with the other layer-0 heads switched off by zeroing, it rises by less than 0.1 and falls by less than " \
-           "0.25 in every seed"
+           "0.25 in every seed that has any (3 seeds at least)"
     for change, holds in ((0.0, True), (-0.2, True), (0.05, True), (0.15, False), (-0.3, False)):
         claims = group_claims(baseline, dict(groups, **{"other layer-0 heads off": baseline + change}), 3.47)
         assert {c.claim: bool(c.holds) for c in claims}[name] is holds, change
