@@ -10,6 +10,7 @@ from stepbystep.devices import torch_threads
 from stepbystep.experiments import induction_seeds
 from stepbystep.experiments.induction import (
     VOCAB_SIZE,
+    composition_claims,
     first_token_claims,
     fixed_length_scores,
     group_claims,
@@ -109,8 +110,12 @@ def test_seen_token_mass_is_the_probability_on_tokens_already_in_the_first_half(
             seen_share.append(len(seen) / VOCAB_SIZE)
     assert mass.item() == pytest.approx(torch.stack(on_seen).mean().item(), abs=1e-5)
     assert share.item() == pytest.approx(sum(seen_share) / len(seen_share), abs=1e-6)
-    assert seen_bet_claims(torch.tensor([0.4, 0.5]), torch.tensor([0.17, 0.17]))[0].holds
-    assert not seen_bet_claims(torch.tensor([0.4, 0.3]), torch.tensor([0.17, 0.17]))[0].holds
+    share = torch.full((3,), 0.17)
+    one_layer = torch.tensor([0.35, 0.37, 0.33])
+    assert all(c.holds for c in seen_bet_claims(torch.tensor([0.4, 0.5, 0.3]), share, one_layer))
+    assert not seen_bet_claims(torch.tensor([0.4, 0.5, 0.25]), share, one_layer)[0].holds  # one seed under 1.5 times
+    assert not seen_bet_claims(torch.tensor([0.33, 0.5, 0.3]), share, one_layer)[0].holds  # the median under twice
+    assert not seen_bet_claims(torch.tensor([0.4, 0.5, 0.3]), share, torch.tensor([0.35, 0.2, 0.33]))[1].holds
 
 
 def test_fixed_length_scores_and_first_token_claims():
@@ -150,3 +155,14 @@ def test_one_seed_recomputed_at_the_default_thread_count_matches_the_stored_one(
     assert fresh["copying"] == pytest.approx(stored["copying"], abs=0.05)
     assert fresh["fixed_length"]["8"]["repeat"] == pytest.approx(stored["fixed_length"]["8"]["repeat"], abs=0.05)
     assert fresh["seen_token_mass"]["mass"] == pytest.approx(stored["seen_token_mass"]["mass"], abs=0.02)
+
+
+def test_the_key_path_claim_bounds_every_seed_and_the_median():
+    intact = {"induction": torch.full((3,), 0.9), "repeat": torch.full((3,), 0.6)}
+
+    def through(kept):
+        return {"key": {"induction": 0.9 * torch.tensor(kept), "repeat": torch.full((3,), 2.5)},
+                "query": dict(intact), "value": dict(intact)}
+    assert composition_claims(intact, through([0.2, 0.3, 0.55]))[0].holds
+    assert not composition_claims(intact, through([0.2, 0.3, 0.65]))[0].holds  # one seed keeps over 60%
+    assert not composition_claims(intact, through([0.2, 0.45, 0.5]))[0].holds  # the median keeps over 40%
