@@ -152,7 +152,8 @@ def test_one_seed_recomputed_at_the_default_thread_count_matches_the_stored_one(
         assert fresh[key] == pytest.approx(stored[key], abs=0.02)
     for group, value in stored["groups"].items():
         assert fresh["groups"][group] == pytest.approx(value, abs=0.05)
-    assert fresh["copying"] == pytest.approx(stored["copying"], abs=0.05)
+    for layer in range(2):
+        assert fresh["copying"][layer] == pytest.approx(stored["copying"][layer], abs=0.05)
     assert fresh["fixed_length"]["8"]["repeat"] == pytest.approx(stored["fixed_length"]["8"]["repeat"], abs=0.05)
     assert fresh["seen_token_mass"]["mass"] == pytest.approx(stored["seen_token_mass"]["mass"], abs=0.02)
 
