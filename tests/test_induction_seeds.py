@@ -72,7 +72,7 @@ def test_the_stored_claims_fail_where_they_should():
     harmful["runs"][0]["groups"]["other layer-0 heads off"] += 1.0  # the control is no longer harmless
     failed = [claim.claim for claim in study_claims(harmful) if not claim.holds]
     assert failed == ["with the other layer-0 heads switched off by zeroing, it rises by less than 0.1 and falls by "
-                      "less than 0.25 in every seed"]
+                      "less than 0.25 in every seed that has any (3 seeds at least)"]
     helpful = json.loads(json.dumps(study))
     helpful["runs"][0]["groups"]["other layer-0 heads off"] -= 0.3  # copying far better without them: not harmless
     assert [claim.claim for claim in study_claims(helpful) if not claim.holds] == failed

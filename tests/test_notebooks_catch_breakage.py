@@ -117,7 +117,7 @@ BREAKS = [
         def broken(model, heads, *args, **kwargs):  # every head left on
             return original(model, [], *args, **kwargs)
         return broken""",
-          "with the previous-token heads off, every seed's best induction score falls below half of its value"),
+          "with the previous-token heads off, every seed's best induction score falls below 60% of its value"),
     Break("merges-applied-out-of-order", "15_subword_tokens", "stepbystep.data", "BytePairTokenizer._encode_piece", """
         def broken(self, piece):  # merges the leftmost pair that forms a token, not the earliest-learned one
             parts = [bytes([b]) for b in piece]

@@ -115,7 +115,8 @@ def head_score_dots(panels, threshold=None, marked=None):
 def ablation_effects(single, in_circuit, groups, log_v):
     """Left: the rise of the repeat's loss with each head switched off, ``single`` ``(seeds, n_layers, H)``,
     filled where ``in_circuit`` (same shape, bool), hollow elsewhere. Right: ``groups``
-    ``{name: repeat loss (seeds,)}``, dots per seed and a bar at the median, ln V dashed. Returns the Figure."""
+    ``{name: repeat loss (seeds,)}``, dots per seed and a bar at the median (NaN: a seed without that
+    group, left out), ln V dashed. Returns the Figure."""
     single, in_circuit = _as_numpy(single, float), _as_numpy(in_circuit, bool)
     if single.shape != in_circuit.shape or single.ndim != 3:
         raise ValueError(f"single and in_circuit must have one shape (seeds, n_layers, H), got {single.shape} "
@@ -139,7 +140,7 @@ def ablation_effects(single, in_circuit, groups, log_v):
     for column, (name, values) in enumerate(groups.items()):
         values = _as_numpy(values, float)
         spread = np.linspace(-0.15, 0.15, values.size) if values.size > 1 else np.zeros(1)
-        ax_groups.bar(column, np.median(values), color=f"C{column}", alpha=0.35, width=0.6)
+        ax_groups.bar(column, np.nanmedian(values), color=f"C{column}", alpha=0.35, width=0.6)
         ax_groups.scatter(column + spread, values, color=f"C{column}", s=22, zorder=3)
     ax_groups.axhline(log_v, color="grey", ls="--", lw=1)
     ax_groups.annotate("ln V", (0, log_v), xycoords=("axes fraction", "data"), xytext=(4, 2),
