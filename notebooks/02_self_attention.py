@@ -756,8 +756,9 @@ expect(plain_ratio < 0.1 and 1.2 < scaled_ratio < 1.6,
 # already about 1.4 times the table's size, and $\times\sqrt{2}$ makes them about twice its
 # size: for them the factor does not bring the two closer. We keep it to follow the book, and
 # the experiment below has a control that keeps the factor without the table. For an input that
-# already starts at size 1 in a wider model, the factor does drown the encoding:
-# `nn.Embedding` starts with standard deviation 1, so chapter 07 does not scale its embeddings.
+# already starts at size 1 in a wider model, the factor drowns the encoding and makes the
+# inputs large: `nn.Embedding` starts with standard deviation 1, so chapter 07 does not scale
+# its embeddings, and its controls measure which of the two hurts.
 #
 # Now shuffling the input changes more than the order of the outputs:
 
