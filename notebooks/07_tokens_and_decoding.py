@@ -641,7 +641,7 @@ print(f"without padding masks, after {unmasked.total_epochs} epochs: validation 
 # - **extra padding**: the batch with 3 more pads at the end of every source.
 #
 # A word's reversal should not depend on any of this.
-
+#
 # `padding_exact(model, padding)` decodes the 500 validation words greedily, their sources
 # padded as `padding` says, and returns the exact match:
 
@@ -1093,6 +1093,8 @@ ch07.beam_step.check(my_beam_step)
 # default, positions × 3.3 (`digit_run(seed, position_scale=1 / 0.3)`) and std 0.3
 # (`digit_run(seed, embedding_std=0.3)`) on seeds 9, 11 and 20: do you get the stored results
 # (`stored[name][stored_seeds.index(seed)]`; the file was written on one thread,
-# `torch.set_num_threads(1)`, and at another thread count the numbers agree only roughly)? Then run the four settings of the pitfall with `digit_run(seed, lr=...)` at learning
-# rates 0.002 and 0.01, on seeds 0, 1 and 2. Do louder positions still lead the default on
-# every seed? By how much after two epochs?
+# `torch.set_num_threads(1)`, and at another thread count the numbers agree only roughly)?
+# Then run the five settings (`SETTINGS` in `stepbystep.experiments.embedding_scale`, as
+# `digit_run(seed, lr=..., **SETTINGS[name])`) at learning rates 0.002 and 0.01, on seeds 0, 1
+# and 2. Do louder positions still lead the default on every seed? By how much after two
+# epochs? Does restoring the ratio at the pitfall's size still close only part of the gap?
