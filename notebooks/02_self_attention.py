@@ -644,7 +644,11 @@ print(f"shuffling commutes with the encoder: {torch.allclose(shuffled_then_encod
 #
 # The first pair turns fast (one radian per position), later pairs ever more slowly, so
 # together they give every position a distinct code. (The paper picked these sinusoids; the
-# book draws them the same way.) Here with $d = 8$ over 20 positions:
+# book draws them the same way.) Vaswani et al. also tried *learned* positional embeddings
+# and "found that the two versions produced nearly identical results" (section 3.5, Table 3
+# row E). They chose the sinusoids because they "may allow the model to extrapolate to
+# sequence lengths longer than the ones encountered during training": a hope, not a result
+# the paper reports. Here with $d = 8$ over 20 positions:
 
 # %%
 table = sinusoidal_table(20, 8)  # (max_len, d)
@@ -752,8 +756,9 @@ expect(plain_ratio < 0.1 and 1.2 < scaled_ratio < 1.6,
 # already about 1.4 times the table's size, and $\times\sqrt{2}$ makes them about twice its
 # size: for them the factor does not bring the two closer. We keep it to follow the book, and
 # the experiment below has a control that keeps the factor without the table. For an input that
-# already starts at size 1 in a wider model, the factor does drown the encoding:
-# `nn.Embedding` starts with standard deviation 1, so chapter 07 does not scale its embeddings.
+# already starts at size 1 in a wider model, the factor drowns the encoding and makes the
+# inputs large: `nn.Embedding` starts with standard deviation 1, so chapter 07 does not scale
+# its embeddings, and its controls measure which of the two hurts.
 #
 # Now shuffling the input changes more than the order of the outputs:
 
@@ -816,7 +821,12 @@ expect_all(order_claims(test_losses))
 # Why do the order-blind models stall around 0.5? They see the source corners as a set, and
 # every set of two adjacent corners belongs to two squares, one drawn each way. The first
 # target corner is then one of two corners a side apart, and the best an order-blind model can
-# do is to predict between them. The model with positions can tell the two squares apart,
+# do is to predict between them. That gives the 0.5: the corners are $(\pm 1, \pm 1)$, so the
+# two candidates differ by 2 in one coordinate and agree in the other, and their midpoint
+# misses the right one by 1 in that coordinate and by 0 in the other. `MSELoss` averages the
+# squared errors over the coordinates: $(1^2 + 0^2)/2 = 0.5$. The second target corner is
+# ambiguous in the same way, so the whole loss is 0.5, plus a little from the noise (standard
+# deviation 0.1) on the corners. The model with positions can tell the two squares apart,
 # and at every seed it does better, although after 20 epochs of this tiny model it is far from
 # perfect. The $\times\sqrt{2}$ on its own does not close the gap. Here are the losses of the
 # seed-0 runs; note that the training loss is teacher-forced while the test loss comes from

@@ -7,7 +7,7 @@ from matplotlib.figure import Figure
 from stepbystep.data import Seq2SeqDataset, Vocab, pad_collate
 from stepbystep.models import TokenTransformer
 from stepbystep.plots import learning_rate_schedule, padded_batch, reversal_attention
-from stepbystep.plots.tokens import beam_tree, embedding_runs
+from stepbystep.plots.tokens import beam_tree
 
 
 def small_batch():
@@ -83,23 +83,3 @@ def test_beam_tree_draws_every_candidate_and_keeps_the_best():
 def test_beam_tree_rejects_a_table_without_start():
     with pytest.raises(ValueError, match="<sos>"):
         beam_tree({"a": {"a": 1.0}})
-
-
-def test_embedding_runs_draws_one_line_per_seed_and_reports_the_spread():
-    fig = embedding_runs({"a": [[2.0, 1.5], [2.2, 1.9]], "b": [[0.5, 0.05], [0.4, 0.02], [0.6, 0.1]]},
-                         {"a": [0.02, 0.0], "b": [0.99, 1.0, 0.9]})
-    ax = fig.axes[0]
-    lines = ax.get_lines()
-    assert [list(line.get_ydata()) for line in lines] == [[2.0, 1.5], [2.2, 1.9], [0.5, 0.05], [0.4, 0.02], [0.6, 0.1]]
-    assert all(line.get_marker() == "o" for line in lines)
-    assert lines[0].get_color() == lines[1].get_color() != lines[2].get_color() == lines[4].get_color()
-    assert ax.get_legend() is None and len(fig.legends) == 1  # below the axes, not beside them
-    labels = [text.get_text() for text in fig.legends[0].get_texts()]
-    assert labels == ["a: exact match 0.0-1.0-2.0% (min-median-max of 2 seeds)",
-                      "b: exact match 90.0-99.0-100.0% (min-median-max of 3 seeds)"]
-    assert ax.get_yscale() == "log" and "validation loss" in ax.get_ylabel() and "epoch" in ax.get_xlabel()
-    assert ax.get_title() == "The same model in 2 settings, one line per seed"
-    with pytest.raises(ValueError, match="same settings"):
-        embedding_runs({"a": [[1.0]]}, {})
-    with pytest.raises(ValueError, match="one entry per seed"):
-        embedding_runs({"a": [[1.0], [2.0]]}, {"a": [0.5]})

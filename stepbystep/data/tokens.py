@@ -87,9 +87,10 @@ class Vocab:
         ids = [self.stoi.get(symbol, UNK) for symbol in sequence]
         ids = [SOS] * bool(add_sos) + ids + [EOS] * bool(add_eos)
         if max_len is not None and len(ids) > max_len:
+            specials = " and ".join(name for name, added in (("<sos>", add_sos), ("<eos>", add_eos)) if added)
             raise ValueError(
-                f"the sequence needs {len(ids)} ids (specials included), more than max_len={max_len}; "
-                f"it starts {''.join(map(str, sequence[:20]))!r}"
+                f"{len(sequence)} symbols{' plus ' + specials if specials else ''} make {len(ids)} ids, more than "
+                f"max_len={max_len}; the sequence starts {''.join(map(str, sequence[:20]))!r}"
             )
         return ids
 

@@ -80,6 +80,10 @@ def _check_decoder_mask(make_mask):
                     "your causal part keeps")
         if torch.equal(mask, expected.transpose(1, 2)):
             return "query 0 may attend to a later key: your mask is the transpose of the right one"
+        ahead = torch.ones(size, size, dtype=torch.bool).tril(diagonal=1)[None]  # (1, L, L): keys 0..i+1
+        if torch.equal(mask, ahead & padding) or torch.equal(mask, ahead.expand(n, size, size)):
+            return ("query i may read key i + 1, the next position: your causal part keeps one diagonal too many "
+                    "(a query reads itself and what comes before it, nothing after)")
         short = torch.arange(size) < (lengths - 1)[:, None]  # (N, L): real positions but the last
         if torch.equal(mask, causal & short[:, None, :]):
             return ("your mask hides the last real key of each sequence: check the comparison that turns the lengths "
@@ -275,20 +279,25 @@ _START_VARIANTS = {"no PE": (EncoderSelfAttn, DecoderSelfAttn), "PE": (EncoderPe
 _START_EPOCHS, _START_SEEDS = 20, 5
 
 
+def _a(name):
+    """``name`` with its article: "an EncoderPe", "a DecoderPe"."""
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
+
+
 def _run_problem(variant, i, sbs, source, target):
     """What is wrong with run ``i`` of ``variant``, a trainer of the book's setup; ``None`` if nothing."""
     run = f'your "{variant}" run {i}'
     if not isinstance(sbs, StepByStep):
-        return f"{run} is a {type(sbs).__name__}: hand in the StepByStep trainer of each seed"
+        return f"{run} is {_a(type(sbs).__name__)}: hand in the StepByStep trainer of each seed"
     model = sbs.model
     if isinstance(model, FixedStartSeq2Seq):
         return (f"{run} is a FixedStartSeq2Seq, whose decoder starts from a fixed vector: this exercise is about "
                 "the book's setup, EncoderDecoderSelfAttn, whose decoder starts from the last source corner")
     if type(model) is not EncoderDecoderSelfAttn:
-        return f"{run} trains a {type(model).__name__}: the book's setup is an EncoderDecoderSelfAttn"
+        return f"{run} trains {_a(type(model).__name__)}: the book's setup is an EncoderDecoderSelfAttn"
     encoder_class, decoder_class = _START_VARIANTS[variant]
     if type(model.encoder) is not encoder_class or type(model.decoder) is not decoder_class:
-        return (f"{run} has a {type(model.encoder).__name__} and a {type(model.decoder).__name__}: "
+        return (f"{run} has {_a(type(model.encoder).__name__)} and {_a(type(model.decoder).__name__)}: "
                 f'"{variant}" is {encoder_class.__name__} with {decoder_class.__name__}')
     if variant == "PE" and not (model.encoder.pe.pe.any() and model.decoder.pe.pe.any()):
         return f"{run} has its positional table zeroed: that is the study's control, not positions"

@@ -7,6 +7,8 @@ In the notebook::
     ch07.masked_accuracy.check(my_masked_accuracy)
     ch07.masked_accuracy.solution()
 """
+import math
+
 import torch
 
 from ..data.special_tokens import EOS, PAD
@@ -73,6 +75,15 @@ def _mean_over_sequences(logits, targets, pad_id):
     return per_sequence.mean().item()
 
 
+def _percent(logits, targets, pad_id):
+    return 100 * _masked_accuracy_solution(logits, targets, pad_id)
+
+
+def _eos_not_graded(logits, targets, pad_id):
+    keep = (targets != pad_id) & (targets != EOS)  # (N, L): <eos> left out as if it were padding
+    return (((logits.argmax(-1) == targets) & keep).sum() / keep.sum()).item()
+
+
 def _pad_id_zero(logits, targets, pad_id):
     return _masked_accuracy_solution(logits, targets, 0)
 
@@ -94,6 +105,9 @@ def _check_masked_accuracy(answer):
 
     if matches(_masked_accuracy):
         return None
+    if matches(_percent):
+        return (f"you got {gots[0]:.3f} on the first batch: a percentage. Return the share as a fraction "
+                "between 0 and 1, as the course's metrics do")
     for mistake, message in [
         (_all_positions, "the accuracy over every position: the padded positions count as if they were "
                          "tokens to predict"),
@@ -106,6 +120,8 @@ def _check_masked_accuracy(answer):
                                "more than one of a long sequence: every graded token should count once"),
         (_masked_by_prediction, "you left out the positions where the model predicts the pad, but which "
                                 "positions are padding is known from the targets, whatever the model writes"),
+        (_eos_not_graded, "you left out the <eos> positions too, but writing <eos> at the right place is part "
+                          "of the task: only the padded positions are not graded"),
         (_pad_id_zero, "the second batch's pad id is 3 and id 0 is a real token there: the pads are the "
                        "positions whose target is pad_id, whichever id that is"),
     ]:
@@ -120,8 +136,8 @@ def _check_masked_accuracy(answer):
 masked_accuracy = Exercise(
     "masked accuracy",
     _check_masked_accuracy,
-    "build keep = targets != pad_id, count the right predictions only where keep is True, and "
-    "divide by keep.sum(), not by the number of positions",
+    "which positions are graded, and which tensor tells you where the padding is? Both the count of "
+    "right predictions and the number you divide it by should cover those positions only",
     _masked_accuracy_solution,
 )
 
@@ -132,6 +148,27 @@ def _exact_match_solution(predicted, targets, eos_id):
     up_to_eos = (is_eos.cumsum(dim=1) - is_eos) == 0  # (N, L): True up to and including the first eos
     same = (predicted == targets) | ~up_to_eos  # (N, L): what follows the target's eos does not count
     return same.all(dim=1).float().mean().item()
+
+
+def _before_eos(predicted, targets, eos_id):
+    """A typical slip: the comparison stops before the target's <eos> instead of at it."""
+    up_to = (targets == eos_id).long().cumsum(dim=1) == 0  # (N, L): True strictly before the first eos
+    return ((predicted == targets) | ~up_to).all(dim=1).float().mean().item()
+
+
+def _one_past_eos(predicted, targets, eos_id):
+    """A typical slip: the comparison runs one position past the target's <eos>."""
+    first = (targets == eos_id).long().argmax(dim=1, keepdim=True)  # (N, 1)
+    up_to = torch.arange(targets.shape[1]) <= first + 1  # (N, L)
+    return ((predicted == targets) | ~up_to).all(dim=1).float().mean().item()
+
+
+_EXACT_SLIPS = [
+    (_before_eos, "the target's <eos> itself was not compared: an output must also stop at the right place, "
+                  "so the position of the first eos_id counts"),
+    (_one_past_eos, "one position past the target's <eos> was compared: what follows the first eos_id does not "
+                    "count"),
+]
 
 
 @expects_function("exact_match(predicted, targets, eos_id)")
@@ -145,6 +182,8 @@ def _check_exact_match(answer):
          False, None),
         ("an output that stops too early", torch.tensor([[5, 5, EOS, PAD]]), targets[2:3], EOS, False, None),
         ("a right output, padded after <eos>", torch.tensor([[6, 6, EOS, PAD]]), targets[3:], EOS, True, None),
+        ("a right output with a pad and another token after <eos>", torch.tensor([[5, EOS, PAD, 9]]),
+         torch.tensor([[5, EOS, PAD, PAD]]), EOS, True, None),
         ("a right output for a target with real tokens after its <eos>", torch.tensor([[5, EOS, 9, 9]]),
          torch.tensor([[5, EOS, 7, 7]]), EOS, True,
          "what follows the target's <eos> was compared, but only the positions up to its first eos_id count"),
@@ -152,16 +191,26 @@ def _check_exact_match(answer):
          torch.tensor([[EOS, 5, other_eos, PAD]]), other_eos, False,
          f"your function does not use eos_id: here it is {other_eos}, and id {EOS} is an ordinary token"),
     ]
+    values = []
     for description, predicted, target, eos_id, is_match, slip in cases:
         value = answer(predicted, target, eos_id)
         problem = _number_problem("exact_match", value)
         if problem:
             return problem
-        if abs(as_number(value) - float(is_match)) > 1e-6:
-            if slip:
-                return f"on {description}: {slip}"
-            verdict = "a match" if is_match else "a mismatch"
-            return f"{description} is {verdict}, but your function gives {as_number(value):.0%} for it"
+        if is_match and abs(as_number(value) - 100) < 1e-4:
+            return (f"{description} gets {as_number(value):g}: a percentage. Return the share of matching rows as a "
+                    "fraction between 0 and 1")
+        values.append(as_number(value))
+    wrong = [(case, value) for case, value in zip(cases, values) if abs(value - float(case[4])) > 1e-6]
+    if wrong:
+        (description, _, _, _, is_match, slip), value = wrong[0]
+        for mistake, message in _EXACT_SLIPS:  # a slip is named when it explains every case
+            if all(abs(v - mistake(p, t, e)) < 1e-6 for (_, p, t, e, _, _), v in zip(cases, values)):
+                return f"on {description}: {message}"
+        if slip:
+            return f"on {description}: {slip}"
+        verdict = "a match" if is_match else "a mismatch"
+        return f"{description} is {verdict}, but your function gives {value:.0%} for it"
     predicted = torch.tensor([[5, 6, EOS, 9], [7, 7, PAD, PAD], [5, 5, 5, EOS], [6, 6, EOS, 8]])  # (4, 4)
     expected = _sequence_accuracy(predicted, targets, PAD, EOS)
     got = as_number(answer(predicted, targets, EOS))
@@ -174,8 +223,9 @@ def _check_exact_match(answer):
 exact_match = Exercise(
     "exact match",
     _check_exact_match,
-    "mark the target positions up to and including its first eos (a cumulative sum of "
-    "targets == eos_id helps), compare only there, and require every marked position to agree",
+    "which positions of a row decide whether it matches: those before the target's first eos_id, that "
+    "position itself, those after it? Mark them (a running count along the row can tell before from "
+    "after), then ask whether the row agrees wherever it counts",
     _exact_match_solution,
 )
 
@@ -256,6 +306,27 @@ def _finished_dropped(scores, finished, log_probs, beam_width):
     return totals.view(-1)[best], best // vocab_size, best % vocab_size
 
 
+def _smallest(scores, finished, log_probs, beam_width):
+    """A typical slip: ``topk(largest=False)``, the least likely candidates."""
+    scores, log_probs = torch.as_tensor(scores, dtype=torch.float), torch.as_tensor(log_probs, dtype=torch.float)
+    finished = torch.as_tensor(finished, dtype=torch.bool)  # (B,)
+    only_pad = torch.full_like(log_probs[0], float("-inf"))  # (V,)
+    only_pad[PAD] = 0.0
+    totals = scores.unsqueeze(-1) + torch.where(finished.unsqueeze(-1), only_pad, log_probs)  # (B, V)
+    worst = totals.view(-1).topk(beam_width, largest=False).indices  # (beam_width,)
+    return totals.view(-1)[worst], worst // log_probs.shape[-1], worst % log_probs.shape[-1]
+
+
+def _rescaled(got, expected):
+    """Whether ``got`` keeps the right candidates with every score divided by one factor other than 1
+    (a length normalisation), both as ``_as_candidates`` returns them."""
+    if sorted((b, t) for _, b, t in got) != sorted((b, t) for _, b, t in expected):
+        return False
+    right = dict(((b, t), s) for s, b, t in expected)
+    ratios = [right[b, t] / s for s, b, t in got if s != 0 and math.isfinite(s)]
+    return len(ratios) == len(got) and max(ratios) - min(ratios) < 1e-2 and abs(ratios[0] - 1) > 1e-2
+
+
 def _beam_cases():
     """(what the case is, scores, finished, log_probs, beam_width): two beams over five tokens (0 = <pad>),
     no ties."""
@@ -298,7 +369,13 @@ def _check_beam_step(answer):
         expected = _as_candidates(_beam_step_solution(*arguments))
         if got == expected:
             continue
+        if _rescaled(got, expected):
+            return (f"on {description}: the right candidates, but each score is divided by a length. Here a score is "
+                    "the plain sum of log-probabilities (α = 0); a length penalty is for comparing whole outputs "
+                    "of different lengths, not for one step")
         for mistake, message in [
+            (_smallest, "you kept the least likely candidates: log-probabilities are negative, so the best total "
+                        "is the largest one, the closest to 0"),
             (_finished_ignored, "a finished beam was extended by real tokens, at a cost"),
             (_per_beam_best, "each beam kept its own best token, but the B best candidates may all come from "
                              "one beam"),
@@ -322,8 +399,8 @@ def _check_beam_step(answer):
 beam_step = Exercise(
     "one beam step",
     _check_beam_step,
-    "add each beam's score to every row of log_probs (a (B, V) table of totals); a finished beam's row "
-    "allows only <pad> (id 0) at no cost; then take topk over the flattened table and recover the beam "
-    "(index // V) and the token (index % V)",
+    "a candidate is a pair (beam, next token), scored by the total of the whole output. How many "
+    "candidates are there, and can you lay their totals out so that one call picks the best beam_width "
+    "of all of them? A finished beam has only one way to go on",
     _beam_step_solution,
 )

@@ -19,11 +19,12 @@ from ..models import SequenceCrossEntropy, TokenTransformer, greedy_decode, sequ
 from ..training import StepByStep
 
 __all__ = ["SETTINGS", "SEEDS", "LEARNED", "RESULTS", "digit_data", "digit_run", "exact_match", "embedding_seeds",
-           "load_embedding_seeds", "to_json", "stored_claims"]
+           "load_embedding_seeds", "to_json", "stored_claims", "gap_closed", "ratio_claims"]
 
 SETTINGS = {"× √d_model": dict(scale_embeddings=True), "default": {},
-            "positions × 3.3": dict(position_scale=1 / 0.3), "std 0.3": dict(embedding_std=0.3)}
-SEEDS = tuple(range(5, 25))  # the chapter runs 0-4
+            "positions × 3.3": dict(position_scale=1 / 0.3), "std 0.3": dict(embedding_std=0.3),
+            "both × √d_model": dict(scale_embeddings=True, position_scale=32**0.5)}  # the default's ratio, large inputs
+SEEDS = tuple(range(5, 25))  # seeds the chapter does not run (it runs 0-2)
 LEARNED = 0.95  # a run has learned the task when over 95% of the validation strings are exact
 RESULTS = Path(__file__).parent / "results" / "embedding_scale.json"
 
@@ -105,6 +106,32 @@ def stored_claims(results):
         Claim(counts["std 0.3"] >= 13 and bool((results["std 0.3"][:, 1] > 0.4).all()),
               f"std 0.3 learned on at least 13 of the {n}, and got over 40% of the strings right on every one",
               (counts["std 0.3"], results["std 0.3"][:, 1].min())),
+    ]
+
+
+def gap_closed(results):
+    """Per seed, the share of the loss gap between × √d_model and the default that restoring the
+    default's ratio closes: ``(× √d_model - both) / (× √d_model - default)``, ``(seeds,)``."""
+    loss = {name: torch.as_tensor(runs)[:, 0] for name, runs in results.items()}  # {name: (seeds,)}
+    return (loss["× √d_model"] - loss["both × √d_model"]) / (loss["× √d_model"] - loss["default"])
+
+
+def ratio_claims(results):
+    """What chapter 07 says about the ratio-preserving control (both × √d_model) on the stored study."""
+    loss = {name: runs[:, 0] for name, runs in results.items()}  # {name: (seeds,)}
+    both, n = results["both × √d_model"], len(loss["default"])
+    closed = gap_closed(results)  # (seeds,)
+    return [
+        Claim(bool((loss["both × √d_model"] < loss["× √d_model"]).all() and
+                   (loss["both × √d_model"] > loss["default"]).all()),
+              f"both × √d_model ends below × √d_model and above the default on every one of the {n} seeds",
+              (loss["× √d_model"] - loss["both × √d_model"]).min()),
+        Claim(bool((both[:, 1] < 0.3).all()) and int((both[:, 1] == 0).sum()) >= n - 3,
+              f"it learned on none of the {n}: under 30% exact on every seed, no string right on all but at most 3",
+              both[:, 1]),
+        Claim(0.2 < float(closed.median()) < 0.5 and int((closed < 0.5).sum()) >= 0.75 * n,
+              "it closes between a fifth and a half of the loss gap to the default in the median, under half on at "
+              "least three quarters of the seeds", (closed.median(), int((closed < 0.5).sum()))),
     ]
 
 

@@ -345,10 +345,15 @@ def _arrow(ax, start, end, label=None):
     ax.annotate("", xy=end.artist.get_position(), xytext=start.artist.get_position(),
                 arrowprops=dict(arrowstyle="-|>", color="dimgray", lw=1.1, shrinkA=0, shrinkB=0,
                                 patchA=start.artist.get_bbox_patch(), patchB=end.artist.get_bbox_patch()))
-    if label:
+    if label:  # along the arrow, a few points above it, so the text never covers the line
         (x0, y0), (x1, y1) = start.artist.get_position(), end.artist.get_position()
-        ax.text((x0 + x1) / 2, (y0 + y1) / 2 + 0.015, label, ha="center", va="bottom", fontsize=8,
-                color="dimgray", style="italic", bbox=dict(facecolor="white", edgecolor="none", pad=0.5))
+        (u0, v0), (u1, v1) = ax.transData.transform([(x0, y0), (x1, y1)])  # in display units
+        angle = math.atan2(v1 - v0, u1 - u0)
+        if abs(angle) > math.pi / 2:  # keep the text upright
+            angle -= math.copysign(math.pi, angle)
+        ax.annotate(label, ((x0 + x1) / 2, (y0 + y1) / 2), xytext=(-4 * math.sin(angle), 4 * math.cos(angle)),
+                    textcoords="offset points", rotation=math.degrees(angle), rotation_mode="anchor", ha="center",
+                    va="bottom", fontsize=8, color="dimgray", style="italic")
 
 
 def _side_link(ax, fig, column, start, end, kind):

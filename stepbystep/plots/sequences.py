@@ -82,8 +82,10 @@ def sequence_predictions(source, target, predicted=None, n=8, n_cols=4):
             for order, (guess, truth) in enumerate(zip(predicted[index], target[index])):  # which cross, which circle
                 ax.plot([guess[0], truth[0]], [guess[1], truth[1]], color="tab:red", lw=0.8, ls=":", alpha=0.8,
                         label="prediction to its corner" if order == 0 else None)
-        for order, (x, y) in enumerate(np.concatenate([source[index], target[index]])):
-            ax.annotate(str(order), (x, y), textcoords="offset points", xytext=(6, 5), fontsize=8)
+        for order, (x, y) in enumerate(np.concatenate([source[index], target[index]])):  # outside the square,
+            right, up = x >= 0, y >= 0  # away from the predictions, which fall between or inside the corners
+            ax.annotate(str(order), (x, y), textcoords="offset points", xytext=(6 if right else -6, 5 if up else -5),
+                        ha="left" if right else "right", va="bottom" if up else "top", fontsize=8)
     handles, labels = fig.axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncols=len(labels), fontsize=8)
     for ax in axes:

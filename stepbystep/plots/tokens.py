@@ -174,36 +174,45 @@ def beam_tree(next_probs, beam_width=2, n_steps=3, start="<sos>", show_greedy=Fa
     return fig
 
 
-def embedding_runs(val_losses, exact):
-    """End-of-epoch validation losses of a few settings, each run on several seeds.
+def embedding_runs(val_losses, exact, unpaired=()):
+    """Each seed's runs in a few settings, joined: the final validation loss (left, log scale) and
+    the exact match (right).
 
-    ``val_losses`` maps a setting's name to one sequence of per-epoch validation losses per
-    seed; ``exact`` maps the same names to the seeds' final exact match (shares, 0-1), whose
-    minimum, median and maximum the legend writes. One colour per setting, one line per seed:
-    the points are the only measurements, the thin lines only say which points belong to one
-    run. The legend sits below the axes. Returns the Figure.
+    ``val_losses`` maps a setting's name to one sequence of per-epoch validation losses per seed
+    (the last one is drawn); ``exact`` maps the same names to the seeds' final exact match (shares,
+    0-1). Seed ``i`` of every setting is one start: a grey line joins its points from setting to
+    setting, dotted into the settings named in ``unpaired`` (whose runs do not start from the same
+    weights), and a black bar marks each setting's median. Returns the Figure.
     """
     if not val_losses or set(val_losses) != set(exact):
         raise ValueError(f"val_losses and exact must name the same settings, got {list(val_losses)} and {list(exact)}")
-    if any(len(val_losses[name]) != len(exact[name]) or not len(exact[name]) for name in val_losses):
-        raise ValueError("val_losses and exact must hold one entry per seed for every setting, "
+    counts = {len(val_losses[name]) for name in val_losses} | {len(exact[name]) for name in val_losses}
+    if len(counts) != 1 or not counts.pop():
+        raise ValueError("val_losses and exact must hold one entry per seed, the same seeds for every setting, "
                          f"got {[(name, len(val_losses[name]), len(exact[name])) for name in val_losses]}")
-    fig, ax = plt.subplots(figsize=(7.5, 4.4), layout="constrained")
-    longest = 1
-    for index, (name, runs) in enumerate(val_losses.items()):
-        shares = np.sort(_as_numpy(exact[name], float))
-        label = (f"{name}: exact match {100 * shares[0]:.1f}-{100 * np.median(shares):.1f}-{100 * shares[-1]:.1f}% "
-                 f"(min-median-max of {len(shares)} seeds)")
-        for run in runs:
-            losses = _as_numpy(run, float)
-            longest = max(longest, len(losses))
-            ax.plot(range(1, len(losses) + 1), losses, "o-", color=f"C{index}", lw=0.6, ms=5, alpha=0.8, label=label)
-            label = None
-    ax.set_yscale("log")
-    ax.yaxis.set_major_formatter(plt.FuncFormatter(lambda value, _: f"{value:g}"))
-    ax.set_xticks(range(1, longest + 1))
-    ax.set_xlabel("epoch (validation loss measured at its end)")
-    ax.set_ylabel("validation loss (log scale)")
-    ax.set_title(f"The same model in {len(val_losses)} settings, one line per seed")
-    fig.legend(fontsize=8, loc="outside lower center")
+    if set(unpaired) - set(val_losses):
+        raise ValueError(f"unpaired must name settings of val_losses {list(val_losses)}, got {list(unpaired)}")
+    names = list(val_losses)
+    panels = {"validation loss after the last epoch (log scale)":
+              np.array([[_as_numpy(run, float)[-1] for run in val_losses[name]] for name in names]),  # (settings, seeds)
+              "exact match (%)": 100 * np.array([_as_numpy(exact[name], float) for name in names])}  # (settings, seeds)
+    x = np.arange(len(names))
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4.2), layout="constrained")
+    for ax, (ylabel, values) in zip(axes, panels.items()):
+        for seed_values in values.T:  # one start, across the settings
+            for k in range(len(names) - 1):
+                style = ":" if {names[k], names[k + 1]} & set(unpaired) else "-"
+                ax.plot(x[k:k + 2], seed_values[k:k + 2], style, color="gray", lw=0.8, alpha=0.7, zorder=1)
+        for k, name in enumerate(names):
+            ax.scatter(np.full(values.shape[1], x[k]), values[k], color=f"C{k}", s=28, zorder=2)
+            ax.plot([x[k] - 0.2, x[k] + 0.2], [np.median(values[k])] * 2, color="black", lw=2, zorder=3)
+        ax.set_xticks(x, names, rotation=20, ha="right", fontsize=8)
+        ax.set_xlim(-0.5, len(names) - 0.5)
+        ax.set_ylabel(ylabel)
+    axes[0].set_yscale("log")
+    axes[0].yaxis.set_major_formatter(plt.FuncFormatter(lambda value, _: f"{value:g}"))
+    axes[1].set_ylim(-5, 105)
+    n_seeds = len(exact[names[0]])
+    fig.suptitle(f"{n_seeds} seeds in {len(names)} settings: a grey line joins one seed's runs, a bar marks the median",
+                 fontsize=10)
     return fig
