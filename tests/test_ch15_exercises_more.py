@@ -48,3 +48,4 @@ def test_cut_character_accepts_the_replacement_character_and_diagnoses(fails_wit
     fails_with(ch15.cut_character, "caf?", "U+003F")
     fails_with(ch15.cut_character, "cake", "is not what comes out")
     fails_with(ch15.cut_character, [99, 97, 102], "a str")
+    fails_with(ch15.cut_character, "", "your prediction is empty")

@@ -175,6 +175,8 @@ def _check_cut_character(answer):
     wanted = BytePairTokenizer().decode(CUT_IDS)
     if answer == wanted:
         return None
+    if not answer:
+        return "your prediction is empty: the three whole bytes at least come out as text"
     if answer == CUT_WORD:
         return "the ids stop before the second byte of the 'é': decode has only its first byte to go on"
     if answer == "caf":
