@@ -1,18 +1,21 @@
 # %% [markdown]
 # # Chapter 15: subword tokens: byte-level BPE from scratch
 #
-# Every model of this course so far has read characters: chapter 08's dates, chapter 09's
-# completions, chapter 13's random sequences. Real language models do not. GPT-2, Llama and
-# their successors read **subword tokens**: pieces of words learned from text, so that common
-# words are one token and rare words a few. This chapter builds the tokenizer those models use,
-# **byte-level byte-pair encoding (BPE)**, from scratch, and checks it against OpenAI's
-# `tiktoken` on the same merges.
+# Every language model of this course so far has read characters or made-up token ids: chapter
+# 08's dates and chapter 09's completions letter by letter, chapter 13's random sequences of ids.
+# Real language models do neither. They read **subword tokens**: pieces of words learned from
+# text, so that common words are one token and rare words a few. This chapter builds, from
+# scratch, the kind GPT-2, GPT-4 and Llama 3 use, **byte-level byte-pair encoding (BPE)**, and
+# checks it against OpenAI's `tiktoken` on the same merges. (LLaMA 1 and 2 learn BPE with
+# SentencePiece on characters instead, and fall back to bytes only for characters their
+# vocabulary lacks.)
 #
 # Two papers carry the idea:
 #
 # - Sennrich, Haddow and Birch, "Neural Machine Translation of Rare Words with Subword Units"
 #   (2016): start from characters and repeatedly merge the most frequent adjacent pair into a
-#   new symbol; the merges, in order, are the tokenizer;
+#   new symbol; the merges, in order, are the tokenizer. They adapt a compression algorithm,
+#   Gage's byte-pair encoding ("A New Algorithm for Data Compression", 1994);
 # - Radford, Wu, Child, Luan, Amodei and Sutskever, "Language Models are Unsupervised Multitask
 #   Learners" (2019, GPT-2): the same merges on **bytes** instead of characters, so any text
 #   can be encoded, and a pattern that first splits the text into words, numbers, punctuation
@@ -29,12 +32,13 @@
 # - show the pitfalls tokens cause: leading spaces, the start of a line, digits;
 # - check that the chapter's tokenizer gives **exactly** `tiktoken`'s ids for the same merges,
 #   and see where Hugging Face's `tokenizers` trainer learns the same merges and where it breaks
-#   ties differently.
+#   ties differently;
 # - train the course's decoder-only model on BPE tokens and, as the control, on bytes, compare
 #   the two fairly by **bits per byte**, and let it write.
 
 # %%
 import collections
+import math
 
 import regex
 import tiktoken
@@ -55,8 +59,7 @@ from stepbystep.experiments import (
     tokenizers_merges,
     train_lm,
 )
-from stepbystep.experiments.subword_model import RECIPE
-from stepbystep.models import generate
+from stepbystep.experiments.subword_model import RECIPE, known_share, model_writes, unigram_writes, writing_claims
 from stepbystep.widgets import token_explorer
 
 # %% [markdown]
@@ -212,7 +215,11 @@ print(regex.findall(GPT2_PATTERN, "I'll speak to it, though hell itself should g
 # %% [markdown]
 # The pieces are contractions (`'ll`), runs of letters (`\p{L}`: any letter, in any script),
 # runs of digits, runs of other symbols, and whitespace; a word keeps **one** leading space,
-# so " hell" and "hell" are different pieces. Here is what each choice learns from the first
+# so " hell" and "hell" are different pieces. The last two alternatives see to that:
+# `\s+(?!\S)` takes a run of whitespace but may not end right before a non-space (the
+# lookahead), so it leaves the run's last character to what follows: "  x" becomes " " and
+# " x", and above, "  \n1603" becomes "  ", "\n" and "1603". The plain `\s+` takes what is left:
+# a newline before a word (a word takes a space, not a newline), or spaces at the end of the text. Here is what each choice learns from the first
 # 200 kB of the corpus, with 1,000 ids:
 
 # %%
@@ -291,17 +298,17 @@ except ValueError as error:
 #
 # Each merge can only shorten an encoded text. A tokenizer that uses the first $k$ of the
 # merges is `BytePairTokenizer(tokenizer.merges[:k])`; here the held-out play, encoded with
-# 256 ids (bytes only), 1,000 and 4,000:
+# 256 ids (bytes only), 1,000, and all 3,743 merges (3,999 ids: the 4,000th is the special token):
 
 # %%
 n_bytes = len(held_out.encode("utf-8"))
 lengths = {}
-for size in (256, 1000, 4000):
+for size in (256, 1000, 256 + len(tokenizer.merges)):
     lengths[size] = len(BytePairTokenizer(tokenizer.merges[:size - 256]).encode(held_out))
     print(f"{size:>5} ids: {lengths[size]:>7,} tokens, {n_bytes / lengths[size]:.2f} bytes per token")
 expect(lengths[256] == n_bytes and lengths[1000] < n_bytes / 2, "the first 744 merges more than halve the play's length")
-expect(0 < lengths[1000] - lengths[4000] < lengths[256] - lengths[1000],
-       "the next 3,000 merges shorten it further, but by fewer tokens than the first 744")
+expect(0 < lengths[1000] - lengths[3999] < lengths[256] - lengths[1000],
+       "the next 2,999 merges shorten it further, but by fewer tokens than the first 744")
 
 # %% [markdown]
 # The frequent pieces are learned first, and each later merge covers rarer text. A larger vocabulary
@@ -334,12 +341,18 @@ print(len(ours), "tokens each; first 12:", ours[:12])
 expect(ours == theirs, "the chapter's tokenizer gives tiktoken's ids on the whole held-out play")
 
 # %% [markdown]
+# `allowed_special="all"` is needed because `tiktoken` refuses, by default, a text that spells a
+# special token: it raises rather than guess whether "<|endoftext|>" in a user's text is the
+# control token or just those 13 characters. The chapter's `encode` always makes it the control
+# token, the fourth pitfall below.
+
+# %% [markdown]
 # ## Against the `tokenizers` trainer
 #
 # Hugging Face's `tokenizers` library trains BPE in Rust. Its `ByteLevel` pre-tokenizer applies
 # GPT-2's pattern too, but it writes each byte as a printable character first (GPT-2's own
-# trick): the printable ASCII bytes stay themselves, and the others move to characters from
-# U+0100 on; the space becomes "Ġ" (U+0120). `tokenizers_merges` trains it on the same corpus
+# trick): the printable bytes (ASCII, and Latin-1 from "¡" on) stay themselves, and the others
+# move to characters from U+0100 on; the space becomes "Ġ" (U+0120). `tokenizers_merges` trains it on the same corpus
 # with the same 4,000 ids and maps its merges back to bytes, so the two lists can be compared:
 
 # %% tags=["nbval-ignore-output"]
@@ -375,8 +388,9 @@ expect(counts[tied[0]] == counts[tied[1]] == max(counts.values()), "the two pair
 # A tie, then. Ours gives it to the pair with the
 # smallest ids, and the space, byte 32, is smaller than any letter; `tokenizers` breaks ties by
 # its own ids, which follow its characters, where "Ġ" comes after every ASCII letter. From
-# there on the lists drift apart in order, not in content: the merges a trainer learns depend
-# on the counts, their order on the tie rule as well.
+# there on the lists drift apart, mostly in order: a tie broken the other way also changes the
+# counts of later pairs, so a few merges differ in content too: the count printed above, of the
+# merges in both lists, falls a few short of 3,744 (the check allows at most 1%).
 
 # %% [markdown]
 # ## A small model reads the plays: BPE against bytes
@@ -384,8 +398,9 @@ expect(counts[tied[0]] == counts[tied[1]] == max(counts.values()), "the two pair
 # Does the tokenizer matter to a model? We train chapter 12's decoder-only model, with GPT-2's
 # block at a small size (`lm_config`: 2 layers, `d_model` 64, 4 heads, 64 positions, tied
 # output), on the 37 plays: once reading BPE tokens, 1,024 ids (the first 768 merges learned
-# above), and, as the control, once reading bytes, 256 ids. Model, recipe (`train_lm`: AdamW,
-# warm-up then cosine, the course's trainer) and seeds are the same; only the tokenizer differs.
+# above), and, as the control, once reading bytes, 256 ids. The blocks, the recipe (`train_lm`:
+# AdamW, warm-up then cosine, the course's trainer) and the seeds are the same; the tokenizer
+# differs, and with it the embedding table (tied to the output layer): 1,024 rows instead of 256.
 #
 # **Equal compute: the same tokens per step.** Both take the same number of optimizer steps on
 # batches of the same number of **tokens**, 16 windows of 64. We fix tokens rather than bytes
@@ -398,8 +413,11 @@ expect(counts[tied[0]] == counts[tied[1]] == max(counts.values()), "the two pair
 # **Bits per byte.** A loss per token cannot compare the two: a BPE token stands for about
 # 2.4 bytes, so it is harder to predict than one byte. The fair measure is the model's total
 # negative log-likelihood of the held-out play, in bits, divided by the play's bytes: how many
-# bits per byte a code built from the model's predictions would need (8 means it knows nothing).
-# The Pile's authors compare language models with different tokenizers this way (Gao et al.,
+# bits per byte a code built from the model's predictions would need. A byte model that knows
+# nothing, a uniform guess over 256 ids, scores 8. A BPE model that knows nothing already scores
+# far less, about 4.4 on The Tempest ($\log_2 1024$ = 10 bits per token, over about 2.3 bytes per
+# token; 4.2 on the training text, the dashed line below): the merges themselves encode the
+# corpus's statistics, a head start that is part of what a tokenizer buys. The Pile's authors compare language models with different tokenizers this way (Gao et al.,
 # "The Pile: An 800GB Dataset of Diverse Text for Language Modeling", 2020).
 #
 # First the BPE model, trained here for 300 steps (the stored study trains 400):
@@ -408,8 +426,12 @@ expect(counts[tied[0]] == counts[tied[1]] == max(counts.values()), "the two pair
 bpe = BytePairTokenizer(trained.merges[:1024 - 256])
 train_ids = torch.tensor(bpe.encode(corpus))  # (T,)
 config = lm_config(bpe.vocab_size)
-n_weights = sum(p.numel() for p in config.build().parameters())
-print(f"{len(train_ids):,} BPE tokens for {len(corpus.encode('utf-8')):,} bytes; the model has {n_weights:,} weights")
+n_weights = {size: sum(p.numel() for p in lm_config(size).build().parameters()) for size in (1024, 256)}
+tempest_ids = bpe.encode(held_out)
+uniform_bpb = math.log2(1024) * (len(tempest_ids) - 1) / (n_bytes - len(bpe.vocab[tempest_ids[0]]))
+print(f"{len(train_ids):,} BPE tokens for {len(corpus.encode('utf-8')):,} bytes")
+print(f"weights: {n_weights[1024]:,} reading BPE, {n_weights[256]:,} reading bytes")
+print(f"a uniform guess on The Tempest: {uniform_bpb:.3f} bits per byte over BPE tokens, 8 over bytes")
 
 # %% tags=["nbval-ignore-output"]
 lm, losses = train_lm(config, train_ids, seed=0, **{**RECIPE, "steps": 300})
@@ -420,7 +442,8 @@ for arm, runs in stored_bpb.items():
     print(f"stored, {arm:>15}: median {runs.median():.3f}, range {runs.min():.3f}-{runs.max():.3f} over seeds "
           f"{stored['seeds']}; CPU s per run {[round(t) for t in stored['cpu_seconds'][arm]]}")
 per_token = {"BPE, 1,024 ids (live)": len(corpus.encode("utf-8")) / len(train_ids)}
-fig = plots.bits_per_byte_study({"BPE, 1,024 ids (live)": losses}, per_token, stored_bpb)
+fig = plots.bits_per_byte_study({"BPE, 1,024 ids (live)": losses}, per_token, stored_bpb, live={"bpe": live_bpb},
+                                chance={"BPE, 1,024 ids (live)": math.log2(1024) / per_token["BPE, 1,024 ids (live)"]})
 
 # %%
 expect_all(subword_claims(stored_bpb))
@@ -431,43 +454,67 @@ expect(live_bpb < stored_bpb["bytes"].min(),
 # %% [markdown]
 # In every seed the BPE model needs fewer bits per byte of the held-out play than the byte model,
 # by far more than either model varies over the seeds, and the byte model given twice the steps
-# stays above it too. The layers did the same work per step; the BPE model read about 2.4 times
-# more text in it, and each of its positions sees 64 tokens of context, about 150 bytes, where
-# the byte model sees 64 bytes. That is what the comparison shows, and no more: one small model
-# on one corpus, trained briefly; how the gap behaves with much longer training or larger models
-# this study does not measure.
+# stays above it too. The blocks did the same work per step. What the tokenizer bought, this
+# comparison does not take apart: the BPE model read about 2.4 times more text per step; each of
+# its positions sees 64 tokens of context, about 150 bytes, where the byte model sees 64 bytes; it
+# started from a uniform guess worth about 4.4 bits per byte instead of 8; and its larger
+# embedding table gives it 169,728 weights to the byte model's 120,576. That is what the
+# comparison shows, and no more: one small model on one corpus, trained briefly; how the gap
+# behaves with much longer training or larger models this study does not measure.
 #
 # ## The model writes
 #
-# Chapter 09's sampler continues a prompt one token at a time. Here it writes 8 continuations of
-# a speaker's name, up to 59 tokens each, at temperature 0.8 among the 40 likeliest ids, with a
-# seeded generator; the first two:
+# Chapter 09's sampler continues a prompt one token at a time. `model_writes` has it write 16
+# continuations of a speaker's name, 64 tokens in all each, at temperature 0.8 among the 40
+# likeliest ids, with a generator seeded here with 1; the first two:
 
 # %% tags=["nbval-ignore-output"]
-prompt = bpe.encode("**HAMLET**\n")
-written = generate(lm, [prompt] * 8, 64 - len(prompt), temperature=0.8, top_k=40,
-                   generator=torch.Generator().manual_seed(1))  # (8, 64)
-samples = [bpe.decode(row) for row in written.tolist()]
+samples = model_writes(lm, bpe, seed=1)
 print(samples[0], samples[1], sep="\n\n")
 
 # %% [markdown]
 # Read them for what 300 steps taught the model: the look of the plays (capitals between `**`,
 # as the speakers' names are written, and short lines) more than their sense. One thing we can
-# count: how many of the words it writes are words of the 37 plays?
+# count: how many of the words it writes are words of the 37 plays? Alone, that share says
+# little: many of the 1,024 tokens are whole words (" the", " my"), so a writer that knows only
+# which tokens are frequent already spells many words of the plays. Two controls, on the same
+# prompt and generator seed, isolate what training gave: the same model **untrained**, and a
+# **unigram sampler** (`unigram_writes`) that draws each token by its frequency in the training
+# text, whatever came before it. The stored study repeats all three for the live recipe on five
+# seeds (model seed $s$, generator seed $s + 1$).
 
 # %% tags=["nbval-ignore-output"]
 play_words = set(words)
-sample_words = [word for text in samples for word in regex.findall(r"\p{L}+", text[len("**HAMLET**"):])]
-known = sum(word in play_words for word in sample_words) / len(sample_words)
-print(f"{len(sample_words)} words written, {known:.0%} of them words of the plays")
+torch.manual_seed(0)
+untrained = config.build().eval()
+shares = {"trained": known_share(samples, play_words),
+          "untrained": known_share(model_writes(untrained, bpe, seed=1), play_words),
+          "unigram": known_share(unigram_writes(train_ids, bpe, seed=1), play_words)}
+writing = stored["writing"]
+print(f"{'':>10}  live   stored: median, range over seeds {writing['seeds']}")
+for name, share in shares.items():
+    runs = torch.tensor(writing[name])
+    print(f"{name:>10}: {share:4.0%}   {runs.median():.0%}, {runs.min():.0%}-{runs.max():.0%}")
 
 # %%
-expect(known > 0.5, "more than half of the words the model writes are words of the plays", known)
+expect_all(writing_claims(writing))
+expect(shares["trained"] - shares["unigram"] > 0.05,
+       "the live model writes more than 5 points more words of the plays than the unigram sampler",
+       shares["trained"] - shares["unigram"])
+
+# %% [markdown]
+# Even the controls write many words of the plays. The trained model writes more than the
+# unigram sampler in every seed, by more than 5 points (the ranges above give the size), and more
+# than the untrained model. So 300
+# steps taught it more than which tokens are frequent: it joins tokens into the plays' words more
+# often than chance does. It does not write sense; that takes models far larger, trained far
+# longer, than a chapter can run, and the course ships no trained checkpoint for them: every
+# number here comes from a run you can repeat on your machine.
 
 # %% [markdown]
 # ## Pitfalls tokens cause
 #
-# A model sees ids, not letters, and some of what it sees surprises. Three examples with the
+# A model sees ids, not letters, and some of what it sees surprises. Four examples with the
 # chapter's tokenizer.
 #
 # **A word's tokens depend on what comes before it.** GPT-2's pieces carry their leading space,
@@ -516,6 +563,24 @@ expect(len(shapes) > 1, "four-digit numbers are split into pieces of different l
 # Later tokenizers avoid this one: LLaMA (Touvron et al., "LLaMA: Open and Efficient Foundation
 # Language Models", 2023) splits every number into single digits, and the pre-split pattern of
 # GPT-4's tokenizer (`cl100k_base` in `tiktoken`) cuts runs of digits into groups of at most three.
+#
+# **Text can spell a control token.** The chapter's `encode` cuts at every "<|endoftext|>" it
+# finds, so a user who types those 13 characters ends the document for the model. `tiktoken`
+# refuses such text unless told what it means: `allowed_special` makes it the control token,
+# `disallowed_special=()` plain text.
+
+# %%
+typed = "a user typed <|endoftext|> here"
+print("ours:", tokenizer.encode(typed))
+print("tiktoken, as text:", encoding.encode(typed, disallowed_special=()))
+try:
+    encoding.encode(typed)
+    refused = False
+except ValueError:
+    refused = True
+print("tiktoken, by default, refuses it:", refused)
+expect(eot in tokenizer.encode(typed) and eot not in encoding.encode(typed, disallowed_special=()) and refused,
+       "our encode turns the typed text into the control token; tiktoken refuses it, or keeps it text if told")
 
 # %% [markdown]
 # ## Recap
@@ -533,10 +598,12 @@ expect(len(shapes) > 1, "four-digit numbers are split into pieces of different l
 #   another order.
 # - Compared fairly, by held-out bits per byte at the same steps and tokens per batch, a small
 #   model reading BPE tokens beats the same model reading bytes in every seed, and the byte model
-#   given twice the steps too; trained live for 300 steps, most of the words it writes are words
-#   of the plays.
+#   given twice the steps too; part of that edge is the merges' head start, a uniform guess worth
+#   about 4.4 bits per byte instead of 8. Trained live for 300 steps, it writes more words of the
+#   plays than a sampler that draws tokens by frequency alone, in every seed.
 # - Tokens have pitfalls: the same word gets other ids after a space, at the start of a line or
-#   capitalised; digits the corpus lacked stay single bytes; numbers split unevenly.
+#   capitalised; digits the corpus lacked stay single bytes; numbers split unevenly; text that
+#   spells a special token becomes it.
 
 # %% [markdown]
 # ## Your turn
@@ -562,7 +629,7 @@ ch15.next_pair.check(my_next_pair)
 # paper first, merging as `encode` does, then check the list of ids.
 
 # %%
-my_ids = [256, 256, 256, 97]  # replace with your ids
+my_ids = []  # replace with your ids
 
 ch15.encode_by_hand.check(my_ids)
 
@@ -578,3 +645,13 @@ def with_special(tokenizer, token):
 
 
 ch15.add_special.check(with_special)
+
+# %% [markdown]
+# **4. A character cut in two.** A byte-level model writes "café" one byte per id, `[99, 97, 102,
+# 195, 169]`, and is stopped after four ids. Predict, without running it, the string that
+# `BytePairTokenizer().decode([99, 97, 102, 195])` returns, and check your prediction.
+
+# %%
+my_text = ""  # replace with the string you predict
+
+ch15.cut_character.check(my_text)

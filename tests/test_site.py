@@ -211,12 +211,13 @@ def test_widgets_appear_as_their_stills_with_a_note(site):
     for notebook in CHAPTERS:
         outputs = [output for cell in json.loads(notebook.read_text(encoding="utf-8"))["cells"]
                    for output in cell.get("outputs", [])]
-        stills = sum(WIDGET_VIEW in o.get("data", {}) and "image/png" in o["data"] for o in outputs)
+        stills = sum(WIDGET_VIEW in o.get("data", {}) and any(kind in o["data"] for kind in conf.STILLS)
+                     for o in outputs)
         page = _page(_chapter_page(site, notebook))
         assert page.count(conf.LIVE_NOTE.split(":")[0].strip("*")) == stills, notebook.name
         assert "widget-state+json" not in page and "html-manager" not in page, notebook.name
         shown += stills
-    assert shown >= 5  # chapters 01 to 04 and 08 have a live widget
+    assert shown >= 6  # chapters 01 to 04 and 08 have a live widget with an image, 15 one with HTML
 
 
 def _conf():
@@ -248,3 +249,19 @@ def test_the_widget_hook_keeps_the_still_adds_the_note_and_drops_bare_widgets(si
     untouched = [json.dumps(notebook)]
     conf._widgets_as_stills(None, "README", untouched)  # the landing page is Markdown, not JSON
     assert untouched == [json.dumps(notebook)]
+
+
+def test_the_widget_hook_keeps_an_html_still_and_prefers_the_image(site_tools):
+    conf = _conf()
+    view = {"model_id": "x", "version_major": 2, "version_minor": 0}
+    html_box = {"output_type": "display_data", "metadata": {},
+                "data": {WIDGET_VIEW: view, "text/html": "<b>12</b> tokens", "text/plain": "TokenBox(...)"}}
+    both = {"output_type": "display_data", "metadata": {},
+            "data": {WIDGET_VIEW: view, "image/png": "iVBORw0KGgo=", "text/html": "<p>x</p>", "text/plain": "Box"}}
+    notebook = {"metadata": {}, "cells": [{"cell_type": "code", "source": "box", "outputs": [html_box, both]}]}
+    source = [json.dumps(notebook)]
+    conf._widgets_as_stills(None, "notebooks/99_widgets", source)
+    outputs = json.loads(source[0])["cells"][0]["outputs"]
+    assert [output["data"] for output in outputs] == [
+        {"text/html": "<b>12</b> tokens"}, {"text/markdown": conf.LIVE_NOTE},
+        {"image/png": "iVBORw0KGgo="}, {"text/markdown": conf.LIVE_NOTE}]

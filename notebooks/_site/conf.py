@@ -17,9 +17,10 @@ Two hooks adapt the committed files to a page that no kernel runs:
   chapter appears without editing this file; its links to files of the repository that are not
   pages of the site (``benchmarks/RESULTS.md``, the ``notebooks/`` folder) keep their text
   but lose the link, which would lead nowhere;
-- a widget cannot move without a kernel, so a widget output that carries a still image of its
-  figure (the course's widgets save one) is shown as that image, with a line saying it is live
-  in JupyterLab; a widget without a still image (a progress bar) is left out.
+- a widget cannot move without a kernel, so a widget output that carries a still of its view
+  (the course's widgets save one: an image of a figure, or HTML, as chapter 15's token
+  explorer) is shown as that still, with a line saying it is live in JupyterLab; a widget
+  without a still (a progress bar) is left out.
 """
 import json
 import shutil
@@ -32,6 +33,7 @@ ROOT = Path(__file__).resolve().parents[2]
 ROOT_DOC = "README"
 CHAPTERS = "notebooks/[0-9][0-9]_*.ipynb"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+STILLS = ("image/png", "text/html")  # what a widget output may carry as its still, the first found wins
 LIVE_NOTE = ("*A still image of an interactive widget: run this chapter in JupyterLab "
              "(`make lab`) to move its controls.*")
 
@@ -85,7 +87,7 @@ def _add_chapter_list(app, docname, source):
 
 
 def _widgets_as_stills(app, docname, source):
-    """Show each widget output as its still image, or leave it out if it has none."""
+    """Show each widget output as its still (an image, else HTML), or leave it out if it has none."""
     if not docname.startswith("notebooks/"):
         return
     notebook = json.loads(source[0])
@@ -94,10 +96,11 @@ def _widgets_as_stills(app, docname, source):
         outputs = []
         for output in cell.get("outputs", []):
             data = output.get("data", {})
+            still = next((kind for kind in STILLS if kind in data), None)
             if WIDGET_VIEW not in data:
                 outputs.append(output)
-            elif "image/png" in data:
-                outputs.append({**output, "data": {"image/png": data["image/png"]}})
+            elif still is not None:
+                outputs.append({**output, "data": {still: data[still]}})
                 outputs.append({"output_type": "display_data", "metadata": {},
                                 "data": {"text/markdown": LIVE_NOTE}})
         if "outputs" in cell:

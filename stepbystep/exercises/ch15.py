@@ -1,4 +1,5 @@
-"""Chapter 15's "Your turn": predict the next merge, encode by rank by hand, add a special token.
+"""Chapter 15's "Your turn": predict the next merge, encode by rank by hand, add a special token,
+and predict what decode makes of a character cut in two.
 
 In the notebook::
 
@@ -12,7 +13,7 @@ import collections
 from ..data import BytePairTokenizer
 from .exercise import Exercise, expects_function
 
-__all__ = ["next_pair", "encode_by_hand", "add_special"]
+__all__ = ["next_pair", "encode_by_hand", "add_special", "cut_character"]
 
 
 # ----------------------------------------------------------------------------- 1. the next merge
@@ -21,8 +22,23 @@ def _next_pair_solution(ids):
     return min(counts, key=lambda pair: (-counts[pair], pair))  # most frequent; ties: the smallest ids
 
 
+def _non_overlapping_pair(ids):
+    """The pair a counter that skips overlaps picks ("5 5 5" holds (5, 5) once), with the tie rule."""
+    pairs = set(zip(ids, ids[1:]))
+    counts = {}
+    for pair in pairs:
+        i = counts[pair] = 0
+        while i < len(ids) - 1:
+            if (ids[i], ids[i + 1]) == pair:
+                counts[pair], i = counts[pair] + 1, i + 2
+            else:
+                i += 1
+    return min(counts, key=lambda pair: (-counts[pair], pair))
+
+
 _NEXT_PAIR_CASES = [
     [5, 5, 5, 1, 5, 5],   # (5, 5) three times: the overlaps count
+    [7, 7, 7, 7, 7, 1, 2, 1, 2, 1, 2],  # (7, 7) four times, overlaps counted; skipping them, (1, 2) wins
     [4, 7, 300, 4, 7, 300],  # (4, 7) and (7, 300) tie at 2: (4, 7) is the smaller
     [9, 2, 3, 1, 9, 2, 3, 1],  # (9, 2), (2, 3), (3, 1) tie at 2: (2, 3) is the smallest, (9, 2) seen first
     [300, 7, 4, 300, 7, 4],  # (300, 7) and (7, 4) tie: (7, 4) is smaller
@@ -39,6 +55,9 @@ def _check_next_pair(answer):
         if got == wanted:
             continue
         counts = collections.Counter(zip(ids, ids[1:]))
+        if got == _non_overlapping_pair(ids):
+            return (f"for ids {ids} you skipped overlapping pairs: in a run like x, x, x the pair (x, x) occurs "
+                    "twice, once at each position, and the next training step counts both")
         if counts[got] < counts[wanted]:
             return f"for ids {ids} your pair {got} occurs {counts[got]} times, and another pair more often"
         if got == collections.Counter(zip(ids, ids[1:])).most_common(1)[0][0]:
@@ -70,10 +89,15 @@ def _encode_by_hand_solution():
 
 
 def _check_encode_by_hand(answer):
-    if not isinstance(answer, (list, tuple)) or not all(isinstance(i, int) for i in answer):
+    if not isinstance(answer, (list, tuple)) or not all(isinstance(i, int) and not isinstance(i, bool) for i in answer):
         return f"give the ids as a list of ints, like [256, 97]; got {answer!r}"
     answer = list(answer)
     tokenizer = BytePairTokenizer(ENCODE_MERGES, pattern=None)
+    if not answer:
+        return "your list is empty: the seven a's need at least one id"
+    outside = [i for i in answer if not 0 <= i < tokenizer.vocab_size]
+    if outside:
+        return f"{outside[0]} is not an id of this tokenizer: it has ids 0-{tokenizer.vocab_size - 1}"
     if answer == tokenizer.encode(ENCODE_TEXT):
         return None
     if tokenizer.decode(answer) != ENCODE_TEXT:
@@ -102,15 +126,19 @@ def _add_special_solution(tokenizer, token):
 
 @expects_function("with_special(tokenizer, token)")
 def _check_add_special(answer):
-    old = BytePairTokenizer.train("the cat sat on the mat. " * 20, 300, special_tokens=["<|endoftext|>"])
+    # no pre-split: a pattern left at its default shows
+    old = BytePairTokenizer.train("the cat sat on the mat. " * 20, 300, pattern=None, special_tokens=["<|endoftext|>"])
     before, size = dict(old.special_tokens), old.vocab_size
     new = answer(old, "<|user|>")
     if not isinstance(new, BytePairTokenizer):
         return f"return a BytePairTokenizer, got {type(new).__name__}"
     if old.special_tokens != before or new is old:
         return "leave the tokenizer you were given unchanged: build a new one"
-    if new.merges != old.merges or new.pattern != old.pattern:
+    if new.merges != old.merges:
         return "keep the merges and the pattern: only the special tokens change"
+    if new.pattern != old.pattern:
+        return (f"the merges are kept, but the pattern is not (the given tokenizer's is {old.pattern!r}): the "
+                "pieces a text is cut into depend on it, so the new tokenizer needs the same")
     if new.special_tokens.get("<|endoftext|>") != before["<|endoftext|>"]:
         return "<|endoftext|> must keep its id, or every text encoded before would change meaning"
     if new.special_tokens.get("<|user|>") != size:
@@ -127,4 +155,44 @@ add_special = Exercise(
     "A tokenizer is its merges, its pattern and its list of special tokens: BytePairTokenizer(merges, "
     "pattern=..., special_tokens=[...]). Which order of the specials keeps the old ids?",
     _add_special_solution,
+)
+
+
+# ----------------------------------------------------------------------------- 4. a character cut in two
+CUT_WORD = "café"  # bytes 99 97 102, then 195 169: "é" is two bytes in UTF-8
+CUT_IDS = [99, 97, 102, 195]  # a byte-level stream stopped inside the "é"
+
+
+def _cut_character_solution():
+    # 99 97 102 are "caf"; 195 (0xC3) starts a two-byte character whose second byte never came.
+    # decode reads UTF-8 with errors="replace": the broken bytes become U+FFFD, the replacement character.
+    return BytePairTokenizer().decode(CUT_IDS)  # "caf\ufffd"
+
+
+def _check_cut_character(answer):
+    if not isinstance(answer, str):
+        return f"give the text decode returns, a str; got {type(answer).__name__}"
+    wanted = BytePairTokenizer().decode(CUT_IDS)
+    if answer == wanted:
+        return None
+    if not answer:
+        return "your prediction is empty: the three whole bytes at least come out as text"
+    if answer == CUT_WORD:
+        return "the ids stop before the second byte of the 'é': decode has only its first byte to go on"
+    if answer == "caf":
+        return "decode keeps a mark where the broken bytes were; it does not drop them silently"
+    if answer == "caf" + bytes([195]).decode("latin-1"):
+        return "that reads byte 195 as Latin-1, one character per byte; decode reads UTF-8"
+    if answer.startswith("caf") and len(answer) == 4:
+        return (f"the first three ids are right; the last character is {answer[-1]!r} (U+{ord(answer[-1]):04X}), "
+                "not the one decode writes for broken bytes")
+    return f"decode those ids byte by byte: {CUT_IDS} are bytes, read as UTF-8; {answer!r} is not what comes out"
+
+
+cut_character = Exercise(
+    "a character cut in two",
+    _check_cut_character,
+    "The first three ids are ASCII letters. Byte 195 is 0b11000011: in UTF-8 it starts a two-byte character. "
+    "What does decode do with bytes that are not valid UTF-8 (the chapter's 🎭 example)?",
+    _cut_character_solution,
 )

@@ -8,14 +8,19 @@ tokens): the transformer does the same work per step, while a BPE batch holds mo
 measure is fair across tokenizers: the held-out play's total negative log-likelihood, in bits,
 divided by its UTF-8 bytes (``bits_per_byte``).
 
-``python -m stepbystep.experiments.subword_model`` trains both for ``SEEDS`` and writes
-``results/subword_model.json``; ``load_subword_study`` reads it back.
+A second, smaller study asks what the live BPE model writes: the share of its words that are words
+of the training plays, beside two controls that isolate training (the same model untrained) and
+context (a sampler drawing tokens by their frequency alone), ``writing_study``.
+
+``python -m stepbystep.experiments.subword_model`` runs both and writes ``results/subword_model.json``;
+``load_subword_study`` reads it back.
 """
 import json
 import math
 import time
 from pathlib import Path
 
+import regex
 import torch
 
 from ..checks import check_instance, check_positive_int, check_positive_number
@@ -23,19 +28,22 @@ from ..data import BytePairTokenizer, shakespeare_plays
 from ..devices import torch_threads
 from ..expect import Claim
 from ..models.gpt.config import DecoderConfig
+from ..models.gpt.generation import generate
 from ..models.metrics import sequence_cross_entropy
 from ..seeding import get_rng_state
 from ..training import StepByStep
 from ..training.schedules import warmup_cosine
 
-__all__ = ["ARMS", "HELD_OUT", "RECIPE", "RESULTS", "SEEDS", "bits_per_byte", "load_subword_study", "lm_config",
-           "random_windows", "split_plays", "subword_claims", "subword_study", "train_lm"]
+__all__ = ["ARMS", "HELD_OUT", "RECIPE", "RESULTS", "SEEDS", "WRITING", "bits_per_byte", "known_share",
+           "load_subword_study", "lm_config", "model_writes", "random_windows", "split_plays", "subword_claims",
+           "subword_study", "train_lm", "unigram_writes", "writing_claims", "writing_study"]
 
 HELD_OUT = "the-tempest"
 SEEDS = (0, 1, 2)
 RECIPE = dict(steps=400, batch_size=16, context=64, lr=3e-3, warmup=40)
 ARMS = {"bpe": ("bpe", 1), "bytes": ("bytes", 1), "bytes, 2x steps": ("bytes", 2)}  # arm: (tokenizer, steps x)
 RESULTS = Path(__file__).parent / "results" / "subword_model.json"
+WRITING = dict(prompt="**HAMLET**\n", samples=16, length=64, temperature=0.8, top_k=40, steps=300, seeds=(0, 1, 2, 3, 4))
 
 
 def split_plays():
@@ -140,7 +148,8 @@ def subword_study(seeds=SEEDS, vocab_size=1024, text=None, held_out=None, arms=A
 
 
 def load_subword_study(path=RESULTS):
-    """The stored study: ``{"bytes": tensor (seeds,), "bpe": tensor (seeds,)}`` of bits per byte, and the whole dict."""
+    """The stored study: ``{arm: tensor (seeds,)}`` of bits per byte, and the whole dict (its
+    ``"writing"``: ``writing_study``'s)."""
     stored = json.loads(Path(path).read_text())
     return {name: torch.tensor(runs) for name, runs in stored["bits_per_byte"].items()}, stored
 
@@ -162,7 +171,71 @@ def subword_claims(bpb):
     ]
 
 
+def model_writes(model, tokenizer, seed, prompt=WRITING["prompt"], samples=WRITING["samples"],
+                 length=WRITING["length"]):
+    """``samples`` texts: ``prompt`` continued by ``model`` to ``length`` tokens in all, at the chapter's
+    temperature among its top-k ids, drawn by a generator seeded with ``seed``."""
+    ids = tokenizer.encode(prompt)
+    written = generate(model, [ids] * samples, length - len(ids), temperature=WRITING["temperature"],
+                       top_k=WRITING["top_k"], generator=torch.Generator().manual_seed(seed))  # (samples, length)
+    return [tokenizer.decode(row) for row in written.tolist()]
+
+
+def unigram_writes(ids, tokenizer, seed, prompt=WRITING["prompt"], samples=WRITING["samples"],
+                   length=WRITING["length"]):
+    """The control with no context: ``model_writes``' texts, each new token drawn by its frequency in
+    ``ids`` (1-D long tensor, the training text), whatever came before."""
+    frequency = torch.bincount(ids, minlength=tokenizer.vocab_size).double()  # (V,)
+    start = tokenizer.encode(prompt)
+    new = torch.multinomial(frequency, samples * (length - len(start)), replacement=True,
+                            generator=torch.Generator().manual_seed(seed)).view(samples, -1)  # (samples, length - L)
+    return [tokenizer.decode(start + row) for row in new.tolist()]
+
+
+def known_share(texts, known, prompt=WRITING["prompt"]):
+    """The share of the words (runs of letters) that ``texts`` write after ``prompt`` that are in ``known``."""
+    words = [word for text in texts for word in regex.findall(r"\p{L}+", text[len(prompt):])]
+    return sum(word in known for word in words) / len(words)
+
+
+def writing_study(seeds=WRITING["seeds"], steps=WRITING["steps"], vocab_size=1024, text=None, **recipe):
+    """The share of known words (the training text's words) written by the chapter's live BPE model
+    (``steps`` steps) for each of ``seeds``, beside two controls on the same prompt and generator seed
+    (``seed + 1``, as the chapter's): the same model untrained, and the ``unigram_writes`` sampler.
+    A dict ready for JSON: ``{"seeds", "steps", "trained": [...], "untrained": [...], "unigram": [...]}``."""
+    recipe = {**RECIPE, **recipe, "steps": steps}
+    text = split_plays()[0] if text is None else text
+    tokenizer = BytePairTokenizer.train(text, vocab_size)
+    ids = torch.tensor(tokenizer.encode(text))  # (T,)
+    known, config = set(regex.findall(r"\p{L}+", text)), lm_config(vocab_size, context=recipe["context"])
+    shares = {"trained": [], "untrained": [], "unigram": []}
+    with torch_threads(1):
+        for seed in seeds:
+            torch.manual_seed(seed)
+            untrained = config.build().eval()
+            trained, _ = train_lm(config, ids, seed, **recipe)
+            shares["trained"].append(known_share(model_writes(trained, tokenizer, seed + 1), known))
+            shares["untrained"].append(known_share(model_writes(untrained, tokenizer, seed + 1), known))
+            shares["unigram"].append(known_share(unigram_writes(ids, tokenizer, seed + 1), known))
+    return {"seeds": list(seeds), "steps": steps, **shares}
+
+
+def writing_claims(writing):
+    """What the chapter says of the live model's writing, over the stored seeds (``writing_study``'s
+    dict): in every seed it writes a larger share of known words than the unigram sampler, by more
+    than 5 points, and than the untrained model."""
+    trained, unigram, untrained = (torch.tensor(writing[name]) for name in ("trained", "unigram", "untrained"))
+    return [
+        Claim(bool((trained - unigram > 0.05).all()),
+              "in every seed the trained model writes more than 5 points more words of the plays than the unigram sampler",
+              trained - unigram),
+        Claim(bool((trained > untrained).all()),
+              "in every seed the trained model writes more words of the plays than the same model untrained",
+              trained - untrained),
+    ]
+
+
 if __name__ == "__main__":
     RESULTS.parent.mkdir(exist_ok=True)
-    RESULTS.write_text(json.dumps(subword_study(), indent=1) + "\n")
+    RESULTS.write_text(json.dumps({**subword_study(), "writing": writing_study()}, indent=1) + "\n")
     print(f"wrote {RESULTS}")
