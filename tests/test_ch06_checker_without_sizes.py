@@ -55,6 +55,6 @@ def test_the_placeholder_fails_without_a_size():
 def test_which_model_failed_is_still_said():
     # the first model has 2 + 2 layers, the second 1 + 3: a fixed 2 + 2 answer fails on the second
     result = ch06.matching_transformer.check(_matching(num_encoder_layers=2, num_decoder_layers=2))
-    assert "for its second model" in repr(result)
+    assert "for the checker's second model" in repr(result)
     result = ch06.matching_transformer.check(_matching(norm_first=False))
     assert "for the checker's first model" in repr(result)

@@ -261,7 +261,7 @@ def _without_sizes(refusal):
 def _check_matching_transformer(answer):
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(5)
-        for where, ours in zip(("for the checker's first model", "for its second model"), _our_models()):
+        for where, ours in zip(("for the checker's first model", "for the checker's second model"), _our_models()):
             got = answer(ours)
             if not isinstance(got, nn.Transformer):
                 return f"{where}: expected an nn.Transformer, got {type(got).__name__}"
