@@ -634,11 +634,10 @@ fig = plots.model_comparison(
 )
 
 # %% [markdown]
-# The same architecture, the same start, the same batches, and in this run two validation
-# losses of the same size, but the curves do not coincide. Why not? Both libraries drop the
-# same *fraction* of the same activations, but they draw their random masks in a different
-# order and through different kernels, so each step drops different units, and the runs
-# drift apart. Build the pair again with dropout off and train a few epochs: the two now take
+# The same architecture, the same start, the same batches, yet the curves do not coincide.
+# Why not? Both libraries drop the same *fraction* of the same activations, but they draw
+# their random masks in a different order and through different kernels, so each step drops
+# different units, and the runs drift apart. Build the pair again with dropout off and train a few epochs: the two now take
 # the same steps.
 
 # %% tags=["nbval-ignore-output"]
@@ -703,15 +702,15 @@ expect(all(run["gap without dropout"] < 1e-3 for run in seed_runs.values()),
 # a factor 2 of each other, and without dropout they agree within $10^{-3}$ at every epoch,
 # from each start. The typical (median) gap between the two libraries is smaller than the
 # spread of our model over the starts: the start moves the final loss more than the library
-# does. So a median is the fair summary: one run's loss depends on its start (and on its
-# dropout draws), so compare two implementations over several starts, never on one run.
+# does. One run's loss depends on its start (and on its dropout draws): compare two
+# implementations by their medians over several starts, never on one run.
 #
 # Training times depend on the hardware and its load, so read the timing cell (above the loss
-# curves) as an example;
-# the two models may well take about the same time. Where they do differ, the reason is not the architecture,
-# which is the same, but the way each library runs it: PyTorch projects queries, keys and
-# values with one matrix multiplication (`in_proj_weight`) and runs the attention itself in
-# one fused call, while our teaching path takes several small steps and keeps the weights.
+# curves) as an example; the two models may well take about the same time. Where they do
+# differ, the reason is not the architecture, which is the same, but the way each library
+# runs it: PyTorch projects queries, keys and values with one matrix multiplication
+# (`in_proj_weight`) and runs the attention itself in one fused call, while our teaching path
+# takes several small steps and keeps the weights.
 # With tensors this small, the number of calls, more than the arithmetic, tends to set the
 # pace.
 #
@@ -867,8 +866,7 @@ fig = plots.timing_bars(timings, title="one encoder layer, eval mode, (16, 128, 
 # - Trained the same way from the same start, `TransformerModel` and our model have the same
 #   parameters and reach similar losses: over five starts both medians are below 0.04, in the
 #   median the two end within a factor 2, and the start moves the loss more than the library
-#   does. Their curves differ through dropout's random draws; without dropout they
-#   agree.
+#   does. Their curves differ through dropout's random draws; without dropout they agree.
 # - The fused kernel (`F.scaled_dot_product_attention`) and PyTorch's eval fast path (even
 #   heads, no gradients, batch first) compute the same outputs without keeping the weights.
 #   On the CPU the fast path runs the layer as one operation but attends with `bmm` and a
