@@ -29,6 +29,7 @@
 
 # %%
 import math
+import statistics
 import time
 import timeit
 import warnings
@@ -620,9 +621,7 @@ final = {name: trainer.val_losses[-1] for name, trainer in trainers.items()}
 expect(trainers["ours"].count_parameters() == trainers["TransformerModel"].count_parameters(),
        "both models have the same number of parameters",
        got=(trainers["ours"].count_parameters(), trainers["TransformerModel"].count_parameters()))
-expect(all(loss < 0.04 for loss in final.values()), "both validation losses end below 0.04", got=final)
-expect(max(final.values()) < 2 * min(final.values()), "within a factor 2 of each other", got=final)
-expect(trainers["ours"].losses != trainers["TransformerModel"].losses, "but the curves do not coincide",
+expect(trainers["ours"].losses != trainers["TransformerModel"].losses, "the two training curves do not coincide",
        got="the same losses at every epoch")
 
 # %% tags=["nbval-ignore-output"]
@@ -635,12 +634,11 @@ fig = plots.model_comparison(
 )
 
 # %% [markdown]
-# The same architecture, the same start, the same batches: both validation losses end below
-# 0.04, within a factor 2 of each other, but the curves do not coincide. Why
-# not? Both libraries drop the same *fraction* of the same activations, but they draw their
-# random masks in a different order and through different kernels, so each step drops
-# different units, and the runs drift apart. Build the pair again with dropout off and
-# train a few epochs: the two now take the same steps.
+# The same architecture, the same start, the same batches, yet the curves do not coincide.
+# Why not? Both libraries drop the same *fraction* of the same activations, but they draw
+# their random masks in a different order and through different kernels, so each step drops
+# different units, and the runs drift apart. Build the pair again with dropout off and train a few epochs: the two now take
+# the same steps.
 
 # %% tags=["nbval-ignore-output"]
 quiet_ours = build_transformer(dropout=0.0, seed=42)  # the same initial weights as ours
@@ -659,20 +657,69 @@ expect(gap < 1e-3, "without dropout, the two runs agree within 1e-3 at every epo
 # different draws made them drift apart. Not necessarily bit for bit: the two add the same
 # numbers in different orders, and over many epochs those rounding differences grow, slowly.
 #
-# Training times depend on the hardware and its load, so read the timing cell as an example;
-# the two models may well take about the same time. Where they do differ, the reason is not the architecture,
-# which is the same, but the way each library runs it: PyTorch projects queries, keys and
-# values with one matrix multiplication (`in_proj_weight`) and runs the attention itself in
-# one fused call, while our teaching path takes several small steps and keeps the weights.
+# One start proves little: another initialisation could favour one library, or leave both
+# far from these losses. So we repeat both comparisons from four more starts (seeds 1 to 4
+# for `build_transformer`'s initial weights; the batches keep their order): each pair trains
+# 30 epochs with dropout, and 5 epochs without.
+
+# %% tags=["nbval-ignore-output"]
+seeds = (42, 1, 2, 3, 4)
+seed_runs = {42: {**final, "gap without dropout": gap}}
+for seed in seeds[1:]:
+    our_model = build_transformer(dropout=0.1, seed=seed)
+    runs = {"ours": our_model, "TransformerModel": build_twin(our_model, dropout=0.1)}
+    seed_runs[seed] = {name: train(model, n_epochs)[0].val_losses[-1] for name, model in runs.items()}
+    quiet = build_transformer(dropout=0.0, seed=seed)
+    quiet_pair = [train(model, 5)[0].losses for model in (quiet, build_twin(quiet, dropout=0.0))]
+    seed_runs[seed]["gap without dropout"] = max(abs(a - b) for a, b in zip(*quiet_pair))
+for seed, run in seed_runs.items():
+    print(f"seed {seed:>2}: validation loss ours {run['ours']:.4f}, TransformerModel {run['TransformerModel']:.4f} "
+          f"(ratio {max(run['ours'], run['TransformerModel']) / min(run['ours'], run['TransformerModel']):.2f}); "
+          f"without dropout, largest gap {run['gap without dropout']:.1e}")
+by_model = {name: [run[name] for run in seed_runs.values()] for name in ("ours", "TransformerModel")}
+for name, losses in by_model.items():
+    print(f"{name:>16}: median {statistics.median(losses):.4f}, from {min(losses):.4f} to {max(losses):.4f}")
+fig = plots.seed_dots(by_model, "validation loss after 30 epochs", title="five starts (dots), the median (bar)")
+
+# %%
+ratios = [max(run["ours"], run["TransformerModel"]) / min(run["ours"], run["TransformerModel"])
+          for run in seed_runs.values()]
+library_gaps = [abs(run["ours"] - run["TransformerModel"]) for run in seed_runs.values()]
+medians = {name: statistics.median(losses) for name, losses in by_model.items()}
+expect(max(medians.values()) < 0.04, "over the five starts, both median validation losses are below 0.04",
+       got=medians)
+expect(statistics.median(ratios) < 2, "in the median over the starts, the two end within a factor 2 of each other",
+       got=ratios)
+expect(statistics.median(library_gaps) < max(by_model["ours"]) - min(by_model["ours"]),
+       "the median gap between the libraries is smaller than the spread of our model over the starts",
+       got=(statistics.median(library_gaps), by_model["ours"]))
+expect(all(run["gap without dropout"] < 1e-3 for run in seed_runs.values()),
+       "without dropout, the two runs agree within 1e-3 at every epoch, from each start",
+       got=[run["gap without dropout"] for run in seed_runs.values()])
+
+# %% [markdown]
+# Over the five starts both medians are below 0.04, in the median the two libraries end within
+# a factor 2 of each other, and without dropout they agree within $10^{-3}$ at every epoch,
+# from each start. The typical (median) gap between the two libraries is smaller than the
+# spread of our model over the starts: the start moves the final loss more than the library
+# does. One run's loss depends on its start (and on its dropout draws): compare two
+# implementations by their medians over several starts, never on one run.
+#
+# Training times depend on the hardware and its load, so read the timing cell (above the loss
+# curves) as an example; the two models may well take about the same time. Where they do
+# differ, the reason is not the architecture, which is the same, but the way each library
+# runs it: PyTorch projects queries, keys and values with one matrix multiplication
+# (`in_proj_weight`) and runs the attention itself in one fused call, while our teaching path
+# takes several small steps and keeps the weights.
 # With tensors this small, the number of calls, more than the arithmetic, tends to set the
 # pace.
 #
-# The twin's predictions on validation sequences, greedy from the two source corners (each
-# red cross joined by a dotted line to the target corner it predicts):
+# The twin's predictions on validation sequences, greedy from the two source corners (red
+# crosses; the target corners are numbered 2 and 3, in the order they are predicted):
 
 # %%
 predictions = trainers["TransformerModel"].predict(val_source)  # (128, 2, 2)
-fig = plots.sequence_predictions(val_source, val_target, predictions, n=8)
+fig = plots.sequence_predictions(val_source, val_target, predictions, n=8, joins=False)
 
 # %% [markdown]
 # ## The fused path
@@ -817,8 +864,9 @@ fig = plots.timing_bars(timings, title="one encoder layer, eval mode, (16, 128, 
 #   `average_attn_weights=False` returns PyTorch's weights per head, our `alphas`; asking for
 #   the weights (`need_weights=True`) keeps `nn.MultiheadAttention` off the fused kernel.
 # - Trained the same way from the same start, `TransformerModel` and our model have the same
-#   parameters and reach similar losses; their curves differ through dropout's random draws,
-#   and without dropout they agree.
+#   parameters and reach similar losses: over five starts both medians are below 0.04, in the
+#   median the two end within a factor 2, and the start moves the loss more than the library
+#   does. Their curves differ through dropout's random draws; without dropout they agree.
 # - The fused kernel (`F.scaled_dot_product_attention`) and PyTorch's eval fast path (even
 #   heads, no gradients, batch first) compute the same outputs without keeping the weights.
 #   On the CPU the fast path runs the layer as one operation but attends with `bmm` and a

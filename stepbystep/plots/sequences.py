@@ -55,10 +55,11 @@ def square_sequences(sequences, directions=None, n=8, n_cols=4):
     return fig
 
 
-def sequence_predictions(source, target, predicted=None, n=8, n_cols=4):
+def sequence_predictions(source, target, predicted=None, n=8, n_cols=4, joins=True):
     """Source corners, true target corners and (optionally) predicted ones, one panel each; the
     corners are numbered in the order the square is travelled (source 0, 1, ..., then target),
-    and a thin line joins each prediction to the target corner it predicts.
+    and, with ``joins``, a thin line joins each prediction to the target corner it predicts
+    (leave them out when the predictions sit on their corners: the lines hide under the markers).
 
     ``source`` ``(N, L_s, 2)``, ``target`` and ``predicted`` ``(N, L_t, 2)``. Returns the Figure.
     """
@@ -79,7 +80,7 @@ def sequence_predictions(source, target, predicted=None, n=8, n_cols=4):
         ax.scatter(*target[index].T, facecolors="none", edgecolors="tab:green", s=60, lw=1.5, label="target")
         if predicted is not None:
             ax.scatter(*predicted[index].T, color="tab:red", marker="x", s=40, label="predicted")
-            for order, (guess, truth) in enumerate(zip(predicted[index], target[index])):  # which cross, which circle
+            for order, (guess, truth) in enumerate(zip(predicted[index], target[index]) if joins else ()):
                 ax.plot([guess[0], truth[0]], [guess[1], truth[1]], color="tab:red", lw=0.8, ls=":", alpha=0.8,
                         label="prediction to its corner" if order == 0 else None)
         for order, (x, y) in enumerate(np.concatenate([source[index], target[index]])):  # outside the square,
