@@ -123,6 +123,11 @@ def _check_wide_parameter_count(answer):
                 f"for n_heads={n_heads}, d_model={d_model} you returned {got}, which leaves out the "
                 "biases"
             )
+        if got == expected - d_model:
+            return (
+                f"for n_heads={n_heads}, d_model={d_model} you returned {got}, which leaves out one layer's bias: "
+                "every linear layer here has one, the output layer too"
+            )
         if got == n_heads * 3 * (d_model * d_model + d_model):
             return (
                 f"for n_heads={n_heads}, d_model={d_model} you returned {got}: the heads' projections are "

@@ -129,6 +129,9 @@ def _check_token_count(answer):
             return "return two whole numbers: (tokens, attention weights per head), e.g. a tuple of ints"
         tokens, weights = got
         wanted_tokens, wanted_weights = _token_count_solution(height, width, patch_size)
+        if tokens > 1 and weights > 1 and tokens == weights ** 2 and (tokens, weights) != (wanted_tokens, wanted_weights):
+            return (f"for {where}: your first number is the square of your second, as if you returned (weights, "
+                    "tokens); the pair asked for is (tokens, attention weights per head)")
         if tokens != wanted_tokens:
             if tokens == wanted_tokens - 1:
                 return f"for {where}: the count leaves out a token that the encoder reads besides the patches"
@@ -148,6 +151,9 @@ def _check_token_count(answer):
                 return f"for {where}: each token's query gets a weight for every key, not one weight in all"
             if weights == tokens * (tokens + 1) // 2:
                 return f"for {where}: the ViT's encoder is not causal: every token reads every token"
+            if weights > tokens ** 2 and weights % tokens ** 2 == 0:
+                return (f"for {where}: your attention weights are a whole multiple of one head's count: the count "
+                        "asked for is per head and per layer, so do not multiply by the heads (or the layers)")
             return f"for {where}: the tokens are right, the attention weights are not"
     return None
 

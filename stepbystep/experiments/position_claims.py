@@ -4,12 +4,14 @@
 positions; ``by_position`` maps it to the seed-0 model's accuracy at each position ``(64,)``.
 ``alibi_head_claims`` compares ALiBi with 4 heads, 4 heads given 8 heads' steepest slope, and 8 heads;
 ``far_token_claims`` the schemes on
-a task whose answer lies 8 tokens back.
+a task whose answer lies 8 tokens back; ``copying_layer_claims`` what RoPE's second layer reads
+in training and past it.
 Each function returns the claims the text makes, for ``expect_all``.
 """
 from stepbystep.expect import Claim
 
-__all__ = ["training_length_claims", "length_claims", "alibi_head_claims", "far_token_claims"]
+__all__ = ["training_length_claims", "length_claims", "alibi_head_claims", "far_token_claims",
+           "copying_layer_claims"]
 
 
 def _lowest_highest(results):
@@ -27,6 +29,9 @@ def training_length_claims(results, by_position, chance):
               "sinusoidal, learned and RoPE get at least 99% at 16 tokens in every seed",
               {scheme: lowest[scheme][0].item() for scheme in ("sinusoidal", "learned", "rope")}),
         Claim(lowest["alibi"][0] >= 0.95, "ALiBi gets at least 95% at 16 tokens in every seed", lowest["alibi"]),
+        Claim(all(highest["alibi"][0] < lowest[scheme][0] for scheme in ("sinusoidal", "learned", "rope")),
+              "at 16 tokens every ALiBi seed is below every seed of sinusoidal, learned and RoPE",
+              {scheme: results[scheme][:, 0] for scheme in ("alibi", "sinusoidal", "learned", "rope")}),
         Claim(2 * chance < lowest["none"][0] and highest["none"][0] <= 0.9,
               "without positions: more than twice chance, at most 90% at 16 tokens", results["none"][:, 0]),
         Claim(early > late + 0.1,
@@ -117,4 +122,25 @@ def far_token_claims(results, chance):
         Claim(all(highest[scheme][2] < 0.3 for scheme in ("sinusoidal", "learned")),
               "sinusoidal and learned fall below 30% at 64 tokens in every seed",
               {scheme: highest[scheme][2].item() for scheme in ("sinusoidal", "learned")}),
+    ]
+
+
+def copying_layer_claims(copying, top_offsets, far_weight, aliases, late_queries=(50, 60)):
+    """RoPE's second layer on lag 1, one model per seed: in training most of its heads copy the previous
+    token; past the training length every head reads an alias of offset 1. ``copying``: per seed, each head's
+    mean weight on the previous token over the trained queries, ``(n_heads,)``; ``top_offsets[seed, query]``:
+    each head's most-read offset at that query; ``far_weight[seed, query]``: the heads' mean weight on offsets
+    past the trained ones; ``aliases``: the offsets that pair 0 sees almost as offset 1."""
+    n_heads = len(copying[0])
+    late = [offset for (seed, query), offsets in top_offsets.items() if query in late_queries for offset in offsets]
+    queries = " and ".join(str(query) for query in late_queries)
+    return [
+        Claim(all(int((heads > 0.9).sum()) >= n_heads - 1 for heads in copying),
+              f"in training, at least {n_heads - 1} of the {n_heads} heads of layer 2 put over 0.9 of their weight "
+              "on the previous token, in every seed", [heads.tolist() for heads in copying]),
+        Claim(all(min(abs(offset - alias) for alias in aliases) <= 1 for offset in late),
+              f"at queries {queries}, every head of layer 2 reads most an offset within 1 of an alias of offset 1, "
+              "in every seed", top_offsets),
+        Claim(min(weight for (seed, query), weight in far_weight.items() if query in late_queries) > 0.5,
+              "and there, most of its weight lies on offsets beyond the trained ones", far_weight),
     ]
