@@ -70,16 +70,21 @@ def field_spans(text):
     return {}
 
 
+def _spans_and_rows(translation, target):
+    """The digit spans of ``translation``'s text and its cross-attention rows ``(L_out, L_s)``, the
+    heads averaged, once ``target`` is checked to be an ISO date."""
+    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", target):
+        raise ValueError(f"target must be an ISO date YYYY-MM-DD, got {target!r}")
+    return field_spans(translation.text), translation.weights.mean(dim=0)  # rows: (L_out, L_s)
+
+
 def wrong_digit_reads(translation, target):
     """Where the decoder read while it wrote each wrong digit of a ``Translation`` whose right date
     is ``target``: one ``(index, field, position, in_field)`` per wrong output character at an
     index of ``target``'s digits, where ``position`` is the source position its row of the
     cross-attention reads most (the heads averaged) and ``in_field`` whether that position lies
     in the digits of the same field in the text (``field_spans``; ``False`` without one)."""
-    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", target):
-        raise ValueError(f"target must be an ISO date YYYY-MM-DD, got {target!r}")
-    spans = field_spans(translation.text)
-    rows = translation.weights.mean(dim=0)  # (L_out, L_s): the heads averaged
+    spans, rows = _spans_and_rows(translation, target)
     reads = []
     for index, (right, written) in enumerate(zip(target, translation.translation)):
         if right == written or index not in _FIELD_OF_OUTPUT or index >= rows.shape[0]:
@@ -97,10 +102,7 @@ def digit_reads(translation, target):
     ``target`` (a month written as a name has no digits to read, so its rows are left out), with
     ``position`` and ``in_field`` as in ``wrong_digit_reads`` and ``right`` whether the written
     character is the target's. The right rows are the control for the wrong ones."""
-    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", target):
-        raise ValueError(f"target must be an ISO date YYYY-MM-DD, got {target!r}")
-    spans = field_spans(translation.text)
-    rows = translation.weights.mean(dim=0)  # (L_out, L_s): the heads averaged
+    spans, rows = _spans_and_rows(translation, target)
     reads = []
     for index, (right, written) in enumerate(zip(target, translation.translation)):
         field = _FIELD_OF_OUTPUT.get(index)
