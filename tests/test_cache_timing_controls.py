@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from stepbystep.experiments import cache_timing
-from stepbystep.experiments.cache_timing import matrix_vector_times, weight_products_ms
+from stepbystep.experiments.cache_timing import decode_step_parts_ms, matrix_vector_times, weight_products_ms
 from stepbystep.models import DecoderConfig
 
 
@@ -46,3 +46,15 @@ def test_matrix_vector_times_one_time_per_batch_size():
         matrix_vector_times(d=8, batch_sizes=(1, 0))
     with pytest.raises(ValueError):
         weight_products_ms(_model(), repeats=0)
+
+
+def test_decode_step_parts_time_both_models_and_the_products_leaving_train_mode_as_it_was():
+    model = _model()
+    narrow = DecoderConfig.llama(20, d_model=4, n_heads=2, n_layers=1, max_len=40, n_kv_heads=1).build()
+    parts = decode_step_parts_ms(model, narrow, length=8, repeats=30)  # 8 + 30 + 1 positions fit in max_len 40
+    assert set(parts) == {"step", "narrow step", "products"} and min(parts.values()) > 0
+    assert model.training and narrow.training
+    with pytest.raises(ValueError, match="max_len"):  # one step more than the cache can hold is refused
+        decode_step_parts_ms(model, narrow, length=9, repeats=31)
+    with pytest.raises(ValueError):
+        decode_step_parts_ms(model, narrow, repeats=0)

@@ -10,16 +10,21 @@ from ..checks import check_positive_int
 from ..devices import evaluating, model_device
 from ..models.gpt.generation import generate
 
-__all__ = ["prefill_decode_times", "weight_products_ms", "matrix_vector_times", "generation_times"]
+__all__ = ["prefill_decode_times", "weight_products_ms", "decode_step_parts_ms", "matrix_vector_times",
+           "generation_times"]
+
+
+def _ms(run):
+    """Milliseconds one call of ``run`` takes, waiting for a GPU, if there is one, to finish its work."""
+    start = time.perf_counter()
+    run()
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+    return 1000 * (time.perf_counter() - start)
 
 
 def _median_ms(run, repeats):
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
-    return 1000 * statistics.median(times)
+    return statistics.median(_ms(run) for _ in range(repeats))
 
 
 def prefill_decode_times(model, lengths, repeats=5, seed=0):
@@ -48,11 +53,9 @@ def prefill_decode_times(model, lengths, repeats=5, seed=0):
     return prefill, decode
 
 
-def weight_products_ms(model, repeats=20, seed=0):
-    """Median milliseconds, over ``repeats``, of multiplying one vector by each of ``model``'s weight
-    matrices (every 2-D parameter but the embedding) in a bare loop: a decode step's matrix products
-    without its modules, its cache or its attention. Where the model lives, no gradients."""
-    check_positive_int("repeats", repeats)
+def _weight_products(model, seed):
+    """A function multiplying one vector by each of ``model``'s weight matrices (every 2-D parameter
+    but the embedding) in a bare loop, where the model lives."""
     weights = [p.detach() for name, p in model.named_parameters() if p.ndim == 2 and not name.startswith("embed")]
     widest = max(w.shape[1] for w in weights)
     vector = torch.randn(widest, generator=torch.Generator().manual_seed(seed)).to(weights[0])  # (widest,)
@@ -61,8 +64,53 @@ def weight_products_ms(model, repeats=20, seed=0):
         for weight in weights:  # (out, in): nn.Linear's layout
             weight @ vector[:weight.shape[1]]  # (out,)
 
-    products()  # warm-up
-    return _median_ms(products, repeats)
+    return products
+
+
+def weight_products_ms(model, repeats=20, seed=0):
+    """Median milliseconds, over ``repeats``, of multiplying one vector by each of ``model``'s weight
+    matrices (every 2-D parameter but the embedding) in a bare loop: a decode step's matrix products
+    without its modules, its cache or its attention. Where the model lives, no gradients."""
+    check_positive_int("repeats", repeats)
+    products = _weight_products(model, seed)
+    with torch.inference_mode():
+        products()  # warm-up
+        return _median_ms(products, repeats)
+
+
+def decode_step_parts_ms(model, narrow, length=256, repeats=51, seed=0):
+    """Milliseconds of one cached decode step of ``model`` and of ``narrow`` (a model with the same
+    layers and modules, much narrower), each after a prompt of ``length`` random ids, and of
+    ``model``'s bare weight products for one vector (as in ``weight_products_ms``):
+    ``{"step": ms, "narrow step": ms, "products": ms}``, each the fastest of ``repeats``.
+    The three are timed in turn, one of each per repeat, so that a busy moment of the machine slows
+    all three rather than one; the fastest run is the one the rest of the machine disturbed least.
+    Eval mode, no gradients."""
+    check_positive_int("length", length)
+    check_positive_int("repeats", repeats)
+    generator = torch.Generator().manual_seed(seed)
+    prompt = torch.randint(0, min(model.vocab_size, narrow.vocab_size), (1, length), generator=generator)  # (1, L)
+    runs = {"step": _decode_step(model, prompt, repeats), "narrow step": _decode_step(narrow, prompt, repeats),
+            "products": _weight_products(model, seed)}
+    times = {name: [] for name in runs}
+    with evaluating(model), evaluating(narrow), torch.inference_mode():
+        for run in runs.values():
+            run()  # warm-up
+        for _ in range(repeats):
+            for name, run in runs.items():
+                times[name].append(_ms(run))
+    return {name: min(ms) for name, ms in times.items()}
+
+
+def _decode_step(model, prompt, repeats):
+    """A function running one cached decode step of ``model`` after ``prompt`` ``(1, L)``, its cache
+    filled by a prefill here; it has room for ``repeats`` + 1 steps."""
+    prompt = prompt.to(model_device(model))  # (1, L)
+    with evaluating(model), torch.inference_mode():
+        cache = model.new_cache(capacity=prompt.shape[1] + repeats + 1)
+        model(prompt, cache=cache)  # the prefill; each step adds one token at the next position
+    new = prompt[:, -1:]  # (1, 1)
+    return lambda: model(new, cache=cache)
 
 
 def matrix_vector_times(d=4096, batch_sizes=(1, 16, 256), repeats=5, seed=0, device="cpu"):
@@ -105,5 +153,5 @@ def generation_times(ours, theirs, prompt, max_new_tokens, repeats=5):
         same = torch.equal(runs["ours"]().cpu(), runs["transformers"]().cpu())  # also the warm-up
         for _ in range(repeats):  # alternating, so that a busy moment slows both
             for name, run in runs.items():
-                times[name].append(_median_ms(run, 1) / 1000)
+                times[name].append(_ms(run) / 1000)
     return {name: statistics.median(seconds) for name, seconds in times.items()}, same
