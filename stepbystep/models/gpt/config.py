@@ -34,6 +34,9 @@ class DecoderConfig:
     mlp: ``"relu"``, ``"gelu"``, ``"gelu_tanh"`` (GPT-2) or ``"swiglu"`` (Llama), ``ff_units`` wide.
     bias: biases in the attention, the feed-forward network and LayerNorms; ``head_bias``: in the output layer.
     rope_pairing: ``"interleaved"`` (RoFormer's) or ``"rotate_half"`` (Hugging Face's Llama).
+    After Llama (chapter 17), the defaults giving Llama's block:
+    qk_norm: ``None``, or an RMSNorm on the queries and keys over each head (``"head"``: Qwen3) or
+        over all heads at once (``"all"``: OLMo 2); see ``NarrowMultiHeadAttention``.
     """
 
     vocab_size: int
@@ -57,6 +60,7 @@ class DecoderConfig:
     bias: bool = True
     head_bias: bool = True
     rope_pairing: str = "interleaved"
+    qk_norm: str | None = None
 
     @classmethod
     def gpt2(cls, vocab_size, d_model=768, n_heads=12, n_layers=12, max_len=1024, **changes):

@@ -1,5 +1,6 @@
-"""Load a Hugging Face ``transformers`` GPT-2 or Llama into the course's model (chapter 12): read
-its config into a ``DecoderConfig``, build the ``DecoderOnlyTransformer`` and copy every weight.
+"""Load a Hugging Face ``transformers`` GPT-2 or Llama (chapter 12), or a Qwen3 (chapter 17), into
+the course's model: read its config into a ``DecoderConfig``, build the ``DecoderOnlyTransformer``
+and copy every weight.
 
 Two differences in storage, none in the function: GPT-2 keeps its projections as ``Conv1D``
 (``nn.Linear``'s weight transposed) with one fused ``c_attn`` for queries, keys and values; Llama
@@ -15,7 +16,7 @@ from .config import DecoderConfig
 
 __all__ = ["SUPPORTED_ARCHITECTURES", "config_from_transformers", "from_transformers", "interleave_permutation"]
 
-SUPPORTED_ARCHITECTURES = ("GPT2LMHeadModel", "LlamaForCausalLM")
+SUPPORTED_ARCHITECTURES = ("GPT2LMHeadModel", "LlamaForCausalLM", "Qwen3ForCausalLM")
 _GELUS = {"gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "gelu": "gelu"}
 
 
@@ -37,7 +38,7 @@ def _gpt2_config(c, rope_pairing):
                               tie_weights=bool(c.tie_word_embeddings))
 
 
-def _llama_config(c, rope_pairing):
+def _llama_config(c, rope_pairing, **changes):
     rope = getattr(c, "rope_parameters", None) or dict(getattr(c, "rope_scaling", None) or {},  # transformers 4
                                                         rope_theta=getattr(c, "rope_theta", 10000.0))
     rope = {"rope_type": rope.get("rope_type", rope.get("type", "default")), **rope}
@@ -56,23 +57,32 @@ def _llama_config(c, rope_pairing):
                                n_kv_heads=c.num_key_value_heads or c.num_attention_heads, ff_units=c.intermediate_size,
                                norm_eps=c.rms_norm_eps, rope_base=rope.get("rope_theta", 10000.0),
                                rope_pairing=rope_pairing, bias=bool(c.attention_bias), dropout=0.0,
-                               tie_weights=bool(c.tie_word_embeddings))
+                               tie_weights=bool(c.tie_word_embeddings), **changes)
+
+
+def _qwen3_config(c, rope_pairing):
+    """Qwen3's block is Llama's with QK-norm over each head (Qwen team, Qwen3 Technical Report, 2025)."""
+    if getattr(c, "use_sliding_window", False):
+        raise _unsupported("use_sliding_window", True, "the course's Qwen3 attends to every earlier token")
+    return _llama_config(c, rope_pairing, qk_norm="head")
+
+
+_CONFIGS = {"GPT2LMHeadModel": _gpt2_config, "LlamaForCausalLM": _llama_config, "Qwen3ForCausalLM": _qwen3_config}
 
 
 def _architecture(hf_model):
     name = type(hf_model).__name__
     if name not in SUPPORTED_ARCHITECTURES or not hasattr(hf_model, "config"):
-        raise TypeError(f"from_transformers converts a transformers {' or a '.join(SUPPORTED_ARCHITECTURES)}, "
-                        f"got {name}")
+        raise TypeError(f"from_transformers converts a transformers model of one of the architectures "
+                        f"{', '.join(SUPPORTED_ARCHITECTURES)}, got {name}")
     return name
 
 
 def config_from_transformers(hf_model, rope_pairing="rotate_half"):
-    """The ``DecoderConfig`` of a ``GPT2LMHeadModel`` or ``LlamaForCausalLM`` (its ``config`` read;
-    a setting the course's model lacks is a ``ValueError``). ``rope_pairing``: Llama's pairs."""
+    """The ``DecoderConfig`` of one of the ``SUPPORTED_ARCHITECTURES`` (its ``config`` read; a
+    setting the course's model lacks is a ``ValueError``). ``rope_pairing``: Llama's and Qwen3's pairs."""
     check_choice("rope_pairing", rope_pairing, ROTARY_PAIRINGS)
-    build = _gpt2_config if _architecture(hf_model) == "GPT2LMHeadModel" else _llama_config
-    return build(hf_model.config, rope_pairing)
+    return _CONFIGS[_architecture(hf_model)](hf_model.config, rope_pairing)
 
 
 def interleave_permutation(d_head):
@@ -139,16 +149,20 @@ def _load_llama(model, hf):
             _copy(linear.weight, hf_linear.weight)
             if hf_linear.bias is not None:
                 _copy(linear.bias, hf_linear.bias)
+        if attention.qk_norm is not None:  # a head's gains follow its rows' order
+            for norm, hf_norm in ((attention.q_norm, hf_attention.q_norm), (attention.k_norm, hf_attention.k_norm)):
+                weight = hf_norm.weight  # (d_k,) per head, or (heads · d_k,) over all heads
+                _copy(norm.weight, weight if order is None else weight.view(-1, attention.d_k)[:, order].flatten())
         _copy(layer.sublayers[0].norm.weight, block.input_layernorm.weight)
         _copy(layer.sublayers[1].norm.weight, block.post_attention_layernorm.weight)
     _copy(model.norm.weight, inner.norm.weight)
 
 
 def from_transformers(hf_model, rope_pairing="rotate_half", store_alphas=False):
-    """The course's ``DecoderOnlyTransformer`` equal to a ``transformers`` ``GPT2LMHeadModel`` or
-    ``LlamaForCausalLM`` of any size: its config read (``config_from_transformers``), every weight
+    """The course's ``DecoderOnlyTransformer`` equal to a ``transformers`` model of one of the
+    ``SUPPORTED_ARCHITECTURES`` (GPT-2, Llama, Qwen3) of any size: its config read (``config_from_transformers``), every weight
     copied, on the same device and dtype, in the same train or eval mode. ``rope_pairing``
-    (Llama): ``"rotate_half"`` as stored, or ``"interleaved"`` (query and key rows permuted:
+    (Llama, Qwen3): ``"rotate_half"`` as stored, or ``"interleaved"`` (query and key rows permuted:
     the same function). ``store_alphas``: the teaching path. Another architecture is a ``TypeError``;
     a setting the course lacks (Llama 3.1's scaled rotary frequencies, among others) a ``ValueError``.
     Equal in eval mode; in training, the dropout on the attention weights and on the sublayers'

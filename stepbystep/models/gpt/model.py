@@ -7,7 +7,7 @@ from torch import nn
 from ...checks import check_choice, check_instance, check_int_range, check_positive_int, check_positive_number
 from ...data.special_tokens import IGNORE_INDEX
 from ...devices import evaluating
-from ..attention.narrow import keeping_weights
+from ..attention.narrow import QK_NORMS, keeping_weights
 from ..blocks.ids import check_ids
 from ..blocks.kv_cache import KVCache
 from ..blocks.layers import EncoderLayer
@@ -55,6 +55,8 @@ class DecoderOnlyTransformer(nn.Module):
         check_choice("norm", c.norm, NORMS)
         check_choice("mlp", c.mlp, MLPS)
         check_choice("rope_pairing", c.rope_pairing, ROTARY_PAIRINGS)
+        if c.qk_norm is not None:
+            check_choice("qk_norm", c.qk_norm, QK_NORMS)
         check_instance("head_bias", c.head_bias, bool, "True or False")
         check_positive_number("rope_base", c.rope_base)
         for name in ("vocab_size", "d_model", "n_layers", "max_len"):
@@ -90,7 +92,8 @@ class DecoderOnlyTransformer(nn.Module):
     def make_layer(self, c):
         """One layer of the stack for the settings ``c``: a ``DecoderOnlyLayer``; a subclass may build another kind."""
         return DecoderOnlyLayer(c.n_heads, c.d_model, c.ff_units, c.dropout, c.norm_first, c.store_alphas, self.rotary,
-                                n_kv_heads=c.n_kv_heads, bias=c.bias, mlp=c.mlp, norm=c.norm, norm_eps=c.norm_eps)
+                                n_kv_heads=c.n_kv_heads, bias=c.bias, mlp=c.mlp, norm=c.norm, norm_eps=c.norm_eps,
+                                qk_norm=c.qk_norm)
 
     def new_cache(self, capacity=None):
         """An empty ``KVCache`` for this model's layers (``capacity``: preallocated tokens, no gradients)."""
