@@ -16,6 +16,7 @@ CHANGES = {
     "pad_id": 1, "norm_first": False, "tie_weights": False, "embedding_std": 0.5, "store_alphas": True,
     "position_scheme": "learned", "rope_base": 500.0, "n_kv_heads": 2, "norm": "rmsnorm", "norm_eps": 1e-6,
     "mlp": "gelu", "bias": False, "head_bias": False, "rope_pairing": "rotate_half", "qk_norm": "head",
+    "norm_output": True,
 }
 ROPE_FIELDS = ("rope_base", "rope_pairing")
 

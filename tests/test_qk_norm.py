@@ -1,6 +1,6 @@
 """QK-norm (chapter 17): an RMSNorm on the queries and keys, over each head (Qwen3) or over all the
-heads at once (OLMo 2), before the rotation; and a transformers Qwen3 (random weights from a config,
-nothing downloaded) loaded into the course's model gives its logits to 1e-4 and its greedy tokens."""
+heads at once (OLMo 2), before the rotation; and a transformers Qwen3 or OLMo 2 (random weights from a
+config, nothing downloaded) loaded into the course's model gives its logits to 1e-4 and its greedy tokens."""
 import pytest
 import torch
 import torch.nn.functional as F
@@ -72,37 +72,53 @@ def test_a_wrong_qk_norm_is_refused_at_the_model_and_at_the_attention():
         NarrowMultiHeadAttention(2, 8, qk_norm=True)
 
 
-def qwen3(seed=0, **settings):
+def _built(family, seed, settings):
     torch.manual_seed(seed)
     config = dict(vocab_size=VOCAB, hidden_size=32, intermediate_size=88, num_hidden_layers=2, num_attention_heads=4,
-                  num_key_value_heads=2, head_dim=8, max_position_embeddings=48, initializer_range=0.3,
-                  bos_token_id=None, eos_token_id=None, tie_word_embeddings=False)
-    hf = transformers.Qwen3ForCausalLM(transformers.Qwen3Config(**{**config, **settings})).eval()
-    with torch.no_grad():  # Qwen3 starts its norms at exactly 1: make them count
-        for name, module in hf.named_modules():
-            if type(module).__name__ == "Qwen3RMSNorm":
+                  num_key_value_heads=2, max_position_embeddings=48, initializer_range=0.3, bos_token_id=None,
+                  eos_token_id=None, pad_token_id=None, tie_word_embeddings=False)
+    model_class, config_class = {"qwen3": (transformers.Qwen3ForCausalLM, transformers.Qwen3Config),
+                                 "olmo2": (transformers.Olmo2ForCausalLM, transformers.Olmo2Config)}[family]
+    hf = model_class(config_class(**{**config, **settings})).eval()
+    with torch.no_grad():  # their norms start at exactly 1: make them count
+        for module in hf.modules():
+            if type(module).__name__.endswith("RMSNorm"):
                 module.weight.uniform_(0.5, 1.5)
     return hf
+
+
+def qwen3(seed=0, **settings):
+    return _built("qwen3", seed, {"head_dim": 8, **settings})
+
+
+def olmo2(seed=0, **settings):
+    return _built("olmo2", seed, settings)
 
 
 def _ids(n, length, seed=1):
     return torch.randint(0, VOCAB, (n, length), generator=torch.Generator().manual_seed(seed))
 
 
-QWEN3 = {
-    "gqa": lambda: qwen3(),
-    "mqa-tied": lambda: qwen3(hidden_size=48, num_attention_heads=6, num_key_value_heads=1, head_dim=8,
-                              tie_word_embeddings=True, rope_parameters={"rope_type": "default", "rope_theta": 5e5}),
+QK_NORMED = {
+    "qwen3-gqa": lambda: qwen3(),
+    "qwen3-mqa-tied": lambda: qwen3(hidden_size=48, num_attention_heads=6, num_key_value_heads=1, head_dim=8,
+                                    tie_word_embeddings=True,
+                                    rope_parameters={"rope_type": "default", "rope_theta": 5e5}),
+    "olmo2-gqa": lambda: olmo2(),
+    "olmo2-mha": lambda: olmo2(seed=1, num_key_value_heads=4, rms_norm_eps=1e-6),
 }
+SETTINGS = {"qwen3": dict(qk_norm="head", norm_first=True, norm_output=False),
+            "olmo2": dict(qk_norm="all", norm_first=False, norm_output=True)}
 
 
-@pytest.mark.parametrize("name", list(QWEN3))
+@pytest.mark.parametrize("name", list(QK_NORMED))
 @pytest.mark.parametrize("rope_pairing", ["rotate_half", "interleaved"])
 @pytest.mark.parametrize("store_alphas", [False, True], ids=["fused", "teaching"])
-def test_qwen3_logits_equal_theirs(name, rope_pairing, store_alphas):
-    hf = QWEN3[name]()
+def test_logits_equal_theirs(name, rope_pairing, store_alphas):
+    hf = QK_NORMED[name]()
     ours = from_transformers(hf, rope_pairing=rope_pairing, store_alphas=store_alphas)
-    assert ours.config.qk_norm == "head"
+    c = ours.config
+    assert dict(qk_norm=c.qk_norm, norm_first=c.norm_first, norm_output=c.norm_output) == SETTINGS[name[:5]]
     ids = _ids(3, 40)
     with torch.no_grad():
         theirs, mine = hf(ids).logits, ours(ids)
@@ -110,8 +126,9 @@ def test_qwen3_logits_equal_theirs(name, rope_pairing, store_alphas):
     torch.testing.assert_close(mine, theirs, rtol=0, atol=1e-4)
 
 
-def test_qwen3_without_its_qk_norm_is_another_function():
-    hf = qwen3()
+@pytest.mark.parametrize("build", [qwen3, olmo2], ids=["qwen3", "olmo2"])
+def test_without_its_qk_norm_the_model_is_another_function(build):
+    hf = build()
     ours = from_transformers(hf)
     plain = ours.config.replace(qk_norm=None).build()
     plain.load_state_dict({k: v for k, v in ours.state_dict().items() if "q_norm" not in k and "k_norm" not in k})
@@ -120,9 +137,9 @@ def test_qwen3_without_its_qk_norm_is_another_function():
         assert (plain.eval()(ids) - hf(ids).logits).abs().max() > 1e-2
 
 
-@pytest.mark.parametrize("name", list(QWEN3))
-def test_qwen3_greedy_generations_equal_theirs_with_and_without_the_cache(name):
-    hf = QWEN3[name]()
+@pytest.mark.parametrize("name", list(QK_NORMED))
+def test_greedy_generations_equal_theirs_with_and_without_the_cache(name):
+    hf = QK_NORMED[name]()
     ours = from_transformers(hf)
     prompt = _ids(2, 6, seed=2)
     theirs = hf.generate(prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=30, do_sample=False)
@@ -131,7 +148,9 @@ def test_qwen3_greedy_generations_equal_theirs_with_and_without_the_cache(name):
     assert torch.equal(generate(ours, prompt, 30, temperature=0, use_cache=False), theirs)
 
 
-def test_qwen3_settings_the_course_lacks_are_refused():
+def test_settings_the_course_lacks_are_refused():
+    with pytest.raises(ValueError, match="cannot convert mlp_bias=False: the course's bias option covers"):
+        from_transformers(olmo2(attention_bias=True))
     with pytest.raises(ValueError, match="cannot convert use_sliding_window=True"):
         from_transformers(qwen3(use_sliding_window=True, sliding_window=8, max_window_layers=0))
     with pytest.raises(ValueError, match="cannot convert head_dim=16"):

@@ -37,6 +37,8 @@ class DecoderConfig:
     After Llama (chapter 17), the defaults giving Llama's block:
     qk_norm: ``None``, or an RMSNorm on the queries and keys over each head (``"head"``: Qwen3) or
         over all heads at once (``"all"``: OLMo 2); see ``NarrowMultiHeadAttention``.
+    norm_output: normalise each sublayer's output before the residual add (OLMo 2, with
+        ``norm_first=False``; with ``norm_first=True``, Gemma's norms on both sides); see ``SubLayerWrapper``.
     """
 
     vocab_size: int
@@ -61,6 +63,7 @@ class DecoderConfig:
     head_bias: bool = True
     rope_pairing: str = "interleaved"
     qk_norm: str | None = None
+    norm_output: bool = False
 
     @classmethod
     def gpt2(cls, vocab_size, d_model=768, n_heads=12, n_layers=12, max_len=1024, **changes):

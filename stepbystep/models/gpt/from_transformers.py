@@ -1,4 +1,4 @@
-"""Load a Hugging Face ``transformers`` GPT-2 or Llama (chapter 12), or a Qwen3 (chapter 17), into
+"""Load a Hugging Face ``transformers`` GPT-2 or Llama (chapter 12), or a Qwen3 or OLMo 2 (chapter 17), into
 the course's model: read its config into a ``DecoderConfig``, build the ``DecoderOnlyTransformer``
 and copy every weight.
 
@@ -16,7 +16,7 @@ from .config import DecoderConfig
 
 __all__ = ["SUPPORTED_ARCHITECTURES", "config_from_transformers", "from_transformers", "interleave_permutation"]
 
-SUPPORTED_ARCHITECTURES = ("GPT2LMHeadModel", "LlamaForCausalLM", "Qwen3ForCausalLM")
+SUPPORTED_ARCHITECTURES = ("GPT2LMHeadModel", "LlamaForCausalLM", "Qwen3ForCausalLM", "Olmo2ForCausalLM")
 _GELUS = {"gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "gelu": "gelu"}
 
 
@@ -50,8 +50,9 @@ def _llama_config(c, rope_pairing, **changes):
     if head_dim != c.hidden_size // c.num_attention_heads:
         raise _unsupported("head_dim", head_dim, f"the course's heads are hidden_size // num_attention_heads = "
                                                    f"{c.hidden_size // c.num_attention_heads} wide")
-    if bool(c.attention_bias) != bool(getattr(c, "mlp_bias", False)):
-        raise _unsupported("mlp_bias", c.mlp_bias, "the course's bias option covers attention and MLP together")
+    mlp_bias = bool(getattr(c, "mlp_bias", False))  # Qwen3's and OLMo 2's MLPs have none
+    if bool(c.attention_bias) != mlp_bias:
+        raise _unsupported("mlp_bias", mlp_bias, "the course's bias option covers attention and MLP together")
     return DecoderConfig.llama(c.vocab_size, d_model=c.hidden_size, n_heads=c.num_attention_heads,
                                n_layers=c.num_hidden_layers, max_len=c.max_position_embeddings,
                                n_kv_heads=c.num_key_value_heads or c.num_attention_heads, ff_units=c.intermediate_size,
@@ -67,7 +68,14 @@ def _qwen3_config(c, rope_pairing):
     return _llama_config(c, rope_pairing, qk_norm="head")
 
 
-_CONFIGS = {"GPT2LMHeadModel": _gpt2_config, "LlamaForCausalLM": _llama_config, "Qwen3ForCausalLM": _qwen3_config}
+def _olmo2_config(c, rope_pairing):
+    """OLMo 2's block is Llama's with QK-norm over all heads at once and each sublayer's output
+    normalised before the residual add, its input not (Team OLMo, 2 OLMo 2 Furious, 2024)."""
+    return _llama_config(c, rope_pairing, qk_norm="all", norm_first=False, norm_output=True)
+
+
+_CONFIGS = {"GPT2LMHeadModel": _gpt2_config, "LlamaForCausalLM": _llama_config, "Qwen3ForCausalLM": _qwen3_config,
+            "Olmo2ForCausalLM": _olmo2_config}
 
 
 def _architecture(hf_model):
@@ -153,16 +161,22 @@ def _load_llama(model, hf):
             for norm, hf_norm in ((attention.q_norm, hf_attention.q_norm), (attention.k_norm, hf_attention.k_norm)):
                 weight = hf_norm.weight  # (d_k,) per head, or (heads · d_k,) over all heads
                 _copy(norm.weight, weight if order is None else weight.view(-1, attention.d_k)[:, order].flatten())
-        _copy(layer.sublayers[0].norm.weight, block.input_layernorm.weight)
-        _copy(layer.sublayers[1].norm.weight, block.post_attention_layernorm.weight)
+        if model.config.norm_output:  # OLMo 2: the norms act on each sublayer's output
+            norms = ((layer.sublayers[0].out_norm, block.post_attention_layernorm),
+                     (layer.sublayers[1].out_norm, block.post_feedforward_layernorm))
+        else:  # Llama, Qwen3: on each sublayer's input (Llama's "post-attention" norm is the MLP's input)
+            norms = ((layer.sublayers[0].norm, block.input_layernorm),
+                     (layer.sublayers[1].norm, block.post_attention_layernorm))
+        for norm, hf_norm in norms:
+            _copy(norm.weight, hf_norm.weight)
     _copy(model.norm.weight, inner.norm.weight)
 
 
 def from_transformers(hf_model, rope_pairing="rotate_half", store_alphas=False):
     """The course's ``DecoderOnlyTransformer`` equal to a ``transformers`` model of one of the
-    ``SUPPORTED_ARCHITECTURES`` (GPT-2, Llama, Qwen3) of any size: its config read (``config_from_transformers``), every weight
+    ``SUPPORTED_ARCHITECTURES`` (GPT-2, Llama, Qwen3, OLMo 2) of any size: its config read (``config_from_transformers``), every weight
     copied, on the same device and dtype, in the same train or eval mode. ``rope_pairing``
-    (Llama, Qwen3): ``"rotate_half"`` as stored, or ``"interleaved"`` (query and key rows permuted:
+    (Llama, Qwen3, OLMo 2): ``"rotate_half"`` as stored, or ``"interleaved"`` (query and key rows permuted:
     the same function). ``store_alphas``: the teaching path. Another architecture is a ``TypeError``;
     a setting the course lacks (Llama 3.1's scaled rotary frequencies, among others) a ``ValueError``.
     Equal in eval mode; in training, the dropout on the attention weights and on the sublayers'

@@ -84,7 +84,9 @@ class DecoderOnlyTransformer(nn.Module):
                                  f"pairs), got d_model={c.d_model} and n_heads={c.n_heads}")
             self.rotary = RotaryEmbedding(c.d_model // c.n_heads, c.rope_base, c.max_len, c.rope_pairing)
         self.layers = nn.ModuleList([self.make_layer(c) for _ in range(c.n_layers)])
-        self.norm = make_norm(c.norm, c.d_model, c.norm_eps, c.bias) if self.norm_first else None
+        check_instance("norm_output", c.norm_output, bool, "True or False")
+        final_norm = self.norm_first or c.norm_output  # else the last layer's norm ends the stream
+        self.norm = make_norm(c.norm, c.d_model, c.norm_eps, c.bias) if final_norm else None
         self.head = nn.Linear(c.d_model, c.vocab_size, bias=c.head_bias)  # the output layer
         if self.tie_weights:
             self.head.weight = self.embed.weight  # one (V, d_model) matrix, two uses
@@ -93,7 +95,7 @@ class DecoderOnlyTransformer(nn.Module):
         """One layer of the stack for the settings ``c``: a ``DecoderOnlyLayer``; a subclass may build another kind."""
         return DecoderOnlyLayer(c.n_heads, c.d_model, c.ff_units, c.dropout, c.norm_first, c.store_alphas, self.rotary,
                                 n_kv_heads=c.n_kv_heads, bias=c.bias, mlp=c.mlp, norm=c.norm, norm_eps=c.norm_eps,
-                                qk_norm=c.qk_norm)
+                                qk_norm=c.qk_norm, norm_output=c.norm_output)
 
     def new_cache(self, capacity=None):
         """An empty ``KVCache`` for this model's layers (``capacity``: preallocated tokens, no gradients)."""
