@@ -54,11 +54,13 @@ class _Layer(nn.Module):
     feed-forward network and one wrapper each, created in the book's order. Chapter 12's options:
     ``n_kv_heads`` and ``bias`` for the attention, ``mlp`` (``make_feed_forward``), ``norm`` and
     ``norm_eps`` (``make_norm``); ``bias`` covers the projections, the network and a LayerNorm.
-    Chapter 17's: ``qk_norm`` (see ``NarrowMultiHeadAttention``, with ``norm_eps``) and
-    ``norm_output`` (see ``SubLayerWrapper``)."""
+    Chapter 17's: ``qk_norm`` (see ``NarrowMultiHeadAttention``, with ``norm_eps``),
+    ``norm_output`` (see ``SubLayerWrapper``) and ``self_attention``, a module to use instead of a
+    ``NarrowMultiHeadAttention`` (latent attention), under the same call."""
 
     def __init__(self, n_heads, d_model, ff_units, dropout, norm_first, store_alphas, cross, n_kv_heads=None,
-                 bias=True, mlp="relu", norm="layernorm", norm_eps=1e-5, qk_norm=None, norm_output=False):
+                 bias=True, mlp="relu", norm="layernorm", norm_eps=1e-5, qk_norm=None, norm_output=False,
+                 self_attention=None):
         super().__init__()
         for name, value in (("n_heads", n_heads), ("d_model", d_model), ("ff_units", ff_units)):
             check_positive_int(name, value)
@@ -67,7 +69,8 @@ class _Layer(nn.Module):
         self.mlp = mlp
         attention = dict(dropout=dropout, store_alphas=store_alphas, n_kv_heads=n_kv_heads, bias=bias, qk_norm=qk_norm,
                          norm_eps=norm_eps)
-        self.self_attn_heads = NarrowMultiHeadAttention(n_heads, d_model, **attention)
+        self.self_attn_heads = (NarrowMultiHeadAttention(n_heads, d_model, **attention) if self_attention is None
+                                else self_attention)
         if cross:
             self.cross_attn_heads = NarrowMultiHeadAttention(n_heads, d_model, **attention)
         self.ffn = make_feed_forward(mlp, d_model, ff_units, dropout, bias)

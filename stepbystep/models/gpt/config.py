@@ -39,6 +39,10 @@ class DecoderConfig:
         over all heads at once (``"all"``: OLMo 2); see ``NarrowMultiHeadAttention``.
     norm_output: normalise each sublayer's output before the residual add (OLMo 2, with
         ``norm_first=False``; with ``norm_first=True``, Gemma's norms on both sides); see ``SubLayerWrapper``.
+    kv_latent_dim: multi-head latent attention (DeepSeek-V2) with a latent of this size, rotary
+        positions only; ``None``: the heads' own keys and values. Its other sizes (``None``: from
+        ``d_k = d_model // n_heads``): ``q_latent_dim`` (``None``: no query latent),
+        ``rope_head_dim`` (``d_k // 2``), ``nope_head_dim`` and ``v_head_dim`` (``d_k``); see ``LatentAttention``.
     """
 
     vocab_size: int
@@ -64,6 +68,18 @@ class DecoderConfig:
     rope_pairing: str = "interleaved"
     qk_norm: str | None = None
     norm_output: bool = False
+    kv_latent_dim: int | None = None
+    q_latent_dim: int | None = None
+    rope_head_dim: int | None = None
+    nope_head_dim: int | None = None
+    v_head_dim: int | None = None
+
+    def latent_sizes(self):
+        """Latent attention's sizes, the defaults filled in: a dict of ``LatentAttention``'s arguments."""
+        d_k = self.d_model // self.n_heads
+        return dict(kv_latent_dim=self.kv_latent_dim, q_latent_dim=self.q_latent_dim,
+                    rope_head_dim=self.rope_head_dim or 2 * max(1, d_k // 4), nope_head_dim=self.nope_head_dim or d_k,
+                    v_head_dim=self.v_head_dim or d_k)
 
     @classmethod
     def gpt2(cls, vocab_size, d_model=768, n_heads=12, n_layers=12, max_len=1024, **changes):
