@@ -80,3 +80,12 @@ def test_the_attention_only_model_takes_config_fields():
     model = AttentionOnlyTransformer(V, d_model=16, n_heads=2, n_layers=1, max_len=16)
     assert model.config == DecoderConfig(V, d_model=16, n_heads=2, ff_units=None, n_layers=1, dropout=0.0, max_len=16,
                                          pad_id=None, tie_weights=False, position_scheme="learned")
+
+
+def test_changes_lists_the_settings_that_differ_from_the_2017_block():
+    assert DecoderConfig(V).changes() == {"vocab_size": V}
+    llama = DecoderConfig.llama(V, d_model=16, n_heads=4, n_layers=2, max_len=32, n_kv_heads=2)
+    changes = llama.changes()
+    assert changes["norm"] == "rmsnorm" and changes["mlp"] == "swiglu" and changes["n_kv_heads"] == 2
+    assert "norm_first" not in changes and "qk_norm" not in changes  # Llama keeps these defaults
+    assert DecoderConfig(**changes) == llama

@@ -1,7 +1,7 @@
 """A decoder's settings in one object, the one source of ``DecoderOnlyTransformer``'s defaults
 (chapters 09 and 12): the 2017 block's, GPT-2's and Llama's differ only in these fields, so one
 model class builds all three."""
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 
 from ...checks import check_positive_int
 from ..feed_forward import llama_hidden_size
@@ -106,6 +106,12 @@ class DecoderConfig:
     def replace(self, **changes):
         """A copy with ``changes``."""
         return replace(self, **changes)
+
+    def changes(self):
+        """The settings that differ from the defaults (the course's 2017 block), as a dict: what
+        makes this block what it is."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name == "vocab_size"
+                or getattr(self, f.name) != f.default}
 
     def build(self):
         """The ``DecoderOnlyTransformer`` these settings describe (its own random weights)."""
