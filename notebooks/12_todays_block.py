@@ -612,7 +612,7 @@ hf_llama = transformers.LlamaForCausalLM(transformers.LlamaConfig(
     vocab_size=500, hidden_size=64, intermediate_size=172, num_hidden_layers=2, num_attention_heads=4,
     num_key_value_heads=2, max_position_embeddings=256, rope_theta=500000.0, initializer_range=0.3,
     bos_token_id=None, eos_token_id=None)).eval()
-print(config_from_transformers(hf_llama))
+config_from_transformers(hf_llama).changes()  # what differs from the 2017 block
 
 # %% [markdown]
 # The Llama has 4 query heads and 2 KV heads (grouped-query) and RoPE's base of 500,000, as in

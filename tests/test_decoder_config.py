@@ -15,9 +15,12 @@ CHANGES = {
     "vocab_size": 13, "d_model": 8, "n_heads": 2, "ff_units": 24, "n_layers": 2, "dropout": 0.3, "max_len": 20,
     "pad_id": 1, "norm_first": False, "tie_weights": False, "embedding_std": 0.5, "store_alphas": True,
     "position_scheme": "learned", "rope_base": 500.0, "n_kv_heads": 2, "norm": "rmsnorm", "norm_eps": 1e-6,
-    "mlp": "gelu", "bias": False, "head_bias": False, "rope_pairing": "rotate_half",
+    "mlp": "gelu", "bias": False, "head_bias": False, "rope_pairing": "rotate_half", "qk_norm": "head",
+    "norm_output": True, "kv_latent_dim": 8, "q_latent_dim": 6, "rope_head_dim": 4, "nope_head_dim": 3,
+    "v_head_dim": 5,
 }
-ROPE_FIELDS = ("rope_base", "rope_pairing")
+ROPE_FIELDS = ("rope_base", "rope_pairing", "kv_latent_dim")
+LATENT_FIELDS = ("q_latent_dim", "rope_head_dim", "nope_head_dim", "v_head_dim")  # with kv_latent_dim set
 
 
 def _seeded(config):
@@ -37,7 +40,9 @@ def test_every_field_has_a_change_to_try():
 
 @pytest.mark.parametrize("field", CHANGES)
 def test_every_field_changes_the_model(field):
-    base = DecoderConfig(V, **SMALL, position_scheme="rope" if field in ROPE_FIELDS else "sinusoidal")
+    base = DecoderConfig(V, **SMALL, position_scheme="rope" if field in ROPE_FIELDS + LATENT_FIELDS else "sinusoidal")
+    if field in LATENT_FIELDS:
+        base = base.replace(kv_latent_dim=8)
     assert getattr(base, field) != CHANGES[field]
     assert _same(_seeded(base), _seeded(base))  # the comparison itself: one config, one model
     assert not _same(_seeded(base), _seeded(base.replace(**{field: CHANGES[field]})))
@@ -75,3 +80,12 @@ def test_the_attention_only_model_takes_config_fields():
     model = AttentionOnlyTransformer(V, d_model=16, n_heads=2, n_layers=1, max_len=16)
     assert model.config == DecoderConfig(V, d_model=16, n_heads=2, ff_units=None, n_layers=1, dropout=0.0, max_len=16,
                                          pad_id=None, tie_weights=False, position_scheme="learned")
+
+
+def test_changes_lists_the_settings_that_differ_from_the_2017_block():
+    assert DecoderConfig(V).changes() == {"vocab_size": V}
+    llama = DecoderConfig.llama(V, d_model=16, n_heads=4, n_layers=2, max_len=32, n_kv_heads=2)
+    changes = llama.changes()
+    assert changes["norm"] == "rmsnorm" and changes["mlp"] == "swiglu" and changes["n_kv_heads"] == 2
+    assert "norm_first" not in changes and "qk_norm" not in changes  # Llama keeps these defaults
+    assert DecoderConfig(**changes) == llama

@@ -17,6 +17,7 @@ from .attention.wide import Attention, WideMultiHeadAttention
 from .positions.sinusoidal import PositionalEncoding, sinusoidal_table
 from .seq2seq.book_models import DecoderPe, DecoderSelfAttn, EncoderDecoderSelfAttn, EncoderPe, EncoderSelfAttn
 from .attention.narrow import NarrowMultiHeadAttention, keeping_weights
+from .attention.latent import LatentAttention
 from .blocks.layers import DecoderLayer, EncoderLayer, SubLayerWrapper, feed_forward
 from .seq2seq.stacks import DecoderTransf, EncoderDecoderTransf, EncoderTransf
 from .seq2seq.builder import build_transformer, xavier_init_
@@ -38,7 +39,7 @@ from .norms import NORMS, RMSNorm, make_norm
 from .feed_forward import MLPS, SwiGLU, llama_hidden_size, make_feed_forward
 from .positions.rotary import ROTARY_PAIRINGS, rotate_halves
 from .gpt.config import DecoderConfig
-from .gpt.cache_memory import PUBLISHED_CACHES, kv_cache_bytes
+from .gpt.cache_memory import PUBLISHED_CACHES, kv_cache_bytes, latent_cache_bytes
 from .gpt.from_transformers import config_from_transformers, from_transformers, interleave_permutation
 from .attention.online_softmax import attention_row_steps, merge_partials, online_softmax_steps
 from .attention.tiled import TileCounts, tile_plan, tiled_attention

@@ -7,12 +7,15 @@ from contextlib import contextmanager
 import torch
 from torch import nn
 
-from ...checks import check_float_dtype, check_instance, check_positive_int
+from ...checks import check_choice, check_float_dtype, check_instance, check_positive_int
+from ..norms import RMSNorm
 from ..positions.rotary import RotaryEmbedding
 from .masks import keep_mask
 from .scaled_dot_product import attend
 
-__all__ = ["NarrowMultiHeadAttention", "keeping_weights"]
+__all__ = ["QK_NORMS", "NarrowMultiHeadAttention", "keeping_weights"]
+
+QK_NORMS = ("head", "all")
 
 
 class NarrowMultiHeadAttention(nn.Module):
@@ -34,6 +37,10 @@ class NarrowMultiHeadAttention(nn.Module):
             and values, each read by ``n_heads // n_kv_heads`` query heads in a row; ``1`` is
             multi-query attention (Shazeer 2019). ``None`` (or ``n_heads``): one per query head.
         bias: the four projections have biases (GPT-2) or not (Llama).
+        qk_norm: QK-norm, an ``RMSNorm`` (``norm_eps``) on the queries and on the keys before the
+            rotation: over each head's ``d_k`` (``"head"``: Qwen3, Gemma 3) or over all the heads'
+            at once (``"all"``: OLMo 2); ``None``: none. It bounds the scores' size, which
+            otherwise grows with the weights in a long training run (Dehghani et al. 2023).
 
     ``forward(x, key=None, mask=None, bias=None, rotation=None, cache=None)``: queries from ``x``
     ``(N, L_q, d_model)``, keys and values from ``key`` ``(N, L_k, d_model)`` (``None``: ``x``,
@@ -46,7 +53,8 @@ class NarrowMultiHeadAttention(nn.Module):
     ``(N, L_q, d_model)``.
     """
 
-    def __init__(self, n_heads, d_model, dropout=0.1, store_alphas=True, rotary=None, n_kv_heads=None, bias=True):
+    def __init__(self, n_heads, d_model, dropout=0.1, store_alphas=True, rotary=None, n_kv_heads=None, bias=True,
+                 qk_norm=None, norm_eps=1e-6):
         super().__init__()
         check_positive_int("n_heads", n_heads)
         check_positive_int("d_model", d_model)
@@ -65,6 +73,12 @@ class NarrowMultiHeadAttention(nn.Module):
         self.linear_value = nn.Linear(d_model, n_kv_heads * self.d_k, bias=bias)
         self.linear_out = nn.Linear(d_model, d_model, bias=bias)
         self.dropout = nn.Dropout(p=dropout)
+        self.qk_norm = None if qk_norm is None else check_choice("qk_norm", qk_norm, QK_NORMS)
+        self.q_norm = self.k_norm = None
+        if qk_norm is not None:
+            per_head = qk_norm == "head"
+            self.q_norm = RMSNorm(self.d_k if per_head else d_model, norm_eps)
+            self.k_norm = RMSNorm(self.d_k if per_head else n_kv_heads * self.d_k, norm_eps)
         self.alphas = None
         self.rotary = None
         self.set_rotary(rotary)
@@ -82,6 +96,14 @@ class NarrowMultiHeadAttention(nn.Module):
         """Split into heads: ``(N, L, h · d_k)`` -> ``(N, h, L, d_k)`` (``h``: query or key heads)."""
         return x.view(x.shape[0], x.shape[1], -1, self.d_k).transpose(1, 2)
 
+    def normed_chunks(self, x, norm):
+        """``make_chunks`` with QK-norm's ``norm`` (``q_norm`` or ``k_norm``) over all the heads
+        before the split, or over each head after it: ``(N, L, h · d_k)`` -> ``(N, h, L, d_k)``."""
+        if norm is not None and self.qk_norm == "all":
+            x = norm(x)  # (N, L, h · d_k)
+        x = self.make_chunks(x)  # (N, h, L, d_k)
+        return norm(x) if norm is not None and self.qk_norm == "head" else x
+
     def output_function(self, contexts):
         """Merge the heads ``(N, h, L_q, d_k)`` -> ``(N, L_q, d_model)``, then ``linear_out``."""
         return self.linear_out(contexts.transpose(1, 2).flatten(2))
@@ -96,14 +118,15 @@ class NarrowMultiHeadAttention(nn.Module):
 
     def project_keys(self, key, rotation=None):
         """Keys (turned) and values of ``key`` ``(N, L_k, d_model)``: ``(N, n_kv_heads, L_k, d_k)`` each."""
-        return self.rotate(self.make_chunks(self.linear_key(key)), rotation), self.make_chunks(self.linear_value(key))
+        keys = self.rotate(self.normed_chunks(self.linear_key(key), self.k_norm), rotation)  # (N, n_kv_heads, L_k, d_k)
+        return keys, self.make_chunks(self.linear_value(key))
 
     def forward(self, x, key=None, mask=None, bias=None, rotation=None, cache=None):
         self._check_inputs(x, key)
         if rotation is None and self.rotary is not None and cache is not None and not cache.static \
                 and cache.keys is not None and key is None:  # the new tokens go on after the cached ones
             rotation = self._rotation_after(cache.keys.shape[2], x.shape[1], x.device)
-        q = self.rotate(self.make_chunks(self.linear_query(x)), rotation)  # (N, h, L_q, d_k)
+        q = self.rotate(self.normed_chunks(self.linear_query(x), self.q_norm), rotation)  # (N, h, L_q, d_k)
         if cache is not None and cache.static and cache.keys is not None:
             k, v = cache.keys, cache.values  # cross-attention: the encoder's states, projected at the first step
         else:
@@ -154,7 +177,9 @@ class NarrowMultiHeadAttention(nn.Module):
 
     def extra_repr(self):
         kv = "" if self.groups == 1 else f", n_kv_heads={self.n_kv_heads}"
-        return f"n_heads={self.n_heads}{kv}, d_model={self.d_model}, d_k={self.d_k}, store_alphas={self.store_alphas}"
+        qk = "" if self.qk_norm is None else f", qk_norm={self.qk_norm!r}"
+        return (f"n_heads={self.n_heads}{kv}, d_model={self.d_model}, d_k={self.d_k}{qk}, "
+                f"store_alphas={self.store_alphas}")
 
 
 @contextmanager

@@ -20,6 +20,9 @@ def feed_forward(d_model, ff_units, dropout):
 class SubLayerWrapper(nn.Module):
     """A residual connection, layer norm and dropout around one sublayer: norm-first (the book's)
     ``x + drop(sublayer(norm(x)))``, or norm-last (the paper's) ``norm(x + drop(sublayer(x)))``.
+    ``norm_output`` (chapter 17) normalises the sublayer's output before it joins the stream
+    instead: ``x + drop(out_norm(sublayer(x)))`` (OLMo 2's reordered norm), and with ``norm_first``
+    its input as well (Gemma's norms on both sides).
 
     ``forward(x, sublayer)``: ``(N, L, d_model)`` in and out; ``sublayer`` is any function of one
     ``(N, L, d_model)`` tensor (a layer passes its attention as a lambda, as the Annotated
@@ -27,41 +30,51 @@ class SubLayerWrapper(nn.Module):
     ``norm``, ``norm_eps``, ``bias``: see ``make_norm`` (chapter 12; the default is ``nn.LayerNorm(d_model)``).
     """
 
-    def __init__(self, d_model, dropout, norm_first=True, norm="layernorm", norm_eps=1e-5, bias=True):
+    def __init__(self, d_model, dropout, norm_first=True, norm="layernorm", norm_eps=1e-5, bias=True,
+                 norm_output=False):
         super().__init__()
-        self.norm_first = bool(norm_first)
-        self.norm = make_norm(norm, d_model, norm_eps, bias)
+        self.norm_first, self.norm_output = bool(norm_first), bool(norm_output)
+        self.norm = make_norm(norm, d_model, norm_eps, bias) if norm_first or not norm_output else None
+        self.out_norm = make_norm(norm, d_model, norm_eps, bias) if norm_output else None
         self.drop = nn.Dropout(dropout)
 
     def forward(self, x, sublayer):
         out = sublayer(self.norm(x) if self.norm_first else x)  # (N, L, d_model)
+        if self.out_norm is not None:
+            out = self.out_norm(out)  # (N, L, d_model)
         out = x + (self.drop(out) if self.training else out)  # eval: no call to an identity (each generated token)
-        return out if self.norm_first else self.norm(out)
+        return out if self.norm_first or self.norm is None else self.norm(out)
 
     def extra_repr(self):
-        return f"norm_first={self.norm_first}"
+        return f"norm_first={self.norm_first}" + (", norm_output=True" if self.norm_output else "")
 
 
 class _Layer(nn.Module):
     """Attention sublayers (``self_attn_heads``, then ``cross_attn_heads`` for a decoder), a
     feed-forward network and one wrapper each, created in the book's order. Chapter 12's options:
     ``n_kv_heads`` and ``bias`` for the attention, ``mlp`` (``make_feed_forward``), ``norm`` and
-    ``norm_eps`` (``make_norm``); ``bias`` covers the projections, the network and a LayerNorm."""
+    ``norm_eps`` (``make_norm``); ``bias`` covers the projections, the network and a LayerNorm.
+    Chapter 17's: ``qk_norm`` (see ``NarrowMultiHeadAttention``, with ``norm_eps``),
+    ``norm_output`` (see ``SubLayerWrapper``) and ``self_attention``, a module to use instead of a
+    ``NarrowMultiHeadAttention`` (latent attention), under the same call."""
 
     def __init__(self, n_heads, d_model, ff_units, dropout, norm_first, store_alphas, cross, n_kv_heads=None,
-                 bias=True, mlp="relu", norm="layernorm", norm_eps=1e-5):
+                 bias=True, mlp="relu", norm="layernorm", norm_eps=1e-5, qk_norm=None, norm_output=False,
+                 self_attention=None):
         super().__init__()
         for name, value in (("n_heads", n_heads), ("d_model", d_model), ("ff_units", ff_units)):
             check_positive_int(name, value)
         self.n_heads, self.d_model, self.ff_units = n_heads, d_model, ff_units
         self.norm_first = bool(norm_first)
         self.mlp = mlp
-        attention = dict(dropout=dropout, store_alphas=store_alphas, n_kv_heads=n_kv_heads, bias=bias)
-        self.self_attn_heads = NarrowMultiHeadAttention(n_heads, d_model, **attention)
+        attention = dict(dropout=dropout, store_alphas=store_alphas, n_kv_heads=n_kv_heads, bias=bias, qk_norm=qk_norm,
+                         norm_eps=norm_eps)
+        self.self_attn_heads = (NarrowMultiHeadAttention(n_heads, d_model, **attention) if self_attention is None
+                                else self_attention)
         if cross:
             self.cross_attn_heads = NarrowMultiHeadAttention(n_heads, d_model, **attention)
         self.ffn = make_feed_forward(mlp, d_model, ff_units, dropout, bias)
-        self.sublayers = nn.ModuleList([SubLayerWrapper(d_model, dropout, norm_first, norm, norm_eps, bias)
+        self.sublayers = nn.ModuleList([SubLayerWrapper(d_model, dropout, norm_first, norm, norm_eps, bias, norm_output)
                                         for _ in range(2 + cross)])
 
 

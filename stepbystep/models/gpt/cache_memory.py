@@ -1,10 +1,11 @@
 """What a KV cache costs (chapter 12): every layer keeps a key and a value vector per token and per
-key head, so its size grows with the context and the batch, and shrinks with fewer key heads."""
+key head, so its size grows with the context and the batch, and shrinks with fewer key heads; with
+latent attention (chapter 17) each layer keeps one latent and one shared rotated key per token."""
 import torch
 
 from ...checks import check_instance, check_non_negative_int, check_positive_int
 
-__all__ = ["PUBLISHED_CACHES", "kv_cache_bytes"]
+__all__ = ["PUBLISHED_CACHES", "kv_cache_bytes", "latent_cache_bytes"]
 
 # from the models' released configurations: layers, query heads, key-value heads, head size, context
 PUBLISHED_CACHES = {
@@ -26,3 +27,15 @@ def kv_cache_bytes(n_layers, n_kv_heads, head_dim, n_tokens, batch_size=1, dtype
     check_non_negative_int("n_tokens", n_tokens)
     check_instance("dtype", dtype, torch.dtype, "a torch.dtype such as torch.bfloat16")
     return 2 * n_layers * n_kv_heads * head_dim * n_tokens * batch_size * dtype.itemsize
+
+
+def latent_cache_bytes(n_layers, kv_latent_dim, rope_head_dim, n_tokens, batch_size=1, dtype=torch.float32):
+    """Bytes a latent-attention decoder caches: ``n_layers · (kv_latent_dim + rope_head_dim) · n_tokens ·
+    batch_size · (bytes per number)``, whatever the number of heads. DeepSeek-V3 in bfloat16 (61 layers,
+    a latent of 512, a rotated key of 64): 70,272 bytes, about 69 KiB, per token."""
+    for name, value in (("n_layers", n_layers), ("kv_latent_dim", kv_latent_dim), ("rope_head_dim", rope_head_dim),
+                        ("batch_size", batch_size)):
+        check_positive_int(name, value)
+    check_non_negative_int("n_tokens", n_tokens)
+    check_instance("dtype", dtype, torch.dtype, "a torch.dtype such as torch.bfloat16")
+    return n_layers * (kv_latent_dim + rope_head_dim) * n_tokens * batch_size * dtype.itemsize

@@ -1,7 +1,7 @@
 """A decoder's settings in one object, the one source of ``DecoderOnlyTransformer``'s defaults
 (chapters 09 and 12): the 2017 block's, GPT-2's and Llama's differ only in these fields, so one
 model class builds all three."""
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 
 from ...checks import check_positive_int
 from ..feed_forward import llama_hidden_size
@@ -34,6 +34,15 @@ class DecoderConfig:
     mlp: ``"relu"``, ``"gelu"``, ``"gelu_tanh"`` (GPT-2) or ``"swiglu"`` (Llama), ``ff_units`` wide.
     bias: biases in the attention, the feed-forward network and LayerNorms; ``head_bias``: in the output layer.
     rope_pairing: ``"interleaved"`` (RoFormer's) or ``"rotate_half"`` (Hugging Face's Llama).
+    After Llama (chapter 17), the defaults giving Llama's block:
+    qk_norm: ``None``, or an RMSNorm on the queries and keys over each head (``"head"``: Qwen3) or
+        over all heads at once (``"all"``: OLMo 2); see ``NarrowMultiHeadAttention``.
+    norm_output: normalise each sublayer's output before the residual add (OLMo 2, with
+        ``norm_first=False``; with ``norm_first=True``, Gemma's norms on both sides); see ``SubLayerWrapper``.
+    kv_latent_dim: multi-head latent attention (DeepSeek-V2) with a latent of this size, rotary
+        positions only; ``None``: the heads' own keys and values. Its other sizes (``None``: from
+        ``d_k = d_model // n_heads``): ``q_latent_dim`` (``None``: no query latent),
+        ``rope_head_dim`` (``d_k // 2``), ``nope_head_dim`` and ``v_head_dim`` (``d_k``); see ``LatentAttention``.
     """
 
     vocab_size: int
@@ -57,6 +66,20 @@ class DecoderConfig:
     bias: bool = True
     head_bias: bool = True
     rope_pairing: str = "interleaved"
+    qk_norm: str | None = None
+    norm_output: bool = False
+    kv_latent_dim: int | None = None
+    q_latent_dim: int | None = None
+    rope_head_dim: int | None = None
+    nope_head_dim: int | None = None
+    v_head_dim: int | None = None
+
+    def latent_sizes(self):
+        """Latent attention's sizes, the defaults filled in: a dict of ``LatentAttention``'s arguments."""
+        d_k = self.d_model // self.n_heads
+        return dict(kv_latent_dim=self.kv_latent_dim, q_latent_dim=self.q_latent_dim,
+                    rope_head_dim=self.rope_head_dim or 2 * max(1, d_k // 4), nope_head_dim=self.nope_head_dim or d_k,
+                    v_head_dim=self.v_head_dim or d_k)
 
     @classmethod
     def gpt2(cls, vocab_size, d_model=768, n_heads=12, n_layers=12, max_len=1024, **changes):
@@ -83,6 +106,12 @@ class DecoderConfig:
     def replace(self, **changes):
         """A copy with ``changes``."""
         return replace(self, **changes)
+
+    def changes(self):
+        """The settings that differ from the defaults (the course's 2017 block), as a dict: what
+        makes this block what it is."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name == "vocab_size"
+                or getattr(self, f.name) != f.default}
 
     def build(self):
         """The ``DecoderOnlyTransformer`` these settings describe (its own random weights)."""

@@ -1,5 +1,7 @@
-"""Load a Hugging Face ``transformers`` GPT-2 or Llama into the course's model (chapter 12): read
-its config into a ``DecoderConfig``, build the ``DecoderOnlyTransformer`` and copy every weight.
+"""Load a Hugging Face ``transformers`` GPT-2 or Llama (chapter 12), or a Qwen3, OLMo 2 or dense
+DeepSeek-V3 (chapter 17), into
+the course's model: read its config into a ``DecoderConfig``, build the ``DecoderOnlyTransformer``
+and copy every weight.
 
 Two differences in storage, none in the function: GPT-2 keeps its projections as ``Conv1D``
 (``nn.Linear``'s weight transposed) with one fused ``c_attn`` for queries, keys and values; Llama
@@ -15,7 +17,8 @@ from .config import DecoderConfig
 
 __all__ = ["SUPPORTED_ARCHITECTURES", "config_from_transformers", "from_transformers", "interleave_permutation"]
 
-SUPPORTED_ARCHITECTURES = ("GPT2LMHeadModel", "LlamaForCausalLM")
+SUPPORTED_ARCHITECTURES = ("GPT2LMHeadModel", "LlamaForCausalLM", "Qwen3ForCausalLM", "Olmo2ForCausalLM",
+                           "DeepseekV3ForCausalLM")
 _GELUS = {"gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "gelu": "gelu"}
 
 
@@ -37,42 +40,86 @@ def _gpt2_config(c, rope_pairing):
                               tie_weights=bool(c.tie_word_embeddings))
 
 
-def _llama_config(c, rope_pairing):
+def _rope_base(c):
+    """The rotary base of a config whose positions are plain RoPE (no frequency scaling)."""
     rope = getattr(c, "rope_parameters", None) or dict(getattr(c, "rope_scaling", None) or {},  # transformers 4
                                                         rope_theta=getattr(c, "rope_theta", 10000.0))
     rope = {"rope_type": rope.get("rope_type", rope.get("type", "default")), **rope}
     if rope.get("rope_type", "default") != "default":
         raise _unsupported("rope_type", rope["rope_type"], "the course's rotary positions have no frequency scaling")
+    return rope.get("rope_theta", 10000.0)
+
+
+def _llama_config(c, rope_pairing, **changes):
+    rope_base = _rope_base(c)
     if c.hidden_act != "silu":
         raise _unsupported("hidden_act", c.hidden_act, "the course's SwiGLU gates with SiLU")
     head_dim = getattr(c, "head_dim", None) or c.hidden_size // c.num_attention_heads
     if head_dim != c.hidden_size // c.num_attention_heads:
         raise _unsupported("head_dim", head_dim, f"the course's heads are hidden_size // num_attention_heads = "
                                                    f"{c.hidden_size // c.num_attention_heads} wide")
-    if bool(c.attention_bias) != bool(getattr(c, "mlp_bias", False)):
-        raise _unsupported("mlp_bias", c.mlp_bias, "the course's bias option covers attention and MLP together")
+    mlp_bias = bool(getattr(c, "mlp_bias", False))  # Qwen3's and OLMo 2's MLPs have none
+    if bool(c.attention_bias) != mlp_bias:
+        raise _unsupported("mlp_bias", mlp_bias, "the course's bias option covers attention and MLP together")
     return DecoderConfig.llama(c.vocab_size, d_model=c.hidden_size, n_heads=c.num_attention_heads,
                                n_layers=c.num_hidden_layers, max_len=c.max_position_embeddings,
                                n_kv_heads=c.num_key_value_heads or c.num_attention_heads, ff_units=c.intermediate_size,
-                               norm_eps=c.rms_norm_eps, rope_base=rope.get("rope_theta", 10000.0),
+                               norm_eps=c.rms_norm_eps, rope_base=rope_base,
                                rope_pairing=rope_pairing, bias=bool(c.attention_bias), dropout=0.0,
-                               tie_weights=bool(c.tie_word_embeddings))
+                               tie_weights=bool(c.tie_word_embeddings), **changes)
+
+
+def _qwen3_config(c, rope_pairing):
+    """Qwen3's block is Llama's with QK-norm over each head (Qwen team, Qwen3 Technical Report, 2025)."""
+    if getattr(c, "use_sliding_window", False):
+        raise _unsupported("use_sliding_window", True, "the course's Qwen3 attends to every earlier token")
+    return _llama_config(c, rope_pairing, qk_norm="head")
+
+
+def _olmo2_config(c, rope_pairing):
+    """OLMo 2's block is Llama's with QK-norm over all heads at once and each sublayer's output
+    normalised before the residual add, its input not (Team OLMo, 2 OLMo 2 Furious, 2024)."""
+    return _llama_config(c, rope_pairing, qk_norm="all", norm_first=False, norm_output=True)
+
+
+def _deepseek_v3_config(c, rope_pairing):
+    """DeepSeek-V3's block with dense layers only: Llama's with multi-head latent attention
+    (DeepSeek-AI, DeepSeek-V3 Technical Report, 2024)."""
+    if c.first_k_dense_replace < c.num_hidden_layers:
+        raise _unsupported("first_k_dense_replace", c.first_k_dense_replace,
+                           f"the course's latent-attention model is dense: set it to num_hidden_layers="
+                           f"{c.num_hidden_layers} (no routed experts)")
+    if c.hidden_act != "silu":
+        raise _unsupported("hidden_act", c.hidden_act, "the course's SwiGLU gates with SiLU")
+    if c.attention_bias:
+        raise _unsupported("attention_bias", True, "the course's bias option covers attention and MLP together, "
+                                                   "and DeepSeek-V3's MLP has none")
+    return DecoderConfig.llama(c.vocab_size, d_model=c.hidden_size, n_heads=c.num_attention_heads,
+                               n_layers=c.num_hidden_layers, max_len=c.max_position_embeddings, n_kv_heads=None,
+                               ff_units=c.intermediate_size, norm_eps=c.rms_norm_eps, rope_base=_rope_base(c),
+                               rope_pairing=rope_pairing, dropout=0.0, tie_weights=bool(c.tie_word_embeddings),
+                               kv_latent_dim=c.kv_lora_rank, q_latent_dim=c.q_lora_rank,
+                               rope_head_dim=c.qk_rope_head_dim, nope_head_dim=c.qk_nope_head_dim,
+                               v_head_dim=c.v_head_dim)
+
+
+_CONFIGS = {"GPT2LMHeadModel": _gpt2_config, "LlamaForCausalLM": _llama_config, "Qwen3ForCausalLM": _qwen3_config,
+            "Olmo2ForCausalLM": _olmo2_config, "DeepseekV3ForCausalLM": _deepseek_v3_config}
 
 
 def _architecture(hf_model):
     name = type(hf_model).__name__
     if name not in SUPPORTED_ARCHITECTURES or not hasattr(hf_model, "config"):
-        raise TypeError(f"from_transformers converts a transformers {' or a '.join(SUPPORTED_ARCHITECTURES)}, "
-                        f"got {name}")
+        raise TypeError(f"from_transformers converts a transformers model of one of the architectures "
+                        f"{', '.join(SUPPORTED_ARCHITECTURES)}, got {name}")
     return name
 
 
 def config_from_transformers(hf_model, rope_pairing="rotate_half"):
-    """The ``DecoderConfig`` of a ``GPT2LMHeadModel`` or ``LlamaForCausalLM`` (its ``config`` read;
-    a setting the course's model lacks is a ``ValueError``). ``rope_pairing``: Llama's pairs."""
+    """The ``DecoderConfig`` of one of the ``SUPPORTED_ARCHITECTURES`` (its ``config`` read; a
+    setting the course's model lacks is a ``ValueError``). ``rope_pairing``: Llama's and Qwen3's pairs."""
     check_choice("rope_pairing", rope_pairing, ROTARY_PAIRINGS)
-    build = _gpt2_config if _architecture(hf_model) == "GPT2LMHeadModel" else _llama_config
-    return build(hf_model.config, rope_pairing)
+    return _CONFIGS[_architecture(hf_model)](hf_model.config, rope_pairing)
 
 
 def interleave_permutation(d_head):
@@ -139,17 +186,66 @@ def _load_llama(model, hf):
             _copy(linear.weight, hf_linear.weight)
             if hf_linear.bias is not None:
                 _copy(linear.bias, hf_linear.bias)
+        if attention.qk_norm is not None:  # a head's gains follow its rows' order
+            for norm, hf_norm in ((attention.q_norm, hf_attention.q_norm), (attention.k_norm, hf_attention.k_norm)):
+                weight = hf_norm.weight  # (d_k,) per head, or (heads · d_k,) over all heads
+                _copy(norm.weight, weight if order is None else weight.view(-1, attention.d_k)[:, order].flatten())
+        if model.config.norm_output:  # OLMo 2: the norms act on each sublayer's output
+            norms = ((layer.sublayers[0].out_norm, block.post_attention_layernorm),
+                     (layer.sublayers[1].out_norm, block.post_feedforward_layernorm))
+        else:  # Llama, Qwen3: on each sublayer's input (Llama's "post-attention" norm is the MLP's input)
+            norms = ((layer.sublayers[0].norm, block.input_layernorm),
+                     (layer.sublayers[1].norm, block.post_attention_layernorm))
+        for norm, hf_norm in norms:
+            _copy(norm.weight, hf_norm.weight)
+    _copy(model.norm.weight, inner.norm.weight)
+
+
+def _load_deepseek_v3(model, hf):
+    """DeepSeek stores its rotated parts interleaved (``rope_interleave``) or as halves: the rows of
+    each head's rotated query part and of the shared rotated key are put in the model's pairing."""
+    inner, c = hf.model, hf.config
+    native = "interleaved" if getattr(c, "rope_interleave", True) else "rotate_half"
+    d_r = c.qk_rope_head_dim
+    order = torch.arange(d_r)  # (d_r,): new row j is old row order[j]
+    if model.rotary.pairing != native:
+        to_interleaved = interleave_permutation(d_r)
+        order = to_interleaved if native == "rotate_half" else to_interleaved.argsort()
+
+    def rope_rows(weight, rows_per_head):
+        """Reorder the last ``d_r`` rows of each block of ``rows_per_head`` rows."""
+        blocks = weight.view(-1, rows_per_head, weight.shape[-1])  # (blocks, rows, in)
+        rope = blocks[:, rows_per_head - d_r:][:, order]  # (blocks, d_r, in)
+        return torch.cat([blocks[:, :rows_per_head - d_r], rope], dim=1).flatten(0, 1)
+
+    _copy(model.embed.weight, inner.embed_tokens.weight)
+    for layer, block in zip(model.layers, inner.layers):
+        attention, hf_attention = layer.self_attn_heads, block.self_attn
+        if attention.q_latent_dim is None:
+            _copy(attention.linear_query.weight, rope_rows(hf_attention.q_proj.weight, attention.d_k))
+        else:
+            _copy(attention.query_down.weight, hf_attention.q_a_proj.weight)
+            _copy(attention.query_norm.weight, hf_attention.q_a_layernorm.weight)
+            _copy(attention.query_up.weight, rope_rows(hf_attention.q_b_proj.weight, attention.d_k))
+        _copy(attention.kv_down.weight, rope_rows(hf_attention.kv_a_proj_with_mqa.weight, c.kv_lora_rank + d_r))
+        _copy(attention.kv_norm.weight, hf_attention.kv_a_layernorm.weight)
+        _copy(attention.kv_up.weight, hf_attention.kv_b_proj.weight)
+        _copy(attention.linear_out.weight, hf_attention.o_proj.weight)
+        for linear, hf_linear in ((layer.ffn.gate, block.mlp.gate_proj), (layer.ffn.up, block.mlp.up_proj),
+                                  (layer.ffn.down, block.mlp.down_proj)):
+            _copy(linear.weight, hf_linear.weight)
         _copy(layer.sublayers[0].norm.weight, block.input_layernorm.weight)
         _copy(layer.sublayers[1].norm.weight, block.post_attention_layernorm.weight)
     _copy(model.norm.weight, inner.norm.weight)
 
 
 def from_transformers(hf_model, rope_pairing="rotate_half", store_alphas=False):
-    """The course's ``DecoderOnlyTransformer`` equal to a ``transformers`` ``GPT2LMHeadModel`` or
-    ``LlamaForCausalLM`` of any size: its config read (``config_from_transformers``), every weight
-    copied, on the same device and dtype, in the same train or eval mode. ``rope_pairing``
-    (Llama): ``"rotate_half"`` as stored, or ``"interleaved"`` (query and key rows permuted:
-    the same function). ``store_alphas``: the teaching path. Another architecture is a ``TypeError``;
+    """The course's ``DecoderOnlyTransformer`` equal to a ``transformers`` model of one of the
+    ``SUPPORTED_ARCHITECTURES`` (GPT-2, Llama, Qwen3, OLMo 2, dense DeepSeek-V3) of any size: its
+    config read (``config_from_transformers``), every weight copied, on the same device and dtype,
+    in the same train or eval mode. ``rope_pairing`` (all but GPT-2): ``"rotate_half"`` or
+    ``"interleaved"``, the rotated rows permuted where the model stores the other pairing (the
+    same function). ``store_alphas``: the teaching path. Another architecture is a ``TypeError``;
     a setting the course lacks (Llama 3.1's scaled rotary frequencies, among others) a ``ValueError``.
     Equal in eval mode; in training, the dropout on the attention weights and on the sublayers'
     outputs is theirs, but GPT-2's dropout on the embeddings has no place here."""
@@ -161,6 +257,9 @@ def from_transformers(hf_model, rope_pairing="rotate_half", store_alphas=False):
         if type(hf_model).__name__ == "GPT2LMHeadModel":
             _load_gpt2(model, hf_model)
             _set_dropout(model, c.attn_pdrop, c.resid_pdrop)
+        elif type(hf_model).__name__ == "DeepseekV3ForCausalLM":
+            _load_deepseek_v3(model, hf_model)
+            _set_dropout(model, float(c.attention_dropout or 0.0), 0.0)
         else:
             _load_llama(model, hf_model)
             _set_dropout(model, float(c.attention_dropout or 0.0), 0.0)

@@ -7,7 +7,8 @@ from torch import nn
 from ...checks import check_choice, check_instance, check_int_range, check_positive_int, check_positive_number
 from ...data.special_tokens import IGNORE_INDEX
 from ...devices import evaluating
-from ..attention.narrow import keeping_weights
+from ..attention.latent import LatentAttention
+from ..attention.narrow import QK_NORMS, keeping_weights
 from ..blocks.ids import check_ids
 from ..blocks.kv_cache import KVCache
 from ..blocks.layers import EncoderLayer
@@ -55,7 +56,11 @@ class DecoderOnlyTransformer(nn.Module):
         check_choice("norm", c.norm, NORMS)
         check_choice("mlp", c.mlp, MLPS)
         check_choice("rope_pairing", c.rope_pairing, ROTARY_PAIRINGS)
+        if c.qk_norm is not None:
+            check_choice("qk_norm", c.qk_norm, QK_NORMS)
         check_instance("head_bias", c.head_bias, bool, "True or False")
+        check_instance("norm_output", c.norm_output, bool, "True or False")
+        self._check_latent(c)
         check_positive_number("rope_base", c.rope_base)
         for name in ("vocab_size", "d_model", "n_layers", "max_len"):
             check_positive_int(name, getattr(c, name))
@@ -76,21 +81,50 @@ class DecoderOnlyTransformer(nn.Module):
             self.pe = LearnedPositionalEmbedding(c.max_len, c.d_model)
         elif c.position_scheme == "alibi":
             self.register_buffer("alibi_slopes", alibi_slopes(c.n_heads), persistent=False)  # (n_heads,)
+        elif c.position_scheme == "rope" and c.kv_latent_dim is not None:  # only the decoupled part turns
+            self.rotary = RotaryEmbedding(c.latent_sizes()["rope_head_dim"], c.rope_base, c.max_len, c.rope_pairing)
         elif c.position_scheme == "rope" and c.d_model % c.n_heads == 0:  # (an indivisible d_model: the layers refuse it)
             if (c.d_model // c.n_heads) % 2 != 0:
                 raise ValueError(f"position_scheme 'rope' needs an even d_model // n_heads (the dimensions go in "
                                  f"pairs), got d_model={c.d_model} and n_heads={c.n_heads}")
             self.rotary = RotaryEmbedding(c.d_model // c.n_heads, c.rope_base, c.max_len, c.rope_pairing)
         self.layers = nn.ModuleList([self.make_layer(c) for _ in range(c.n_layers)])
-        self.norm = make_norm(c.norm, c.d_model, c.norm_eps, c.bias) if self.norm_first else None
+        final_norm = self.norm_first or c.norm_output  # else the last layer's norm ends the stream
+        self.norm = make_norm(c.norm, c.d_model, c.norm_eps, c.bias) if final_norm else None
         self.head = nn.Linear(c.d_model, c.vocab_size, bias=c.head_bias)  # the output layer
         if self.tie_weights:
             self.head.weight = self.embed.weight  # one (V, d_model) matrix, two uses
 
     def make_layer(self, c):
         """One layer of the stack for the settings ``c``: a ``DecoderOnlyLayer``; a subclass may build another kind."""
+        latent = None
+        if c.kv_latent_dim is not None:
+            latent = LatentAttention(c.n_heads, c.d_model, **c.latent_sizes(), dropout=c.dropout,
+                                     store_alphas=c.store_alphas, bias=c.bias)
         return DecoderOnlyLayer(c.n_heads, c.d_model, c.ff_units, c.dropout, c.norm_first, c.store_alphas, self.rotary,
-                                n_kv_heads=c.n_kv_heads, bias=c.bias, mlp=c.mlp, norm=c.norm, norm_eps=c.norm_eps)
+                                n_kv_heads=c.n_kv_heads, bias=c.bias, mlp=c.mlp, norm=c.norm, norm_eps=c.norm_eps,
+                                qk_norm=c.qk_norm, norm_output=c.norm_output, self_attention=latent)
+
+    @staticmethod
+    def _check_latent(c):
+        """Latent attention's settings: rotary positions, none of the heads' own key options."""
+        sizes = ("q_latent_dim", "rope_head_dim", "nope_head_dim", "v_head_dim")
+        if c.kv_latent_dim is None:
+            given = [f"{name}={getattr(c, name)}" for name in sizes if getattr(c, name) is not None]
+            if given:
+                raise ValueError(f"{', '.join(given)} only apply to latent attention: set kv_latent_dim too")
+            return
+        if c.position_scheme != "rope":
+            raise ValueError(f"latent attention (kv_latent_dim={c.kv_latent_dim}) needs position_scheme 'rope', "
+                             f"got {c.position_scheme!r}")
+        if c.n_kv_heads not in (None, c.n_heads) or c.qk_norm is not None:
+            raise ValueError("latent attention rebuilds every head's keys from its latent: n_kv_heads and qk_norm "
+                             f"must be left unset, got n_kv_heads={c.n_kv_heads} and qk_norm={c.qk_norm!r}")
+        for name in sizes:
+            if getattr(c, name) is not None:
+                check_positive_int(name, getattr(c, name))
+        if c.latent_sizes()["rope_head_dim"] % 2 != 0:
+            raise ValueError(f"rope_head_dim must be even (RoPE turns pairs of dimensions), got {c.rope_head_dim}")
 
     def new_cache(self, capacity=None):
         """An empty ``KVCache`` for this model's layers (``capacity``: preallocated tokens, no gradients)."""
