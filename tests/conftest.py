@@ -110,6 +110,22 @@ def randomise_norms():
 
 
 @pytest.fixture(scope="session")
+def writes_as_transformers_does():
+    """``check(hf, ours, vocab_size)``: 30 greedy tokens after two random prompts of 6, written by a
+    ``transformers`` model and by its conversion, are the same with and without the course's cache
+    (and theirs are not one token repeated, which would make the comparison vacuous)."""
+    from stepbystep.models import generate
+
+    def check(hf, ours, vocab_size):
+        prompt = torch.randint(0, vocab_size, (2, 6), generator=torch.Generator().manual_seed(2))
+        theirs = hf.generate(prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=30, do_sample=False)
+        assert theirs.shape == (2, 36) and min(len(set(row[6:].tolist())) for row in theirs) > 3
+        assert torch.equal(generate(ours, prompt, 30, temperature=0), theirs)
+        assert torch.equal(generate(ours, prompt, 30, temperature=0, use_cache=False), theirs)
+    return check
+
+
+@pytest.fixture(scope="session")
 def train_on_squares():
     """``train_on_squares(model)``: the book's square-corner training (Adam lr 0.01, 50 epochs of
     batches of 16 from ``square_datasets(128, 64)``, shuffled with seed 0); returns the test MSE

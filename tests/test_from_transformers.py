@@ -10,7 +10,6 @@ from stepbystep.models import (  # noqa: E402  (after the skip)
     RMSNorm,
     config_from_transformers,
     from_transformers,
-    generate,
 )
 
 transformers.logging.set_verbosity_error()
@@ -66,14 +65,9 @@ def test_logits_equal_theirs(name, store_alphas):
 
 
 @pytest.mark.parametrize("name", list(MODELS))
-def test_greedy_generations_equal_theirs_with_and_without_the_cache(name):
+def test_greedy_generations_equal_theirs_with_and_without_the_cache(name, writes_as_transformers_does):
     hf = MODELS[name]()
-    ours = from_transformers(hf)
-    prompt = _ids(2, 6, seed=2)
-    theirs = hf.generate(prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=30, do_sample=False)
-    assert theirs.shape == (2, 36) and min(len(set(row[6:].tolist())) for row in theirs) > 3  # not one token repeated
-    assert torch.equal(generate(ours, prompt, 30, temperature=0), theirs)
-    assert torch.equal(generate(ours, prompt, 30, temperature=0, use_cache=False), theirs)
+    writes_as_transformers_does(hf, from_transformers(hf), VOCAB)
 
 
 def test_llama_with_interleaved_pairs_is_the_same_function():
@@ -111,7 +105,7 @@ def test_the_copy_follows_device_dtype_and_mode():
 
 def test_other_architectures_are_refused():
     with pytest.raises(TypeError, match="from_transformers converts a transformers model of one of the architectures "
-                                        "GPT2LMHeadModel, LlamaForCausalLM, Qwen3ForCausalLM, Olmo2ForCausalLM, got GPT2Model"):
+                                        "GPT2LMHeadModel, LlamaForCausalLM, .*DeepseekV3ForCausalLM.*, got GPT2Model"):
         from_transformers(gpt2().transformer)
     with pytest.raises(TypeError, match="got Linear"):
         from_transformers(torch.nn.Linear(2, 2))

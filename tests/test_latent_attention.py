@@ -4,7 +4,7 @@ into the course's model gives its logits to 1e-4 and its greedy tokens with and 
 import pytest
 import torch
 
-from stepbystep.models import DecoderConfig, LatentAttention, RotaryEmbedding, from_transformers, generate
+from stepbystep.models import DecoderConfig, LatentAttention, RotaryEmbedding, from_transformers
 
 transformers = pytest.importorskip("transformers")
 transformers.logging.set_verbosity_error()
@@ -105,14 +105,9 @@ def test_deepseek_v3_logits_equal_theirs(name, rope_pairing, store_alphas):
 
 
 @pytest.mark.parametrize("name", list(DEEPSEEK))
-def test_deepseek_v3_greedy_generations_equal_theirs_with_and_without_the_cache(name):
+def test_deepseek_v3_greedy_generations_equal_theirs_with_and_without_the_cache(name, writes_as_transformers_does):
     hf = DEEPSEEK[name]()
-    ours = from_transformers(hf)
-    prompt = torch.randint(0, VOCAB, (2, 6), generator=torch.Generator().manual_seed(2))
-    theirs = hf.generate(prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=30, do_sample=False)
-    assert theirs.shape == (2, 36) and min(len(set(row[6:].tolist())) for row in theirs) > 3  # not one token repeated
-    assert torch.equal(generate(ours, prompt, 30, temperature=0), theirs)
-    assert torch.equal(generate(ours, prompt, 30, temperature=0, use_cache=False), theirs)
+    writes_as_transformers_does(hf, from_transformers(hf), VOCAB)
 
 
 def test_deepseek_v3_settings_the_course_lacks_are_refused():

@@ -209,7 +209,7 @@ def test_attention_refuses_a_bias_or_rotation_that_does_not_fit():
         attention(x, bias=alibi_bias(2, 5))
     with pytest.raises(TypeError, match="bias must be a float tensor"):
         attention(x, bias=torch.ones(4, 5, 5, dtype=torch.bool))
-    with pytest.raises(ValueError, match="rotary must rotate vectors of d_k=4"):
+    with pytest.raises(ValueError, match=r"rotary must rotate vectors of d_k \(d_model // n_heads\)=4"):
         _attention(True, RotaryEmbedding(8))
     with pytest.raises(TypeError, match="rotary must be a RotaryEmbedding or None"):
         _attention(True, rotary="rope")

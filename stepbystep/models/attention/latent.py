@@ -19,7 +19,7 @@ from torch import nn
 
 from ...checks import check_float_dtype, check_instance, check_positive_int
 from ..norms import RMSNorm
-from ..positions.rotary import RotaryEmbedding
+from ..positions.rotary import check_rotary
 from .masks import keep_mask
 from .scaled_dot_product import attend
 
@@ -80,12 +80,7 @@ class LatentAttention(nn.Module):
 
     def set_rotary(self, rotary):
         """Rotate the queries' and the shared key's ``rope_head_dim`` part with ``rotary``."""
-        if rotary is not None:
-            check_instance("rotary", rotary, RotaryEmbedding, "a RotaryEmbedding or None")
-            if rotary.d_head != self.rope_head_dim:
-                raise ValueError(f"rotary must rotate vectors of rope_head_dim={self.rope_head_dim}, got a "
-                                 f"RotaryEmbedding of d_head={rotary.d_head}")
-        self.rotary = rotary
+        self.rotary = check_rotary(rotary, self.rope_head_dim, "rope_head_dim")
 
     def rotate(self, x, rotation):
         """The rotated part ``(N, h, L, rope_head_dim)`` turned by ``rotation`` (``None``: at ``0 .. L - 1``)."""

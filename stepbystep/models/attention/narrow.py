@@ -9,7 +9,7 @@ from torch import nn
 
 from ...checks import check_choice, check_float_dtype, check_instance, check_positive_int
 from ..norms import RMSNorm
-from ..positions.rotary import RotaryEmbedding
+from ..positions.rotary import check_rotary
 from .masks import keep_mask
 from .scaled_dot_product import attend
 
@@ -85,12 +85,7 @@ class NarrowMultiHeadAttention(nn.Module):
 
     def set_rotary(self, rotary):
         """Rotate queries and keys with ``rotary`` (a ``RotaryEmbedding`` over ``d_k``), or not (``None``)."""
-        if rotary is not None:
-            check_instance("rotary", rotary, RotaryEmbedding, "a RotaryEmbedding or None")
-            if rotary.d_head != self.d_k:
-                raise ValueError(f"rotary must rotate vectors of d_k={self.d_k} (d_model // n_heads), "
-                                 f"got a RotaryEmbedding of d_head={rotary.d_head}")
-        self.rotary = rotary
+        self.rotary = check_rotary(rotary, self.d_k, "d_k (d_model // n_heads)")
 
     def make_chunks(self, x):
         """Split into heads: ``(N, L, h · d_k)`` -> ``(N, h, L, d_k)`` (``h``: query or key heads)."""

@@ -9,7 +9,7 @@ from torch import nn
 from ...checks import check_choice, check_instance, check_positive_int, check_positive_number
 from .learned import check_positions
 
-__all__ = ["ROTARY_PAIRINGS", "RotaryEmbedding", "rotary_frequencies", "rotate_halves", "rotate_pairs"]
+__all__ = ["ROTARY_PAIRINGS", "RotaryEmbedding", "check_rotary", "rotary_frequencies", "rotate_halves", "rotate_pairs"]
 
 ROTARY_PAIRINGS = ("interleaved", "rotate_half")
 
@@ -114,3 +114,14 @@ class RotaryEmbedding(nn.Module):
     def extra_repr(self):
         pairing = "" if self.pairing == "interleaved" else f", pairing={self.pairing!r}"
         return f"d_head={self.d_head}, base={self.base:g}, max_len={self.max_len}{pairing}"
+
+
+def check_rotary(rotary, d_head, size):
+    """``rotary`` itself if it is ``None`` or a ``RotaryEmbedding`` over vectors of ``d_head``, else a
+    clear error; ``size`` names that size in the caller's terms (e.g. ``"d_k (d_model // n_heads)"``)."""
+    if rotary is not None:
+        check_instance("rotary", rotary, RotaryEmbedding, "a RotaryEmbedding or None")
+        if rotary.d_head != d_head:
+            raise ValueError(f"rotary must rotate vectors of {size}={d_head}, got a RotaryEmbedding of "
+                             f"d_head={rotary.d_head}")
+    return rotary
