@@ -17,8 +17,10 @@ CHANGES = {
     "position_scheme": "learned", "rope_base": 500.0, "n_kv_heads": 2, "norm": "rmsnorm", "norm_eps": 1e-6,
     "mlp": "gelu", "bias": False, "head_bias": False, "rope_pairing": "rotate_half", "qk_norm": "head",
     "norm_output": True,
+    "n_experts": 4, "experts_per_token": 1, "expert_ff_units": 16, "norm_topk_prob": False,
 }
 ROPE_FIELDS = ("rope_base", "rope_pairing")
+EXPERT_FIELDS = ("experts_per_token", "expert_ff_units", "norm_topk_prob")  # read only with n_experts
 
 
 def _seeded(config):
@@ -39,6 +41,7 @@ def test_every_field_has_a_change_to_try():
 @pytest.mark.parametrize("field", CHANGES)
 def test_every_field_changes_the_model(field):
     base = DecoderConfig(V, **SMALL, position_scheme="rope" if field in ROPE_FIELDS else "sinusoidal")
+    base = base.replace(n_experts=3) if field in EXPERT_FIELDS else base
     assert getattr(base, field) != CHANGES[field]
     assert _same(_seeded(base), _seeded(base))  # the comparison itself: one config, one model
     assert not _same(_seeded(base), _seeded(base.replace(**{field: CHANGES[field]})))

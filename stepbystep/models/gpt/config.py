@@ -39,6 +39,11 @@ class DecoderConfig:
         over all heads at once (``"all"``: OLMo 2); see ``NarrowMultiHeadAttention``.
     norm_output: normalise each sublayer's output before the residual add (OLMo 2, with
         ``norm_first=False``; with ``norm_first=True``, Gemma's norms on both sides); see ``SubLayerWrapper``.
+    n_experts: ``None`` (one feed-forward network), or a mixture of that many (Mixtral: 8), each token
+        sent to ``experts_per_token`` of them (top-k; Mixtral: 2), each expert ``expert_ff_units`` wide
+        (``None``: ``ff_units``), the k router weights renormalised if ``norm_topk_prob`` (Mixtral;
+        Qwen3-MoE: its config's); see ``MixtureOfExperts``. The model's ``aux_loss()`` is then the
+        load-balancing loss of its last forward pass.
     """
 
     vocab_size: int
@@ -64,6 +69,10 @@ class DecoderConfig:
     rope_pairing: str = "interleaved"
     qk_norm: str | None = None
     norm_output: bool = False
+    n_experts: int | None = None
+    experts_per_token: int = 2
+    expert_ff_units: int | None = None
+    norm_topk_prob: bool = True
 
     @classmethod
     def gpt2(cls, vocab_size, d_model=768, n_heads=12, n_layers=12, max_len=1024, **changes):

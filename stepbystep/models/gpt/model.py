@@ -13,6 +13,7 @@ from ..blocks.kv_cache import KVCache
 from ..blocks.layers import EncoderLayer
 from ..feed_forward import MLPS
 from ..metrics import sequence_cross_entropy
+from ..mixture_of_experts import load_balancing_loss
 from ..norms import NORMS, make_norm
 from ..positions.alibi import alibi_bias_at, alibi_slopes
 from ..positions.learned import LearnedPositionalEmbedding
@@ -83,6 +84,7 @@ class DecoderOnlyTransformer(nn.Module):
                 raise ValueError(f"position_scheme 'rope' needs an even d_model // n_heads (the dimensions go in "
                                  f"pairs), got d_model={c.d_model} and n_heads={c.n_heads}")
             self.rotary = RotaryEmbedding(c.d_model // c.n_heads, c.rope_base, c.max_len, c.rope_pairing)
+        self._check_experts(c)
         self.layers = nn.ModuleList([self.make_layer(c) for _ in range(c.n_layers)])
         check_instance("norm_output", c.norm_output, bool, "True or False")
         final_norm = self.norm_first or c.norm_output  # else the last layer's norm ends the stream
@@ -95,7 +97,29 @@ class DecoderOnlyTransformer(nn.Module):
         """One layer of the stack for the settings ``c``: a ``DecoderOnlyLayer``; a subclass may build another kind."""
         return DecoderOnlyLayer(c.n_heads, c.d_model, c.ff_units, c.dropout, c.norm_first, c.store_alphas, self.rotary,
                                 n_kv_heads=c.n_kv_heads, bias=c.bias, mlp=c.mlp, norm=c.norm, norm_eps=c.norm_eps,
-                                qk_norm=c.qk_norm, norm_output=c.norm_output)
+                                qk_norm=c.qk_norm, norm_output=c.norm_output, n_experts=c.n_experts,
+                                experts_per_token=c.experts_per_token, expert_ff_units=c.expert_ff_units,
+                                norm_topk_prob=c.norm_topk_prob)
+
+    @staticmethod
+    def _check_experts(c):
+        """The mixture-of-experts fields (chapter 17), read only with ``n_experts``."""
+        check_positive_int("experts_per_token", c.experts_per_token)
+        check_instance("norm_topk_prob", c.norm_topk_prob, bool, "True or False")
+        if c.expert_ff_units is not None:
+            check_positive_int("expert_ff_units", c.expert_ff_units)
+        if c.n_experts is not None:
+            check_positive_int("n_experts", c.n_experts)
+            if c.experts_per_token > c.n_experts:
+                raise ValueError(f"experts_per_token must be at most n_experts ({c.n_experts}), "
+                                 f"got {c.experts_per_token}")
+
+    def aux_loss(self, pooled=False):
+        """The load-balancing loss of the last forward pass (a model with ``n_experts``), a scalar
+        tensor with its gradient: each layer's Switch Transformer loss summed, or ``pooled`` over the
+        layers as ``transformers`` does; see ``load_balancing_loss``. Each layer's ``ffn`` keeps its
+        ``tokens_per_expert``."""
+        return load_balancing_loss(self, pooled)
 
     def new_cache(self, capacity=None):
         """An empty ``KVCache`` for this model's layers (``capacity``: preallocated tokens, no gradients)."""
