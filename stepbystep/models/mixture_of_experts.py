@@ -11,18 +11,19 @@ in Mixtral and Qwen3-MoE), a router ``W_r`` (``E × d_model``, no bias) scores t
     y = Σ_{i∈S} g_i · f_i(x)                 only k of the E networks run for this token
 
 So a token pays for ``k`` experts while the layer holds ``E``: more parameters at the same compute
-per token. Training alone tends to send most tokens to a few experts, which then learn fastest and
-win more tokens; Switch Transformer's load-balancing loss (Fedus, Zoph and Shazeer, Switch
-Transformers: Scaling to Trillion Parameter Models with Simple and Efficient Sparsity, 2021/2022)
-pushes back. Over the ``T`` tokens of a batch,
+per token. Shazeer et al. observed that the router tends to converge to giving large weights to the
+same few experts, an imbalance that reinforces itself, as the favoured experts train fastest; Switch
+Transformer's load-balancing loss (Fedus, Zoph and Shazeer, Switch Transformers: Scaling to Trillion
+Parameter Models with Simple and Efficient Sparsity, 2021/2022) pushes back. Over the ``T`` tokens of a batch,
 
     f_i = (number of the T·k choices that picked expert i) / T      (no gradient: counts)
     P_i = (1/T) Σ_tokens p_i                                          (the gradient flows here)
     loss = E · Σ_i f_i · P_i
 
-which is smallest when both are uniform (``f_i = k/E``, ``P_i = 1/E``: a loss of ``k``); with
-``k = 1`` it is the paper's equation (4), with top-k it is how Mixtral's code in ``transformers``
-counts (every one of the k choices, so ``Σ f_i = k``).
+Under uniform routing (``f_i = k/E``, ``P_i = 1/E``) it is ``k``, and it grows as the load gathers
+on the experts the router favours. With ``k = 1`` it is the paper's equations (4)-(6) without their
+coefficient α; with top-k it is how Mixtral's code in ``transformers`` counts (every one of the k
+choices, so ``Σ f_i = k``).
 """
 import torch
 import torch.nn.functional as F
@@ -86,7 +87,7 @@ class MixtureOfExperts(nn.Module):
     def _record(self, probs, chosen):
         """The load statistics of this call and Switch Transformer's loss on them."""
         n_tokens = probs.shape[0]
-        self.tokens_per_expert = torch.bincount(chosen.flatten(), minlength=self.n_experts).detach()  # (E,), sums to T·k
+        self.tokens_per_expert = torch.bincount(chosen.flatten(), minlength=self.n_experts)  # (E,): sums to T·k
         self.fraction = self.tokens_per_expert.float() / n_tokens  # (E,): f, sums to k
         self.mean_prob = probs.mean(dim=0)  # (E,): P, sums to 1
         self.aux_loss = self.n_experts * (self.fraction * self.mean_prob).sum()  # (): E · Σ f_i P_i
