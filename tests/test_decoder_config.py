@@ -17,10 +17,11 @@ CHANGES = {
     "position_scheme": "learned", "rope_base": 500.0, "n_kv_heads": 2, "norm": "rmsnorm", "norm_eps": 1e-6,
     "mlp": "gelu", "bias": False, "head_bias": False, "rope_pairing": "rotate_half", "qk_norm": "head",
     "norm_output": True, "kv_latent_dim": 8, "q_latent_dim": 6, "rope_head_dim": 4, "nope_head_dim": 3,
-    "v_head_dim": 5,
+    "v_head_dim": 5, "n_experts": 4, "experts_per_token": 1, "expert_ff_units": 16, "norm_topk_prob": False,
 }
 ROPE_FIELDS = ("rope_base", "rope_pairing", "kv_latent_dim")
 LATENT_FIELDS = ("q_latent_dim", "rope_head_dim", "nope_head_dim", "v_head_dim")  # with kv_latent_dim set
+EXPERT_FIELDS = ("experts_per_token", "expert_ff_units", "norm_topk_prob")  # read only with n_experts
 
 
 def _seeded(config):
@@ -43,6 +44,7 @@ def test_every_field_changes_the_model(field):
     base = DecoderConfig(V, **SMALL, position_scheme="rope" if field in ROPE_FIELDS + LATENT_FIELDS else "sinusoidal")
     if field in LATENT_FIELDS:
         base = base.replace(kv_latent_dim=8)
+    base = base.replace(n_experts=3) if field in EXPERT_FIELDS else base
     assert getattr(base, field) != CHANGES[field]
     assert _same(_seeded(base), _seeded(base))  # the comparison itself: one config, one model
     assert not _same(_seeded(base), _seeded(base.replace(**{field: CHANGES[field]})))

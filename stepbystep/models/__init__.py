@@ -43,3 +43,5 @@ from .gpt.cache_memory import PUBLISHED_CACHES, kv_cache_bytes, latent_cache_byt
 from .gpt.from_transformers import config_from_transformers, from_transformers, interleave_permutation
 from .attention.online_softmax import attention_row_steps, merge_partials, online_softmax_steps
 from .attention.tiled import TileCounts, tile_plan, tiled_attention
+from .mixture_of_experts import MixtureOfExperts, load_balancing_loss, with_load_balancing
+from .gpt.parameter_counts import ParameterCounts, parameter_counts

@@ -6,6 +6,7 @@ from ...checks import check_positive_int
 from ..attention.masks import keep_mask
 from ..attention.narrow import NarrowMultiHeadAttention
 from ..feed_forward import make_feed_forward
+from ..mixture_of_experts import MixtureOfExperts
 from ..norms import make_norm
 
 __all__ = ["SubLayerWrapper", "EncoderLayer", "DecoderLayer", "feed_forward"]
@@ -55,12 +56,14 @@ class _Layer(nn.Module):
     ``n_kv_heads`` and ``bias`` for the attention, ``mlp`` (``make_feed_forward``), ``norm`` and
     ``norm_eps`` (``make_norm``); ``bias`` covers the projections, the network and a LayerNorm.
     Chapter 17's: ``qk_norm`` (see ``NarrowMultiHeadAttention``, with ``norm_eps``),
-    ``norm_output`` (see ``SubLayerWrapper``) and ``self_attention``, a module to use instead of a
-    ``NarrowMultiHeadAttention`` (latent attention), under the same call."""
+    ``norm_output`` (see ``SubLayerWrapper``), ``self_attention``, a module to use instead of a
+    ``NarrowMultiHeadAttention`` (latent attention), under the same call, and ``n_experts`` (not
+    ``None``: the feed-forward network is a ``MixtureOfExperts`` of ``mlp`` networks,
+    ``expert_ff_units`` or ``ff_units`` wide, with ``experts_per_token`` and ``norm_topk_prob``)."""
 
     def __init__(self, n_heads, d_model, ff_units, dropout, norm_first, store_alphas, cross, n_kv_heads=None,
                  bias=True, mlp="relu", norm="layernorm", norm_eps=1e-5, qk_norm=None, norm_output=False,
-                 self_attention=None):
+                 self_attention=None, n_experts=None, experts_per_token=2, expert_ff_units=None, norm_topk_prob=True):
         super().__init__()
         for name, value in (("n_heads", n_heads), ("d_model", d_model), ("ff_units", ff_units)):
             check_positive_int(name, value)
@@ -73,7 +76,11 @@ class _Layer(nn.Module):
                                 else self_attention)
         if cross:
             self.cross_attn_heads = NarrowMultiHeadAttention(n_heads, d_model, **attention)
-        self.ffn = make_feed_forward(mlp, d_model, ff_units, dropout, bias)
+        if n_experts is None:
+            self.ffn = make_feed_forward(mlp, d_model, ff_units, dropout, bias)
+        else:
+            self.ffn = MixtureOfExperts(d_model, expert_ff_units or ff_units, n_experts, experts_per_token, mlp, dropout,
+                                        bias, norm_topk_prob)
         self.sublayers = nn.ModuleList([SubLayerWrapper(d_model, dropout, norm_first, norm, norm_eps, bias, norm_output)
                                         for _ in range(2 + cross)])
 

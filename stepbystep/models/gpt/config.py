@@ -43,6 +43,11 @@ class DecoderConfig:
         positions only; ``None``: the heads' own keys and values. Its other sizes (``None``: from
         ``d_k = d_model // n_heads``): ``q_latent_dim`` (``None``: no query latent),
         ``rope_head_dim`` (``d_k // 2``), ``nope_head_dim`` and ``v_head_dim`` (``d_k``); see ``LatentAttention``.
+    n_experts: ``None`` (one feed-forward network), or a mixture of that many (Mixtral: 8), each token
+        sent to ``experts_per_token`` of them (top-k; Mixtral: 2), each expert ``expert_ff_units`` wide
+        (``None``: ``ff_units``), the k router weights renormalised if ``norm_topk_prob`` (Mixtral;
+        Qwen3-MoE: its config's); see ``MixtureOfExperts``. The model's ``aux_loss()`` is then the
+        load-balancing loss of its last forward pass.
     """
 
     vocab_size: int
@@ -68,6 +73,10 @@ class DecoderConfig:
     rope_pairing: str = "interleaved"
     qk_norm: str | None = None
     norm_output: bool = False
+    n_experts: int | None = None
+    experts_per_token: int = 2
+    expert_ff_units: int | None = None
+    norm_topk_prob: bool = True
     kv_latent_dim: int | None = None
     q_latent_dim: int | None = None
     rope_head_dim: int | None = None

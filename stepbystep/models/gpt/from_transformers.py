@@ -1,5 +1,5 @@
-"""Load a Hugging Face ``transformers`` GPT-2 or Llama (chapter 12), or a Qwen3, OLMo 2 or dense
-DeepSeek-V3 (chapter 17), into
+"""Load a Hugging Face ``transformers`` GPT-2 or Llama (chapter 12), or a Qwen3, OLMo 2, Mixtral,
+Qwen3-MoE or dense DeepSeek-V3 (chapter 17), into
 the course's model: read its config into a ``DecoderConfig``, build the ``DecoderOnlyTransformer``
 and copy every weight.
 
@@ -7,18 +7,21 @@ Two differences in storage, none in the function: GPT-2 keeps its projections as
 (``nn.Linear``'s weight transposed) with one fused ``c_attn`` for queries, keys and values; Llama
 rotates the pairs ``(i, i + d/2)`` (``rotate_half``), which the course matches, or, with
 ``rope_pairing="interleaved"``, turns into RoFormer's ``(2i, 2i + 1)`` by permuting the rows of
-the query and key projections.
+the query and key projections. Mixtral and Qwen3-MoE keep their experts fused, one ``(E, 2·hidden,
+d_model)`` tensor for the gates and ups and one ``(E, d_model, hidden)`` for the downs, which the course
+splits into one ``SwiGLU`` per expert.
 """
 import torch
 
 from ...checks import check_choice
+from ..mixture_of_experts import MixtureOfExperts
 from ..positions.rotary import ROTARY_PAIRINGS
 from .config import DecoderConfig
 
 __all__ = ["SUPPORTED_ARCHITECTURES", "config_from_transformers", "from_transformers", "interleave_permutation"]
 
 SUPPORTED_ARCHITECTURES = ("GPT2LMHeadModel", "LlamaForCausalLM", "Qwen3ForCausalLM", "Olmo2ForCausalLM",
-                           "DeepseekV3ForCausalLM")
+                           "MixtralForCausalLM", "Qwen3MoeForCausalLM", "DeepseekV3ForCausalLM")
 _GELUS = {"gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "gelu": "gelu"}
 
 
@@ -59,27 +62,54 @@ def _llama_config(c, rope_pairing, **changes):
         raise _unsupported("head_dim", head_dim, f"the course's heads are hidden_size // num_attention_heads = "
                                                    f"{c.hidden_size // c.num_attention_heads} wide")
     mlp_bias = bool(getattr(c, "mlp_bias", False))  # Qwen3's and OLMo 2's MLPs have none
-    if bool(c.attention_bias) != mlp_bias:
+    attention_bias = bool(getattr(c, "attention_bias", False))  # Mixtral's config has none
+    if attention_bias != mlp_bias:
         raise _unsupported("mlp_bias", mlp_bias, "the course's bias option covers attention and MLP together")
     return DecoderConfig.llama(c.vocab_size, d_model=c.hidden_size, n_heads=c.num_attention_heads,
                                n_layers=c.num_hidden_layers, max_len=c.max_position_embeddings,
                                n_kv_heads=c.num_key_value_heads or c.num_attention_heads, ff_units=c.intermediate_size,
                                norm_eps=c.rms_norm_eps, rope_base=rope_base,
-                               rope_pairing=rope_pairing, bias=bool(c.attention_bias), dropout=0.0,
+                               rope_pairing=rope_pairing, bias=attention_bias, dropout=0.0,
                                tie_weights=bool(c.tie_word_embeddings), **changes)
 
 
-def _qwen3_config(c, rope_pairing):
+def _qwen3_config(c, rope_pairing, **changes):
     """Qwen3's block is Llama's with QK-norm over each head (Qwen team, Qwen3 Technical Report, 2025)."""
     if getattr(c, "use_sliding_window", False):
         raise _unsupported("use_sliding_window", True, "the course's Qwen3 attends to every earlier token")
-    return _llama_config(c, rope_pairing, qk_norm="head")
+    return _llama_config(c, rope_pairing, qk_norm="head", **changes)
 
 
 def _olmo2_config(c, rope_pairing):
     """OLMo 2's block is Llama's with QK-norm over all heads at once and each sublayer's output
     normalised before the residual add, its input not (Team OLMo, 2 OLMo 2 Furious, 2024)."""
     return _llama_config(c, rope_pairing, qk_norm="all", norm_first=False, norm_output=True)
+
+
+def _mixtral_config(c, rope_pairing):
+    """Mixtral's block is Llama's with a mixture of SwiGLU experts, the top-k weights renormalised
+    (Jiang et al., Mixtral of Experts, 2024)."""
+    if getattr(c, "sliding_window", None) is not None:
+        raise _unsupported("sliding_window", c.sliding_window, "the course's Mixtral attends to every earlier token")
+    if getattr(c, "router_jitter_noise", 0.0):
+        raise _unsupported("router_jitter_noise", c.router_jitter_noise, "the course's router reads its input unscaled")
+    return _llama_config(c, rope_pairing, n_experts=c.num_local_experts, experts_per_token=c.num_experts_per_tok,
+                         norm_topk_prob=True)
+
+
+def _qwen3_moe_config(c, rope_pairing):
+    """Qwen3-MoE's block is Qwen3's (QK-norm over each head) with a mixture of SwiGLU experts
+    ``moe_intermediate_size`` wide in every layer, the top-k weights renormalised if ``norm_topk_prob``
+    (Qwen team, Qwen3 Technical Report, 2025)."""
+    if not c.num_experts:
+        raise _unsupported("num_experts", c.num_experts, "without experts it is a Qwen3: load a Qwen3ForCausalLM")
+    if c.mlp_only_layers:
+        raise _unsupported("mlp_only_layers", c.mlp_only_layers, "the course's mixture of experts is in every layer")
+    if c.decoder_sparse_step != 1:
+        raise _unsupported("decoder_sparse_step", c.decoder_sparse_step,
+                           "the course's mixture of experts is in every layer (step 1)")
+    return _qwen3_config(c, rope_pairing, n_experts=c.num_experts, experts_per_token=c.num_experts_per_tok,
+                         expert_ff_units=c.moe_intermediate_size, norm_topk_prob=bool(c.norm_topk_prob))
 
 
 def _deepseek_v3_config(c, rope_pairing):
@@ -104,7 +134,8 @@ def _deepseek_v3_config(c, rope_pairing):
 
 
 _CONFIGS = {"GPT2LMHeadModel": _gpt2_config, "LlamaForCausalLM": _llama_config, "Qwen3ForCausalLM": _qwen3_config,
-            "Olmo2ForCausalLM": _olmo2_config, "DeepseekV3ForCausalLM": _deepseek_v3_config}
+            "Olmo2ForCausalLM": _olmo2_config, "MixtralForCausalLM": _mixtral_config,
+            "Qwen3MoeForCausalLM": _qwen3_moe_config, "DeepseekV3ForCausalLM": _deepseek_v3_config}
 
 
 def _architecture(hf_model):
@@ -162,6 +193,23 @@ def _load_gpt2(model, hf):
     _copy(model.norm.bias, blocks.ln_f.bias)
 
 
+def _load_feed_forward(ffn, mlp):
+    """A SwiGLU from Llama's ``gate_proj``, ``up_proj``, ``down_proj``; a mixture of experts from the
+    router's ``gate`` and the fused ``experts.gate_up_proj`` and ``experts.down_proj``."""
+    if isinstance(ffn, MixtureOfExperts):
+        _copy(ffn.router.weight, mlp.gate.weight)  # (E, d_model)
+        hidden = ffn.experts[0].hidden
+        for expert, gate_up, down in zip(ffn.experts, mlp.experts.gate_up_proj, mlp.experts.down_proj):
+            _copy(expert.gate.weight, gate_up[:hidden])  # (hidden, d_model): the first half gates
+            _copy(expert.up.weight, gate_up[hidden:])  # (hidden, d_model)
+            _copy(expert.down.weight, down)  # (d_model, hidden)
+        return
+    for linear, hf_linear in ((ffn.gate, mlp.gate_proj), (ffn.up, mlp.up_proj), (ffn.down, mlp.down_proj)):
+        _copy(linear.weight, hf_linear.weight)
+        if hf_linear.bias is not None:
+            _copy(linear.bias, hf_linear.bias)
+
+
 def _load_llama(model, hf):
     inner = hf.model
     _copy(model.embed.weight, inner.embed_tokens.weight)
@@ -181,11 +229,7 @@ def _load_llama(model, hf):
             _copy(linear.weight, weight)
             if bias is not None:
                 _copy(linear.bias, bias)
-        for linear, hf_linear in ((layer.ffn.gate, block.mlp.gate_proj), (layer.ffn.up, block.mlp.up_proj),
-                                  (layer.ffn.down, block.mlp.down_proj)):
-            _copy(linear.weight, hf_linear.weight)
-            if hf_linear.bias is not None:
-                _copy(linear.bias, hf_linear.bias)
+        _load_feed_forward(layer.ffn, block.mlp)
         if attention.qk_norm is not None:  # a head's gains follow its rows' order
             for norm, hf_norm in ((attention.q_norm, hf_attention.q_norm), (attention.k_norm, hf_attention.k_norm)):
                 weight = hf_norm.weight  # (d_k,) per head, or (heads · d_k,) over all heads
@@ -231,9 +275,7 @@ def _load_deepseek_v3(model, hf):
         _copy(attention.kv_norm.weight, hf_attention.kv_a_layernorm.weight)
         _copy(attention.kv_up.weight, hf_attention.kv_b_proj.weight)
         _copy(attention.linear_out.weight, hf_attention.o_proj.weight)
-        for linear, hf_linear in ((layer.ffn.gate, block.mlp.gate_proj), (layer.ffn.up, block.mlp.up_proj),
-                                  (layer.ffn.down, block.mlp.down_proj)):
-            _copy(linear.weight, hf_linear.weight)
+        _load_feed_forward(layer.ffn, block.mlp)
         _copy(layer.sublayers[0].norm.weight, block.input_layernorm.weight)
         _copy(layer.sublayers[1].norm.weight, block.post_attention_layernorm.weight)
     _copy(model.norm.weight, inner.norm.weight)
@@ -241,11 +283,11 @@ def _load_deepseek_v3(model, hf):
 
 def from_transformers(hf_model, rope_pairing="rotate_half", store_alphas=False):
     """The course's ``DecoderOnlyTransformer`` equal to a ``transformers`` model of one of the
-    ``SUPPORTED_ARCHITECTURES`` (GPT-2, Llama, Qwen3, OLMo 2, dense DeepSeek-V3) of any size: its
-    config read (``config_from_transformers``), every weight copied, on the same device and dtype,
-    in the same train or eval mode. ``rope_pairing`` (all but GPT-2): ``"rotate_half"`` or
-    ``"interleaved"``, the rotated rows permuted where the model stores the other pairing (the
-    same function). ``store_alphas``: the teaching path. Another architecture is a ``TypeError``;
+    ``SUPPORTED_ARCHITECTURES`` (GPT-2, Llama, Qwen3, OLMo 2, Mixtral, Qwen3-MoE, dense DeepSeek-V3)
+    of any size: its config read (``config_from_transformers``), every weight copied, on the same
+    device and dtype, in the same train or eval mode. ``rope_pairing`` (all but GPT-2):
+    ``"rotate_half"`` or ``"interleaved"``, the rotated rows permuted where the model stores the
+    other pairing (the same function). ``store_alphas``: the teaching path. Another architecture is a ``TypeError``;
     a setting the course lacks (Llama 3.1's scaled rotary frequencies, among others) a ``ValueError``.
     Equal in eval mode; in training, the dropout on the attention weights and on the sublayers'
     outputs is theirs, but GPT-2's dropout on the embeddings has no place here."""

@@ -14,6 +14,7 @@ from ..blocks.kv_cache import KVCache
 from ..blocks.layers import EncoderLayer
 from ..feed_forward import MLPS
 from ..metrics import sequence_cross_entropy
+from ..mixture_of_experts import load_balancing_loss
 from ..norms import NORMS, make_norm
 from ..positions.alibi import alibi_bias_at, alibi_slopes
 from ..positions.learned import LearnedPositionalEmbedding
@@ -46,6 +47,7 @@ class DecoderOnlyTransformer(nn.Module):
     ``DecoderOnlyTransformer(vocab_size, **settings)`` or ``DecoderOnlyTransformer(config)``: the
     settings are ``DecoderConfig``'s fields, with its defaults; the model keeps them in ``config``.
     ``forward(ids, cache=None)``: with a ``KVCache`` (``new_cache()``), ``ids`` are only the new tokens.
+    With ``n_experts`` (chapter 17), ``aux_loss()`` is the last forward pass's load-balancing loss.
     """
 
     def __init__(self, vocab_size, **settings):
@@ -88,6 +90,7 @@ class DecoderOnlyTransformer(nn.Module):
                 raise ValueError(f"position_scheme 'rope' needs an even d_model // n_heads (the dimensions go in "
                                  f"pairs), got d_model={c.d_model} and n_heads={c.n_heads}")
             self.rotary = RotaryEmbedding(c.d_model // c.n_heads, c.rope_base, c.max_len, c.rope_pairing)
+        self._check_experts(c)
         self.layers = nn.ModuleList([self.make_layer(c) for _ in range(c.n_layers)])
         final_norm = self.norm_first or c.norm_output  # else the last layer's norm ends the stream
         self.norm = make_norm(c.norm, c.d_model, c.norm_eps, c.bias) if final_norm else None
@@ -103,7 +106,9 @@ class DecoderOnlyTransformer(nn.Module):
                                      store_alphas=c.store_alphas, bias=c.bias)
         return DecoderOnlyLayer(c.n_heads, c.d_model, c.ff_units, c.dropout, c.norm_first, c.store_alphas, self.rotary,
                                 n_kv_heads=c.n_kv_heads, bias=c.bias, mlp=c.mlp, norm=c.norm, norm_eps=c.norm_eps,
-                                qk_norm=c.qk_norm, norm_output=c.norm_output, self_attention=latent)
+                                qk_norm=c.qk_norm, norm_output=c.norm_output, self_attention=latent,
+                                n_experts=c.n_experts, experts_per_token=c.experts_per_token,
+                                expert_ff_units=c.expert_ff_units, norm_topk_prob=c.norm_topk_prob)
 
     @staticmethod
     def _check_latent(c):
@@ -125,6 +130,26 @@ class DecoderOnlyTransformer(nn.Module):
                 check_positive_int(name, getattr(c, name))
         if c.latent_sizes()["rope_head_dim"] % 2 != 0:
             raise ValueError(f"rope_head_dim must be even (RoPE turns pairs of dimensions), got {c.rope_head_dim}")
+
+    @staticmethod
+    def _check_experts(c):
+        """The mixture-of-experts fields (chapter 17), read only with ``n_experts``."""
+        check_positive_int("experts_per_token", c.experts_per_token)
+        check_instance("norm_topk_prob", c.norm_topk_prob, bool, "True or False")
+        if c.expert_ff_units is not None:
+            check_positive_int("expert_ff_units", c.expert_ff_units)
+        if c.n_experts is not None:
+            check_positive_int("n_experts", c.n_experts)
+            if c.experts_per_token > c.n_experts:
+                raise ValueError(f"experts_per_token must be at most n_experts ({c.n_experts}), "
+                                 f"got {c.experts_per_token}")
+
+    def aux_loss(self, pooled=False):
+        """The load-balancing loss of the last forward pass (a model with ``n_experts``), a scalar
+        tensor with its gradient: each layer's Switch Transformer loss summed, or ``pooled`` over the
+        layers as ``transformers`` does; see ``load_balancing_loss``. Each layer's ``ffn`` keeps its
+        ``tokens_per_expert``."""
+        return load_balancing_loss(self, pooled)
 
     def new_cache(self, capacity=None):
         """An empty ``KVCache`` for this model's layers (``capacity``: preallocated tokens, no gradients)."""
