@@ -216,10 +216,12 @@ def test_token_explorer_follows_its_slider_and_text(browser, lab):
     handle.press("Home")  # the slider's minimum: 256 ids, bytes only
     page.wait_for_function("([el, before]) => el.innerText !== before", arg=[summary.element_handle(), before_summary])
     assert "0 merges applied" in summary.inner_text()
-    assert spans.count() > before_spans  # bytes only: one span per byte
+    count = "([el, n]) => el.querySelectorAll('.widget-html span[title]').length"  # the token spans, drawn apart from the summary
+    page.wait_for_function(f"{count} > n", arg=[widget.element_handle(), before_spans])  # bytes only: one span per byte
     text = widget.locator("textarea").first
     text.fill("to be")
     text.blur()  # the box updates when it loses focus
     page.wait_for_function("el => el.innerText.includes('5 bytes')", arg=summary.element_handle())
+    page.wait_for_function(f"{count} === n", arg=[widget.element_handle(), 5])
     assert spans.count() == 5
     page.close()
