@@ -16,7 +16,7 @@ CHANGES = {
     "pad_id": 1, "norm_first": False, "tie_weights": False, "embedding_std": 0.5, "store_alphas": True,
     "position_scheme": "learned", "rope_base": 500.0, "n_kv_heads": 2, "norm": "rmsnorm", "norm_eps": 1e-6,
     "mlp": "gelu", "bias": False, "head_bias": False, "rope_pairing": "rotate_half", "qk_norm": "head",
-    "norm_output": True,
+    "norm_output": True, "sliding_window": 3, "attention_sinks": 1,
 }
 ROPE_FIELDS = ("rope_base", "rope_pairing")
 
@@ -38,7 +38,8 @@ def test_every_field_has_a_change_to_try():
 
 @pytest.mark.parametrize("field", CHANGES)
 def test_every_field_changes_the_model(field):
-    base = DecoderConfig(V, **SMALL, position_scheme="rope" if field in ROPE_FIELDS else "sinusoidal")
+    base = DecoderConfig(V, **SMALL, position_scheme="rope" if field in ROPE_FIELDS else "sinusoidal",
+                         sliding_window=4 if field == "attention_sinks" else None)  # sinks need a window
     assert getattr(base, field) != CHANGES[field]
     assert _same(_seeded(base), _seeded(base))  # the comparison itself: one config, one model
     assert not _same(_seeded(base), _seeded(base.replace(**{field: CHANGES[field]})))

@@ -111,7 +111,8 @@ def test_the_copy_follows_device_dtype_and_mode():
 
 def test_other_architectures_are_refused():
     with pytest.raises(TypeError, match="from_transformers converts a transformers model of one of the architectures "
-                                        "GPT2LMHeadModel, LlamaForCausalLM, Qwen3ForCausalLM, Olmo2ForCausalLM, got GPT2Model"):
+                                        "GPT2LMHeadModel, LlamaForCausalLM, Qwen3ForCausalLM, Olmo2ForCausalLM, "
+                                        "MistralForCausalLM, got GPT2Model"):
         from_transformers(gpt2().transformer)
     with pytest.raises(TypeError, match="got Linear"):
         from_transformers(torch.nn.Linear(2, 2))
