@@ -18,6 +18,7 @@ CHANGES = {
     "mlp": "gelu", "bias": False, "head_bias": False, "rope_pairing": "rotate_half", "qk_norm": "head",
     "norm_output": True, "kv_latent_dim": 8, "q_latent_dim": 6, "rope_head_dim": 4, "nope_head_dim": 3,
     "v_head_dim": 5, "n_experts": 4, "experts_per_token": 1, "expert_ff_units": 16, "norm_topk_prob": False,
+    "sliding_window": 3, "attention_sinks": 1,
 }
 ROPE_FIELDS = ("rope_base", "rope_pairing", "kv_latent_dim")
 LATENT_FIELDS = ("q_latent_dim", "rope_head_dim", "nope_head_dim", "v_head_dim")  # with kv_latent_dim set
@@ -41,7 +42,8 @@ def test_every_field_has_a_change_to_try():
 
 @pytest.mark.parametrize("field", CHANGES)
 def test_every_field_changes_the_model(field):
-    base = DecoderConfig(V, **SMALL, position_scheme="rope" if field in ROPE_FIELDS + LATENT_FIELDS else "sinusoidal")
+    base = DecoderConfig(V, **SMALL, position_scheme="rope" if field in ROPE_FIELDS + LATENT_FIELDS else "sinusoidal",
+                         sliding_window=4 if field == "attention_sinks" else None)  # sinks need a window
     if field in LATENT_FIELDS:
         base = base.replace(kv_latent_dim=8)
     base = base.replace(n_experts=3) if field in EXPERT_FIELDS else base

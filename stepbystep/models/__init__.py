@@ -11,6 +11,7 @@ from .attention.masks import (
     to_additive_mask,
     to_key_padding_mask,
     to_torch_attn_mask,
+    window_mask,
 )
 from .attention.scaled_dot_product import attend, masked_softmax, scaled_dot_product
 from .attention.wide import Attention, WideMultiHeadAttention
@@ -27,7 +28,7 @@ from .metrics import SequenceCrossEntropy, masked_accuracy, sequence_accuracy, s
 from .seq2seq.decoding import beam_search, greedy_decode, sequence_log_probs
 from .seq2seq.toy_decoding import markov_beam_steps, markov_greedy
 from .seq2seq.translate import Translation, translate, translate_with_alignment
-from .blocks.kv_cache import KVCache, LayerCache
+from .blocks.kv_cache import KVCache, LayerCache, WindowBuffer
 from .gpt.model import IGNORE_INDEX, POSITION_SCHEMES, DecoderOnlyLayer, DecoderOnlyTransformer, completion_loss
 from .gpt.attention_only import AttentionOnlyLayer, AttentionOnlyTransformer
 from .gpt.generation import complete, generate, left_pad, next_token_logits, sampling_distribution, top_k_filter, top_p_filter

@@ -118,7 +118,7 @@ class LatentAttention(nn.Module):
         if key is not None or bias is not None:
             raise ValueError("latent attention is self-attention with rotary positions only: key and bias must be None")
         if rotation is None and cache is not None and cache.keys is not None:  # the new tokens go on after the cached ones
-            start = cache.keys.shape[2]
+            start = cache.length  # the tokens it has seen, held or dropped by a window
             rotation = self.rotary.at(torch.arange(start, start + x.shape[1], device=x.device))
         q = self.queries(x, rotation)  # (N, h, L, d_k)
         latent, k_rope = self.latents(x, rotation)  # (N, 1, L, r), (N, 1, L, d_r)

@@ -120,7 +120,7 @@ class NarrowMultiHeadAttention(nn.Module):
         self._check_inputs(x, key)
         if rotation is None and self.rotary is not None and cache is not None and not cache.static \
                 and cache.keys is not None and key is None:  # the new tokens go on after the cached ones
-            rotation = self._rotation_after(cache.keys.shape[2], x.shape[1], x.device)
+            rotation = self._rotation_after(cache.length, x.shape[1], x.device)  # held or dropped
         q = self.rotate(self.normed_chunks(self.linear_query(x), self.q_norm), rotation)  # (N, h, L_q, d_k)
         if cache is not None and cache.static and cache.keys is not None:
             k, v = cache.keys, cache.values  # cross-attention: the encoder's states, projected at the first step

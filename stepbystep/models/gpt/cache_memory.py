@@ -17,15 +17,27 @@ PUBLISHED_CACHES = {
 }
 
 
-def kv_cache_bytes(n_layers, n_kv_heads, head_dim, n_tokens, batch_size=1, dtype=torch.float32):
+def kv_cache_bytes(n_layers, n_kv_heads, head_dim, n_tokens, batch_size=1, dtype=torch.float32, window=None,
+                   sinks=0):
     """Bytes of the keys and values a decoder caches: ``2 · n_layers · n_kv_heads · head_dim ·
     n_tokens · batch_size · (bytes per number of dtype)``. Llama 3 8B in bfloat16 (32 layers,
-    8 key heads of 128): 131072 bytes, 128 KiB, per token."""
+    8 key heads of 128): 131072 bytes, 128 KiB, per token.
+
+    ``window``, ``sinks`` (chapter 17): a sliding-window cache holds ``min(n_tokens, sinks + window)``
+    tokens, so its bytes stop growing there. Mistral 7B v0.1 in bfloat16 (32 layers, 8 key heads of
+    128, ``sliding_window`` 4096): 512 MiB at any context from 4096 tokens on, where a full cache of
+    32768 tokens would take 4 GiB."""
     for name, value in (("n_layers", n_layers), ("n_kv_heads", n_kv_heads), ("head_dim", head_dim),
                         ("batch_size", batch_size)):
         check_positive_int(name, value)
     check_non_negative_int("n_tokens", n_tokens)
     check_instance("dtype", dtype, torch.dtype, "a torch.dtype such as torch.bfloat16")
+    check_non_negative_int("sinks", sinks)
+    if window is not None:
+        check_positive_int("window", window)
+        n_tokens = min(n_tokens, sinks + window)  # a rolling buffer: the sinks and the last window tokens
+    elif sinks:
+        raise ValueError(f"sinks={sinks} needs a window: without one the cache holds every token anyway")
     return 2 * n_layers * n_kv_heads * head_dim * n_tokens * batch_size * dtype.itemsize
 
 

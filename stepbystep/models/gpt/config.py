@@ -39,6 +39,12 @@ class DecoderConfig:
         over all heads at once (``"all"``: OLMo 2); see ``NarrowMultiHeadAttention``.
     norm_output: normalise each sublayer's output before the residual add (OLMo 2, with
         ``norm_first=False``; with ``norm_first=True``, Gemma's norms on both sides); see ``SubLayerWrapper``.
+    sliding_window: ``None`` (every earlier token), or ``w``: each query reads at most the ``w`` most
+        recent tokens, itself included, as Mistral counts them, and each layer's cache holds at most
+        ``attention_sinks + w`` tokens; see ``window_mask`` and ``WindowBuffer``. Counted over the
+        stream's tokens, padding included (as transformers counts them).
+    attention_sinks: with a window, the stream's first ``k`` tokens stay readable beside it (Xiao et
+        al. 2023's attention sinks, at their positions in the stream, not in the cache); ``0``: none.
     kv_latent_dim: multi-head latent attention (DeepSeek-V2) with a latent of this size, rotary
         positions only; ``None``: the heads' own keys and values. Its other sizes (``None``: from
         ``d_k = d_model // n_heads``): ``q_latent_dim`` (``None``: no query latent),
@@ -73,6 +79,8 @@ class DecoderConfig:
     rope_pairing: str = "interleaved"
     qk_norm: str | None = None
     norm_output: bool = False
+    sliding_window: int | None = None
+    attention_sinks: int = 0
     n_experts: int | None = None
     experts_per_token: int = 2
     expert_ff_units: int | None = None

@@ -1,5 +1,5 @@
-"""Load a Hugging Face ``transformers`` GPT-2 or Llama (chapter 12), or a Qwen3, OLMo 2, Mixtral,
-Qwen3-MoE or dense DeepSeek-V3 (chapter 17), into
+"""Load a Hugging Face ``transformers`` GPT-2 or Llama (chapter 12), or a Qwen3, OLMo 2, Mistral,
+Mixtral, Qwen3-MoE or dense DeepSeek-V3 (chapter 17), into
 the course's model: read its config into a ``DecoderConfig``, build the ``DecoderOnlyTransformer``
 and copy every weight.
 
@@ -21,7 +21,7 @@ from .config import DecoderConfig
 __all__ = ["SUPPORTED_ARCHITECTURES", "config_from_transformers", "from_transformers", "interleave_permutation"]
 
 SUPPORTED_ARCHITECTURES = ("GPT2LMHeadModel", "LlamaForCausalLM", "Qwen3ForCausalLM", "Olmo2ForCausalLM",
-                           "MixtralForCausalLM", "Qwen3MoeForCausalLM", "DeepseekV3ForCausalLM")
+                           "MixtralForCausalLM", "Qwen3MoeForCausalLM", "DeepseekV3ForCausalLM", "MistralForCausalLM")
 _GELUS = {"gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "gelu": "gelu"}
 
 
@@ -62,7 +62,7 @@ def _llama_config(c, rope_pairing, **changes):
         raise _unsupported("head_dim", head_dim, f"the course's heads are hidden_size // num_attention_heads = "
                                                    f"{c.hidden_size // c.num_attention_heads} wide")
     mlp_bias = bool(getattr(c, "mlp_bias", False))  # Qwen3's and OLMo 2's MLPs have none
-    attention_bias = bool(getattr(c, "attention_bias", False))  # Mixtral's config has none
+    attention_bias = bool(getattr(c, "attention_bias", False))  # Mistral's and Mixtral's configs have none
     if attention_bias != mlp_bias:
         raise _unsupported("mlp_bias", mlp_bias, "the course's bias option covers attention and MLP together")
     return DecoderConfig.llama(c.vocab_size, d_model=c.hidden_size, n_heads=c.num_attention_heads,
@@ -73,11 +73,27 @@ def _llama_config(c, rope_pairing, **changes):
                                tie_weights=bool(c.tie_word_embeddings), **changes)
 
 
+def _window(c):
+    """The sliding window of a config whose every layer has it (or none), else a ``ValueError``."""
+    window = getattr(c, "sliding_window", None)
+    kinds = set(getattr(c, "layer_types", None) or ())
+    if window is not None and kinds - {"sliding_attention"}:
+        raise _unsupported("layer_types", sorted(kinds), "the course's sliding window covers every layer or none")
+    return window
+
+
 def _qwen3_config(c, rope_pairing, **changes):
-    """Qwen3's block is Llama's with QK-norm over each head (Qwen team, Qwen3 Technical Report, 2025)."""
-    if getattr(c, "use_sliding_window", False):
-        raise _unsupported("use_sliding_window", True, "the course's Qwen3 attends to every earlier token")
-    return _llama_config(c, rope_pairing, qk_norm="head", **changes)
+    """Qwen3's block is Llama's with QK-norm over each head (Qwen team, Qwen3 Technical Report, 2025);
+    its ``use_sliding_window`` windows the layers from ``max_window_layers`` on, read here when that is all."""
+    if getattr(c, "use_sliding_window", False) and c.max_window_layers:
+        raise _unsupported("max_window_layers", c.max_window_layers,
+                           "the course's sliding window covers every layer (max_window_layers=0) or none")
+    return _llama_config(c, rope_pairing, qk_norm="head", sliding_window=_window(c), **changes)
+
+
+def _mistral_config(c, rope_pairing):
+    """Mistral's block is Llama's with a sliding window over every layer (Jiang et al., Mistral 7B, 2023)."""
+    return _llama_config(c, rope_pairing, sliding_window=_window(c))
 
 
 def _olmo2_config(c, rope_pairing):
@@ -103,6 +119,8 @@ def _qwen3_moe_config(c, rope_pairing):
     (Qwen team, Qwen3 Technical Report, 2025)."""
     if not c.num_experts:
         raise _unsupported("num_experts", c.num_experts, "without experts it is a Qwen3: load a Qwen3ForCausalLM")
+    if getattr(c, "use_sliding_window", False):
+        raise _unsupported("use_sliding_window", True, "the course's Qwen3-MoE attends to every earlier token")
     if c.mlp_only_layers:
         raise _unsupported("mlp_only_layers", c.mlp_only_layers, "the course's mixture of experts is in every layer")
     if c.decoder_sparse_step != 1:
@@ -135,7 +153,8 @@ def _deepseek_v3_config(c, rope_pairing):
 
 _CONFIGS = {"GPT2LMHeadModel": _gpt2_config, "LlamaForCausalLM": _llama_config, "Qwen3ForCausalLM": _qwen3_config,
             "Olmo2ForCausalLM": _olmo2_config, "MixtralForCausalLM": _mixtral_config,
-            "Qwen3MoeForCausalLM": _qwen3_moe_config, "DeepseekV3ForCausalLM": _deepseek_v3_config}
+            "Qwen3MoeForCausalLM": _qwen3_moe_config, "DeepseekV3ForCausalLM": _deepseek_v3_config,
+            "MistralForCausalLM": _mistral_config}
 
 
 def _architecture(hf_model):
@@ -283,9 +302,9 @@ def _load_deepseek_v3(model, hf):
 
 def from_transformers(hf_model, rope_pairing="rotate_half", store_alphas=False):
     """The course's ``DecoderOnlyTransformer`` equal to a ``transformers`` model of one of the
-    ``SUPPORTED_ARCHITECTURES`` (GPT-2, Llama, Qwen3, OLMo 2, Mixtral, Qwen3-MoE, dense DeepSeek-V3)
-    of any size: its config read (``config_from_transformers``), every weight copied, on the same
-    device and dtype, in the same train or eval mode. ``rope_pairing`` (all but GPT-2):
+    ``SUPPORTED_ARCHITECTURES`` (GPT-2, Llama, Qwen3, OLMo 2, Mistral, Mixtral, Qwen3-MoE, dense
+    DeepSeek-V3) of any size: its config read (``config_from_transformers``), every weight copied,
+    on the same device and dtype, in the same train or eval mode. ``rope_pairing`` (all but GPT-2):
     ``"rotate_half"`` or ``"interleaved"``, the rotated rows permuted where the model stores the
     other pairing (the same function). ``store_alphas``: the teaching path. Another architecture is a ``TypeError``;
     a setting the course lacks (Llama 3.1's scaled rotary frequencies, among others) a ``ValueError``.

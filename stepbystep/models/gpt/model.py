@@ -4,7 +4,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ...checks import check_choice, check_instance, check_int_range, check_positive_int, check_positive_number
+from ...checks import (check_choice, check_instance, check_int_range, check_non_negative_int, check_positive_int,
+                       check_positive_number)
 from ...data.special_tokens import IGNORE_INDEX
 from ...devices import evaluating
 from ..attention.latent import LatentAttention
@@ -63,6 +64,7 @@ class DecoderOnlyTransformer(nn.Module):
         check_instance("head_bias", c.head_bias, bool, "True or False")
         check_instance("norm_output", c.norm_output, bool, "True or False")
         self._check_latent(c)
+        self._check_window(c)
         check_positive_number("rope_base", c.rope_base)
         for name in ("vocab_size", "d_model", "n_layers", "max_len"):
             check_positive_int(name, getattr(c, name))
@@ -151,9 +153,21 @@ class DecoderOnlyTransformer(nn.Module):
         ``tokens_per_expert``."""
         return load_balancing_loss(self, pooled)
 
+    @staticmethod
+    def _check_window(c):
+        """``sliding_window``: ``None`` or a positive int; ``attention_sinks``: an int >= 0, only with a window."""
+        if c.sliding_window is not None:
+            check_positive_int("sliding_window", c.sliding_window)
+        check_non_negative_int("attention_sinks", c.attention_sinks)
+        if c.attention_sinks and c.sliding_window is None:
+            raise ValueError(f"attention_sinks={c.attention_sinks} needs a sliding_window: without one every "
+                             "token stays readable")
+
     def new_cache(self, capacity=None):
-        """An empty ``KVCache`` for this model's layers (``capacity``: preallocated tokens, no gradients)."""
-        return KVCache(self.n_layers, capacity=capacity)
+        """An empty ``KVCache`` for this model's layers (``capacity``: preallocated tokens, no gradients;
+        with a ``sliding_window``, each layer holds at most ``attention_sinks + sliding_window`` of them)."""
+        return KVCache(self.n_layers, capacity=capacity, window=self.config.sliding_window,
+                       sinks=self.config.attention_sinks)
 
     def embed_tokens(self, ids, positions):
         """Token embeddings plus the table rows at ``positions`` ``(N, L)`` (sinusoidal, learned): ``(N, L, d_model)``."""
@@ -202,7 +216,9 @@ class DecoderOnlyTransformer(nn.Module):
 
     def extra_repr(self):
         return (f"vocab_size={self.vocab_size}, max_len={self.max_len}, pad_id={self.pad_id}, "
-                f"tie_weights={self.tie_weights}, position_scheme={self.position_scheme!r}")
+                f"tie_weights={self.tie_weights}, position_scheme={self.position_scheme!r}"
+                + ("" if self.config.sliding_window is None else
+                   f", sliding_window={self.config.sliding_window}, attention_sinks={self.config.attention_sinks}"))
 
 
 def completion_loss(logits, targets, label_smoothing=0.0):
