@@ -45,7 +45,10 @@ def bits_per_byte_study(curves, bytes_per_token, stored, window=20, live=None, c
                             label=f"live {arm} run")
     seed_ax.set_xticks(range(len(stored)), list(stored), fontsize=8)
     seed_ax.set(xlim=(-0.5, len(stored) - 0.5), ylabel="held-out bits per byte",
-                title=f"stored study: {len(next(iter(stored.values())))} seeds, median bar")
-    if live or levels:
-        seed_ax.legend(fontsize=7)
+                title=f"stored study: {len(next(iter(stored.values())))} seeds, median bar"
+                + ("\ngrey: count tables" if levels else ""))
+    if levels:  # the tables span the columns: the legend goes where no dot is, above the byte arms' bigram
+        seed_ax.legend(fontsize=7, loc="center right", bbox_to_anchor=(1, 0.7))
+    elif live:
+        seed_ax.legend(fontsize=8)
     return fig
