@@ -30,11 +30,12 @@ def test_next_pair_diagnoses(fails_with):
 
 
 def test_encode_by_hand_diagnoses(fails_with):
-    fails_with(ch15.encode_by_hand, [256, 256, 256, 97], "keep merging")
-    fails_with(ch15.encode_by_hand, [97, 256, 257], "merged from the right")
-    fails_with(ch15.encode_by_hand, [256, 256, 256], "not the seven a's")
-    fails_with(ch15.encode_by_hand, [97] * 7, "encoding by rank gives other ones")
-    fails_with(ch15.encode_by_hand, "aaaaaaa", "a list of ints")
+    fails_with(ch15.encode_by_hand, [256, 256, 256, 97, 98, 99], "keep merging")
+    fails_with(ch15.encode_by_hand, [257, 256, 97, 98, 99], "keep merging")
+    fails_with(ch15.encode_by_hand, [97, 256, 257, 258], "merged from the right")
+    fails_with(ch15.encode_by_hand, [256, 256, 256, 258], "not 'aaaaaaabc'")
+    fails_with(ch15.encode_by_hand, [97, 257, 256, 258], "encoding by rank gives other ones")
+    fails_with(ch15.encode_by_hand, "aaaaaaabc", "a list of ints")
 
 
 def test_add_special_diagnoses(fails_with):

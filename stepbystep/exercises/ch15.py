@@ -76,16 +76,36 @@ next_pair = Exercise(
 
 
 # ----------------------------------------------------------------------------- 2. encoding by rank, by hand
-# merges: 256 = "aa", 257 = "aa" + "aa" = "aaaa"; the text: seven a's
-ENCODE_MERGES = [(97, 97), (256, 256)]
-ENCODE_TEXT = "aaaaaaa"
+# merges: 256 = "aa", 257 = "aa" + "aa" = "aaaa", 258 = "bc", 259 = "ab"; the text: seven a's, then "bc"
+ENCODE_MERGES = [(97, 97), (256, 256), (98, 99), (97, 98)]
+ENCODE_TEXT = "aaaaaaabc"
 
 
 def _encode_by_hand_solution():
-    # bytes: a a a a a a a. Lowest-ranked pair first, the leftmost on ties: (a, a) -> 256, three
-    # times from the left, leaving one a: [256, 256, 256, 97]. Then (256, 256) -> 257, leftmost:
-    # [257, 256, 97]. No pair left forms a token ("aaaaaa" and "aaa" are not tokens).
-    return [257, 256, 97]
+    # bytes: a a a a a a a b c. The pair of lowest rank first, the leftmost on ties: (a, a) -> 256,
+    # three times from the left: [256, 256, 256, 97, 98, 99]. Then (256, 256) -> 257 beats (b, c) ->
+    # 258 and (a, b) -> 259: [257, 256, 97, 98, 99]. Then (b, c) -> 258, learned before (a, b):
+    # [257, 256, 97, 258]. No pair left forms a token ("aaaaaa", "aaa", "abc" are not tokens).
+    return [257, 256, 97, 258]
+
+
+def _encode_by_rule(ids, pick):
+    """Merge the adjacent pair ``pick`` chooses among those that form a token, until none does."""
+    ranks = {pair: 256 + rank for rank, pair in enumerate(ENCODE_MERGES)}
+    while True:
+        found = [(k, ranks[pair]) for k, pair in enumerate(zip(ids, ids[1:])) if pair in ranks]
+        if not found:
+            return ids
+        k, new = pick(found)
+        ids = ids[:k] + [new] + ids[k + 2:]
+
+
+def _leftmost():  # the leftmost pair that forms a token, whatever its rank
+    return _encode_by_rule(list(ENCODE_TEXT.encode()), lambda found: found[0])
+
+
+def _rank_from_the_right():  # the lowest rank, but the rightmost pair on a tie
+    return _encode_by_rule(list(ENCODE_TEXT.encode()), lambda found: min(found[::-1], key=lambda f: f[1]))
 
 
 def _check_encode_by_hand(answer):
@@ -94,17 +114,20 @@ def _check_encode_by_hand(answer):
     answer = list(answer)
     tokenizer = BytePairTokenizer(ENCODE_MERGES, pattern=None)
     if not answer:
-        return "your list is empty: the seven a's need at least one id"
+        return f"your list is empty: the text {ENCODE_TEXT!r} needs at least one id"
     outside = [i for i in answer if not 0 <= i < tokenizer.vocab_size]
     if outside:
         return f"{outside[0]} is not an id of this tokenizer: it has ids 0-{tokenizer.vocab_size - 1}"
     if answer == tokenizer.encode(ENCODE_TEXT):
         return None
     if tokenizer.decode(answer) != ENCODE_TEXT:
-        return f"your ids spell {tokenizer.decode(answer)!r}, not the seven a's"
-    if answer == [256, 256, 256, 97]:
-        return "after the first merge, a pair of your ids still forms a token: keep merging"
-    if answer == [97, 256, 257]:
+        return f"your ids spell {tokenizer.decode(answer)!r}, not {ENCODE_TEXT!r}"
+    if any(tokenizer.vocab[a] + tokenizer.vocab[b] in tokenizer.vocab.values() for a, b in zip(answer, answer[1:])):
+        return "a pair of your ids still forms a token: keep merging until no adjacent pair does"
+    if answer == _leftmost():
+        return ("you merged the leftmost pair that forms a token (or the longest match): encoding merges the pair "
+                "learned earliest (the lowest id) first, wherever it is in the text")
+    if answer == _rank_from_the_right():
         return "you merged from the right: on a tie in rank, the leftmost pair merges first"
     return "those ids spell the text, but encoding by rank gives other ones: merge the lowest-ranked pair, leftmost first"
 
@@ -112,8 +135,8 @@ def _check_encode_by_hand(answer):
 encode_by_hand = Exercise(
     "encoding by rank",
     _check_encode_by_hand,
-    "Write the seven bytes out. At each step, merge the adjacent pair whose merged bytes form the token with the "
-    "lowest id, the leftmost one on a tie, and stop when no adjacent pair forms a token",
+    "Write the nine bytes out. At each step, among the adjacent pairs whose merged bytes form a token, merge the "
+    "one with the lowest id (the leftmost on a tie), and stop when no adjacent pair forms a token",
     _encode_by_hand_solution,
 )
 
@@ -160,13 +183,14 @@ add_special = Exercise(
 
 # ----------------------------------------------------------------------------- 4. a character cut in two
 CUT_WORD = "café"  # bytes 99 97 102, then 195 169: "é" is two bytes in UTF-8
-CUT_IDS = [99, 97, 102, 195]  # a byte-level stream stopped inside the "é"
+CUT_IDS = [99, 97, 102, 195, 99]  # a byte-level stream that drew "c" (99) where the "é"'s second byte belonged
 
 
 def _cut_character_solution():
-    # 99 97 102 are "caf"; 195 (0xC3) starts a two-byte character whose second byte never came.
-    # decode reads UTF-8 with errors="replace": the broken bytes become U+FFFD, the replacement character.
-    return BytePairTokenizer().decode(CUT_IDS)  # "caf\ufffd"
+    # 99 97 102 are "caf"; 195 (0b11000011) starts a two-byte character, but 99 (0b01100011) is not
+    # a continuation byte (0b10xxxxxx). decode reads UTF-8 with errors="replace": the broken byte
+    # becomes one U+FFFD, the replacement character, and reading goes on: 99 is "c".
+    return BytePairTokenizer().decode(CUT_IDS)  # "caf\ufffdc"
 
 
 def _check_cut_character(answer):
@@ -176,15 +200,20 @@ def _check_cut_character(answer):
     if answer == wanted:
         return None
     if not answer:
-        return "your prediction is empty: the three whole bytes at least come out as text"
-    if answer == CUT_WORD:
-        return "the ids stop before the second byte of the 'é': decode has only its first byte to go on"
-    if answer == "caf":
-        return "decode keeps a mark where the broken bytes were; it does not drop them silently"
-    if answer == "caf" + bytes([195]).decode("latin-1"):
+        return "your prediction is empty: the whole bytes at least come out as text"
+    if answer in ("caf\ufffd", "caf"):
+        return "decode does not stop at a broken byte: it reads on, and the byte after it is a character of its own"
+    if answer == "caf\ufffd\ufffd":
+        return ("only one byte is broken: 99 is 0b01100011, not a continuation byte (0b10xxxxxx), so it is not "
+                "taken into the broken character; it is a character of its own")
+    if answer == "cafc":
+        return "decode keeps a mark where the broken byte was; it does not drop it silently"
+    if answer in (CUT_WORD, CUT_WORD + "c"):
+        return "the 'é' never got its second byte (169): after 195 came 99, so decode has only the first byte to go on"
+    if answer == "caf" + bytes([195, 99]).decode("latin-1"):
         return "that reads byte 195 as Latin-1, one character per byte; decode reads UTF-8"
-    if answer.startswith("caf") and len(answer) == 4:
-        return (f"the first three ids are right; the last character is {answer[-1]!r} (U+{ord(answer[-1]):04X}), "
+    if answer.startswith("caf") and answer.endswith("c") and len(answer) == 5:
+        return (f"the ids around it are right; the fourth character is {answer[3]!r} (U+{ord(answer[3]):04X}), "
                 "not the one decode writes for broken bytes")
     return f"decode those ids byte by byte: {CUT_IDS} are bytes, read as UTF-8; {answer!r} is not what comes out"
 
@@ -192,7 +221,8 @@ def _check_cut_character(answer):
 cut_character = Exercise(
     "a character cut in two",
     _check_cut_character,
-    "The first three ids are ASCII letters. Byte 195 is 0b11000011: in UTF-8 it starts a two-byte character. "
-    "What does decode do with bytes that are not valid UTF-8 (the chapter's 🎭 example)?",
+    "The first three ids are ASCII letters. Byte 195 is 0b11000011: in UTF-8 it starts a two-byte character, "
+    "whose second byte must look like 0b10xxxxxx. Is 99 such a byte? What does decode write for bytes that make no "
+    "character (the chapter's 🎭 example), and what does it do with the bytes after them?",
     _cut_character_solution,
 )

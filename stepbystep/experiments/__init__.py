@@ -42,4 +42,13 @@ from .induction import (
     train_on_repeats,
 )
 from .tokenizer_peers import byte_level_alphabet, compare_merges, merges_as_bytes, pair_counts, tokenizers_merges
-from .subword_model import bits_per_byte, lm_config, load_subword_study, random_windows, subword_claims, train_lm
+from .subword_model import (
+    baseline_claims,
+    bits_per_byte,
+    count_bits_per_byte,
+    lm_config,
+    load_subword_study,
+    random_windows,
+    subword_claims,
+    train_lm,
+)

@@ -7,12 +7,14 @@ import torch
 __all__ = ["bits_per_byte_study"]
 
 
-def bits_per_byte_study(curves, bytes_per_token, stored, window=20, live=None, chance=None):
+def bits_per_byte_study(curves, bytes_per_token, stored, window=20, live=None, chance=None, levels=None):
     """Left: each live run's training loss (nats per token, ``{name: (steps,)}``) as bits per byte,
     ``loss / ln 2 / bytes_per_token[name]``, a running mean over ``window`` steps, and each run's
     ``chance[name]`` (a uniform guess's bits per byte) dashed. Right: the stored study's held-out
-    bits per byte, ``{arm: (seeds,)}``, one dot per seed and a bar at the median; ``live``
-    (``{arm: value}``) a hollow marker beside its arm. Returns the Figure."""
+    bits per byte, ``{arm: (seeds,)}``, one dot per seed (side by side, so that equal values stay
+    visible) and a bar at the median; ``live`` (``{arm: value}``) a hollow marker beside its arm;
+    ``levels`` (``{arm: {label: value}}``, e.g. count tables) grey lines across the arm, one line
+    style per label. Returns the Figure."""
     fig, (curve_ax, seed_ax) = plt.subplots(1, 2, figsize=(10, 3.6), layout="constrained",
                                             gridspec_kw={"width_ratios": [1.6, 1]})
     for k, (name, losses) in enumerate(curves.items()):
@@ -20,22 +22,33 @@ def bits_per_byte_study(curves, bytes_per_token, stored, window=20, live=None, c
         smooth = bits.unfold(0, window, 1).mean(-1)  # (steps - window + 1,)
         curve_ax.plot(range(window, len(bits) + 1), smooth, color=f"C{k}", label=name)
         if chance is not None and name in chance:
+            guess = f"a uniform guess ({chance[name] * bytes_per_token[name]:.0f} bits per token)"
             curve_ax.axhline(chance[name], color=f"C{k}", linestyle="--", linewidth=1,
-                             label=f"{name}: a uniform guess")
+                             label=guess if len(curves) == 1 else f"{name}: {guess}")
     runs_title = "live run" if len(curves) == 1 else "live runs"
     curve_ax.set(xlabel="step", ylabel="bits per byte (training batches)",
                  title=f"{runs_title}, running mean over {window} steps")
     curve_ax.legend(fontsize=8)
+    styles = {}
     for x, (arm, runs) in enumerate(stored.items()):
         runs = torch.as_tensor(runs)
-        seed_ax.scatter([x] * len(runs), runs, color=f"C{x}", s=18, zorder=3)
-        seed_ax.hlines(runs.median(), x - 0.25, x + 0.25, color=f"C{x}")
+        shifts = (torch.arange(len(runs)) - (len(runs) - 1) / 2) * 0.08  # (seeds,)
+        seed_ax.scatter(x + shifts, runs, color=f"C{x}", s=18, zorder=3)
+        seed_ax.hlines(runs.median(), x - 0.25, x + 0.25, color=f"C{x}", zorder=2)
+        for label, value in (levels or {}).get(arm, {}).items():
+            new = label not in styles
+            styles.setdefault(label, ("--", ":", "-.")[len(styles) % 3])
+            seed_ax.hlines(value, x - 0.42, x + 0.42, colors="0.45", linestyles=styles[label], linewidth=1.2,
+                           label=label if new else None)
         if live is not None and arm in live:
             seed_ax.scatter([x + 0.3], [live[arm]], facecolors="none", edgecolors=f"C{x}", s=30, zorder=3,
                             label=f"live {arm} run")
     seed_ax.set_xticks(range(len(stored)), list(stored), fontsize=8)
     seed_ax.set(xlim=(-0.5, len(stored) - 0.5), ylabel="held-out bits per byte",
-                title=f"stored study: {len(next(iter(stored.values())))} seeds, median bar")
-    if live:
+                title=f"stored study: {len(next(iter(stored.values())))} seeds, median bar"
+                + ("\ngrey: count tables" if levels else ""))
+    if levels:  # the tables span the columns: the legend goes where no dot is, above the byte arms' bigram
+        seed_ax.legend(fontsize=7, loc="center right", bbox_to_anchor=(1, 0.7))
+    elif live:
         seed_ax.legend(fontsize=8)
     return fig
