@@ -145,3 +145,16 @@ def test_latent_cache_bytes_count_the_latent_and_the_rotated_key_per_layer_and_t
     assert held == latent_cache_bytes(2, 12, 4, 11, batch_size=3)
     with pytest.raises(ValueError, match="kv_latent_dim"):
         latent_cache_bytes(2, 0, 4, 1)
+
+
+def test_a_standalone_cached_run_past_the_rotary_table_is_refused_clearly():
+    from stepbystep.models import KVCache
+
+    attention = _latent()  # its rotary table holds 32 positions
+    cache = KVCache(1).layers[0]
+    with torch.no_grad():
+        attention(torch.randn(1, 30, 24), cache=cache)
+        attention(torch.randn(1, 2, 24), cache=cache)  # positions 30 and 31: the last two rows
+        with pytest.raises(ValueError, match="the cache holds 32 tokens and 1 more would pass the rotary table's "
+                                             "max_len=32 positions"):
+            attention(torch.randn(1, 1, 24), cache=cache)

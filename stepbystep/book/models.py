@@ -1,5 +1,5 @@
 """The book's models under the book's names (Godoy, *Deep Learning with PyTorch Step-by-Step*,
-chapters 9-11), behind one door: the course's classes, two of them under the book's other names,
+chapters 9-11), behind one door: the course's classes, one of them under the book's other name,
 three thin subclasses that add the book's two steps (``init_keys``, then ``forward``), and the
 loader of the book's state dicts."""
 import torch
@@ -74,7 +74,7 @@ class MultiHeadedAttention(NarrowMultiHeadAttention):
 
     def score_function(self, query):
         self._check_query(query)
-        q = self.rotate(self.make_chunks(self.linear_query(query)))  # (N, h, L_q, d_k)
+        q = self.rotate(self.normed_chunks(self.linear_query(query), self.q_norm))  # (N, h, L_q, d_k)
         k = self.proj_key.repeat_interleave(self.groups, dim=1)  # (N, h, L_k, d_k)
         return q @ k.transpose(-2, -1) / self.d_k ** 0.5  # (N, h, L_q, L_k)
 

@@ -1,1 +1,2 @@
-"""Attention (chapters 02-03): masks, scaled dot-product attention, wide and narrow multi-head attention."""
+"""Attention: masks, scaled dot-product attention, wide and narrow multi-head attention (chapters
+02-03), online softmax and tiled attention (chapter 14), latent attention (chapter 17)."""

@@ -49,7 +49,7 @@ class LatentAttention(nn.Module):
     """
 
     def __init__(self, n_heads, d_model, kv_latent_dim, rope_head_dim, nope_head_dim, v_head_dim, q_latent_dim=None,
-                 dropout=0.0, store_alphas=True, rotary=None, bias=False):
+                 dropout=0.1, store_alphas=True, rotary=None, bias=False):
         super().__init__()
         for name, value in (("n_heads", n_heads), ("d_model", d_model), ("kv_latent_dim", kv_latent_dim),
                             ("rope_head_dim", rope_head_dim), ("nope_head_dim", nope_head_dim),
@@ -118,8 +118,7 @@ class LatentAttention(nn.Module):
         if key is not None or bias is not None:
             raise ValueError("latent attention is self-attention with rotary positions only: key and bias must be None")
         if rotation is None and cache is not None and cache.keys is not None:  # the new tokens go on after the cached ones
-            start = cache.length  # the tokens it has seen, held or dropped by a window
-            rotation = self.rotary.at(torch.arange(start, start + x.shape[1], device=x.device))
+            rotation = self.rotary.after(cache.length, x.shape[1], x.device)  # the tokens seen, held or dropped
         q = self.queries(x, rotation)  # (N, h, L, d_k)
         latent, k_rope = self.latents(x, rotation)  # (N, 1, L, r), (N, 1, L, d_r)
         if cache is not None:

@@ -120,7 +120,7 @@ class NarrowMultiHeadAttention(nn.Module):
         self._check_inputs(x, key)
         if rotation is None and self.rotary is not None and cache is not None and not cache.static \
                 and cache.keys is not None and key is None:  # the new tokens go on after the cached ones
-            rotation = self._rotation_after(cache.length, x.shape[1], x.device)  # held or dropped
+            rotation = self.rotary.after(cache.length, x.shape[1], x.device)  # the tokens seen, held or dropped
         q = self.rotate(self.normed_chunks(self.linear_query(x), self.q_norm), rotation)  # (N, h, L_q, d_k)
         if cache is not None and cache.static and cache.keys is not None:
             k, v = cache.keys, cache.values  # cross-attention: the encoder's states, projected at the first step
@@ -135,13 +135,6 @@ class NarrowMultiHeadAttention(nn.Module):
         context, alphas = attend(q, k, v, mask, bias, self.dropout, self.store_alphas)  # (N, h, L_q, d_k)
         self.alphas = None if alphas is None else alphas.detach()  # (N, h, L_q, t)
         return self.output_function(context)  # (N, L_q, d_model)
-
-    def _rotation_after(self, start, length, device):
-        """RoPE's ``(cos, sin)`` at positions ``start .. start + length - 1``, inside the rotary table."""
-        if start + length > self.rotary.max_len:
-            raise ValueError(f"the cache holds {start} tokens and {length} more would pass the rotary table's "
-                             f"max_len={self.rotary.max_len} positions")
-        return self.rotary.at(torch.arange(start, start + length, device=device))  # (L, d/2 or d) each
 
     def check_input(self, name, x):
         """Raise a clear error unless ``x`` is ``(N, L, d_model)``, ``L >= 1``, of the weights' dtype."""

@@ -96,6 +96,14 @@ class RotaryEmbedding(nn.Module):
             cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)  # (N, 1, L, d/2 or d): the same for every head
         return cos, sin
 
+    def after(self, start, length, device=None):
+        """``at`` the positions ``start .. start + length - 1`` (the tokens after ``start`` cached ones),
+        refused clearly past the table's ``max_len``."""
+        if start + length > self.max_len:
+            raise ValueError(f"the cache holds {start} tokens and {length} more would pass the rotary table's "
+                             f"max_len={self.max_len} positions")
+        return self.at(torch.arange(start, start + length, device=device))  # (L, d/2 or d) each
+
     def rotate_with(self, x, rotation):
         """``x`` ``(N, h, L, d_head)`` turned by ``rotation``, the ``(cos, sin)`` of ``at``, in ``x``'s dtype."""
         cos, sin = rotation
