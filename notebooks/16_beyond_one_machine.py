@@ -60,6 +60,7 @@ from stepbystep.training.lightning import StepByStepModule, load_lightning_check
 from stepbystep.training.parallel_costs import STAGES, ring_all_reduce, ring_all_reduce_bytes, training_memory
 from stepbystep.training.processes import run_ranks
 from stepbystep.training.sharded import fsdp_train
+from stepbystep.widgets import ring_explorer
 
 # %% [markdown]
 # ## Processes, ranks and the world size
@@ -313,6 +314,18 @@ for step, moves in enumerate(transfers):
     print(f"step {step + 1} ({moves[0][3]}):", ", ".join(f"{s}→{r} chunk {c}" for s, r, c, _ in moves))
 print("every worker ends with", result[0], result[1], result[2])
 expect(all(row == [111, 222, 333] for row in result), "every worker ends with every chunk summed over the three")
+
+# %% [markdown]
+# **Try it.** Below, a row per worker and a column per chunk; each cell lists the workers whose parts
+# that worker's copy of the chunk sums, green once it sums them all. Move the step: the chunks
+# received in that step are outlined (orange where the receiver adds, blue where it copies). After
+# N - 1 steps every worker owns one whole chunk; after 2 (N - 1) every worker holds them all. The
+# line above the table counts the bytes each worker has sent so far, for GPT-2 small's gradient of
+# 124 million 4-byte numbers: one chunk per step. Change the number of workers: the whole
+# all-reduce's bytes creep towards twice the gradient, never past.
+
+# %% tags=["nbval-ignore-output"]
+ring_explorer()
 
 # %% [markdown]
 # For a model of 124 million parameters, GPT-2 small's size, with 4-byte gradients, each process
