@@ -72,6 +72,8 @@ def test_the_widget_follows_its_sliders():
     assert WIDGET_VIEW in bundle and bundle["text/html"] == widget.summary.value + widget.table.value
 
 
-def test_the_widget_refuses_a_step_past_the_ring():
+def test_the_widget_refuses_a_step_past_the_ring_and_a_lone_worker():
     with pytest.raises(ValueError, match="step must be an int from 0 to 2"):
         ring_explorer(n_workers=2, step=3)
+    with pytest.raises(ValueError, match="n_workers must be an int from 2 to 8"):
+        ring_explorer(n_workers=1)

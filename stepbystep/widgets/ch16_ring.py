@@ -72,12 +72,13 @@ class RingBox(widgets.VBox):
 
 
 def ring_explorer(n_workers=4, step=0, n_elements=124_000_000, bytes_per_element=4):
-    """Sliders for the number of workers (1 to 8) and the step (0 to 2 (N - 1)): what each worker holds of
+    """Sliders for the number of workers (2 to 8) and the step (0 to 2 (N - 1)): what each worker holds of
     each chunk (``ring_html``) and the bytes each has sent so far against the whole all-reduce's, for a
     gradient of ``n_elements`` numbers (GPT-2 small's, by default). Returns a ``VBox`` with ``workers``,
     ``step``, ``summary`` and ``table`` attributes (the controls and the two HTML parts)."""
+    check_int_range("n_workers", n_workers, 2, MAX_WORKERS)  # one worker: a step slider with nowhere to go
     ring_state(n_workers, step, n_elements, bytes_per_element)  # refuses what it cannot show
-    workers = widgets.IntSlider(value=n_workers, min=1, max=MAX_WORKERS, description="workers",
+    workers = widgets.IntSlider(value=n_workers, min=2, max=MAX_WORKERS, description="workers",
                                 continuous_update=False)
     steps = widgets.IntSlider(value=step, min=0, max=2 * (n_workers - 1), description="step", continuous_update=False)
     summary, table = widgets.HTML(), widgets.HTML()
