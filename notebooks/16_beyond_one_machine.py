@@ -25,7 +25,8 @@
 #   on every rank;
 # - show that two processes, each computing gradients on half of every batch and averaging them,
 #   take **the same steps** as one process on the whole batch, and when they do not;
-# - do the same with `DistributedDataParallel` and a `DistributedSampler`, and fully sharded;
+# - do the same with `DistributedDataParallel` and a `DistributedSampler`, under Lightning, and fully
+#   sharded;
 # - train a course model with **Lightning** and get the course trainer's numbers, and load a
 #   Lightning checkpoint back into the course trainer;
 # - turn k small batches into one large one with **gradient accumulation**;
@@ -64,6 +65,7 @@ from stepbystep.training.data_parallel import (
     repeat_dataset,
 )
 from stepbystep.training.lightning import StepByStepModule, load_lightning_checkpoint
+from stepbystep.training.lightning_ddp import lightning_train
 from stepbystep.training.parallel_costs import STAGES, ring_all_reduce, ring_all_reduce_bytes, training_memory
 from stepbystep.training.processes import run_ranks
 from stepbystep.training.sharded import fsdp_train
@@ -240,9 +242,20 @@ expect_close(resumed.losses + resumed.val_losses, sbs.losses + sbs.val_losses,
 
 # %% [markdown]
 # On two processes, `lightning.Trainer(accelerator="cpu", devices=2, strategy="ddp")` wraps the
-# module in `DistributedDataParallel` itself; the package's `lightning_train` is this chapter's
-# data-parallel run written that way, for `run_ranks`. Importing Lightning in every process takes
-# a few seconds, so this chapter leaves it to you.
+# module in `DistributedDataParallel` itself. Lightning starts its own processes unless it finds
+# them started; the package's `lightning_train` runs in the processes `run_ranks` started, tells
+# Lightning each one's rank, and trains the DDP section's run (8 steps, the same
+# `DistributedSampler`, which Lightning moves to the next epoch itself) with `StepByStepModule`.
+# One process without Lightning is the reference again:
+
+# %% tags=["nbval-ignore-output"]
+lightning_ranks = run_ranks(lightning_train, 2, run)  # each process imports Lightning: a few seconds
+lightning_gap = max((result["parameters"] - reference["parameters"]).abs().max() for result in lightning_ranks)
+print("largest difference from one process, after any of the 8 steps:", lightning_gap)
+
+# %%
+expect(lightning_gap < 1e-6, "under lightning.Trainer(devices=2, strategy=\"ddp\"), both ranks hold the "
+       "one-process weights after every step, to 1e-6", lightning_gap)
 
 # %% [markdown]
 # ## Sharding everything: FSDP
@@ -454,8 +467,8 @@ expect(round(training_memory(7_500_000_000, 64, "ddp")["total"] / 1e9, 1) == 120
 # - Processes share nothing but what collectives send; an all-reduce leaves every rank the sum.
 # - N ranks, each on 1/N of every batch, averaging their gradients, take the steps one process takes
 #   on the whole batch, as long as every shard's loss averages the same number of terms: to 1e-6
-#   here, on every seed, by hand, with DDP and fully sharded; without the all-reduce they drift
-#   apart from the first step.
+#   here: by hand on every seed, with DDP, under Lightning and fully sharded; without the all-reduce
+#   they drift apart from the first step.
 # - Gradient accumulation gives one process the step of a batch k times larger.
 # - bfloat16 autocast rounds the matrix products and keeps the weights, gradients and residual
 #   stream in float32; here it started and ended where float32 did, over three seeds, and needs no
