@@ -440,6 +440,28 @@ for n in (1, 2, 4, 8, 64):
     print(f"{n:>3} processes: {ring_all_reduce_bytes(124_000_000, n) / 1e6:7.0f} MB per process per step")
 
 # %% [markdown]
+# ## What it costs in time, here
+#
+# Does data parallelism make a step faster on this machine's two cores? The course's benchmark
+# (`benchmarks/data_parallel.py`, run by `make bench`, stored in `benchmarks/RESULTS.md`) times one
+# step of a decoder-only model of 2 layers and width 128 on a batch of 32 streams: two processes
+# of one thread each, half the batch each, against one process of one thread on the whole batch.
+# The stored run was taken while other work loaded both cores heavily: two processes took 270 ms a
+# step, one process 238 ms. A scaling efficiency (one process's time over twice two processes'
+# time) of 0.44: no speed-up at all. One run on a loaded machine is no measure of an idle one,
+# and we have none; what holds anywhere is the reason it cannot be large here. Two processes on two
+# cores of one CPU split the arithmetic, but each also waits for the all-reduce at every step, for
+# the slower of the two, and for a core the rest of the machine wants. Run `make bench` on your
+# machine for its own numbers.
+#
+# On GPUs the balance differs. Each rank has a device of its own, so the arithmetic really is
+# split N ways; NCCL moves the gradients between GPUs over links far faster than `gloo`'s
+# sockets; and DDP's buckets let the all-reduce of the last layers' gradients run while the
+# backward pass still computes the first layers', hiding much of the communication (Li et al.
+# 2020 describe this overlap and measure its gain). What remains is the ring's 2 (N - 1) / N of
+# the gradient per step, which is why it is counted above.
+
+# %% [markdown]
 # ## Where data parallelism stops, and what ZeRO changes
 #
 # Every process of a data-parallel run holds the whole model state. With Adam in mixed precision,
