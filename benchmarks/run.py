@@ -13,7 +13,7 @@ import torch
 
 from stepbystep.devices import default_device
 
-from . import attention, bpe, converted, course, generation, layers, tiled, trainer_overhead
+from . import attention, bpe, converted, course, data_parallel, generation, layers, tiled, trainer_overhead
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 
@@ -44,6 +44,15 @@ def _cpu_seconds_table(rows):
     for row in rows:
         lines.append(f"| {row['case']} | {row['ours_s']:.2f} | {row['reference_s']:.2f} | {row['ratio']:.2f} "
                      f"| ours ≤ {row['goal_s']:.0f} s {_mark(row['met'])} |")
+    return "\n".join(lines)
+
+
+def _scaling_table(rows):
+    lines = ["| case | ours | reference | ours (ms) | reference (ms) | ratio | scaling efficiency |",
+             "|---|---|---|---:|---:|---:|---:|"]
+    for row in rows:
+        lines.append(f"| {row['case']} | {row['ours']} | {row['reference']} | {row['ours_ms']:.2f} "
+                     f"| {row['reference_ms']:.2f} | {row['ratio']:.3f} | {row['efficiency']:.2f} |")
     return "\n".join(lines)
 
 
@@ -86,6 +95,12 @@ SECTIONS = [
      "`ByteLevel` pre-tokenizer) on the same 1 MB of Shakespeare, to 1,024 ids, one thread. In CPU seconds of "
      "the process (`time.process_time`), not wall time, so a busy machine does not inflate them; medians of "
      "3 alternating runs."),
+    ("Data parallelism", data_parallel, _scaling_table,
+     "Chapter 16: one training step (forward, backward, optimizer) of the decoder-only model on one global "
+     "batch, on 2 `gloo` processes under `DistributedDataParallel` (one thread each, half the batch each) "
+     "against 1 process with 1 thread and 1 process with 2 threads (the whole batch). Wall time of the "
+     "slowest rank, medians over alternating starts. Scaling efficiency: reference / (2 × ours), 1 when two "
+     "processes halve the step."),
     ("Course", course, _course_table,
      "Each chapter executed top to bottom in a clean kernel."),
 ]

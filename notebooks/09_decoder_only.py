@@ -990,6 +990,8 @@ expect_close(cached_logits, uncached_logits, "and its logits agree to rounding (
 #   its projections and feed-forward network, and one row of attention. The same outputs, an almost flat cost per token, paid for in memory
 #   ($2 \times n_{layers} \times t \times d_{model}$ numbers per stream), which multi-query and
 #   grouped-query attention shrink.
+# - Every model here trains in one process; chapter 16 trains a small decoder-only model of this
+#   kind on two, by hand, with `DistributedDataParallel` and under Lightning, to the one-process weights.
 
 # %% [markdown]
 # ## Your turn

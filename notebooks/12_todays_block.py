@@ -787,6 +787,8 @@ kv_cache_explorer()
 #   1e-4 in float32 (not in bfloat16, where each implementation rounds its own way) and the same
 #   greedy tokens. GPT-2's `Conv1D` weights are transposed; Llama's `rotate_half` pairs equal
 #   RoFormer's interleaved ones after a fixed permutation.
+# - Models of Llama's size train on many processes in bfloat16: chapter 16 shows data parallelism,
+#   sharding (ZeRO, FSDP) and bfloat16 autocast on the course's decoder-only model.
 
 # %% [markdown]
 # ## Your turn

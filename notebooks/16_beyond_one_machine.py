@@ -12,6 +12,8 @@
 #
 # - Li et al., "PyTorch Distributed: Experiences on Accelerating Data Parallel Training" (2020):
 #   the design of `DistributedDataParallel`;
+# - Micikevicius et al., "Mixed Precision Training" (2018), and Kalamkar et al., "A Study of BFLOAT16
+#   for Deep Learning Training" (2019): 16-bit training with float32 weights;
 # - Patarasuk and Yuan, "Bandwidth Optimal All-reduce Algorithms for Clusters of Workstations"
 #   (2009): the ring all-reduce;
 # - Rajbhandari, Rasley, Ruwase and He, "ZeRO: Memory Optimizations Toward Training Trillion
@@ -23,10 +25,13 @@
 #   on every rank;
 # - show that two processes, each computing gradients on half of every batch and averaging them,
 #   take **the same steps** as one process on the whole batch, and when they do not;
-# - do the same with `DistributedDataParallel` and a `DistributedSampler`, and fully sharded;
+# - do the same with `DistributedDataParallel` and a `DistributedSampler`, under Lightning, and fully
+#   sharded;
 # - train a course model with **Lightning** and get the course trainer's numbers, and load a
 #   Lightning checkpoint back into the course trainer;
 # - turn k small batches into one large one with **gradient accumulation**;
+# - train in **bfloat16** with autocast, say what it rounds and what it keeps in float32, and why
+#   bfloat16 needs no loss scaling while float16 does;
 # - count the bytes a ring all-reduce sends, and the memory data parallelism and ZeRO's stages
 #   leave on each process.
 
@@ -35,6 +40,7 @@ import logging
 import tempfile
 import warnings
 from pathlib import Path
+from types import SimpleNamespace
 
 import lightning
 import torch
@@ -42,8 +48,10 @@ from lightning.pytorch.callbacks import ModelCheckpoint
 from torch.utils.data import DataLoader
 
 from stepbystep.exercises import ch16
+from stepbystep.experiments.mixed_precision import PRECISION_RUN, autocast_dtypes, float_formats, precision_study
 from stepbystep.expect import expect, expect_close
 from stepbystep.models.gpt.model import completion_loss
+from stepbystep.plots import seed_loss_curves
 from stepbystep.seeding import set_seed
 from stepbystep.training import StepByStep
 from stepbystep.training.accumulation import accumulate_gradients
@@ -57,9 +65,11 @@ from stepbystep.training.data_parallel import (
     repeat_dataset,
 )
 from stepbystep.training.lightning import StepByStepModule, load_lightning_checkpoint
+from stepbystep.training.lightning_ddp import lightning_train
 from stepbystep.training.parallel_costs import STAGES, ring_all_reduce, ring_all_reduce_bytes, training_memory
 from stepbystep.training.processes import run_ranks
 from stepbystep.training.sharded import fsdp_train
+from stepbystep.widgets import ring_explorer
 
 # %% [markdown]
 # ## Processes, ranks and the world size
@@ -232,9 +242,20 @@ expect_close(resumed.losses + resumed.val_losses, sbs.losses + sbs.val_losses,
 
 # %% [markdown]
 # On two processes, `lightning.Trainer(accelerator="cpu", devices=2, strategy="ddp")` wraps the
-# module in `DistributedDataParallel` itself; the package's `lightning_train` is this chapter's
-# data-parallel run written that way, for `run_ranks`. Importing Lightning in every process takes
-# a few seconds, so this chapter leaves it to you.
+# module in `DistributedDataParallel` itself. Lightning starts its own processes unless it finds
+# them started; the package's `lightning_train` runs in the processes `run_ranks` started, tells
+# Lightning each one's rank, and trains the DDP section's run (8 steps, the same
+# `DistributedSampler`, which Lightning moves to the next epoch itself) with `StepByStepModule`.
+# One process without Lightning is the reference again:
+
+# %% tags=["nbval-ignore-output"]
+lightning_ranks = run_ranks(lightning_train, 2, run)  # each process imports Lightning: a few seconds
+lightning_gap = max((result["parameters"] - reference["parameters"]).abs().max() for result in lightning_ranks)
+print("largest difference from one process, after any of the 8 steps:", lightning_gap)
+
+# %%
+expect(lightning_gap < 1e-6, "under lightning.Trainer(devices=2, strategy=\"ddp\"), both ranks hold the "
+       "one-process weights after every step, to 1e-6", lightning_gap)
 
 # %% [markdown]
 # ## Sharding everything: FSDP
@@ -293,6 +314,90 @@ expect(accumulation_gap < 1e-6, "four micro-batches of 2 take the steps of whole
        accumulation_gap)
 
 # %% [markdown]
+# ## Mixed precision: bfloat16 autocast on the CPU
+#
+# Every number so far was a 32-bit float. Sixteen bits halve the bytes of every activation, and
+# of every gradient an all-reduce sends where the gradients are kept in 16 bits too; on hardware
+# with 16-bit matrix units the matrix products also run faster. Micikevicius et al., "Mixed
+# Precision Training" (2018), keep a float32 copy of the weights and compute in 16 bits.
+# `torch.autocast("cpu", dtype=torch.bfloat16)` does this without touching the model: inside its
+# `with` block, the operations on its list (the matrix products: `linear`, `matmul`, `bmm`...) run
+# on bfloat16 copies of their inputs, and every other operation runs in its inputs' dtype. The
+# parameters, their gradients and the optimizer stay float32. One forward and backward pass of this
+# chapter's model under autocast, the dtype each layer hands on:
+
+# %% tags=["nbval-ignore-output"]
+dtypes = autocast_dtypes()
+for name, dtype in dtypes["modules"].items():
+    print(f"{name:<36} {dtype}")
+print(f"logits {dtypes['logits']}, loss {dtypes['loss']}, parameters {dtypes['parameters']}, "
+      f"gradients {dtypes['gradients']}")
+
+# %%
+linears = [dtype for name, dtype in dtypes["modules"].items() if name.startswith(("layers.0.self_attn_heads.linear",
+                                                                                  "layers.0.ffn.0", "layers.0.ffn.3", "head"))]
+expect(len(linears) == 7 and set(linears) == {torch.bfloat16}, "the seven linear layers compute in bfloat16")
+expect(all(dtypes["modules"][name] == torch.float32 for name in ("embed", "layers.0.sublayers.0.norm", "norm")),
+       "the embedding and the layer norms stay float32: their inputs are the float32 residual stream")
+expect(dtypes["loss"] == torch.float32 and dtypes["parameters"] == dtypes["gradients"] == {torch.float32},
+       "the loss, the parameters and their gradients are float32")
+
+# %% [markdown]
+# The residual stream stays float32 because a sum of a bfloat16 branch and a float32 stream is
+# float32: only what the matrix products compute is rounded to bfloat16.
+#
+# What does the rounding do to training? The same model, seed, weights and batches, once in
+# float32 and once under autocast: Adam (learning rate 0.01), 200 steps on batches of 32 streams
+# of 4 random tokens followed by the same 4 again, three seeds. The first 3 of the 7 predicted
+# tokens are random, so no model goes below 3/7 ln 8 ≈ 0.89 (the dashed line), reached once it
+# copies the rest.
+
+# %% tags=["nbval-ignore-output"]
+study = precision_study(seeds=(0, 1, 2))  # (seeds, steps) per precision
+start_gap = (study["bfloat16"][:, :20] - study["float32"][:, :20]).abs().amax(1)  # (seeds,)
+final = {name: study[name][:, -20:].mean(1) for name in ("float32", "bfloat16")}  # mean of the last 20 steps
+drop = {name: [int((curve < 1.2).nonzero()[0]) for curve in study[name]] for name in final}  # first step below 1.2
+print("largest gap over the first 20 steps, per seed:", start_gap)
+print("largest gap at any step, per seed:", (study["bfloat16"] - study["float32"]).abs().amax(1))
+for name in final:
+    print(f"{name:>8}: final loss per seed {final[name]}, median {final[name].median():.3f}; "
+          f"first step below 1.2: {drop[name]}")
+seed_loss_curves({name: [SimpleNamespace(steps=range(PRECISION_RUN.steps), val_losses=curve) for curve in study[name]]
+                  for name in ("float32", "bfloat16")}, reference=study["floor"], reference_label="3/7 ln 8",
+                 ylabel="training loss");
+
+# %%
+expect(bool((start_gap < 0.01).all()), "over the first 20 steps, bfloat16's loss stays within 0.01 of float32's on "
+       "every seed", start_gap.max())
+expect_close(final["bfloat16"].median(), final["float32"].median(), "the median final loss (last 20 steps) is "
+             "float32's to 0.05", atol=0.05)
+expect(all(abs(final[name].median() - study["floor"]) < 0.05 for name in final),
+       "both medians end within 0.05 of the floor 3/7 ln 8: both learned to copy")
+
+# %% [markdown]
+# In between, the curves part: the rounding moves the step at which the model starts to copy (the
+# printed first steps below 1.2), and at one step the two losses can be tenths apart. What the
+# checks bound is the start and the end: the same first steps, and the same final loss to 0.05
+# over three seeds, on a model this small. Kalamkar et al., "A Study of BFLOAT16 for Deep Learning
+# Training" (2019), report the same for large models: bfloat16 reached float32's results in the same
+# number of iterations without changing the hyperparameters.
+#
+# Why no loss scaling? float16, the other 16-bit format, spends 5 bits on the exponent and 10 on the
+# mantissa; bfloat16 spends float32's 8 on the exponent and keeps 7 of its 23 mantissa bits. So
+# bfloat16 covers float32's range with coarser steps, while float16 has finer steps in a far narrower
+# range: a gradient of 1e-8 is zero in float16. Training in float16 therefore multiplies the loss by
+# a large scale before the backward pass, so that the gradients stay in range, and divides them back
+# before the step (`torch.amp.GradScaler`); bfloat16 does not need it.
+
+# %%
+for name, fmt in float_formats().items():
+    print(f"{name:>8}: {fmt['exponent_bits']} exponent bits, {fmt['mantissa_bits']:>2} mantissa bits, largest "
+          f"{fmt['max']:.3g}, smallest normal {fmt['smallest_normal']:.3g}, smallest {fmt['smallest']:.3g}, "
+          f"step at 1: {fmt['eps']:.3g}")
+gradient = torch.tensor(1e-8)
+print("a gradient of 1e-8 in float16:", gradient.half().item(), "| in bfloat16:", f"{gradient.bfloat16().item():.3g}")
+
+# %% [markdown]
 # ## What it sends: the ring all-reduce
 #
 # How does an all-reduce move the data? In a **ring** (Patarasuk and Yuan 2009), each of N workers
@@ -315,12 +420,46 @@ print("every worker ends with", result[0], result[1], result[2])
 expect(all(row == [111, 222, 333] for row in result), "every worker ends with every chunk summed over the three")
 
 # %% [markdown]
+# **Try it.** Below, a row per worker and a column per chunk; each cell lists the workers whose parts
+# that worker's copy of the chunk sums, green once it sums them all. Move the step: the chunks
+# received in that step are outlined (orange where the receiver adds, blue where it copies). After
+# N - 1 steps every worker owns one whole chunk; after 2 (N - 1) every worker holds them all. The
+# line above the table counts the bytes each worker has sent so far, for GPT-2 small's gradient of
+# 124 million 4-byte numbers: one chunk per step. Change the number of workers: the whole
+# all-reduce's bytes creep towards twice the gradient, never past.
+
+# %% tags=["nbval-ignore-output"]
+ring_explorer()
+
+# %% [markdown]
 # For a model of 124 million parameters, GPT-2 small's size, with 4-byte gradients, each process
 # sends per step:
 
 # %%
 for n in (1, 2, 4, 8, 64):
     print(f"{n:>3} processes: {ring_all_reduce_bytes(124_000_000, n) / 1e6:7.0f} MB per process per step")
+
+# %% [markdown]
+# ## What it costs in time, here
+#
+# Does data parallelism make a step faster on this machine's two cores? The course's benchmark
+# (`benchmarks/data_parallel.py`, run by `make bench`, stored in `benchmarks/RESULTS.md`) times one
+# step of a decoder-only model of 2 layers and width 128 on a batch of 32 streams: two processes
+# of one thread each, half the batch each, against one process of one thread on the whole batch.
+# The stored run was taken while other work loaded both cores heavily: two processes took 270 ms a
+# step, one process 238 ms. A scaling efficiency (one process's time over twice two processes'
+# time) of 0.44: no speed-up at all. One run on a loaded machine is no measure of an idle one,
+# and we have none; what holds anywhere is the reason it cannot be large here. Two processes on two
+# cores of one CPU split the arithmetic, but each also waits for the all-reduce at every step, for
+# the slower of the two, and for a core the rest of the machine wants. Run `make bench` on your
+# machine for its own numbers.
+#
+# On GPUs the balance differs. Each rank has a device of its own, so the arithmetic really is
+# split N ways; NCCL moves the gradients between GPUs over links far faster than `gloo`'s
+# sockets; and DDP's buckets let the all-reduce of the last layers' gradients run while the
+# backward pass still computes the first layers', hiding much of the communication (Li et al.
+# 2020 describe this overlap and measure its gain). What remains is the ring's 2 (N - 1) / N of
+# the gradient per step, which is why it is counted above.
 
 # %% [markdown]
 # ## Where data parallelism stops, and what ZeRO changes
@@ -350,9 +489,12 @@ expect(round(training_memory(7_500_000_000, 64, "ddp")["total"] / 1e9, 1) == 120
 # - Processes share nothing but what collectives send; an all-reduce leaves every rank the sum.
 # - N ranks, each on 1/N of every batch, averaging their gradients, take the steps one process takes
 #   on the whole batch, as long as every shard's loss averages the same number of terms: to 1e-6
-#   here, on every seed, by hand, with DDP and fully sharded; without the all-reduce they drift
-#   apart from the first step.
+#   here: by hand on every seed, with DDP, under Lightning and fully sharded; without the all-reduce
+#   they drift apart from the first step.
 # - Gradient accumulation gives one process the step of a batch k times larger.
+# - bfloat16 autocast rounds the matrix products and keeps the weights, gradients and residual
+#   stream in float32; here it started and ended where float32 did, over three seeds, and needs no
+#   loss scaling, having float32's range.
 # - A ring all-reduce sends 2 (N - 1) / N of the gradient per process per step; data parallelism
 #   keeps the whole model state on every process, and ZeRO's stages shard it.
 

@@ -5,7 +5,7 @@ a copy of the course, opens a chapter, runs every cell, moves its widget and che
 figure was redrawn and that no cell failed. Chapter 02's mask explorer needs nothing but the
 chapter's imports, so its test runs those two cells of the chapter, not the whole chapter again
 (the notebook pass runs every chapter); chapter 15's token explorer runs the imports, the two
-cells that build its tokenizer, and itself. Skipped (with the reason) where chromium, Playwright or
+cells that build its tokenizer, and itself; chapter 16's ring explorer, the imports and itself. Skipped (with the reason) where chromium, Playwright or
 JupyterLab is missing; `.ci/run` installs them, so CI always runs it.
 """
 import importlib.util
@@ -83,6 +83,7 @@ def lab(tmp_path_factory):
     _cells_of(NOTEBOOKS / "02_self_attention.ipynb", course / "02_mask_explorer.ipynb", "mask_explorer()")
     _cells_of(NOTEBOOKS / "15_subword_tokens.ipynb", course / "15_token_explorer.ipynb", "token_explorer(tokenizer)",
               setup=["plays = shakespeare_plays()", "tokenizer = BytePairTokenizer.train(corpus, 4000"])
+    _cells_of(NOTEBOOKS / "16_beyond_one_machine.ipynb", course / "16_ring_explorer.ipynb", "ring_explorer()")
     port, token = _free_port(), secrets.token_hex(16)
     # render every cell (no windowing), so waiting on the prompts sees the whole notebook
     tracker = root / "settings" / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings"
@@ -224,4 +225,26 @@ def test_token_explorer_follows_its_slider_and_text(browser, lab):
     page.wait_for_function("el => el.innerText.includes('5 bytes')", arg=summary.element_handle())
     page.wait_for_function(f"{count} === n", arg=[widget.element_handle(), 5])
     assert spans.count() == 5
+    page.close()
+
+
+def test_ring_explorer_follows_its_step_and_workers(browser, lab):
+    page = _open_and_run_all(browser, lab, "16_ring_explorer.ipynb")
+    widget = page.locator(f"{PANEL} .jp-OutputArea-output", has=page.locator(".widget-slider")).last
+    widget.scroll_into_view_if_needed()
+    summary = widget.locator(".widget-html").first
+    cells = widget.locator(".widget-html td[data-chunk]")
+    before = summary.inner_text()
+    assert "step 0 of 6" in before and cells.count() == 16  # 4 workers, 4 chunks each
+    workers, step = widget.locator(".noUi-handle").nth(0), widget.locator(".noUi-handle").nth(1)
+    step.focus()
+    step.press("End")  # the last step: every worker holds every chunk summed
+    page.wait_for_function("([el, before]) => el.innerText !== before", arg=[summary.element_handle(), before])
+    assert "step 6 of 6 (all-gather)" in summary.inner_text() and "744 MB of the 744 MB" in summary.inner_text()
+    assert widget.locator(".widget-html td", has_text="0+1+2+3").count() == 16
+    before = summary.inner_text()
+    workers.focus()
+    workers.press("Home")  # two workers: two steps, the step clamped to the last
+    page.wait_for_function("el => el.innerText.includes('of 2')", arg=summary.element_handle())
+    assert "step 2 of 2 (all-gather)" in summary.inner_text() and cells.count() == 4
     page.close()

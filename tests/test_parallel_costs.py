@@ -3,7 +3,7 @@ parallelism against ZeRO's stages, checked against the ZeRO paper's own example.
 import pytest
 import torch
 
-from stepbystep.training.parallel_costs import STAGES, ring_all_reduce, ring_all_reduce_bytes, training_memory
+from stepbystep.training.parallel_costs import STAGES, ring_all_reduce, ring_all_reduce_bytes, ring_schedule, training_memory
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 7])
@@ -59,3 +59,28 @@ def test_each_stage_shards_one_more_part():
     assert training_memory(1000, 1, "zero3") == training_memory(1000, 1, "ddp")  # one process: nothing to share
     with pytest.raises(ValueError, match="stage must be one of 'ddp', 'zero1', 'zero2', 'zero3', got 'fsdp'"):
         training_memory(1000, 4, "fsdp")
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 5])
+def test_the_schedule_sends_each_chunk_round_the_ring_once_per_phase(n):
+    schedule = ring_schedule(n)
+    assert len(schedule) == 2 * (n - 1)
+    assert [moves[0][3] for moves in schedule] == ["reduce-scatter"] * (n - 1) + ["all-gather"] * (n - 1)
+    for moves in schedule:  # each step: every worker sends a different chunk to the next
+        assert sorted(c for _, _, c, _ in moves) == list(range(n))
+        assert [(s, r) for s, r, _, _ in moves] == [(w, (w + 1) % n) for w in range(n)]
+    if n > 1:  # reduce-scatter leaves worker w the whole sum of chunk w + 1, which all-gather sends first
+        assert [c for _, _, c, _ in schedule[n - 1]] == [(w + 1) % n for w in range(n)]
+    with pytest.raises(ValueError, match="world_size"):
+        ring_schedule(0)
+
+
+def test_the_ring_can_stop_after_any_step():
+    start = [[(w,) for _ in range(3)] for w in range(3)]  # worker w's part of each chunk: tuples add up
+    halfway, taken = ring_all_reduce(start, steps=2)
+    assert taken == ring_schedule(3)[:2]
+    assert [sorted(halfway[w][(w + 1) % 3]) for w in range(3)] == [[0, 1, 2]] * 3  # reduce-scattered
+    assert halfway[0][2] == (0, 2) and halfway[0][0] == (0,)  # the others: a partial sum, and one never received
+    assert ring_all_reduce(start, steps=0) == (start, [])
+    with pytest.raises(ValueError, match="steps must be an int from 0 to 4"):
+        ring_all_reduce(start, steps=5)

@@ -5,7 +5,9 @@ Lightning launches its own processes unless it finds them launched (``LOCAL_RANK
 ``torchrun`` sets it); here ``run_ranks`` has started them and joined the group, so each rank tells
 Lightning who it is and Lightning wraps the model in ``DistributedDataParallel`` on that group.
 """
+import logging
 import os
+import warnings
 
 import lightning
 import torch
@@ -40,8 +42,11 @@ def lightning_train(rank, world_size, run):
     model = build_model(run)
     module = StepByStepModule(model, completion_loss, torch.optim.SGD(model.parameters(), lr=run.lr, momentum=0.9))
     snapshots = _Snapshots()
+    logging.getLogger("lightning.pytorch").setLevel(logging.ERROR)  # this process's: no banner, no tips
     trainer = lightning.Trainer(accelerator="cpu", devices=world_size, strategy="ddp", max_steps=run.steps,
                                 use_distributed_sampler=False, callbacks=[snapshots], logger=False,
                                 enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False)
-    trainer.fit(module, loader)
+    with warnings.catch_warnings():  # Lightning's advice (no validation loader, sync_dist) is not for this run
+        warnings.simplefilter("ignore")
+        trainer.fit(module, loader)
     return {"parameters": torch.stack(snapshots.parameters), "losses": torch.tensor(module.losses)}

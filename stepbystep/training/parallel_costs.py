@@ -11,9 +11,9 @@ process. ZeRO (Rajbhandari et al., "ZeRO: Memory Optimizations Toward Training T
 Models", 2020) shards them over the N processes: stage 1 the optimizer state, stage 2 the gradients
 too, stage 3 the parameters too (PyTorch's FSDP). Activations are not counted here.
 """
-from ..checks import check_choice, check_instance, check_non_negative_int, check_positive_int
+from ..checks import check_choice, check_instance, check_int_range, check_non_negative_int, check_positive_int
 
-__all__ = ["ring_all_reduce_bytes", "ring_all_reduce", "STAGES", "training_memory"]
+__all__ = ["ring_all_reduce_bytes", "ring_schedule", "ring_all_reduce", "STAGES", "training_memory"]
 
 STAGES = ("ddp", "zero1", "zero2", "zero3")  # zero3 is FSDP's full sharding
 
@@ -27,31 +27,40 @@ def ring_all_reduce_bytes(n_elements, world_size, bytes_per_element=4):
     return 2 * (world_size - 1) * n_elements * bytes_per_element / world_size
 
 
-def ring_all_reduce(chunks):
+def ring_schedule(world_size):
+    """The ring all-reduce's moves on ``world_size`` workers: one list per step (2 (N - 1) steps) of
+    ``(sender, receiver, chunk, phase)``. Worker w always sends to w + 1 (mod N). In reduce-scatter
+    step s it sends chunk (w - s) mod N, which the receiver adds to its own; after N - 1 steps worker
+    w holds chunk (w + 1) mod N summed over all. In all-gather step s it sends chunk (w + 1 - s) mod N,
+    which the receiver copies."""
+    check_positive_int("world_size", world_size)
+    n = world_size
+    reduce = [[(w, (w + 1) % n, (w - s) % n, "reduce-scatter") for w in range(n)] for s in range(n - 1)]
+    gather = [[(w, (w + 1) % n, (w + 1 - s) % n, "all-gather") for w in range(n)] for s in range(n - 1)]
+    return reduce + gather
+
+
+def ring_all_reduce(chunks, steps=None):
     """Simulate a ring all-reduce: ``chunks[w][c]`` is worker ``w``'s chunk ``c`` (N workers, N chunks each,
-    numbers or tensors). Returns ``(result, transfers)``: ``result[w][c]`` the sum over workers of chunk
-    ``c``, on every worker; ``transfers`` one list per step (2 (N - 1) steps) of ``(sender, receiver,
-    chunk, phase)``, ``phase`` being ``"reduce-scatter"`` (the receiver adds it) or ``"all-gather"`` (it copies)."""
+    numbers, tensors or anything ``+`` adds). Returns ``(result, transfers)`` after the first ``steps``
+    steps of ``ring_schedule(N)`` (all 2 (N - 1) of them by default): ``result[w][c]`` what worker ``w``
+    then holds of chunk ``c`` (after every step: the sum over workers, on every worker), ``transfers``
+    the steps taken."""
     check_instance("chunks", chunks, (list, tuple), "a list of N lists of N chunks")
     n = len(chunks)
     if n == 0 or any(not isinstance(row, (list, tuple)) or len(row) != n for row in chunks):
         raise ValueError(f"chunks must hold N lists of N chunks (one chunk per worker), got "
                          f"{[len(row) if isinstance(row, (list, tuple)) else type(row).__name__ for row in chunks]}")
+    schedule = ring_schedule(n)
+    if steps is not None:
+        check_int_range("steps", steps, 0, len(schedule))
+        schedule = schedule[:steps]
     data = [list(row) for row in chunks]
-    transfers = []
-    for step in range(n - 1):  # reduce-scatter: worker w sends chunk (w - step) mod n on
-        moves = [(w, (w + 1) % n, (w - step) % n) for w in range(n)]
-        sent = [data[w][c] for w, _, c in moves]  # all send at once: read before anyone adds
-        for (w, to, c), value in zip(moves, sent):
-            data[to][c] = data[to][c] + value
-        transfers.append([(w, to, c, "reduce-scatter") for w, to, c in moves])
-    for step in range(n - 1):  # all-gather: worker w owns the full sum of chunk (w + 1 - step) mod n
-        moves = [(w, (w + 1) % n, (w + 1 - step) % n) for w in range(n)]
-        sent = [data[w][c] for w, _, c in moves]
-        for (w, to, c), value in zip(moves, sent):
-            data[to][c] = value
-        transfers.append([(w, to, c, "all-gather") for w, to, c in moves])
-    return data, transfers
+    for moves in schedule:
+        sent = [data[w][c] for w, _, c, _ in moves]  # all send at once: read before anyone receives
+        for (_, to, c, phase), value in zip(moves, sent):
+            data[to][c] = data[to][c] + value if phase == "reduce-scatter" else value
+    return data, schedule
 
 
 def training_memory(n_params, world_size, stage="ddp", param_bytes=2, grad_bytes=2, optimizer_bytes=12):

@@ -18,6 +18,7 @@ from .ch12_cache import kv_cache_explorer, kv_cache_state
 from .ch13_heads import head_explorer, head_explorer_state, parse_tokens
 from .ch14_tiles import tiles_explorer, tiles_explorer_state
 from .ch15_tokens import token_explorer, token_explorer_state, tokens_html
+from .ch16_ring import ring_explorer, ring_html, ring_state
 
 __all__ = [
     "FigureBox",
@@ -58,4 +59,8 @@ __all__ = [
     "token_explorer_state",
     "token_explorer",
     "tokens_html",
+    # chapter 16
+    "ring_state",
+    "ring_html",
+    "ring_explorer",
 ]
