@@ -57,7 +57,19 @@ def test_decode_step_parts_take_turns_between_the_four(monkeypatch):
     narrow = _model(d_model=4)
     calls = []
     monkeypatch.setattr(cache_timing, "_ms", lambda run: (run(), calls.append(run), 1.0 + len(calls))[2])
-    parts = decode_step_parts_ms(model, narrow, length=8, repeats=3)
+    parts = decode_step_parts_ms(model, narrow, length=8, repeats=3)  # one run of each per turn
     assert set(parts) == {"step", "narrow step", "products", "prefill"}
     assert len(calls) == 12 and calls[:4] == calls[4:8] == calls[8:]  # the four in the same order, each repeat
     assert list(parts.values()) == [2.0, 3.0, 4.0, 5.0]  # the first (fastest) of each
+
+
+def test_decode_step_parts_run_the_short_ones_several_times_per_turn(monkeypatch):
+    model = _model()
+    narrow = _model(d_model=4)
+    calls = []
+    monkeypatch.setattr(cache_timing, "_ms", lambda run: (run(), calls.append(run), 1.0)[2])
+    decode_step_parts_ms(model, narrow, length=8, repeats=2, steps=3)
+    assert len(calls) == 2 * (3 * 3 + 1) and calls[:10] == calls[10:]
+    assert calls[0] == calls[2] != calls[3] and calls[8] != calls[9]  # 3 steps, 3 narrow steps, 3 products, 1 prefill
+    with pytest.raises(ValueError, match="max_len"):  # 8 + 2 x 16 + 1 positions do not fit in max_len 40
+        decode_step_parts_ms(model, narrow, length=8, repeats=2, steps=16)

@@ -31,38 +31,34 @@ def prefill_decode_times(model, lengths, repeats=5, steps=7, seed=0):
     """Fastest milliseconds of prefill (a prompt of each length in ``lengths``, one pass that fills a
     new cache), over ``repeats``, and of decode (one next token after that prompt, cached), over
     ``repeats`` x ``steps``: two lists. After one warm-up of each, the lengths take turns, one
-    prefill and ``steps`` decode steps of each per repeat, so that a busy moment of the machine or a
-    cold start does not fall on one length alone; a decode step is short, so it gets more tries.
-    One sequence; eval mode, no gradients; the prompts are random ids from ``seed``."""
+    prefill and ``steps`` decode steps of each per repeat (``_fastest_ms``), so that a busy moment of
+    the machine or a cold start does not fall on one length alone; a decode step is short, so it gets
+    more tries. One sequence; eval mode, no gradients; the prompts are random ids from ``seed``."""
     check_positive_int("repeats", repeats)
     check_positive_int("steps", steps)
     generator = torch.Generator().manual_seed(seed)
-    prefills, decodes = {}, {}
+    runs = {}
     for length in lengths:
         prompt = torch.randint(0, model.vocab_size, (1, length), generator=generator)  # (1, L)
-        prefills[length], decodes[length] = _prefill(model, prompt), _decode_step(model, prompt, repeats * steps)
-    prefill_ms, decode_ms = {length: [] for length in lengths}, {length: [] for length in lengths}
-    with evaluating(model), torch.inference_mode():
-        for length in lengths:  # warm-up
-            prefills[length]()
-            decodes[length]()
-        for _ in range(repeats):
-            for length in lengths:
-                prefill_ms[length].append(_ms(prefills[length]))
-                decode_ms[length] += [_ms(decodes[length]) for _ in range(steps)]
-    return [min(prefill_ms[length]) for length in lengths], [min(decode_ms[length]) for length in lengths]
+        runs[("prefill", length)] = (_prefill(model, prompt), 1)
+        runs[("decode", length)] = (_decode_step(model, prompt, repeats * steps), steps)
+    with evaluating(model):
+        fastest = _fastest_ms(runs, repeats)
+    return [fastest[("prefill", length)] for length in lengths], [fastest[("decode", length)] for length in lengths]
 
 
 def _fastest_ms(runs, repeats):
-    """The fastest of ``repeats`` milliseconds of each function in ``runs`` (a dict), after one warm-up
-    call of each; the functions take turns, one call of each per repeat. No gradients."""
+    """The fastest milliseconds of each function of ``runs`` (``{name: (function, calls)}``), after one
+    warm-up call of each: the functions take turns, ``calls`` calls of each in a row per repeat (a
+    short one gets more tries, and its later calls find the processor's caches holding what it
+    reads), ``repeats`` times. No gradients."""
     times = {name: [] for name in runs}
     with torch.inference_mode():
-        for run in runs.values():
+        for run, _ in runs.values():
             run()  # warm-up
         for _ in range(repeats):
-            for name, run in runs.items():
-                times[name].append(_ms(run))
+            for name, (run, calls) in runs.items():
+                times[name] += [_ms(run) for _ in range(calls)]
     return {name: min(ms) for name, ms in times.items()}
 
 
@@ -91,20 +87,23 @@ def weight_products_ms(model, repeats=20, seed=0):
         return _median_ms(products, repeats)
 
 
-def decode_step_parts_ms(model, narrow, length=256, repeats=51, seed=0):
+def decode_step_parts_ms(model, narrow, length=256, repeats=51, steps=1, seed=0):
     """Milliseconds of one cached decode step of ``model`` and of ``narrow`` (a model with the same
     layers and modules, much narrower), each after a prompt of ``length`` random ids, of ``model``'s
     bare weight products for one vector (as in ``weight_products_ms``) and of ``model``'s prefill of
     that prompt: ``{"step": ms, "narrow step": ms, "products": ms, "prefill": ms}``, each the fastest
-    of ``repeats``. The four are timed in turn, one of each per repeat, so that a busy moment of the
-    machine slows all four rather than one; the fastest run is the one the rest of the machine
-    disturbed least. Eval mode, no gradients."""
+    of its runs. The four take turns (``_fastest_ms``), ``repeats`` times: one prefill and ``steps``
+    runs of each of the others per turn, so that a busy moment of the machine slows all four rather
+    than one; the fastest run is the one the rest of the machine disturbed least.
+    Eval mode, no gradients."""
     check_positive_int("length", length)
     check_positive_int("repeats", repeats)
+    check_positive_int("steps", steps)
     generator = torch.Generator().manual_seed(seed)
     prompt = torch.randint(0, min(model.vocab_size, narrow.vocab_size), (1, length), generator=generator)  # (1, L)
-    runs = {"step": _decode_step(model, prompt, repeats), "narrow step": _decode_step(narrow, prompt, repeats),
-            "products": _weight_products(model, seed), "prefill": _prefill(model, prompt)}
+    runs = {"step": (_decode_step(model, prompt, repeats * steps), steps),
+            "narrow step": (_decode_step(narrow, prompt, repeats * steps), steps),
+            "products": (_weight_products(model, seed), steps), "prefill": (_prefill(model, prompt), 1)}
     with evaluating(model), evaluating(narrow):
         return _fastest_ms(runs, repeats)
 
