@@ -52,7 +52,7 @@ def test_decode_step_parts_time_both_models_and_the_products_leaving_train_mode_
     model = _model()
     narrow = DecoderConfig.llama(20, d_model=4, n_heads=2, n_layers=1, max_len=40, n_kv_heads=1).build()
     parts = decode_step_parts_ms(model, narrow, length=8, repeats=30)  # 8 + 30 + 1 positions fit in max_len 40
-    assert set(parts) == {"step", "narrow step", "products"} and min(parts.values()) > 0
+    assert set(parts) == {"step", "narrow step", "products", "prefill"} and min(parts.values()) > 0
     assert model.training and narrow.training
     with pytest.raises(ValueError, match="max_len"):  # one step more than the cache can hold is refused
         decode_step_parts_ms(model, narrow, length=9, repeats=31)

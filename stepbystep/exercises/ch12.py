@@ -68,6 +68,10 @@ def _check_rms_norm(answer):
         if any(_close(got, inputs / torch.sqrt(inputs.pow(2).mean(dim=dims, keepdim=True) + eps) * weight, 1e-4)
                for dims in other_dims):
             return "your root mean square mixes different vectors: each vector is divided by its own, over its features"
+        mean_abs = inputs.abs().mean(dim=-1, keepdim=True)
+        if any(_close(got, inputs / scale * weight, 1e-4) for scale in (mean_abs, mean_abs + eps)):
+            return ("you divide by the mean of the absolute values: RMSNorm squares the entries, averages the "
+                    "squares, then takes the root")
         if any(_close(got, inputs / inputs.std(dim=-1, keepdim=True, correction=c) * weight, 1e-4) for c in (0, 1)):
             return "you divide by the standard deviation, which subtracts the mean first: use the root mean square"
         return "your output differs from RMSNorm's with the same weight and eps"
@@ -122,6 +126,11 @@ def _check_swiglu(answer):
     if _close(got, F.silu((x @ gate.T) * (x @ up.T)) @ down.T, 1e-4):
         return ("the SiLU goes over the product of both projections: it acts on the gate's projection alone, "
                 "before the multiplication")
+    gated = (x @ gate.T) * (x @ up.T)  # (N, L, hidden): the product without its SiLU
+    if _close(got, F.silu(gated @ down.T), 1e-4) or _close(got, F.silu(F.silu(x @ gate.T) * (x @ up.T) @ down.T), 1e-4):
+        return "a SiLU acts on the output, after the last matrix: it belongs inside, on one projection"
+    if _close(got, gated @ down.T, 1e-4):
+        return "no SiLU acts anywhere: without it, the gate is a plain product of two projections"
     if _close(got, F.silu(x @ gate.T) @ down.T, 1e-4) or _close(got, F.silu(x @ up.T) @ down.T, 1e-4):
         return "one of the two projections is missing: the gated one multiplies another, element by element"
     return "the shape is right, but your numbers differ from SwiGLU's with the same three weights"

@@ -163,7 +163,7 @@ def _stripe_solution(length, gap):
 
 @expects_function("my_stripe_offset(length, gap)")
 def _check_stripe(answer):
-    for length, gap in ((5, 3), (9, 0), (12, 4), (6, 7)):
+    for length, gap in ((9, 0), (12, 4), (5, 3), (6, 7)):  # (5, 3) not first: there length - gap - 1 is 1
         got = as_number(answer(length, gap))
         if got is None:
             return "return a number of positions"
@@ -176,6 +176,8 @@ def _check_stripe(answer):
             return "that is one position too far back: the head reads the token after the earlier occurrence"
         if got == length - 1 and gap:
             return "the gap's tokens lie between the two copies too: count them"
+        if got == length - gap - 1:
+            return "the gap's tokens lie between the two copies: they add to the distance back, not take from it"
         if got == 1:
             return "that is the previous-token head's offset, in layer 0; the induction head reads further back"
         if got == -wanted:
@@ -263,7 +265,8 @@ breaking_heads = Exercise(
     "which heads break in-context copying",
     _check_breaking,
     hint="The induction heads in layer 1 need layer 0 to tell them which token came before each key, and more "
-         "than one head may do it. With 4 heads there are only 15 sets to try: switch each set off with "
-         "ablate_heads, smallest sets first, and keep the first whose repeat loss rises above half of ln V.",
+         "than one head may do it, so a head's previous-token score need not say whether it is needed. ablate_heads "
+         "switches a set off; the repeat's loss says whether the copying broke. Which sets must you try to be sure "
+         "that no smaller one breaks it too?",
     solution=_breaking_solution,
 )

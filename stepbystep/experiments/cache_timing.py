@@ -27,30 +27,39 @@ def _median_ms(run, repeats):
     return statistics.median(_ms(run) for _ in range(repeats))
 
 
-def prefill_decode_times(model, lengths, repeats=5, seed=0):
-    """Median milliseconds, over ``repeats``, of prefill (a prompt of each length in ``lengths``, one
-    pass that fills the cache) and of decode (one next token after it, cached; the ``repeats``
-    steps follow each other): two lists.
-    One sequence; eval mode, no gradients; the prompts are random ids from ``seed``."""
+def prefill_decode_times(model, lengths, repeats=5, steps=7, seed=0):
+    """Fastest milliseconds of prefill (a prompt of each length in ``lengths``, one pass that fills a
+    new cache), over ``repeats``, and of decode (one next token after that prompt, cached), over
+    ``repeats`` x ``steps``: two lists. After one warm-up of each, the lengths take turns, one
+    prefill and ``steps`` decode steps of each per repeat (``_fastest_ms``), so that a busy moment of
+    the machine or a cold start does not fall on one length alone; a decode step is short, so it gets
+    more tries. One sequence; eval mode, no gradients; the prompts are random ids from ``seed``."""
     check_positive_int("repeats", repeats)
+    check_positive_int("steps", steps)
     generator = torch.Generator().manual_seed(seed)
-    device = model_device(model)
-    prefill, decode = [], []
-    with evaluating(model), torch.inference_mode():
-        for length in lengths:
-            prompt = torch.randint(0, model.vocab_size, (1, length), generator=generator).to(device)  # (1, L)
-            new = prompt[:, -1:]  # (1, 1)
+    runs = {}
+    for length in lengths:
+        prompt = torch.randint(0, model.vocab_size, (1, length), generator=generator)  # (1, L)
+        runs[("prefill", length)] = (_prefill(model, prompt), 1)
+        runs[("decode", length)] = (_decode_step(model, prompt, repeats * steps), steps)
+    with evaluating(model):
+        fastest = _fastest_ms(runs, repeats)
+    return [fastest[("prefill", length)] for length in lengths], [fastest[("decode", length)] for length in lengths]
 
-            caches = []
 
-            def fill():
-                caches.append(model.new_cache(capacity=length + repeats))
-                model(prompt, cache=caches[-1])
-
-            prefill.append(_median_ms(fill, repeats))
-            cache = caches[-1]  # filled with the prompt; the decode steps go at length, length + 1, ...
-            decode.append(_median_ms(lambda: model(new, cache=cache), repeats))
-    return prefill, decode
+def _fastest_ms(runs, repeats):
+    """The fastest milliseconds of each function of ``runs`` (``{name: (function, calls)}``), after one
+    warm-up call of each: the functions take turns, ``calls`` calls of each in a row per repeat (a
+    short one gets more tries, and its later calls find the processor's caches holding what it
+    reads), ``repeats`` times. No gradients."""
+    times = {name: [] for name in runs}
+    with torch.inference_mode():
+        for run, _ in runs.values():
+            run()  # warm-up
+        for _ in range(repeats):
+            for name, (run, calls) in runs.items():
+                times[name] += [_ms(run) for _ in range(calls)]
+    return {name: min(ms) for name, ms in times.items()}
 
 
 def _weight_products(model, seed):
@@ -78,28 +87,31 @@ def weight_products_ms(model, repeats=20, seed=0):
         return _median_ms(products, repeats)
 
 
-def decode_step_parts_ms(model, narrow, length=256, repeats=51, seed=0):
+def decode_step_parts_ms(model, narrow, length=256, repeats=51, steps=1, seed=0):
     """Milliseconds of one cached decode step of ``model`` and of ``narrow`` (a model with the same
-    layers and modules, much narrower), each after a prompt of ``length`` random ids, and of
-    ``model``'s bare weight products for one vector (as in ``weight_products_ms``):
-    ``{"step": ms, "narrow step": ms, "products": ms}``, each the fastest of ``repeats``.
-    The three are timed in turn, one of each per repeat, so that a busy moment of the machine slows
-    all three rather than one; the fastest run is the one the rest of the machine disturbed least.
+    layers and modules, much narrower), each after a prompt of ``length`` random ids, of ``model``'s
+    bare weight products for one vector (as in ``weight_products_ms``) and of ``model``'s prefill of
+    that prompt: ``{"step": ms, "narrow step": ms, "products": ms, "prefill": ms}``, each the fastest
+    of its runs. The four take turns (``_fastest_ms``), ``repeats`` times: one prefill and ``steps``
+    runs of each of the others per turn, so that a busy moment of the machine slows all four rather
+    than one; the fastest run is the one the rest of the machine disturbed least.
     Eval mode, no gradients."""
     check_positive_int("length", length)
     check_positive_int("repeats", repeats)
+    check_positive_int("steps", steps)
     generator = torch.Generator().manual_seed(seed)
     prompt = torch.randint(0, min(model.vocab_size, narrow.vocab_size), (1, length), generator=generator)  # (1, L)
-    runs = {"step": _decode_step(model, prompt, repeats), "narrow step": _decode_step(narrow, prompt, repeats),
-            "products": _weight_products(model, seed)}
-    times = {name: [] for name in runs}
-    with evaluating(model), evaluating(narrow), torch.inference_mode():
-        for run in runs.values():
-            run()  # warm-up
-        for _ in range(repeats):
-            for name, run in runs.items():
-                times[name].append(_ms(run))
-    return {name: min(ms) for name, ms in times.items()}
+    runs = {"step": (_decode_step(model, prompt, repeats * steps), steps),
+            "narrow step": (_decode_step(narrow, prompt, repeats * steps), steps),
+            "products": (_weight_products(model, seed), steps), "prefill": (_prefill(model, prompt), 1)}
+    with evaluating(model), evaluating(narrow):
+        return _fastest_ms(runs, repeats)
+
+
+def _prefill(model, prompt):
+    """A function running ``model`` on ``prompt`` ``(1, L)`` into a new cache of room ``L``: one prefill."""
+    prompt = prompt.to(model_device(model))  # (1, L)
+    return lambda: model(prompt, cache=model.new_cache(capacity=prompt.shape[1]))
 
 
 def _decode_step(model, prompt, repeats):

@@ -347,7 +347,7 @@ def needed_claims(previous, needed):
 
 def k_composition_claims(composition, in_previous, qk_diagonal, d_model):
     """From the weights: layer 1's keys read the previous-token heads more than its queries and values do,
-    and the QK circuit prefers the key after the query's own token. ``composition`` ``(seeds, 3, H0, H1)``,
+    and more than random matrices would, its queries and values less; and the QK circuit prefers the key after the query's own token. ``composition`` ``(seeds, 3, H0, H1)``,
     ``in_previous`` ``(seeds, H0)``, ``qk_diagonal`` ``(seeds,)`` (``qk_diagonal`` of each seed's best pair)."""
     read = torch.stack([c[:, mine].mean(dim=(1, 2)) for c, mine in zip(composition, in_previous)])  # (seeds, 3)
     queries, keys, values = read.unbind(dim=1)  # (seeds,) each
@@ -356,6 +356,8 @@ def k_composition_claims(composition, in_previous, qk_diagonal, d_model):
               "previous-token heads' output more than its queries and its values do", read),
         Claim(bool((keys > 1.5 / d_model ** 0.5).all()), "and over 1.5 times as much as two random matrices would",
               keys),
+        Claim(bool(((queries < 1 / d_model ** 0.5) & (values < 1 / d_model ** 0.5)).all()),
+              "while its queries and its values read it less than two random matrices would", (queries, values)),
         Claim(bool((qk_diagonal >= 0.75).all()), "in every seed the best pair's QK circuit scores the key after the "
               "query's own token highest for at least 3 tokens in 4", qk_diagonal),
     ]

@@ -1,5 +1,7 @@
 """Chapter 13: pick a layer, a head and a sequence; see the head's map and scores, switch it off
 and see the loss at every position."""
+import math
+
 import ipywidgets as widgets
 import torch
 from matplotlib.figure import Figure
@@ -10,7 +12,7 @@ from ..interpret import ablate_heads, attention_weights, induction_score, per_po
 from ..plots._heatmaps import WEIGHTS
 from ._figure_box import FigureBox, show
 
-__all__ = ["head_explorer_state", "head_explorer", "parse_tokens"]
+__all__ = ["head_explorer_state", "head_explorer", "parse_tokens", "repeat_start"]
 
 
 def parse_tokens(text, vocab_size, max_len):
@@ -31,8 +33,9 @@ def parse_tokens(text, vocab_size, max_len):
 def head_explorer_state(model, ids, layer, head):
     """What the widget shows for one sequence ``ids`` ``(1, L)`` and head ``(layer, head)``: a dict
     with ``weights`` ``(L, L)``, the head's ``previous`` and ``induction`` scores (floats; the
-    induction score is ``None`` when no token repeats), and the loss at every position ``(L - 1,)``
-    with the head on (``loss``) and switched off (``ablated_loss``)."""
+    induction score is ``None`` when no token repeats), the loss at every position ``(L - 1,)``
+    with the head on (``loss``) and switched off (``ablated_loss``), ``log_v`` (a uniform guess's
+    loss) and ``repeat_start`` (where the sequence starts repeating its opening, or ``None``)."""
     check_int_range("layer", layer, 0, len(model.layers) - 1)
     check_int_range("head", head, 0, model.layers[layer].self_attn_heads.n_heads - 1)
     if ids.dim() != 2 or ids.shape[0] != 1:
@@ -50,7 +53,16 @@ def head_explorer_state(model, ids, layer, head):
         "induction": induction_score(weights, ids).item() if repeats else None,
         "loss": loss.cpu(),
         "ablated_loss": ablated.cpu(),
+        "log_v": math.log(model.vocab_size),
+        "repeat_start": repeat_start(ids[0].tolist()),
     }
+
+
+def repeat_start(tokens):
+    """The first position ``p`` from which ``tokens`` (a list) repeats its opening, at least two
+    tokens of it (``tokens[p:] == tokens[:len(tokens) - p]``), or ``None``: 12 for a sequence of 12
+    random tokens followed by the same 12."""
+    return next((p for p in range(1, len(tokens) - 1) if tokens[p:] == tokens[:len(tokens) - p]), None)
 
 
 def _draw(figure, state, ids, layer, head, ablate):
@@ -65,6 +77,11 @@ def _draw(figure, state, ids, layer, head, ablate):
     map_ax.set(xlabel="key (token id)", ylabel="query (token id)",
                title=f"layer {layer}, head {head}\nprevious-token {state['previous']:.2f}, induction {induction}")
     figure.colorbar(image, ax=map_ax, shrink=0.8, label="attention weight")
+    if state["repeat_start"] is not None:  # where the repeat starts, as on the chapter's maps
+        map_ax.axhline(state["repeat_start"] - 0.5, color="white", lw=0.6, ls="--")
+        map_ax.axvline(state["repeat_start"] - 0.5, color="white", lw=0.6, ls="--")
+        loss_ax.axvline(state["repeat_start"], color="grey", ls=":", lw=1)
+    loss_ax.axhline(state["log_v"], color="grey", ls="--", lw=1, label="ln V: a uniform guess")
     positions = range(1, ids.shape[1])
     loss_ax.plot(positions, state["loss"].numpy(), marker="o", ms=3, color="C0", label="all heads on")
     if ablate:
