@@ -337,10 +337,10 @@ fig = plots.loss_comparison({"training mode (dropout on, teacher forcing)": trai
 # the mode. Training mode's mean is more than 1.3 times the eval-mode loss, and at least 15 of
 # the 20 draws lie above it.
 #
-# Note that eval mode even has the harder job. It decodes greedily, feeding its own
+# One might expect eval mode to have the harder job: it decodes greedily, feeding its own
 # prediction of $x_2$ back in to predict $x_3$, where training mode hands the decoder the
-# true $x_2$. How much of the gap is dropout's, and how much teacher forcing's? Exercise 1
-# separates the two: teacher forcing with dropout off.
+# true $x_2$. Does it? How much of the gap is dropout's, and how much teacher forcing's?
+# Exercise 1 separates the two: teacher forcing with dropout off.
 #
 # Is this run a lucky one? The package keeps the same run repeated from eight more seeds (0
 # to 7, each seeding the initial weights and the order of the batches), next to this
@@ -372,10 +372,11 @@ expect_all(spike_spread_claims(study["runs"]))
 # dropout draws above it. So every claim above (a final validation loss below 0.04, 40 or more
 # epochs below, a ratio above 1.3, 15 or more draws above) held for every seed.
 #
-# The spikes: the largest rise of the validation loss from one epoch to the next was between 2
-# and 2.5 times in the median over the nine runs, from over 1.5 times in the calmest run to
-# over 4.5 times in the most jumpy; the loss more than doubled at some epoch in more than half
-# of the runs (5 of 9), not in all.
+# The spikes: the largest rise of the validation loss from one epoch to the next was over 2
+# times in the median run, over 1.5 times even in the calmest run and over 4 times in the most
+# jumpy. How high the top goes depends on the seeds drawn: nine more runs could hold a
+# jumpier one. The loss more than doubled at some epoch in more than half of the runs (5 of
+# 9), not in all.
 #
 # A second reason: each epoch's training loss is the mean over its mini-batches, taken
 # while the model was still improving during that epoch, while the validation loss is measured
