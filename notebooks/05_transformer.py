@@ -342,7 +342,30 @@ fig = plots.loss_comparison({"training mode (dropout on, teacher forcing)": trai
 # true $x_2$. Does it? How much of the gap is dropout's, and how much teacher forcing's?
 # Exercise 1 separates the two: teacher forcing with dropout off.
 #
-# Is this run a lucky one? The package keeps the same run repeated from eight more seeds (0
+# A second reason why the validation curve lies below the training curve: each epoch's
+# training loss is the mean over its mini-batches, taken while the model was still improving
+# during that epoch, while the validation loss is measured once, at the end of it. Early in training, when the model improves fastest, this alone can
+# put the training curve above the validation one.
+
+# %% [markdown]
+# **Where the dropout sits.** The paper (section 5.4, "Regularization", paragraph "Residual
+# Dropout") applies dropout in two places: to the output of every sublayer, before it is
+# added to the residual stream, and to the sums of the embeddings and the positional
+# encodings, at the bottom of both stacks. Our layers do the first and, like the book, also
+# drop attention weights and feed-forward hidden units. The course does **not** do the
+# second: our stacks pass the sum of the projected input and the positional encoding to the
+# first layer as it is. Counting the model's dropout modules by where they sit:
+
+# %%
+places = {"attention weights": "_heads.dropout", "feed-forward hidden units": ".ffn.", "sublayer outputs": ".sublayers."}
+dropouts = [name for name, module in model.named_modules() if isinstance(module, nn.Dropout)]
+for place, marker in places.items():
+    print(f"{place:>25}: {sum(marker in name for name in dropouts)}")
+elsewhere = [name for name in dropouts if not any(marker in name for marker in places.values())]
+print(f"{'anywhere else':>25}: {len(elsewhere)}")
+
+# %% [markdown]
+# **Is this run a lucky one?** The package keeps the same run repeated from eight more seeds (0
 # to 7, each seeding the initial weights and the order of the batches), next to this
 # chapter's run (seed 42), with the same measurements: `square_seed_spread` computes them,
 # and `python -m stepbystep.experiments.square_seed_study` wrote them to a file that ships
@@ -367,8 +390,8 @@ expect_all(spike_spread_claims(study["runs"]))
 
 # %% [markdown]
 # Over the nine runs the final validation loss ranged from 0.011 to 0.026, and the validation
-# loss sat below the training loss in 40 to 50 of the 50 epochs; on this batch, training
-# mode's mean loss was more than 1.5 times the eval-mode loss in every run, with all 20
+# loss sat below the training loss in 40 to 50 of the 50 epochs; on the same 16 training
+# sequences, training mode's mean loss was more than 1.5 times the eval-mode loss in every run, with all 20
 # dropout draws above it. So every claim above (a final validation loss below 0.04, 40 or more
 # epochs below, a ratio above 1.3, 15 or more draws above) held for every seed.
 #
@@ -377,28 +400,6 @@ expect_all(spike_spread_claims(study["runs"]))
 # jumpy. How high the top goes depends on the seeds drawn: nine more runs could hold a
 # jumpier one. The loss more than doubled at some epoch in more than half of the runs (5 of
 # 9), not in all.
-#
-# A second reason: each epoch's training loss is the mean over its mini-batches, taken
-# while the model was still improving during that epoch, while the validation loss is measured
-# once, at the end of it. Early in training, when the model improves fastest, this alone can
-# put the training curve above the validation one.
-
-# %% [markdown]
-# **Where the dropout sits.** The paper (section 5.4, "Regularization", paragraph "Residual
-# Dropout") applies dropout in two places: to the output of every sublayer, before it is
-# added to the residual stream, and to the sums of the embeddings and the positional
-# encodings, at the bottom of both stacks. Our layers do the first and, like the book, also
-# drop attention weights and feed-forward hidden units. The course does **not** do the
-# second: our stacks pass the sum of the projected input and the positional encoding to the
-# first layer as it is. Counting the model's dropout modules by where they sit:
-
-# %%
-places = {"attention weights": "_heads.dropout", "feed-forward hidden units": ".ffn.", "sublayer outputs": ".sublayers."}
-dropouts = [name for name, module in model.named_modules() if isinstance(module, nn.Dropout)]
-for place, marker in places.items():
-    print(f"{place:>25}: {sum(marker in name for name in dropouts)}")
-elsewhere = [name for name in dropouts if not any(marker in name for marker in places.values())]
-print(f"{'anywhere else':>25}: {len(elsewhere)}")
 
 # %% [markdown]
 # ## Predictions
