@@ -344,8 +344,9 @@ fig = plots.loss_comparison({"training mode (dropout on, teacher forcing)": trai
 #
 # A second reason why the validation curve lies below the training curve: each epoch's
 # training loss is the mean over its mini-batches, taken while the model was still improving
-# during that epoch, while the validation loss is measured once, at the end of it. Early in training, when the model improves fastest, this alone can
-# put the training curve above the validation one.
+# during that epoch, while the validation loss is measured once, at the end of it. Early in
+# training, when the model improves fastest, this alone can put the training curve above the
+# validation one.
 
 # %% [markdown]
 # **Where the dropout sits.** The paper (section 5.4, "Regularization", paragraph "Residual
@@ -365,8 +366,8 @@ elsewhere = [name for name in dropouts if not any(marker in name for marker in p
 print(f"{'anywhere else':>25}: {len(elsewhere)}")
 
 # %% [markdown]
-# **Is this run a lucky one?** The package keeps the same run repeated from eight more seeds (0
-# to 7, each seeding the initial weights and the order of the batches), next to this
+# **Is this run a lucky one?** The package keeps the same run repeated from eight more seeds
+# (0 to 7, each seeding the initial weights and the order of the batches), next to this
 # chapter's run (seed 42), with the same measurements: `square_seed_spread` computes them,
 # and `python -m stepbystep.experiments.square_seed_study` wrote them to a file that ships
 # with the package (it takes over a minute, so this chapter reads the file instead of
@@ -389,11 +390,12 @@ expect_all(training_spread_claims(study["runs"]))
 expect_all(spike_spread_claims(study["runs"]))
 
 # %% [markdown]
-# Over the nine runs the final validation loss ranged from 0.011 to 0.026, and the validation
-# loss sat below the training loss in 40 to 50 of the 50 epochs; on the same 16 training
-# sequences, training mode's mean loss was more than 1.5 times the eval-mode loss in every run, with all 20
-# dropout draws above it. So every claim above (a final validation loss below 0.04, 40 or more
-# epochs below, a ratio above 1.3, 15 or more draws above) held for every seed.
+# Over the nine runs the final validation loss ranged from 0.011 to 0.026, and the
+# validation loss sat below the training loss in 40 to 50 of the 50 epochs; on the same 16
+# training sequences, training mode's mean loss was more than 1.5 times the eval-mode loss
+# in every run, with all 20 dropout draws above it. So every claim above (a final validation
+# loss below 0.04, 40 or more epochs below, a ratio above 1.3, 15 or more draws above) held
+# for every seed.
 #
 # The spikes: the largest rise of the validation loss from one epoch to the next was over 2
 # times in the median run, over 1.5 times even in the calmest run and over 4 times in the most

@@ -384,8 +384,9 @@ for name, (token, position, total) in sizes.items():
 # weights and see the same batches. Any two of them form a **matched pair**. "× √d_model"
 # against "both" differs only in the size of the positions; "both" against the default only in
 # the size of the whole input, at the same ratio; "positions × 3.3" against the default only in
-# the size of the positions, the tokens unchanged. The runs stop after two epochs: the default model above needed
-# its third to get below 0.02, so two epochs are enough to see which start learns faster.
+# the size of the positions, the tokens unchanged. The runs stop after two epochs: the
+# default model above needed its third to get below 0.02, so two epochs are enough to see
+# which start learns faster.
 # `digit_run(seed, lr=5e-3, position_scale=1.0, **kwargs)` trains this section's digits model
 # from `seed` on the data above: it builds the model with the embedding settings `kwargs`,
 # multiplies the positional table of both stacks in place (`stack.pe.pe.mul_(position_scale)`,
@@ -451,16 +452,17 @@ fig = plots.embedding_runs(run_losses, run_exact)
 # epochs, on every seed (validation loss above 1, almost no string right). Two things changed
 # at once, and the controls pull them apart:
 #
-# - **The size of the inputs.** Restoring the default's ratio at about the pitfall's size ("both")
-#   lowers the loss on every seed, but it stays above the default's on every seed, no run of
-#   it learned the task, and in the median it closes under half of the gap between the pitfall
-#   and the default (the shares are printed above). Most of what the scaling costs here comes
-#   from inputs about five times larger (4.7 times in the pitfall, 5.7 in "both"), not from the
-#   tokens drowning the positions. These runs do not say why large inputs train slowly.
-# - **The ratio.** With the default's tokens, louder positions help: with the same initial weights
-#   and the same batches, "positions × 3.3" learned the task in two epochs on each of these
-#   three seeds (over 95% of the strings exact), and seed by seed its loss is under half the
-#   default's in the median, while fewer of the default's seeds got there.
+# - **The size of the inputs.** Restoring the default's ratio at about the pitfall's size
+#   ("both") lowers the loss on every seed, but it stays above the default's on every seed, no
+#   run of it learned the task, and in the median it closes under half of the gap between the
+#   pitfall and the default (the shares are printed above). Most of what the scaling costs here
+#   comes from inputs about five times larger (4.7 times in the pitfall, 5.7 in "both"), not
+#   from the tokens drowning the positions. These runs do not say why large inputs train
+#   slowly.
+# - **The ratio.** With the default's tokens, louder positions help: with the same initial
+#   weights and the same batches, "positions × 3.3" learned the task in two epochs on each of
+#   these three seeds (over 95% of the strings exact), and seed by seed its loss is under half
+#   the default's in the median, while fewer of the default's seeds got there.
 #
 # Three seeds say little about how often. The same settings were trained on 20 more seeds,
 # 5 to 24, which this chapter does not run (`python -m stepbystep.experiments.embedding_scale`
@@ -493,11 +495,11 @@ fig = plots.embedding_runs({name: stored[name][:, :1] for name in shown}, {name:
                            unpaired=["std 0.3"])
 
 # %% [markdown]
-# Over the 20 other seeds the picture holds. Restoring the ratio at about the pitfall's size helped
-# on every seed but learned on none, closing about a third of the gap in the median (from a
-# few percent to most of it, depending on the seed). Louder positions with the default's tokens
-# learned in two epochs on most seeds, the default on few, and on the same seed the louder
-# run ended below the default on all but at most two. So the ratio effect holds over seeds,
+# Over the 20 other seeds the picture holds. Restoring the ratio at about the pitfall's size
+# helped on every seed but learned on none, closing about a third of the gap in the median
+# (from a few percent to most of it, depending on the seed). Louder positions with the
+# default's tokens learned in two epochs on most seeds, the default on few, and on the same
+# seed the louder run ended below the default on all but at most two. So the ratio effect holds over seeds,
 # but not on every seed: louder positions do not rescue every start. On the seeds where they
 # did not learn, the default did not learn either (it seldom does in two epochs), and on some
 # seed the louder run ended above the default.
@@ -1014,11 +1016,10 @@ for text in ["", "a" * 20]:
 #   louder than the positional encoding**. Matched controls (the same initial weights and
 #   batches) split the two: restoring the ratio at about that size closed only about a third of
 #   the loss gap in the median and learned on no seed, so the size did most of the harm; with
-#   the default's tokens, positions 3.3 times
-#   louder learned the digits in two epochs on most seeds, not all (at least 15 of 20 stored
-#   ones, the default on at most 3), with under half the default's loss in the median. Smaller
-#   embeddings (`embedding_std=0.3`) also make the positions louder; they learned about as
-#   often, but they are not a matched pair.
+#   the default's tokens, positions 3.3 times louder learned the digits in two epochs on most
+#   seeds, not all (at least 15 of 20 stored ones, the default on at most 3), with under half
+#   the default's loss in the median. Smaller embeddings (`embedding_std=0.3`) also make the
+#   positions louder; they learned about as often, but they are not a matched pair.
 # - **Padding masks** keep real positions from reading pads. The source mask $(N, 1, L_s)$
 #   does the work, in the encoder's self-attention and in the cross-attention. With right
 #   padding the causal mask already keeps real target queries off the target's pads; the
@@ -1105,4 +1106,5 @@ ch07.beam_step.check(my_beam_step)
 # Then run the five settings (`SETTINGS` in `stepbystep.experiments.embedding_scale`, as
 # `digit_run(seed, lr=..., **SETTINGS[name])`) at learning rates 0.002 and 0.01, on seeds 0, 1
 # and 2. Do louder positions still lead the default on every seed? By how much after two
-# epochs? Does restoring the ratio at about the pitfall's size still close only part of the gap?
+# epochs? Does restoring the ratio at about the pitfall's size still close only part of the
+# gap?
