@@ -337,13 +337,37 @@ fig = plots.loss_comparison({"training mode (dropout on, teacher forcing)": trai
 # the mode. Training mode's mean is more than 1.3 times the eval-mode loss, and at least 15 of
 # the 20 draws lie above it.
 #
-# Note that eval mode even has the harder job. It decodes greedily, feeding its own
+# One might expect eval mode to have the harder job: it decodes greedily, feeding its own
 # prediction of $x_2$ back in to predict $x_3$, where training mode hands the decoder the
-# true $x_2$. How much of the gap is dropout's, and how much teacher forcing's? Exercise 1
-# separates the two: teacher forcing with dropout off.
+# true $x_2$. Does it? How much of the gap is dropout's, and how much teacher forcing's?
+# Exercise 1 separates the two: teacher forcing with dropout off.
 #
-# Is this run a lucky one? The package keeps the same run repeated from eight more seeds (0
-# to 7, each seeding the initial weights and the order of the batches), next to this
+# A second reason why the validation curve lies below the training curve: each epoch's
+# training loss is the mean over its mini-batches, taken while the model was still improving
+# during that epoch, while the validation loss is measured once, at the end of it. Early in
+# training, when the model improves fastest, this alone can put the training curve above the
+# validation one.
+
+# %% [markdown]
+# **Where the dropout sits.** The paper (section 5.4, "Regularization", paragraph "Residual
+# Dropout") applies dropout in two places: to the output of every sublayer, before it is
+# added to the residual stream, and to the sums of the embeddings and the positional
+# encodings, at the bottom of both stacks. Our layers do the first and, like the book, also
+# drop attention weights and feed-forward hidden units. The course does **not** do the
+# second: our stacks pass the sum of the projected input and the positional encoding to the
+# first layer as it is. Counting the model's dropout modules by where they sit:
+
+# %%
+places = {"attention weights": "_heads.dropout", "feed-forward hidden units": ".ffn.", "sublayer outputs": ".sublayers."}
+dropouts = [name for name, module in model.named_modules() if isinstance(module, nn.Dropout)]
+for place, marker in places.items():
+    print(f"{place:>25}: {sum(marker in name for name in dropouts)}")
+elsewhere = [name for name in dropouts if not any(marker in name for marker in places.values())]
+print(f"{'anywhere else':>25}: {len(elsewhere)}")
+
+# %% [markdown]
+# **Is this run a lucky one?** The package keeps the same run repeated from eight more seeds
+# (0 to 7, each seeding the initial weights and the order of the batches), next to this
 # chapter's run (seed 42), with the same measurements: `square_seed_spread` computes them,
 # and `python -m stepbystep.experiments.square_seed_study` wrote them to a file that ships
 # with the package (it takes over a minute, so this chapter reads the file instead of
@@ -366,38 +390,18 @@ expect_all(training_spread_claims(study["runs"]))
 expect_all(spike_spread_claims(study["runs"]))
 
 # %% [markdown]
-# Over the nine runs the final validation loss ranged from 0.011 to 0.026, and the validation
-# loss sat below the training loss in 40 to 50 of the 50 epochs; on this batch, training
-# mode's mean loss was more than 1.5 times the eval-mode loss in every run, with all 20
-# dropout draws above it. So every claim above (a final validation loss below 0.04, 40 or more
-# epochs below, a ratio above 1.3, 15 or more draws above) held for every seed.
+# Over the nine runs the final validation loss ranged from 0.011 to 0.026, and the
+# validation loss sat below the training loss in 40 to 50 of the 50 epochs; on the same 16
+# training sequences, training mode's mean loss was more than 1.5 times the eval-mode loss
+# in every run, with all 20 dropout draws above it. So every claim above (a final validation
+# loss below 0.04, 40 or more epochs below, a ratio above 1.3, 15 or more draws above) held
+# for every seed.
 #
-# The spikes: the largest rise of the validation loss from one epoch to the next was between 2
-# and 2.5 times in the median over the nine runs, from over 1.5 times in the calmest run to
-# over 4.5 times in the most jumpy; the loss more than doubled at some epoch in more than half
-# of the runs (5 of 9), not in all.
-#
-# A second reason: each epoch's training loss is the mean over its mini-batches, taken
-# while the model was still improving during that epoch, while the validation loss is measured
-# once, at the end of it. Early in training, when the model improves fastest, this alone can
-# put the training curve above the validation one.
-
-# %% [markdown]
-# **Where the dropout sits.** The paper (section 5.4, "Regularization", paragraph "Residual
-# Dropout") applies dropout in two places: to the output of every sublayer, before it is
-# added to the residual stream, and to the sums of the embeddings and the positional
-# encodings, at the bottom of both stacks. Our layers do the first and, like the book, also
-# drop attention weights and feed-forward hidden units. The course does **not** do the
-# second: our stacks pass the sum of the projected input and the positional encoding to the
-# first layer as it is. Counting the model's dropout modules by where they sit:
-
-# %%
-places = {"attention weights": "_heads.dropout", "feed-forward hidden units": ".ffn.", "sublayer outputs": ".sublayers."}
-dropouts = [name for name, module in model.named_modules() if isinstance(module, nn.Dropout)]
-for place, marker in places.items():
-    print(f"{place:>25}: {sum(marker in name for name in dropouts)}")
-elsewhere = [name for name in dropouts if not any(marker in name for marker in places.values())]
-print(f"{'anywhere else':>25}: {len(elsewhere)}")
+# The spikes: the largest rise of the validation loss from one epoch to the next was over 2
+# times in the median run, over 1.5 times even in the calmest run and over 4 times in the most
+# jumpy. How high the top goes depends on the seeds drawn: nine more runs could hold a
+# jumpier one. The loss more than doubled at some epoch in more than half of the runs (5 of
+# 9), not in all.
 
 # %% [markdown]
 # ## Predictions

@@ -708,8 +708,10 @@ expect(all(run["gap without dropout"] < 1e-3 for run in seed_runs.values()),
 # Training times depend on the hardware and its load, so read the timing cell (above the loss
 # curves) as an example; the two models may well take about the same time. Where they do
 # differ, the reason is not the architecture, which is the same, but the way each library
-# runs it: PyTorch projects queries, keys and values with one matrix multiplication
-# (`in_proj_weight`) and runs the attention itself in one fused call, while our teaching path
+# runs it: in self-attention PyTorch projects queries, keys and values with one matrix
+# multiplication (`in_proj_weight`; cross-attention, whose queries come from elsewhere, splits
+# it into a query block and a key-value block) and runs the attention itself in one fused
+# call, while our teaching path
 # takes several small steps and keeps the weights.
 # With tensors this small, the number of calls, more than the arithmetic, tends to set the
 # pace.
@@ -804,7 +806,10 @@ expect_all(kernel_claims(kernel_ops))
 # native operation, but its attention computes the scores with `bmm`, softmaxes them and
 # multiplies by the values with another `bmm`, as our teaching path does: the
 # $(N, h, L, L)$ weights are written out in memory, they are just not returned. That is why
-# it matches the teaching path so closely. The teaching path, in addition, keeps the weights:
+# it matches the teaching path so closely: the same three steps leave little room for the
+# rounding to differ, and the difference printed above may well read exactly 0, while the
+# fused kernel splits the work its own way and rounds differently. The teaching path, in
+# addition, keeps the weights:
 
 # %%
 weights_size = teaching.self_attn_heads.alphas.numel() * teaching.self_attn_heads.alphas.element_size()

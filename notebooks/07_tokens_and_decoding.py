@@ -58,6 +58,7 @@ from stepbystep.experiments.embedding_scale import (
     LEARNED,
     digit_run,
     gap_closed,
+    input_sizes,
     load_embedding_seeds,
     ratio_claims,
     stored_claims,
@@ -82,7 +83,6 @@ from stepbystep.models import (
     sequence_accuracy,
     sequence_cross_entropy,
     sequence_log_probs,
-    sinusoidal_table,
     subsequent_mask,
     translate,
 )
@@ -269,8 +269,7 @@ digit_exact = sequence_accuracy(greedy, val_target_out)
 print(f"exact match on {len(digit_val)} validation strings: {digit_exact:.1%}")
 
 # %% [markdown]
-# At least 99% of the 300 validation strings come out exactly reversed (the same recipe on
-# other seeds gets all of them, or misses one or two):
+# At least 99% of the 300 validation strings come out exactly reversed:
 
 # %%
 expect(torch.equal(greedy, by_hand), "greedy_decode writes what the loop above wrote")
@@ -346,30 +345,37 @@ expect(eos_reads_first > 0.8, "over 80% of the <eos> rows read the first source 
 # projected square corners of chapters 05 and 06. `nn.Embedding` starts at standard deviation
 # 1: multiplied by $\sqrt{d_{model}}$, a token's vector is several times larger than the
 # encoding of its position, and the position, the one thing the reversal is about, may be hard
-# to hear. The multiplication also makes every input about 5.7 times larger, which may hurt in
-# its own right; the runs below separate the two. Compare the root-mean-square size of the entries:
+# to hear. The multiplication also makes the input of the first layer, token plus position,
+# larger, which may hurt in its own right; the runs below separate the two.
+#
+# `TokenTransformer` does **not** scale its embeddings (`scale_embeddings=False`). Runs of
+# the same model in four settings tell what the scaling does, and why. The table gives, for
+# each, the size of a token's vector, of a position's vector and of their sum, each as the
+# root-mean-square of its entries: a token's entries are drawn from $N(0, 1)$, so its size is
+# 1 (in expectation over the draw) times the factor of the setting; the positional table is
+# computed, and its size is exactly $\sqrt{0.5}$, as every pair $\sin^2 + \cos^2$ is 1. The
+# two are uncorrelated, so the squares of their sizes add. The last two columns compare the
+# token with the position, and the sum with the default's sum (`input_sizes`):
 
 # %%
 d_model = 32
-positions = sinusoidal_table(17, d_model)  # (17, 32)
-print(f"positional encoding: {positions.pow(2).mean().sqrt():.2f}")
-for name, std in [("N(0, 1) embedding × √d_model", d_model**0.5), ("N(0, 1) embedding", 1.0),
-                  ("N(0, 0.3²) embedding", 0.3)]:
-    print(f"{name:>29}: {std:.2f}")
+sizes = input_sizes(["× √d_model", "both × √d_model", "default", "positions × 3.3"])
+default_sum = sizes["default"][2]
+print(f"{'setting':>15} {'token':>6} {'position':>8} {'sum':>5} {'token / position':>16} {'sum / default':>13}")
+for name, (token, position, total) in sizes.items():
+    print(f"{name:>15} {token:6.2f} {position:8.2f} {total:5.2f} {token / position:16.2f} {total / default_sum:13.2f}")
 
 # %% [markdown]
-# `TokenTransformer` does **not** scale its embeddings (`scale_embeddings=False`). Runs of
-# the same model in four settings tell what the scaling does, and why:
-#
-# - **× √d_model**: `scale_embeddings=True`, the pitfall: tokens about 8 times the size of
-#   the positions, and inputs about 5.7 times larger than the default's;
+# - **× √d_model**: `scale_embeddings=True`, the pitfall: tokens 8 times the size of the
+#   positions; the tokens are $\sqrt{32} \approx 5.7$ times the default's, the sum 4.7 times;
 # - **both × √d_model**: the control for the size of the inputs: the embeddings × √d_model as
 #   in the pitfall, *and* the positional table of both stacks × √d_model, so tokens and
-#   positions keep the default's ratio (tokens about 1.4 times the positions) at the pitfall's size;
+#   positions keep the default's ratio ($\sqrt 2 \approx 1.4$) and the whole input is exactly
+#   √d_model times the default's, a little above the pitfall's;
 # - **default**: neither multiplied;
-# - **positions × 3.3**: the control for the ratio at the default's size: the same embeddings,
-#   and the positional table multiplied by $1/0.3 \approx 3.3$, so the positions are about 2.4
-#   times the size of the tokens.
+# - **positions × 3.3**: the control for the ratio with the default's tokens: the same
+#   embeddings, and the positional table multiplied by $1/0.3 \approx 3.3$, so the positions
+#   are about 2.4 times the size of the tokens (and the sum about twice the default's).
 #
 # Each setting runs on three seeds; a seed fixes the initial weights and the order of the
 # batches (`train(2, seed=seed)`). The positional table is computed, not drawn, and the
@@ -378,8 +384,9 @@ for name, std in [("N(0, 1) embedding × √d_model", d_model**0.5), ("N(0, 1) e
 # weights and see the same batches. Any two of them form a **matched pair**. "× √d_model"
 # against "both" differs only in the size of the positions; "both" against the default only in
 # the size of the whole input, at the same ratio; "positions × 3.3" against the default only in
-# the size of the positions. The runs stop after two epochs: the default model above needed
-# its third to get below 0.02, so two epochs are enough to see which start learns faster.
+# the size of the positions, the tokens unchanged. The runs stop after two epochs: the
+# default model above needed its third to get below 0.02, so two epochs are enough to see
+# which start learns faster.
 # `digit_run(seed, lr=5e-3, position_scale=1.0, **kwargs)` trains this section's digits model
 # from `seed` on the data above: it builds the model with the embedding settings `kwargs`,
 # multiplies the positional table of both stacks in place (`stack.pe.pe.mul_(position_scale)`,
@@ -445,16 +452,17 @@ fig = plots.embedding_runs(run_losses, run_exact)
 # epochs, on every seed (validation loss above 1, almost no string right). Two things changed
 # at once, and the controls pull them apart:
 #
-# - **The size of the inputs.** Restoring the default's ratio at the pitfall's size ("both")
-#   lowers the loss on every seed, but it stays above the default's on every seed, no run of
-#   it learned the task, and in the median it closes under half of the gap between the pitfall
-#   and the default (the shares are printed above). Most of what the scaling costs here comes
-#   from inputs 5.7 times larger, not from the tokens drowning the positions. These runs do
-#   not say why large inputs train slowly.
-# - **The ratio.** At the default's size, louder positions help: with the same initial weights
-#   and the same batches, "positions × 3.3" learned the task in two epochs on each of these
-#   three seeds (over 95% of the strings exact), and seed by seed its loss is under half the
-#   default's in the median, while fewer of the default's seeds got there.
+# - **The size of the inputs.** Restoring the default's ratio at about the pitfall's size
+#   ("both") lowers the loss on every seed, but it stays above the default's on every seed, no
+#   run of it learned the task, and in the median it closes under half of the gap between the
+#   pitfall and the default (the shares are printed above). Most of what the scaling costs here
+#   comes from inputs about five times larger (4.7 times in the pitfall, 5.7 in "both"), not
+#   from the tokens drowning the positions. These runs do not say why large inputs train
+#   slowly.
+# - **The ratio.** With the default's tokens, louder positions help: with the same initial
+#   weights and the same batches, "positions × 3.3" learned the task in two epochs on each of
+#   these three seeds (over 95% of the strings exact), and seed by seed its loss is under half
+#   the default's in the median, while fewer of the default's seeds got there.
 #
 # Three seeds say little about how often. The same settings were trained on 20 more seeds,
 # 5 to 24, which this chapter does not run (`python -m stepbystep.experiments.embedding_scale`
@@ -487,13 +495,14 @@ fig = plots.embedding_runs({name: stored[name][:, :1] for name in shown}, {name:
                            unpaired=["std 0.3"])
 
 # %% [markdown]
-# Over the 20 other seeds the picture holds. Restoring the ratio at the pitfall's size helped
-# on every seed but learned on none, closing about a third of the gap in the median (from a
-# few percent to most of it, depending on the seed). Louder positions at the default's size
-# learned in two epochs on most seeds, the default on few, and on the same seed the louder
-# run ended below the default on all but at most two. So the ratio effect holds over seeds,
+# Over the 20 other seeds the picture holds. Restoring the ratio at about the pitfall's size
+# helped on every seed but learned on none, closing about a third of the gap in the median
+# (from a few percent to most of it, depending on the seed). Louder positions with the
+# default's tokens learned in two epochs on most seeds, the default on few, and on the same
+# seed the louder run ended below the default on all but at most two. So the ratio effect holds over seeds,
 # but not on every seed: louder positions do not rescue every start. On the seeds where they
-# did not learn, the default got almost no string right at all: those starts are bad for both.
+# did not learn, the default did not learn either (it seldom does in two epochs), and on some
+# seed the louder run ended above the default.
 #
 # Smaller embeddings learned on most of the 20 seeds too, and got at least 40% of the strings
 # right on every one. They change the initial weights as well, though, so these counts do not
@@ -1003,14 +1012,14 @@ for text in ["", "a" * 20]:
 # - Mind the **size of the inputs** and of the tokens against the positions. The paper's
 #   $\times\sqrt{d_{model}}$ (unexplained there) suits embeddings that start small, as in its
 #   reference implementation; `nn.Embedding` starts at standard deviation 1, and scaling it
-#   makes the inputs 5.7 times larger and the tokens **8 times louder than the positional
-#   encoding**. Matched controls (the same initial weights and batches) split the two: restoring
-#   the ratio at that size closed only about a third of the loss gap in the median and learned
-#   on no seed, so the size did most of the harm; at the default's size, positions 3.3 times
-#   louder learned the digits in two epochs on most seeds, not all (at least 15 of 20 stored
-#   ones, the default on at most 3), with under half the default's loss in the median. Smaller
-#   embeddings (`embedding_std=0.3`) also make the positions louder; they learned about as
-#   often, but they are not a matched pair.
+#   makes the tokens 5.7 times larger (their sum with the positions 4.7 times) and **8 times
+#   louder than the positional encoding**. Matched controls (the same initial weights and
+#   batches) split the two: restoring the ratio at about that size closed only about a third of
+#   the loss gap in the median and learned on no seed, so the size did most of the harm; with
+#   the default's tokens, positions 3.3 times louder learned the digits in two epochs on most
+#   seeds, not all (at least 15 of 20 stored ones, the default on at most 3), with under half
+#   the default's loss in the median. Smaller embeddings (`embedding_std=0.3`) also make the
+#   positions louder; they learned about as often, but they are not a matched pair.
 # - **Padding masks** keep real positions from reading pads. The source mask $(N, 1, L_s)$
 #   does the work, in the encoder's self-attention and in the cross-attention. With right
 #   padding the causal mask already keeps real target queries off the target's pads; the
@@ -1097,4 +1106,5 @@ ch07.beam_step.check(my_beam_step)
 # Then run the five settings (`SETTINGS` in `stepbystep.experiments.embedding_scale`, as
 # `digit_run(seed, lr=..., **SETTINGS[name])`) at learning rates 0.002 and 0.01, on seeds 0, 1
 # and 2. Do louder positions still lead the default on every seed? By how much after two
-# epochs? Does restoring the ratio at the pitfall's size still close only part of the gap?
+# epochs? Does restoring the ratio at about the pitfall's size still close only part of the
+# gap?

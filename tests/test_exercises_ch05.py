@@ -213,8 +213,8 @@ def _gap_losses():
 
 
 @pytest.mark.parametrize("share, words", [
-    (1.0, "too high for these three losses"),  # the unmeasured guess
-    (0.5, "too low for these three losses"),
+    (1.0, "is not dropout's share for these three losses"),  # the unmeasured guess
+    (0.5, "is not dropout's share for these three losses"),
     (0.01 / 0.009, "divided dropout's step by the whole gap"),  # the ratio, above 1 here
     (0.001 / 0.011, "the other step's share"),
     (3.0, "a share lies between 0 and 1"),

@@ -71,7 +71,8 @@ def _stale_states_loss(model, full):
 
 
 def _variant_losses(model, full):
-    """Losses of typical mistakes, computed in eval mode: greedy, no causal mask, unshifted."""
+    """Losses of typical mistakes, computed in eval mode: greedy, no causal mask, unshifted, and
+    the right predictions scored by another error than the mean squared one."""
     input_len = model.input_len
     target = full[:, input_len:]  # (N, L_t, F)
     model.eval()
@@ -79,8 +80,15 @@ def _variant_losses(model, full):
         greedy = F.mse_loss(model(full[:, :input_len]), target).item()
         model.encode(full[:, :input_len])
         no_mask = F.mse_loss(model.decode(full[:, input_len - 1 : -1]), target).item()
+        predicted = model.decode(full[:, input_len - 1 : -1], target_mask=model.trg_masks)  # (N, L_t, F)
+        absolute = F.l1_loss(predicted, target).item()
+        root = F.mse_loss(predicted, target).sqrt().item()
         unshifted = F.mse_loss(model.decode(target, target_mask=model.trg_masks), target).item()
     return {
+        absolute: "these are the right predictions, but scored by the mean absolute error (an L1 loss): "
+                  "the loss asked for, and the one the model trains on, squares each error",
+        root: "these are the right predictions, but this is the square root of their mean squared "
+              "error, not the mean squared error itself",
         greedy: "that is the greedy loss: in eval mode model(...) feeds the decoder its own "
                 "predictions, not the true (shifted) target",
         no_mask: "the decoder ran without the causal mask, so each position could read the next "
@@ -182,12 +190,18 @@ def _check_gap_cause(answer):
                 "size, each taken as a size (without its sign)")
     if abs(value - (1 - measured)) <= 0.01:
         return "that is the other step's share, the one teacher forcing makes: the exercise asks for dropout's"
+    dropout_step, decoding_step = abs(train_mean - teacher_forced), abs(teacher_forced - float(eval_mode))
+    if decoding_step > 0 and abs(value - dropout_step / decoding_step) <= 0.01:
+        return ("you divided dropout's step by teacher forcing's step: the share is dropout's step over the "
+                "two steps' total size")
+    if train_mean != 0 and abs(value - dropout_step / abs(train_mean)) <= 0.01:
+        return ("you divided dropout's step by the training-mode loss itself: the share compares the step with "
+                "the two steps' total size, not with the loss")
     if value < 0 or value > 1:
         return ("a share lies between 0 and 1: dropout's step, as a size, over the total size of the two steps "
                 "from the training-mode mean to your teacher-forced loss to the eval-mode loss")
-    side = "low" if value < measured else "high"
-    return (f"{value:g} is too {side} for these three losses: measure the teacher-forced loss with your "
-            "function on x and line it up with the training-mode mean and the eval-mode loss")
+    return (f"{value:g} is not dropout's share for these three losses: measure the teacher-forced loss with "
+            "your function on x and line it up with the training-mode mean and the eval-mode loss")
 
 
 gap_cause = Exercise(

@@ -88,6 +88,11 @@ def _pad_id_zero(logits, targets, pad_id):
     return _masked_accuracy_solution(logits, targets, 0)
 
 
+def _floor_divided(logits, targets, pad_id):
+    keep = targets != pad_id  # (N, L)
+    return (((logits.argmax(-1) == targets) & keep).sum() // keep.sum()).item()
+
+
 @expects_function("masked_accuracy(logits, targets, pad_id)")
 def _check_masked_accuracy(answer):
     cases = [(*_masked_accuracy_case(), PAD), _random_case()]
@@ -124,6 +129,8 @@ def _check_masked_accuracy(answer):
                           "of the task: only the padded positions are not graded"),
         (_pad_id_zero, "the second batch's pad id is 3 and id 0 is a real token there: the pads are the "
                        "positions whose target is pad_id, whichever id that is"),
+        (_floor_divided, "a whole number: the two counts are integers, and dividing them with // rounds "
+                         "the share down"),
     ]:
         if matches(mistake):
             return f"you got {gots[0]:.3f} on the first batch, {message}"
@@ -306,6 +313,18 @@ def _finished_dropped(scores, finished, log_probs, beam_width):
     return totals.view(-1)[best], best // vocab_size, best % vocab_size
 
 
+def _multiplied(scores, finished, log_probs, beam_width):
+    """A typical mistake: a candidate scored by the beam's score times the new token's log-probability."""
+    scores, log_probs = torch.as_tensor(scores, dtype=torch.float), torch.as_tensor(log_probs, dtype=torch.float)
+    finished = torch.as_tensor(finished, dtype=torch.bool)  # (B,)
+    only_pad = torch.full_like(log_probs[0], float("-inf"))  # (V,)
+    only_pad[PAD] = 0.0
+    totals = scores.unsqueeze(-1) * torch.where(finished.unsqueeze(-1), only_pad, log_probs)  # (B, V)
+    totals = totals.nan_to_num(nan=float("-inf"))  # a score times -inf may be nan (0 · -inf)
+    best = totals.view(-1).topk(beam_width).indices  # (beam_width,)
+    return totals.view(-1)[best], best // log_probs.shape[-1], best % log_probs.shape[-1]
+
+
 def _smallest(scores, finished, log_probs, beam_width):
     """A typical slip: ``topk(largest=False)``, the least likely candidates."""
     scores, log_probs = torch.as_tensor(scores, dtype=torch.float), torch.as_tensor(log_probs, dtype=torch.float)
@@ -392,6 +411,13 @@ def _check_beam_step(answer):
         ]:
             if got == _as_candidates(mistake(*arguments)):
                 return f"on {description}: {message}"
+        if _as_candidates(_multiplied(*arguments)) == got:
+            return (f"on {description}: each candidate was scored by the beam's score times the new token's "
+                    "log-probability, but the log-probabilities of a sequence's tokens add up")
+        if [score for score, _, _ in got] == [score for score, _, _ in expected]:
+            return (f"on {description}: the right totals, but the beam index or the token returned with them "
+                    "does not belong to that candidate. How are the B·V totals laid out when flattened, and "
+                    "which position in that layout does each (beam, token) pair take?")
         return f"on {description} your step does not keep the {width} best of the B·V candidates"
     return None
 

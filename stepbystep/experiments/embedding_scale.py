@@ -7,6 +7,7 @@ runs); ``load_embedding_seeds`` reads them back as ``{setting: tensor (seeds, 2)
 """
 import functools
 import json
+import math
 from pathlib import Path
 
 import torch
@@ -15,11 +16,11 @@ from torch.utils.data import DataLoader
 from ..data import Seq2SeqDataset, Vocab, pad_collate, reverse_digits_dataset, train_val_split
 from ..devices import torch_threads
 from ..expect import Claim
-from ..models import SequenceCrossEntropy, TokenTransformer, greedy_decode, sequence_accuracy
+from ..models import SequenceCrossEntropy, TokenTransformer, greedy_decode, sequence_accuracy, sinusoidal_table
 from ..training import StepByStep
 
 __all__ = ["SETTINGS", "SEEDS", "LEARNED", "RESULTS", "digit_data", "digit_run", "exact_match", "embedding_seeds",
-           "load_embedding_seeds", "to_json", "stored_claims", "gap_closed", "ratio_claims"]
+           "load_embedding_seeds", "to_json", "stored_claims", "gap_closed", "ratio_claims", "input_sizes"]
 
 SETTINGS = {"× √d_model": dict(scale_embeddings=True), "default": {},
             "positions × 3.3": dict(position_scale=1 / 0.3), "std 0.3": dict(embedding_std=0.3),
@@ -53,6 +54,23 @@ def digit_run(seed, lr=5e-3, position_scale=1.0, **kwargs):
                         DataLoader(val_set, batch_size=len(val_set), collate_fn=pad_collate))
     trainer.train(2, seed=seed, progress=False)
     return trainer
+
+
+def input_sizes(names=None):
+    """The size, as a root-mean-square entry, of a token vector, a position vector and their sum, the
+    first layer's input, under the settings ``names`` (default: all of ``SETTINGS``) of the chapter's
+    model (d_model 32, 17 positions): ``{name: (token, position, sum)}``. A token's entries are drawn
+    from N(0, std²), so its size is std (in expectation over the draw) times √d_model where scaled;
+    the table is computed, so its size is exact: √0.5, as every sin² + cos² pair is 1."""
+    names = list(SETTINGS) if names is None else names
+    position = sinusoidal_table(17, 32).pow(2).mean().sqrt().item()  # √0.5
+    sizes = {}
+    for name in names:
+        settings = SETTINGS[name]
+        token = settings.get("embedding_std", 1.0) * (32**0.5 if settings.get("scale_embeddings") else 1.0)
+        scaled = position * settings.get("position_scale", 1.0)
+        sizes[name] = (token, scaled, math.hypot(token, scaled))  # the draw has mean 0: the squares add
+    return sizes
 
 
 def exact_match(trainer):
@@ -100,9 +118,11 @@ def stored_claims(results):
         Claim(int((louder < default).sum()) >= 18 and float((louder / default).median()) < 0.5,
               f"seed by seed, positions × 3.3 ends below the default on at least 18 of the {n}, under half of it "
               "in the median", (int((louder < default).sum()), (louder / default).median())),
-        Claim(bool((results["default"][missed, 1] < 0.05).all()),
-              "where positions × 3.3 did not learn, the default got under 5% of the strings right",
+        Claim(bool((results["default"][missed, 1] <= LEARNED).all()),
+              "where positions × 3.3 did not learn, the default did not learn either",
               results["default"][missed, 1]),
+        Claim(bool((louder > default).any()), "on some seed positions × 3.3 ends above the default",
+              int((louder > default).sum())),
         Claim(counts["std 0.3"] >= 13 and bool((results["std 0.3"][:, 1] > 0.4).all()),
               f"std 0.3 learned on at least 13 of the {n}, and got over 40% of the strings right on every one",
               (counts["std 0.3"], results["std 0.3"][:, 1].min())),
