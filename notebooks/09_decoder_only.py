@@ -898,15 +898,15 @@ with torch_threads(1):  # for the timing only: the thread count is restored afte
 cached_times, uncached_times = ([min(step) for step in zip(*runs[use_cache])] for use_cache in (True, False))
 first_decode = len(long_prompt) + 1  # step 0 is the prefill; the decode steps follow
 cached_slope, uncached_slope = (time_slope(times[1:], first_decode) for times in (cached_times, uncached_times))
+fig = plots.token_times(cached_times, uncached_times, prompt_length=len(long_prompt))
+fig.axes[0].set_ylim(0, 2000 * statistics.median(uncached_times[-50:]))  # steps slowed in all nine runs go off the top
+fig.axes[0].set_title("each step: the fastest of nine runs", fontsize=10)
 print(f"prefill of {len(long_prompt)} tokens: {1000 * cached_times[0]:.2f} ms; a decode step with the cache: "
       f"{1000 * statistics.median(cached_times[1:]):.2f} ms (median)")
 print(f"last 50 tokens: {1000 * statistics.median(cached_times[-50:]):.2f} ms per token with the cache, "
       f"{1000 * statistics.median(uncached_times[-50:]):.2f} ms without (medians)")
 print(f"slope: {1e6 * max(0.0, cached_slope):.2f} µs more per token of context with the cache, "
       f"{1e6 * uncached_slope:.2f} µs without")
-fig = plots.token_times(cached_times, uncached_times, prompt_length=len(long_prompt))
-fig.axes[0].set_ylim(0, 2000 * statistics.median(uncached_times[-50:]))  # steps slowed in all nine runs go off the top
-fig.axes[0].set_title("each step: the fastest of nine runs", fontsize=10)
 
 # %%
 cached_start, cached_end = statistics.median(cached_times[1:51]), statistics.median(cached_times[-50:])
