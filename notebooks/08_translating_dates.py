@@ -893,9 +893,9 @@ expect(unchecked_1776 != "1776-07-04" and all(run["out_of_range"]["4 July 1776"]
 
 # %% [markdown]
 # In most runs, some of the texts that are no date come out as a day of 1950-2049, and
-# `translate` passes them on (checked on the stored runs: here in all five, two to five of the
-# seven); others come out as no day, or a day outside the range, and are refused. How many
-# pass is the run's: a run may pass none, as this one may. So the check
+# `translate` passes them on (checked: in most stored runs; in fact in all five, two to five
+# of the seven); others come out as no day, or a day outside the range, and are refused. How
+# many pass is the run's: a run may pass none, as this one may. So the check
 # catches an answer that names no day of the range, never a question that was no date: telling
 # those apart would take a model trained on texts labelled "no date", or a parser in front of
 # this one. For years outside the range `translate` does not

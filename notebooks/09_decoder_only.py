@@ -925,7 +925,8 @@ expect(uncached_end > 2 * cached_end, "and the last 50 tokens cost more than twi
 # what the cache saves per extra token of context. With it, the cost stays almost flat: only
 # the one row of attention grows. A step that other work on the machine slowed in all nine
 # runs stands out as a spike, and may run off the top of the plot (it stops at twice the last
-# 50 steps' median without the cache); the medians and the slope above ignore such steps.
+# 50 steps' median without the cache); a few such steps do not move the medians and the
+# slope above.
 # `generate` preallocates its cache
 # (`model.new_cache(capacity=...)`, like Hugging Face's `StaticCache`) and writes each new key
 # and value in place; a cache that grew by `torch.cat` would also copy itself at every step.
