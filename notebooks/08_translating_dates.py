@@ -11,7 +11,7 @@
 # ("the book"), chapters 9 and 10; chapter 07 turned it into `TokenTransformer`, a model of
 # tokens. The task and its eight test dates ("3 May 1979", "5 April 09", "21th of August
 # 2016", …) come from the date-translation exercise of Andrew Ng's deeplearning.ai course
-# *Sequence Models*, "Neural Machine Translation with Attention", where a recurrent model with
+# *Sequence Models* (2018), "Neural Machine Translation with Attention", where a recurrent model with
 # attention learns them. We use the exercise's eight dates as our **reference dates**; but
 # eight dates cannot rank two models, so we measure ours on 2,000 held-out dates too.
 #
@@ -622,9 +622,10 @@ expect(kinds["year", "digits swapped"] > max(kinds["year", "one digit wrong"], k
 # right one: the order of two digits or a single digit went wrong, not the whole field.
 #
 # A written day such as "02" is not a formatting slip: ISO writes every day with two digits,
-# so the 2nd is "02". "22" written "02" is a real date, the 2nd instead of the 22nd: the model
-# wrote the day as if the text had a one-digit day, with the tens digit 0 (the line printed
-# above counts these; how many there are changes from run to run, see the stored runs below).
+# so the 2nd is "02". One kind of wrong day shows this: a day written with the tens digit 0,
+# "22" written "02", the 2nd instead of the 22nd, as if the text had a one-digit day. The line
+# printed above counts them in this run, which may have none, as seed 0's stored run has; in
+# the other four stored runs below they are 7 to 17 of the wrong days.
 # A wrong output like this one is still a real date of the calendar, so it passes
 # `translate`'s check below; a day "00" or "32" would not (the stored runs also count the
 # outputs that name no day). Chapter 09 asks the same of a decoder-only model's outputs, with
@@ -795,10 +796,15 @@ expect(all(stored["wrong"] >= stored["right"] for stored in stored_shares),
 # is no accident of the texts: in the same translations, the rows that wrote a *right* digit
 # read their field from 85% to 93% of the time, so the wrong rows read their field at least as
 # often as the right ones, in every stored run (checked). So looking in the wrong place is not
-# what sets the wrong digits apart: the model found the day or the year in the text, and then
-# wrote its digits in the wrong order or one of them wrong, the near misses counted above.
-# Where the rows read says nothing about *why* the order went wrong; it only rules out the
-# first explanation.
+# what sets the wrong digits apart. Said exactly: for the last decoder layer's cross-attention,
+# averaged over its heads, this rules out that a wrong row looked in another field. It cannot
+# say which digit *inside* the field was read, which is what a swap of two neighbouring digits
+# turns on: the keys are encoder states, and each of them mixes in its neighbours. Nor is
+# attention a complete account of what the model uses (Jain and Wallace, "Attention is not
+# Explanation", 2019; Wiegreffe and Pinter, "Attention is not not Explanation", 2019). So the
+# measure is consistent with a model that found the right field and then wrote its digits in
+# the wrong order or one of them wrong, the near misses counted above, but it does not show
+# *why* the order went wrong.
 
 # %% [markdown]
 # ## `translate(text)`
@@ -878,16 +884,18 @@ for name, run, texts in zip(run_names, seed_runs, stored_passed):
           + ", ".join(f"{text!r} -> {output}" for text, output in run["out_of_range"].items()))
 
 # %%
-expect(min(map(len, stored_passed)) > 0, "in every stored run, some texts that are no date come out as a day of "
-       "1950-2049, which translate passes on", got=[len(texts) for texts in stored_passed])
+expect(sum(len(texts) > 0 for texts in stored_passed) > len(seed_runs) / 2,
+       "in most stored runs, some texts that are no date come out as a day of 1950-2049, which translate passes on",
+       got=[len(texts) for texts in stored_passed])
 expect(unchecked_1776 != "1776-07-04" and all(run["out_of_range"]["4 July 1776"] != "1776-07-04"
                                               for run in seed_runs),
        "without translate's checks, '4 July 1776' comes out wrong, here and in every stored run")
 
 # %% [markdown]
-# In every stored run, some of the texts that are no date come out as a day of 1950-2049, and
-# `translate` passes them on; others come out as no day, or a day outside the range, and are
-# refused (the stored runs print how many of the seven would pass; this run may pass none). So the check
+# In most runs, some of the texts that are no date come out as a day of 1950-2049, and
+# `translate` passes them on (checked: in most stored runs; in fact in all five, two to five
+# of the seven); others come out as no day, or a day outside the range, and are refused. How
+# many pass is the run's: a run may pass none, as this one may. So the check
 # catches an answer that names no day of the range, never a question that was no date: telling
 # those apart would take a model trained on texts labelled "no date", or a parser in front of
 # this one. For years outside the range `translate` does not

@@ -189,7 +189,8 @@ fig = plots.alibi_heads(alibi_bias(4, 12), alibi_slopes(4))
 # that compute the ALiBi bias themselves exist for that reason: the `flash_attn_func` of
 # FlashAttention-2 (Dao, "FlashAttention-2: Faster Attention with Better Parallelism and Work
 # Partitioning", 2023) takes `alibi_slopes`, and PyTorch's FlexAttention compiles a `score_mod`
-# function, such as one adding $-m_h \cdot |i - j|$, into its kernel.)
+# function, such as one adding $-m_h \cdot |i - j|$, into its kernel (Dong et al., "Flex
+# Attention: A Programming Model for Generating Optimized Attention Kernels", 2024).)
 #
 # ## RoPE: a rotation per pair of dimensions
 #
@@ -275,12 +276,18 @@ expect(rope_score(60, 0) > 0 > scores[25:39].max(),
 # (below 0 all through, down to about −4), and back above 0 at distance 60, past the figure's
 # edge, when pair 1 has nearly come full circle. The dip is a wave, not a trend.
 #
-# Su et al. show something else, a **long-term decay** (RoFormer, section 3.4.3): they bound
-# the *size* of the score by a quantity that depends only on the distance and the angular
-# speeds, and show that with base 10,000 this bound shrinks as the distance grows. A far key
-# can still score high, but the most it can reach in size gets smaller, towards 0. It is a
-# statement about a bound summed over many pairs; with 4 pairs it says little, and one pair's
-# wave can lift a far key above a near one, as here.
+# Su et al. show something else, a **long-term decay** (RoFormer, section 3.4.3). They write
+# the score of a query at position $m$ and a key at $n$ as a sum over the pairs, with
+# each pair read as a complex number, $h_i$ the product of the query's pair $i$ with the
+# conjugate of the key's, and
+# $S_j = \sum_{k<j} e^{\,\mathrm{i}(m-n)\theta_k}$, and bound its size by two factors:
+# $\max_i |h_{i+1} - h_i| \cdot \sum_{j=1}^{d_k/2} |S_j|$. The first depends on what the query
+# and the key hold; only the second depends on the distance and the angular speeds alone.
+# They plot that second factor, averaged over the pairs (their "relative upper bound",
+# Figure 2), for base 10,000: it shrinks, with ripples, as the distance grows. So the bound
+# on a far key's score gets smaller, for the same contents; the score itself can still be
+# high. It is a statement about a bound summed over many pairs; with 4 pairs it says little,
+# and one pair's wave can lift a far key above a near one, as here.
 #
 # ## The task: repeat the previous token
 #
@@ -518,7 +525,9 @@ expect_all(copying_layer_claims(copying, top_offsets, far_weight, aliases, late_
 # The same argument is behind the ways long-context models stretch RoPE: **position
 # interpolation** (Chen et al. 2023, "Extending Context Window of Large Language Models via
 # Positional Interpolation") divides the positions so that the longest offsets map back into
-# the trained angles; **NTK-aware scaling** (a 2023 community proposal) raises the base
+# the trained angles; **NTK-aware scaling** (bloc97, "NTK-Aware Scaled RoPE allows LLaMA
+# models to have extended (8k+) context size without any fine-tuning and minimal perplexity
+# degradation", a post on Reddit's r/LocalLLaMA, 2023) raises the base
 # instead, slowing the slow pairs more than the fast ones; and **YaRN** (Peng et al. 2023,
 # "YaRN: Efficient Context Window Extension of Large Language Models") interpolates the pairs
 # whose wavelength is longer than the training context, leaves the fast ones alone, and
@@ -623,7 +632,9 @@ expect(abs(at_16["alibi"].median() - at_16["none"].median()) < 0.05,
 # learned preference for offset 8 might outweigh its aliases, for instance, but we did not test
 # it. Sinusoidal
 # learns it at 16 tokens and fails past it again. The learned table learns it less reliably:
-# at 16 tokens its median is below every sinusoidal seed and its seeds lie further apart.
+# at 16 tokens its median is below every sinusoidal seed and its seeds lie further apart
+# (checked). Three seeds show that order, not the size of the gap: how far a learned table
+# falls short is the seed's, and another seed may learn the task fully or stop near half.
 # Both fall below 30% at 64 tokens in every seed.
 #
 # So the ranking depends on the task. This is one tiny model, one short recipe and two

@@ -210,6 +210,21 @@ def _unshifted(model, source_ids, generated, sos_id, eos_id):
     return (token * ((is_eos.cumsum(dim=1) - is_eos) == 0)).sum(dim=1).exp()  # (N,)
 
 
+def _misread(model, source_ids, generated, sos_id, eos_id):
+    """Typical mistakes: each position's largest probability instead of the written token's, and a
+    log_softmax over the positions or over the outputs instead of the vocabulary. Returns the three
+    products up to and including the first <eos>, each ``(N,)``."""
+    start = torch.full_like(generated[:, :1], sos_id)  # (N, 1)
+    with torch.no_grad():
+        logits = model(source_ids, torch.cat([start, generated[:, :-1]], dim=1))  # (N, L, V)
+    is_eos = (generated == eos_id).long()  # (N, L)
+    counted = (is_eos.cumsum(dim=1) - is_eos) == 0  # (N, L)
+    likeliest = logits.log_softmax(dim=-1).amax(dim=-1)  # (N, L)
+    other_dims = [logits.log_softmax(dim=dim).gather(-1, generated.unsqueeze(-1)).squeeze(-1)  # (N, L)
+                  for dim in (1, 0)]
+    return [(token * counted).sum(dim=1).exp() for token in [likeliest, *other_dims]]
+
+
 def _confidence_case():
     """A small untrained model and outputs with <eos> at different places (padding after it)."""
     from ..models import TokenTransformer  # a tiny model: no trained one needed
@@ -261,6 +276,14 @@ def _check_confidence(answer):
         if torch.allclose(got.clamp_min(1e-38).log(), mistake(model, source, generated, SOS, EOS).clamp_min(1e-38).log(),
                           rtol=0, atol=1e-3):
             return message
+    model.eval()
+    likeliest, *other_dims = _misread(model, source, generated, SOS, EOS)
+    if torch.allclose(got, likeliest, rtol=0, atol=1e-4):
+        return ("you took the largest probability at each position, which belongs to the model's likeliest token; "
+                "the output to score is `generated`, whose tokens need not be the likeliest (here they are not)")
+    if any(torch.allclose(got, product, rtol=0, atol=1e-4) for product in other_dims):
+        return ("your probabilities are normalised over the positions or over the outputs: at each position, the "
+                "probabilities of the next token must sum to 1 over the vocabulary")
     model.eval()
     arithmetic, geometric = _token_means(model, source, generated, SOS, EOS)
     if any(torch.allclose(got, mean, rtol=0, atol=1e-4) for mean in (arithmetic, geometric)):

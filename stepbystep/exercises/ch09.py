@@ -297,6 +297,15 @@ def _top_p_solution(logits, p):
     return logits.masked_fill(~keep, float("-inf"))
 
 
+def _logit_nuclei(logits, p):
+    """A typical mistake: the running sum taken over the sorted logits, not the probabilities, with
+    and without the token itself. Returns both kept masks, each ``(N, V)``."""
+    sorted_logits, order = logits.sort(dim=-1, descending=True)  # (N, V)
+    running = sorted_logits.cumsum(dim=-1)  # (N, V)
+    return [torch.zeros_like(keep).scatter(-1, order, keep)  # (N, V), back in token order
+            for keep in (running - sorted_logits < p, running <= p)]
+
+
 @expects_function("top_p(logits, p)")
 def _check_top_p(answer):
     generator = torch.Generator().manual_seed(11)
@@ -309,6 +318,9 @@ def _check_top_p(answer):
             return f"return a tensor of the logits' shape {tuple(logits.shape)}, got {shape}"
         kept = torch.isfinite(got)
         wanted = torch.isfinite(top_p_filter(logits, p))
+        if not torch.equal(kept, wanted) and any(torch.equal(kept, mistake) for mistake in _logit_nuclei(logits, p)):
+            return (f"with p={p} your running sum adds up logits: p is a share of the probability, and logits "
+                    f"are not probabilities (they can be negative, and need not sum to 1)")
         if not kept.any(dim=-1).all():
             return (f"with p={p} some row keeps no token at all: the most likely token is always kept, and the "
                     f"token whose probability crosses p belongs to the nucleus")
