@@ -85,9 +85,11 @@ def sequence_predictions(source, target, predicted=None, n=8, n_cols=4, joins=Tr
             for order, (guess, truth) in enumerate(zip(predicted[index], target[index]) if joins else ()):
                 ax.plot([guess[0], truth[0]], [guess[1], truth[1]], color="tab:red", lw=0.8, ls=":", alpha=0.8,
                         label="prediction to its corner" if order == 0 else None)
-            for order, guess in enumerate(predicted[index] if numbered else ()):
-                ax.annotate(str(source.shape[1] + order), guess, textcoords="offset points", xytext=(4, -4),
-                            ha="left", va="top", fontsize=7, color="tab:red")
+            for order, guess in enumerate(predicted[index] if numbered else ()):  # alternate sides: crosses meet
+                right = order % 2 == 0
+                ax.annotate(str(source.shape[1] + order), guess, textcoords="offset points",
+                            xytext=(4, -4) if right else (-4, 4), ha="left" if right else "right",
+                            va="top" if right else "bottom", fontsize=7, color="tab:red")
         for order, (x, y) in enumerate(np.concatenate([source[index], target[index]])):  # outside the square,
             right, up = x >= 0, y >= 0  # away from the predictions, which fall between or inside the corners
             ax.annotate(str(order), (x, y), textcoords="offset points", xytext=(6 if right else -6, 5 if up else -5),
