@@ -784,8 +784,8 @@ expect_all(stored_seed_claims(study["settings"]))
 # with Adam without it, the model reached a BLEU score of only 8.45, against about 34 with a
 # 4,000-step warm-up, and even a 500-step warm-up left it at 31.16 and 2.77 for the two rates.
 # At their scale the smaller of their rates did not replace the warm-up; in our toy a smaller
-# rate did. It helps explain why the original, norm-last Transformer was
-# trained with a warm-up, and why many later models put the norm first.
+# rate did. Their analysis helps explain why the original, norm-last Transformer was trained
+# with a warm-up, and why many later models put the norm first.
 #
 # What it does **not** show is that norm-first stacks never need a warm-up. 25 seeds of one
 # small task, one depth and three learning rates are a narrow test; larger models, larger
