@@ -380,11 +380,12 @@ learned_sigma = model.sigma.item()
 learned_error = leave_one_out_error(x_train, y_train, learned_sigma).item()
 
 
-def learn_sigma(seed, start=2.0):
-    """σ after the same 60 epochs from σ = ``start``, with the mini-batches shuffled by ``seed``."""
-    fresh = KernelRegression(x_train, y_train, sigma=start)
+def learn_sigma(seed, start=2.0, x=x_train, y=y_train):
+    """σ after the same 60 epochs from σ = ``start`` on the points ``x, y``, with the mini-batches shuffled by ``seed``."""
+    fresh = KernelRegression(x, y, sigma=start)
     run = StepByStep(fresh, torch.nn.MSELoss(), torch.optim.Adam(fresh.parameters(), lr=0.05))
-    run.set_loaders(DataLoader(train_set, batch_size=10, shuffle=True))
+    points = [({"queries": x[i], "key_index": i}, y[i]) for i in range(len(x))]  # as train_set, for any data
+    run.set_loaders(DataLoader(points, batch_size=10, shuffle=True))
     run.train(60, seed=seed, progress=False)
     return fresh.sigma.item()
 
@@ -407,8 +408,8 @@ print(f"LOO error: learned (first run) {learned_error:.4f}, grid {grid_error:.4f
 # %%
 expect(all(abs(gap) < 0.01 for gap in learned_gaps), "from σ = 2, every learned σ, in all twelve runs, lies within 1% of σ*",
        got=[f"{gap:+.2%}" for gap in learned_gaps])
-expect(len(learned_gaps) / 2 < sum(gap > 0 for gap in learned_gaps) < len(learned_gaps),
-       "most of them end just above σ*, some just below", got=[f"{gap:+.2%}" for gap in learned_gaps])
+expect(min(learned_gaps) < 0 < max(learned_gaps), "they end on both sides of σ*",
+       got=[f"{gap:+.2%}" for gap in learned_gaps])
 expect(min(below_gaps) < 0 < max(below_gaps), "started from σ = 0.1, the same twelve orders end on both sides of σ*",
        got=[f"{gap:+.2%}" for gap in below_gaps])
 expect(statistics.median(map(abs, below_gaps)) > 2 * statistics.median(map(abs, learned_gaps)),
@@ -423,9 +424,9 @@ expect(abs(learned_error / grid_error - 1) < 1e-3, "the two leave-one-out errors
 
 # %% [markdown]
 # The two widths land on the same minimum of the same curve: on average the training loss is
-# the leave-one-out error, so gradient descent finds its minimum without a grid. Every run
-# from σ = 2 ends within 1% of σ*, most of them just above it and some just below: where a run
-# stops depends on the order of its mini-batches. It also depends on where the run started.
+# the leave-one-out error, and on these 50 points gradient descent finds its minimum without a
+# grid. Every run from σ = 2 ends within 1% of σ*, on both sides of it: where a run stops
+# depends on the order of its mini-batches. It also depends on where the run started.
 # The control shows it: from σ = 0.1, the same twelve orders of batches end on both sides of
 # σ*, more than twice as far from it in the median (these twelve within 3%; other orders can
 # land further out). The right panel below
@@ -440,6 +441,56 @@ expect(abs(learned_error / grid_error - 1) < 1e-3, "the two leave-one-out errors
 # %%
 fig = plots.loo_zoom(sigmas, loo_errors, fine_sigmas, fine_loo,
                      {"learned from σ = 2": seed_sigmas, "control, from σ = 0.1": from_below})
+
+# %% [markdown]
+# Is landing within 1% of σ* a property of the method, or of these 50 points? Five other
+# draws of 50 points from the same curve with the same noise (`seed=1` to `5`), each trained
+# the same way from σ = 2 with three orders of batches. For each run: how far the learned σ is
+# from that draw's σ*, and how far its leave-one-out error is from the lowest one.
+
+# %% tags=["nbval-ignore-output"]
+draw_gaps = {}  # data seed -> [(σ off σ*, LOO error off its minimum) per batch order]
+draw_slopes = {}  # data seed -> [change of the LOO error at a 5% narrower σ, per batch order]
+for data_seed in (1, 2, 3, 4, 5):
+    x_draw, y_draw = make_regression_data(n=50, noise=0.5, seed=data_seed)  # (50,), (50,)
+    draw_grid_sigma, _ = best_sigma(x_draw, y_draw, sigmas)
+    draw_fine = torch.linspace(0.9 * draw_grid_sigma, 1.1 * draw_grid_sigma, 2001, dtype=torch.float64)
+    draw_loo = leave_one_out_error(x_draw.double(), y_draw.double(), draw_fine)  # (2001,)
+    draw_star, draw_min = float(draw_fine[draw_loo.argmin()]), float(draw_loo.min())
+    draw_sigmas = [learn_sigma(seed, x=x_draw, y=y_draw) for seed in (0, 1, 2)]
+    draw_errors = leave_one_out_error(x_draw.double(), y_draw.double(), torch.tensor(draw_sigmas, dtype=torch.float64))
+    draw_gaps[data_seed] = [(sigma / draw_star - 1, float(error) / draw_min - 1)
+                            for sigma, error in zip(draw_sigmas, draw_errors)]
+    narrower = leave_one_out_error(x_draw.double(), y_draw.double(),
+                                   0.95 * torch.tensor(draw_sigmas, dtype=torch.float64))  # 5% narrower each
+    draw_slopes[data_seed] = (narrower / draw_errors - 1).tolist()  # what one more step down would gain
+    print(f"data seed {data_seed}: σ* = {draw_star:.4f}; learned σ off it by "
+          + ", ".join(f"{gap:+.2%}" for gap, _ in draw_gaps[data_seed]) + "; LOO error off its minimum by "
+          + ", ".join(f"{gap:+.3%}" for _, gap in draw_gaps[data_seed]))
+
+# %%
+expect(all(abs(gap) < 0.02 for data_seed in (1, 3, 4) for gap, _ in draw_gaps[data_seed]),
+       "on draws 1, 3 and 4, every learned σ lies within 2% of that draw's σ*", got=draw_gaps)
+expect(all(0.05 < gap < 0.15 and error_gap < 0.005 for gap, error_gap in draw_gaps[2]),
+       "on draw 2, every learned σ stops 5% to 15% above its σ*, at a leave-one-out error within 0.5% of the lowest",
+       got=draw_gaps[2])
+expect(all(gap > 0.5 and error_gap > 0.05 for gap, error_gap in draw_gaps[5]),
+       "on draw 5, every learned σ stops more than 1.5 times its σ*, at an error more than 5% above the lowest",
+       got=draw_gaps[5])
+expect(all(-0.01 < change < 0 for change in draw_slopes[5]),
+       "where they stopped, the curve is nearly flat: a 5% narrower σ lowers the error by less than 1%",
+       got=draw_slopes[5])
+
+# %% [markdown]
+# On three of the five draws the runs end within 2% of σ*, as on ours. On draw 2 all three stop
+# 5 to 15% above it, yet at a leave-one-out error within 0.5% of the lowest: that draw's curve
+# is so flat around σ* that widths this far apart have almost the same error. On draw 5 they
+# stop at more than 1.5 times σ* (about twice), at an error more than 5% above the lowest, on
+# a nearly flat stretch of the curve: from there, a 5% narrower σ would lower the error by
+# less than 1%, and 60 epochs of noisy mini-batch steps did not carry σ across it. Gradient
+# descent follows the slope of the curve, so where the curve is nearly flat it can stop far
+# from σ*, sometimes at a clearly worse error; a grid has no slope to follow, and pays for
+# that with one evaluation per width.
 
 # %% [markdown]
 # ## From a kernel to a softmax of scores
@@ -598,10 +649,12 @@ sigma_explorer(x_train, y_train, sigma=0.5)
 # - Training error rewards a point for attending to itself; leave-one-out error masks the
 #   diagonal and has a real minimum in σ.
 # - σ can be learned by gradient descent (through $\log\sigma$) with the leave-one-out loss
-#   (each training point left out by its index). From σ = 2 it landed within 1% of the
-#   minimum σ* in twelve runs, on the same flat minimum; where it stops after 60 epochs
-#   depends on the order of the batches and on where it started (from σ = 0.1, on both sides
-#   and more than twice as far in the median).
+#   (each training point left out by its index). On the chapter's points, from σ = 2 it
+#   landed within 1% of the minimum σ* in twelve runs, on both sides of it; where it stops
+#   after 60 epochs depends on the order of the batches and on where it started (from σ = 0.1,
+#   more than twice as far in the median). That is a property of these points, not of the
+#   method: on other draws, where the curve is nearly flat, it stopped 5 to 15% above σ* at
+#   almost the lowest error, or at more than 1.5 times σ* at an error more than 5% higher.
 # - Gaussian kernel weights are a softmax of scores $-(q - k)^2/2\sigma^2$; with the names
 #   query, key and value, this is attention, and chapter 02 swaps the score for a scaled dot
 #   product of learned projections.

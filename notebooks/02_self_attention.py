@@ -236,22 +236,23 @@ for label, ops in backends.items():
     print(f"{label:>30}: {', '.join(op.removeprefix('aten::') for op in ops)}")
 
 # %%
-math_op, flash_op = "aten::_scaled_dot_product_attention_math", "aten::_scaled_dot_product_flash_attention_for_cpu"
-expect(backends["3-D inputs, mask (1, L, L)"] == [math_op, *steps],
+fused = set(SDPA_BACKENDS) - {"aten::_scaled_dot_product_attention_math"}  # the backends that tile the keys
+three_d = set(backends["3-D inputs, mask (1, L, L)"])
+expect(set(steps) <= three_d and not fused & three_d,
        "given 3-D inputs, the function falls back to its math backend: bmm and softmax, step by step", got=backends)
-expect(all(backends[label] == [flash_op] for label in ("4-D inputs, mask (1, 1, L, L)", "4-D inputs, is_causal=True")),
-       "given 4-D inputs, with the mask or with is_causal, it runs the FlashAttention kernel for the CPU, "
-       "no softmax of its own", got=backends)
+expect(all(fused & set(backends[label]) and not set(steps) & set(backends[label])
+           for label in ("4-D inputs, mask (1, 1, L, L)", "4-D inputs, is_causal=True")),
+       "given 4-D inputs, with the mask or with is_causal, it runs a fused kernel, no bmm or softmax of its own",
+       got=backends)
 expect_close(calls["4-D inputs, is_causal=True"]()[:, 0], attention_by_hand(long_q, long_k, long_v, long_causal)[0],
              "is_causal=True computes our context under the causal mask", atol=1e-5, rtol=1e-5)
 
 # %% [markdown]
-# On a CPU the fused kernel, `_scaled_dot_product_flash_attention_for_cpu`, takes only 4-D
-# queries, keys and values whose last dimensions agree ($d_k = d_v$), and a mask of 2 or 4
-# dimensions. Anything else goes
-# to the `math` backend: the same matrix products (`bmm`) and softmax as our function, one
-# operation each. (On a GPU the choice depends on more: the dtype, the head size, whether
-# there is a mask; chapter 14 comes back to it.)
+# On a CPU the fused kernel (in current releases `_scaled_dot_product_flash_attention_for_cpu`,
+# FlashAttention's tiling) takes 4-D inputs; 3-D ones go to the `math` backend: the same
+# matrix products (`bmm`) and softmax as our function, one operation each. (The kernel has
+# more conditions, on a GPU even more, such as the dtype and the head size; chapter 14 comes
+# back to them.)
 #
 # Now the times of the same calls, and of our code, all under the causal mask. `is_causal=True`
 # tells the function that the mask is the lower triangle (PyTorch documents it as the same
@@ -818,15 +819,18 @@ fig = plots.seed_dots(test_losses, ylabel="test loss after 20 epochs (greedy)",
 expect_all(order_claims(test_losses))
 
 # %% [markdown]
-# Why do the order-blind models stall around 0.5? They see the source corners as a set, and
-# every set of two adjacent corners belongs to two squares, one drawn each way. The first
+# Why can the order-blind models not get much below 0.5? They see the source corners as a
+# set, and every set of two adjacent corners belongs to two squares, one drawn each way. The first
 # target corner is then one of two corners a side apart, and the best an order-blind model can
 # do is to predict between them. That gives the 0.5: the corners are $(\pm 1, \pm 1)$, so the
 # two candidates differ by 2 in one coordinate and agree in the other, and their midpoint
 # misses the right one by 1 in that coordinate and by 0 in the other. `MSELoss` averages the
 # squared errors over the coordinates: $(1^2 + 0^2)/2 = 0.5$. The second target corner is
-# ambiguous in the same way, so the whole loss is 0.5, plus a little from the noise (standard
-# deviation 0.1) on the corners. The model with positions can tell the two squares apart,
+# ambiguous in the same way, so the best whole loss is 0.5, plus a little from the noise
+# (standard deviation 0.1) on the corners: about 0.51. That is a floor, not where the runs
+# end: after 20 epochs they sit near it or above it (their medians are printed above), and
+# none gets below 0.45 at any seed (on a finite test set a run could land a little under the
+# floor by chance). The model with positions can tell the two squares apart,
 # and at every seed it does better, although after 20 epochs of this tiny model it is far from
 # perfect. The $\times\sqrt{2}$ on its own does not close the gap. Here are the losses of the
 # seed-0 runs; note that the training loss is teacher-forced while the test loss comes from
@@ -837,12 +841,12 @@ fig = plots.compare_runs({variant: (trainers[0].losses, trainers[0].val_losses) 
 
 # %% [markdown]
 # And the predictions for the first test squares: blue dots are the source corners, green
-# circles the true target, red crosses the prediction, each joined by a dotted line to the
-# corner it predicts. Without positions, the first cross (for corner 2) lands between the two
+# circles the true target, red crosses the prediction, each numbered (in red) and joined by a
+# dotted line to the corner it predicts. Without positions, the first cross (for corner 2) lands between the two
 # corners it could be, hedging between the two directions:
 
 # %%
-fig = plots.sequence_predictions(source_test, target_test, runs["no PE"][0].predict(source_test))
+fig = plots.sequence_predictions(source_test, target_test, runs["no PE"][0].predict(source_test), numbered=True)
 _ = fig.suptitle("no PE (seed 0); grey: the square [-1, 1]²")
 
 # %% [markdown]
@@ -862,7 +866,7 @@ for variant, shares in hedging.items():
 expect_all(hedging_claims(hedging))
 
 # %%
-fig = plots.sequence_predictions(source_test, target_test, runs["PE"][0].predict(source_test))
+fig = plots.sequence_predictions(source_test, target_test, runs["PE"][0].predict(source_test), numbered=True)
 _ = fig.suptitle("with positional encoding (seed 0); grey: the square [-1, 1]²")
 
 # %% [markdown]

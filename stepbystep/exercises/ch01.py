@@ -5,6 +5,7 @@
 - ``loo_sigma``: find the width leave-one-out picks at three noise levels.
 """
 import functools
+import math
 
 import torch
 
@@ -111,7 +112,9 @@ def _check_loo_error(answer):
             continue
         in_sample = float(((nadaraya_watson(x, x, y, sigma)[0] - y) ** 2).mean())
         if _near(error, in_sample):
-            return f"at σ = {sigma} you return the in-sample error: each point still attends to itself"
+            return (f"at σ = {sigma} you return the in-sample error: each point still attends to itself. If you did "
+                    "mask the diagonal: a point's score against itself is already 0, so filling it with 0 changes "
+                    "nothing; which score does a softmax give no weight at all?")
         if _near(error, expected * len(x)):
             return f"at σ = {sigma} you return the sum of the squared errors: the MSE is their mean"
         if _near(error, expected**0.5):
@@ -128,8 +131,8 @@ def _check_loo_error(answer):
 loo_error = Exercise(
     "leave-one-out error for one σ",
     _check_loo_error,
-    "compute the (n, n) scores, set the diagonal to -inf (masked_fill with torch.eye) before the "
-    "softmax, then average the squared errors",
+    "which entries of the (n, n) scores belong to a point looking at itself, and what score makes a softmax give "
+    "such an entry exactly zero weight, while the rest of its row still sums to 1?",
     _loo_error_solution,
 )
 
@@ -148,6 +151,7 @@ def _loo_sigma_solution():
 
 
 _TOLERANCE = 0.03  # LOO_SIGMA_GRID's best lies within 1.5% of the true minimum; a finer grid lands closer
+_GRID_STEP = math.log(float(LOO_SIGMA_GRID[1] / LOO_SIGMA_GRID[0]))  # neighbouring widths differ by this log-ratio (12%)
 
 
 @functools.lru_cache(maxsize=None)
@@ -202,6 +206,10 @@ def _check_loo_sigma(answer):
     if all(abs(a / b - 1) <= _TOLERANCE for a, b in zip(sorted(widths), sorted(m[0] for m in minima.values()))):
         return "these are the three right widths, but not each with its own noise level: check which goes with which"
     wrong = [n for n in _NOISE_LEVELS if off[n] > _TOLERANCE]
+    if all(abs(math.log(given[n] / minima[n][0])) <= 1.5 * _GRID_STEP for n in wrong):
+        return ("close: for noise " + ", ".join(f"{n}" for n in wrong) + " your width is within a grid step or so of "
+                "the best one, but not the grid point with the lowest leave-one-out error: compare the errors of the "
+                "neighbouring widths")
     if all(a < b for a, b in zip(widths, widths[1:])) and len(wrong) == len(_NOISE_LEVELS):
         return ("your widths grow with the noise, as they should, but none is the best width for these data sets: "
                 "did you draw them as the chapter does, with n=50 and seed=42?")

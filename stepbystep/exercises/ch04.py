@@ -37,7 +37,9 @@ _STACK_CASES = ((3, 4, 10, True), (3, 6, 10, True), (2, 8, 16, False), (4, 6, 12
 def _check_stack_parameter_count(answer):
     for n_layers, d_model, ff_units, norm_first in _STACK_CASES:
         layer = EncoderLayer(n_heads=2, d_model=d_model, ff_units=ff_units, norm_first=norm_first)
-        expected = _count_parameters(EncoderTransf(layer, n_layers=n_layers))
+        stack = EncoderTransf(layer, n_layers=n_layers)
+        expected = _count_parameters(stack)
+        max_len = stack.pe.max_len  # the rows of the positional table
         got = answer(n_layers, d_model, ff_units, norm_first)
         if got == expected:
             continue
@@ -79,6 +81,9 @@ def _check_stack_parameter_count(answer):
         if got == expected + n_layers * (ff_units - d_model):
             return (f"for {case} the feed-forward network's second bias has the wrong length: a linear layer's "
                     "bias is as long as its output")
+        if got in (expected + max_len * d_model, expected + n_layers * max_len * d_model):
+            return (f"for {case} you counted the positional encoding's table: it is a buffer, not a parameter "
+                    "(fixed sines and cosines that training does not change)")
         if n_layers > 1 and got in ((expected - final_norm * norm_first) // n_layers,
                                     (expected - final_norm * norm_first) // n_layers + final_norm * norm_first):
             return f"for {case} you counted one layer: the stack holds n_layers independent copies"
@@ -173,32 +178,41 @@ def _as_pair(got):
     return None if None in numbers else numbers
 
 
+_INVARIANT_WIDTHS = (3, 2, 5, 16)  # the d the checker tries; a slip is named only if it fits every one
+
+
 @expects_function("layer_norm_invariants(d)")
 def _check_layer_norm_invariants(answer):
-    for d in (3, 2, 5, 16):
+    squares = {}  # d -> the second number returned
+    for d in _INVARIANT_WIDTHS:
         returned = answer(d)
         if isinstance(returned, (tuple, list)) and list(returned) == [None, None]:
             return "replace the two Nones with your numbers: (sum of the features, sum of their squares)"
         got = _as_pair(returned)
         if got is None:
             return f"layer_norm_invariants({d}) should return two numbers, (sum of the features, sum of their squares)"
-        total, squares = got
+        total, squares[d] = got
         if abs(total) > 1e-6:
             return (f"for d = {d} your sum of the features is {total:g}; subtract the mean from every feature "
                     "and add them up again: what is left?")
-        if abs(squares - d) < 1e-6:
-            continue
-        if abs(squares - 1) < 1e-6:
-            return ("a sum of squares of 1 would make every output a unit vector; layer norm makes the standard "
-                    "deviation 1, not the length. How does a mean of squares relate to their sum?")
-        if abs(squares - d**0.5) < 1e-6:
-            return (f"for d = {d} your second number is y's length ‖y‖; the exercise asks for the sum of the "
-                    "squares, ‖y‖²")
-        if abs(squares - (d - 1)) < 1e-6:
-            return (f"for d = {d} you returned d - 1: that is the unbiased variance; layer norm divides by d "
-                    "(check with nn.LayerNorm)")
-        return f"for d = {d} your sum of squares {squares:g} is not what layer norm gives every token"
-    return None
+
+    def every_d(formula):
+        return all(abs(squares[d] - formula(d)) < 1e-6 for d in _INVARIANT_WIDTHS)
+
+    if every_d(lambda d: d):
+        return None
+    if every_d(lambda d: 1):
+        return ("a sum of squares of 1 would make every output a unit vector; layer norm makes the standard "
+                "deviation 1, not the length. How does a mean of squares relate to their sum?")
+    if every_d(lambda d: d**0.5):
+        return "your second number is y's length ‖y‖; the exercise asks for the sum of the squares, ‖y‖²"
+    if every_d(lambda d: d - 1):
+        return "you returned d - 1: that is the unbiased variance; layer norm divides by d (check with nn.LayerNorm)"
+    if max(squares.values()) - min(squares.values()) < 1e-6:
+        return (f"your sum of squares is {squares[3]:g} for every d: add up the squares of d standardised "
+                "features, for a few d, and see whether the number of features matters")
+    d = next(d for d in _INVARIANT_WIDTHS if abs(squares[d] - d) >= 1e-6)
+    return f"for d = {d} your sum of squares {squares[d]:g} is not what layer norm gives every token"
 
 
 layer_norm_invariants = Exercise(

@@ -55,11 +55,13 @@ def square_sequences(sequences, directions=None, n=8, n_cols=4):
     return fig
 
 
-def sequence_predictions(source, target, predicted=None, n=8, n_cols=4, joins=True):
+def sequence_predictions(source, target, predicted=None, n=8, n_cols=4, joins=True, numbered=False):
     """Source corners, true target corners and (optionally) predicted ones, one panel each; the
     corners are numbered in the order the square is travelled (source 0, 1, ..., then target),
     and, with ``joins``, a thin line joins each prediction to the target corner it predicts
     (leave them out when the predictions sit on their corners: the lines hide under the markers).
+    With ``numbered``, each prediction carries its corner's number too, in red, for predictions
+    that crowd one side of the square, where the lines overlap.
 
     ``source`` ``(N, L_s, 2)``, ``target`` and ``predicted`` ``(N, L_t, 2)``. Returns the Figure.
     """
@@ -83,6 +85,11 @@ def sequence_predictions(source, target, predicted=None, n=8, n_cols=4, joins=Tr
             for order, (guess, truth) in enumerate(zip(predicted[index], target[index]) if joins else ()):
                 ax.plot([guess[0], truth[0]], [guess[1], truth[1]], color="tab:red", lw=0.8, ls=":", alpha=0.8,
                         label="prediction to its corner" if order == 0 else None)
+            for order, guess in enumerate(predicted[index] if numbered else ()):  # alternate sides: crosses meet
+                right = order % 2 == 0
+                ax.annotate(str(source.shape[1] + order), guess, textcoords="offset points",
+                            xytext=(4, -4) if right else (-4, 4), ha="left" if right else "right",
+                            va="top" if right else "bottom", fontsize=7, color="tab:red")
         for order, (x, y) in enumerate(np.concatenate([source[index], target[index]])):  # outside the square,
             right, up = x >= 0, y >= 0  # away from the predictions, which fall between or inside the corners
             ax.annotate(str(order), (x, y), textcoords="offset points", xytext=(6 if right else -6, 5 if up else -5),
