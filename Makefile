@@ -75,11 +75,11 @@ test-other-cpu: $(INSTALLED)
 	$(ONE_THREAD) $(OTHER_CPU) $(PY) -m pytest --nbval notebooks/
 
 # The same strict pass on another torch release, in a virtual environment of its own
-# (.venv-torch-2.6.0 for the default, the oldest release the project declares), so that an output
+# (.venv-torch-2.7.0 for the default, the oldest release the project declares), so that an output
 # one release prints differently is caught here, not by an instructor. Another release:
 # make test-other-torch TORCH_SPEC="torch==2.11.0". PyPI's Linux wheels of these releases are CUDA
 # builds of a few GB; pip keeps them in its cache, and the environment stays for the next run.
-OTHER_TORCH := $(if $(filter command line environment,$(origin TORCH_SPEC)),$(TORCH_SPEC),torch==2.6.0)
+OTHER_TORCH := $(if $(filter command line environment,$(origin TORCH_SPEC)),$(TORCH_SPEC),torch==2.7.0)
 OTHER_VENV := .venv-$(subst ==,-,$(OTHER_TORCH))
 test-other-torch:
 	$(MAKE) --no-print-directory VENV=$(OTHER_VENV) TORCH_SPEC="$(OTHER_TORCH)" $(OTHER_VENV)/.installed

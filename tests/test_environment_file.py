@@ -19,8 +19,8 @@ def test_torch_comes_from_conda_forge_in_the_projects_range():
     environment = _environment()
     assert environment["channels"] == ["conda-forge"]
     conda = [spec for spec in environment["dependencies"] if isinstance(spec, str)]
-    assert "pytorch>=2.6" in conda  # the lower bound pyproject.toml declares
-    assert "torch>=2.6" in (ROOT / "pyproject.toml").read_text()
+    assert "pytorch>=2.7" in conda  # the lower bound pyproject.toml declares
+    assert "torch>=2.7" in (ROOT / "pyproject.toml").read_text()
 
 
 def test_pip_installs_the_course_and_no_torch_of_its_own():
