@@ -114,6 +114,16 @@ def test_fully_sharded_on_two_processes_takes_the_one_process_steps_holding_half
     assert max(result["local_elements"] for result in two) <= one.shape[1] * 0.6  # about half each
 
 
+def test_fully_sharded_on_a_backend_that_sums_instead_of_averaging_still_takes_the_one_process_steps():
+    from summing_backend import fsdp_train_on_a_summing_backend
+
+    one = manual_train(0, 1, RUN)
+    two = run_ranks(fsdp_train_on_a_summing_backend, 2, RUN)
+    for rank, result in enumerate(two):
+        assert result["backend_averages"] is False  # the probe saw the sum
+        torch.testing.assert_close(result["parameters"], one, rtol=0, atol=1e-6, msg=f"rank {rank}")
+
+
 def test_all_reduce_leaves_the_sum_on_every_rank_and_runs_of_several_seeds_share_one_start():
     from stepbystep.training.data_parallel import all_reduce_values, manual_train_runs
 

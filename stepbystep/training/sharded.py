@@ -4,17 +4,20 @@ Each rank keeps 1/N of every parameter (a ``DTensor`` shard), of its gradient an
 state. Before a layer runs, an all-gather assembles its full weights, freed after use; after the
 backward pass a reduce-scatter leaves each rank the mean gradient of its own shard, and the optimizer
 steps only that shard. The arithmetic is the data-parallel step's, so the model is the same.
-It runs on ``gloo`` on the CPU (torch 2.13).
+It runs on ``gloo`` on the CPU from PyTorch 2.7 on. FSDP asks the backend for the mean (``ReduceOp.AVG``);
+gloo on some releases (2.7 among them) returns the sum instead, silently (PyTorch issue 162338, 2025):
+``reduce_scatter_averages`` asks, and ``fsdp_train`` divides the loss by N itself where it sums.
 """
 import warnings
 
 import torch
+import torch.distributed as dist
 from torch.distributed.fsdp import fully_shard
 
 from ..models.gpt.model import completion_loss
 from .data_parallel import build_model, check_shards, rank_and_world, repeat_dataset
 
-__all__ = ["fsdp_train", "full_parameters"]
+__all__ = ["fsdp_train", "full_parameters", "reduce_scatter_averages"]
 
 
 def full_parameters(model):
@@ -23,10 +26,20 @@ def full_parameters(model):
                       for p in model.parameters()])
 
 
+def reduce_scatter_averages(world_size):
+    """Whether the process group's reduce-scatter with ``ReduceOp.AVG`` returns the mean (True) or the
+    sum (False): each rank sends ones, so the mean is 1 and the sum N. A collective: every rank calls it."""
+    reduce_scatter = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor  # FSDP's call
+    received = torch.empty(1)
+    reduce_scatter(received, torch.ones(world_size), op=dist.ReduceOp.AVG)  # (1,)
+    return bool(received.item() == 1.0)
+
+
 def fsdp_train(rank, world_size, run):
     """``data_parallel.manual_train``'s run (contiguous shards of each global batch, in order) with each
     layer and the whole model wrapped by ``fully_shard``. Returns ``{"parameters": (steps, P) after every
-    step, gathered, "local_elements": how many parameter numbers this rank holds, "total_elements": P}``."""
+    step, gathered, "local_elements": how many parameter numbers this rank holds, "total_elements": P,
+    "backend_averages": whether the reduce-scatter averaged (else the loss was divided by N here)}``."""
     rank, world_size = rank_and_world(world_size)
     shard = check_shards(run.global_batch, world_size)
     inputs, targets = repeat_dataset(run).tensors
@@ -36,15 +49,18 @@ def fsdp_train(rank, world_size, run):
         fully_shard(layer)
     fully_shard(model)  # the rest: embedding (tied to the output layer), final norm
     local = sum(p.to_local().numel() for p in model.parameters())
+    averages = reduce_scatter_averages(world_size)
+    scale = 1.0 if averages else 1.0 / world_size  # a backend that sums gets each rank's loss / N
     optimizer = torch.optim.SGD(model.parameters(), lr=run.lr, momentum=0.9)  # steps the shards
     n_batches, snapshots = run.n_samples // run.global_batch, []
     for step in range(run.steps):
         start = (step % n_batches) * run.global_batch + rank * shard
         with warnings.catch_warnings():  # the logits are a view; nothing here changes them in place
             warnings.filterwarnings("ignore", message=".*returned a view tensor")
-            loss = completion_loss(model(inputs[start:start + shard]), targets[start:start + shard])
+            loss = scale * completion_loss(model(inputs[start:start + shard]), targets[start:start + shard])
         optimizer.zero_grad(set_to_none=True)
         loss.backward()  # reduce-scatter: each rank gets the mean gradient of its shard
         optimizer.step()
         snapshots.append(full_parameters(model))
-    return {"parameters": torch.stack(snapshots), "local_elements": local, "total_elements": total}
+    return {"parameters": torch.stack(snapshots), "local_elements": local, "total_elements": total,
+            "backend_averages": averages}
