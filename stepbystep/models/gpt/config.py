@@ -41,7 +41,7 @@ class DecoderConfig:
         ``norm_first=False``; with ``norm_first=True``, Gemma's norms on both sides); see ``SubLayerWrapper``.
     sliding_window: ``None`` (every earlier token), or ``w``: each query reads at most the ``w`` most
         recent tokens, itself included, as Mistral counts them, and each layer's cache holds at most
-        ``attention_sinks + w`` tokens; see ``window_mask`` and ``WindowBuffer``. Counted over the
+        ``attention_sinks + w`` tokens; see ``window_mask`` and ``WindowedKVCache``. Counted over the
         stream's tokens, padding included (as transformers counts them).
     attention_sinks: with a window, the stream's first ``k`` tokens stay readable beside it (Xiao et
         al. 2023's attention sinks, at their positions in the stream, not in the cache); ``0``: none.
