@@ -39,8 +39,8 @@ def attend(q, k, v, mask=None, bias=None, dropout=None, need_weights=True):
     ``need_weights=False`` runs PyTorch's fused kernel instead (the same context up to rounding;
     the weights are ``None``), under the same rules: a row whose every key is masked gives zeros.
     """
-    while mask is not None and 2 < mask.dim() < q.dim():
-        mask = mask.unsqueeze(1)  # (N, 1, ..., L_q, L_k): one mask for every head
+    if mask is not None and 2 < mask.dim() < q.dim():  # (N, L_q, L_k) -> (N, 1, ..., L_q, L_k): one mask for every head
+        mask = mask.reshape(mask.shape[:1] + (1,) * (q.dim() - mask.dim()) + mask.shape[1:])
     groups = q.shape[-3] // k.shape[-3] if q.dim() > 3 else 1  # query heads per key head
     if not need_weights:
         return _fused(q, k, v, mask, bias, dropout, groups), None
