@@ -28,11 +28,8 @@ class NarrowMultiHeadAttention(HeadsInput, nn.Module):
         d_model: size of each element's vector.
         dropout: dropout on the attention weights (training only).
         store_alphas: keep the weights of the last call in ``alphas`` ``(N, h, L_q, L_k)`` (before
-            dropout), computing them step by step (``attend``); ``False``: PyTorch's fused kernel,
-            the same outputs, ``alphas`` ``None``. The rule for every default in the package: a
-            module or model keeps them (``True``), so that what a learner builds shows what it
-            attended to; the decoder-only models (``DecoderConfig``) do not, because they generate
-            token by token, and show them on request (``attention_weights``).
+            dropout), computing them step by step; ``False``: PyTorch's fused kernel, the same
+            outputs, ``alphas`` ``None`` (the weights rule: ``scaled_dot_product``'s docstring).
         rotary: ``None`` or a ``RotaryEmbedding`` over ``d_k`` that rotates queries and keys (RoPE).
         n_kv_heads: grouped-query attention (Ainslie et al. 2023): only ``n_kv_heads`` heads of keys
             and values, each read by ``n_heads // n_kv_heads`` query heads in a row; ``1`` is
@@ -154,12 +151,12 @@ class NarrowMultiHeadAttention(HeadsInput, nn.Module):
 @contextmanager
 def keeping_weights(*attentions):
     """Run the ``with`` block with each attention keeping its weights in ``alphas`` (``store_alphas``
-    on: the written-out path), then put every setting back, even after an error."""
-    stored = [attention.store_alphas for attention in attentions]
+    on: the written-out path), then switch off again those it switched on, even after an error."""
+    switched = [attention for attention in attentions if not attention.store_alphas]
     try:
-        for attention in attentions:
+        for attention in switched:
             attention.store_alphas = True
         yield
     finally:
-        for attention, store in zip(attentions, stored):
-            attention.store_alphas = store
+        for attention in switched:
+            attention.store_alphas = False
