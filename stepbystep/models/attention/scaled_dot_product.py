@@ -19,7 +19,7 @@ import torch.nn.functional as F
 from ...checks import check_tensor
 from .masks import as_keep_mask, keep_mask
 
-__all__ = ["scaled_dot_product", "attend", "masked_softmax"]
+__all__ = ["scaled_dot_product", "attend", "scores", "masked_softmax"]
 
 
 def masked_softmax(scores, mask=None):
@@ -32,6 +32,13 @@ def masked_softmax(scores, mask=None):
     # the most negative finite number rather than -inf keeps softmax (and its gradient) finite
     weights = torch.softmax(scores.masked_fill(~mask, torch.finfo(scores.dtype).min), dim=-1)
     return weights * mask  # zero for masked keys, zero rows where every key is masked
+
+
+def scores(q, k, bias=None):
+    """The attention scores ``q kᵀ / √d_k (+ bias)``: ``q`` ``(..., L_q, d_k)``, ``k`` ``(..., L_k, d_k)``
+    -> ``(..., L_q, L_k)``; ``bias`` (ALiBi's) broadcasts to them."""
+    s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (..., L_q, L_k)
+    return s if bias is None else s + bias  # e.g. -slope x distance
 
 
 def attend(q, k, v, mask=None, bias=None, dropout=None, store_alphas=True, *, need_weights=None):
@@ -61,10 +68,7 @@ def attend(q, k, v, mask=None, bias=None, dropout=None, store_alphas=True, *, ne
         return _fused(q, k, v, mask, bias, dropout, groups), None
     if groups > 1:
         k, v = k.repeat_interleave(groups, dim=-3), v.repeat_interleave(groups, dim=-3)  # (N, h, L_k, d)
-    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (N, ..., L_q, L_k)
-    if bias is not None:
-        scores = scores + bias  # e.g. -slope x distance
-    weights = masked_softmax(scores, mask)  # (N, ..., L_q, L_k)
+    weights = masked_softmax(scores(q, k, bias), mask)  # (N, ..., L_q, L_k)
     context = (weights if dropout is None else dropout(weights)) @ v  # (N, ..., L_q, d_v)
     return context, weights
 

@@ -2,14 +2,12 @@
 side (``WideMultiHeadAttention``, the book's ``MultiHeadAttention``), in the book's two steps
 ``init_keys(keys)`` then ``forward(query, mask)``.
 """
-import math
-
 import torch
 from torch import nn
 
 from ...checks import check_positive_int, check_tensor
 from .masks import keep_mask
-from .scaled_dot_product import attend
+from .scaled_dot_product import attend, scores
 
 __all__ = ["Attention", "WideMultiHeadAttention"]
 
@@ -72,9 +70,7 @@ class Attention(nn.Module):
         """Scaled dot products of the projected query with the projected keys: ``(N, L_q, L_k)``."""
         self._check_input("query", query)
         self._check_keys(query)
-        proj_query = self.linear_query(query)  # (N, L_q, d_k)
-        dot_products = proj_query @ self.proj_keys.transpose(-2, -1)  # (N, L_q, L_k)
-        return dot_products / math.sqrt(self.d_k)  # (N, L_q, L_k)
+        return scores(self.linear_query(query), self.proj_keys)  # (N, L_q, L_k)
 
     def forward(self, query, mask=None):
         self._check_input("query", query)
