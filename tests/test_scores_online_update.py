@@ -1,12 +1,12 @@
 """One score function and one online-softmax update (chapters 02-03 and 14): ``scores`` is what
 ``attend`` and the book's two ``score_function`` softmax, so their weights are the modules' own (with
-QK-norm, shared key heads and RoPE too); ``online_update`` is the one running update the row steps,
-the block steps and the tiled kernel take, and its empty rows stay finite."""
+QK-norm, shared key heads and RoPE too); ``online_update`` is the one running update of the row
+steps and the block steps, the tiled kernel's written-out loop (which chapter 14 prints and measures)
+gives its numbers, and its empty rows stay finite."""
 import pytest
 import torch
 
 import stepbystep.models.attention.online_softmax as online_softmax
-import stepbystep.models.attention.tiled as tiled
 from stepbystep.book import MultiHeadedAttention
 from stepbystep.models import (Attention, RotaryEmbedding, attend, attention_row_steps, masked_softmax,
                                online_softmax_steps, tiled_attention)
@@ -47,7 +47,7 @@ def test_the_books_score_function_gives_forwards_weights_with_every_option(qk_no
                                rtol=1e-5, atol=1e-6)
 
 
-def test_every_online_softmax_loop_takes_the_one_update(monkeypatch):
+def test_both_step_functions_take_the_one_update(monkeypatch):
     calls = []
 
     def counted(*args):
@@ -55,12 +55,21 @@ def test_every_online_softmax_loop_takes_the_one_update(monkeypatch):
         return online_update(*args)
 
     monkeypatch.setattr(online_softmax, "online_update", counted)
-    monkeypatch.setattr(tiled, "online_update", counted)
     torch.manual_seed(0)
     online_softmax_steps(torch.randn(10), 4)
     attention_row_steps(torch.randn(8), torch.randn(10, 8), torch.randn(10, 3), 5)
-    tiled_attention(*(torch.randn(1, 2, 6, 4) for _ in range(3)), block_q=3, block_k=3)
-    assert calls == [(4,), (4,), (2,), (5,), (5,)] + [(1, 2, 3, 3)] * 4
+    assert calls == [(4,), (4,), (2,), (5,), (5,)]
+
+
+def test_the_tiled_loop_gives_the_updates_numbers():
+    torch.manual_seed(0)
+    q, k, v = torch.randn(1, 2, 6, 4), torch.randn(1, 2, 9, 4), torch.randn(1, 2, 9, 3)
+    s = q @ k.transpose(-2, -1) / 2  # (N, H, L_q, L_k)
+    m, l, acc = torch.full((1, 2, 6), float("-inf")), torch.zeros(1, 2, 6), torch.zeros(1, 2, 6, 3)
+    for start in (0, 3, 6):
+        m, l, acc = online_update(m, l, s[..., start:start + 3], acc, v[..., start:start + 3, :])
+    ours = tiled_attention(q, k, v, block_q=6, block_k=3)
+    torch.testing.assert_close(ours, acc / l.unsqueeze(-1), rtol=0, atol=1e-7)
 
 
 def test_the_update_is_the_softmax_and_keeps_an_empty_row_finite():

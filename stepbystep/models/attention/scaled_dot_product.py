@@ -68,7 +68,8 @@ def attend(q, k, v, mask=None, bias=None, dropout=None, store_alphas=True, *, ne
         return _fused(q, k, v, mask, bias, dropout, groups), None
     if groups > 1:
         k, v = k.repeat_interleave(groups, dim=-3), v.repeat_interleave(groups, dim=-3)  # (N, h, L_k, d)
-    weights = masked_softmax(scores(q, k, bias), mask)  # (N, ..., L_q, L_k)
+    s = scores(q, k, bias)  # (N, ..., L_q, L_k)
+    weights = masked_softmax(s, mask)  # (N, ..., L_q, L_k)
     context = (weights if dropout is None else dropout(weights)) @ v  # (N, ..., L_q, d_v)
     return context, weights
 

@@ -14,7 +14,6 @@ import torch
 
 from ...checks import check_instance, check_positive_int, check_tensor
 from .masks import keep_mask
-from .online_softmax import online_update
 
 __all__ = ["CAUSAL_ALIGNMENTS", "TileCounts", "tile_plan", "tiled_attention"]
 
@@ -122,7 +121,13 @@ def _forward(q, k, v, mask, tiling, scale):
             k_tile = k[..., k_block[0]:k_block[1], :].to(dtype)  # (N, H, bk, d)
             v_tile = v[..., k_block[0]:k_block[1], :].to(dtype)  # (N, H, bk, d_v)
             s = _scores(q_tile, k_tile, keep)  # (N, H, bq, bk)
-            m, l, acc = online_update(m, l, s, acc, v_tile)  # (N, H, bq), (N, H, bq), (N, H, bq, d_v)
+            m_new = torch.maximum(m, s.amax(dim=-1))  # (N, H, bq): the max over every key read so far
+            m_safe = m_new.masked_fill(m_new == float("-inf"), 0.0)  # (N, H, bq): a row with no key yet subtracts 0
+            p = torch.exp(s - m_safe.unsqueeze(-1))  # (N, H, bq, bk): exp(score - new max); masked keys exp(-inf) = 0
+            rescale = torch.exp(m - m_safe)  # (N, H, bq): the old sums were relative to the old max: e^(m_old - m_new)
+            l = l * rescale + p.sum(dim=-1)  # (N, H, bq): old sum rescaled, plus this tile's
+            acc = acc * rescale.unsqueeze(-1) + p @ v_tile  # (N, H, bq, d_v): the same
+            m = m_new  # (N, H, bq)
         has_key = l > 0  # (N, H, bq): the largest score contributes e^0 = 1, so l >= 1 once a key was read
         rows = slice(q_block[0], q_block[1])
         out[..., rows, :] = acc / torch.where(has_key, l, 1.0).unsqueeze(-1)  # (N, H, bq, d_v): zeros with no key; cast
