@@ -28,7 +28,7 @@ def test_both_kernels_read_each_mask_shape_as_the_full_mask(shape):
         mask = full
     expected, expected_weights = attend(q, k, v, full.expand(-1, q.shape[1], -1, -1))
     written, weights = attend(q, k, v, mask)
-    fused, _ = attend(q, k, v, mask, need_weights=False)
+    fused, _ = attend(q, k, v, mask, store_alphas=False)
     assert written.shape == q.shape and fused.shape == q.shape
     torch.testing.assert_close(written, expected)
     torch.testing.assert_close(weights, expected_weights)
@@ -40,7 +40,7 @@ def test_a_two_d_mask_against_one_batch_keeps_its_shape():
     q, k, v, full = _inputs(n=1, h=2, l_q=6, l_k=6)
     causal = torch.ones(6, 6, dtype=torch.bool).tril()  # (L_q, L_k)
     written, weights = attend(q, k, v, causal)
-    fused, _ = attend(q, k, v, causal, need_weights=False)
+    fused, _ = attend(q, k, v, causal, store_alphas=False)
     assert written.shape == (1, 2, 6, 4) and weights.shape == (1, 2, 6, 6)
     torch.testing.assert_close(fused, written, atol=1e-5, rtol=1e-5)
     assert (weights.triu(1) == 0).all()

@@ -7,7 +7,8 @@ import torch
 
 from stepbystep.models import DecoderConfig, from_transformers, generate
 from stepbystep.models.attention.masks import window_mask
-from stepbystep.models.blocks.kv_cache import KVCache, LayerCache
+from stepbystep.models.blocks.kv_cache import KVCache
+from stepbystep.models.blocks.window_cache import WindowedKVCache, WindowedLayerCache
 from stepbystep.models.gpt.cache_memory import kv_cache_bytes
 
 transformers = pytest.importorskip("transformers")
@@ -40,8 +41,12 @@ def test_a_wrong_window_or_sinks_is_refused():
         DecoderConfig(10, d_model=8, n_heads=2, sliding_window=0).build()
     with pytest.raises(ValueError, match="attention_sinks must be a non-negative int"):
         DecoderConfig(10, d_model=8, n_heads=2, sliding_window=4, attention_sinks=-1).build()
-    with pytest.raises(ValueError, match="sinks=1 needs a window"):
-        KVCache(2, sinks=1)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'sinks'"):
+        KVCache(2, sinks=1)  # sinks need a window: a WindowedKVCache
+    with pytest.raises(ValueError, match="window must be a positive int"):
+        WindowedKVCache(2, 0)
+    with pytest.raises(ValueError, match="sinks must be a non-negative int"):
+        WindowedKVCache(2, 4, sinks=-1)
 
 
 def _model(window, sinks=0, n_heads=4, n_kv_heads=2, pad_id=None, seed=0, position_scheme="rope"):
@@ -117,7 +122,7 @@ def test_the_rolling_buffer_overwrites_in_place_and_keeps_the_sinks():
 
 
 def test_a_layer_cache_alone_refuses_a_stream_past_a_small_buffer():
-    layer = LayerCache(capacity=3, window=5)
+    layer = WindowedLayerCache(5, capacity=3)
     keys = torch.randn(1, 2, 3, 4)
     layer.extend(keys, keys)
     with pytest.raises(ValueError, match="the KV cache is full: it was preallocated for capacity=3 tokens"):

@@ -1,4 +1,4 @@
-"""One rule for when attention weights are kept (NarrowMultiHeadAttention's docstring): every
+"""One rule for when attention weights are kept (the docstring of attend's module, scaled_dot_product): every
 module and model keeps them by default, the decoder-only models (DecoderConfig) do not."""
 import inspect
 

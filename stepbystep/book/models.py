@@ -25,6 +25,7 @@ from ..models import (
     WideMultiHeadAttention,
     sinusoidal_table,
 )
+from ..models.attention.scaled_dot_product import scores
 
 __all__ = [
     "Attention",
@@ -75,8 +76,7 @@ class MultiHeadedAttention(NarrowMultiHeadAttention):
     def score_function(self, query):
         self._check_query(query)
         q = self.rotate(self.normed_chunks(self.linear_query(query), self.q_norm))  # (N, h, L_q, d_k)
-        k = self.proj_key.repeat_interleave(self.groups, dim=1)  # (N, h, L_k, d_k)
-        return q @ k.transpose(-2, -1) / self.d_k ** 0.5  # (N, h, L_q, L_k)
+        return scores(q, self.proj_key.repeat_interleave(self.groups, dim=1))  # (N, h, L_q, L_k)
 
     def forward(self, query, mask=None):
         self._check_query(query)

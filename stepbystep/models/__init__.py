@@ -28,7 +28,8 @@ from .metrics import SequenceCrossEntropy, masked_accuracy, sequence_accuracy, s
 from .seq2seq.decoding import beam_search, greedy_decode, sequence_log_probs
 from .seq2seq.toy_decoding import markov_beam_steps, markov_greedy
 from .seq2seq.translate import Translation, translate, translate_with_alignment
-from .blocks.kv_cache import KVCache, LayerCache, WindowBuffer
+from .blocks.kv_cache import KVCache, LayerCache
+from .blocks.window_cache import WindowBuffer, WindowedKVCache, WindowedLayerCache
 from .gpt.model import IGNORE_INDEX, POSITION_SCHEMES, DecoderOnlyLayer, DecoderOnlyTransformer, completion_loss
 from .gpt.attention_only import AttentionOnlyLayer, AttentionOnlyTransformer
 from .gpt.generation import complete, generate, left_pad, next_token_logits, sampling_distribution, top_k_filter, top_p_filter

@@ -1,4 +1,6 @@
 """Batches between loaders, the model and NumPy: split, forward, convert, repeat, resume a pass."""
+from enum import Enum
+
 import numpy as np
 import torch
 
@@ -7,7 +9,7 @@ from ..containers import map_structure
 from ..seeding import get_rng_state, set_rng_state
 
 __all__ = ["split_batch", "forward", "to_numpy", "numpy_to_tensor", "endless", "check_float_inputs", "resume",
-           "ran_out"]
+           "Pass", "ran_out"]
 
 
 def split_batch(batch):
@@ -85,15 +87,23 @@ def resume(loader, rng_state, n_done):
     return batches
 
 
+class Pass(Enum):
+    """Where a loader's pass stands when a call stops after a step (``ran_out``), and what comes next."""
+
+    ENDED = "ended"  # it has no batch left: the epoch ends now
+    READ_ON = "read on"  # it has batches left (or cannot tell): the next call reads on from the iterator
+    DRAW_AGAIN = "draw again"  # past its length it gave one more, which the iterator lacks: resume draws it again
+
+
 def ran_out(loader, batches, n_done):
-    """Whether ``loader``, if it has a length, has given its last batch after ``n_done``: None when
-    it has not (or cannot tell). Past its length it is asked for one more, as in an unbroken run (a
-    shuffling sampler draws its next order as it ends): True if it had none; False if it had one,
-    which ``batches`` then lacks: the streams go back, and resuming draws that batch again."""
+    """Whether ``loader``'s pass ended with its ``n_done``-th batch, a ``Pass``. Before its length (or
+    without one) it goes on: ``READ_ON``. Past its length it is asked for one more, as in an unbroken
+    run (a shuffling sampler draws its next order as it ends): ``ENDED`` if it had none; else
+    ``DRAW_AGAIN``: ``batches`` lacks that one, the streams go back, and resuming draws it again."""
     if not hasattr(loader, "__len__") or n_done < len(loader):
-        return None
+        return Pass.READ_ON
     before = get_rng_state(loader)
     if next(batches, None) is None:
-        return True
+        return Pass.ENDED
     set_rng_state(before, loader)
-    return False
+    return Pass.DRAW_AGAIN

@@ -19,7 +19,7 @@ from ..checks import check_instance, check_positive_int
 from ..containers import map_structure
 from ..devices import as_device, default_device, evaluating, model_dtype, move_to
 from ..seeding import get_rng_state, set_rng_state, set_seed
-from .batches import check_float_inputs, forward, numpy_to_tensor, ran_out, resume, split_batch, to_numpy
+from .batches import Pass, check_float_inputs, forward, numpy_to_tensor, ran_out, resume, split_batch, to_numpy
 from .callbacks import Callback, check_state, stateful
 from .checkpoint import check_compatible, load_all_or_nothing, read_checkpoint, save_checkpoint
 from .clipping import GradientClipping
@@ -44,6 +44,12 @@ def _loader_size(loader):
     size = getattr(loader, "batch_size", None)
     return {"n_batches": len(loader) if hasattr(loader, "__len__") else None,
             "batch_size": size if isinstance(size, int) else None}
+
+
+def _show(bar, **losses):
+    """One more unit on the progress bar, with the latest losses (those that are not None)."""
+    bar.update()
+    bar.set_postfix(**{name: f"{value:.4f}" for name, value in losses.items() if value is not None})
 
 
 class StepByStep:
@@ -311,41 +317,24 @@ class StepByStep:
         self._run(n_steps, "step", seed, progress)
 
     def _run(self, count, unit, seed, progress):
-        """Train until ``count`` epochs have ended (``unit='epoch'``) or ``count`` steps have run (``'step'``)."""
+        """Train until ``count`` more epochs have ended (``unit='epoch'``) or steps have run (``'step'``)."""
         if self.train_loader is None:
             raise RuntimeError("no data to train on: call set_loaders(train_loader, val_loader=None) first")
         self.should_stop = False
         bar = trange(count, desc=f"{unit}s", unit=unit, disable=not progress)
-        batches, done, started = None, 0, False
+        done = (lambda: self.total_steps) if unit == "step" else (lambda: self.total_epochs)
+        goal, started = done() + count, False
         try:
             self._call("on_train_start")  # inside: a callback that raises here still gets on_train_end
             self._start_streams(seed)
             started = True
-            while done < count:
-                batches = self._open_epoch() if batches is None else batches
-                batch = next(batches, None)
-                if batch is not None:
-                    loss = self._train_step(batch)
-                    if unit == "step":
-                        done += 1
-                        bar.update()
-                        bar.set_postfix(loss=f"{loss:.4f}")
-                    if unit == "epoch" or done < count:
-                        continue
-                    ended = ran_out(self.train_loader, batches, self._epoch["batches"])
-                    if not ended:  # the call stops inside the epoch: the next reads on from here
-                        self._live = (self.train_loader, batches) if ended is None else None  # False: one was taken
-                        continue
-                batches = None
-                loss, val_loss = self._close_epoch()
-                if unit == "epoch":
-                    done += 1
-                    bar.update()
-                    bar.set_postfix(loss=f"{loss:.4f}", **({} if val_loss is None else {"val_loss": f"{val_loss:.4f}"}))
-                if self.should_stop:
-                    break
+            while done() < goal and not self.should_stop:
+                if self._take_steps(self._open_epoch(), goal if unit == "step" else None, bar):
+                    loss, val_loss = self._close_epoch()
+                    if unit == "epoch":
+                        _show(bar, loss=loss, val_loss=val_loss)
         except KeyboardInterrupt:
-            rest = f"; the next call goes on {self._epoch['batches']} step(s) into the next" if self._epoch else ""
+            rest = f"; the next call goes on {self._epoch['batches']} step(s) into the open one" if self._epoch else ""
             print(f"Training interrupted: the history keeps the {self.total_epochs} completed epoch(s){rest}.")
         finally:
             bar.close()
@@ -353,6 +342,24 @@ class StepByStep:
                 self.rng_state = get_rng_state(self.train_loader)
             self.model.eval()
             self._call("on_train_end")
+
+    def _take_steps(self, batches, stop_at, bar):
+        """Train on ``batches`` until the loader runs out, or (``stop_at``: a step count, the bar
+        counting steps) until ``total_steps`` reaches ``stop_at``; whether the epoch ended."""
+        for batch in batches:
+            loss = self._train_step(batch)
+            if stop_at is not None:
+                _show(bar, loss=loss)
+                if self.total_steps == stop_at:
+                    return self._pause_epoch(batches)
+        return True
+
+    def _pause_epoch(self, batches):
+        """The call stops after a step: whether that step ended the epoch (``ran_out``); if not, the
+        next call reads on from ``batches`` or, when one batch was taken to tell, draws the epoch again."""
+        where = ran_out(self.train_loader, batches, self._epoch["batches"])
+        self._live = (self.train_loader, batches) if where is Pass.READ_ON else None
+        return where is Pass.ENDED
 
     # ----------------------------------------------------------------------------- using the model
     def predict(self, x):

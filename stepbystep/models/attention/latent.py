@@ -17,16 +17,17 @@ inference engine score the latents directly); a small decoupled part carries the
 import torch
 from torch import nn
 
-from ...checks import check_float_dtype, check_instance, check_positive_int
+from ...checks import check_instance, check_positive_int
 from ..norms import RMSNorm
 from ..positions.rotary import check_rotary
+from .heads_input import HeadsInput
 from .masks import keep_mask
 from .scaled_dot_product import attend
 
 __all__ = ["LatentAttention"]
 
 
-class LatentAttention(nn.Module):
+class LatentAttention(HeadsInput, nn.Module):
     """Multi-head latent attention, self-attention only, under the same call as
     ``NarrowMultiHeadAttention`` (so a ``DecoderOnlyLayer`` holds either).
 
@@ -47,6 +48,8 @@ class LatentAttention(nn.Module):
     tokens; ``cache`` a ``LayerCache`` that keeps the latents ``(N, 1, t, kv_latent_dim)`` as its keys
     and the shared rotated keys ``(N, 1, t, rope_head_dim)`` as its values. Returns ``(N, L, d_model)``.
     """
+
+    weight_name = "kv_down"  # the inputs must have this projection's dtype
 
     def __init__(self, n_heads, d_model, kv_latent_dim, rope_head_dim, nope_head_dim, v_head_dim, q_latent_dim=None,
                  dropout=0.1, store_alphas=True, rotary=None, bias=False):
@@ -82,12 +85,6 @@ class LatentAttention(nn.Module):
         """Rotate the queries' and the shared key's ``rope_head_dim`` part with ``rotary``."""
         self.rotary = check_rotary(rotary, self.rope_head_dim, "rope_head_dim")
 
-    def rotate(self, x, rotation):
-        """The rotated part ``(N, h, L, rope_head_dim)`` turned by ``rotation`` (``None``: at ``0 .. L - 1``)."""
-        if rotation is None:
-            return self.rotary.rotate(x, torch.arange(x.shape[-2], device=x.device))
-        return self.rotary.rotate_with(x, rotation)
-
     def queries(self, x, rotation):
         """Each head's query ``[q_nope, RoPE(q_rope)]``: ``(N, L, d_model)`` -> ``(N, h, L, d_k)``."""
         q = self.linear_query(x) if self.q_latent_dim is None else self.query_up(self.query_norm(self.query_down(x)))
@@ -117,28 +114,17 @@ class LatentAttention(nn.Module):
             raise ValueError("latent attention needs rotary positions: give it a RotaryEmbedding (set_rotary)")
         if key is not None or bias is not None:
             raise ValueError("latent attention is self-attention with rotary positions only: key and bias must be None")
-        if rotation is None and cache is not None and cache.keys is not None:  # the new tokens go on after the cached ones
-            rotation = self.rotary.after(cache.length, x.shape[1], x.device)  # the tokens seen, held or dropped
+        rotation = self.new_rotation(x, rotation, cache)  # after the cached tokens
         q = self.queries(x, rotation)  # (N, h, L, d_k)
         latent, k_rope = self.latents(x, rotation)  # (N, 1, L, r), (N, 1, L, d_r)
         if cache is not None:
             latent, k_rope = cache.extend(latent, k_rope)  # (N, 1, t, r), (N, 1, t, d_r): the earlier tokens' too
         k, v = self.keys_values(latent, k_rope)  # (N, h, t, d_k), (N, h, t, d_v)
         if mask is not None:
-            mask = keep_mask(mask, q.shape[0], q.shape[2], k.shape[2]).unsqueeze(1)  # (1 or N, 1, 1 or L, t)
+            mask = keep_mask(mask, q.shape[0], q.shape[2], k.shape[2])  # (1 or N, 1 or L, t)
         context, alphas = attend(q, k, v, mask, None, self.dropout, self.store_alphas)  # (N, h, L, d_v)
         self.alphas = None if alphas is None else alphas.detach()  # (N, h, L, t)
         return self.linear_out(context.transpose(1, 2).flatten(2))  # (N, L, d_model)
-
-    def check_input(self, name, x):
-        """Raise a clear error unless ``x`` is ``(N, L, d_model)``, ``L >= 1``, of the weights' dtype."""
-        if not isinstance(x, torch.Tensor):
-            raise TypeError(f"{name} must be a tensor (N, L, {self.d_model}), got {type(x).__name__}")
-        if x.dim() != 3 or x.shape[2] != self.d_model or x.shape[1] == 0:
-            raise ValueError(f"{name} must have shape (N, L, {self.d_model}) with L >= 1, got {tuple(x.shape)}")
-        dtype = self.kv_down.weight.dtype
-        if x.dtype != dtype:
-            check_float_dtype(name, x, dtype)
 
     def extra_repr(self):
         q = "" if self.q_latent_dim is None else f", q_latent_dim={self.q_latent_dim}"

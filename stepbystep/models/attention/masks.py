@@ -30,19 +30,25 @@ def subsequent_mask(size, device=None):
     return torch.tril(ones).unsqueeze(0)  # (1, L, L)
 
 
-def window_mask(query_index, key_index, window, sinks=0):
+def window_mask(query_index, key_index, window, sinks=0, causal=False):
     """Sliding-window keep-mask ``(1, L_q, L_k)`` (chapter 17) from the stream indices of the queries
     ``(L_q,)`` and of the keys ``(L_k,)``: query ``i`` may read key ``j`` when ``i - j < window`` (the
     ``window`` most recent tokens, itself included, as Mistral's mask ``j > i - window`` counts them;
     Jiang et al., Mistral 7B, 2023) or when ``j < sinks``, the stream's first tokens kept readable
     beside the window (attention sinks: Xiao et al., Efficient Streaming Language Models with
-    Attention Sinks, 2023). Combine it with the causal mask (``j <= i``): it says nothing of the future."""
+    Attention Sinks, 2023). It says nothing of the future unless ``causal`` (then also ``j <= i``)."""
     check_positive_int("window", window)
     check_non_negative_int("sinks", sinks)
     check_tensor("query_index", query_index, ndim=1)  # (L_q,)
     check_tensor("key_index", key_index, ndim=1)  # (L_k,)
+    return window_keep(query_index, key_index, window, sinks, causal)
+
+
+def window_keep(query_index, key_index, window, sinks, causal):
+    """``window_mask`` unchecked, for a caller that checked ``window`` and ``sinks`` once (the cache, each step)."""
     distance = query_index.unsqueeze(1) - key_index.unsqueeze(0)  # (L_q, L_k): how far back each key is
-    return ((distance < window) | (key_index < sinks).unsqueeze(0)).unsqueeze(0)  # (1, L_q, L_k)
+    keep = (distance < window) | (key_index < sinks).unsqueeze(0)  # (L_q, L_k)
+    return (keep & (distance >= 0) if causal else keep).unsqueeze(0)  # (1, L_q, L_k)
 
 
 def padding_mask(ids, pad_id=0):

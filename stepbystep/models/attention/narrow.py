@@ -7,9 +7,10 @@ from contextlib import contextmanager
 import torch
 from torch import nn
 
-from ...checks import check_choice, check_float_dtype, check_instance, check_positive_int
+from ...checks import check_choice, check_instance, check_positive_int
 from ..norms import RMSNorm
 from ..positions.rotary import check_rotary
+from .heads_input import HeadsInput
 from .masks import keep_mask
 from .scaled_dot_product import attend
 
@@ -18,7 +19,7 @@ __all__ = ["QK_NORMS", "NarrowMultiHeadAttention", "keeping_weights"]
 QK_NORMS = ("head", "all")
 
 
-class NarrowMultiHeadAttention(nn.Module):
+class NarrowMultiHeadAttention(HeadsInput, nn.Module):
     """Multi-head attention whose heads each read a ``d_k = d_model // n_heads`` slice (the wide
     heads of ``WideMultiHeadAttention`` read all of ``d_model``).
 
@@ -27,11 +28,8 @@ class NarrowMultiHeadAttention(nn.Module):
         d_model: size of each element's vector.
         dropout: dropout on the attention weights (training only).
         store_alphas: keep the weights of the last call in ``alphas`` ``(N, h, L_q, L_k)`` (before
-            dropout), computing them step by step (``attend``); ``False``: PyTorch's fused kernel,
-            the same outputs, ``alphas`` ``None``. The rule for every default in the package: a
-            module or model keeps them (``True``), so that what a learner builds shows what it
-            attended to; the decoder-only models (``DecoderConfig``) do not, because they generate
-            token by token, and show them on request (``attention_weights``).
+            dropout), computing them step by step; ``False``: PyTorch's fused kernel, the same
+            outputs, ``alphas`` ``None`` (the weights rule: ``scaled_dot_product``'s docstring).
         rotary: ``None`` or a ``RotaryEmbedding`` over ``d_k`` that rotates queries and keys (RoPE).
         n_kv_heads: grouped-query attention (Ainslie et al. 2023): only ``n_kv_heads`` heads of keys
             and values, each read by ``n_heads // n_kv_heads`` query heads in a row; ``1`` is
@@ -103,14 +101,6 @@ class NarrowMultiHeadAttention(nn.Module):
         """Merge the heads ``(N, h, L_q, d_k)`` -> ``(N, L_q, d_model)``, then ``linear_out``."""
         return self.linear_out(contexts.transpose(1, 2).flatten(2))
 
-    def rotate(self, x, rotation=None):
-        """Queries or keys ``(N, h, L, d_k)`` turned by ``rotation`` (RoPE; ``None``: at ``0 .. L - 1``)."""
-        if self.rotary is None:
-            return x
-        if rotation is None:
-            return self.rotary.rotate(x, torch.arange(x.shape[-2], device=x.device))
-        return self.rotary.rotate_with(x, rotation)
-
     def project_keys(self, key, rotation=None):
         """Keys (turned) and values of ``key`` ``(N, L_k, d_model)``: ``(N, n_kv_heads, L_k, d_k)`` each."""
         keys = self.rotate(self.normed_chunks(self.linear_key(key), self.k_norm), rotation)  # (N, n_kv_heads, L_k, d_k)
@@ -118,9 +108,7 @@ class NarrowMultiHeadAttention(nn.Module):
 
     def forward(self, x, key=None, mask=None, bias=None, rotation=None, cache=None):
         self._check_inputs(x, key)
-        if rotation is None and self.rotary is not None and cache is not None and not cache.static \
-                and cache.keys is not None and key is None:  # the new tokens go on after the cached ones
-            rotation = self.rotary.after(cache.length, x.shape[1], x.device)  # the tokens seen, held or dropped
+        rotation = self.new_rotation(x, rotation, cache) if key is None else rotation  # after the cached tokens
         q = self.rotate(self.normed_chunks(self.linear_query(x), self.q_norm), rotation)  # (N, h, L_q, d_k)
         if cache is not None and cache.static and cache.keys is not None:
             k, v = cache.keys, cache.values  # cross-attention: the encoder's states, projected at the first step
@@ -129,22 +117,12 @@ class NarrowMultiHeadAttention(nn.Module):
             if cache is not None:
                 k, v = cache.extend(k, v)  # (N, n_kv_heads, t, d_k): the earlier tokens' too
         if mask is not None:
-            mask = keep_mask(mask, q.shape[0], q.shape[2], k.shape[2]).unsqueeze(1)  # (1 or N, 1, 1 or L_q, t)
+            mask = keep_mask(mask, q.shape[0], q.shape[2], k.shape[2])  # (1 or N, 1 or L_q, t)
         if bias is not None:
             bias = self._checked_bias(bias, q.shape[0], q.shape[2], k.shape[2]).to(q.dtype)  # ([1 or N,] h, L_q, t)
         context, alphas = attend(q, k, v, mask, bias, self.dropout, self.store_alphas)  # (N, h, L_q, d_k)
         self.alphas = None if alphas is None else alphas.detach()  # (N, h, L_q, t)
         return self.output_function(context)  # (N, L_q, d_model)
-
-    def check_input(self, name, x):
-        """Raise a clear error unless ``x`` is ``(N, L, d_model)``, ``L >= 1``, of the weights' dtype."""
-        if not isinstance(x, torch.Tensor):
-            raise TypeError(f"{name} must be a tensor (N, L, {self.d_model}), got {type(x).__name__}")
-        if x.dim() != 3 or x.shape[2] != self.d_model or x.shape[1] == 0:
-            raise ValueError(f"{name} must have shape (N, L, {self.d_model}) with L >= 1, got {tuple(x.shape)}")
-        dtype = self.linear_query.weight.dtype  # read at each call: a reassigned weight counts
-        if x.dtype != dtype:  # the rule itself (autocast's exemption) only off the common path
-            check_float_dtype(name, x, dtype)
 
     def _check_inputs(self, x, key):
         self.check_input("x", x)
@@ -173,12 +151,12 @@ class NarrowMultiHeadAttention(nn.Module):
 @contextmanager
 def keeping_weights(*attentions):
     """Run the ``with`` block with each attention keeping its weights in ``alphas`` (``store_alphas``
-    on: the written-out path), then put every setting back, even after an error."""
-    stored = [attention.store_alphas for attention in attentions]
+    on: the written-out path), then switch off again those it switched on, even after an error."""
+    switched = [attention for attention in attentions if not attention.store_alphas]
     try:
-        for attention in attentions:
+        for attention in switched:
             attention.store_alphas = True
         yield
     finally:
-        for attention, store in zip(attentions, stored):
-            attention.store_alphas = store
+        for attention in switched:
+            attention.store_alphas = False

@@ -8,7 +8,25 @@ import torch
 
 from ...checks import check_positive_int, check_tensor
 
-__all__ = ["merge_partials", "online_softmax_steps", "attention_row_steps"]
+__all__ = ["merge_partials", "online_update", "online_softmax_steps", "attention_row_steps"]
+
+
+def online_update(m, l, s, acc=None, v=None):
+    """The running state after one more block of scores ``s`` ``(..., b)``: the max ``m`` ``(...)``, the
+    sum ``l = Σ exp(score - m)`` ``(...)`` and, with the block's values ``v`` (``(b, d_v)``, or
+    ``(N, H, b, d_v)`` for scores ``(N, H, L_q, b)``), the output sum ``acc = Σ exp(score - m) · value``
+    ``(..., d_v)``. When the max grows, the old sums are
+    rescaled by ``e^(m_old - m_new)``. A row with no key yet (``m = -inf``, scores ``-inf``) subtracts
+    0, so it stays empty, never NaN. Returns ``(m, l, acc)``.
+    """
+    m_new = torch.maximum(m, s.amax(dim=-1))  # (...): the max over every key read so far
+    m_safe = m_new.masked_fill(m_new == float("-inf"), 0.0)  # (...): a row with no key yet subtracts 0
+    p = torch.exp(s - m_safe.unsqueeze(-1))  # (..., b): exp(score - new max); masked keys exp(-inf) = 0
+    rescale = torch.exp(m - m_safe)  # (...): the old sums were relative to the old max
+    l = l * rescale + p.sum(dim=-1)  # (...): old sum rescaled, plus this block's
+    if v is not None:
+        acc = acc * rescale.unsqueeze(-1) + p @ v  # (..., d_v): the same
+    return m_new, l, acc
 
 
 def merge_partials(m1, l1, o1, m2, l2, o2):
@@ -39,10 +57,7 @@ def online_softmax_steps(x, block):
     m, l = torch.tensor(float("-inf"), dtype=x.dtype), torch.tensor(0.0, dtype=x.dtype)  # (), ()
     ms, ls = [], []
     for start in range(0, x.shape[0], block):
-        chunk = x[start:start + block]  # (b,)
-        m_new = torch.maximum(m, chunk.max())  # (): the max so far
-        l = l * torch.exp(m - m_new) + torch.exp(chunk - m_new).sum()  # (): old sum rescaled, plus the block's
-        m = m_new  # ()
+        m, l, _ = online_update(m, l, x[start:start + block])  # (), (): the max so far, the sum rescaled to it
         ms.append(m)
         ls.append(l)
     return torch.stack(ms), torch.stack(ls), torch.exp(x - m) / l
@@ -67,13 +82,7 @@ def attention_row_steps(q_row, k, v, block_k):
     acc = torch.zeros(v.shape[1], dtype=q_row.dtype)  # (d_v,)
     ms, ls, os = [], [], []
     for start in range(0, k.shape[0], block_k):
-        s = scores[start:start + block_k]  # (b,)
-        m_new = torch.maximum(m, s.max())  # ()
-        p = torch.exp(s - m_new)  # (b,)
-        rescale = torch.exp(m - m_new)  # ()
-        l = l * rescale + p.sum()  # ()
-        acc = acc * rescale + p @ v[start:start + block_k]  # (d_v,)
-        m = m_new  # ()
+        m, l, acc = online_update(m, l, scores[start:start + block_k], acc, v[start:start + block_k])  # (), (), (d_v,)
         ms.append(m)
         ls.append(l)
         os.append(acc / l)

@@ -1,7 +1,17 @@
 """Scaled dot-product attention (chapter 02): ``attend`` is the formula every model calls, written
 out or through PyTorch's fused kernel under the same mask rules; ``scaled_dot_product`` checks a
-learner's inputs first."""
+learner's inputs first.
+
+The weights rule, one switch under one name, ``store_alphas``: ``True`` computes the weights step by
+step and returns them (a module keeps them in ``alphas`` ``(N, h, L_q, L_k)``, before dropout);
+``False`` runs PyTorch's fused kernel, the same outputs up to rounding, and no weights. The default
+everywhere: a function, module or model keeps them (``True``), so that what a learner builds shows
+what it attended to; the decoder-only models (``DecoderConfig``) do not, because they generate token
+by token, and show them on request (``attention_weights``, through ``keeping_weights``). The wide
+heads (``Attention``) always keep them.
+"""
 import math
+import warnings
 
 import torch
 import torch.nn.functional as F
@@ -9,7 +19,7 @@ import torch.nn.functional as F
 from ...checks import check_tensor
 from .masks import as_keep_mask, keep_mask
 
-__all__ = ["scaled_dot_product", "attend", "masked_softmax"]
+__all__ = ["scaled_dot_product", "attend", "scores", "masked_softmax"]
 
 
 def masked_softmax(scores, mask=None):
@@ -24,7 +34,14 @@ def masked_softmax(scores, mask=None):
     return weights * mask  # zero for masked keys, zero rows where every key is masked
 
 
-def attend(q, k, v, mask=None, bias=None, dropout=None, need_weights=True):
+def scores(q, k, bias=None):
+    """The attention scores ``q kᵀ / √d_k (+ bias)``: ``q`` ``(..., L_q, d_k)``, ``k`` ``(..., L_k, d_k)``
+    -> ``(..., L_q, L_k)``; ``bias`` (ALiBi's) broadcasts to them."""
+    s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (..., L_q, L_k)
+    return s if bias is None else s + bias  # e.g. -slope x distance
+
+
+def attend(q, k, v, mask=None, bias=None, dropout=None, store_alphas=True, *, need_weights=None):
     """``softmax(q kᵀ / √d_k + bias) v``: the context and the weights (taken before ``dropout``).
 
     Shapes: ``q`` ``(N, ..., L_q, d_k)``, ``k`` ``(N, ..., L_k, d_k)``, ``v``
@@ -36,20 +53,23 @@ def attend(q, k, v, mask=None, bias=None, dropout=None, need_weights=True):
     ``nn.Dropout`` on the weights.
     Returns the context ``(N, ..., L_q, d_v)`` and the weights ``(N, ..., L_q, L_k)``.
 
-    ``need_weights=False`` runs PyTorch's fused kernel instead (the same context up to rounding;
+    ``store_alphas=False`` runs PyTorch's fused kernel instead (the same context up to rounding;
     the weights are ``None``), under the same rules: a row whose every key is masked gives zeros.
+    ``need_weights``: its former name, still read, with a ``DeprecationWarning``.
     """
-    while mask is not None and 2 < mask.dim() < q.dim():
-        mask = mask.unsqueeze(1)  # (N, 1, ..., L_q, L_k): one mask for every head
+    if need_weights is not None:
+        warnings.warn("attend's need_weights is now called store_alphas, as on the attention modules: "
+                      f"pass store_alphas={need_weights}", DeprecationWarning, stacklevel=2)
+        store_alphas = need_weights
+    if mask is not None and 2 < mask.dim() < q.dim():  # (N, L_q, L_k) -> (N, 1, ..., L_q, L_k): one mask for every head
+        mask = mask.reshape(mask.shape[:1] + (1,) * (q.dim() - mask.dim()) + mask.shape[1:])
     groups = q.shape[-3] // k.shape[-3] if q.dim() > 3 else 1  # query heads per key head
-    if not need_weights:
+    if not store_alphas:
         return _fused(q, k, v, mask, bias, dropout, groups), None
     if groups > 1:
         k, v = k.repeat_interleave(groups, dim=-3), v.repeat_interleave(groups, dim=-3)  # (N, h, L_k, d)
-    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (N, ..., L_q, L_k)
-    if bias is not None:
-        scores = scores + bias  # e.g. -slope x distance
-    weights = masked_softmax(scores, mask)  # (N, ..., L_q, L_k)
+    s = scores(q, k, bias)  # (N, ..., L_q, L_k)
+    weights = masked_softmax(s, mask)  # (N, ..., L_q, L_k)
     context = (weights if dropout is None else dropout(weights)) @ v  # (N, ..., L_q, d_v)
     return context, weights
 

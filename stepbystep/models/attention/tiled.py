@@ -34,8 +34,8 @@ class TileCounts:
 
 
 @dataclass(frozen=True)
-class _Plan:
-    """What the forward and the backward loops run: ``tile_plan``'s tiles, and whether the diagonal tiles are masked."""
+class _Tiling:
+    """What the forward and the backward loops run: the tiles of ``tile_plan``'s list, and the causal diagonal."""
 
     tiles: list
     is_causal: bool
@@ -64,7 +64,11 @@ def tile_plan(l_q, l_k, block_q, block_k, is_causal=False, causal_alignment="top
     ``F.scaled_dot_product_attention``'s ``is_causal``) or ``"bottom_right"`` (keys
     ``0..i + L_k - L_q``: the last query reads every key, as new queries after a cache must).
     """
-    offset = _causal_offset(l_q, l_k, causal_alignment)
+    return _tiles(l_q, l_k, block_q, block_k, is_causal, _causal_offset(l_q, l_k, causal_alignment))
+
+
+def _tiles(l_q, l_k, block_q, block_k, is_causal, offset):
+    """``tile_plan`` for the causal ``offset`` already worked out."""
     plan, skipped = [], 0
     for q_start, q_end in _blocks(l_q, block_q):
         key_blocks = [(k_start, k_end) for k_start, k_end in _blocks(l_k, block_k)
@@ -75,7 +79,7 @@ def tile_plan(l_q, l_k, block_q, block_k, is_causal=False, causal_alignment="top
     return plan, TileCounts(computed, skipped)
 
 
-def _tile_keep(mask, plan, q_block, k_block, device):
+def _tile_keep(mask, tiling, q_block, k_block, device):
     """Which keys of the tile each query may read, ``(1 or N, 1, 1 or bq, bk)`` bool; ``None``: all of them."""
     (q_start, q_end), (k_start, k_end) = q_block, k_block
     keep = None
@@ -83,10 +87,10 @@ def _tile_keep(mask, plan, q_block, k_block, device):
         rows = slice(q_start, q_end) if mask.shape[1] > 1 else slice(None)  # a padding mask has one row for all
         keep = mask[:, rows, k_start:k_end].to(device=device, dtype=torch.bool)  # (1 or N, 1 or bq, bk): this tile's
         keep = keep.unsqueeze(1)  # (1 or N, 1, 1 or bq, bk): one mask for every head
-    if plan.is_causal and k_end - 1 > q_start + plan.offset:  # some key is past what some query reads: the diagonal crosses
+    if tiling.is_causal and k_end - 1 > q_start + tiling.offset:  # some key is past what some query reads: the diagonal crosses
         queries = torch.arange(q_start, q_end, device=device)  # (bq,)
         keys = torch.arange(k_start, k_end, device=device)  # (bk,)
-        causal = keys[None, :] <= queries[:, None] + plan.offset  # (bq, bk): key j at most i + offset
+        causal = keys[None, :] <= queries[:, None] + tiling.offset  # (bq, bk): key j at most i + offset
         keep = causal if keep is None else keep & causal  # (1 or N, 1, bq, bk)
     return keep
 
@@ -102,18 +106,18 @@ def _accumulation_dtype(dtype):
     return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
 
 
-def _forward(q, k, v, mask, plan, scale):
+def _forward(q, k, v, mask, tiling, scale):
     """The output ``(N, H, L_q, d_v)`` and each row's log-sum-exp ``(N, H, L_q)`` (``+inf`` for a row with no key)."""
     dtype = _accumulation_dtype(q.dtype)
     out = q.new_empty(*q.shape[:-1], v.shape[-1])  # (N, H, L_q, d_v)
     lse = q.new_empty(q.shape[:-1], dtype=dtype)  # (N, H, L_q)
-    for q_block, key_blocks in plan.tiles:
+    for q_block, key_blocks in tiling.tiles:
         q_tile = q[..., q_block[0]:q_block[1], :].to(dtype) * scale  # (N, H, bq, d): scaled once, not every tile
         m = q_tile.new_full(q_tile.shape[:-1], float("-inf"))  # (N, H, bq): running max of each row's scores
         l = q_tile.new_zeros(q_tile.shape[:-1])  # (N, H, bq): running sum of exp(score - m)
         acc = q_tile.new_zeros(*q_tile.shape[:-1], v.shape[-1])  # (N, H, bq, d_v): running Σ exp(score - m) · value
         for k_block in key_blocks:
-            keep = _tile_keep(mask, plan, q_block, k_block, q.device)  # (1 or N, 1, 1 or bq, bk) or None
+            keep = _tile_keep(mask, tiling, q_block, k_block, q.device)  # (1 or N, 1, 1 or bq, bk) or None
             k_tile = k[..., k_block[0]:k_block[1], :].to(dtype)  # (N, H, bk, d)
             v_tile = v[..., k_block[0]:k_block[1], :].to(dtype)  # (N, H, bk, d_v)
             s = _scores(q_tile, k_tile, keep)  # (N, H, bq, bk)
@@ -131,7 +135,7 @@ def _forward(q, k, v, mask, plan, scale):
     return out, lse
 
 
-def _backward(grad_out, q, k, v, out, lse, mask, plan, scale):
+def _backward(grad_out, q, k, v, out, lse, mask, tiling, scale):
     """Gradients of ``q``, ``k``, ``v`` from the saved ``out`` and ``lse``, every tile's weights recomputed.
 
     The query blocks are the outer loop, as in the forward pass, so several query blocks add into
@@ -144,12 +148,12 @@ def _backward(grad_out, q, k, v, out, lse, mask, plan, scale):
     q, k, v, out, grad_out = (t.to(dtype) for t in (q, k, v, out, grad_out))  # float32 for half inputs
     grad_q, grad_k, grad_v = torch.zeros_like(q), torch.zeros_like(k), torch.zeros_like(v)
     delta = (grad_out * out).sum(dim=-1)  # (N, H, L_q): Σ_j p_ij dp_ij = dO_i · o_i, the softmax's correction term
-    for q_block, key_blocks in plan.tiles:
+    for q_block, key_blocks in tiling.tiles:
         rows = slice(q_block[0], q_block[1])
         q_tile, g_tile = q[..., rows, :] * scale, grad_out[..., rows, :]  # (N, H, bq, d), (N, H, bq, d_v)
         for k_block in key_blocks:
             cols = slice(k_block[0], k_block[1])
-            keep = _tile_keep(mask, plan, q_block, k_block, q.device)  # (1 or N, 1, 1 or bq, bk) or None
+            keep = _tile_keep(mask, tiling, q_block, k_block, q.device)  # (1 or N, 1, 1 or bq, bk) or None
             s = _scores(q_tile, k[..., cols, :], keep)  # (N, H, bq, bk): recomputed, not stored
             p = torch.exp(s - lse[..., rows].unsqueeze(-1))  # (N, H, bq, bk): the weights, from the saved lse
             grad_v[..., cols, :] += p.transpose(-2, -1) @ g_tile  # (N, H, bk, d_v)
@@ -164,17 +168,17 @@ class _TiledAttention(torch.autograd.Function):
     """Forward in tiles; backward recomputes the tiles from the output and the rows' log-sum-exp."""
 
     @staticmethod
-    def forward(ctx, q, k, v, mask, plan):
+    def forward(ctx, q, k, v, mask, tiling):
         scale = 1 / math.sqrt(q.shape[-1])
-        out, lse = _forward(q, k, v, mask, plan, scale)
+        out, lse = _forward(q, k, v, mask, tiling, scale)
         ctx.save_for_backward(q, k, v, out, lse)
-        ctx.mask, ctx.plan, ctx.scale = mask, plan, scale
+        ctx.mask, ctx.tiling, ctx.scale = mask, tiling, scale
         return out
 
     @staticmethod
     def backward(ctx, grad_out):
         q, k, v, out, lse = ctx.saved_tensors
-        grads = _backward(grad_out, q, k, v, out, lse, ctx.mask, ctx.plan, ctx.scale)
+        grads = _backward(grad_out, q, k, v, out, lse, ctx.mask, ctx.tiling, ctx.scale)
         return (*(grad.to(q.dtype) for grad in grads), None, None)
 
 
@@ -211,7 +215,7 @@ def tiled_attention(q, k, v, mask=None, is_causal=False, block_q=64, block_k=64,
     check_positive_int("block_k", block_k)
     if mask is not None:
         keep_mask(mask, n, l_q, k.shape[2], as_bool=False)  # (1 or N, 1 or L_q, L_k): each tile converts its part
-    tiles, counts = tile_plan(l_q, k.shape[2], block_q, block_k, is_causal, causal_alignment)
-    plan = _Plan(tiles, is_causal, _causal_offset(l_q, k.shape[2], causal_alignment))
-    out = _TiledAttention.apply(q, k, v, mask, plan)  # (N, H, L_q, d_v)
+    offset = _causal_offset(l_q, k.shape[2], causal_alignment)
+    tiles, counts = _tiles(l_q, k.shape[2], block_q, block_k, is_causal, offset)
+    out = _TiledAttention.apply(q, k, v, mask, _Tiling(tiles, is_causal, offset))  # (N, H, L_q, d_v)
     return (out, counts) if return_counts else out

@@ -2,14 +2,12 @@
 side (``WideMultiHeadAttention``, the book's ``MultiHeadAttention``), in the book's two steps
 ``init_keys(keys)`` then ``forward(query, mask)``.
 """
-import math
-
 import torch
 from torch import nn
 
 from ...checks import check_positive_int, check_tensor
 from .masks import keep_mask
-from .scaled_dot_product import attend
+from .scaled_dot_product import attend, scores
 
 __all__ = ["Attention", "WideMultiHeadAttention"]
 
@@ -19,7 +17,8 @@ class Attention(nn.Module):
 
     ``hidden_dim``: ``d_k``; ``input_dim``: the inputs' size (``None``: ``hidden_dim``);
     ``proj_values``: project the values (``False``, the book's: the keys themselves are the
-    values). ``alphas`` ``(N, L_q, L_k)``: the weights of the last forward.
+    values). ``alphas`` ``(N, L_q, L_k)``: the weights of the last forward, always kept
+    (``store_alphas`` is ``True``, read-only).
     ``forward(query, mask=None)``: ``(N, L_q, input_dim)`` -> ``(N, L_q, d_v)``, ``mask``
     ``(1 or N, 1 or L_q, L_k)``.
     """
@@ -36,6 +35,11 @@ class Attention(nn.Module):
         self.linear_key = nn.Linear(self.input_dim, hidden_dim)
         self.linear_value = nn.Linear(self.input_dim, hidden_dim)
         self.alphas = self.proj_keys = self.values = None
+
+    @property
+    def store_alphas(self):
+        """Always ``True``: the wide heads keep their weights (no fused path)."""
+        return True
 
     def __getstate__(self):
         state = super().__getstate__()  # the keys may carry a graph: copies start without them
@@ -66,9 +70,7 @@ class Attention(nn.Module):
         """Scaled dot products of the projected query with the projected keys: ``(N, L_q, L_k)``."""
         self._check_input("query", query)
         self._check_keys(query)
-        proj_query = self.linear_query(query)  # (N, L_q, d_k)
-        dot_products = proj_query @ self.proj_keys.transpose(-2, -1)  # (N, L_q, L_k)
-        return dot_products / math.sqrt(self.d_k)  # (N, L_q, L_k)
+        return scores(self.linear_query(query), self.proj_keys)  # (N, L_q, L_k)
 
     def forward(self, query, mask=None):
         self._check_input("query", query)
@@ -88,7 +90,8 @@ class WideMultiHeadAttention(nn.Module):
     (the narrow heads of ``NarrowMultiHeadAttention`` each read a slice of ``d_model``).
 
     The contexts ``(N, L_q, n_heads · d_model)`` are mixed back to ``d_model``, so parameters grow
-    with the heads. ``alphas``: ``(n_heads, N, L_q, L_k)``, heads first, as in the book.
+    with the heads. ``alphas``: ``(n_heads, N, L_q, L_k)``, heads first, as in the book, always
+    kept (``store_alphas`` is ``True``, read-only).
     ``forward(query, mask=None)``: ``(N, L_q, input_dim)`` -> ``(N, L_q, d_model)``.
     """
 
@@ -113,6 +116,8 @@ class WideMultiHeadAttention(nn.Module):
         """Give every head the keys ``(N, L_k, input_dim)``."""
         for attn in self.attn_heads:
             attn.init_keys(key)
+
+    store_alphas = Attention.store_alphas
 
     @property
     def alphas(self):

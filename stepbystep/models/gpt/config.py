@@ -23,7 +23,7 @@ class DecoderConfig:
     tie_weights: the output layer reuses the embedding matrix (Press and Wolf 2017); the logits
         then start with a standard deviation of ``√d_model``: pass a small ``embedding_std``.
     embedding_std: draw the embedding from ``N(0, embedding_std²)`` (never scaled by ``√d_model``).
-    store_alphas: keep every layer's attention weights (see ``NarrowMultiHeadAttention``).
+    store_alphas: keep every layer's attention weights (the weights rule: ``attend``'s module).
     position_scheme: one of ``POSITION_SCHEMES`` (chapter 10): ``"sinusoidal"`` or ``"learned"``
         tables added to the embeddings; ``"alibi"`` (``-slope × distance`` on the scores) or
         ``"rope"`` (queries and keys rotated, with ``rope_base``) inside the attention;
@@ -41,7 +41,7 @@ class DecoderConfig:
         ``norm_first=False``; with ``norm_first=True``, Gemma's norms on both sides); see ``SubLayerWrapper``.
     sliding_window: ``None`` (every earlier token), or ``w``: each query reads at most the ``w`` most
         recent tokens, itself included, as Mistral counts them, and each layer's cache holds at most
-        ``attention_sinks + w`` tokens; see ``window_mask`` and ``WindowBuffer``. Counted over the
+        ``attention_sinks + w`` tokens; see ``window_mask`` and ``WindowedKVCache``. Counted over the
         stream's tokens, padding included (as transformers counts them).
     attention_sinks: with a window, the stream's first ``k`` tokens stay readable beside it (Xiao et
         al. 2023's attention sinks, at their positions in the stream, not in the cache); ``0``: none.

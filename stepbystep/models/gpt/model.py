@@ -13,6 +13,7 @@ from ..attention.narrow import QK_NORMS, keeping_weights
 from ..blocks.ids import check_ids
 from ..blocks.kv_cache import KVCache
 from ..blocks.layers import EncoderLayer
+from ..blocks.window_cache import WindowedKVCache
 from ..feed_forward import MLPS
 from ..metrics import sequence_cross_entropy
 from ..mixture_of_experts import load_balancing_loss
@@ -165,9 +166,11 @@ class DecoderOnlyTransformer(nn.Module):
 
     def new_cache(self, capacity=None):
         """An empty ``KVCache`` for this model's layers (``capacity``: preallocated tokens, no gradients;
-        with a ``sliding_window``, each layer holds at most ``attention_sinks + sliding_window`` of them)."""
-        return KVCache(self.n_layers, capacity=capacity, window=self.config.sliding_window,
-                       sinks=self.config.attention_sinks)
+        with a ``sliding_window``, a ``WindowedKVCache``: each layer holds at most
+        ``attention_sinks + sliding_window`` of them)."""
+        if self.config.sliding_window is None:
+            return KVCache(self.n_layers, capacity=capacity)
+        return WindowedKVCache(self.n_layers, self.config.sliding_window, self.config.attention_sinks, capacity)
 
     def embed_tokens(self, ids, positions):
         """Token embeddings plus the table rows at ``positions`` ``(N, L)`` (sinusoidal, learned): ``(N, L, d_model)``."""

@@ -1,0 +1,41 @@
+"""What the narrow and the latent attentions do alike before their heads read anything: check the
+input states, find the new tokens' rotation after a cache, turn queries and keys by it."""
+import torch
+
+from ...checks import check_float_dtype
+
+__all__ = ["HeadsInput"]
+
+
+class HeadsInput:
+    """A mixin for an attention with ``d_model``, ``rotary`` and a projection named by ``weight_name``
+    (whose weight's dtype the inputs must have)."""
+
+    weight_name = "linear_query"
+
+    def check_input(self, name, x):
+        """Raise a clear error unless ``x`` is ``(N, L, d_model)``, ``L >= 1``, of the weights' dtype."""
+        if not isinstance(x, torch.Tensor):
+            raise TypeError(f"{name} must be a tensor (N, L, {self.d_model}), got {type(x).__name__}")
+        if x.dim() != 3 or x.shape[2] != self.d_model or x.shape[1] == 0:
+            raise ValueError(f"{name} must have shape (N, L, {self.d_model}) with L >= 1, got {tuple(x.shape)}")
+        dtype = getattr(self, self.weight_name).weight.dtype  # read at each call: a reassigned weight counts
+        if x.dtype != dtype:  # the rule itself (autocast's exemption) only off the common path
+            check_float_dtype(name, x, dtype)
+
+    def new_rotation(self, x, rotation, cache):
+        """RoPE's ``(cos, sin)`` for the new tokens ``x`` ``(N, L, d_model)`` of a self-attention:
+        ``rotation`` if given; else, after the tokens a cache has seen (held or dropped), from the
+        rotary table (refused clearly past its ``max_len``); else ``None``, positions ``0 .. L - 1``."""
+        if rotation is None and self.rotary is not None and cache is not None and cache.keys is not None \
+                and not cache.static:
+            return self.rotary.after(cache.length, x.shape[1], x.device)
+        return rotation
+
+    def rotate(self, x, rotation=None):
+        """Queries or keys ``(N, h, L, d)`` turned by ``rotation`` (RoPE; ``None``: at ``0 .. L - 1``)."""
+        if self.rotary is None:
+            return x
+        if rotation is None:
+            return self.rotary.rotate(x, torch.arange(x.shape[-2], device=x.device))
+        return self.rotary.rotate_with(x, rotation)
