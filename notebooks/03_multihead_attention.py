@@ -507,7 +507,7 @@ expect(change > 0.1, "with positional encoding, shuffling moves the outputs by m
 # `F.scaled_dot_product_attention` does the same computation in one fused call and may pick an
 # implementation that never builds the whole $(N, h, L_q, L_k)$ weights tensor.
 # `store_alphas=False` switches a module to it, and then `alphas` stays `None`. Both paths
-# run one function, `attend(q, k, v, mask, ..., need_weights)`, so a mask means the same on
+# run one function, `attend(q, k, v, mask, ..., store_alphas)`, so a mask means the same on
 # both.
 #
 # Take a batch of 16 sequences of 128 positions with $d_{model} = 64$ and 8 heads, and two
