@@ -6,6 +6,7 @@ import torch
 
 transformers = pytest.importorskip("transformers")
 
+from small_transformers import VOCAB, random_ids, small_model  # noqa: E402  (after the skip)
 from stepbystep.models import (  # noqa: E402  (after the skip)
     RMSNorm,
     config_from_transformers,
@@ -13,7 +14,6 @@ from stepbystep.models import (  # noqa: E402  (after the skip)
 )
 
 transformers.logging.set_verbosity_error()
-VOCAB = 97
 
 
 def gpt2(seed=0, **settings):
@@ -24,20 +24,8 @@ def gpt2(seed=0, **settings):
 
 
 def llama(seed=0, **settings):
-    torch.manual_seed(seed)
-    config = dict(vocab_size=VOCAB, hidden_size=32, intermediate_size=88, num_hidden_layers=2, num_attention_heads=4,
-                  num_key_value_heads=4, max_position_embeddings=48, initializer_range=0.3, bos_token_id=None,
-                  eos_token_id=None)
-    hf = transformers.LlamaForCausalLM(transformers.LlamaConfig(**{**config, **settings})).eval()
-    with torch.no_grad():  # Llama starts its norms at exactly 1: make them count
-        for module in hf.modules():
-            if type(module).__name__ == "LlamaRMSNorm":
-                module.weight.uniform_(0.5, 1.5)
-    return hf
-
-
-def _ids(n, length, seed=1):
-    return torch.randint(0, VOCAB, (n, length), generator=torch.Generator().manual_seed(seed))
+    return small_model(transformers.LlamaForCausalLM, transformers.LlamaConfig, seed,
+                       **{"intermediate_size": 88, "num_key_value_heads": 4, **settings})
 
 
 MODELS = {
@@ -57,7 +45,7 @@ MODELS = {
 def test_logits_equal_theirs(name, store_alphas):
     hf = MODELS[name]()
     ours = from_transformers(hf, store_alphas=store_alphas)
-    ids = _ids(3, 40)
+    ids = random_ids(3, 40)
     with torch.no_grad():
         theirs, mine = hf(ids).logits, ours(ids)
     assert theirs.abs().max() > 0.1  # not a vacuous comparison
@@ -74,7 +62,7 @@ def test_llama_with_interleaved_pairs_is_the_same_function():
     hf = llama(num_key_value_heads=2)
     half, interleaved = from_transformers(hf), from_transformers(hf, rope_pairing="interleaved")
     assert interleaved.rotary.pairing == "interleaved"
-    ids = _ids(2, 30)
+    ids = random_ids(2, 30)
     with torch.no_grad():
         torch.testing.assert_close(interleaved(ids), half(ids), rtol=0, atol=1e-5)
         order = [0, 4, 1, 5, 2, 6, 3, 7]  # d_k = 8: rows (i, i + 4) become (2i, 2i + 1)
@@ -98,7 +86,7 @@ def test_the_copy_follows_device_dtype_and_mode():
     ours = from_transformers(hf)
     assert ours.training and next(ours.parameters()).dtype == torch.float64
     assert isinstance(ours.norm, RMSNorm)
-    ids = _ids(1, 10)
+    ids = random_ids(1, 10)
     with torch.no_grad():
         torch.testing.assert_close(ours.eval()(ids), hf.eval()(ids).logits, rtol=0, atol=1e-4)
 

@@ -4,11 +4,11 @@ into the course's model gives its logits to 1e-4 and its greedy tokens with and 
 import pytest
 import torch
 
+from small_transformers import VOCAB, small_model
 from stepbystep.models import DecoderConfig, LatentAttention, RotaryEmbedding, from_transformers
 
 transformers = pytest.importorskip("transformers")
 transformers.logging.set_verbosity_error()
-VOCAB = 97
 
 
 def _latent(q_latent_dim=None):
@@ -66,18 +66,10 @@ def test_latent_settings_are_checked_at_the_model():
 
 
 def deepseek(seed=0, **settings):
-    torch.manual_seed(seed)
-    config = dict(vocab_size=VOCAB, hidden_size=32, intermediate_size=72, num_hidden_layers=2, num_attention_heads=4,
-                  num_key_value_heads=4, kv_lora_rank=12, q_lora_rank=None, qk_rope_head_dim=4, qk_nope_head_dim=6,
-                  v_head_dim=5, first_k_dense_replace=2, max_position_embeddings=48, initializer_range=0.3,
-                  bos_token_id=None, eos_token_id=None, pad_token_id=None, tie_word_embeddings=False)
-    config.update(settings)
-    hf = transformers.DeepseekV3ForCausalLM(transformers.DeepseekV3Config(**config)).eval()
-    with torch.no_grad():  # its norms start at exactly 1: make them count
-        for module in hf.modules():
-            if type(module).__name__.endswith("RMSNorm"):
-                module.weight.uniform_(0.5, 1.5)
-    return hf
+    return small_model(transformers.DeepseekV3ForCausalLM, transformers.DeepseekV3Config, seed,
+                       **{"intermediate_size": 72, "num_key_value_heads": 4, "kv_lora_rank": 12, "q_lora_rank": None,
+                          "qk_rope_head_dim": 4, "qk_nope_head_dim": 6, "v_head_dim": 5, "first_k_dense_replace": 2,
+                          **settings})
 
 
 DEEPSEEK = {

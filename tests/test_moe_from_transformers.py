@@ -4,39 +4,25 @@ and without the cache, and its load-balancing loss; settings the course lacks ar
 import pytest
 import torch
 
+from small_transformers import VOCAB, random_ids, small_model
 from stepbystep.models import MixtureOfExperts, from_transformers, generate
 
 transformers = pytest.importorskip("transformers")
 transformers.logging.set_verbosity_error()
-VOCAB = 97
 
 
-def _built(family, seed, settings):
-    torch.manual_seed(seed)
-    config = dict(vocab_size=VOCAB, hidden_size=32, intermediate_size=40, num_hidden_layers=2, num_attention_heads=4,
-                  num_key_value_heads=2, max_position_embeddings=48, initializer_range=0.3, bos_token_id=None,
-                  eos_token_id=None, pad_token_id=None, tie_word_embeddings=False)
-    model_class, config_class = {"mixtral": (transformers.MixtralForCausalLM, transformers.MixtralConfig),
-                                 "qwen3_moe": (transformers.Qwen3MoeForCausalLM, transformers.Qwen3MoeConfig)}[family]
-    hf = model_class(config_class(**{**config, **settings})).eval()
-    with torch.no_grad():  # their norms start at exactly 1: make them count
-        for module in hf.modules():
-            if type(module).__name__.endswith("RMSNorm"):
-                module.weight.uniform_(0.5, 1.5)
-    return hf
+MOE = {"intermediate_size": 40, "num_key_value_heads": 2}
 
 
 def mixtral(seed=0, **settings):
-    return _built("mixtral", seed, {"num_local_experts": 5, "num_experts_per_tok": 2, **settings})
+    return small_model(transformers.MixtralForCausalLM, transformers.MixtralConfig, seed,
+                       **{**MOE, "num_local_experts": 5, "num_experts_per_tok": 2, **settings})
 
 
 def qwen3_moe(seed=0, **settings):
-    return _built("qwen3_moe", seed, {"head_dim": 8, "num_experts": 6, "num_experts_per_tok": 3,
-                                      "moe_intermediate_size": 12, "norm_topk_prob": False, **settings})
-
-
-def _ids(n, length, seed=1):
-    return torch.randint(0, VOCAB, (n, length), generator=torch.Generator().manual_seed(seed))
+    return small_model(transformers.Qwen3MoeForCausalLM, transformers.Qwen3MoeConfig, seed,
+                       **{**MOE, "head_dim": 8, "num_experts": 6, "num_experts_per_tok": 3, "moe_intermediate_size": 12,
+                          "norm_topk_prob": False, **settings})
 
 
 MIXTURES = {  # (experts, top-k, renormalised, expert width) each
@@ -65,7 +51,7 @@ def test_logits_equal_theirs(name, rope_pairing, store_alphas):
     assert (c.n_experts, c.experts_per_token, c.norm_topk_prob) == (n_experts, top_k, renormalised)
     assert all(isinstance(layer.ffn, MixtureOfExperts) and layer.ffn.experts[0].hidden == width for layer in ours.layers)
     assert c.qk_norm == ("head" if name.startswith("qwen3moe") else None)
-    ids = _ids(3, 40)
+    ids = random_ids(3, 40)
     with torch.no_grad():
         theirs, mine = hf(ids).logits, ours(ids)
     assert theirs.abs().max() > 0.1  # not a vacuous comparison
@@ -78,7 +64,7 @@ def test_logits_equal_theirs(name, rope_pairing, store_alphas):
 def test_the_load_balancing_loss_equals_theirs(name):
     hf = MIXTURES[name][0]()
     ours = from_transformers(hf)
-    ids = _ids(2, 30, seed=3)
+    ids = random_ids(2, 30, seed=3)
     with torch.no_grad():
         out = hf(ids, output_router_logits=True)
         ours(ids)
@@ -100,7 +86,7 @@ def test_without_the_renormalisation_a_mixtral_is_another_function(build):
     ours = from_transformers(hf)
     raw = ours.config.replace(norm_topk_prob=False).build()
     raw.load_state_dict(ours.state_dict())
-    ids = _ids(2, 20)
+    ids = random_ids(2, 20)
     with torch.no_grad():
         assert (raw.eval()(ids) - hf(ids).logits).abs().max() > 1e-2
 
@@ -109,7 +95,7 @@ def test_without_the_renormalisation_a_mixtral_is_another_function(build):
 def test_greedy_generations_equal_theirs_with_and_without_the_cache(name):
     hf = MIXTURES[name][0]()
     ours = from_transformers(hf)
-    prompt = _ids(2, 6, seed=2)
+    prompt = random_ids(2, 6, seed=2)
     theirs = hf.generate(prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=30, do_sample=False)
     assert theirs.shape == (2, 36) and min(len(set(row[6:].tolist())) for row in theirs) > 3  # not one token repeated
     assert torch.equal(generate(ours, prompt, 30, temperature=0), theirs)

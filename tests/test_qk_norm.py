@@ -5,11 +5,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from small_transformers import VOCAB, random_ids, small_model
 from stepbystep.models import DecoderConfig, NarrowMultiHeadAttention, from_transformers
 
 transformers = pytest.importorskip("transformers")
 transformers.logging.set_verbosity_error()
-VOCAB = 97
 
 
 def _attention(qk_norm, bias=True):
@@ -72,31 +72,14 @@ def test_a_wrong_qk_norm_is_refused_at_the_model_and_at_the_attention():
         NarrowMultiHeadAttention(2, 8, qk_norm=True)
 
 
-def _built(family, seed, settings):
-    torch.manual_seed(seed)
-    config = dict(vocab_size=VOCAB, hidden_size=32, intermediate_size=88, num_hidden_layers=2, num_attention_heads=4,
-                  num_key_value_heads=2, max_position_embeddings=48, initializer_range=0.3, bos_token_id=None,
-                  eos_token_id=None, pad_token_id=None, tie_word_embeddings=False)
-    model_class, config_class = {"qwen3": (transformers.Qwen3ForCausalLM, transformers.Qwen3Config),
-                                 "olmo2": (transformers.Olmo2ForCausalLM, transformers.Olmo2Config)}[family]
-    hf = model_class(config_class(**{**config, **settings})).eval()
-    with torch.no_grad():  # their norms start at exactly 1: make them count
-        for module in hf.modules():
-            if type(module).__name__.endswith("RMSNorm"):
-                module.weight.uniform_(0.5, 1.5)
-    return hf
-
-
 def qwen3(seed=0, **settings):
-    return _built("qwen3", seed, {"head_dim": 8, **settings})
+    return small_model(transformers.Qwen3ForCausalLM, transformers.Qwen3Config, seed,
+                       **{"intermediate_size": 88, "num_key_value_heads": 2, "head_dim": 8, **settings})
 
 
 def olmo2(seed=0, **settings):
-    return _built("olmo2", seed, settings)
-
-
-def _ids(n, length, seed=1):
-    return torch.randint(0, VOCAB, (n, length), generator=torch.Generator().manual_seed(seed))
+    return small_model(transformers.Olmo2ForCausalLM, transformers.Olmo2Config, seed,
+                       **{"intermediate_size": 88, "num_key_value_heads": 2, **settings})
 
 
 QK_NORMED = {
@@ -119,7 +102,7 @@ def test_logits_equal_theirs(name, rope_pairing, store_alphas):
     ours = from_transformers(hf, rope_pairing=rope_pairing, store_alphas=store_alphas)
     c = ours.config
     assert dict(qk_norm=c.qk_norm, norm_first=c.norm_first, norm_output=c.norm_output) == SETTINGS[name[:5]]
-    ids = _ids(3, 40)
+    ids = random_ids(3, 40)
     with torch.no_grad():
         theirs, mine = hf(ids).logits, ours(ids)
     assert theirs.abs().max() > 0.1  # not a vacuous comparison
@@ -132,7 +115,7 @@ def test_without_its_qk_norm_the_model_is_another_function(build):
     ours = from_transformers(hf)
     plain = ours.config.replace(qk_norm=None).build()
     plain.load_state_dict({k: v for k, v in ours.state_dict().items() if "q_norm" not in k and "k_norm" not in k})
-    ids = _ids(2, 20)
+    ids = random_ids(2, 20)
     with torch.no_grad():
         assert (plain.eval()(ids) - hf(ids).logits).abs().max() > 1e-2
 

@@ -5,6 +5,7 @@ every layer (random weights from a config, nothing downloaded), loads to 1e-4 wi
 import pytest
 import torch
 
+from small_transformers import VOCAB, random_ids, small_model
 from stepbystep.models import DecoderConfig, from_transformers, generate
 from stepbystep.models.attention.masks import window_mask
 from stepbystep.models.blocks.kv_cache import KVCache
@@ -13,7 +14,6 @@ from stepbystep.models.gpt.cache_memory import kv_cache_bytes
 
 transformers = pytest.importorskip("transformers")
 transformers.logging.set_verbosity_error()
-VOCAB = 97
 
 
 def test_the_window_mask_is_mistrals_count_and_keeps_the_sinks():
@@ -62,14 +62,11 @@ def _model(window, sinks=0, n_heads=4, n_kv_heads=2, pad_id=None, seed=0, positi
     return model
 
 
-def _ids(n, length, seed=1, vocab=VOCAB):
-    return torch.randint(0, vocab, (n, length), generator=torch.Generator().manual_seed(seed))
-
 
 @pytest.mark.parametrize("window, sinks", [(4, 0), (6, 2)])
 def test_each_query_reads_only_its_window_and_the_sinks(window, sinks):
     model = _model(window, sinks)
-    ids = _ids(2, 20)
+    ids = random_ids(2, 20)
     weights = model.attention_weights(ids, layer_idx=0)  # (N, h, L, L)
     index = torch.arange(20)
     recent = (index[:, None] - index[None, :] < window) | (index[None, :] < sinks)  # (L, L)
@@ -91,7 +88,7 @@ def test_the_cache_holds_at_most_sinks_plus_window_and_gives_the_uncached_logits
                                                                                   n_kv_heads):
     model = _model(window, sinks, n_heads, n_kv_heads)
     length = 3 * (sinks + window) + 5  # a stream 3x longer than what is held
-    ids = _ids(2, length)
+    ids = random_ids(2, length)
     steps = [3, 1, 1, window + 2, 1, 3] + [1] * length  # one token, several, more than the window
     cache, logits, start = model.new_cache(capacity=capacity), [], 0
     with torch.no_grad():
@@ -111,10 +108,10 @@ def test_the_rolling_buffer_overwrites_in_place_and_keeps_the_sinks():
     model = _model(4, 2)
     cache = model.new_cache(capacity=50)
     with torch.no_grad():
-        model(_ids(1, 6), cache=cache)
+        model(random_ids(1, 6), cache=cache)
         buffer = cache.layers[0].keys
         for step in range(7):
-            model(_ids(1, 1, seed=step), cache=cache)
+            model(random_ids(1, 1, seed=step), cache=cache)
             assert cache.layers[0].keys.data_ptr() == buffer.data_ptr()  # the same memory, written in place
     # stream 0..12: slots 0, 1 keep the sinks; token s >= 2 sits in slot 2 + (s - 2) mod 4
     assert cache.key_index.tolist() == [0, 1, 10, 11, 12, 9]
@@ -133,12 +130,12 @@ def test_a_small_capacity_fills_as_before_a_large_one_never_does():
     model = _model(6, 2)
     small = model.new_cache(capacity=5)
     with torch.no_grad():
-        model(_ids(1, 5), cache=small)
+        model(random_ids(1, 5), cache=small)
         with pytest.raises(ValueError, match="the KV cache is full"):
-            model(_ids(1, 1), cache=small)
+            model(random_ids(1, 1), cache=small)
         large = model.new_cache(capacity=8)  # sinks + window: a rolling buffer
         for step in range(30):
-            model(_ids(1, 1, seed=step), cache=large)
+            model(random_ids(1, 1, seed=step), cache=large)
     assert large.length == 30 and large.layers[1].keys.shape[2] == 8
 
 
@@ -146,7 +143,7 @@ def test_a_small_capacity_fills_as_before_a_large_one_never_does():
 @pytest.mark.parametrize("position_scheme", ["rope", "alibi", "learned"])
 def test_greedy_generation_past_the_window_is_the_same_with_and_without_the_cache(sinks, position_scheme):
     model = _model(5, sinks, position_scheme=position_scheme)
-    prompt = _ids(2, 4, seed=3)
+    prompt = random_ids(2, 4, seed=3)
     cached = generate(model, prompt, 3 * 5 + 10, temperature=0)
     assert cached.shape == (2, 29) and min(len(set(row[4:].tolist())) for row in cached) > 3
     assert torch.equal(generate(model, prompt, 25, temperature=0, use_cache=False), cached)
@@ -154,9 +151,9 @@ def test_greedy_generation_past_the_window_is_the_same_with_and_without_the_cach
 
 def test_a_left_padded_row_reads_the_window_it_reads_alone():
     model = _model(4, pad_id=0)
-    alone = _ids(1, 7, seed=4, vocab=VOCAB - 1) + 1  # no padding id
+    alone = random_ids(1, 7, seed=4, vocab=VOCAB - 1) + 1  # no padding id
     padded = torch.cat([torch.zeros(1, 3, dtype=torch.long), alone], dim=1)  # (1, 10)
-    batch = torch.cat([padded, _ids(1, 10, seed=5, vocab=VOCAB - 1) + 1])  # (2, 10)
+    batch = torch.cat([padded, random_ids(1, 10, seed=5, vocab=VOCAB - 1) + 1])  # (2, 10)
     with torch.no_grad():
         torch.testing.assert_close(model(batch)[:1, 3:], model(alone), rtol=0, atol=1e-4)
     cached, uncached = (generate(model, batch, 12, temperature=0, pad_id=0, use_cache=flag) for flag in (True, False))
@@ -167,7 +164,7 @@ def test_a_left_padded_row_reads_the_window_it_reads_alone():
 @pytest.mark.parametrize("capacity", [None, 60], ids=["growing", "rolling"])
 def test_reordered_rows_go_on_as_the_reordered_stream(capacity):
     model = _model(4, 1)
-    ids = _ids(3, 20)
+    ids = random_ids(3, 20)
     rows = torch.tensor([2, 2, 0])
     cache = model.new_cache(capacity=capacity)
     with torch.no_grad():
@@ -191,24 +188,17 @@ def test_kv_cache_bytes_stop_growing_at_the_window():
     model = _model(5, 2, n_kv_heads=1)
     cache = model.new_cache()
     with torch.no_grad():
-        model(_ids(2, 30), cache=cache)
+        model(random_ids(2, 30), cache=cache)
     held = sum(t.numel() * t.element_size() for layer in cache.layers for t in (layer.keys, layer.values))
     assert held == kv_cache_bytes(2, 1, 8, 30, batch_size=2, window=5, sinks=2)
 
 
 def _hf(family, seed=0, **settings):
-    torch.manual_seed(seed)
-    config = dict(vocab_size=VOCAB, hidden_size=32, intermediate_size=88, num_hidden_layers=2, num_attention_heads=4,
-                  num_key_value_heads=2, max_position_embeddings=64, initializer_range=0.3, bos_token_id=None,
-                  eos_token_id=None, pad_token_id=None, tie_word_embeddings=False, sliding_window=6)
     model_class, config_class = {"mistral": (transformers.MistralForCausalLM, transformers.MistralConfig),
                                  "qwen3": (transformers.Qwen3ForCausalLM, transformers.Qwen3Config)}[family]
-    hf = model_class(config_class(**{**config, **settings})).eval()
-    with torch.no_grad():  # their norms start at exactly 1: make them count
-        for module in hf.modules():
-            if type(module).__name__.endswith("RMSNorm"):
-                module.weight.uniform_(0.5, 1.5)
-    return hf
+    return small_model(model_class, config_class, seed, **{"intermediate_size": 88, "num_key_value_heads": 2,
+                                                           "max_position_embeddings": 64, "sliding_window": 6,
+                                                           **settings})
 
 
 WINDOWED = {
@@ -228,7 +218,7 @@ def test_logits_equal_theirs_on_streams_longer_than_the_window(name, rope_pairin
     hf = WINDOWED[name]()
     ours = from_transformers(hf, rope_pairing=rope_pairing, store_alphas=store_alphas)
     assert ours.config.sliding_window == hf.config.sliding_window and ours.config.attention_sinks == 0
-    ids = _ids(3, 40)
+    ids = random_ids(3, 40)
     with torch.no_grad():
         theirs, mine = hf(ids).logits, ours(ids)
         unwindowed = ours.config.replace(sliding_window=None).build().eval()
@@ -242,7 +232,7 @@ def test_logits_equal_theirs_on_streams_longer_than_the_window(name, rope_pairin
 def test_greedy_generations_past_the_window_equal_theirs_with_and_without_the_cache(name):
     hf = WINDOWED[name]()
     ours = from_transformers(hf)
-    prompt = _ids(2, 8, seed=2)
+    prompt = random_ids(2, 8, seed=2)
     theirs = hf.generate(prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=30, do_sample=False)
     assert theirs.shape == (2, 38) and min(len(set(row[8:].tolist())) for row in theirs) > 3  # not one token repeated
     assert torch.equal(generate(ours, prompt, 30, temperature=0), theirs)
