@@ -111,17 +111,30 @@ def randomise_norms():
 
 @pytest.fixture(scope="session")
 def writes_as_transformers_does():
-    """``check(hf, ours, vocab_size)``: 30 greedy tokens after two random prompts of 6, written by a
-    ``transformers`` model and by its conversion, are the same with and without the course's cache
+    """``check(hf, ours, vocab_size, prompt_length=6)``: 30 greedy tokens after two random prompts, written
+    by a ``transformers`` model and by its conversion, are the same with and without the course's cache
     (and theirs are not one token repeated, which would make the comparison vacuous)."""
     from stepbystep.models import generate
 
-    def check(hf, ours, vocab_size):
-        prompt = torch.randint(0, vocab_size, (2, 6), generator=torch.Generator().manual_seed(2))
+    def check(hf, ours, vocab_size, prompt_length=6):
+        prompt = torch.randint(0, vocab_size, (2, prompt_length), generator=torch.Generator().manual_seed(2))
         theirs = hf.generate(prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=30, do_sample=False)
-        assert theirs.shape == (2, 36) and min(len(set(row[6:].tolist())) for row in theirs) > 3
+        assert theirs.shape == (2, prompt_length + 30)
+        assert min(len(set(row[prompt_length:].tolist())) for row in theirs) > 3
         assert torch.equal(generate(ours, prompt, 30, temperature=0), theirs)
         assert torch.equal(generate(ours, prompt, 30, temperature=0, use_cache=False), theirs)
+    return check
+
+
+@pytest.fixture(scope="session")
+def gives_transformers_logits():
+    """``check(hf, ours, ids)``: the conversion's logits on ``ids`` equal the ``transformers`` model's to
+    1e-4 (and theirs are not all near 0, which would make the comparison vacuous)."""
+    def check(hf, ours, ids):
+        with torch.no_grad():
+            theirs, mine = hf(ids).logits, ours(ids)
+        assert theirs.abs().max() > 0.1
+        torch.testing.assert_close(mine, theirs, rtol=0, atol=1e-4)
     return check
 
 

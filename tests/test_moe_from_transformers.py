@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from small_transformers import VOCAB, random_ids, small_model
-from stepbystep.models import MixtureOfExperts, from_transformers, generate
+from stepbystep.models import MixtureOfExperts, from_transformers
 
 transformers = pytest.importorskip("transformers")
 transformers.logging.set_verbosity_error()
@@ -43,7 +43,7 @@ MIXTURES = {  # (experts, top-k, renormalised, expert width) each
 @pytest.mark.parametrize("name", list(MIXTURES))
 @pytest.mark.parametrize("rope_pairing", ["rotate_half", "interleaved"])
 @pytest.mark.parametrize("store_alphas", [False, True], ids=["fused", "teaching"])
-def test_logits_equal_theirs(name, rope_pairing, store_alphas):
+def test_logits_equal_theirs(name, rope_pairing, store_alphas, gives_transformers_logits):
     build, (n_experts, top_k, renormalised, width) = MIXTURES[name]
     hf = build()
     ours = from_transformers(hf, rope_pairing=rope_pairing, store_alphas=store_alphas)
@@ -52,10 +52,7 @@ def test_logits_equal_theirs(name, rope_pairing, store_alphas):
     assert all(isinstance(layer.ffn, MixtureOfExperts) and layer.ffn.experts[0].hidden == width for layer in ours.layers)
     assert c.qk_norm == ("head" if name.startswith("qwen3moe") else None)
     ids = random_ids(3, 40)
-    with torch.no_grad():
-        theirs, mine = hf(ids).logits, ours(ids)
-    assert theirs.abs().max() > 0.1  # not a vacuous comparison
-    torch.testing.assert_close(mine, theirs, rtol=0, atol=1e-4)
+    gives_transformers_logits(hf, ours, ids)
     counts = ours.layers[0].ffn.tokens_per_expert
     assert counts.sum() == 120 * top_k and (counts > 0).sum() > 1  # the routing is not one expert for all
 
@@ -92,14 +89,9 @@ def test_without_the_renormalisation_a_mixtral_is_another_function(build):
 
 
 @pytest.mark.parametrize("name", list(MIXTURES))
-def test_greedy_generations_equal_theirs_with_and_without_the_cache(name):
+def test_greedy_generations_equal_theirs_with_and_without_the_cache(name, writes_as_transformers_does):
     hf = MIXTURES[name][0]()
-    ours = from_transformers(hf)
-    prompt = random_ids(2, 6, seed=2)
-    theirs = hf.generate(prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=30, do_sample=False)
-    assert theirs.shape == (2, 36) and min(len(set(row[6:].tolist())) for row in theirs) > 3  # not one token repeated
-    assert torch.equal(generate(ours, prompt, 30, temperature=0), theirs)
-    assert torch.equal(generate(ours, prompt, 30, temperature=0, use_cache=False), theirs)
+    writes_as_transformers_does(hf, from_transformers(hf), VOCAB)
 
 
 def test_settings_the_course_lacks_are_refused():
