@@ -6,6 +6,7 @@ import warnings
 import pytest
 from torch import nn
 
+from ch06_answers import transformer_with
 from stepbystep.exercises import ch06
 
 
@@ -14,18 +15,6 @@ def quiet_nested_tensor_warning():
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="enable_nested_tensor is True")
         yield
-
-
-def _matching(**overrides):
-    """The worked answer with some of nn.Transformer's arguments replaced."""
-    def build(model):
-        layer = model.encoder.layers[0]
-        arguments = dict(d_model=layer.d_model, nhead=layer.n_heads, num_encoder_layers=len(model.encoder.layers),
-                         num_decoder_layers=len(model.decoder.layers), dim_feedforward=layer.ff_units,
-                         batch_first=True, norm_first=layer.norm_first)
-        arguments.update(overrides)
-        return nn.Transformer(**arguments)
-    return build
 
 
 @pytest.mark.parametrize("overrides, names", [
@@ -37,7 +26,7 @@ def _matching(**overrides):
     (dict(batch_first=False), "reads its inputs sequence-first"),
 ])
 def test_each_wrong_argument_is_named_without_a_size(overrides, names):
-    result = ch06.matching_transformer.check(_matching(**overrides))
+    result = ch06.matching_transformer.check(transformer_with(**overrides))
     assert not result
     assert names in repr(result)
     assert not re.search(r"\d", repr(result)), repr(result)  # no head count, width, layer count or flag value
@@ -54,7 +43,7 @@ def test_the_placeholder_fails_without_a_size():
 
 def test_which_model_failed_is_still_said():
     # the first model has 2 + 2 layers, the second 1 + 3: a fixed 2 + 2 answer fails on the second
-    result = ch06.matching_transformer.check(_matching(num_encoder_layers=2, num_decoder_layers=2))
+    result = ch06.matching_transformer.check(transformer_with(num_encoder_layers=2, num_decoder_layers=2))
     assert "for the checker's second model" in repr(result)
-    result = ch06.matching_transformer.check(_matching(norm_first=False))
+    result = ch06.matching_transformer.check(transformer_with(norm_first=False))
     assert "for the checker's first model" in repr(result)

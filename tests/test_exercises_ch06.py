@@ -5,6 +5,7 @@ import pytest
 import torch
 from torch import nn
 
+from ch06_answers import transformer_with
 from stepbystep.exercises import ch06
 
 
@@ -137,31 +138,20 @@ def test_matching_transformer_solution_passes():
     assert ch06.matching_transformer.check(ch06.matching_transformer._solution)
 
 
-def _transformer_with(**overrides):
-    def build(model):
-        layer = model.encoder.layers[0]
-        arguments = dict(d_model=layer.d_model, nhead=layer.n_heads, num_encoder_layers=len(model.encoder.layers),
-                         num_decoder_layers=len(model.decoder.layers), dim_feedforward=layer.ff_units,
-                         batch_first=True, norm_first=layer.norm_first)
-        arguments.update(overrides)
-        return nn.Transformer(**arguments)
-    return build
-
-
 def test_matching_transformer_sequence_first_fails():
-    result = ch06.matching_transformer.check(_transformer_with(batch_first=False))
+    result = ch06.matching_transformer.check(transformer_with(batch_first=False))
     assert not result and "reads its inputs sequence-first" in repr(result)
     assert "batch_first" not in repr(result)
 
 
 def test_matching_transformer_default_norm_placement_fails_on_the_norm_first_model():
-    result = ch06.matching_transformer.check(_transformer_with(norm_first=False))
+    result = ch06.matching_transformer.check(transformer_with(norm_first=False))
     assert not result
     assert "first model" in repr(result) and "its norm_first differs from our model's" in repr(result)
 
 
 def test_matching_transformer_wrong_layer_counts_fail():
-    result = ch06.matching_transformer.check(_transformer_with(num_decoder_layers=2))
+    result = ch06.matching_transformer.check(transformer_with(num_decoder_layers=2))
     # the first model has 2 + 2 layers, the second 1 + 3: only the second is caught
     assert not result and "second model" in repr(result) and "number of decoder layers differs" in repr(result)
 
