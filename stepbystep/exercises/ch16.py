@@ -140,7 +140,8 @@ def _check_accumulate(answer):
         if _matches(grads, whole, k):
             return f"with k = {k} your gradient is k times the large batch's: the large batch's loss is a mean"
         if _matches(grads, whole, 1 / k):
-            return f"with k = {k} your gradient is 1/k of the large batch's: each micro-batch's loss needs dividing by k once"
+            return (f"with k = {k} your gradient is 1/k of the large batch's: each micro-batch's loss needs dividing "
+                    "by k once")
         for which, (mx, my) in (("last", micro[-1]), ("first", micro[0])):
             model.zero_grad(set_to_none=True)
             completion_loss(model(mx), my).backward()
@@ -200,7 +201,8 @@ def _check_shard_scale(answer):
                         "after your scale")
             if math.isclose(weights[0], B / N, rel_tol=1e-6):
                 return "every term weighs the same now, but 1/N rather than 1/B: the whole batch's loss is a mean"
-            return f"every term weighs the same now, but {weights[0]:.3g} times what a term of the whole batch's mean does"
+            return (f"every term weighs the same now, but {weights[0]:.3g} times what a term of the whole batch's "
+                    "mean does")
         small, large = weights[shards.index(min(shards))], weights[shards.index(max(shards))]
         if small > large * (1 + 1e-6):
             return (f"with shards of {shards}, a term of the smallest shard still weighs {small / large:.3g} times one "
