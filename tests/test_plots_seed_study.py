@@ -86,6 +86,7 @@ def test_seed_loss_curves_can_average_the_last_steps_and_draw_the_reference_on_b
     label = next(t for t in curves.texts if t.get_text() == "floor")
     assert label.xy[0] == curves.get_xlim()[0] and label.get_ha() == "left"  # at the left end
     assert [t.get_text() for t in finals.texts] == ["floor"] and finals.lines[0].get_ydata()[0] == 0.5
+    assert finals.get_ylim()[1] >= 4.0 * 1.15  # the label clears the highest dot and the frame
     with pytest.raises(ValueError, match="label_at must be 'left' or 'right', got 'top'"):
         seed_loss_curves(runs, reference=0.5, label_at="top")
     with pytest.raises(ValueError):

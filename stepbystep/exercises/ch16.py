@@ -193,8 +193,8 @@ def _check_shard_scale(answer):
             return (f"with shards of {shards} a scale is 0, so that rank's terms drop out of the gradient "
                     "(an integer division?)")
         if all(math.isclose(answer(n, B, N), 1, rel_tol=1e-6) for n in shards):
-            return (f"a scale of 1 is right only when every shard holds B/N terms: with shards of {shards} DDP's "
-                    "average weighs a term of a small shard more than one of a large shard")
+            return (f"a scale of 1 is right only when every shard holds B/N terms: with shards of {shards}, work out "
+                    "what one term of each shard weighs in DDP's average")
         if all(math.isclose(weight, weights[0], rel_tol=1e-6) for weight in weights):
             if math.isclose(weights[0], 1 / N, rel_tol=1e-6):
                 return ("every term weighs the same now, but N times too little: DDP divides the summed gradients by N "

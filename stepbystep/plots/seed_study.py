@@ -111,6 +111,8 @@ def seed_loss_curves(runs, reference=None, reference_label=None, ylabel="validat
     on_finals = {label: reference} if reference is not None and reference_on_finals else None
     _draw_seed_dots(finals, ends, f"{ylabel} at the end" if last == 1 else f"{ylabel}, mean of the last {last}",
                     on_finals, boxed=True)
+    if on_finals:  # room above the line for its label, below the title
+        finals.set_ylim(top=max(finals.get_ylim()[1], reference) * 1.15)
     finals.set_title("last value: seeds (dots), median (bar)" if last == 1
                      else f"mean of the last {last} steps: seeds (dots), median (bar)", fontsize=10)
     return fig
