@@ -24,7 +24,8 @@
 # - say what a process, a **rank** and the **world size** are, and what an **all-reduce** leaves
 #   on every rank;
 # - show that two processes, each computing gradients on half of every batch and averaging them,
-#   take **the same steps** as one process on the whole batch, and when they do not;
+#   take **the same steps** as one process on the whole batch, and when they do not (and scale the
+#   loss of shards of unequal size so that they do again);
 # - do the same with `DistributedDataParallel` and a `DistributedSampler`, under Lightning, and fully
 #   sharded;
 # - train a course model with **Lightning** and get the course trainer's numbers, and load a
@@ -48,7 +49,8 @@ from lightning.pytorch.callbacks import ModelCheckpoint
 from torch.utils.data import DataLoader
 
 from stepbystep.exercises import ch16
-from stepbystep.experiments.mixed_precision import PRECISION_RUN, autocast_dtypes, float_formats, precision_study
+from stepbystep.experiments.mixed_precision import (PRECISION_RUN, autocast_dtypes, autocast_rules, float_formats,
+                                                    precision_study)
 from stepbystep.expect import expect, expect_close
 from stepbystep.models.gpt.model import completion_loss
 from stepbystep.plots import seed_loss_curves
@@ -122,7 +124,8 @@ expect(all(torch.equal(result["after"], values[0] + values[1]) for result in red
 runs = [DataParallelRun(steps=6, global_batch=8, n_samples=16, seed=seed) for seed in (0, 1, 2)]
 one = manual_train_runs(0, 1, runs)  # [(steps, P)] per seed: one process, whole batches
 two = run_ranks(manual_train_runs, 2, runs)  # per rank, per seed
-alone = run_ranks(manual_train_runs, 2, runs, False)  # the control: no all-reduce, each rank on its half
+average = False  # the control: no all-reduce, each rank steps on its own half
+alone = run_ranks(manual_train_runs, 2, runs, average)
 gap = torch.tensor([[(two[rank][s] - one[s]).abs().max() for s in range(3)] for rank in (0, 1)])  # (ranks, seeds)
 gap_alone = torch.tensor([[(alone[rank][s] - one[s]).abs().max() for s in range(3)] for rank in (0, 1)])
 moved = torch.tensor([(one[s][-1] - one[s][0]).abs().max() for s in range(3)])
@@ -263,9 +266,11 @@ expect(lightning_gap < 1e-6, "under lightning.Trainer(devices=2, strategy=\"ddp\
 # Data parallelism keeps the whole model, its gradients and the optimizer's state on every rank.
 # PyTorch's `fully_shard` (FSDP, the third stage of ZeRO, below) keeps only 1/N of each parameter
 # on each rank: before a layer runs, an all-gather assembles its full weights, freed after use;
-# after the backward pass, a reduce-scatter leaves each rank the averaged gradient of its own
-# shard, and the optimizer steps only that shard. The arithmetic is the same, so the model is too.
-# It runs on `gloo` on the CPU (with this course's PyTorch):
+# as the backward pass finishes each layer, a reduce-scatter leaves each rank the averaged gradient
+# of its own shard of that layer (so the sending overlaps the rest of the backward pass), and the
+# optimizer steps only that shard. The arithmetic is the same, so the model is too. It runs on
+# `gloo` on the CPU from PyTorch 2.7 on; on an older PyTorch, `fsdp_train` stops at once and says
+# which release it needs:
 
 # %% tags=["nbval-ignore-output"]
 sharded = run_ranks(fsdp_train, 2, runs[0])
@@ -320,11 +325,29 @@ expect(accumulation_gap < 1e-6, "four micro-batches of 2 take the steps of whole
 # of every gradient an all-reduce sends where the gradients are kept in 16 bits too; on hardware
 # with 16-bit matrix units the matrix products also run faster. Micikevicius et al., "Mixed
 # Precision Training" (2018), keep a float32 copy of the weights and compute in 16 bits.
-# `torch.autocast("cpu", dtype=torch.bfloat16)` does this without touching the model: inside its
-# `with` block, the operations on its list (the matrix products: `linear`, `matmul`, `bmm`...) run
-# on bfloat16 copies of their inputs, and every other operation runs in its inputs' dtype. The
-# parameters, their gradients and the optimizer stay float32. One forward and backward pass of this
-# chapter's model under autocast, the dtype each layer hands on:
+# `torch.autocast("cpu", dtype=torch.bfloat16)` does this without touching the model. Inside its
+# `with` block it keeps two lists of operations. Those it lowers, the matrix products (`linear`,
+# `matmul`, `bmm`...), run on bfloat16 copies of their inputs; those it raises, on the CPU the losses
+# (`cross_entropy`, `nll_loss`...) and a few others, run on float32 copies. Every other operation
+# follows its inputs: a softmax or an activation after a matrix product computes in bfloat16, the
+# same one on a float32 tensor in float32, and a sum of bfloat16 and float32 is float32. The
+# parameters, their gradients and the optimizer stay float32. One operation of each kind:
+
+# %%
+rules = autocast_rules()
+for name, dtype in rules.items():
+    print(f"{name:<22} {dtype}")
+expect(rules["linear"] == torch.bfloat16 and rules["cross_entropy"] == torch.float32
+       and rules["cross_entropy outside"] == torch.bfloat16,
+       "autocast lowers a linear layer to bfloat16 and raises cross_entropy to float32, which outside it "
+       "follows its bfloat16 input")
+expect(rules["softmax of bfloat16"] == torch.bfloat16 and rules["softmax of float32"] == torch.float32
+       and rules["bfloat16 + float32"] == torch.float32,
+       "softmax, on neither list, follows its input; bfloat16 + float32 is float32")
+
+# %% [markdown]
+# One forward and backward pass of this chapter's model under autocast, the dtype each layer hands
+# on:
 
 # %% tags=["nbval-ignore-output"]
 dtypes = autocast_dtypes()
@@ -338,19 +361,23 @@ linears = [dtype for name, dtype in dtypes["modules"].items() if name.startswith
                                                                                   "layers.0.ffn.0", "layers.0.ffn.3", "head"))]
 expect(len(linears) == 7 and set(linears) == {torch.bfloat16}, "the seven linear layers compute in bfloat16")
 expect(all(dtypes["modules"][name] == torch.float32 for name in ("embed", "layers.0.sublayers.0.norm", "norm")),
-       "the embedding and the layer norms stay float32: their inputs are the float32 residual stream")
-expect(dtypes["loss"] == torch.float32 and dtypes["parameters"] == dtypes["gradients"] == {torch.float32},
-       "the loss, the parameters and their gradients are float32")
+       "the embedding (token ids in, on neither list) and the layer norms (on neither list, the float32 residual "
+       "stream in) stay float32")
+expect(dtypes["logits"] == torch.bfloat16 and dtypes["loss"] == torch.float32,
+       "the logits are bfloat16 and the loss float32: cross_entropy is on the list autocast raises")
+expect(dtypes["parameters"] == dtypes["gradients"] == {torch.float32}, "the parameters and their gradients are float32")
 
 # %% [markdown]
 # The residual stream stays float32 because a sum of a bfloat16 branch and a float32 stream is
-# float32: only what the matrix products compute is rounded to bfloat16.
+# float32. Inside a branch, every operation from its first matrix product to the residual sum (the
+# attention scores and their softmax, the activation, the dropout) computes in bfloat16.
 #
 # What does the rounding do to training? The same model, seed, weights and batches, once in
-# float32 and once under autocast: Adam (learning rate 0.01), 200 steps on batches of 32 streams
+# float32 and once under autocast: Adam (learning rate 0.01), 300 steps on batches of 32 streams
 # of 4 random tokens followed by the same 4 again, three seeds. The first 3 of the 7 predicted
-# tokens are random, so no model goes below 3/7 ln 8 ≈ 0.89 (the dashed line), reached once it
-# copies the rest.
+# tokens are random, so on fresh streams no model can do better than 3/7 ln 8 ≈ 0.89 (the dashed
+# line), reached once it copies the rest; on the 256 streams it keeps revisiting, a model can dip a
+# little below by remembering some of them. A model that copies nothing stays near ln 8 ≈ 2.08.
 
 # %% tags=["nbval-ignore-output"]
 study = precision_study(seeds=(0, 1, 2))  # (seeds, steps) per precision
@@ -364,23 +391,24 @@ for name in final:
           f"first step below 1.2: {drop[name]}")
 seed_loss_curves({name: [SimpleNamespace(steps=range(PRECISION_RUN.steps), val_losses=curve) for curve in study[name]]
                   for name in ("float32", "bfloat16")}, reference=study["floor"], reference_label="3/7 ln 8",
-                 ylabel="training loss");
+                 ylabel="training loss", last=20, label_at="left", reference_on_finals=True);
 
 # %%
 expect(bool((start_gap < 0.01).all()), "over the first 20 steps, bfloat16's loss stays within 0.01 of float32's on "
        "every seed", start_gap.max())
 expect_close(final["bfloat16"].median(), final["float32"].median(), "the median final loss (last 20 steps) is "
              "float32's to 0.05", atol=0.05)
-expect(all(abs(final[name].median() - study["floor"]) < 0.05 for name in final),
-       "both medians end within 0.05 of the floor 3/7 ln 8: both learned to copy")
+expect(all(final[name].median() < study["floor"] + 0.05 for name in final),
+       "both medians end below 3/7 ln 8 + 0.05: both learned to copy", {name: final[name].median() for name in final})
 
 # %% [markdown]
 # In between, the curves part: the rounding moves the step at which the model starts to copy (the
 # printed first steps below 1.2), and at one step the two losses can be tenths apart. What the
-# checks bound is the start and the end: the same first steps, and the same final loss to 0.05
-# over three seeds, on a model this small. Kalamkar et al., "A Study of BFLOAT16 for Deep Learning
-# Training" (2019), report the same for large models: bfloat16 reached float32's results in the same
-# number of iterations without changing the hyperparameters.
+# checks bound is the start and the end: the same first steps, and the same final loss to 0.05 in
+# the median of three seeds (the right panel shows each seed's), on a model this small. Kalamkar et
+# al., "A Study of BFLOAT16 for Deep Learning Training" (2019), report the same for large models:
+# bfloat16 reached float32's results in the same number of iterations without changing the
+# hyperparameters.
 #
 # Why no loss scaling? float16, the other 16-bit format, spends 5 bits on the exponent and 10 on the
 # mantissa; bfloat16 spends float32's 8 on the exponent and keeps 7 of its 23 mantissa bits. So
@@ -408,7 +436,8 @@ print("a gradient of 1e-8 in float16:", gradient.half().item(), "| in bfloat16:"
 #
 # $$2\,\frac{N-1}{N} \times \text{the gradient's bytes}$$
 #
-# per step: almost twice the gradient, however many workers there are. `ring_all_reduce` runs the
+# per step: exactly once the gradient for two workers, and towards twice it as N grows, never more.
+# `ring_all_reduce` runs the
 # ring on numbers; three workers hold the chunks [1, 2, 3], [10, 20, 30] and [100, 200, 300]:
 
 # %%
@@ -492,9 +521,10 @@ expect(round(training_memory(7_500_000_000, 64, "ddp")["total"] / 1e9, 1) == 120
 #   here: by hand on every seed, with DDP, under Lightning and fully sharded; without the all-reduce
 #   they drift apart from the first step.
 # - Gradient accumulation gives one process the step of a batch k times larger.
-# - bfloat16 autocast rounds the matrix products and keeps the weights, gradients and residual
-#   stream in float32; here it started and ended where float32 did, over three seeds, and needs no
-#   loss scaling, having float32's range.
+# - bfloat16 autocast lowers the matrix products to bfloat16 (and what follows them in a branch),
+#   raises the loss to float32, and keeps the weights, gradients and residual stream in float32; here
+#   it started and ended where float32 did, in the median of three seeds, and it needs no loss
+#   scaling, having float32's range.
 # - A ring all-reduce sends 2 (N - 1) / N of the gradient per process per step; data parallelism
 #   keeps the whole model state on every process, and ZeRO's stages shard it.
 
@@ -537,3 +567,21 @@ def accumulate(model, loss_fn, micro_batches):
 
 
 ch16.accumulate.check(accumulate)
+
+
+# %% [markdown]
+# **4. Shards of unequal size.** The central claim needs every shard's loss to average the same
+# number of terms. Streams of different lengths break that: if the loss skips the padding, rank r's
+# mean loss averages n_r of the batch's B tokens, and n_r differs from rank to rank, while DDP still
+# averages the N gradients as if they weighed the same. Predict first: two ranks hold 3 and 5 of 8
+# terms; in the averaged gradient, does a term of the smaller shard weigh more or less than 1/8?
+# Then write `shard_scale(n, B, N)`: the number a rank holding n of the B terms multiplies its mean
+# loss by before `backward`, so that DDP's average is the gradient of the whole batch's mean loss
+# again. (What must it give when every shard holds B/N terms?)
+
+# %%
+def shard_scale(n, B, N):
+    return 1.0  # replace: right only when every shard holds B / N terms
+
+
+ch16.shard_scale.check(shard_scale)

@@ -73,3 +73,21 @@ def test_seed_loss_curves_draws_every_seed_from_step_zero():
     assert any(t.get_text() == "ln V" for t in curves.texts)
     with pytest.raises(ValueError):
         seed_loss_curves({})
+
+
+def test_seed_loss_curves_can_average_the_last_steps_and_draw_the_reference_on_both_panels():
+    runs = {"a": [SimpleNamespace(steps=[0, 1, 2, 3], val_losses=[4.0, 2.0, 1.0 + s, 3.0 + s]) for s in range(3)]}
+    fig = seed_loss_curves(runs, reference=0.5, reference_label="floor", last=2, label_at="left",
+                           reference_on_finals=True)
+    curves, finals = fig.axes
+    assert [bar.get_height() for bar in finals.patches] == pytest.approx([3.0])  # medians of the means of the last 2
+    assert sorted(_dots(finals)[0][:, 1]) == pytest.approx([2.0, 3.0, 4.0])
+    assert "mean of the last 2" in finals.get_title() and "mean of the last 2" in finals.get_ylabel()
+    label = next(t for t in curves.texts if t.get_text() == "floor")
+    assert label.xy[0] == curves.get_xlim()[0] and label.get_ha() == "left"  # at the left end
+    assert [t.get_text() for t in finals.texts] == ["floor"] and finals.lines[0].get_ydata()[0] == 0.5
+    assert finals.get_ylim()[1] >= 4.0 * 1.15  # the label clears the highest dot and the frame
+    with pytest.raises(ValueError, match="label_at must be 'left' or 'right', got 'top'"):
+        seed_loss_curves(runs, reference=0.5, label_at="top")
+    with pytest.raises(ValueError):
+        seed_loss_curves(runs, last=0)

@@ -1,5 +1,6 @@
 """Chapter 16's "Your turn": the bytes a ring all-reduce sends, the memory ZeRO stage 2 leaves on each
-GPU, and gradient accumulation written by hand.
+GPU, gradient accumulation written by hand, and the loss scale that keeps shards of unequal size one
+model under DDP's average.
 
 In the notebook::
 
@@ -16,11 +17,15 @@ from ..models.gpt.model import completion_loss
 from ..training.data_parallel import DataParallelRun, build_model, repeat_dataset
 from .exercise import Exercise, as_number, expects_function
 
-__all__ = ["ring_bytes", "zero_memory", "accumulate"]
+__all__ = ["ring_bytes", "zero_memory", "accumulate", "shard_scale"]
 
 
-def _number_checker(expected, slips, unit):
-    """A checker for one number: ``slips`` maps a wrong value to what it says about the reasoning."""
+UNITS = (("kB", 1e3), ("MB", 1e6), ("GB", 1e9), ("KiB", 2**10), ("MiB", 2**20), ("GiB", 2**30))
+
+
+def _number_checker(expected, slips, unit, fallback):
+    """A checker for one number: ``slips`` maps a wrong value to what it says about the reasoning; a value
+    that is the answer in kB, MB, GB (or KiB, MiB, GiB) is a unit slip; ``fallback`` follows "too many/few"."""
     def check(answer):
         value = as_number(answer)
         if value is None:
@@ -30,8 +35,12 @@ def _number_checker(expected, slips, unit):
         for wrong, why in slips:
             if math.isclose(value, wrong, rel_tol=1e-3):
                 return why
+        for name, size in UNITS:
+            if any(math.isclose(value * size, target, rel_tol=1e-3) for target in (expected, *(w for w, _ in slips))):
+                return f"{value:g} looks like a count in {name}: give the answer in {unit}, a plain number"
         direction = "too many" if value > expected else "too few"
-        return f"{value:,.0f} {unit} is {direction}: count what one process holds or sends, part by part"
+        shown = f"{value:,.0f}" if abs(value) >= 1e3 else f"{value:g}"  # every digit a learner typed
+        return f"{shown} {unit} is {direction}: {fallback}"
     return check
 
 
@@ -58,7 +67,8 @@ ring_bytes = Exercise(
          "question is one process, and each step sends one chunk, 1/N of the gradient"),
         (_ring_bytes_solution() / 4, "that counts numbers, not bytes: an fp32 number is 4 bytes"),
         (2 * N_PROCESSES * _GRADIENT / N_PROCESSES, "a ring of N processes needs N - 1 steps per phase, not N"),
-    ], "bytes"),
+        (_GRADIENT, "that is the gradient's size once: count the steps of both phases, and what one step sends"),
+    ], "bytes", "count the ring's steps in each of its two phases, and the share of the gradient each step sends"),
     "The gradient is cut into N chunks. How many steps does each phase (reduce-scatter, all-gather) take, and "
     "how much does one process send in a step?",
     _ring_bytes_solution,
@@ -85,7 +95,7 @@ zero_memory = Exercise(
         (16 * PSI / GPUS, "that is stage 3 (FSDP): it shards the parameters too; stage 2 keeps every parameter on every GPU"),
         (4 * PSI + 8 * PSI / GPUS, "mixed-precision Adam keeps 12 bytes per parameter: a 4-byte copy of the weights "
                                   "besides momentum and variance"),
-    ], "bytes"),
+    ], "bytes", "write the three parts of the model state per parameter, and say which of them stage 2 divides"),
     "Write the three parts (parameters, gradients, optimizer state) per parameter, then ask of each part: is it "
     "divided among the GPUs in stage 2?",
     _zero_memory_solution,
@@ -129,11 +139,16 @@ def _check_accumulate(answer):
             return "some parameters have no gradient after your function: call backward on each micro-batch's loss"
         if _matches(grads, whole, k):
             return f"with k = {k} your gradient is k times the large batch's: the large batch's loss is a mean"
-        model.zero_grad(set_to_none=True)
-        completion_loss(model(micro[-1][0]), micro[-1][1]).backward()
-        last = _gradients(model)
-        if _matches(grads, last) or _matches(grads, last, 1 / k):
-            return "your gradient is the last micro-batch's alone: something clears the earlier ones' gradients"
+        if _matches(grads, whole, 1 / k):
+            return (f"with k = {k} your gradient is 1/k of the large batch's: each micro-batch's loss needs dividing "
+                    "by k once")
+        for which, (mx, my) in (("last", micro[-1]), ("first", micro[0])):
+            model.zero_grad(set_to_none=True)
+            completion_loss(model(mx), my).backward()
+            alone = _gradients(model)
+            if _matches(grads, alone) or _matches(grads, alone, 1 / k):
+                return (f"your gradient is the {which} micro-batch's alone: only some micro-batches reach .grad"
+                        + (", something clears the earlier ones' gradients" if which == "last" else ""))
         return f"with k = {k} your gradient is not the large batch's"
     return None
 
@@ -144,4 +159,63 @@ accumulate = Exercise(
     "backward adds to .grad rather than replacing it. The large batch's loss is the mean over its samples: "
     "what share of it is one micro-batch's mean loss?",
     _accumulate_solution,
+)
+
+
+# ----------------------------------------------------------------------------- 4. shards of unequal size
+SHARDS = ((3, 5), (2, 2, 4), (1, 1, 1, 5), (4, 4))  # terms per rank; B = 8 in each, N = len(shards)
+
+
+def _shard_scale_solution(n, B, N):
+    # DDP's gradient: (1/N) sum_r scale_r * (1/n_r) sum over rank r's terms; each term must weigh 1/B
+    return N * n / B  # 1 when every shard holds B/N terms
+
+
+def _term_weights(answer, shards):
+    """What one term of each rank weighs in DDP's averaged gradient, ``scale / (N n)``, times ``B``: 1 is right."""
+    B, N = sum(shards), len(shards)
+    scales = [answer(n, B, N) for n in shards]
+    values = [as_number(scale) for scale in scales]
+    if None in values:
+        bad = scales[values.index(None)]
+        raise TypeError(f"expected one number from shard_scale(n, B, N), got {type(bad).__name__}")
+    return [B * value / (N * n) for value, n in zip(values, shards)]
+
+
+@expects_function("shard_scale(n, B, N)")
+def _check_shard_scale(answer):
+    for shards in SHARDS:
+        weights = _term_weights(answer, shards)
+        if all(math.isclose(weight, 1, rel_tol=1e-6) for weight in weights):
+            continue
+        B, N = sum(shards), len(shards)
+        if any(weight == 0 for weight in weights):
+            return (f"with shards of {shards} a scale is 0, so that rank's terms drop out of the gradient "
+                    "(an integer division?)")
+        if all(math.isclose(answer(n, B, N), 1, rel_tol=1e-6) for n in shards):
+            return (f"a scale of 1 is right only when every shard holds B/N terms: with shards of {shards}, work out "
+                    "what one term of each shard weighs in DDP's average")
+        if all(math.isclose(weight, weights[0], rel_tol=1e-6) for weight in weights):
+            if math.isclose(weights[0], 1 / N, rel_tol=1e-6):
+                return ("every term weighs the same now, but N times too little: DDP divides the summed gradients by N "
+                        "after your scale")
+            if math.isclose(weights[0], B / N, rel_tol=1e-6):
+                return "every term weighs the same now, but 1/N rather than 1/B: the whole batch's loss is a mean"
+            return (f"every term weighs the same now, but {weights[0]:.3g} times what a term of the whole batch's "
+                    "mean does")
+        small, large = weights[shards.index(min(shards))], weights[shards.index(max(shards))]
+        if small > large * (1 + 1e-6):
+            return (f"with shards of {shards}, a term of the smallest shard still weighs {small / large:.3g} times one "
+                    "of the largest: a rank with fewer terms must count less")
+        return (f"with shards of {shards}, a term of the smallest shard weighs {small / large:.3g} times one of the "
+                "largest: your scale corrects too much (its mean loss already divides by n)")
+    return None
+
+
+shard_scale = Exercise(
+    "the loss scale for shards of unequal size",
+    _check_shard_scale,
+    "DDP's gradient is (1/N) Σ_r scale_r · (the gradient of rank r's mean over its n_r terms). Write how much one "
+    "term of rank r weighs in it, and set that equal to what it weighs in the whole batch's mean loss.",
+    _shard_scale_solution,
 )

@@ -1,16 +1,21 @@
 """Mixed precision on the CPU: the course's decoder-only model trained under ``torch.autocast("cpu",
 dtype=torch.bfloat16)`` against float32, with the same seed, weights and batches.
 
-Autocast keeps the parameters, their gradients and the optimizer in float32; inside its region it
-runs the operations on its list of matmuls (``linear``, ``matmul``, ``bmm``...) on bfloat16 copies of
-their inputs, and leaves the others in their inputs' dtype, so a residual sum of a bfloat16 branch and a
-float32 stream is float32 again. bfloat16 keeps float32's 8 exponent bits and only 7 stored bits of mantissa
-(float32: 23): the same range, coarser steps. float16 has 5 exponent bits: small gradients fall below its
-smallest number and become zero, which is why float16 training multiplies the loss by a scale first
-(``torch.amp.GradScaler``) and bfloat16 training does not.
+Autocast keeps the parameters, their gradients and the optimizer in float32. Inside its region it keeps
+two lists: the operations it lowers to bfloat16 (the matrix products: ``linear``, ``matmul``, ``bmm``...)
+run on bfloat16 copies of their inputs, and those it raises to float32 (on the CPU the losses, such as
+``cross_entropy`` and ``nll_loss``, and a few others) on float32 copies. Every other operation follows
+its inputs: a softmax or an activation after a matrix product computes in bfloat16, and a residual sum
+of a bfloat16 branch and a float32 stream is float32 (``autocast_rules`` shows one of each). bfloat16
+keeps float32's 8 exponent bits and only 7 stored bits of mantissa (float32: 23): the same range,
+coarser steps. float16 has 5 exponent bits: small gradients fall below its smallest number and become
+zero, which is why float16 training multiplies the loss by a scale first (``torch.amp.GradScaler``) and
+bfloat16 training does not.
 
 The task is chapter 13's random tokens, then the same tokens again, of ``length`` 4: the first 3 of the
-7 predicted tokens cannot be known, so the loss cannot fall below 3/7 ln(vocab_size) (``loss_floor``).
+7 predicted tokens cannot be known, so on fresh streams the loss cannot fall below 3/7 ln(vocab_size)
+(``loss_floor``); on the streams it revisits, a model can dip a little below it by remembering some.
+300 steps, because after 200 some seeds have not yet learned to copy.
 """
 import math
 
@@ -20,9 +25,10 @@ from ..checks import check_instance, check_positive_int
 from ..models.gpt.model import completion_loss
 from ..training.data_parallel import DataParallelRun, build_model, repeat_dataset
 
-__all__ = ["PRECISION_RUN", "loss_floor", "precision_losses", "precision_study", "autocast_dtypes", "float_formats"]
+__all__ = ["PRECISION_RUN", "loss_floor", "precision_losses", "precision_study", "autocast_rules", "autocast_dtypes",
+           "float_formats"]
 
-PRECISION_RUN = DataParallelRun(steps=200, global_batch=32, n_samples=256, length=4, lr=1e-2)
+PRECISION_RUN = DataParallelRun(steps=300, global_batch=32, n_samples=256, length=4, lr=1e-2)
 
 
 def loss_floor(run):
@@ -61,6 +67,25 @@ def precision_study(seeds=(0, 1, 2), run=PRECISION_RUN):
     curves = {name: torch.stack([precision_losses(run.replace(seed=seed), name == "bfloat16") for seed in seeds])
               for name in ("float32", "bfloat16")}
     return {**curves, "floor": loss_floor(run)}
+
+
+def autocast_rules():
+    """One operation of each kind under CPU bfloat16 autocast, the dtype it returns: ``{"linear"`` (lowered,
+    on float32 inputs), ``"cross_entropy"`` (raised, on bfloat16 logits) and ``"cross_entropy outside"`` (the
+    same call without autocast), ``"softmax of bfloat16"`` and ``"softmax of float32"`` (neither list: it
+    follows its input), ``"bfloat16 + float32"`` (the residual sum)``}``."""
+    generator = torch.Generator().manual_seed(0)
+    x, weight = torch.randn(4, 8, generator=generator), torch.randn(8, 8, generator=generator)  # float32
+    targets = torch.randint(0, 8, (4,), generator=generator)
+    low = x.bfloat16()
+    rules = {"cross_entropy outside": torch.nn.functional.cross_entropy(low, targets).dtype}
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        rules["linear"] = torch.nn.functional.linear(x, weight).dtype
+        rules["cross_entropy"] = torch.nn.functional.cross_entropy(low, targets).dtype
+        rules["softmax of bfloat16"] = torch.softmax(low, -1).dtype
+        rules["softmax of float32"] = torch.softmax(x, -1).dtype
+        rules["bfloat16 + float32"] = (low + x).dtype
+    return rules
 
 
 def autocast_dtypes(run=PRECISION_RUN, batch=4):

@@ -7,7 +7,7 @@ the last value of each seed, chapter 09).
 import matplotlib.pyplot as plt
 import numpy as np
 
-from ..checks import check_instance
+from ..checks import check_instance, check_positive_int
 from ._arrays import _as_numpy
 
 __all__ = ["seed_dots", "seed_panels", "seed_loss_curves"]
@@ -75,29 +75,44 @@ def seed_panels(results, metrics, references=None):
     return fig
 
 
-def seed_loss_curves(runs, reference=None, reference_label=None, ylabel="validation loss"):
+def seed_loss_curves(runs, reference=None, reference_label=None, ylabel="validation loss", last=1, label_at="right",
+                     reference_on_finals=False):
     """Loss against the step for every seed of every setting, from step 0 (left), and each seed's
-    last loss (right). ``runs`` ``{name: [run per seed]}``, each run with ``steps`` and
-    ``val_losses``; ``reference`` a dashed line (e.g. ln V, a uniform guess). Returns the Figure."""
+    final loss (right): its last value, or the mean of its ``last`` values. ``runs`` ``{name: [run per
+    seed]}``, each run with ``steps`` and ``val_losses``; ``reference`` a dashed line (e.g. ln V, a uniform
+    guess), labelled at the ``label_at`` end ("left" or "right") of the curves, and drawn on the right panel
+    too if ``reference_on_finals``. Returns the Figure."""
     check_instance("runs", runs, dict, "a dict of setting name -> runs, one per seed")
     if not runs or not all(runs.values()):
         raise ValueError("runs must map each setting's name to a non-empty list of runs")
+    check_positive_int("last", last)
+    if label_at not in ("left", "right"):
+        raise ValueError(f"label_at must be 'left' or 'right', got {label_at!r}")
     fig, (curves, finals) = plt.subplots(1, 2, figsize=(10.5, 3.4), layout="constrained",
                                          gridspec_kw={"width_ratios": [1.7, 1]})
     for column, (name, seed_runs) in enumerate(runs.items()):
         for index, run in enumerate(seed_runs):
             curves.plot(run.steps, _as_numpy(run.val_losses, float), color=f"C{column}", lw=1.2, marker=".",
                         label=f"{name} ({len(seed_runs)} seeds)" if index == 0 else None)
+    label = reference_label or (None if reference is None else f"{reference:.2f}")
     if reference is not None:
         curves.axhline(reference, color="grey", ls="--", lw=1)
-        curves.annotate(reference_label or f"{reference:.2f}", (curves.get_xlim()[1], reference), ha="right",
-                        va="bottom", fontsize=8, color="grey", xytext=(-4, 2), textcoords="offset points")
+        left = label_at == "left"
+        curves.annotate(label, (curves.get_xlim()[0 if left else 1], reference), ha="left" if left else "right",
+                        va="bottom", fontsize=8, color="grey", xytext=(4 if left else -4, 2),
+                        textcoords="offset points")
     curves.set_xlabel("training step")
     curves.set_ylabel(ylabel)
     curves.set_ylim(bottom=0)
     curves.legend(loc="upper right", frameon=False)
     curves.set_title("every seed, from step 0", fontsize=10)
-    last = {name: [run.val_losses[-1] for run in seed_runs] for name, seed_runs in runs.items()}
-    _draw_seed_dots(finals, last, f"{ylabel} at the end")
-    finals.set_title("last value: seeds (dots), median (bar)", fontsize=10)
+    ends = {name: [float(np.mean(_as_numpy(run.val_losses, float)[-last:])) for run in seed_runs]
+            for name, seed_runs in runs.items()}
+    on_finals = {label: reference} if reference is not None and reference_on_finals else None
+    _draw_seed_dots(finals, ends, f"{ylabel} at the end" if last == 1 else f"{ylabel}, mean of the last {last}",
+                    on_finals, boxed=True)
+    if on_finals:  # room above the line for its label, below the title
+        finals.set_ylim(top=max(finals.get_ylim()[1], reference) * 1.15)
+    finals.set_title("last value: seeds (dots), median (bar)" if last == 1
+                     else f"mean of the last {last} steps: seeds (dots), median (bar)", fontsize=10)
     return fig

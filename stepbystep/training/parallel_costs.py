@@ -3,8 +3,8 @@
 Ring all-reduce (each of N workers talks only to the next one): the gradient is cut into N chunks;
 in N - 1 reduce-scatter steps each worker passes one chunk on and adds the one it receives, so
 every worker ends with one chunk summed over all; in N - 1 all-gather steps the summed chunks go
-round. Each worker sends 2 (N - 1) chunks of 1/N of the gradient: 2 (N - 1) / N of its size, almost
-twice the gradient however many workers there are.
+round. Each worker sends 2 (N - 1) chunks of 1/N of the gradient: 2 (N - 1) / N of its size, from
+exactly once the gradient (N = 2) towards twice it as N grows, never more.
 
 Memory: data parallelism keeps the whole model, its gradients and the optimizer's state on every
 process. ZeRO (Rajbhandari et al., "ZeRO: Memory Optimizations Toward Training Trillion Parameter
