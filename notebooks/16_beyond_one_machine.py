@@ -270,7 +270,14 @@ expect(lightning_gap < 1e-6, "under lightning.Trainer(devices=2, strategy=\"ddp\
 # of its own shard of that layer (so the sending overlaps the rest of the backward pass), and the
 # optimizer steps only that shard. The arithmetic is the same, so the model is too. It runs on
 # `gloo` on the CPU from PyTorch 2.7 on; on an older PyTorch, `fsdp_train` stops at once and says
-# which release it needs:
+# which release it needs.
+#
+# One more trap, and the reason to compare against one process at all: FSDP asks the backend for
+# the mean of the shards' gradients (`ReduceOp.AVG`), and `gloo` on some PyTorch releases, 2.7
+# among them, silently returns their sum (PyTorch issue 162338, 2025): every step is then N times
+# too large, and nothing fails. `fsdp_train` first sends a one-number reduce-scatter (ones from
+# every rank: the mean is 1, the sum N) and, where the backend sums, divides each rank's loss by N
+# itself. `backend_averages` says which case your PyTorch is:
 
 # %% tags=["nbval-ignore-output"]
 sharded = run_ranks(fsdp_train, 2, runs[0])
@@ -278,6 +285,7 @@ fsdp_gap = max((result["parameters"] - one[0]).abs().max() for result in sharded
 print("largest difference from one process:", fsdp_gap)
 print("parameter numbers held per rank:", [result["local_elements"] for result in sharded],
       "of", sharded[0]["total_elements"])
+print("this PyTorch's gloo averages:", sharded[0]["backend_averages"])
 
 # %%
 expect(fsdp_gap < 1e-6, "fully sharded on two ranks, the gathered weights equal the one-process ones after every "
