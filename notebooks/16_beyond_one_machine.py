@@ -380,8 +380,11 @@ expect(dtypes["parameters"] == dtypes["gradients"] == {torch.float32}, "the para
 # float32. Inside a branch, every operation from its first matrix product to the residual sum (the
 # attention scores and their softmax, the activation, the dropout) computes in bfloat16.
 #
-# What does the rounding do to training? The same model, seed, weights and batches, once in
-# float32 and once under autocast: Adam (learning rate 0.01), 300 steps on batches of 32 streams
+# The course's trainer does the same for any model: `StepByStep(model, loss_fn, optimizer,
+# precision="bf16-mixed")` runs each forward pass and loss under this autocast (Lightning's
+# `Trainer(precision="bf16-mixed")` names it the same way). What does the rounding do to training?
+# The same model, seed, weights and batches, trained by `StepByStep` once in float32 and once with
+# `precision="bf16-mixed"`: Adam (learning rate 0.01), 300 steps on batches of 32 streams
 # of 4 random tokens followed by the same 4 again, three seeds. The first 3 of the 7 predicted
 # tokens are random, so on fresh streams no model can do better than 3/7 ln 8 ≈ 0.89 (the dashed
 # line), reached once it copies the rest; on the 256 streams it keeps revisiting, a model can dip a

@@ -23,6 +23,8 @@ import torch
 
 from ..checks import check_instance, check_positive_int
 from ..models.gpt.model import completion_loss
+from ..seeding import get_rng_state
+from ..training import StepByStep
 from ..training.data_parallel import DataParallelRun, build_model, repeat_dataset
 
 __all__ = ["PRECISION_RUN", "loss_floor", "precision_losses", "precision_study", "autocast_rules", "autocast_dtypes",
@@ -38,23 +40,27 @@ def loss_floor(run):
 
 
 def precision_losses(run, bf16):
-    """Adam (``run.lr``) for ``run.steps`` steps on ``run``'s batches in order, the forward pass and the loss
-    under bfloat16 autocast if ``bf16``: each step's loss ``(steps,)``."""
+    """Adam (``run.lr``) for ``run.steps`` steps on ``run``'s batches in order, through ``StepByStep`` with
+    ``precision="bf16-mixed"`` (the forward pass and the loss under bfloat16 autocast) if ``bf16``, else
+    ``"32"``: each step's loss ``(steps,)``."""
     check_instance("run", run, DataParallelRun)
     check_instance("bf16", bf16, bool, "True or False")
     inputs, targets = repeat_dataset(run).tensors  # (n_samples, 2·length - 1) each
     model = build_model(run)
-    optimizer = torch.optim.Adam(model.parameters(), lr=run.lr)
-    n_batches, losses = run.n_samples // run.global_batch, []
-    for step in range(run.steps):
-        start = (step % n_batches) * run.global_batch
-        x, y = inputs[start:start + run.global_batch], targets[start:start + run.global_batch]  # (B, L) each
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
-            loss = completion_loss(model(x), y)  # float32 either way
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()  # the gradients land in the float32 parameters' .grad
-        optimizer.step()
+    batches = [(inputs[start:start + run.global_batch], targets[start:start + run.global_batch])  # (B, L) each
+               for start in range(0, run.n_samples - run.global_batch + 1, run.global_batch)]
+    losses = []
+
+    def loss_fn(logits, y):
+        loss = completion_loss(logits, y)  # float32 either way: autocast raises cross_entropy
         losses.append(loss.item())
+        return loss
+
+    trainer = StepByStep(model, loss_fn, torch.optim.Adam(model.parameters(), lr=run.lr), device="cpu",
+                         precision="bf16-mixed" if bf16 else "32")
+    trainer.set_loaders(batches)
+    trainer.rng_state = get_rng_state()  # no seeding: the streams go on from the model's seed
+    trainer.train_steps(run.steps, progress=False)  # the gradients land in the float32 parameters' .grad
     return torch.tensor(losses)
 
 
@@ -89,9 +95,9 @@ def autocast_rules():
 
 
 def autocast_dtypes(run=PRECISION_RUN, batch=4):
-    """One forward and backward pass of ``run``'s model under bfloat16 autocast on ``batch`` streams: the
-    dtype of each leaf module's output (``{name: dtype}``, in call order), of the model's output (``"logits"``),
-    of the loss, and the dtypes of the parameters and of their gradients (sets)."""
+    """One training step of ``run``'s model (``StepByStep``, ``precision="bf16-mixed"``, plain SGD) on
+    ``batch`` streams: the dtype of each leaf module's output (``{name: dtype}``, in call order), of the
+    model's output (``"logits"``), of the loss, and the dtypes of the parameters and of their gradients (sets)."""
     check_positive_int("batch", batch)
     model = build_model(run)
     x, y = repeat_dataset(run)[:batch]  # (batch, 2·length - 1) each
@@ -102,15 +108,16 @@ def autocast_dtypes(run=PRECISION_RUN, batch=4):
             outputs.setdefault(name, output.dtype)  # returns None: the output goes on unchanged
         return hook
 
-    hooks = [module.register_forward_hook(record(name))
-             for name, module in model.named_modules() if not list(module.children())]  # leaves: Linear, LayerNorm...
-    with torch.autocast("cpu", dtype=torch.bfloat16):
-        logits = model(x)
-        loss = completion_loss(logits, y)
+    leaves = [(name, module) for name, module in model.named_modules() if not list(module.children())]  # Linear...
+    hooks = [module.register_forward_hook(record(name)) for name, module in leaves + [("logits", model)]]
+    trainer = StepByStep(model, completion_loss, torch.optim.SGD(model.parameters(), lr=0.1), device="cpu",
+                         precision="bf16-mixed")
+    loss = trainer.batch_loss((x, y))
     for hook in hooks:
         hook.remove()
-    loss.backward()
-    return {"modules": outputs, "logits": logits.dtype, "loss": loss.dtype,
+    trainer.step(loss)  # the backward pass: the gradients land in the float32 parameters' .grad
+    logits = outputs.pop("logits")
+    return {"modules": outputs, "logits": logits, "loss": loss.dtype,
             "parameters": {p.dtype for p in model.parameters()}, "gradients": {p.grad.dtype for p in model.parameters()}}
 
 

@@ -6,6 +6,7 @@ A call may stop inside an epoch: the next call, or a loaded checkpoint, continue
 Clipping, schedulers and logging join the loop as callbacks (``callbacks.py``); ``state_dict`` holds
 everything a resume needs, and ``checkpoint.py`` writes it to a file and reads it back.
 """
+import contextlib
 import copy
 import math
 import warnings
@@ -15,7 +16,7 @@ import torch
 from torch import nn
 from tqdm.auto import trange
 
-from ..checks import check_instance, check_positive_int
+from ..checks import check_choice, check_instance, check_positive_int
 from ..containers import map_structure
 from ..devices import as_device, default_device, evaluating, model_dtype, move_to
 from ..seeding import get_rng_state, set_rng_state, set_seed
@@ -26,6 +27,8 @@ from .clipping import GradientClipping
 from .schedulers import LRScheduler
 
 __all__ = ["StepByStep"]
+
+PRECISIONS = ("32", "bf16-mixed")  # Lightning's names: float32, or bfloat16 autocast on float32 weights
 
 
 def check_optimizer(model, optimizer):
@@ -61,6 +64,9 @@ class StepByStep:
         optimizer: a ``torch.optim.Optimizer`` built on ``model``'s parameters.
         device: where to train; by default CUDA, then MPS, then the CPU.
         callbacks: ``Callback`` objects whose hooks run during training (see ``add_callback``).
+        precision: ``"32"`` (float32 throughout) or ``"bf16-mixed"``: the forward pass and the loss under
+            ``torch.autocast`` in bfloat16, the parameters, gradients and optimizer still float32 (no loss
+            scaling: bfloat16 has float32's range). Lightning's names for the same two settings.
 
     Batches are ``(x, y)`` pairs, moved whole to the device (tensors inside tuples, lists and
     dicts too). A tensor ``x`` is passed as ``model(x)``, a tuple or list as ``model(*x)``, a
@@ -71,6 +77,7 @@ class StepByStep:
         learning_rates: the learning rate (of the first parameter group) of every step.
         total_epochs, total_steps: how many epochs and optimizer steps have run, across calls.
         device: the ``torch.device`` the model lives on.
+        precision: ``"32"`` or ``"bf16-mixed"``, as given.
         callbacks: the callbacks, in the order their hooks run.
         should_stop: set by a callback to end training after the current epoch.
         rng_state: the random streams the next call continues (``seeding.get_rng_state``); None
@@ -82,13 +89,14 @@ class StepByStep:
     ``train_steps(3); train_steps(5)`` repeats ``train_steps(8)``. Checkpoints carry the streams.
     """
 
-    def __init__(self, model, loss_fn, optimizer, device=None, callbacks=()):
+    def __init__(self, model, loss_fn, optimizer, device=None, callbacks=(), precision="32"):
         check_instance("model", model, nn.Module, "an nn.Module")
         check_instance("loss_fn", loss_fn, Callable, "callable, as loss_fn(prediction, y)")
         check_optimizer(model, optimizer)
         self.model = model
         self.loss_fn = loss_fn
         self.optimizer = optimizer
+        self.precision = check_choice("precision", precision, PRECISIONS)
         self.to(default_device() if device is None else device)
         self.train_loader = None
         self.val_loader = None
@@ -178,9 +186,12 @@ class StepByStep:
 
     def batch_loss(self, batch):
         """``loss_fn(model(x), y)`` for ``batch``, an ``(x, y)`` pair moved to the device: a scalar tensor.
-        Float inputs must have the model's dtype (a TypeError otherwise)."""
+        Float inputs must have the model's dtype (a TypeError otherwise). Under bfloat16 autocast with
+        ``precision="bf16-mixed"``."""
         x, y = move_to(split_batch(batch), self.device)
-        loss = self.loss_fn(forward(self.model, check_float_inputs(x, model_dtype(self.model))), y)
+        mixed = self.precision == "bf16-mixed"
+        with torch.autocast(self.device.type, dtype=torch.bfloat16) if mixed else contextlib.nullcontext():
+            loss = self.loss_fn(forward(self.model, check_float_inputs(x, model_dtype(self.model))), y)
         if not (isinstance(loss, torch.Tensor) and loss.numel() == 1):
             got = type(loss).__name__
             if isinstance(loss, torch.Tensor):
