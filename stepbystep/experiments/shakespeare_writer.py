@@ -29,8 +29,8 @@ FORMAT = "stepbystep.shakespeare_writer"
 VERSION = 1
 CHECKPOINT = Path(__file__).parent / "results" / "shakespeare_writer.pt"
 # the model's size and the recipe of train_lm; the chapter's live model: d_model 64, 2 layers, 64 positions, 300 steps
-WRITER = dict(vocab_size=1024, d_model=128, n_heads=4, n_layers=4, context=128, steps=5000, batch_size=16, lr=2e-3,
-              warmup=200, seed=0)
+WRITER = dict(vocab_size=1024, d_model=128, n_heads=4, n_layers=4, context=128, steps=2000, batch_size=16, lr=2e-3,
+              warmup=100, seed=0)
 COMMAND = "python -m stepbystep.experiments.shakespeare_writer"
 
 
