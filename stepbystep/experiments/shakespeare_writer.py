@@ -2,7 +2,7 @@
 trained longer, on the same 37 plays read with the same BPE tokens (1,024 ids), saved in one small
 file that the chapter loads.
 
-``python -m stepbystep.experiments.shakespeare_writer`` trains it, seeded, on one thread (about 20
+``python -m stepbystep.experiments.shakespeare_writer`` trains it, seeded, on one thread (about 8
 CPU-minutes) and writes ``results/shakespeare_writer.pt``; ``load_writer`` rebuilds the model and
 its tokenizer. The file holds only tensors, numbers, strings and containers, so that
 ``torch.load(path, weights_only=True)`` reads it: the weights in bfloat16 (half the bytes of
@@ -19,11 +19,13 @@ import torch
 from ..checks import check_positive_int
 from ..data import BytePairTokenizer
 from ..devices import torch_threads
+from ..expect import Claim
 from ..models.gpt.config import DecoderConfig
 from ..serialization import atomic_save, safe_load
 from .subword_model import bits_per_byte, lm_config, split_plays, train_lm
 
-__all__ = ["CHECKPOINT", "FORMAT", "VERSION", "WRITER", "load_writer", "train_writer"]
+__all__ = ["CHECKPOINT", "FORMAT", "VERSION", "WRITER", "load_writer", "train_writer", "writer_claims",
+           "writer_writing_claims"]
 
 FORMAT = "stepbystep.shakespeare_writer"
 VERSION = 1
@@ -101,6 +103,37 @@ def load_writer(path=CHECKPOINT):
                          f"and this package reads version {VERSION}; remake it with `{COMMAND}`")
     tokenizer = BytePairTokenizer([tuple(pair) for pair in checkpoint["merges"]], pattern=checkpoint["pattern"])
     return _rebuild(checkpoint["config"], checkpoint["weights"]), tokenizer, checkpoint
+
+
+def writer_claims(writer, live, stored_bpe, bigram_table):
+    """What the chapter says of the writer's held-out bits per byte ``writer``: below the BPE bigram
+    table by more than 0.2, and below the ``live`` BPE model's and every stored BPE model's
+    (``stored_bpe``, ``(seeds,)``) by more than 0.5."""
+    others = torch.cat([torch.as_tensor(stored_bpe, dtype=torch.float64), torch.tensor([live], dtype=torch.float64)])
+    return [
+        Claim(writer < bigram_table - 0.2, "the writer is below the table of BPE pairs by more than 0.2 bits per byte",
+              bigram_table - writer),
+        Claim(bool((others - writer > 0.5).all()),
+              "the writer is below the live BPE model and every stored one by more than 0.5 bits per byte",
+              others - writer),
+    ]
+
+
+def writer_writing_claims(shares):
+    """What the chapter says of the writer's samples, over generator seeds: ``shares[writer]`` is
+    ``{"words": (seeds,), "pairs": (seeds,)}``, the ``known_share`` and ``known_pair_share`` of its
+    texts, beside ``"live"`` (the live model's) and ``"unigram"`` (``unigram_writes``'), on the same
+    seeds. In every seed the writer writes a larger share of the plays' words than the frequency
+    sampler, and more than 1.5 times the share of the plays' word pairs of either other writer."""
+    writer, live, unigram = (shares[name] for name in ("writer", "live", "unigram"))
+    return [
+        Claim(bool((writer["words"] > unigram["words"]).all()),
+              "in every seed the writer writes more words of the plays than the frequency sampler",
+              writer["words"] - unigram["words"]),
+        Claim(bool((writer["pairs"] > 1.5 * unigram["pairs"]).all() and (writer["pairs"] > 1.5 * live["pairs"]).all()),
+              "in every seed the writer's share of word pairs of the plays is over 1.5 times the frequency "
+              "sampler's and the live model's", (writer["pairs"], live["pairs"], unigram["pairs"])),
+    ]
 
 
 if __name__ == "__main__":
