@@ -8,7 +8,7 @@ import torch
 
 from stepbystep.data import BytePairTokenizer, shakespeare_plays
 from stepbystep.experiments.shakespeare_writer import CHECKPOINT, FORMAT, VERSION, WRITER, load_writer, train_writer
-from stepbystep.experiments.subword_model import bits_per_byte
+from stepbystep.experiments.subword_model import bits_per_byte, split_plays
 from stepbystep.models.gpt.model import DecoderOnlyTransformer
 from stepbystep.serialization import atomic_save
 
@@ -103,3 +103,6 @@ def test_the_committed_checkpoint_is_small_current_and_loads():
     assert tokenizer.vocab_size == WRITER["vocab_size"]
     assert (model.config.d_model, model.config.n_layers, model.config.max_len) == (128, 4, 128)
     assert stored["losses"].shape == (WRITER["steps"],)
+    held_out = split_plays()[1]
+    assert stored["held_out_bytes"] == len(held_out.encode("utf-8"))
+    assert bits_per_byte(model, tokenizer, held_out, WRITER["context"]) == pytest.approx(stored["bits_per_byte"], abs=1e-3)
