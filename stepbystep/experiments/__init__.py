@@ -52,3 +52,4 @@ from .subword_model import (
     subword_claims,
     train_lm,
 )
+from .shakespeare_writer import load_writer, train_writer, writer_claims, writer_writing_claims

@@ -18,6 +18,7 @@ model untrained, and a sampler drawing tokens by their frequency alone, ``writin
 ``python -m stepbystep.experiments.subword_model`` runs both and writes ``results/subword_model.json``;
 ``load_subword_study`` reads it back.
 """
+import itertools
 import json
 import math
 import time
@@ -38,9 +39,9 @@ from ..training import StepByStep
 from ..training.schedules import warmup_cosine
 
 __all__ = ["ARMS", "HELD_OUT", "RECIPE", "RESULTS", "SEEDS", "WRITING", "baseline_claims", "bits_per_byte",
-           "count_bits_per_byte", "known_share", "load_subword_study", "lm_config", "model_writes", "random_windows",
-           "split_plays", "subword_claims", "subword_study", "train_lm", "unigram_writes", "writing_claims",
-           "writing_study"]
+           "count_bits_per_byte", "known_pair_share", "known_share", "load_subword_study", "lm_config", "model_writes",
+           "random_windows", "split_plays", "subword_claims", "subword_study", "train_lm", "unigram_writes",
+           "writing_claims", "writing_study"]
 
 HELD_OUT = "the-tempest"
 SEEDS = (0, 1, 2)
@@ -249,6 +250,14 @@ def known_share(texts, known, prompt=WRITING["prompt"]):
     """The share of the words (runs of letters) that ``texts`` write after ``prompt`` that are in ``known``."""
     words = [word for text in texts for word in regex.findall(r"\p{L}+", text[len(prompt):])]
     return sum(word in known for word in words) / len(words)
+
+
+def known_pair_share(texts, known_pairs, prompt=WRITING["prompt"]):
+    """The share of the pairs of consecutive words (runs of letters) that ``texts`` write after
+    ``prompt`` that are in ``known_pairs`` (a set of ``(word, next word)``): a writer that strings
+    words by their frequencies alone, whatever came before, rarely writes a pair the plays use."""
+    pairs = [pair for text in texts for pair in itertools.pairwise(regex.findall(r"\p{L}+", text[len(prompt):]))]
+    return sum(pair in known_pairs for pair in pairs) / len(pairs)
 
 
 def writing_study(seeds=WRITING["seeds"], steps=WRITING["steps"], vocab_size=1024, text=None, **recipe):

@@ -63,7 +63,7 @@ from .vit import (
 )
 from .todays_block import block_study, kv_cache_memory, prefill_decode
 from .tiles import TILE_STATES, memory_by_length, online_softmax_blocks, plan_states, tile_grid, tiles_explorer_figure
-from .subword import bits_per_byte_study
+from .subword import bits_per_byte_study, writer_curve
 from .induction import (
     ablation_effects,
     head_score_dots,

@@ -1,10 +1,11 @@
-"""Chapter 15: the byte and the BPE model's training curves in bits per byte, and the stored seeds."""
+"""Chapter 15: the byte and the BPE model's training curves in bits per byte, the stored seeds, and
+the trained writer's curve beside the held-out levels."""
 import math
 
 import matplotlib.pyplot as plt
 import torch
 
-__all__ = ["bits_per_byte_study"]
+__all__ = ["bits_per_byte_study", "writer_curve"]
 
 
 def bits_per_byte_study(curves, bytes_per_token, stored, window=20, live=None, chance=None, levels=None):
@@ -51,4 +52,21 @@ def bits_per_byte_study(curves, bytes_per_token, stored, window=20, live=None, c
         seed_ax.legend(fontsize=7, loc="center right", bbox_to_anchor=(1, 0.7))
     elif live:
         seed_ax.legend(fontsize=8)
+    return fig
+
+
+def writer_curve(losses, bytes_per_token, held_out, window=50):
+    """The trained writer's training loss (nats per token, ``(steps,)``) as bits per byte,
+    ``loss / ln 2 / bytes_per_token``, a running mean over ``window`` steps; and ``held_out``
+    (``{label: bits per byte}``: the writer's, the live model's, the count tables'...) as horizontal
+    lines, one colour each, labelled with their values. Returns the Figure."""
+    fig, ax = plt.subplots(figsize=(7, 3.4), layout="constrained")
+    bits = torch.as_tensor(losses, dtype=torch.float64) / math.log(2) / bytes_per_token  # (steps,)
+    smooth = bits.unfold(0, window, 1).mean(-1)  # (steps - window + 1,)
+    ax.plot(range(window, len(bits) + 1), smooth, color="0.2", label="the writer's training batches")
+    for k, (label, value) in enumerate(held_out.items()):
+        ax.axhline(value, color=f"C{k}", linestyle="--", linewidth=1.2, label=f"{label}: {value:.2f}")
+    ax.set(xlabel="step", ylabel="bits per byte", ylim=(min(held_out.values()) - 0.5, smooth[0].item() + 0.2),
+           title=f"the trained writer, running mean over {window} steps; dashed: held-out play")
+    ax.legend(fontsize=8)
     return fig
