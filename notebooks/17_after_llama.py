@@ -393,7 +393,9 @@ expect(kv_cache_bytes(2, 1, 8, 1) < latent_cache_bytes(2, 16, sizes["rope_head_d
 # At this width a latent of 16 (and a rotated key of 4) caches less than grouped-query attention
 # with 2 KV heads and more than multi-query attention, as DeepSeek-V3's 576 numbers per layer
 # lie between multi-query attention's 256 and 8 KV heads' 2,048 at its head size of 128. What
-# a smaller latent costs in accuracy is an experiment (below). DeepSeek-V3's latent attention loads from `transformers` with its dense layers only
+# a smaller latent costs in accuracy is an experiment (below).
+#
+# DeepSeek-V3's latent attention loads from `transformers` with its dense layers only
 # (`first_k_dense_replace` equal to the number of layers; its routed experts, which differ from
 # this chapter's, are refused with a clear error), here with a latent for the queries as well:
 
@@ -433,8 +435,8 @@ weights = weights / weights.sum(dim=-1, keepdim=True)  # (T, k): renormalised, e
 by_hand = torch.stack([sum(w * moe.experts[e](token) for w, e in zip(token_weights, token_experts))
                        for token, token_weights, token_experts in zip(tokens, weights, chosen.tolist())])  # (T, d)
 print(f"token 0 goes to experts {chosen[0].tolist()}, weights summing to {weights[0].sum():.1f}")
-expect_close(moe(tokens), by_hand, "MixtureOfExperts equals the top-2 routing written by hand, the weights "
-             "renormalised (± 1e-6)", atol=1e-6)
+claim = "MixtureOfExperts equals the top-2 routing written by hand, the weights renormalised (± 1e-6)"
+expect_close(moe(tokens), by_hand, claim, atol=1e-6)
 expect(moe.tokens_per_expert.sum().item() == 20, "10 tokens x 2 experts: 20 expert calls, counted per expert")
 
 # %% [markdown]
