@@ -10,7 +10,8 @@
 # - **multi-head latent attention**, which caches one small latent vector per token instead of
 #   every head's keys and values (DeepSeek-V2 and V3);
 # - **sliding-window attention**, where a query reads only the most recent tokens, so the cache
-#   stops growing (Mistral 7B in every layer; Gemma 2 and 3 in most layers), and **attention
+#   stops growing (Mistral 7B in every layer; Gemma 2 in every other layer, Gemma 3 in five of
+#   six), and **attention
 #   sinks**, the first tokens kept readable beside the window (StreamingLLM);
 # - **QK-norm**, an RMSNorm on the queries and keys before the rotation (OLMo 2, Qwen3, Gemma 3).
 #
@@ -66,7 +67,7 @@ from stepbystep.widgets import memory_explorer
 # |---|---|---|
 # | mixture of experts | Shazeer et al. 2017 (between LSTM layers); Switch Transformer 2021; in open decoders Mixtral 8x7B (2024), DeepSeek-V2/V3, Qwen3-MoE | the feed-forward network becomes E networks and a router; each token uses k of them: more parameters at the same compute per token; the cache does not change |
 # | multi-head latent attention | DeepSeek-V2 (2024), DeepSeek-V3 | keys and values are rebuilt from a cached latent of rank r per token, plus one shared rotated key: the cache holds r + d_rope numbers per layer and token, whatever the number of heads |
-# | sliding window | Sparse Transformer 2019, Longformer 2020 (local attention); Mistral 7B (2023, every layer); Gemma 2 and 3 (most layers) | each query reads only its w most recent tokens: a windowed layer's cache holds at most w tokens |
+# | sliding window | Sparse Transformer 2019, Longformer 2020 (local attention); Mistral 7B (2023, every layer); Gemma 2 (every other layer), Gemma 3 (five layers in six) | each query reads only its w most recent tokens: a windowed layer's cache holds at most w tokens |
 # | attention sinks | StreamingLLM (Xiao et al. 2023), on models trained without them | the first few tokens stay readable beside the window |
 # | QK-norm | ViT-22B (2023, LayerNorm); OLMo 2 (2024), Qwen3 and Gemma 3 (2025) | an RMSNorm on the queries and keys before the rotation bounds the attention scores; the cache does not change |
 #
@@ -114,8 +115,8 @@ expect(published_cache_bytes("Qwen3 8B", 1) == published_cache_bytes("Mixtral 8x
 # ## QK-norm: normalised queries and keys, before the rotation
 #
 # Dehghani et al. ("Scaling Vision Transformers to 22 Billion Parameters", 2023) report that
-# training their largest vision Transformers diverged after a few thousand steps, with
-# attention logits that grew very large and attention weights close to one-hot; they applied
+# the training loss of their large vision Transformers diverged after a few thousand steps,
+# with attention logits that grew very large and attention weights close to one-hot; they applied
 # LayerNorm to the queries and keys before the dot product, which removed the divergence.
 # Wortsman et al. ("Small-scale proxies for large-scale Transformer training instabilities",
 # 2023) reproduced the same growth of the attention logits in small models trained at high
@@ -186,11 +187,9 @@ expect(max(largest_score(normed, s) for s in (1, 100)) <= math.sqrt(d_k) + 1e-4,
        f"with QK-norm (gains of 1), no score exceeds √d_k = {math.sqrt(d_k):.2f}, at either scale")
 
 # %% [markdown]
-# The norm comes before the rotation. With a gain of 1 the order would not matter (a rotation
-# keeps the root mean square); with learned gains it does, since a gain scales each dimension on
-# its own and the rotation then mixes the two dimensions of a pair (exercise 4 asks you to
-# predict it). The keys are normalised before they are cached, so the cache holds what it held
-# before: QK-norm costs no memory at inference.
+# The norm comes before the rotation. Would the other order give the same scores? Exercise 4
+# asks you to predict it. The keys are normalised before they are cached, so the cache holds
+# what it held before: QK-norm costs no memory at inference.
 #
 # `from_transformers` loads a Qwen3 (QK-norm per head) and an OLMo 2 (over all heads at once,
 # and its norms after each sublayer, `norm_output`), each built by `transformers` from a small
@@ -416,8 +415,8 @@ print(deepseek.layers[0].self_attn_heads)
 # more than 1000 times the model capacity with only minor losses in computational efficiency.
 # Switch Transformer (Fedus, Zoph and Shazeer, "Switch Transformers: Scaling to Trillion
 # Parameter Models with Simple and Efficient Sparsity", 2021; JMLR 2022) sends each token to one
-# expert and reports pre-training up to 7 times faster than a dense T5 model with the same
-# computation per token. Mixtral 8x7B (Jiang et al., "Mixtral of Experts", 2024) has 8 SwiGLU
+# expert and reports up to 7 times faster pre-training than T5-Base and T5-Large with the same
+# computational resources. Mixtral 8x7B (Jiang et al., "Mixtral of Experts", 2024) has 8 SwiGLU
 # experts per layer and sends each token to 2, whose router weights are renormalised to sum to 1:
 #
 # $$p = \mathrm{softmax}(W_r x), \qquad S = \text{top-}k(p), \qquad y = \sum_{i \in S} \frac{p_i}{\sum_{j \in S} p_j}\, f_i(x).$$
@@ -476,7 +475,7 @@ print(f"Mixtral 8x7B: {counts.total / 1e9:.1f}B parameters, {counts.active / 1e9
 
 # %%
 expect(round(counts.total / 1e8) == 467 and round(counts.active / 1e8) == 129,
-       "Mixtral 8x7B: 46.7B parameters, 12.9B used per token, as its authors give them")
+       "Mixtral 8x7B: 46.7B parameters, 12.9B used per token (its paper rounds them to 47B and 13B)")
 
 # %% [markdown]
 # Mixtral and Qwen3-MoE load from `transformers` (the second with `norm_topk_prob=False`, its

@@ -173,7 +173,7 @@ def memory_explorer(name="DeepSeek-V3", dtype="bfloat16"):
             return
         box.state = state
         marked = "" if config.value == OWN else f"<b>{config.value}</b> as published: "
-        window = (f", windows of {settings['window']} (+ {settings['sinks']} sinks) in "
+        window = (f", windows of {settings['window']:,} (+ {settings['sinks']} sinks) in "
                   f"{settings['n_layers'] - settings['full_layers']} of {settings['n_layers']} layers"
                   if settings["window"] else "")
         summary.value = (f"{marked}{settings['kind']}{window}: {_size(state['per_token_bytes'])} per token, "
