@@ -79,3 +79,20 @@ def test_a_refused_setting_is_reported_not_drawn():
     before = widget.state
     widget.kind.value = "latent"
     assert "not drawn" in widget.summary.value and "no window" in widget.summary.value and widget.state is before
+
+
+def test_the_plot_draws_the_curve_the_comparison_and_each_published_point():
+    import matplotlib.pyplot as plt
+
+    from stepbystep.plots import cache_kinds_memory
+    state = memory_state(window=4096, context=32768, n_points=9)
+    fig = cache_kinds_memory(state)
+    ax = fig.axes[0]
+    curve, mha = ax.lines[0], ax.lines[1]
+    assert curve.get_ydata().tolist() == (state["curve"].double() / 2 ** 30).tolist()
+    assert curve.get_ydata()[-1] == curve.get_ydata()[-2] == 0.5  # flat past the window: 512 MiB
+    assert mha.get_ydata()[-1] == 16.0 and mha.get_linestyle() == "--"
+    points = {text.get_text(): text.xy for text in ax.texts}
+    assert points["DeepSeek-V3"] == (160.0, published_cache_bytes("DeepSeek-V3", 163840) / 2 ** 30)
+    assert set(points) == set(MARKED_CONFIGS)
+    plt.close(fig)
