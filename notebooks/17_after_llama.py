@@ -40,6 +40,10 @@ import torch
 import torch.nn.functional as F
 
 from stepbystep.exercises import ch17
+from stepbystep.experiments.after_llama.latent import (bytes_table, latent_claims, latent_live, latent_table,
+                                                       load_latent_study)
+from stepbystep.experiments.after_llama.qk_norm import PROBE_EVERY, load_qk_study, qk_claims, qk_live, qk_table
+from stepbystep.experiments.after_llama.window import load_window_study, window_claims, window_live, window_table
 from stepbystep.expect import expect, expect_close
 from stepbystep.models import (
     PUBLISHED_CONFIGS,
@@ -243,7 +247,53 @@ print({key: value for key, value in qwen3.config.changes().items() if key in ("q
 print({key: value for key, value in olmo2.config.changes().items() if key in ("qk_norm", "norm_first", "norm_output")})
 
 # %% [markdown]
-# QK-NORM-EXPERIMENT
+# ### An experiment: QK-norm at a high learning rate
+#
+# Does the bound matter when a model trains? The study trains today's block (2 layers,
+# $d_{model} = 32$, 4 heads) on chapter 10's lag-copy task (repeat the token 3 back; 16 tokens,
+# streams of 32) with and without QK-norm, with Adam at three constant learning rates and no
+# warm-up, the setting in which Wortsman et al. saw the logits grow: 0.1 (high), 0.03 (middle)
+# and 0.003 (low: the control, where both should train, so that a failure at the high rate is
+# the rate's, not the block's). Each of 5 seeds fixes the initial weights and the batches; every
+# 10 steps the study records the largest attention logit $q \cdot k / \sqrt{d_k}$ that any head
+# gives a key it may read. First one seed, live, at the high rate for 120 steps:
+
+# %% tags=["nbval-ignore-output"]
+live = qk_live()  # {"plain": run, "QK-norm": run}: seed 0, lr 0.1
+for name, run in live.items():
+    print(f"{name:>8}: largest logit every {PROBE_EVERY} steps {[round(v) for v in run['logits']]}; "
+          f"final loss {run['final_loss']:.3f}, accuracy {run['accuracy']:.3f}")
+
+# %%
+expect(max(live["plain"]["logits"]) > 10 * max(live["QK-norm"]["logits"]), "in the live run, the plain block's "
+       "largest logit grows to more than 10 times QK-norm's", got={k: max(r["logits"]) for k, r in live.items()})
+
+# %% [markdown]
+# The whole study, 5 seeds at each rate, takes longer than this page should: it was run once
+# with `python -m stepbystep.experiments.after_llama.qk_norm`, at one thread and again at
+# PyTorch's default thread count (`... qk_norm default_threads`), and stored with the package.
+# Each cell below reads median (lowest-highest) over the seeds; a spike is the largest rise of
+# the loss above the lowest loss reached before it:
+
+# %% tags=["nbval-ignore-output"]
+stored = {"one thread": load_qk_study(), "default threads": load_qk_study(default_threads=True)}
+for label, study in stored.items():
+    print(f"{label}, seeds {study['seeds']}, {study['steps']} steps:\n{qk_table(study)}\n")
+
+# %%
+for label, study in stored.items():
+    for claim in qk_claims(study):
+        expect(claim.holds, f"{label}: {claim.claim}", claim.got)
+
+# %% [markdown]
+# At the high rate, the plain block's largest logit ended above every QK-norm seed's in every
+# seed, its median more than 20 times QK-norm's, and most plain seeds failed the task (accuracy
+# below 0.6) while every QK-norm seed learned it (above 0.9). At the middle rate the plain loss
+# rose by more than 0.5 above its best in some seeds, QK-norm's in none. At the low rate both
+# blocks learned the task in every seed, the plain block's largest logit under a tenth of its
+# high-rate value: the failure belongs to the learning rate, and QK-norm is what removes it.
+# Both thread counts agree. This is Wortsman et al.'s small-scale proxy in miniature, on one
+# task and one size; it says nothing of the size at which the growth appears in a large model.
 #
 # ## Sliding windows and attention sinks
 #
@@ -321,7 +371,53 @@ mistral = same_as_transformers("Mistral, window 6", built(transformers.MistralFo
 print(f"sliding_window={mistral.config.sliding_window}, cache: {mistral.new_cache()}")
 
 # %% [markdown]
-# WINDOW-EXPERIMENT
+# ### An experiment: a window with and without a sink, far past the window
+#
+# What does a window lose, and what does a sink give back? Two tasks on streams of 96 random
+# tokens: the lag-copy task (repeat the token 3 back), which needs only recent context, and
+# **first-token recall** (at every position, repeat the stream's first token), which needs the
+# start. Today's block (2 layers, $d_{model} = 32$) is trained on each, for 3 seeds, with full
+# attention (the control: is the task learnable?), with a window of 8, and with the same window
+# and 1 sink. Each trained model then reads fresh streams token by token through its cache, as
+# generation does; the accuracy counts positions 15 and later, where two stacked windows of 8 can
+# no longer reach the first token (a query reads 7 tokens back per layer). The cache's held tokens
+# are counted after every token. One seed of the recall task, live, for 60 steps:
+
+# %% tags=["nbval-ignore-output"]
+live_window = window_live()  # {variant: run}: first-token recall, seed 0
+for name, run in live_window.items():
+    print(f"{name:>17}: accuracy at positions 15+ {run['far_accuracy']:.2f}; the cache holds at most "
+          f"{max(run['held'])} tokens per layer over 96")
+
+# %%
+expect(max(live_window["window 8"]["held"]) == 8 and max(live_window["window 8 + 1 sink"]["held"]) == 9,
+       "live: the windowed caches hold at most 8 tokens per layer, 9 with the sink, over 96")
+
+# %% [markdown]
+# The study, 3 seeds of every variant on both tasks for 200 steps (`python -m
+# stepbystep.experiments.after_llama.window`, at one thread and at the default thread count),
+# median (lowest-highest) accuracy:
+
+# %% tags=["nbval-ignore-output"]
+stored = {"one thread": load_window_study(), "default threads": load_window_study(default_threads=True)}
+for label, study in stored.items():
+    print(f"{label}:\n{window_table(study)}\n")
+
+# %%
+for label, study in stored.items():
+    for claim in window_claims(study):
+        expect(claim.holds, f"{label}: {claim.claim}", claim.got)
+
+# %% [markdown]
+# With the window alone, every seed is near chance at recalling the first token past the
+# windows' reach (below 3 times the 1-in-15 of a guess), although full attention learns the
+# task: the window dropped what the task needs. With one sink every seed recalls it (above 0.9).
+# On the recent task the window alone is enough in every seed, and the sink moves the median
+# accuracy by less than 0.05. The windowed caches hold min(t, 8) tokens after t tokens, 9 with
+# the sink, the full cache all 96, and their bytes are `kv_cache_bytes(..., window=, sinks=)`'s.
+# These models were trained with their window and sink. StreamingLLM's finding is about a
+# different setting, models trained with full attention and run past their cache; this
+# experiment shows only that a token kept beside the window can carry what the window drops.
 #
 # ## Multi-head latent attention
 #
@@ -405,7 +501,47 @@ deepseek = same_as_transformers("DeepSeek-V3 (dense)", built(
 print(deepseek.layers[0].self_attn_heads)
 
 # %% [markdown]
-# LATENT-EXPERIMENT
+# ### An experiment: what the latent's rank costs
+#
+# First the bytes, at one width ($d_{model} = 64$, 8 heads of 8, 2 layers, float32): for each
+# kind of attention, `cache_per_token` computes the bytes per token with `kv_cache_bytes` or
+# `latent_cache_bytes` and measures what a model of that kind really holds after a stream.
+# Then the price: every head's key and value is rebuilt from the latent, so a latent too small
+# to tell the tokens apart cannot copy them. The study trains today's block ($d_{model} = 32$,
+# 4 heads, 2 layers) with latent attention of rank 1, 2, 4 and 16, and with multi-head attention
+# (the control), on the lag-copy task with 32 tokens, 300 steps, 3 seeds. Ranks 1 and 4, one seed,
+# live:
+
+# %% tags=["nbval-ignore-output"]
+live_latent = latent_live()  # {rank: run}: seed 0, 150 steps
+for rank, run in live_latent.items():
+    print(f"latent of rank {rank:>2}: accuracy {run['accuracy']:.3f}")
+
+# %%
+expect(live_latent[4]["accuracy"] > live_latent[1]["accuracy"] + 0.3,
+       "live: rank 4 copies better than rank 1, by more than 0.3", got={k: r["accuracy"] for k, r in live_latent.items()})
+
+# %% [markdown]
+# The study (`python -m stepbystep.experiments.after_llama.latent`), median (lowest-highest)
+# accuracy over 3 seeds:
+
+# %% tags=["nbval-ignore-output"]
+stored = {"one thread": load_latent_study(), "default threads": load_latent_study(default_threads=True)}
+for label, study in stored.items():
+    print(f"{label}:\n{bytes_table(study)}\n{latent_table(study)}\n")
+
+# %%
+for label, study in stored.items():
+    for claim in latent_claims(study):
+        expect(claim.holds, f"{label}: {claim.claim}", claim.got)
+
+# %% [markdown]
+# The bytes the package computes are those each cache held; at this width the latent of 16
+# (and a rotated key of 4) caches 160 bytes per token where grouped-query attention with 2 KV
+# heads caches 256 and multi-head 1,024. A latent of rank 1 fails the copy in every seed
+# (accuracy below 0.6), ranks of 4 and more copy as well as multi-head attention (above 0.95):
+# on this task, with 32 tokens to tell apart, a rank of 4 is enough. DeepSeek's 512 serves
+# 128 heads of a model 7,168 wide, a ratio this toy does not test.
 #
 # ## Mixture of experts
 #
