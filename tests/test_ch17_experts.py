@@ -5,7 +5,7 @@ import torch
 
 from stepbystep.data.special_tokens import IGNORE_INDEX
 from stepbystep.experiments.after_llama.experts import (BLOCKS, N_EXPERTS, SUB_TASKS, block_configs, busiest_share,
-                                                        experts_run, experts_table,
+                                                        experts_claims, experts_run, experts_table,
                                                         load_experts_study, matched_dense, mixed_batch, moe_config,
                                                         routing_table, task_distance)
 from stepbystep.models.gpt.parameter_counts import parameter_counts
@@ -56,3 +56,44 @@ def test_a_toy_run_records_what_the_study_keeps():
     assert len(run["losses"]) == 3 and 0 <= run["accuracy"] <= 1
     assert len(run["routing"]) == 2 and len(run["busiest"]) == 2 and len(run["task_distance"]) == 2
     assert "routing" not in experts_run("dense, same active", seed=0, steps=2)
+
+
+def _study(task_distance=0.3, busiest=0.3, free_busiest=0.6, moe=0.9, active=0.92, total_params=34144):
+    def run(accuracy, block):
+        run = {"accuracy": accuracy, "loss": 0.1}
+        if block.startswith("mixture"):
+            run.update(task_distance=[0.1, task_distance], noise_distance=[[0.05] * 4, [0.05] * 4],
+                       busiest=[0.3, busiest if block == "mixture" else free_busiest])
+        return run
+    accuracy = {"mixture": moe, "dense, same active": active, "dense, same total": 0.8,
+                "mixture, no balancing loss": 0.9}
+    return {"seeds": [0, 1, 2], "n_experts": N_EXPERTS,
+            "parameters": {"mixture": [34144, 15712], "dense, same active": [15648, 15648],
+                           "dense, same total": [total_params, total_params],
+                           "mixture, no balancing loss": [34144, 15712]},
+            "runs": {block: [run(accuracy[block], block) for _ in range(3)] for block in BLOCKS}}
+
+
+def test_the_claims_hold_on_numbers_that_show_the_effect():
+    assert all(claim.holds for claim in experts_claims(_study()))
+
+
+@pytest.mark.parametrize("change, failing", [
+    (dict(task_distance=0.1), "routes the sub-tasks differently"),
+    (dict(busiest=0.5), "no expert takes 40%"),
+    (dict(free_busiest=0.2), "without the balancing loss"),
+    (dict(moe=0.5), "within 0.1 of the dense block"),
+    (dict(total_params=20000), "match the mixture's active and total"),
+])
+def test_each_claim_fails_when_its_numbers_do_not_show_it(change, failing):
+    failed = [claim.claim for claim in experts_claims(_study(**change)) if not claim.holds]
+    assert any(failing in claim for claim in failed), failed
+
+
+@pytest.mark.parametrize("default_threads", [False, True])
+def test_the_stored_study_holds_its_claims(default_threads):
+    study = load_experts_study(default_threads)
+    assert study["threads"] == ("default" if default_threads else 1) and len(study["seeds"]) >= 3
+    failed = [(claim.claim, claim.got) for claim in experts_claims(study) if not claim.holds]
+    assert not failed
+    assert "same active" in experts_table(study)

@@ -189,6 +189,38 @@ def experts_table(study):
     return "\n".join(lines)
 
 
+def _runs(study, block, key):
+    return [run[key] for run in study["runs"][block]]
+
+
+def experts_claims(study):
+    """What the chapter says, as the seeds show it: the sub-tasks go to different experts in the last
+    layer (far beyond the table's own sampling noise); the balancing loss keeps the load spread and
+    without it the busiest expert takes more; and how the mixture's accuracy compares with the dense
+    blocks of the same active and the same total parameters."""
+    last_task = torch.tensor([d[-1] for d in _runs(study, "mixture", "task_distance")])  # (seeds,)
+    last_noise = torch.tensor([sum(d[-1]) / len(d[-1]) for d in _runs(study, "mixture", "noise_distance")])
+    balanced = torch.tensor([max(b) for b in _runs(study, "mixture", "busiest")])  # (seeds,)
+    free = torch.tensor([max(b) for b in _runs(study, "mixture, no balancing loss", "busiest")])
+    accuracy = {block: torch.tensor(_runs(study, block, "accuracy")) for block in study["runs"]}
+    moe, active, total = (median(accuracy[b]) for b in ("mixture", "dense, same active", "dense, same total"))
+    params = study["parameters"]
+    return [
+        Claim(params["mixture"][1] - params["dense, same active"][0] < 0.01 * params["mixture"][1]
+              and abs(params["mixture"][0] - params["dense, same total"][0]) < 0.01 * params["mixture"][0],
+              "the dense blocks match the mixture's active and total parameters to 1%", params),
+        Claim(bool((last_task > 3 * last_noise).all()), "in every seed the last layer routes the sub-tasks "
+              "differently: their routing differs over 3 times as much as two samples of the same sub-task's",
+              (last_task, last_noise)),
+        Claim(bool(balanced.max() < 0.4), f"with the balancing loss no expert takes 40% of the load in any seed or "
+              f"layer (balanced: {1 / study['n_experts']:.0%})", balanced),
+        Claim(median(free) > median(balanced), "without the balancing loss the busiest expert's median share is "
+              "higher", (free, balanced)),
+        Claim(abs(moe - active) < 0.1, "the mixture's median exact-answer accuracy is within 0.1 of the dense block "
+              "with the same active parameters", (moe, active)),
+    ]
+
+
 def experts_live(seed=0, steps=200):
     """The chapter's live run: the mixture for ``steps`` steps at one thread: its run (losses,
     routing table) as ``experts_run`` returns it."""
