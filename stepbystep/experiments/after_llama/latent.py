@@ -20,7 +20,7 @@ from ...data.lag_copy import lag_copy_accuracy, lag_copy_batch
 from ...expect import Claim
 from ...models.gpt.cache_memory import kv_cache_bytes, latent_cache_bytes
 from ...models.gpt.config import DecoderConfig
-from .recipe import cache_bytes_held, load_study, median, run_at, spread, thread_count, train_decoder, write_study
+from .recipe import cache_bytes_held, load_study, run_at, spread, thread_count, train_decoder, write_study
 
 __all__ = ["SEEDS", "RANKS", "attention_configs", "cache_per_token", "latent_config", "rank_run",
            "latent_study", "load_latent_study", "latent_claims", "latent_live", "latent_table", "bytes_table"]
