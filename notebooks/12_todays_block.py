@@ -5,7 +5,7 @@
 # Is All You Need", as we built it following Daniel Voigt Godoy, *Deep Learning with PyTorch
 # Step-by-Step* ("the book"): LayerNorm, a ReLU feed-forward network, biases in every linear
 # layer, positions added to the embeddings, one key and one value head per query head. Llama's
-# block, which most open models a learner meets today follow (Mistral, Qwen and Gemma with small
+# block, which most open models a learner meets today build on (Mistral, Qwen and Gemma with small
 # variations, such as Gemma's GELU gate or Qwen's biases on the queries, keys and values),
 # differs in five places: **RMSNorm** instead of LayerNorm, a gated **SwiGLU** feed-forward
 # network, **no biases**, **rotary positions** (chapter 10) and **grouped-query attention**, where
@@ -13,9 +13,9 @@
 # among them normalised queries and keys (OLMo 2, Qwen3), sliding windows over the recent tokens
 # in some layers (Gemma 2 and 3), latent attention, which caches a compressed vector in place of
 # the keys and values (DeepSeek-V2 and V3), and mixtures of experts (DeepSeek-V3, some of
-# Qwen3's models); this chapter stops at Llama's block.) All of these models read subword
-# tokens, not characters; chapter 15 builds the tokenizer and trains a small model of the
-# course's on real text.
+# Qwen3's models); this chapter stops at Llama's block, and chapter 17 builds those four on
+# it.) All of these models read subword tokens, not characters; chapter 15 builds the
+# tokenizer and trains a small model of the course's on real text.
 #
 # This chapter makes those changes to the course's model one at a time and measures each. Then
 # it shows that the course's model *is* GPT-2 and *is* Llama: `from_transformers` reads a model
@@ -106,6 +106,9 @@ from stepbystep.widgets import kv_cache_explorer
 # | positions | sinusoidal, added | learned, added | rotary (RoPE), in the attention |
 # | key-value heads | one per query head | one per query head | shared (grouped-query) from Llama 2's largest models |
 # | output layer | tied to the embedding in the paper; untied in chapter 09's model and here | tied to the embedding | untied (Llama 3.2's 1B and 3B tie it) |
+#
+# Chapter 17 continues this table past Llama: QK-norm, sliding windows and attention sinks,
+# latent attention and mixtures of experts, each with the cache it keeps.
 #
 # GPT-2 (Radford et al. 2019, "Language Models are Unsupervised Multitask Learners") moved the
 # layer norm to the input of each sublayer and added one after the last block: the norm-first

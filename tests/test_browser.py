@@ -5,7 +5,8 @@ a copy of the course, opens a chapter, runs every cell, moves its widget and che
 figure was redrawn and that no cell failed. Chapter 02's mask explorer needs nothing but the
 chapter's imports, so its test runs those two cells of the chapter, not the whole chapter again
 (the notebook pass runs every chapter); chapter 15's token explorer runs the imports, the two
-cells that build its tokenizer, and itself; chapter 16's ring explorer, the imports and itself. Skipped (with the reason) where chromium, Playwright or
+cells that build its tokenizer, and itself; chapter 16's ring explorer and chapter 17's memory
+calculator, the imports and itself. Skipped (with the reason) where chromium, Playwright or
 JupyterLab is missing; `.ci/run` installs them, so CI always runs it.
 """
 import importlib.util
@@ -84,6 +85,7 @@ def lab(tmp_path_factory):
     _cells_of(NOTEBOOKS / "15_subword_tokens.ipynb", course / "15_token_explorer.ipynb", "token_explorer(tokenizer)",
               setup=["plays = shakespeare_plays()", "tokenizer = BytePairTokenizer.train(corpus, 4000"])
     _cells_of(NOTEBOOKS / "16_beyond_one_machine.ipynb", course / "16_ring_explorer.ipynb", "ring_explorer()")
+    _cells_of(NOTEBOOKS / "17_after_llama.ipynb", course / "17_memory_explorer.ipynb", "memory_explorer()")
     port, token = _free_port(), secrets.token_hex(16)
     # render every cell (no windowing), so waiting on the prompts sees the whole notebook
     tracker = root / "settings" / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings"
@@ -247,4 +249,24 @@ def test_ring_explorer_follows_its_step_and_workers(browser, lab):
     workers.press("Home")  # two workers: two steps, the step clamped to the last
     page.wait_for_function("el => el.innerText.includes('of 2')", arg=summary.element_handle())
     assert "step 2 of 2 (all-gather)" in summary.inner_text() and cells.count() == 4
+    page.close()
+
+
+def test_memory_explorer_fills_in_a_published_configuration_and_follows_its_controls(browser, lab):
+    page = _open_and_run_all(browser, lab, "17_memory_explorer.ipynb")
+    widget = page.locator(f"{PANEL} .jp-OutputArea-output", has=page.locator(".widget-slider")).last
+    widget.scroll_into_view_if_needed()
+    summary = widget.locator(".widget-html").first
+    before_image, before = _widget_image(widget), summary.inner_text()
+    assert "DeepSeek-V3 as published: latent" in before and "68.62 KiB per token" in before
+    widget.locator("select").first.select_option("Mistral 7B v0.1")  # the menu of published configurations
+    page.wait_for_function("el => el.innerText.includes('Mistral 7B v0.1 as published')", arg=summary.element_handle())
+    assert "windows of 4,096 (+ 0 sinks) in 32 of 32 layers" in summary.inner_text()
+    assert "128.00 KiB per token, 512.00 MiB for 32,768 tokens" in summary.inner_text()
+    _wait_for_new_image(widget, before_image)
+    handle = widget.locator(".widget-slider", has_text="sinks").locator(".noUi-handle").first
+    handle.focus()
+    handle.press("ArrowRight")  # one sink: the configuration is no longer Mistral's as published
+    page.wait_for_function("el => el.innerText.includes('(+ 1 sinks)')", arg=summary.element_handle())
+    assert "as published" not in summary.inner_text() and "512.12 MiB" in summary.inner_text()
     page.close()

@@ -136,6 +136,12 @@ BREAKS = [
             return original(model, 1)
         return broken""",
           "with the all-reduce, both ranks hold the one-process weights after every step, to 1e-6, on every seed"),
+    Break("top-k-not-renormalised", "17_after_llama", "stepbystep.models", "MixtureOfExperts.route", """
+        def broken(self, x):  # the k router probabilities as they are, not divided by their sum
+            probs, chosen, weights = original(self, x)
+            return probs, chosen, probs.gather(-1, chosen).to(weights.dtype)
+        return broken""",
+          "MixtureOfExperts equals the top-2 routing written by hand, the weights renormalised (± 1e-6)"),
 ]
 
 SITECUSTOMIZE = '''\

@@ -42,6 +42,7 @@ from .feed_forward import MLPS, SwiGLU, llama_hidden_size, make_feed_forward
 from .positions.rotary import ROTARY_PAIRINGS, rotate_halves
 from .gpt.config import DecoderConfig
 from .gpt.cache_memory import PUBLISHED_CACHES, kv_cache_bytes, latent_cache_bytes
+from .gpt.published_configs import PUBLISHED_CONFIGS, published_attention, published_cache_bytes
 from .gpt.from_transformers import config_from_transformers, from_transformers, interleave_permutation
 from .attention.online_softmax import attention_row_steps, merge_partials, online_softmax_steps
 from .attention.tiled import TileCounts, tile_plan, tiled_attention

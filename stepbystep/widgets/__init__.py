@@ -19,6 +19,7 @@ from .ch13_heads import head_explorer, head_explorer_state, parse_tokens
 from .ch14_tiles import tiles_explorer, tiles_explorer_state
 from .ch15_tokens import token_explorer, token_explorer_state, tokens_html
 from .ch16_ring import ring_explorer, ring_html, ring_state
+from .ch17_memory import memory_explorer, memory_state
 
 __all__ = [
     "FigureBox",
@@ -63,4 +64,7 @@ __all__ = [
     "ring_state",
     "ring_html",
     "ring_explorer",
+    # chapter 17
+    "memory_state",
+    "memory_explorer",
 ]

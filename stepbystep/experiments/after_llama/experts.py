@@ -1,0 +1,232 @@
+"""A mixture of experts against dense blocks (chapter 17), on a task that mixes four clearly
+different sub-tasks: a task token says whether to copy, reverse, sort or add one to (mod 10) the
+``DIGITS`` digits that follow, and the model writes the answer after a separator.
+
+Three blocks, all today's (RoPE, RMSNorm, SwiGLU): a mixture of ``N_EXPERTS`` SwiGLU experts, each
+token sent to ``TOP_K`` (Shazeer et al., Outrageously Large Neural Networks, 2017; Fedus et al.,
+Switch Transformers, 2021/2022), trained with the load-balancing loss; a dense block with as many
+parameters per token as the mixture uses (the same ACTIVE parameters) and one with as many as the
+mixture holds (the same TOTAL), their widths chosen by ``parameter_counts``. Over ``SEEDS``, the
+loss and the exact-answer accuracy on fresh sequences; which expert each sub-task's tokens go to
+(``routing_table``); and, trained without the balancing loss, how much of the load its busiest
+expert takes (collapse) against the same runs with it.
+"""
+import sys
+
+import torch
+
+from ...data.special_tokens import IGNORE_INDEX
+from ...expect import Claim
+from ...models.gpt.config import DecoderConfig
+from ...models.gpt.model import completion_loss
+from ...models.gpt.parameter_counts import parameter_counts
+from ...models.mixture_of_experts import MixtureOfExperts, with_load_balancing
+from .recipe import load_study, median, run_at, spread, thread_count, train_decoder, write_study
+
+__all__ = ["SEEDS", "SUB_TASKS", "N_EXPERTS", "TOP_K", "BALANCE", "BLOCKS", "moe_config", "matched_dense",
+           "block_configs", "mixed_batch", "routing_table", "busiest_share", "task_distance", "experts_run", "experts_study",
+           "load_experts_study", "experts_claims", "experts_live", "experts_table"]
+
+SEEDS = tuple(range(3))
+SUB_TASKS = ("copy", "reverse", "sort", "add one")
+DIGITS, N_EXPERTS, TOP_K, EXPERT_UNITS, D_MODEL, STEPS, BATCH, LR = 6, 4, 1, 32, 32, 600, 32, 1e-2
+BALANCE = 0.01  # Switch Transformer's coefficient of the load-balancing loss
+SEP = 10 + len(SUB_TASKS)  # ids: digits 0-9, the task tokens 10-13, the separator 14
+VOCAB = SEP + 1
+LENGTH = 2 * DIGITS + 1  # the task token, the digits, the separator, the answer; minus the last as input
+BLOCKS = ("mixture", "dense, same active", "dense, same total", "mixture, no balancing loss")
+NAME = "after_llama_experts"
+
+
+def moe_config(n_experts=N_EXPERTS, top_k=TOP_K, expert_units=EXPERT_UNITS, d_model=D_MODEL):
+    """Today's block with a mixture of ``n_experts`` SwiGLU experts of ``expert_units``, ``top_k`` per token."""
+    return DecoderConfig.llama(VOCAB, d_model=d_model, n_heads=4, n_layers=2, n_kv_heads=4, max_len=LENGTH,
+                               ff_units=expert_units, n_experts=n_experts, experts_per_token=top_k)
+
+
+def matched_dense(config, count="active"):
+    """The dense block (``n_experts=None``) whose SwiGLU width makes its parameter count closest to
+    ``config``'s ``count`` (``"active"`` or ``"total"``, from ``parameter_counts``)."""
+    if count not in ("active", "total"):
+        raise ValueError(f"count must be 'active' or 'total', got {count!r}")
+    target = getattr(parameter_counts(config), count)
+    dense = config.replace(n_experts=None, expert_ff_units=None)
+    width = min(range(1, 64 * config.d_model), key=lambda f: abs(parameter_counts(dense.replace(ff_units=f)).total - target))
+    return dense.replace(ff_units=width)
+
+
+def block_configs():
+    """``{block: DecoderConfig}`` for ``BLOCKS`` (the mixture with and without its loss share a config)."""
+    moe = moe_config()
+    return {"mixture": moe, "dense, same active": matched_dense(moe, "active"),
+            "dense, same total": matched_dense(moe, "total"), "mixture, no balancing loss": moe}
+
+
+def _answers(task, digits):
+    """The answer to sub-task ``task`` (an index of ``SUB_TASKS``) for ``digits`` ``(n, DIGITS)``."""
+    if task == 0:
+        return digits
+    if task == 1:
+        return digits.flip(1)
+    if task == 2:
+        return digits.sort(dim=1).values
+    return (digits + 1) % 10
+
+
+def mixed_batch(n, generator, tasks=None):
+    """``n`` sequences ``[task token, digits, separator, answer]``: ids ``(n, LENGTH)`` (the last
+    token left out) and targets ``(n, LENGTH)`` (the answer's tokens; the rest ``IGNORE_INDEX``), and the
+    sub-task of each ``(n,)``. ``tasks``: ``(n,)`` sub-task indices, drawn if ``None``."""
+    if tasks is None:
+        tasks = torch.randint(0, len(SUB_TASKS), (n,), generator=generator)  # (n,)
+    digits = torch.randint(0, 10, (n, DIGITS), generator=generator)  # (n, D)
+    answers = torch.empty_like(digits)  # (n, D)
+    for task in range(len(SUB_TASKS)):
+        rows = tasks == task
+        answers[rows] = _answers(task, digits[rows])
+    sequence = torch.cat([(10 + tasks)[:, None], digits, torch.full((n, 1), SEP), answers], dim=1)  # (n, LENGTH + 1)
+    targets = sequence[:, 1:].clone()  # (n, LENGTH)
+    targets[:, :DIGITS + 1] = IGNORE_INDEX  # only the answer is scored
+    return sequence[:, :-1], targets, tasks
+
+
+def _moe_layers(model):
+    return [m for m in model.modules() if isinstance(m, MixtureOfExperts)]
+
+
+def routing_table(model, generator, n=256):
+    """Which experts each sub-task's tokens go to: ``(layers, sub-tasks, experts)``, the share of the
+    sub-task's routing choices (every token of its sequences, ``TOP_K`` each) per expert, each row summing to 1."""
+    tables = []
+    with torch.no_grad():
+        for task in range(len(SUB_TASKS)):
+            ids, _, _ = mixed_batch(n, generator, torch.full((n,), task))
+            model(ids)
+            tables.append(torch.stack([layer.fraction / layer.fraction.sum() for layer in _moe_layers(model)]))
+    return torch.stack(tables, dim=1)  # (layers, tasks, experts)
+
+
+def busiest_share(table):
+    """The busiest expert's share of all the routing choices, per layer, from a ``routing_table``
+    ``(layers, tasks, experts)`` (the sub-tasks weighed equally): ``(layers,)``; ``1 / E``: balanced, 1: collapsed."""
+    return table.mean(dim=1).max(dim=-1).values  # (layers,)
+
+
+def _distance(a, b):
+    """Total-variation distance between routing rows ``(..., E)``: half the summed absolute difference."""
+    return (a - b).abs().sum(dim=-1) / 2
+
+
+def task_distance(table):
+    """How differently the sub-tasks are routed, per layer: the mean total-variation distance between
+    every two sub-tasks' rows of a ``routing_table`` ``(layers, tasks, experts)``: ``(layers,)``
+    (0: every sub-task routed alike; 1: to disjoint experts)."""
+    n = table.shape[1]
+    pairs = [(i, j) for i in range(n) for j in range(i + 1, n)]
+    return torch.stack([_distance(table[:, i], table[:, j]) for i, j in pairs]).mean(dim=0)  # (layers,)
+
+
+def _scores(model, generator, n=512):
+    """Loss and exact-answer accuracy (every answer digit right) on ``n`` fresh sequences."""
+    ids, targets, _ = mixed_batch(n, generator)
+    with torch.no_grad():
+        logits = model(ids)  # (n, L, V)
+    scored = targets != IGNORE_INDEX  # (n, L)
+    right = (logits.argmax(dim=-1) == targets) | ~scored  # (n, L)
+    return completion_loss(logits, targets).item(), right.all(dim=1).float().mean().item()
+
+
+def experts_run(block, seed, steps=STEPS):
+    """One run of ``block`` (one of ``BLOCKS``): ``{"loss", "accuracy", "routing", "busiest", "losses"}``
+    (the routing table and the busiest share for mixtures only)."""
+    config = block_configs()[block]
+    generator = torch.Generator().manual_seed(3000 + seed)
+    batches = [mixed_batch(BATCH, generator)[:2] for _ in range(steps)]
+    balance = None
+    if block == "mixture":
+        def balance(model):
+            return with_load_balancing(completion_loss, model, BALANCE)
+    model, losses, diverged = train_decoder(config, batches, seed, LR, loss_fn=balance)
+    loss, accuracy = _scores(model, torch.Generator().manual_seed(99))
+    run = {"loss": loss, "accuracy": accuracy, "diverged": diverged, "losses": [round(x, 4) for x in losses]}
+    if config.n_experts is not None:
+        table = routing_table(model, torch.Generator().manual_seed(98))
+        again = routing_table(model, torch.Generator().manual_seed(97))  # other sequences: the table's own noise
+        run.update(routing=table.tolist(), busiest=busiest_share(table).tolist(),
+                   task_distance=task_distance(table).tolist(), noise_distance=_distance(table, again).tolist())
+    return run
+
+
+def experts_study(seeds=SEEDS, default_threads=False, steps=STEPS):
+    """Every block of ``BLOCKS`` for ``seeds``: ``{"seeds", "steps", "parameters": {block: [total,
+    active]}, "torch", "runs": {block: [run, ...]}}``."""
+    runs = run_at(thread_count(default_threads),
+                  lambda: {block: [experts_run(block, seed, steps) for seed in seeds] for block in BLOCKS})
+    return {"seeds": list(seeds), "steps": steps, "n_experts": N_EXPERTS, "top_k": TOP_K, "balance": BALANCE,
+            "parameters": {block: list(parameter_counts(config)) for block, config in block_configs().items()},
+            "torch": torch.__version__, "threads": "default" if default_threads else 1, "runs": runs}
+
+
+def load_experts_study(default_threads=False):
+    """The stored study (``python -m stepbystep.experiments.after_llama.experts``)."""
+    return load_study(NAME, default_threads)
+
+
+def experts_table(study):
+    """One line per block: parameters (total, active), loss and accuracy, median (min-max)."""
+    lines = [f"{'block':>27} {'total':>6} {'active':>6} {'loss':>20} {'accuracy':>20} {'busiest expert':>20}"]
+    for block, runs in study["runs"].items():
+        total, active = study["parameters"][block]
+        cells = []
+        for values in ([r["loss"] for r in runs], [r["accuracy"] for r in runs]):
+            m, lo, hi = spread(values)
+            cells.append(f"{m:.3f} ({lo:.3f}-{hi:.3f})")
+        busiest = ""
+        if "busiest" in runs[0]:
+            m, lo, hi = spread([max(r["busiest"]) for r in runs])
+            busiest = f"{m:.2f} ({lo:.2f}-{hi:.2f})"
+        lines.append(f"{block:>27} {total:>6} {active:>6} {cells[0]:>20} {cells[1]:>20} {busiest:>20}")
+    return "\n".join(lines)
+
+
+def _runs(study, block, key):
+    return [run[key] for run in study["runs"][block]]
+
+
+def experts_claims(study):
+    """What the chapter says, as the seeds show it: the sub-tasks go to different experts in the last
+    layer (far beyond the table's own sampling noise); the balancing loss keeps the load spread and
+    without it the busiest expert takes more; and how the mixture's accuracy compares with the dense
+    blocks of the same active and the same total parameters."""
+    last_task = torch.tensor([d[-1] for d in _runs(study, "mixture", "task_distance")])  # (seeds,)
+    last_noise = torch.tensor([sum(d[-1]) / len(d[-1]) for d in _runs(study, "mixture", "noise_distance")])
+    balanced = torch.tensor([max(b) for b in _runs(study, "mixture", "busiest")])  # (seeds,)
+    free = torch.tensor([max(b) for b in _runs(study, "mixture, no balancing loss", "busiest")])
+    accuracy = {block: torch.tensor(_runs(study, block, "accuracy")) for block in study["runs"]}
+    moe, active, total = (median(accuracy[b]) for b in ("mixture", "dense, same active", "dense, same total"))
+    params = study["parameters"]
+    return [
+        Claim(params["mixture"][1] - params["dense, same active"][0] < 0.01 * params["mixture"][1]
+              and abs(params["mixture"][0] - params["dense, same total"][0]) < 0.01 * params["mixture"][0],
+              "the dense blocks match the mixture's active and total parameters to 1%", params),
+        Claim(bool((last_task > 3 * last_noise).all()), "in every seed the last layer routes the sub-tasks "
+              "differently: their routing differs over 3 times as much as two samples of the same sub-task's",
+              (last_task, last_noise)),
+        Claim(bool(balanced.max() < 0.4), f"with the balancing loss no expert takes 40% of the load in any seed or "
+              f"layer (balanced: {1 / study['n_experts']:.0%})", balanced),
+        Claim(median(free) > median(balanced), "without the balancing loss the busiest expert's median share is "
+              "higher", (free, balanced)),
+        Claim(abs(moe - active) < 0.1, "the mixture's median exact-answer accuracy is within 0.1 of the dense block "
+              "with the same active parameters", (moe, active)),
+    ]
+
+
+def experts_live(seed=0, steps=200):
+    """The chapter's live run: the mixture for ``steps`` steps at one thread: its run (losses,
+    routing table) as ``experts_run`` returns it."""
+    return run_at(1, lambda: experts_run("mixture", seed, steps))
+
+
+if __name__ == "__main__":
+    default = sys.argv[1:] == ["default_threads"]
+    print(f"wrote {write_study(experts_study(default_threads=default), NAME, default)}")
