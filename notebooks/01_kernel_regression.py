@@ -347,8 +347,8 @@ expect_close(full_loss, loo_at_sigma, "the loss over all 50 points is the leave-
 # %% [markdown]
 # The loss of each epoch, drawn against the lowest leave-one-out error that the grid found
 # (dashed): from σ = 2 it starts about eight times higher, and once σ has settled it lies on that
-# line. Over the last ten epochs it stays within 0.5% of it (in twenty shuffles of the batches
-# we tried, the largest gap was 0.2%), a little above or below as the batches' widths vary.
+# line. Over the last ten epochs it stays within 0.5% of it, a little above or below as the
+# batches' widths vary.
 
 # %%
 fig = plots.loss_curves(sbs.losses, reference=grid_error, reference_label="lowest leave-one-out error (grid)")
@@ -485,9 +485,9 @@ expect(all(-0.01 < change < 0 for change in draw_slopes[5]),
 # On three of the five draws the runs end within 2% of σ*, as on ours. On draw 2 all three stop
 # 5 to 15% above it, yet at a leave-one-out error within 0.5% of the lowest: that draw's curve
 # is so flat around σ* that widths this far apart have almost the same error. On draw 5 they
-# stop at more than 1.5 times σ* (about twice), at an error more than 5% above the lowest, on
-# a nearly flat stretch of the curve: from there, a 5% narrower σ would lower the error by
-# less than 1%, and 60 epochs of noisy mini-batch steps did not carry σ across it. Gradient
+# stop at more than 1.5 times σ*, at an error more than 5% above the lowest, on a nearly flat
+# stretch of the curve: from there, a 5% narrower σ would lower the error by less than 1%,
+# and 60 epochs of noisy mini-batch steps did not carry σ across it. Gradient
 # descent follows the slope of the curve, so where the curve is nearly flat it can stop far
 # from σ*, sometimes at a clearly worse error; a grid has no slope to follow, and pays for
 # that with one evaluation per width.

@@ -671,9 +671,11 @@ fig = plots.gradient_norms_by_layer(runs)
 #   above 0.2, more than ten times the other runs' (section 9 also looks at the gradient that
 #   reaches its lower layers by the end). We have not measured why the run gets stuck. Two
 #   explanations from the literature fit: Adam's first steps move every parameter by about
-#   the learning rate, however small its gradient, because its variance estimate rests on
-#   very few gradients (Liu et al., "On the Variance of the Adaptive Learning Rate and
-#   Beyond", 2019, the RAdam paper); and a norm-last layer depends strongly on its residual
+#   the learning rate, however small its gradient (its first step is ±lr up to its ε, since
+#   the bias-corrected $\hat m / \sqrt{\hat v}$ is then $g / |g|$), and Liu et al. ("On the Variance
+#   of the Adaptive Learning Rate and Beyond", 2020, the RAdam paper) trace the trouble to the
+#   large variance of that adaptive step size while its estimate rests on few gradients; and
+#   a norm-last layer depends strongly on its residual
 #   branch, so small changes of the weights are amplified in the output (Liu et al.,
 #   "Understanding the Difficulty of Training Transformers", 2020, who find that unbalanced
 #   gradients are not the root cause of the unstable training and point to this amplification

@@ -323,7 +323,7 @@ print(f"draws above the eval-mode loss: {(train_mode > eval_mode).sum().item()} 
 
 # %%
 above = (train_mode > eval_mode).sum().item()
-expect(train_mode.mean() > 1.3 * eval_mode, "training mode's mean loss is more than 1.3 times the eval-mode loss",
+expect(train_mode.mean() > eval_mode, "training mode's mean loss is above the eval-mode loss",
        got=(train_mode.mean(), eval_mode))
 expect(above >= 15, "at least 15 of the 20 dropout draws lie above the eval-mode loss", got=above)
 
@@ -334,8 +334,9 @@ fig = plots.loss_comparison({"training mode (dropout on, teacher forcing)": trai
 
 # %% [markdown]
 # These are *training* sequences, so the gap has nothing to do with the validation set: it is
-# the mode. Training mode's mean is more than 1.3 times the eval-mode loss, and at least 15 of
-# the 20 draws lie above it.
+# the mode. Training mode's mean is above the eval-mode loss, and at least 15 of the 20 draws
+# lie above it. By how much changes a lot from run to run: the last section repeats the run
+# from eight more seeds.
 #
 # One might expect eval mode to have the harder job: it decodes greedily, feeding its own
 # prediction of $x_2$ back in to predict $x_3$, where training mode hands the decoder the
@@ -364,44 +365,6 @@ for place, marker in places.items():
     print(f"{place:>25}: {sum(marker in name for name in dropouts)}")
 elsewhere = [name for name in dropouts if not any(marker in name for marker in places.values())]
 print(f"{'anywhere else':>25}: {len(elsewhere)}")
-
-# %% [markdown]
-# **Is this run a lucky one?** The package keeps the same run repeated from eight more seeds
-# (0 to 7, each seeding the initial weights and the order of the batches), next to this
-# chapter's run (seed 42), with the same measurements: `square_seed_spread` computes them,
-# and `python -m stepbystep.experiments.square_seed_study` wrote them to a file that ships
-# with the package (it takes over a minute, so this chapter reads the file instead of
-# training nine models). The file also records where it was computed; on another machine or
-# PyTorch release your own run of seed 42 above will differ from its first column in the
-# later digits.
-
-# %%
-study = load_square_seed_study()
-setting = study["environment"]
-print(f"{study['command']}: {study['epochs']} epochs, torch {setting['torch']} on {setting['device']} "
-      f"({setting['cpu_capability']}), {setting['threads']} thread")
-print("\n".join(seed_table(study["runs"], {"final_val": "final validation loss", "below": "epochs val < train",
-                                          "mode_ratio": "train / eval mode loss", "draws_above": "draws above eval",
-                                          "largest_jump": "largest rise of val loss",
-                                          "jumps_over_2": "epochs it more than x2"})))
-
-# %%
-expect_all(training_spread_claims(study["runs"]))
-expect_all(spike_spread_claims(study["runs"]))
-
-# %% [markdown]
-# Over the nine runs the final validation loss ranged from 0.011 to 0.026, and the
-# validation loss sat below the training loss in 40 to 50 of the 50 epochs; on the same 16
-# training sequences, training mode's mean loss was more than 1.5 times the eval-mode loss
-# in every run, with all 20 dropout draws above it. So every claim above (a final validation
-# loss below 0.04, 40 or more epochs below, a ratio above 1.3, 15 or more draws above) held
-# for every seed.
-#
-# The spikes: the largest rise of the validation loss from one epoch to the next was over 2
-# times in the median run, over 1.5 times even in the calmest run and over 4 times in the most
-# jumpy. How high the top goes depends on the seeds drawn: nine more runs could hold a
-# jumpier one. The loss more than doubled at some epoch in more than half of the runs (5 of
-# 9), not in all.
 
 # %% [markdown]
 # ## Predictions
@@ -483,14 +446,14 @@ for index in range(len(model.encoder.layers)):
     print(f"encoder self-attention, layer {index}: decided "
           + ", ".join(f"{d:.2f}" for d in encoder_decided[index].tolist()))
 print(f"means: matching {matching.mean():.2f}, cross-attention decided {cross_decided.mean():.2f}, "
-      f"encoder decided {encoder_decided.mean():.2f}")
+      f"encoder decided {encoder_decided.mean():.2f} ({cross_decided.mean() - encoder_decided.mean():.2f} less)")
 
 # %%
 expect(matching.mean() > 0.6, "the mean weight on the matching corner is above 0.6", got=matching.mean())
 expect(cross_decided.mean() > 0.85, "the cross-attention heads are decided: above 0.85 on average",
        got=cross_decided.mean())
-expect(cross_decided.mean() > encoder_decided.mean() + 0.1,
-       "the cross-attention is more decided than the encoder self-attention, by more than 0.1",
+expect(cross_decided.mean() > encoder_decided.mean(),
+       "the cross-attention is more decided than the encoder self-attention, on average",
        got=(cross_decided.mean(), encoder_decided.mean()))
 
 # %% [markdown]
@@ -536,28 +499,8 @@ expect(gaps["encoder self-attention"].median() < gaps["cross-attention"].median(
 #
 # **Encoder self-attention** has no such obvious job: both source corners are needed, and
 # each encoder state can gather what it needs from either. Its heads are less decided than
-# the cross-attention's (by more than 0.1 on average in this run), and its maps in the
-# figure change from square to square without one simple rule.
-#
-# How far do these numbers carry over to other training runs? The nine runs of the stored
-# study, measured the same way after predicting the validation squares (`weakest_head` is the
-# lowest mean weight on the matching corner of any layer, head and position):
-
-# %%
-print("\n".join(seed_table(study["runs"], {
-    "matching": "mean matching weight", "weakest_head": "weakest head's", "cross_decided": "cross-attn decided",
-    "encoder_decided": "encoder decided", "cross_gap": "cross-attn score gap", "encoder_gap": "encoder score gap"})))
-
-# %%
-expect_all(attention_spread_claims(study["runs"]))
-
-# %% [markdown]
-# The mean matching weight stayed above 0.6 in every run, while in some runs the weakest head
-# did not prefer the matching corner at all. The cross-attention was decided in every run
-# (above 0.8) and more decided than the encoder self-attention, but the margin is thin: under
-# 0.1 in the closest run, so this run's "by more than 0.1" is not a rule. Its choices were
-# hard in every run, with a median score gap above 2 (weights of 0.88 and 0.12, or further
-# apart).
+# the cross-attention's on average (the last line above prints by how much), and its maps in
+# the figure change from square to square without one simple rule.
 
 # %% [markdown]
 # ## The test set, once
@@ -601,15 +544,81 @@ fig = plots.loss_comparison(test_mse, title="test MSE", xlabel="MSE (log scale)"
 # there (its length would depend on where the axis starts), so each MSE is a point.
 #
 # In this run the Transformer is more than 20 times better than predicting zeros: it has
-# learned the task. It also beats the mirror baseline (its MSE is below the mirror's), so it
+# learned the task. It also beats the mirror baseline (its MSE is below the mirror's; the last
+# section shows how often a run does), so it
 # does more than copy the source corners to the opposite side: its predictions carry less
 # than all of the source's noise. It stays above the noise floor, though: 50 epochs on 256
 # noisy sequences take this model only part of the way down.
 #
 # The test MSE is also within 0.7 to 1.4 times the last validation loss: the two sets are
 # drawn alike, so the validation loss was an honest preview of the test error.
+
+# %% [markdown]
+# ## How far do these numbers carry?
 #
-# That is one run. The nine stored runs measured the same test set once each, after training:
+# One run proves little: is this run a lucky one? The package keeps the same run repeated from
+# eight more seeds (0 to 7, each seeding the initial weights and the order of the batches),
+# next to this chapter's run (seed 42), with the same measurements: `square_seed_spread`
+# computes them, and `python -m stepbystep.experiments.square_seed_study` wrote them to a file
+# that ships with the package (it takes over a minute, so this chapter reads the file instead
+# of training nine models). The file also records where it was computed; on another machine or
+# PyTorch release your own run of seed 42 above will differ from its first column in the later
+# digits. First the training and the two modes:
+
+# %%
+study = load_square_seed_study()
+setting = study["environment"]
+print(f"{study['command']}: {study['epochs']} epochs, torch {setting['torch']} on {setting['device']} "
+      f"({setting['cpu_capability']}), {setting['threads']} thread")
+print("\n".join(seed_table(study["runs"], {"final_val": "final validation loss", "below": "epochs val < train",
+                                          "mode_ratio": "train / eval mode loss", "draws_above": "draws above eval",
+                                          "largest_jump": "largest rise of val loss",
+                                          "jumps_over_2": "epochs it more than x2"})))
+
+# %%
+expect_all(training_spread_claims(study["runs"]))
+expect_all(spike_spread_claims(study["runs"]))
+
+# %% [markdown]
+# Over the nine runs the final validation loss ranged from 0.011 to 0.026, and the
+# validation loss sat below the training loss in 40 to 50 of the 50 epochs; on the same 16
+# training sequences, all 20 dropout draws lay above the eval-mode loss in every run. So the
+# live claims of the training and dropout sections (a final validation loss below 0.04, 40 or
+# more epochs below, a training-mode mean above the eval-mode loss, 15 or more draws above)
+# held for every seed. How far above moves a lot: in these nine runs the mean was more than 1.5 times the
+# eval-mode loss, and the highest ratio is more than twice the lowest, so another seed can
+# well fall below these nine's lowest. That is why the live check asks only for "above".
+#
+# The spikes: the largest rise of the validation loss from one epoch to the next was about
+# twofold in the median run (just over 2 in these nine), over 1.5 times even in the calmest
+# run and over 4 times in the most jumpy. How high the top goes, and on which side of 2 the
+# median lands, depends on the seeds drawn: nine more runs could hold a jumpier one, or a
+# calmer median. The loss more than doubled at some epoch in more than half of these runs
+# (5 of 9), not in all.
+
+# %% [markdown]
+# The attention, measured the same way in each run after predicting the validation squares
+# (`weakest_head` is the lowest mean weight on the matching corner of any layer, head and
+# position):
+
+# %%
+print("\n".join(seed_table(study["runs"], {
+    "matching": "mean matching weight", "weakest_head": "weakest head's", "cross_decided": "cross-attn decided",
+    "encoder_decided": "encoder decided", "cross_gap": "cross-attn score gap", "encoder_gap": "encoder score gap"})))
+
+# %%
+expect_all(attention_spread_claims(study["runs"]))
+
+# %% [markdown]
+# The mean matching weight stayed above 0.6 in every run, while in some runs the weakest head
+# did not prefer the matching corner at all. The cross-attention was decided in every run
+# (above 0.8) and more decided than the encoder self-attention, but the margin varies and can
+# be thin: under 0.1 in the closest run. Its choices were
+# hard in every run, with a median score gap above 2 (weights of 0.88 and 0.12, or further
+# apart).
+
+# %% [markdown]
+# And the test set, measured once in each run, after training:
 
 # %%
 print("\n".join(seed_table(study["runs"], {"test_mse": "test MSE", "test_to_mirror": "over the mirror's",

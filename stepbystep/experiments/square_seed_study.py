@@ -67,6 +67,8 @@ def training_spread_claims(runs):
               "of the 50 epochs in every run", _spread(runs, "below")),
         Claim(min(run["mode_ratio"] for run in runs) > 1.5, "training mode's mean loss is more than 1.5 times the "
               "eval-mode loss in every run", _spread(runs, "mode_ratio")),
+        Claim(max(run["mode_ratio"] for run in runs) > 2 * min(run["mode_ratio"] for run in runs),
+              "and the highest of these ratios is more than twice the lowest", _spread(runs, "mode_ratio")),
         Claim(all(run["draws_above"] == 20 for run in runs), "all 20 dropout draws lie above it in every run",
               [run["draws_above"] for run in runs]),
     ]

@@ -68,11 +68,11 @@ def gradient_norms_by_layer(runs, fig=None):
     during the run (black marks); (2) each layer's gradient norm at every step (one line per
     layer, dark = first layer, yellow = last); (3) the loss, and the learning rate on the right
     axis (dashed). Every row shares its y scale across columns, so runs compare at a glance; one
-    legend for the whole figure sits to its right, over no panel.
+    legend for the whole figure sits below it, over no panel, where a narrow window keeps it.
     ``fig``: an existing Figure to clear and redraw (for widgets). Returns the Figure.
     """
     runs = _check_runs(runs)
-    size = (0.6 + 4.2 * len(runs), 8.0)
+    size = (0.6 + 4.2 * len(runs), 8.6)
     if fig is None:
         fig = plt.figure(figsize=size, layout="constrained")
     fig.clear()
@@ -114,7 +114,7 @@ def gradient_norms_by_layer(runs, fig=None):
     for ax in (axes[2, -1], rate):
         more = ax.get_legend_handles_labels()
         handles, labels = handles + more[0], labels + more[1]
-    fig.legend(handles, labels, loc="outside right center", fontsize=7)
+    fig.legend(handles, labels, loc="outside lower center", ncol=min(len(handles), 5), fontsize=7)
     return fig
 
 
