@@ -161,6 +161,15 @@ def _open_and_run_all(browser, lab, notebook):
     return page
 
 
+def _run_widget(browser, lab, notebook, control):
+    """``_open_and_run_all`` on ``notebook``, then its last widget output holding a ``control`` (a CSS
+    selector such as ".widget-slider"), scrolled into view: ``(page, widget)``."""
+    page = _open_and_run_all(browser, lab, notebook)
+    widget = page.locator(f"{PANEL} .jp-OutputArea-output", has=page.locator(control)).last
+    widget.scroll_into_view_if_needed()
+    return page, widget
+
+
 def _widget_image(widget):
     """The src of the figure inside a widget's output area (a PNG data URL)."""
     image = widget.locator(".jupyter-widgets-output-area img, .widget-output img").first
@@ -179,9 +188,7 @@ def _wait_for_new_image(widget, before):
 
 
 def test_sigma_slider_redraws_the_figure(browser, lab):
-    page = _open_and_run_all(browser, lab, "01_kernel_regression.ipynb")
-    widget = page.locator(f"{PANEL} .jp-OutputArea-output", has=page.locator(".widget-slider")).last
-    widget.scroll_into_view_if_needed()
+    page, widget = _run_widget(browser, lab, "01_kernel_regression.ipynb", ".widget-slider")
     before_image = _widget_image(widget)
     before_label = widget.locator(".widget-label").last.inner_text()
     handle = widget.locator(".noUi-handle").first
@@ -195,9 +202,7 @@ def test_sigma_slider_redraws_the_figure(browser, lab):
 
 
 def test_mask_explorer_redraws_the_figure(browser, lab):
-    page = _open_and_run_all(browser, lab, "02_mask_explorer.ipynb")
-    widget = page.locator(f"{PANEL} .jp-OutputArea-output", has=page.locator(".widget-checkbox")).last
-    widget.scroll_into_view_if_needed()
+    page, widget = _run_widget(browser, lab, "02_mask_explorer.ipynb", ".widget-checkbox")
     before_image = _widget_image(widget)
     before_summary = widget.locator(".widget-html").last.inner_text()
     widget.locator(".widget-checkbox input").first.uncheck()  # causal mask off: query 2 sees every key
@@ -207,9 +212,7 @@ def test_mask_explorer_redraws_the_figure(browser, lab):
 
 
 def test_token_explorer_follows_its_slider_and_text(browser, lab):
-    page = _open_and_run_all(browser, lab, "15_token_explorer.ipynb")
-    widget = page.locator(f"{PANEL} .jp-OutputArea-output", has=page.locator(".widget-slider")).last
-    widget.scroll_into_view_if_needed()
+    page, widget = _run_widget(browser, lab, "15_token_explorer.ipynb", ".widget-slider")
     summary = widget.locator(".widget-html").first
     spans = widget.locator(".widget-html span[title]")
     before_summary, before_spans = summary.inner_text(), spans.count()
@@ -231,9 +234,7 @@ def test_token_explorer_follows_its_slider_and_text(browser, lab):
 
 
 def test_ring_explorer_follows_its_step_and_workers(browser, lab):
-    page = _open_and_run_all(browser, lab, "16_ring_explorer.ipynb")
-    widget = page.locator(f"{PANEL} .jp-OutputArea-output", has=page.locator(".widget-slider")).last
-    widget.scroll_into_view_if_needed()
+    page, widget = _run_widget(browser, lab, "16_ring_explorer.ipynb", ".widget-slider")
     summary = widget.locator(".widget-html").first
     cells = widget.locator(".widget-html td[data-chunk]")
     before = summary.inner_text()
@@ -253,9 +254,7 @@ def test_ring_explorer_follows_its_step_and_workers(browser, lab):
 
 
 def test_memory_explorer_fills_in_a_published_configuration_and_follows_its_controls(browser, lab):
-    page = _open_and_run_all(browser, lab, "17_memory_explorer.ipynb")
-    widget = page.locator(f"{PANEL} .jp-OutputArea-output", has=page.locator(".widget-slider")).last
-    widget.scroll_into_view_if_needed()
+    page, widget = _run_widget(browser, lab, "17_memory_explorer.ipynb", ".widget-slider")
     summary = widget.locator(".widget-html").first
     before_image, before = _widget_image(widget), summary.inner_text()
     assert "DeepSeek-V3 as published: latent" in before and "68.62 KiB per token" in before
