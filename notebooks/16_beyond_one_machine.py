@@ -155,10 +155,12 @@ expect(bool((gap_alone > 1e-3).all()), "without it, each rank ends more than 1e-
 #
 # Each rank must also see its own part of every batch. A `DistributedSampler` draws one permutation
 # of the data set per epoch, from its `seed` plus the epoch, and deals it out: rank r takes places
-# r, r + N, r + 2N... Every rank draws the same permutation only if every rank is told which epoch
-# it is: `sampler.set_epoch(epoch)` before every epoch. Forget it and every epoch repeats the first
-# one's order. `ddp_train` does both; one process with a sampler of one replica and the whole batch
-# is the reference:
+# r, r + N, r + 2N... The ranks agree on the permutation because they share the seed and the epoch
+# number. The epoch number is the sampler's own, 0 until `sampler.set_epoch(epoch)` changes it, so
+# forgetting that call breaks no agreement: every rank still draws the same order, but every epoch
+# repeats the first one's, and the data is never reshuffled (`DataParallelRun(set_epoch=False)`
+# trains that way, one process and N alike). `ddp_train` calls it before every epoch; one process
+# with a sampler of one replica and the whole batch is the reference:
 
 # %% tags=["nbval-ignore-output"]
 run = runs[0].replace(steps=8)  # four epochs of two batches
@@ -329,8 +331,8 @@ expect(accumulation_gap < 1e-6, "four micro-batches of 2 take the steps of whole
 # %% [markdown]
 # ## Mixed precision: bfloat16 autocast on the CPU
 #
-# Every number so far was a 32-bit float. Sixteen bits halve the bytes of every activation, and
-# of every gradient an all-reduce sends where the gradients are kept in 16 bits too; on hardware
+# Every number so far was a 32-bit float. Sixteen bits halve the bytes of every activation kept in
+# 16 bits, and of every gradient an all-reduce sends where the gradients are kept in 16 bits too; on hardware
 # with 16-bit matrix units the matrix products also run faster. Micikevicius et al., "Mixed
 # Precision Training" (2018), keep a float32 copy of the weights and compute in 16 bits.
 # `torch.autocast("cpu", dtype=torch.bfloat16)` does this without touching the model. Inside its
@@ -489,7 +491,7 @@ for n in (1, 2, 4, 8, 64):
 # The stored run was taken while other work loaded both cores heavily: two processes took 270 ms a
 # step, one process 238 ms. A scaling efficiency (one process's time over twice two processes'
 # time) of 0.44: no speed-up at all. One run on a loaded machine is no measure of an idle one,
-# and we have none; what holds anywhere is the reason it cannot be large here. Two processes on two
+# and we have none; what holds anywhere are the reasons it stays below 1 here. Two processes on two
 # cores of one CPU split the arithmetic, but each also waits for the all-reduce at every step, for
 # the slower of the two, and for a core the rest of the machine wants. Run `make bench` on your
 # machine for its own numbers.
