@@ -18,8 +18,9 @@
 #   Gage's byte-pair encoding ("A New Algorithm for Data Compression", 1994);
 # - Radford, Wu, Child, Luan, Amodei and Sutskever, "Language Models are Unsupervised Multitask
 #   Learners" (2019, GPT-2): the same merges on **bytes** instead of characters, so any text
-#   can be encoded, and a pattern that first splits the text into words, numbers, punctuation
-#   and spaces, so that merges never cross those pieces.
+#   can be encoded, and merges kept from crossing character categories (letters, digits,
+#   punctuation) except for a leading space: GPT-2's released code does it with a pattern that
+#   first splits the text into such pieces.
 #
 # By the end of this chapter you will be able to:
 #
@@ -488,10 +489,10 @@ expect_all(baseline_claims(stored_bpb, tables, live_bpb))
 #
 # **Read each model against its own tokenizer's tables** (the grey lines). Both learned more than
 # which tokens are frequent: every BPE model, the live one too, is below the BPE unigram table,
-# and every byte model below the byte unigram table. Neither has learned yet all that a table of
-# pairs knows: no BPE model reaches the BPE bigram table, and the byte model, at 400 steps, is
-# within 0.1 bits per byte of the byte bigram table; given twice the steps, it is below it in every
-# seed. The tables differ by tokenizer too: the BPE bigram table is about 0.9 bits per byte below
+# and every byte model below the byte unigram table. The BPE model has not reached its table of
+# pairs: no BPE model reaches the BPE bigram table. The byte model at 400 steps sits at its own,
+# within 0.1 bits per byte of the byte bigram table on either side over the seeds; given twice the
+# steps, it is below it in every seed. The tables differ by tokenizer too: the BPE bigram table is about 0.9 bits per byte below
 # the byte bigram table, since a pair of BPE tokens spans about 4.7 bytes of text and a pair of
 # bytes two. So the gap between the two models is not a measure of tokenizers in general; it is
 # what 400 steps of this small model make of each.

@@ -59,7 +59,8 @@ def _check_next_pair(answer):
             return (f"for ids {ids} you skipped overlapping pairs: in a run like x, x, x the pair (x, x) occurs "
                     "twice, once at each position, and the next training step counts both")
         if counts[got] < counts[wanted]:
-            return f"for ids {ids} your pair {got} occurs {counts[got]} times, and another pair more often"
+            times = "once" if counts[got] == 1 else f"{counts[got]} times"
+            return f"for ids {ids} your pair {got} occurs {times}, and another pair more often"
         if got == collections.Counter(zip(ids, ids[1:])).most_common(1)[0][0]:
             return f"for ids {ids} several pairs tie; yours is the one seen first, but the course's rule is another"
         return f"for ids {ids} several pairs tie; yours, {got}, is not the one the tie rule picks"
