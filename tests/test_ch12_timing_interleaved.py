@@ -84,13 +84,3 @@ def test_per_round_keeps_the_fastest_within_each_turn(monkeypatch):
     assert prefill == [[100.0 - 1, 100.0 - 9], [100.0 - 5, 100.0 - 13]]
     assert decode == [[100.0 - 4, 100.0 - 12], [100.0 - 8, 100.0 - 16]]
 
-
-def test_decode_step_parts_per_round_give_one_time_per_turn(monkeypatch):
-    model = _model()
-    narrow = _model(d_model=4)
-    calls = []
-    monkeypatch.setattr(cache_timing, "_ms", lambda run: (run(), calls.append(run), 100.0 - len(calls))[2])
-    rounds = decode_step_parts_ms(model, narrow, length=8, repeats=2, steps=2, per_round=True)
-    # per turn: 2 steps, 2 narrow steps, 2 products, 1 prefill; the later call of each pair is the faster
-    assert rounds == {"step": [98.0, 91.0], "narrow step": [96.0, 89.0], "products": [94.0, 87.0],
-                      "prefill": [93.0, 86.0]}

@@ -90,16 +90,15 @@ def weight_products_ms(model, repeats=20, seed=0):
         return _median_ms(products, repeats)
 
 
-def decode_step_parts_ms(model, narrow, length=256, repeats=51, steps=1, seed=0, per_round=False):
+def decode_step_parts_ms(model, narrow, length=256, repeats=51, steps=1, seed=0):
     """Milliseconds of one cached decode step of ``model`` and of ``narrow`` (a model with the same
     layers and modules, much narrower), each after a prompt of ``length`` random ids, of ``model``'s
     bare weight products for one vector (as in ``weight_products_ms``) and of ``model``'s prefill of
     that prompt: ``{"step": ms, "narrow step": ms, "products": ms, "prefill": ms}``, each the fastest
     of its runs. The four take turns (``_round_fastest_ms``), ``repeats`` times: one prefill and ``steps``
     runs of each of the others per turn, so that a busy moment of the machine slows all four rather
-    than one; the fastest run is the one the rest of the machine disturbed least. ``per_round``: each
-    is instead the list of the fastest within each turn ``(repeats,)``, to compare the four within
-    one turn. Eval mode, no gradients."""
+    than one; the fastest run is the one the rest of the machine disturbed least.
+    Eval mode, no gradients."""
     check_positive_int("length", length)
     check_positive_int("repeats", repeats)
     check_positive_int("steps", steps)
@@ -110,7 +109,7 @@ def decode_step_parts_ms(model, narrow, length=256, repeats=51, steps=1, seed=0,
             "products": (_weight_products(model, seed), steps), "prefill": (_prefill(model, prompt), 1)}
     with evaluating(model), evaluating(narrow):
         rounds = _round_fastest_ms(runs, repeats)
-    return rounds if per_round else {name: min(ms) for name, ms in rounds.items()}
+    return {name: min(ms) for name, ms in rounds.items()}
 
 
 def _prefill(model, prompt):
