@@ -786,13 +786,13 @@ expect(all(loss < uniform_loss - 0.3 for loss in failed_losses),
 # %% [markdown]
 # With the warm-up, all three seeds learn the task (at least 97% of the words exact). Without
 # it, at this learning rate, every seed ends with a higher validation loss than with it, and
-# some seeds fail: here two of three reverse under half of the words; over nine seeds we ran
-# (these three and six others), four failed, and the five others reversed from 60% to 99% of
-# the words, while all nine learned with the warm-up. A run that
+# some seeds fail: here two of three reverse under half of the words; over fourteen seeds we
+# ran (these three and eleven others, 3 to 13), eight failed, and the six others reversed from
+# 60% to 99% of the words, while all fourteen learned with the warm-up. A run that
 # fails ends with a validation loss many times that of a run that learned, but below the
-# loss of a uniform guess: it learned something about the letters, and no word. Nine seeds
-# cannot say exactly how often a run without warm-up fails, only that it often does while no
-# warm-up run did. What a warm-up buys here is safety in the first steps: without it, whether a run at
+# loss of a uniform guess: it learned something about the letters, and no word. Fourteen
+# seeds cannot say exactly how often a run without warm-up fails, only that it often does while
+# no warm-up run did. What a warm-up buys here is safety in the first steps: without it, whether a run at
 # this learning rate learns at all is left to chance. Layers that normalise first, as
 # ours do (chapter 04), are known to need it less than the paper's (Xiong et al., "On Layer
 # Normalization in the Transformer Architecture", 2020); how much it matters at our own 0.006
@@ -1035,7 +1035,7 @@ for text in ["", "a" * 20]:
 # - **Warm-up**: a torch scheduler (`warmup_cosine`, a `LambdaLR`), stepped after every
 #   batch with `set_lr_scheduler(..., interval='batch')`: a schedule counts its own
 #   `scheduler.step()` calls. At a learning rate of 0.01, all three seeds learned with it;
-#   without it, some seeds failed (here two of three; over nine seeds we ran, four).
+#   without it, some seeds failed (here two of three; over fourteen seeds we ran, eight).
 # - **Greedy decoding** takes the best token at each step; **beam search** (Sutskever et al.
 #   2014) keeps the $B$ best partial outputs. Under each of our four word models its output was
 #   less likely than greedy's on under 5% of the words, but it is not guaranteed to be at
