@@ -190,8 +190,9 @@ print(f"inputs {tuple(batch_inputs.shape)}, targets {tuple(batch_targets.shape)}
 #
 # Two choices about the embedding:
 #
-# - it is **not multiplied by √d_model** (chapter 07: `nn.Embedding` starts with standard
-#   deviation 1, and the scaling drowns the positions);
+# - it is **not multiplied by √d_model** (chapter 07: scaling `nn.Embedding`'s entries, which
+#   start with standard deviation 1, by √d_model makes the inputs about five times larger, which
+#   did most of the harm there, as well as 8 times louder than the positions);
 # - it starts with standard deviation 0.3 (`embedding_std`), as chapter 07 did for order
 #   tasks, so that the characters do not drown the positional encoding (whose entries lie
 #   between -1 and 1): each answer character must be placed relative to the separator `=`,
@@ -780,7 +781,8 @@ fig = plots.smoothed_targets(len(vocab), vocab.stoi["7"], 0.1, vocab=vocab)
 # - **confidence**: the mean probability of the most likely token, and **accuracy**: how
 #   often that token is the target;
 # - the **expected calibration error** (ECE): the gap between the two, averaged over ten bins
-#   of confidence, weighted by how many tokens fall in each (Naeini, Cooper and Hauskrecht,
+#   of confidence (Guo et al. below used 15; the count changes little here), weighted by how many
+#   tokens fall in each (Naeini, Cooper and Hauskrecht,
 #   "Obtaining Well Calibrated Probabilities Using Bayesian Binning", 2015; Guo, Pleiss, Sun
 #   and Weinberger, "On Calibration of Modern Neural Networks", 2017, used it to show that
 #   modern networks are over-confident);

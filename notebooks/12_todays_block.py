@@ -470,34 +470,42 @@ expect(kv_cache_bytes(32, 8, 128, 8192, dtype=torch.bfloat16) == 2 ** 30, "1 GiB
 # Generation runs in two phases (chapter 09): the **prefill** reads the whole prompt in one
 # pass and fills the cache; then each **decode** step reads one new token. We time both on
 # a wider Llama-block model (256 dimensions, 4 layers, 8 heads, 2 KV heads, untrained: the
-# weights do not change the cost). Every timing in this section runs on one thread, unless it
-# says otherwise, and keeps the fastest of several runs, the things compared taking turns after
+# weights do not change the cost). Every timing in this section runs on one thread and keeps
+# the fastest of several runs, unless it says otherwise, the things compared taking turns after
 # a warm-up: a busy moment of the machine then slows all of them, and the fastest run is the
-# one the rest of the machine disturbed least. Here, 5 prefills of each prompt length and, a
-# decode step being short, 35 steps after each prompt:
+# one the rest of the machine disturbed least. Here, 5 turns, each with one prefill of each
+# prompt length and, a decode step being short, 7 steps after each prompt. How a time grows
+# from 64 to 512 tokens is compared within each turn, where a busy spell slows both lengths
+# alike, and we keep the median over the turns:
 
 # %% tags=["nbval-ignore-output"]
 torch.manual_seed(0)
 wide = DecoderConfig.llama(256, d_model=256, n_heads=8, n_layers=4, max_len=600, n_kv_heads=2).build()
 lengths = [64, 256, 512]
 with torch_threads(1):  # for the timing only: the thread count is restored after
-    prefill_ms, decode_ms = prefill_decode_times(wide, lengths, repeats=5)
+    prefill_rounds, decode_rounds = prefill_decode_times(wide, lengths, repeats=5, per_round=True)  # (3, 5) each
+prefill_ms, decode_ms = [min(ms) for ms in prefill_rounds], [min(ms) for ms in decode_rounds]  # fastest overall
+growth = {phase: [long / short for short, long in zip(rounds[0], rounds[-1])]  # (5,): 512 over 64, turn by turn
+          for phase, rounds in (("prefill", prefill_rounds), ("decode step", decode_rounds))}
 for length, p, dec in zip(lengths, prefill_ms, decode_ms):
     print(f"prompt of {length:>3}: prefill {p:6.1f} ms ({p / length:.3f} ms per token), then one decode step "
           f"{dec:.2f} ms")
+for phase, ratios in growth.items():
+    print(f"{phase}, 512 tokens over 64, turn by turn: median {statistics.median(ratios):.2f}, "
+          f"from {min(ratios):.2f} to {max(ratios):.2f}")
 fig = plots.prefill_decode(lengths, prefill_ms, decode_ms)
 
 # %%
 per_token = [p / length for p, length in zip(prefill_ms, lengths)]
 expect(all(2 * p < dec for p, dec in zip(per_token, decode_ms)), "per token, prefill takes less than half of a "
        "decode step's time at every prompt length", got=(per_token, decode_ms))
-expect(prefill_ms[-1] > 4 * prefill_ms[0] and decode_ms[-1] < 2 * decode_ms[0], "from 64 to 512 tokens, the "
-       "prefill takes more than 4 times as long, a decode step less than twice", got=(prefill_ms, decode_ms))
+expect(statistics.median(growth["prefill"]) > 4 and statistics.median(growth["decode step"]) < 2,
+       "from 64 to 512 tokens, the prefill takes more than 4 times as long, a decode step less than twice "
+       "(the median over the turns)", got=growth)
 
 # %% [markdown]
-# Per token, the prefill takes less than half of a decode step's time (more than three times
-# less in our runs, but for the shortest prompt), though it does about the same arithmetic per
-# token. The prefill grows with the prompt; the decode step, which reads
+# Per token, the prefill takes less than half of a decode step's time (five times less or more
+# in our runs), though it does about the same arithmetic per token. The prefill grows with the prompt; the decode step, which reads
 # one token, grows far less (only its attention reads more: a longer cache). Two costs could
 # make a decode step dear, and controls separate them. One is Python's: a decode step calls
 # every module of the model for one token, and each call has a fixed cost whatever it
@@ -554,11 +562,13 @@ expect(parts["step"] > 1.25 * parts["narrow step"], "the wide model's step takes
 # then the row below repeats the one above), the split depends on the machine more. Several
 # threads share each product; a small product is not worth splitting, and when the machine is
 # busy with other work, threads that wait for each other can make the wide step many times
-# slower while the narrow one hardly moves. So there we check only that the wide step takes
-# longer, and print the rest:
+# slower, or the narrow one, for as long as the machine stays busy: on a busy machine one of
+# them can stall through several turns in a row. So there we check only that the wide step
+# takes longer, each the fastest of 15 turns, three times as many as at one thread, so that
+# one of them is likely to find a quiet moment; and we print the rest:
 
 # %% tags=["nbval-ignore-output"]
-default_parts = decode_step_parts_ms(wide, narrow, repeats=5, steps=7)
+default_parts = decode_step_parts_ms(wide, narrow, repeats=15, steps=7)
 show_parts(f"the default thread count, {torch.get_num_threads()} here", default_parts)
 
 # %%
@@ -573,7 +583,8 @@ expect(default_parts["step"] > default_parts["narrow step"], "at the default thr
 # changes, how many multiply-adds each weight loaded serves. And where the weights come from:
 # one vector times a 512 × 512 matrix (1 MiB, which fits in a cache of any current CPU) against
 # one vector times the 4096 × 4096 one (64 MiB, more than most CPUs' caches hold, so most of it
-# comes from main memory), timed per weight. Each time is the median of a few calls:
+# comes from main memory), timed per weight. Each time here is the median of a few calls, not
+# the fastest:
 
 # %% tags=["nbval-ignore-output"]
 with torch_threads(1):
@@ -711,6 +722,11 @@ except TypeError as error:
     print(error)
 
 # %% [markdown]
+# The list names more than GPT-2 and Llama: the package also converts models with the later
+# changes that the introduction names (Mistral, Qwen3 and OLMo 2; DeepSeek-V3's latent attention,
+# and mixtures of experts in it, in Mixtral and in Qwen3's). This chapter uses only the first two.
+
+# %% [markdown]
 # ### With the released weights
 #
 # Random weights prove the conversion, but the tokens above mean nothing. If GPT-2's released
@@ -763,8 +779,8 @@ for name, (seconds, same) in speed.items():
            f"{name}: the weight products take less than half of each generated token's time")
 
 # %% [markdown]
-# At this size the matrix products take a small part of each token's time (from a tenth to a
-# sixth in our runs on an idle machine): the rest is the machinery around them, Python's fixed
+# At this size the matrix products take a small part of each token's time (under a fifth in all
+# our runs; the check bounds it below half): the rest is the machinery around them, Python's fixed
 # cost per module and per step. So the ratio printed above compares machinery, not arithmetic:
 # how much each `generate` does per token (`transformers`' runs logits processors, stopping
 # criteria and cache classes, and changes with every release).

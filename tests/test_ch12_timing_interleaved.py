@@ -73,3 +73,14 @@ def test_decode_step_parts_run_the_short_ones_several_times_per_turn(monkeypatch
     assert calls[0] == calls[2] != calls[3] and calls[8] != calls[9]  # 3 steps, 3 narrow steps, 3 products, 1 prefill
     with pytest.raises(ValueError, match="max_len"):  # 8 + 2 x 16 + 1 positions do not fit in max_len 40
         decode_step_parts_ms(model, narrow, length=8, repeats=2, steps=16)
+
+
+def test_per_round_keeps_the_fastest_within_each_turn(monkeypatch):
+    model = _model()
+    calls = _recording(monkeypatch, model)
+    prefill, decode = prefill_decode_times(model, [4, 9], repeats=2, steps=3, per_round=True)
+    assert calls == [4, 1, 1, 1, 9, 1, 1, 1] * 2
+    # one time per round: each round's last call of each, the fastest there
+    assert prefill == [[100.0 - 1, 100.0 - 9], [100.0 - 5, 100.0 - 13]]
+    assert decode == [[100.0 - 4, 100.0 - 12], [100.0 - 8, 100.0 - 16]]
+

@@ -127,13 +127,14 @@ def _check_masked_accuracy(answer):
                                 "positions are padding is known from the targets, whatever the model writes"),
         (_eos_not_graded, "you left out the <eos> positions too, but writing <eos> at the right place is part "
                           "of the task: only the padded positions are not graded"),
-        (_pad_id_zero, "the second batch's pad id is 3 and id 0 is a real token there: the pads are the "
-                       "positions whose target is pad_id, whichever id that is"),
         (_floor_divided, "a whole number: the two counts are integers, and dividing them with // rounds "
                          "the share down"),
     ]:
         if matches(mistake):
             return f"you got {gots[0]:.3f} on the first batch, {message}"
+    if matches(_pad_id_zero):
+        return (f"right on the first batch, but on a batch whose pad id is 3 (id 0 is a real token there) you got "
+                f"{gots[1]:.3f}: the pads are the positions whose target is pad_id, whichever id that is")
     if abs(gots[0] - _masked_accuracy(*cases[0])) > 1e-6:
         return f"on a batch of 6 real tokens and 2 pads you got {gots[0]:.3f}, which is not the masked accuracy"
     return (f"right on the first batch, but on random logits with pad id 3 you got {gots[1]:.3f}, which is not "

@@ -168,7 +168,8 @@ def _check_expand_kv(answer):
             continue
         if torch.equal(got, k.repeat(1, n_heads // n_kv_heads, 1, 1)):
             return (f"the right heads, in the wrong order: with {n_kv_heads} key heads and {n_heads} query heads, "
-                    "query heads 0 and 1 should read the same key head, and yours do not")
+                    "your query heads do not share key heads the way a grouped model's neighbours do; print which "
+                    "key head each query head reads")
         return f"with {n_kv_heads} key heads and {n_heads} query heads, some query heads read the wrong key head"
     return None
 

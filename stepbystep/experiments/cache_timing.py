@@ -27,13 +27,15 @@ def _median_ms(run, repeats):
     return statistics.median(_ms(run) for _ in range(repeats))
 
 
-def prefill_decode_times(model, lengths, repeats=5, steps=7, seed=0):
+def prefill_decode_times(model, lengths, repeats=5, steps=7, seed=0, per_round=False):
     """Fastest milliseconds of prefill (a prompt of each length in ``lengths``, one pass that fills a
     new cache), over ``repeats``, and of decode (one next token after that prompt, cached), over
     ``repeats`` x ``steps``: two lists. After one warm-up of each, the lengths take turns, one
-    prefill and ``steps`` decode steps of each per repeat (``_fastest_ms``), so that a busy moment of
-    the machine or a cold start does not fall on one length alone; a decode step is short, so it gets
-    more tries. One sequence; eval mode, no gradients; the prompts are random ids from ``seed``."""
+    prefill and ``steps`` decode steps of each per repeat (``_round_fastest_ms``), so that a busy moment
+    of the machine or a cold start does not fall on one length alone; a decode step is short, so it
+    gets more tries. ``per_round``: each time is instead a list, the fastest within each repeat
+    (``(repeats,)``), to compare lengths within one round, where a busy spell slows them alike.
+    One sequence; eval mode, no gradients; the prompts are random ids from ``seed``."""
     check_positive_int("repeats", repeats)
     check_positive_int("steps", steps)
     generator = torch.Generator().manual_seed(seed)
@@ -43,23 +45,24 @@ def prefill_decode_times(model, lengths, repeats=5, steps=7, seed=0):
         runs[("prefill", length)] = (_prefill(model, prompt), 1)
         runs[("decode", length)] = (_decode_step(model, prompt, repeats * steps), steps)
     with evaluating(model):
-        fastest = _fastest_ms(runs, repeats)
-    return [fastest[("prefill", length)] for length in lengths], [fastest[("decode", length)] for length in lengths]
+        rounds = _round_fastest_ms(runs, repeats)
+    times = rounds if per_round else {name: min(ms) for name, ms in rounds.items()}
+    return [times[("prefill", length)] for length in lengths], [times[("decode", length)] for length in lengths]
 
 
-def _fastest_ms(runs, repeats):
-    """The fastest milliseconds of each function of ``runs`` (``{name: (function, calls)}``), after one
-    warm-up call of each: the functions take turns, ``calls`` calls of each in a row per repeat (a
-    short one gets more tries, and its later calls find the processor's caches holding what it
-    reads), ``repeats`` times. No gradients."""
+def _round_fastest_ms(runs, repeats):
+    """The fastest milliseconds of each function of ``runs`` (``{name: (function, calls)}``) in each
+    round: ``{name: [ms per round]}``. After one warm-up call of each, the functions take turns,
+    ``calls`` calls of each in a row per round (a short one gets more tries, and its later calls find
+    the processor's caches holding what it reads), ``repeats`` rounds. No gradients."""
     times = {name: [] for name in runs}
     with torch.inference_mode():
         for run, _ in runs.values():
             run()  # warm-up
         for _ in range(repeats):
             for name, (run, calls) in runs.items():
-                times[name] += [_ms(run) for _ in range(calls)]
-    return {name: min(ms) for name, ms in times.items()}
+                times[name].append(min(_ms(run) for _ in range(calls)))
+    return times
 
 
 def _weight_products(model, seed):
@@ -92,7 +95,7 @@ def decode_step_parts_ms(model, narrow, length=256, repeats=51, steps=1, seed=0)
     layers and modules, much narrower), each after a prompt of ``length`` random ids, of ``model``'s
     bare weight products for one vector (as in ``weight_products_ms``) and of ``model``'s prefill of
     that prompt: ``{"step": ms, "narrow step": ms, "products": ms, "prefill": ms}``, each the fastest
-    of its runs. The four take turns (``_fastest_ms``), ``repeats`` times: one prefill and ``steps``
+    of its runs. The four take turns (``_round_fastest_ms``), ``repeats`` times: one prefill and ``steps``
     runs of each of the others per turn, so that a busy moment of the machine slows all four rather
     than one; the fastest run is the one the rest of the machine disturbed least.
     Eval mode, no gradients."""
@@ -105,7 +108,8 @@ def decode_step_parts_ms(model, narrow, length=256, repeats=51, steps=1, seed=0)
             "narrow step": (_decode_step(narrow, prompt, repeats * steps), steps),
             "products": (_weight_products(model, seed), steps), "prefill": (_prefill(model, prompt), 1)}
     with evaluating(model), evaluating(narrow):
-        return _fastest_ms(runs, repeats)
+        rounds = _round_fastest_ms(runs, repeats)
+    return {name: min(ms) for name, ms in rounds.items()}
 
 
 def _prefill(model, prompt):

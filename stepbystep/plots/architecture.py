@@ -451,7 +451,8 @@ def architecture_diagram(model, highlight=(), title=None, changed_from=None):
                 kinds.append(box.kind)
     names = {"encoder": "encoder side", "decoder": "decoder side", "torch": "PyTorch's nn.Transformer",
              "wrapper": "added by TransformerModel"}
-    handles = [Patch(facecolor=COLORS[k], edgecolor="gray", label=names[k]) for k in kinds]
+    # the colours' key only where they tell sides apart: one stack alone has no other side
+    handles = [Patch(facecolor=COLORS[k], edgecolor="gray", label=names[k]) for k in kinds] if len(kinds) > 1 else []
     if highlight:
         handles.append(Patch(facecolor=HIGHLIGHT, edgecolor="black", label="built in this chapter"))
     if changed_from is not None:

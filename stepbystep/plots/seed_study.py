@@ -68,8 +68,8 @@ def seed_panels(results, metrics, references=None):
         lines = references.get(key, [])
         lines = [lines] if isinstance(lines, tuple) else lines
         _draw_seed_dots(ax, per_setting, label, {text: value for value, text in lines} or None, boxed=True)
-        if lines:  # room above the highest line for its label, below the title
-            ax.set_ylim(top=max(ax.get_ylim()[1], max(value for value, _ in lines)) * 1.15)
+        if lines:  # room above the highest line for its label, clear of the frame and the title
+            ax.set_ylim(top=max(ax.get_ylim()[1], max(value for value, _ in lines)) * 1.25)
         ax.set_title(label, fontsize=10)
     fig.suptitle("each seed (dots), the median (bar)", fontsize=10)
     return fig
