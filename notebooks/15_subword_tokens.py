@@ -405,7 +405,9 @@ expect(counts[tied[0]] == counts[tied[1]] == max(counts.values()), "the two pair
 # Does the tokenizer matter to a model? We train chapter 12's decoder-only model, with GPT-2's
 # block at a small size (`lm_config`: 2 layers, `d_model` 64, 4 heads, 64 positions, tied
 # output), on the 37 plays: once reading BPE tokens, 1,024 ids (the first 768 merges learned
-# above), and, as the control, once reading bytes, 256 ids. The blocks, the recipe (`train_lm`:
+# above), and, as the control, once reading bytes, 256 ids (on these plays, bytes are almost
+# characters: 4,999,665 bytes for 4,999,537 characters, so the control is a character model in all
+# but name). The blocks, the recipe (`train_lm`:
 # AdamW, warm-up then cosine, the course's trainer) and the seeds are the same; the tokenizer
 # differs, and with it the embedding table (tied to the output layer): 1,024 rows instead of 256.
 #

@@ -158,7 +158,11 @@ class BytePairTokenizer:
         check_instance("text", text, str, "a str")
         specials = _check_specials(special_tokens)
         low = 256 + len(specials)
-        check_int_range("vocab_size", vocab_size, low)
+        try:
+            check_int_range("vocab_size", vocab_size, low)
+        except ValueError as error:  # say where the floor comes from
+            raise ValueError(f"{error}: the 256 bytes{f' and {len(specials)} special token(s)' if specials else ''} "
+                             "take the first ids") from None
         tokenizer = cls(pattern=pattern, special_tokens=specials)
         chunks = tokenizer._special_split.split(text)[::2] if specials else [text]
         split = tokenizer._split

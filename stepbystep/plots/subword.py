@@ -67,6 +67,6 @@ def writer_curve(losses, bytes_per_token, held_out, window=50):
     for k, (label, value) in enumerate(held_out.items()):
         ax.axhline(value, color=f"C{k}", linestyle="--", linewidth=1.2, label=f"{label}: {value:.2f}")
     ax.set(xlabel="step", ylabel="bits per byte", ylim=(min(held_out.values()) - 0.5, smooth[0].item() + 0.2),
-           title=f"the trained writer, running mean over {window} steps; dashed: held-out play")
+           title=f"the trained writer, running mean over {window} steps; dashed: scores on the held-out play")
     ax.legend(fontsize=8)
     return fig
