@@ -59,20 +59,22 @@ def test_a_toy_run_records_what_the_study_keeps():
     assert "routing" not in experts_run("dense, same active", seed=0, steps=2)
 
 
-def _study(task_distance=0.3, busiest=0.3, free_busiest=0.6, moe=0.9, active=0.92, total_params=34144):
+def _study(task_distance=0.3, busiest=0.3, free_busiest=0.6, moe=0.86, active=0.68, total_params=34144,
+           best_active=0.92):
     def run(accuracy, block):
         run = {"accuracy": accuracy, "loss": 0.1}
         if block.startswith("mixture"):
             run.update(task_distance=[0.1, task_distance], noise_distance=[[0.05] * 4, [0.05] * 4],
                        busiest=[0.3, busiest if block == "mixture" else free_busiest])
         return run
-    accuracy = {"mixture": moe, "dense, same active": active, "dense, same total": 0.8,
+    accuracy = {"mixture": moe, "dense, same active": active, "dense, same total": 0.85,
                 "mixture, no balancing loss": 0.9}
     return {"seeds": [0, 1, 2], "n_experts": N_EXPERTS,
             "parameters": {"mixture": [34144, 15712], "dense, same active": [15648, 15648],
                            "dense, same total": [total_params, total_params],
                            "mixture, no balancing loss": [34144, 15712]},
-            "runs": {block: [run(accuracy[block], block) for _ in range(3)] for block in BLOCKS}}
+            "runs": {block: [run(best_active if block == "dense, same active" and seed == 2 else accuracy[block], block)
+                             for seed in range(3)] for block in BLOCKS}}
 
 
 def test_the_claims_hold_on_numbers_that_show_the_effect():
@@ -83,7 +85,8 @@ def test_the_claims_hold_on_numbers_that_show_the_effect():
     (dict(task_distance=0.1), "routes the sub-tasks differently"),
     (dict(busiest=0.5), "no expert takes 40%"),
     (dict(free_busiest=0.2), "without the balancing loss"),
-    (dict(moe=0.5), "within 0.1 of the dense block"),
+    (dict(moe=0.5), "above the dense block's with the same active"),
+    (dict(best_active=0.5), "do not separate"),
     (dict(total_params=20000), "match the mixture's active and total"),
 ])
 def test_each_claim_fails_when_its_numbers_do_not_show_it(change, failing):
