@@ -63,6 +63,7 @@ from .vit import (
 )
 from .todays_block import block_study, kv_cache_memory, prefill_decode
 from .cache_kinds import cache_kinds_memory
+from .experts import expert_routing
 from .tiles import TILE_STATES, memory_by_length, online_softmax_blocks, plan_states, tile_grid, tiles_explorer_figure
 from .subword import bits_per_byte_study, writer_curve
 from .induction import (

@@ -196,8 +196,9 @@ def _runs(study, block, key):
 def experts_claims(study):
     """What the chapter says, as the seeds show it: the sub-tasks go to different experts in the last
     layer (far beyond the table's own sampling noise); the balancing loss keeps the load spread and
-    without it the busiest expert takes more; and how the mixture's accuracy compares with the dense
-    blocks of the same active and the same total parameters."""
+    without it the busiest expert takes more; the mixture's median accuracy above the dense block of the
+    same active parameters, their ranges overlapping. Against the dense block of the same total, the
+    median moved from level (one thread) to ahead (default threads): no claim is made there."""
     last_task = torch.tensor([d[-1] for d in _runs(study, "mixture", "task_distance")])  # (seeds,)
     last_noise = torch.tensor([sum(d[-1]) / len(d[-1]) for d in _runs(study, "mixture", "noise_distance")])
     balanced = torch.tensor([max(b) for b in _runs(study, "mixture", "busiest")])  # (seeds,)
@@ -216,9 +217,8 @@ def experts_claims(study):
               f"layer (balanced: {1 / study['n_experts']:.0%})", balanced),
         Claim(median(free) > median(balanced), "without the balancing loss the busiest expert's median share is "
               "higher", (free, balanced)),
-        Claim(moe > active and abs(moe - total) < 0.05, "the mixture's median exact-answer accuracy is above the "
-              "dense block's with the same active parameters and within 0.05 of the one with the same total",
-              (moe, active, total)),
+        Claim(moe > active, "the mixture's median exact-answer accuracy is above the dense block's with the same "
+              "active parameters", (moe, active, total)),
         Claim(bool(accuracy["dense, same active"].max() > accuracy["mixture"].min()),
               "but the seeds do not separate the mixture from the same-active dense block: their accuracy ranges "
               "overlap", (accuracy["mixture"], accuracy["dense, same active"])),
