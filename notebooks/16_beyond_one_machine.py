@@ -531,8 +531,8 @@ expect(round(training_memory(7_500_000_000, 64, "ddp")["total"] / 1e9, 1) == 120
 # - Processes share nothing but what collectives send; an all-reduce leaves every rank the sum.
 # - N ranks, each on 1/N of every batch, averaging their gradients, take the steps one process takes
 #   on the whole batch, as long as every shard's loss averages the same number of terms: to 1e-6
-#   here: by hand on every seed, with DDP, under Lightning and fully sharded; without the all-reduce
-#   they drift apart from the first step.
+#   here: by hand on each of three seeds, and on one seed each with DDP, under Lightning and fully
+#   sharded; without the all-reduce they drift apart from the first step.
 # - Gradient accumulation gives one process the step of a batch k times larger.
 # - bfloat16 autocast lowers the matrix products to bfloat16 (and what follows them in a branch),
 #   raises the loss to float32, and keeps the weights, gradients and residual stream in float32; here

@@ -46,3 +46,17 @@ def test_accumulate_diagnoses(fails_with):
     fails_with(ch16.accumulate, zeroed, "the last micro-batch's alone")
     fails_with(ch16.accumulate, nothing, "call backward")
     fails_with(ch16.accumulate, 3, "expected a function accumulate(model, loss_fn, micro_batches)")
+
+
+def test_accumulate_names_a_gradient_off_by_a_constant_factor_without_the_factor_to_use():
+    def by_two(model, loss_fn, micro_batches):
+        for x, y in micro_batches:
+            (loss_fn(model(x), y) / 2).backward()  # right for k = 2 only
+
+    message = repr(ch16.accumulate.check(by_two))
+    assert "with k = 4 your gradient points the right way but is 2 times the large batch's" in message
+
+
+def test_shard_scale_shows_a_near_miss_with_enough_digits():
+    message = repr(ch16.shard_scale.check(lambda n, B, N: 1.0001 * N * n / B))
+    assert "1.0001 times what a term of the whole batch's mean does" in message

@@ -149,8 +149,20 @@ def _check_accumulate(answer):
             if _matches(grads, alone) or _matches(grads, alone, 1 / k):
                 return (f"your gradient is the {which} micro-batch's alone: only some micro-batches reach .grad"
                         + (", something clears the earlier ones' gradients" if which == "last" else ""))
+        ratio = _constant_ratio(grads, whole)
+        if ratio is not None:
+            return (f"with k = {k} your gradient points the right way but is {ratio:.4g} times the large batch's: "
+                    "what share of the large batch's mean loss is one micro-batch's mean loss?")
         return f"with k = {k} your gradient is not the large batch's"
     return None
+
+
+def _constant_ratio(grads, reference):
+    """The one number ``c`` with every gradient ``c`` times the reference's (to 1e-4), or None."""
+    flat = torch.cat([g.reshape(-1) for g in grads])
+    ref = torch.cat([r.reshape(-1) for r in reference])
+    ratio = (flat @ ref / (ref @ ref)).item()
+    return ratio if ratio > 0 and _matches(grads, reference, ratio) else None
 
 
 accumulate = Exercise(
@@ -201,7 +213,7 @@ def _check_shard_scale(answer):
                         "after your scale")
             if math.isclose(weights[0], B / N, rel_tol=1e-6):
                 return "every term weighs the same now, but 1/N rather than 1/B: the whole batch's loss is a mean"
-            return (f"every term weighs the same now, but {weights[0]:.3g} times what a term of the whole batch's "
+            return (f"every term weighs the same now, but {weights[0]:.6g} times what a term of the whole batch's "
                     "mean does")
         small, large = weights[shards.index(min(shards))], weights[shards.index(max(shards))]
         if small > large * (1 + 1e-6):
