@@ -60,7 +60,7 @@ def test_the_claims_hold_on_numbers_that_show_the_effect():
 
 @pytest.mark.parametrize("change, failing", [
     (dict(high_plain_logit=20.0), "every plain seed's largest attention logit"),
-    (dict(high_plain_acc=0.95), "most plain seeds fail"),
+    (dict(high_plain_acc=0.95), "some plain seeds fail"),
     (dict(middle_spike=0.1), "spikes by more than 0.5"),
     (dict(low_acc=0.5), "both blocks learn the task"),
 ])

@@ -32,10 +32,11 @@ def cache_kinds_memory(state, fig=None):
                     color="C3", bbox=dict(facecolor="white", edgecolor="none", alpha=0.8, pad=0.5))
     right = max([state["context"]] + [context for context, _ in state["published"].values()]) / 1024
     top = max(_gib(state["curve"]).max(), max(_gib(b) for _, b in state["published"].values()))
-    ax.set(xlabel="context length (thousands of tokens)", ylabel="KV cache, one sequence (GiB)",
+    ax.set(xlabel="context length (K tokens, 1K = 1,024)", ylabel="KV cache, one sequence (GiB)",
            xlim=(0, 1.15 * right), ylim=(0, 1.15 * top if top > 0 else 1),
-           title=f"your configuration: {state['per_token_bytes'] / 1024:,.1f} KiB per token in {state['dtype']}\n"
-                 "red: published configurations at their context, same dtype")
+           title=f"your configuration: {state['per_token_bytes'] / 1024:,.1f} KiB per token in {state['dtype']} "
+                 "(the first tokens'; a window caps the total)\nred: published configurations at their context, "
+                 "same dtype; the dashed line may leave the plot")
     ax.title.set_fontsize(10)
     ax.legend(fontsize=8, loc="upper left")
     return fig

@@ -196,9 +196,10 @@ def _runs(study, block, key):
 def experts_claims(study):
     """What the chapter says, as the seeds show it: the sub-tasks go to different experts in the last
     layer (far beyond the table's own sampling noise); the balancing loss keeps the load spread and
-    without it the busiest expert takes more; the mixture's median accuracy above the dense block of the
-    same active parameters, their ranges overlapping. Against the dense block of the same total, the
-    median moved from level (one thread) to ahead (default threads): no claim is made there."""
+    without it the busiest expert takes more; the accuracy ranges of the mixture and of the dense block
+    of the same active parameters overlap. Which of the two leads in the median changes with the seeds
+    (fresh seeds reversed the stored order), and so does the order against the same-total block: no
+    claim is made there."""
     last_task = torch.tensor([d[-1] for d in _runs(study, "mixture", "task_distance")])  # (seeds,)
     last_noise = torch.tensor([sum(d[-1]) / len(d[-1]) for d in _runs(study, "mixture", "noise_distance")])
     balanced = torch.tensor([max(b) for b in _runs(study, "mixture", "busiest")])  # (seeds,)
@@ -207,7 +208,7 @@ def experts_claims(study):
     moe, active, total = (median(accuracy[b]) for b in ("mixture", "dense, same active", "dense, same total"))
     params = study["parameters"]
     return [
-        Claim(params["mixture"][1] - params["dense, same active"][0] < 0.01 * params["mixture"][1]
+        Claim(abs(params["mixture"][1] - params["dense, same active"][0]) < 0.01 * params["mixture"][1]
               and abs(params["mixture"][0] - params["dense, same total"][0]) < 0.01 * params["mixture"][0],
               "the dense blocks match the mixture's active and total parameters to 1%", params),
         Claim(bool((last_task > 3 * last_noise).all()), "in every seed the last layer routes the sub-tasks "
@@ -217,8 +218,6 @@ def experts_claims(study):
               f"layer (balanced: {1 / study['n_experts']:.0%})", balanced),
         Claim(median(free) > median(balanced), "without the balancing loss the busiest expert's median share is "
               "higher", (free, balanced)),
-        Claim(moe > active, "the mixture's median exact-answer accuracy is above the dense block's with the same "
-              "active parameters", (moe, active, total)),
         Claim(bool(accuracy["dense, same active"].max() > accuracy["mixture"].min()),
               "but the seeds do not separate the mixture from the same-active dense block: their accuracy ranges "
               "overlap", (accuracy["mixture"], accuracy["dense, same active"])),

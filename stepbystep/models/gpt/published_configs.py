@@ -3,7 +3,8 @@ them, and the KV cache each one holds, computed by ``kv_cache_bytes`` and ``late
 
 Only the fields the cache depends on are kept: layers, key-value heads and their size, the latent
 of latent attention, the sliding window and which layers have one, and the context the model was
-released for. The numbers are the released files' (Hugging Face repositories ``deepseek-ai/DeepSeek-V3``,
+released for. The numbers are the released files' (where a file has no ``head_dim``, as Llama 3 8B's,
+Mistral 7B v0.1's and Mixtral's have not, it is hidden_size / num_attention_heads; Hugging Face repositories ``deepseek-ai/DeepSeek-V3``,
 ``mistralai/Mistral-7B-v0.1``, ``google/gemma-3-4b-pt`` (its ``text_config``), ``Qwen/Qwen3-8B``,
 ``mistralai/Mixtral-8x7B-v0.1``, ``meta-llama/Meta-Llama-3-8B``).
 """
