@@ -8,7 +8,6 @@ from stepbystep.experiments.after_llama.experts import (BLOCKS, N_EXPERTS, SUB_T
                                                         experts_claims, experts_run, experts_table,
                                                         load_experts_study, matched_dense, mixed_batch, moe_config,
                                                         routing_table, task_distance)
-from stepbystep.experiments.after_llama.recipe import RESULTS_DIR
 from stepbystep.models.gpt.parameter_counts import parameter_counts
 
 
@@ -94,12 +93,9 @@ def test_each_claim_fails_when_its_numbers_do_not_show_it(change, failing):
     assert any(failing in claim for claim in failed), failed
 
 
-_STORED = {threads: RESULTS_DIR / f"after_llama_experts{'_default_threads' if threads else ''}.json" for threads in (0, 1)}
 
 
-@pytest.mark.parametrize("default_threads", [pytest.param(bool(threads), marks=pytest.mark.skipif(
-    not path.exists(), reason=f"not yet run: python -m stepbystep.experiments.after_llama.experts"
-                              f"{' default_threads' if threads else ''}")) for threads, path in _STORED.items()])
+@pytest.mark.parametrize("default_threads", [False, True], ids=["one thread", "default threads"])
 def test_the_stored_study_holds_its_claims(default_threads):
     study = load_experts_study(default_threads)
     assert study["threads"] == ("default" if default_threads else 1) and len(study["seeds"]) >= 3

@@ -5,7 +5,6 @@ import torch
 
 from stepbystep.experiments.after_llama.latent import (RANKS, attention_configs, bytes_table, cache_per_token,
                                                        latent_claims, latent_table, load_latent_study, rank_run)
-from stepbystep.experiments.after_llama.recipe import RESULTS_DIR
 
 
 @pytest.mark.parametrize("width", [dict(d_model=64, n_heads=8), dict(d_model=48, n_heads=4, n_layers=3)])
@@ -48,11 +47,9 @@ def test_each_claim_fails_when_its_numbers_do_not_show_it(change, failing):
     assert any(failing in claim for claim in failed), failed
 
 
-_DEFAULT_THREADS = RESULTS_DIR / "after_llama_latent_default_threads.json"
 
 
-@pytest.mark.parametrize("default_threads", [False, pytest.param(True, marks=pytest.mark.skipif(
-    not _DEFAULT_THREADS.exists(), reason="not yet run: python -m stepbystep.experiments.after_llama.latent default_threads"))])
+@pytest.mark.parametrize("default_threads", [False, True], ids=["one thread", "default threads"])
 def test_the_stored_study_holds_its_claims(default_threads):
     study = load_latent_study(default_threads)
     assert study["threads"] == ("default" if default_threads else 1) and len(study["seeds"]) >= 3

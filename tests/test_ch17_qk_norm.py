@@ -7,7 +7,6 @@ import torch
 
 from stepbystep.experiments.after_llama.qk_norm import (LEARNING_RATES, VARIANTS, load_qk_study, max_attention_logit,
                                                         qk_claims, qk_config, qk_run, qk_table)
-from stepbystep.experiments.after_llama.recipe import RESULTS_DIR
 
 
 def _model(qk_norm=None):
@@ -69,11 +68,9 @@ def test_each_claim_fails_when_its_numbers_do_not_show_it(change, failing):
     assert any(failing in claim for claim in failed), failed
 
 
-_DEFAULT_THREADS = RESULTS_DIR / "after_llama_qk_norm_default_threads.json"
 
 
-@pytest.mark.parametrize("default_threads", [False, pytest.param(True, marks=pytest.mark.skipif(
-    not _DEFAULT_THREADS.exists(), reason="not yet run: python -m stepbystep.experiments.after_llama.qk_norm default_threads"))])
+@pytest.mark.parametrize("default_threads", [False, True], ids=["one thread", "default threads"])
 def test_the_stored_study_holds_its_claims(default_threads):
     study = load_qk_study(default_threads)
     assert study["threads"] == ("default" if default_threads else 1) and len(study["seeds"]) >= 5

@@ -4,7 +4,6 @@ import pytest
 import torch
 
 from stepbystep.data.special_tokens import IGNORE_INDEX
-from stepbystep.experiments.after_llama.recipe import RESULTS_DIR
 from stepbystep.experiments.after_llama.window import (FAR, LENGTH, VARIANTS, WINDOW, load_window_study, stream_through,
                                                        task_batch, window_claims, window_config, window_run,
                                                        window_table)
@@ -66,11 +65,9 @@ def test_each_claim_fails_when_its_numbers_do_not_show_it(change, failing):
     assert any(failing in claim for claim in failed), failed
 
 
-_DEFAULT_THREADS = RESULTS_DIR / "after_llama_window_default_threads.json"
 
 
-@pytest.mark.parametrize("default_threads", [False, pytest.param(True, marks=pytest.mark.skipif(
-    not _DEFAULT_THREADS.exists(), reason="not yet run: python -m stepbystep.experiments.after_llama.window default_threads"))])
+@pytest.mark.parametrize("default_threads", [False, True], ids=["one thread", "default threads"])
 def test_the_stored_study_holds_its_claims(default_threads):
     study = load_window_study(default_threads)
     assert study["threads"] == ("default" if default_threads else 1) and len(study["seeds"]) >= 3
