@@ -215,7 +215,7 @@ def tiled_attention(q, k, v, mask=None, is_causal=False, block_q=64, block_k=64,
     check_positive_int("block_k", block_k)
     if mask is not None:
         keep_mask(mask, n, l_q, k.shape[2], as_bool=False)  # (1 or N, 1 or L_q, L_k): each tile converts its part
+    tiles, counts = tile_plan(l_q, k.shape[2], block_q, block_k, is_causal, causal_alignment)  # the plan shown in chapter 14
     offset = _causal_offset(l_q, k.shape[2], causal_alignment)
-    tiles, counts = _tiles(l_q, k.shape[2], block_q, block_k, is_causal, offset)
     out = _TiledAttention.apply(q, k, v, mask, _Tiling(tiles, is_causal, offset))  # (N, H, L_q, d_v)
     return (out, counts) if return_counts else out
