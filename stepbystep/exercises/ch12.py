@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 
 from ..models import RMSNorm
-from .exercise import Exercise, as_number, expects_function
+from .exercise import Exercise, as_number, expects_function, gib_slips
 
 __all__ = ["rms_norm", "swiglu", "expand_kv", "cache_size"]
 
@@ -205,9 +205,7 @@ def _check_cache_size(answer):
         (right * 2, "check how many bytes one float16 number takes"),
         (right / 8, "that is one sequence: the batch holds more"),
         (right / 48, "that is one layer"),
-        (right * 2 ** 30 / 1e9, "that is in GB (10⁹ bytes): the question asks for GiB (2³⁰ bytes)"),
-        (right * 1024, "that is in MiB: the question asks for GiB (1 GiB = 1,024 MiB)"),
-        (right * 2 ** 30, "that is in bytes: the question asks for GiB"),
+        *gib_slips(right),
     ):
         if abs(got - wrong) <= 1e-3 * wrong:
             return message

@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 
 from ..models import RMSNorm, RotaryEmbedding
-from .exercise import Exercise, as_number, expects_function
+from .exercise import Exercise, as_number, expects_function, gib_slips
 
 __all__ = ["latent_cache", "route", "window_mask", "qk_norm_place"]
 
@@ -41,9 +41,7 @@ def _check_latent_cache(answer):
         (right * 128, "you multiplied by the heads and by 2: the latent is shared by every head, keys and values"),
         (right / 4, "that is one sequence: the batch holds four"),
         (right / 40, "that is one layer"),
-        (right * 2 ** 30 / 1e9, "that is in GB (10⁹ bytes): the question asks for GiB (2³⁰ bytes)"),
-        (right * 1024, "that is in MiB: the question asks for GiB (1 GiB = 1,024 MiB)"),
-        (right * 2 ** 30, "that is in bytes: the question asks for GiB"),
+        *gib_slips(right),
     ):
         if abs(got - wrong) <= 1e-3 * wrong:
             return message

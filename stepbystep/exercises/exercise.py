@@ -88,3 +88,10 @@ def as_number(value):
     if isinstance(value, numbers.Real) and not isinstance(value, bool):
         return float(value)
     return None
+
+
+def gib_slips(right):
+    """The unit slips of an answer asked for in GiB, as ``(wrong value, message)`` pairs: GB, MiB, bytes."""
+    return ((right * 2 ** 30 / 1e9, "that is in GB (10⁹ bytes): the question asks for GiB (2³⁰ bytes)"),
+            (right * 1024, "that is in MiB: the question asks for GiB (1 GiB = 1,024 MiB)"),
+            (right * 2 ** 30, "that is in bytes: the question asks for GiB"))
