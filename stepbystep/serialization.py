@@ -19,6 +19,8 @@ def atomic_save(obj, path):
     A crash or an error mid-write leaves any previous file at ``path`` intact and no temporary
     file behind: the rename is the only step that touches ``path``, and it is atomic. A file
     already at ``path`` is replaced; a file where a folder of ``path`` should be is a ValueError.
+    The file gets the permissions ``torch.save`` would give it (the process's umask), not the
+    owner-only ones of a temporary file.
     """
     path = Path(path)
     blocking = next((parent for parent in path.parents if parent.exists() and not parent.is_dir()), None)
@@ -31,10 +33,18 @@ def atomic_save(obj, path):
             torch.save(obj, file)
             file.flush()
             os.fsync(file.fileno())
+        os.chmod(temporary, 0o666 & ~_umask())
         os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+def _umask():
+    """The process's file-creation mask (reading it means setting it, so set it straight back)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 # The book's checkpoints store their losses as NumPy float scalars. Unpickling one calls NumPy's
