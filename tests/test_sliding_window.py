@@ -241,3 +241,18 @@ def test_windows_on_some_layers_only_are_refused():
     assert qwen3.config.sliding_window is None
     mistral = _hf("mistral", sliding_window=None)
     assert from_transformers(mistral).config.sliding_window is None
+
+
+def test_sinks_refuse_a_left_padded_row_whose_sinks_would_be_padding():
+    model = _model(4, sinks=2, pad_id=0)
+    alone = random_ids(1, 7, seed=4, vocab=VOCAB - 1) + 1  # no padding id
+    padded = torch.cat([torch.zeros(1, 3, dtype=torch.long), alone], dim=1)  # (1, 10)
+    batch = torch.cat([random_ids(1, 10, seed=5, vocab=VOCAB - 1) + 1, padded])  # (2, 10): row 1 left-padded
+    for run in (lambda: model(batch), lambda: generate(model, batch, 4, temperature=0, pad_id=0),
+                lambda: generate(model, batch, 4, temperature=0, pad_id=0, use_cache=False)):
+        with pytest.raises(ValueError, match=r"attention_sinks=2 keep each stream's first 2 tokens, but row 1 starts "
+                                             r"with padding \(pad_id=0\)"):
+            run()
+    right_padded = torch.cat([alone, torch.zeros(1, 3, dtype=torch.long)], dim=1)  # padding after the sinks: allowed
+    with torch.no_grad():
+        torch.testing.assert_close(model(right_padded)[:, :7], model(alone), rtol=0, atol=1e-4)

@@ -106,6 +106,11 @@ class WindowedKVCache(KVCache):
         self.check_new(ids)
         n, new = ids.shape
         keep = torch.ones_like(ids, dtype=torch.bool) if pad_id is None else ids != pad_id  # (N, L_new)
+        if self.length == 0 and self.sinks and not keep[:, :self.sinks].all():
+            row = int((~keep[:, :self.sinks]).any(dim=1).nonzero()[0])
+            raise ValueError(f"attention_sinks={self.sinks} keep each stream's first {self.sinks} tokens, but row "
+                             f"{row} starts with padding (pad_id={pad_id}): its sinks would be padding, which no "
+                             "query reads. Pad such rows on the right, or run them one at a time")
         if self.n_real is None:
             self.n_real = ids.new_zeros(n)  # (N,)
         positions = (self.n_real.unsqueeze(1) + keep.cumsum(dim=1) - 1).clamp(min=0)  # (N, L_new)
