@@ -6,8 +6,9 @@ gradient over the shards and takes the same step. With a loss that is a mean ove
 elements per shard, the mean of the shards' gradients is the gradient of the whole batch's loss:
 N processes train the model one process trains on the whole batch, step for step (up to the
 order of floating-point sums). By hand (``average_gradients``) or with PyTorch's
-``DistributedDataParallel`` and ``DistributedSampler`` (``ddp_train``); ``processes.run_ranks``
-starts the ranks.
+``DistributedDataParallel`` and ``DistributedSampler`` (``ddp_train``); shards of unequal size,
+whose mean losses need a scale per rank for the average to be the whole batch's gradient again
+(``unequal_shards_train``); ``processes.run_ranks`` starts the ranks.
 
 The task: the course's decoder-only model predicting random tokens repeated (chapter 13's
 ``repeated_sequences``), with no padding, so every shard's loss averages the same number of tokens.
