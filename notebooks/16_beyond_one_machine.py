@@ -27,7 +27,7 @@
 #   take **the same steps** as one process on the whole batch, and when they do not (and scale the
 #   loss of shards of unequal size so that they do again);
 # - do the same with `DistributedDataParallel` and a `DistributedSampler`, under Lightning, and fully
-#   sharded;
+#   sharded, and say which one-process run a DDP run still matches when `set_epoch` is forgotten;
 # - train a course model with **Lightning** and get the course trainer's numbers, and load a
 #   Lightning checkpoint back into the course trainer;
 # - turn k small batches into one large one with **gradient accumulation**;
@@ -62,6 +62,7 @@ from stepbystep.training.data_parallel import (
     all_reduce_values,
     build_model,
     ddp_train,
+    ddp_train_runs,
     flat_parameters,
     manual_train_runs,
     repeat_dataset,
@@ -156,11 +157,9 @@ expect(bool((gap_alone > 1e-3).all()), "without it, each rank ends more than 1e-
 # Each rank must also see its own part of every batch. A `DistributedSampler` draws one permutation
 # of the data set per epoch, from its `seed` plus the epoch, and deals it out: rank r takes places
 # r, r + N, r + 2N... The ranks agree on the permutation because they share the seed and the epoch
-# number. The epoch number is the sampler's own, 0 until `sampler.set_epoch(epoch)` changes it, so
-# forgetting that call breaks no agreement: every rank still draws the same order, but every epoch
-# repeats the first one's, and the data is never reshuffled (`DataParallelRun(set_epoch=False)`
-# trains that way, one process and N alike). `ddp_train` calls it before every epoch; one process
-# with a sampler of one replica and the whole batch is the reference:
+# number. The epoch number is the sampler's own, 0 until `sampler.set_epoch(epoch)` changes it;
+# `ddp_train` calls it on every rank before every epoch (what forgetting it does is exercise 5's
+# question). One process with a sampler of one replica and the whole batch is the reference:
 
 # %% tags=["nbval-ignore-output"]
 run = runs[0].replace(steps=8)  # four epochs of two batches
@@ -590,7 +589,12 @@ ch16.accumulate.check(accumulate)
 # terms; in the averaged gradient, does a term of the smaller shard weigh more or less than 1/8?
 # Then write `shard_scale(n, B, N)`: the number a rank holding n of the B terms multiplies its mean
 # loss by before `backward`, so that DDP's average is the gradient of the whole batch's mean loss
-# again. (What must it give when every shard holds B/N terms?)
+# again. (What must it give when every shard holds B/N terms?) Each rank counts its own n, but B
+# is the sum of every rank's count: in a real run it takes one all-reduce of the counts, before the
+# backward pass, for every rank to know it. Once your scale is right, the checker runs it: two gloo
+# ranks holding 3 and 5 of every 8 streams (every stream has as many tokens, so a stream is a
+# term), once with your scales and once with a scale of 1, each against one process on the whole
+# batch.
 
 # %%
 def shard_scale(n, B, N):
@@ -598,3 +602,47 @@ def shard_scale(n, B, N):
 
 
 ch16.shard_scale.check(shard_scale)
+
+
+# %% [markdown]
+# **5. Forget `set_epoch`: predict, then run.** Two broken versions of the DDP section's run: in
+# one, no rank calls `sampler.set_epoch`; in the other, only rank 0 does (say, inside an
+# `if rank == 0:` meant for logging). Each trains 8 steps, four epochs of two batches, on two
+# ranks. For each, predict which one-process run its weights still equal: the one that reshuffles
+# every epoch (**reshuffling**, the section's reference), one that never reshuffles (**no
+# reshuffling**), or **neither**. Check your predictions, then run the cell after them: it trains
+# both on the three seeds in one start of two ranks, and prints how far each gets from each
+# reference, and from the other rank.
+
+# %%
+my_predictions = {"no rank calls set_epoch": "", "only rank 0 calls set_epoch": ""}  # replace each "" with
+# "reshuffling", "no reshuffling" or "neither"
+
+ch16.set_epoch_runs.check(my_predictions)
+
+# %% tags=["nbval-ignore-output"]
+names = list(ch16.BROKEN_RUNS)
+broken = [seed_run.replace(steps=8, set_epoch=ch16.BROKEN_RUNS[name]) for name in names for seed_run in runs]
+ranks = run_ranks(ddp_train_runs, 2, broken)  # one start: the six runs in turn, on each rank
+weights = torch.stack([torch.stack([result["parameters"] for result in rank]) for rank in ranks])  # (2, 6, steps, P)
+weights = weights.unflatten(1, (len(names), len(runs)))  # (ranks, broken runs, seeds, steps, P)
+references = {set_epoch: torch.stack([ddp_train(0, 1, seed_run.replace(steps=8, set_epoch=set_epoch))["parameters"]
+                                      for seed_run in runs]) for set_epoch in (True, False)}  # (seeds, steps, P)
+# (broken runs, seeds) each: the farther rank's largest difference at any step
+from_reshuffling = (weights - references[True]).abs().amax((0, 3, 4))
+from_no_reshuffling = (weights - references[False]).abs().amax((0, 3, 4))
+between_ranks = (weights[0] - weights[1]).abs().amax((2, 3))  # (broken runs, seeds)
+for k, name in enumerate(names):
+    print(f"{name}, seeds 0, 1, 2: largest difference at any step")
+    print(f"  from reshuffling:    {from_reshuffling[k]}\n  from no reshuffling: {from_no_reshuffling[k]}\n"
+          f"  rank 0 from rank 1:  {between_ranks[k]}")
+
+# %%
+expect(bool((from_no_reshuffling[0] < 1e-6).all() and (from_reshuffling[0] > 1e-3).all()),
+       "when no rank calls set_epoch, both ranks hold the weights of one process that never reshuffles, to 1e-6, "
+       "and move more than 1e-3 away from the one that reshuffles, on every seed", (from_no_reshuffling[0], from_reshuffling[0]))
+expect(bool((torch.minimum(from_reshuffling[1], from_no_reshuffling[1]) > 1e-3).all()),
+       "when only rank 0 calls it, both ranks leave both one-process runs by more than 1e-3, on every seed",
+       (from_reshuffling[1], from_no_reshuffling[1]))
+expect(bool((between_ranks < 1e-6).all()), "in both broken runs the two ranks still hold one model, to 1e-6: DDP's "
+       "all-reduce keeps them together, whatever data each saw", between_ranks.max())

@@ -1,6 +1,7 @@
 """Chapter 16's "Your turn": the bytes a ring all-reduce sends, the memory ZeRO stage 2 leaves on each
-GPU, gradient accumulation written by hand, and the loss scale that keeps shards of unequal size one
-model under DDP's average.
+GPU, gradient accumulation written by hand, the loss scale that keeps shards of unequal size one
+model under DDP's average (once right, run on two gloo ranks), and which one-process run a DDP run
+still matches when ``set_epoch`` is forgotten.
 
 In the notebook::
 
@@ -14,10 +15,11 @@ import math
 import torch
 
 from ..models.gpt.model import completion_loss
-from ..training.data_parallel import DataParallelRun, build_model, repeat_dataset
+from ..training.data_parallel import DataParallelRun, build_model, manual_train, repeat_dataset, unequal_shards_train
+from ..training.processes import run_ranks
 from .exercise import Exercise, as_number, expects_function
 
-__all__ = ["ring_bytes", "zero_memory", "accumulate", "shard_scale"]
+__all__ = ["ring_bytes", "zero_memory", "accumulate", "shard_scale", "set_epoch_runs"]
 
 
 UNITS = (("kB", 1e3), ("MB", 1e6), ("GB", 1e9), ("KiB", 2**10), ("MiB", 2**20), ("GiB", 2**30))
@@ -224,10 +226,89 @@ def _check_shard_scale(answer):
     return None
 
 
-shard_scale = Exercise(
+SHARD_RUN = DataParallelRun(steps=6, global_batch=8, n_samples=16, seed=0)  # shards of 3 and 5 streams
+
+
+def _run_shards(answer):
+    """Train ``SHARD_RUN`` on two gloo ranks holding 3 and 5 of every 8 streams, with the answer's scales and
+    with a scale of 1, and say how far each ends from one process on the whole batch."""
+    shards = (3, 5)
+    # the ranks get the answer's numbers, not the function: a function defined in a notebook cannot travel
+    scales = tuple(as_number(answer(n, sum(shards), len(shards))) for n in shards)
+    ranks = run_ranks(unequal_shards_train, 2, SHARD_RUN, shards, [scales, (1.0, 1.0)])  # [ (steps, P) ] per rank
+    one = manual_train(0, 1, SHARD_RUN)  # (steps, P): one process, whole batches
+    yours, plain = (max(float((rank[i] - one).abs().max()) for rank in ranks) for i in (0, 1))
+    return (f"  Run on two gloo ranks holding 3 and 5 of every 8 streams, {SHARD_RUN.steps} SGD steps under DDP, "
+            f"against one process on the whole batch: with your scales ({scales[0]:.4g}, {scales[1]:.4g}) the "
+            f"weights stay within {yours:.1e} of it at every step; with a scale of 1 on both, {plain:.2g}.")
+
+
+class _RunWhenRight(Exercise):
+    """An exercise whose check, once the answer is right, also runs it and reports what the run gives."""
+
+    def __init__(self, *args, run):
+        super().__init__(*args)
+        self._run = run
+
+    def check(self, answer):
+        result = super().check(answer)
+        if result:
+            result.message += "\n" + self._run(answer)
+        return result
+
+
+shard_scale = _RunWhenRight(
     "the loss scale for shards of unequal size",
     _check_shard_scale,
     "DDP's gradient is (1/N) Σ_r scale_r · (the gradient of rank r's mean over its n_r terms). Write how much one "
     "term of rank r weighs in it, and set that equal to what it weighs in the whole batch's mean loss.",
     _shard_scale_solution,
+    run=_run_shards,
+)
+
+
+# ----------------------------------------------------------------------------- 5. forget set_epoch: predict, then run
+BROKEN_RUNS = {"no rank calls set_epoch": False, "only rank 0 calls set_epoch": (0,)}  # DataParallelRun.set_epoch
+REFERENCES = ("reshuffling", "no reshuffling", "neither")  # the one-process run each matches, if any
+
+
+def _set_epoch_solution():
+    # A DistributedSampler draws its permutation from its seed plus its own epoch number, 0 until set_epoch
+    # moves it. Two ranks deal out one permutation only while they agree on both.
+    return {
+        "no rank calls set_epoch": "no reshuffling",  # every rank stays at epoch 0: one order, every epoch
+        "only rank 0 calls set_epoch": "neither",  # from epoch 1 the ranks deal from two permutations
+    }
+
+
+def _check_set_epoch(answer):
+    if not isinstance(answer, dict):
+        return f"expected a dict from each run's name to one of {REFERENCES}, got {type(answer).__name__}"
+    if set(answer) != set(BROKEN_RUNS):
+        return f"expected the keys {list(BROKEN_RUNS)}, got {list(answer)}"
+    for name, wanted in _set_epoch_solution().items():
+        got = answer[name]
+        if not isinstance(got, str) or got.strip().lower() not in REFERENCES:
+            return f"for {name!r} write one of {REFERENCES}, got {got!r}"
+        got = got.strip().lower()
+        if got == wanted:
+            continue
+        if name == "no rank calls set_epoch" and got == "reshuffling":
+            return (f"you predict that {name!r} still reshuffles: which epoch does a sampler hold when nobody calls "
+                    "set_epoch, and what does it draw its permutation from?")
+        if name == "no rank calls set_epoch":
+            return (f"you predict that {name!r} matches no one-process run: a run leaves one process only when its "
+                    "ranks deal from different permutations; here, do the ranks differ in seed or in epoch?")
+        return (f"you predict that {name!r} matches {got!r}: from the second epoch on, which epoch does each rank's "
+                "sampler hold, and do the ranks still deal out one permutation between them?")
+    return None
+
+
+set_epoch_runs = Exercise(
+    "which one-process run each broken DDP run matches",
+    _check_set_epoch,
+    "A DistributedSampler seeds its permutation with seed + epoch, and the epoch is the sampler's own number, 0 "
+    "until set_epoch changes it. For each run, write down which epoch each rank's sampler holds in the second "
+    "epoch, then ask whether the two ranks' shards still make up one permutation, and whose.",
+    _set_epoch_solution,
 )

@@ -6,8 +6,9 @@ gradient over the shards and takes the same step. With a loss that is a mean ove
 elements per shard, the mean of the shards' gradients is the gradient of the whole batch's loss:
 N processes train the model one process trains on the whole batch, step for step (up to the
 order of floating-point sums). By hand (``average_gradients``) or with PyTorch's
-``DistributedDataParallel`` and ``DistributedSampler`` (``ddp_train``); ``processes.run_ranks``
-starts the ranks.
+``DistributedDataParallel`` and ``DistributedSampler`` (``ddp_train``); shards of unequal size,
+whose mean losses need a scale per rank for the average to be the whole batch's gradient again
+(``unequal_shards_train``); ``processes.run_ranks`` starts the ranks.
 
 The task: the course's decoder-only model predicting random tokens repeated (chapter 13's
 ``repeated_sequences``), with no padding, so every shard's loss averages the same number of tokens.
@@ -25,22 +26,24 @@ from ..models.gpt.config import DecoderConfig
 from ..models.gpt.model import completion_loss
 
 __all__ = ["DataParallelRun", "all_reduce_values", "average_gradients", "manual_train_runs", "check_shards", "repeat_dataset", "build_model", "manual_train",
-           "ddp_train", "flat_parameters", "rank_and_world"]
+           "ddp_train", "ddp_train_runs", "unequal_shards_train", "flat_parameters", "rank_and_world"]
 
 
 @dataclass(frozen=True)
 class DataParallelRun:
     """One training run, the same whatever the number of processes: ``steps`` SGD steps (momentum 0.9)
     on batches of ``global_batch`` streams from ``n_samples`` repeated sequences, model and data seeded
-    with ``seed``. ``set_epoch``: reshuffle every epoch (``DistributedSampler.set_epoch``). The model
-    is a small ``DecoderConfig`` without dropout (dropout would draw other masks on other ranks)."""
+    with ``seed``. ``set_epoch``: every rank calls ``DistributedSampler.set_epoch`` before each epoch
+    (True), none does (False), or only the ranks in a tuple do (a bug: the ranks then draw different
+    permutations). The model is a small ``DecoderConfig`` without dropout (dropout would draw other
+    masks on other ranks)."""
 
     steps: int = 4
     global_batch: int = 8
     seed: int = 0
     n_samples: int = 32
     lr: float = 0.1
-    set_epoch: bool = True
+    set_epoch: bool | tuple = True
     vocab_size: int = 8
     length: int = 6
     d_model: int = 16
@@ -51,6 +54,10 @@ class DataParallelRun:
             check_positive_int(name, getattr(self, name))
         check_non_negative_int("seed", self.seed)
         check_positive_number("lr", self.lr)
+        ranks = self.set_epoch if isinstance(self.set_epoch, tuple) else ()
+        if not isinstance(self.set_epoch, (bool, tuple)) or not all(
+                isinstance(r, int) and not isinstance(r, bool) and r >= 0 for r in ranks):
+            raise TypeError(f"set_epoch must be True, False or a tuple of ranks, got {self.set_epoch!r}")
         if self.global_batch > self.n_samples:
             raise ValueError(f"global_batch must be at most n_samples ({self.n_samples}), got {self.global_batch}")
 
@@ -159,8 +166,9 @@ def ddp_train(rank, world_size, run, snapshots=True):
     wrapped = DistributedDataParallel(model) if world_size > 1 else model
     optimizer = torch.optim.SGD(model.parameters(), lr=run.lr, momentum=0.9)
     history, losses, step, epoch = [], [], 0, 0
+    calls_set_epoch = run.set_epoch is True or (isinstance(run.set_epoch, tuple) and rank in run.set_epoch)
     while step < run.steps:
-        if run.set_epoch:
+        if calls_set_epoch:
             sampler.set_epoch(epoch)  # without it, every epoch repeats the first one's order
         for x, y in loader:
             loss = completion_loss(wrapped(x), y)
@@ -176,3 +184,42 @@ def ddp_train(rank, world_size, run, snapshots=True):
         epoch += 1
     return {"parameters": torch.stack(history) if snapshots else None, "state_dict": model.state_dict(),
             "losses": torch.tensor(losses)}
+
+
+def ddp_train_runs(rank, world_size, runs):
+    """``ddp_train`` for each of ``runs`` in turn, in one start of the processes: a list of its results."""
+    return [ddp_train(rank, world_size, run) for run in runs]
+
+
+def unequal_shards_train(rank, world_size, run, shards, scale_sets):
+    """``run`` under DDP with shards of unequal size: rank ``r`` takes ``shards[r]`` of every global batch's
+    streams (in order, no shuffling) and multiplies its mean loss by ``scales[r]`` before ``backward``; DDP
+    averages the gradients over the ranks as always. One run per ``scales`` in ``scale_sets``, in one start
+    of the processes: a list of ``(steps, P)``, the parameters after every step. Every stream has as many
+    tokens, so a shard of n streams averages n of the batch's B = ``global_batch`` equal parts."""
+    rank, world_size = rank_and_world(world_size)
+    shards = tuple(shards)
+    if len(shards) != world_size or any(not isinstance(n, int) or n < 1 for n in shards) \
+            or sum(shards) != run.global_batch:
+        raise ValueError(f"shards must be {world_size} positive ints summing to the global batch "
+                         f"({run.global_batch}), got {shards}")
+    scale_sets = [tuple(float(scale) for scale in scales) for scales in scale_sets]
+    if any(len(scales) != world_size for scales in scale_sets):
+        raise ValueError(f"every set of scales must hold one number per rank ({world_size}), got {scale_sets}")
+    inputs, targets = repeat_dataset(run).tensors
+    first, n_batches, runs = sum(shards[:rank]), run.n_samples // run.global_batch, []
+    for scales in scale_sets:
+        model = build_model(run)
+        wrapped = DistributedDataParallel(model) if world_size > 1 else model
+        optimizer = torch.optim.SGD(model.parameters(), lr=run.lr, momentum=0.9)
+        snapshots = []
+        for step in range(run.steps):
+            start = (step % n_batches) * run.global_batch + first
+            x, y = inputs[start:start + shards[rank]], targets[start:start + shards[rank]]  # (n_r, L) each
+            loss = scales[rank] * completion_loss(wrapped(x), y)  # this rank's mean, scaled
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()  # DDP: the mean over the ranks of the scaled gradients
+            optimizer.step()
+            snapshots.append(flat_parameters(model))
+        runs.append(torch.stack(snapshots))
+    return runs
