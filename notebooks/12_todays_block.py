@@ -618,7 +618,7 @@ expect(per_weight_ns[4096] > per_weight_ns[512], "one vector: per weight, the 64
 # vector than one loaded for 256 of them: a lone vector leaves the arithmetic waiting for the
 # weights. And that wait grows with the distance the weights come from: per weight, a vector
 # times the 64 MiB matrix takes longer than times the 1 MiB one, which stays in a cache (how
-# much longer depends on the machine and its load: from under twice to several times in our
+# much longer depends on the machine and its load: from under twice to about ten times in our
 # runs). Both make a decode step dear; for the small model above, whose 13 MB of weights fit in
 # many CPUs' caches, the first is enough.
 #

@@ -4,7 +4,8 @@ and fails if the ten more had confirmed a cost."""
 from stepbystep.experiments.todays_block import chance_of_split, paired_claims
 from stepbystep.experiments.todays_block_seeds import FRESH_RESULTS, load_block_seeds
 
-UNCONFIRMED = "the ten more's split is one that chance gives more often than one time in twenty: they do not confirm a cost"
+UNCONFIRMED = ("the ten more's split is one that chance gives more often than one time in twenty: they do not "
+               "confirm a cost")
 
 
 def _claims(stored, fresh):
