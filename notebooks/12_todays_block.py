@@ -307,8 +307,8 @@ expect_all(paired_claims(stored, fresh))
 # table ends *above* no positions at all in 17 of the twenty seeds (9 of the stored ten, 8 of the
 # ten more), by a median of 0.04 (from 0.08 below to 0.11 above), and their medians lie within
 # 0.1 of each other: in 100 steps the table did not help here. It may even cost a little, but
-# the ten more's 8 of 10, a split that chance gives about one time in nine, do not confirm the
-# stored ten's 9 (the rule we hold SwiGLU to below): we count it, and claim no cost. A learned
+# the ten more, with 8 of 10 (a split that chance gives about one time in nine), do not confirm
+# the stored ten's 9 (the rule we hold SwiGLU to below): we count it, and claim no cost. A learned
 # table of positions helps a little (below no positions in all twenty seeds, and its median
 # below both), RoPE far more: its loss is more than 0.25 below the learned table's in every
 # seed, over twice what the learned table gains over none.
