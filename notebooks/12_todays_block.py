@@ -329,7 +329,7 @@ expect_all(paired_claims(stored, fresh))
 # suggestion was read from, once as its source and once as its evidence.) So we claim no effect
 # for SwiGLU either, which is not a finding that it has none: ten seeds reach a split that chance
 # gives one time in twenty only at 9 to 1 or more, and a real lead of a few hundredths, against
-# differences that spread over 0.2 or more from seed to seed, could well split them 7 to 3.
+# differences that spread over about 0.2 to 0.3 from seed to seed, could well split them 7 to 3.
 # More seeds would tell. That pair differs in the feed-forward network alone: both blocks have
 # RMSNorm and biases, and SwiGLU brings the gate, the SiLU and three matrices 85 wide for ReLU's
 # two 128 wide, with about as many weights. The GELU control, a smooth activation at ReLU's
