@@ -33,8 +33,8 @@
 #   that the KV cache then holds only the shared heads;
 # - compute a **KV cache's memory** for any configuration (Llama 3 8B: 128 KiB per token in
 #   bfloat16), and measure what a decode step waits on: on a small model, machinery that does
-#   not shrink with the width as much as its matrix products, and without that machinery,
-#   reading the weights rather than arithmetic;
+#   not shrink with the width, beside its matrix products, and without that machinery, reading
+#   the weights rather than arithmetic;
 # - load a **GPT-2** and a **Llama** built by `transformers` into the course's model, and explain
 #   the one permutation that rotary weights need between the two pairings of dimensions.
 
@@ -306,7 +306,9 @@ expect_all(paired_claims(stored, fresh))
 # The position controls say what RoPE's gain is measured against. The 2017 block's sinusoidal
 # table ends *above* no positions at all in 17 of the twenty seeds (9 of the stored ten, 8 of the
 # ten more), by a median of 0.04 (from 0.08 below to 0.11 above), and their medians lie within
-# 0.1 of each other: in 100 steps the table did not help here, and it cost a little. A learned
+# 0.1 of each other: in 100 steps the table did not help here. It may even cost a little, but
+# the ten more, with 8 of 10 (a split that chance gives about one time in nine), do not confirm
+# the stored ten's 9 (the rule we hold SwiGLU to below): we count it, and claim no cost. A learned
 # table of positions helps a little (below no positions in all twenty seeds, and its median
 # below both), RoPE far more: its loss is more than 0.25 below the learned table's in every
 # seed, over twice what the learned table gains over none.
@@ -325,7 +327,10 @@ expect_all(paired_claims(stored, fresh))
 # higher), a split that chance gives about one time in three. The ten more lean the same way
 # but do not confirm it. (Pooled, 16 of 20 looks rarer, but the pool counts the ten the
 # suggestion was read from, once as its source and once as its evidence.) So we claim no effect
-# for SwiGLU either. That pair differs in the feed-forward network alone: both blocks have
+# for SwiGLU either, which is not a finding that it has none: ten seeds reach a split that chance
+# gives one time in twenty only at 9 to 1 or more, and a real lead of a few hundredths, against
+# differences that spread over about 0.2 to 0.3 from seed to seed, could well split them 7 to 3.
+# More seeds would tell. That pair differs in the feed-forward network alone: both blocks have
 # RMSNorm and biases, and SwiGLU brings the gate, the SiLU and three matrices 85 wide for ReLU's
 # two 128 wide, with about as many weights. The GELU control, a smooth activation at ReLU's
 # width and without a gate, lowered the loss in 10 of the twenty, and SwiGLU against GELU split
@@ -504,12 +509,16 @@ expect(statistics.median(growth["prefill"]) > 4 and statistics.median(growth["de
        "(the median over the turns)", got=growth)
 
 # %% [markdown]
-# Per token, the prefill takes less than half of a decode step's time (five times less or more
-# in our runs), though it does about the same arithmetic per token. The prefill grows with the prompt; the decode step, which reads
-# one token, grows far less (only its attention reads more: a longer cache). Two costs could
-# make a decode step dear, and controls separate them. One is Python's: a decode step calls
-# every module of the model for one token, and each call has a fixed cost whatever it
-# computes. The other is reading the weights: a prefill multiplies a whole matrix of token
+# Per token, the prefill takes less than half of a decode step's time (from about four to nearly
+# twenty times less in our runs), though it does about the same arithmetic per token. The
+# prefill grows with the prompt; the decode step, which reads one token, grows far less (by a
+# fifth or less in our runs, the median over the turns): only its attention reads more, a
+# longer cache, and at this size those extra reads are small beside the weights', about the
+# size of the machine's noise, so in one run the figure's line can even fall a little.
+#
+# Two costs could make a decode step dear, and controls separate them. One is Python's: a
+# decode step calls every module of the model for one token, and each call has a fixed cost
+# whatever it computes. The other is reading the weights: a prefill multiplies a whole matrix of token
 # vectors by each weight matrix, so every weight loaded into the processor serves all the
 # prompt's tokens; a decode step multiplies one vector, so every weight is loaded to do one
 # multiply-add. (This model's weights, about 13 MB in float32, fit in many
@@ -523,8 +532,8 @@ expect(statistics.median(growth["prefill"]) > 4 and statistics.median(growth["de
 # `decode_step_parts_ms` takes turns between the wide model's decode step after a prompt of 256
 # tokens, the narrow model's, the bare products and the wide model's prefill of that prompt:
 # 5 turns, each with one prefill and 7 runs of each of the others, and keeps the fastest of each.
-# (The step is the same measurement as the figure's at 256 tokens, taken again beside its
-# controls.)
+# (The step is measured as in the figure at 256 tokens, but again, at another moment and beside
+# other work: the two times can differ by a third or more.)
 
 # %% tags=["nbval-ignore-output"]
 narrow = DecoderConfig.llama(256, d_model=16, n_heads=8, n_layers=4, max_len=600, n_kv_heads=2).build()
@@ -548,18 +557,19 @@ expect(parts["step"] > 1.25 * parts["narrow step"], "the wide model's step takes
 
 # %% [markdown]
 # On this model of 3 million weights, at one thread, the narrow model's step takes more than a
-# quarter of the wide one's (checked above; about a third in our runs): that much of a decode
-# step is machinery that does not shrink with the width, Python's calls and the small
-# operations around the products. The rest grows with the width: the weight products, which
-# alone, in a bare loop, took from a fifth to a half of the step in our runs, and the
-# operations around them, which are wider too. So at this size both costs count, the machinery
-# as much as the weight products, or more. (Against the prefill's cost per token, printed too,
-# the bare products for one vector took from about three quarters of it to three times it in our
-# runs, with the machine's load and with what its caches held: these timings do not settle it.)
+# quarter of the wide one's (checked above; from about a third to a half in our runs): that much
+# of a decode step is machinery that does not shrink with the width, Python's calls and the
+# small operations around the products. The rest grows with the width: the weight products,
+# which alone, in a bare loop, took from under a fifth to a half of the step in our runs, and
+# the operations around them, which are wider too. So at this size both costs count, and which
+# of the two is the larger changes from run to run. (The bare products for one vector against the
+# prefill's cost per token, printed too, compare differently from run to run, with the machine's
+# load and with what its caches held: these timings do not settle which is dearer.)
 #
 # At PyTorch's default thread count, the one a model runs with unless told otherwise (the
 # machine's number of cores, or what the environment allows: 1 where it allows one thread, and
-# then the row below repeats the one above), the split depends on the machine more. Several
+# then the row below measures the same thing again, its numbers differing from the row above's
+# by the machine's noise alone), the split depends on the machine more. Several
 # threads share each product; a small product is not worth splitting, and when the machine is
 # busy with other work, threads that wait for each other can make the wide step many times
 # slower, or the narrow one, for as long as the machine stays busy: on a busy machine one of
@@ -608,7 +618,7 @@ expect(per_weight_ns[4096] > per_weight_ns[512], "one vector: per weight, the 64
 # vector than one loaded for 256 of them: a lone vector leaves the arithmetic waiting for the
 # weights. And that wait grows with the distance the weights come from: per weight, a vector
 # times the 64 MiB matrix takes longer than times the 1 MiB one, which stays in a cache (how
-# much longer depends on the machine and its load: from under twice to several times in our
+# much longer depends on the machine and its load: from under twice to about ten times in our
 # runs). Both make a decode step dear; for the small model above, whose 13 MB of weights fit in
 # many CPUs' caches, the first is enough.
 #
@@ -722,9 +732,11 @@ except TypeError as error:
     print(error)
 
 # %% [markdown]
-# The list names more than GPT-2 and Llama: the package also converts models with the later
-# changes that the introduction names (Mistral, Qwen3 and OLMo 2; DeepSeek-V3's latent attention,
-# and mixtures of experts in it, in Mixtral and in Qwen3's). This chapter uses only the first two.
+# The list names more than GPT-2 and Llama: the package also converts Mistral (Llama's block with
+# a sliding window), Qwen3 and OLMo 2 (normalised queries and keys), DeepSeek-V3 (latent
+# attention, in its dense layers only) and the mixtures of experts of Mixtral and Qwen3, which
+# carry the later changes the introduction names; chapter 17 uses them. This chapter uses only
+# the first two.
 
 # %% [markdown]
 # ### With the released weights
@@ -810,26 +822,28 @@ kv_cache_explorer()
 #   it has the weights of a ReLU network (Llama's rule: `llama_hidden_size`).
 # - On chapter 09's dates (100 steps; 3 seeds here, 10 stored, 10 more for the changes compared
 #   seed for seed), **RoPE** lowered the loss by more than 0.3 in each of the ten stored seeds,
-#   alone too; the 2017 block's sinusoidal table ended slightly above no positions in 17 of 20
-#   seeds, and a learned table helped a little, RoPE more than 0.25 more in each of the ten.
+#   alone too; the 2017 block's sinusoidal table did not help (it ended above no positions in
+#   17 of 20 seeds, but the ten more, 8 of 10, do not confirm a cost), and a learned table
+#   helped a little, RoPE more than 0.25 more in each of the ten.
 #   RMSNorm, SwiGLU (or GELU) and no biases each moved the median by less than 0.15, within
 #   twice the spread of the 2017 block's own seeds. Seed for seed, SwiGLU in ReLU's place
 #   lowered the loss in 9 of the stored ten and in 7 of the ten more run to test that: the
 #   same way, but not a confirmation (chance gives 7 of 10 about one time in three); GELU at
-#   ReLU's width in 10 of twenty; RMSNorm and no biases in 13 and 11. None is an effect we can
-#   claim (the biases' 8-to-2 split in the first ten reversed in the next ten). Their published
+#   ReLU's width in 10 of twenty; RMSNorm and no biases in 13 and 11. None is an effect these
+#   runs can claim (the biases' 8-to-2 split in the first ten reversed in the next ten), nor a
+#   proof of no effect: ten seeds catch only a large split. Their published
 #   gains (speed, small perplexity gains,
 #   stability) are at a scale this chapter does not reach.
 # - **Grouped-query attention** shares each key-value head among a group of query heads
 #   (`n_kv_heads`; 1 is multi-query); the cache holds only the shared heads:
 #   `kv_cache_bytes` = 2 × layers × KV heads × head size × tokens × sequences × bytes,
 #   128 KiB per token for Llama 3 8B in bfloat16. Here one KV head ended above four in every
-#   one of ten seeds; giving its saved weights back to its feed-forward network did not clearly
-#   recover the gap.
+#   one of the stored ten seeds; giving its saved weights back to its feed-forward network did
+#   not clearly recover the gap.
 # - **Prefill** reads the prompt in one pass; **decode** reads every weight and the whole cache
 #   for each new token. On the 3-million-weight model timed here, at one thread, the same
 #   modules 16 times narrower took more than a quarter of a decode step's time (machinery that
-#   does not shrink with the width), and the bare matrix products from a fifth to a half.
+#   does not shrink with the width), and the bare matrix products from under a fifth to a half.
 #   At PyTorch's default thread count the split depends on the machine and its
 #   load; the wide step still takes longer than the narrow one. With no Python at all, one
 #   large matrix loaded for one vector costs several times more per vector than for 256, and per

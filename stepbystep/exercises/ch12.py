@@ -42,7 +42,13 @@ def _check_rms_norm(answer):
     weight = torch.rand(8, generator=generator) + 0.5  # (8,)
     for eps, scale in ((1e-6, 1.0), (1e-2, 0.05)):  # tiny vectors: where eps goes shows
         inputs = x * scale
-        got = answer(inputs.clone(), weight.clone(), eps)
+        try:
+            got = answer(inputs.clone(), weight.clone(), eps)
+        except RuntimeError as error:
+            if "must match the size" in str(error):  # a (3, 5) statistic dividing (3, 5, 8) vectors
+                return ("a division failed on the shapes: each vector's root mean square must keep a dimension "
+                        "of size 1 where the features were, so that it divides every entry of its vector")
+            raise
         if not isinstance(got, torch.Tensor):
             return f"return a tensor, got {type(got).__name__}"
         if got.shape != inputs.shape:
@@ -68,6 +74,10 @@ def _check_rms_norm(answer):
         if any(_close(got, inputs / torch.sqrt(inputs.pow(2).mean(dim=dims, keepdim=True) + eps) * weight, 1e-4)
                for dims in other_dims):
             return "your root mean square mixes different vectors: each vector is divided by its own, over its features"
+        scaled = inputs * weight  # (3, 5, 8): the gain applied first
+        if _close(got, scaled / torch.sqrt(scaled.pow(2).mean(dim=-1, keepdim=True) + eps), 1e-4):
+            return ("you normalised the vector already scaled by weight, so the division undoes most of the gain: "
+                    "the root mean square is the input's own, and the gain comes after the division")
         mean_abs = inputs.abs().mean(dim=-1, keepdim=True)
         if any(_close(got, inputs / scale * weight, 1e-4) for scale in (mean_abs, mean_abs + eps)):
             return ("you divide by the mean of the absolute values: RMSNorm squares the entries, averages the "
@@ -105,7 +115,7 @@ def _check_swiglu(answer):
     except RuntimeError as error:
         if "shapes cannot be multiplied" in str(error):
             return ("a matrix product failed on the shapes: the weights are in nn.Linear's layout (out, in), "
-                    "so x cannot multiply them as they are")
+                    "so a vector cannot multiply them as they are")
         raise
     if not isinstance(got, torch.Tensor):
         return f"return a tensor, got {type(got).__name__}"
@@ -131,6 +141,8 @@ def _check_swiglu(answer):
         return "a SiLU acts on the output, after the last matrix: it belongs inside, on one projection"
     if _close(got, gated @ down.T, 1e-4):
         return "no SiLU acts anywhere: without it, the gate is a plain product of two projections"
+    if _close(got, (F.silu(x @ gate.T) * F.silu(x @ up.T)) @ down.T, 1e-4):
+        return "both projections go through the SiLU: only the gate's does, the other passes as it is"
     if _close(got, F.silu(x @ gate.T) @ down.T, 1e-4) or _close(got, F.silu(x @ up.T) @ down.T, 1e-4):
         return "one of the two projections is missing: the gated one multiplies another, element by element"
     return "the shape is right, but your numbers differ from SwiGLU's with the same three weights"

@@ -257,6 +257,9 @@ def paired_claims(stored, fresh):
         Claim(counts["sinusoidal table for none"] == (1, 2), "the sinusoidal table ends above no positions in 9 of "
                                                              "the stored ten and 8 of ten more: 17 of 20",
               counts["sinusoidal table for none"]),
+        Claim(chance_of_split(counts["sinusoidal table for none"][1], n_fresh) > 0.05,
+              "the ten more's split is one that chance gives more often than one time in twenty: they do not "
+              "confirm a cost", chance_of_split(counts["sinusoidal table for none"][1], n_fresh)),
         Claim(0.03 < _median(sinusoidal) < 0.05 and sinusoidal.abs().max() < 0.11,
               "by a median of 0.03 to 0.05, and by less than 0.11 either way in every seed", sinusoidal),
         Claim(lower["twenty"]["learned table for none"] == n, "a learned table ends below no positions in all twenty",
