@@ -113,6 +113,11 @@ BREAKS = [
             return plan, counts
         return broken""",
           "is_causal: the same as the fused kernel's is_causal (± 1e-5)"),
+    Break("rmsnorm-centres-its-input", "12_todays_block", "stepbystep.models", "RMSNorm.forward", """
+        def broken(self, x):  # the mean taken out first: LayerNorm's centring, which RMSNorm drops
+            return original(self, x - x.mean(dim=-1, keepdim=True))
+        return broken""",
+          "RMSNorm equals nn.RMSNorm with the same gain (± 1e-6)"),
     Break("ablation-switches-nothing-off", "13_induction_heads", "stepbystep.interpret", "ablate_heads", """
         def broken(model, heads, *args, **kwargs):  # every head left on
             return original(model, [], *args, **kwargs)
