@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from stepbystep.training import processes
-from stepbystep.training.data_parallel import DataParallelRun, check_shards, ddp_train, manual_train
+from stepbystep.training.data_parallel import DataParallelRun, all_reduce_values, check_shards, ddp_train, manual_train
 from stepbystep.training.processes import RankError, run_ranks
 
 RUN = DataParallelRun(steps=6, global_batch=8, n_samples=16, seed=3)  # 2 batches per epoch: 3 epochs
@@ -78,6 +78,14 @@ def test_a_rank_that_raises_ends_every_rank_and_names_itself():
         run_ranks(manual_train, 2, RUN.replace(global_batch=7, n_samples=16))
     assert caught.value.rank in (0, 1)
     assert _children() <= before and not multiprocessing.active_children()  # no rank left behind
+
+
+def test_the_rank_that_raised_is_named_not_the_one_its_leaving_cut_off():
+    before = _children()  # rank 1 has no values[1] (IndexError) while rank 0 waits in its all-reduce
+    with pytest.raises(RankError, match=r"rank 1 of 2 raised:(.|\n)*IndexError") as caught:
+        run_ranks(all_reduce_values, 2, [torch.ones(3)])
+    assert caught.value.rank == 1
+    assert _children() <= before and not multiprocessing.active_children()
 
 
 def test_run_ranks_refuses_functions_a_fresh_process_cannot_import():

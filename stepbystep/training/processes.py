@@ -47,19 +47,22 @@ def _to_bytes(value):
 
 
 def _rank_main(rank, world_size, port, threads, timeout, fn, args, results):
-    """One rank: join the group, run ``fn``, send back its result (or the error), leave the group."""
+    """One rank: join the group, run ``fn``, send back its result (or its error), leave the group.
+
+    An error is in the pipe before the rank leaves: leaving breaks the collectives the other ranks
+    wait in, and their "connection closed" errors must reach the parent after the cause, not before."""
     try:
         torch.set_num_threads(threads)
         dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world_size,
                                 timeout=timedelta(seconds=timeout))  # a collective waits this long at most
-        try:
-            value = fn(rank, world_size, *args)
-        finally:
-            if dist.is_initialized():  # (fn may have left it already)
-                dist.destroy_process_group()
-        results.put((rank, None, _to_bytes(value)))
+        results.put((rank, None, _to_bytes(fn(rank, world_size, *args))))
     except BaseException:  # noqa: BLE001 (the parent raises it, naming the rank)
         results.put((rank, traceback.format_exc(), None))
+        results.close()
+        results.join_thread()  # written to the pipe, not only handed to the queue's thread
+    finally:
+        if dist.is_initialized():  # (fn may have left it already)
+            dist.destroy_process_group()
 
 
 def _check_importable(fn):
