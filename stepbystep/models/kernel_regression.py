@@ -12,13 +12,7 @@ from torch import nn
 from ..checks import check_instance, check_tensor
 from .attention.scaled_dot_product import masked_softmax
 
-__all__ = [
-    "gaussian_kernel",
-    "nadaraya_watson",
-    "leave_one_out_error",
-    "best_sigma",
-    "KernelRegression",
-]
+__all__ = ["gaussian_kernel", "nadaraya_watson", "leave_one_out_error", "best_sigma", "KernelRegression"]
 
 
 def _check_sigma(sigma):
@@ -146,11 +140,9 @@ class KernelRegression(nn.Module):
         n_keys = self.keys.shape[0]
         if key_index is None:
             if queries.shape != self.keys.shape or not torch.equal(queries, self.keys):
-                raise ValueError(
-                    f"in training mode the queries must be the {n_keys} training inputs in order (query i is "
-                    f"key i), or come with key_index, the index of each query among the keys; got "
-                    f"{queries.shape[0]} queries without key_index"
-                )
+                raise ValueError(f"in training mode the queries must be the {n_keys} training inputs in order (query i "
+                                 f"is key i), or come with key_index, the index of each query among the keys; got "
+                                 f"{queries.shape[0]} queries without key_index")
             return torch.arange(n_keys, device=queries.device)  # (n_k,)
         check_instance("key_index", key_index, torch.Tensor, "an integer tensor (one key index per query)")
         if key_index.dtype.is_floating_point or key_index.dtype == torch.bool:

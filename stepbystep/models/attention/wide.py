@@ -55,10 +55,8 @@ class Attention(nn.Module):
         if self.proj_keys is None:
             raise RuntimeError("no keys to attend to: call init_keys(keys) before attending")
         if self.proj_keys.shape[0] != query.shape[0]:
-            raise ValueError(
-                f"query must have the keys' batch size {self.proj_keys.shape[0]}, got {query.shape[0]}; "
-                "call init_keys(keys) with this batch"
-            )
+            raise ValueError(f"query must have the keys' batch size {self.proj_keys.shape[0]}, got {query.shape[0]}; "
+                             "call init_keys(keys) with this batch")
 
     def init_keys(self, keys):
         """Store ``keys`` ``(N, L_k, input_dim)``, their projection and the values."""
@@ -100,17 +98,13 @@ class WideMultiHeadAttention(nn.Module):
         check_positive_int("n_heads", n_heads)
         check_positive_int("d_model", d_model)
         if not proj_values and input_dim not in (None, d_model):
-            raise ValueError(
-                f"input_dim must be None or d_model={d_model} without proj_values (each head's context then has "
-                f"input_dim features, and linear_out expects d_model), got input_dim={input_dim}: "
-                f"pass proj_values=True or input_dim={d_model}"
-            )
+            raise ValueError(f"input_dim must be None or d_model={d_model} without proj_values (each head's context "
+                             f"then has input_dim features, and linear_out expects d_model), got input_dim={input_dim}: "
+                             f"pass proj_values=True or input_dim={d_model}")
         self.n_heads = n_heads
         self.d_model = d_model
         self.linear_out = nn.Linear(n_heads * d_model, d_model)
-        self.attn_heads = nn.ModuleList(
-            [Attention(d_model, input_dim=input_dim, proj_values=proj_values) for _ in range(n_heads)]
-        )
+        self.attn_heads = nn.ModuleList([Attention(d_model, input_dim, proj_values) for _ in range(n_heads)])
 
     def init_keys(self, key):
         """Give every head the keys ``(N, L_k, input_dim)``."""

@@ -53,16 +53,12 @@ class PositionalEncoding(nn.Module):
         if not isinstance(x, torch.Tensor):
             raise TypeError(f"PositionalEncoding expects a tensor (N, L, d_model), got {type(x).__name__}")
         if x.dim() != 3 or x.shape[-1] != self.d_model:
-            raise ValueError(
-                f"PositionalEncoding expects x of shape (N, L, {self.d_model}), got {tuple(x.shape)}"
-            )
+            raise ValueError(f"PositionalEncoding expects x of shape (N, L, {self.d_model}), got {tuple(x.shape)}")
         check_non_negative_int("start", start)
         length = x.shape[1]
         if start + length > self.max_len:
-            raise ValueError(
-                f"sequence length {start + length} exceeds the positional encoding's max_len {self.max_len}; "
-                "build it with a larger max_len"
-            )
+            raise ValueError(f"sequence length {start + length} exceeds the positional encoding's max_len "
+                             f"{self.max_len}; build it with a larger max_len")
         if self.scale_input:
             x = x * math.sqrt(self.d_model)  # (N, L, d_model)
         return x + self.pe[:, start:start + length].to(x.dtype)  # (N, L, d_model)

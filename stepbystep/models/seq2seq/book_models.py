@@ -21,16 +21,10 @@ class EncoderSelfAttn(nn.Module):
 
     def __init__(self, n_heads, d_model, ff_units, n_features=None):
         super().__init__()
-        self.n_heads = n_heads
-        self.d_model = d_model
-        self.ff_units = ff_units
+        self.n_heads, self.d_model, self.ff_units = n_heads, d_model, ff_units
         self.n_features = d_model if n_features is None else n_features
         self.self_attn_heads = WideMultiHeadAttention(n_heads, d_model, input_dim=self.n_features)
-        self.ffn = nn.Sequential(
-            nn.Linear(d_model, ff_units),
-            nn.ReLU(),
-            nn.Linear(ff_units, d_model),
-        )
+        self.ffn = nn.Sequential(nn.Linear(d_model, ff_units), nn.ReLU(), nn.Linear(ff_units, d_model))
 
     def forward(self, query, mask=None):
         self.self_attn_heads.init_keys(query)
@@ -47,17 +41,11 @@ class DecoderSelfAttn(nn.Module):
 
     def __init__(self, n_heads, d_model, ff_units, n_features=None):
         super().__init__()
-        self.n_heads = n_heads
-        self.d_model = d_model
-        self.ff_units = ff_units
+        self.n_heads, self.d_model, self.ff_units = n_heads, d_model, ff_units
         self.n_features = d_model if n_features is None else n_features
         self.self_attn_heads = WideMultiHeadAttention(n_heads, d_model, input_dim=self.n_features)
         self.cross_attn_heads = WideMultiHeadAttention(n_heads, d_model)
-        self.ffn = nn.Sequential(
-            nn.Linear(d_model, ff_units),
-            nn.ReLU(),
-            nn.Linear(ff_units, self.n_features),
-        )
+        self.ffn = nn.Sequential(nn.Linear(d_model, ff_units), nn.ReLU(), nn.Linear(ff_units, self.n_features))
 
     def init_keys(self, states):
         """Give the cross-attention the encoder states ``(N, L_source, d_model)``."""
@@ -131,11 +119,8 @@ class EncoderDecoderSelfAttn(GreedySeq2Seq):
             pe = getattr(module, "pe", None)
             if pe is not None and value > pe.max_len:
                 raise ValueError(f"{name} must be at most the positional encoding's max_len={pe.max_len}, got {value}")
-        self.encoder = encoder
-        self.decoder = decoder
-        self.input_len = input_len
-        self.target_len = target_len
-        self.n_features = decoder.n_features
+        self.encoder, self.decoder = encoder, decoder
+        self.input_len, self.target_len, self.n_features = input_len, target_len, decoder.n_features
         self.register_buffer("trg_masks", subsequent_mask(target_len), persistent=False)  # (1, L_t, L_t)
 
     def encode(self, source_seq, source_mask=None):

@@ -149,18 +149,13 @@ class EncoderDecoderTransf(GreedySeq2Seq):
     def __init__(self, encoder, decoder, input_len, target_len, n_features):
         super().__init__()
         if encoder.d_model != decoder.d_model:
-            raise ValueError(
-                f"encoder and decoder need the same d_model, got {encoder.d_model} and {decoder.d_model}"
-            )
+            raise ValueError(f"encoder and decoder need the same d_model, got {encoder.d_model} and {decoder.d_model}")
         for name, value, stack in (("input_len", input_len, encoder), ("target_len", target_len, decoder)):
             check_positive_int(name, value)
             if value > stack.pe.max_len:
                 raise ValueError(f"{name} {value} exceeds the positional encoding's max_len {stack.pe.max_len}")
-        self.encoder = encoder
-        self.decoder = decoder
-        self.input_len = input_len
-        self.target_len = target_len
-        self.n_features = n_features
+        self.encoder, self.decoder = encoder, decoder
+        self.input_len, self.target_len, self.n_features = input_len, target_len, n_features
         self.register_buffer("trg_masks", subsequent_mask(target_len), persistent=False)  # (1, L_t, L_t)
         self.proj = nn.Linear(n_features, encoder.d_model)
         self.linear = nn.Linear(encoder.d_model, n_features)

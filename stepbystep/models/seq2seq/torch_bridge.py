@@ -36,9 +36,7 @@ class TransformerModel(nn.Module):
         check_instance("input_norm", input_norm, bool, "True or False")
         d_model = transformer.d_model
         self.transf = transformer
-        self.input_len = input_len
-        self.target_len = target_len
-        self.n_features = n_features
+        self.input_len, self.target_len, self.n_features = input_len, target_len, n_features
         causal = to_torch_attn_mask(subsequent_mask(target_len))  # (L_t, L_t), True = blocked
         self.register_buffer("causal_blocked_mask", causal, persistent=False)
         self.proj = nn.Linear(n_features, d_model)
@@ -77,12 +75,9 @@ class TransformerModel(nn.Module):
         """Decode ``(N, L, n_features)`` against ``memory`` under ``causal_blocked_mask[:L, :L]``."""
         length = shifted_target_seq.shape[1]
         padding = self._key_padding(source_mask, *memory.shape[:2])  # (N, L_s) or None
-        outputs = self.transf.decoder(
-            self._swap(self.preprocess(shifted_target_seq)),
-            self._swap(memory),
-            tgt_mask=self.causal_blocked_mask[:length, :length],  # (L, L), True = blocked
-            memory_key_padding_mask=padding,
-        )  # (N, L, d_model), or (L, N, d_model) sequence-first
+        outputs = self.transf.decoder(self._swap(self.preprocess(shifted_target_seq)), self._swap(memory),
+                                      tgt_mask=self.causal_blocked_mask[:length, :length],  # (L, L), True = blocked
+                                      memory_key_padding_mask=padding)  # (N, L, d_model), or (L, N, d_model)
         return self.linear(self._swap(outputs))  # (N, L, n_features)
 
     def _greedy(self, source_seq, memory, source_mask=None):
@@ -150,7 +145,8 @@ def _copy_mha(ours, theirs):
     _copy_linear(ours.linear_out, theirs.out_proj, "out_proj")
 
 
-def _check_layer(ours, theirs):
+def _copy_layer(ours, theirs):
+    """An encoder or decoder layer: the attentions, the feed-forward network, the wrappers' norms in order."""
     if ours.norm_first != theirs.norm_first:
         raise _differ("norm_first", ours.norm_first, theirs.norm_first)
     if ours.ff_units != theirs.linear1.out_features:
@@ -159,11 +155,6 @@ def _check_layer(ours, theirs):
     if not (activation is F.relu or isinstance(activation, nn.ReLU)):
         name = getattr(activation, "__name__", type(activation).__name__)
         raise _differ("activation", "relu", name)
-
-
-def _copy_layer(ours, theirs):
-    """An encoder or decoder layer: the attentions, the feed-forward network, the wrappers' norms in order."""
-    _check_layer(ours, theirs)
     _copy_mha(ours.self_attn_heads, theirs.self_attn)
     if hasattr(ours, "cross_attn_heads"):
         _copy_mha(ours.cross_attn_heads, theirs.multihead_attn)
@@ -188,10 +179,8 @@ def _copy_stack(ours, theirs):
 
 def _copy_model(ours, theirs):
     if theirs.norm is not None:
-        raise ValueError(
-            "the TransformerModel normalises its encoded inputs (the book's input LayerNorm), "
-            "which EncoderDecoderTransf does not; build it with input_norm=False"
-        )
+        raise ValueError("the TransformerModel normalises its encoded inputs (the book's input LayerNorm), "
+                         "which EncoderDecoderTransf does not; build it with input_norm=False")
     for what in ("input_len", "target_len", "n_features"):
         if getattr(ours, what) != getattr(theirs, what):
             raise _differ(what, getattr(ours, what), getattr(theirs, what))
@@ -227,10 +216,8 @@ def copy_to_torch(ours, theirs):
     for our_type, their_type, copier in _PAIRS:
         if isinstance(ours, our_type):
             if not isinstance(theirs, their_type):
-                raise TypeError(
-                    f"copy_to_torch copies a {type(ours).__name__} into a {their_type.__name__}, "
-                    f"got a {type(theirs).__name__}"
-                )
+                raise TypeError(f"copy_to_torch copies a {type(ours).__name__} into a {their_type.__name__}, "
+                                f"got a {type(theirs).__name__}")
             with torch.no_grad():
                 copier(ours, theirs)
             return theirs
