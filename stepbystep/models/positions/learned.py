@@ -10,10 +10,8 @@ __all__ = ["LearnedPositionalEmbedding", "check_positions"]
 
 
 def check_positions(positions, length, max_len):
-    """Positions ``(L,)`` or ``(N, L)``: integers in ``0 .. max_len - 1``, one per vector.
-
-    The values are read only on the CPU (elsewhere that would wait for the device).
-    """
+    """Positions ``(L,)`` or ``(N, L)``: integers in ``0 .. max_len - 1``, one per vector; the values are
+    read only on the CPU (elsewhere that would wait for the device)."""
     check_tensor("positions", positions, ndim=(1, 2))
     if positions.is_floating_point() or positions.dtype == torch.bool:
         raise TypeError(f"positions must hold integer positions, got dtype {positions.dtype}")
@@ -39,8 +37,7 @@ class LearnedPositionalEmbedding(nn.Module):
         check_positive_int("max_len", max_len)
         check_positive_int("d_model", d_model)
         check_positive_number("std", std)
-        self.max_len = max_len
-        self.d_model = d_model
+        self.max_len, self.d_model = max_len, d_model
         self.weight = nn.Parameter(torch.randn(max_len, d_model) * std)  # (max_len, d_model)
 
     @property

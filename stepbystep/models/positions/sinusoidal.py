@@ -36,20 +36,18 @@ class PositionalEncoding(nn.Module):
     encoding's size. ``False`` for ``nn.Embedding`` outputs, which scaling would make drown
     the encoding. ``pe`` ``(1, max_len, d_model)``: the table, a buffer rebuilt rather than
     saved (``stepbystep.book.load_book_state_dict`` loads the book's state dicts, which store it).
-    ``forward(x, start=0)``: ``x`` ``(N, L, d_model)`` plus rows ``start .. start + L - 1``.
+    ``forward(x, start=0)``: ``x`` ``(N, L, d_model)`` plus rows ``start .. start + L - 1`` (``start``
+    > 0: tokens that follow ``start`` earlier ones, as a decoder's with a cache).
     """
 
     def __init__(self, max_len, d_model, scale_input=True):
         super().__init__()
-        self.max_len = max_len
-        self.d_model = d_model
+        self.max_len, self.d_model = max_len, d_model
         self.scale_input = bool(scale_input)
         table = sinusoidal_table(max_len, d_model)  # (max_len, d_model)
         self.register_buffer("pe", table.unsqueeze(0), persistent=False)  # (1, max_len, d_model)
 
     def forward(self, x, start=0):
-        """``x`` plus the rows of positions ``start .. start + L - 1`` (``start`` > 0: tokens that
-        follow ``start`` earlier ones, as when a decoder with a cache reads one new token)."""
         if not isinstance(x, torch.Tensor):
             raise TypeError(f"PositionalEncoding expects a tensor (N, L, d_model), got {type(x).__name__}")
         if x.dim() != 3 or x.shape[-1] != self.d_model:
