@@ -16,15 +16,11 @@ class TokenTransformer(nn.Module):
     """An encoder-decoder Transformer over token ids (chapters 07-08): the course's stacks between
     two embeddings and an output layer (``head``, one logit per target token).
 
-    Args:
-        src_vocab_size, tgt_vocab_size: the vocabularies' sizes (specials included).
-        d_model, n_heads, ff_units, n_layers, dropout, norm_first: the layers', as ``EncoderLayer``.
-        max_len: the longest source and decoder input.
-        pad_id: masked in the source and the target (with the causal mask); ``None`` switches
-            the padding masks off (chapter 07 shows what they are for).
-        scale_embeddings: multiply the embeddings by ``√d_model``, as the paper does; off: with
-            ``nn.Embedding``'s unit variance it drowns the positions (chapter 07 measures it).
-        embedding_std: draw both embeddings from ``N(0, embedding_std²)``.
+    ``src_vocab_size``, ``tgt_vocab_size`` count the specials; the layers' settings are
+    ``EncoderLayer``'s; ``max_len``: the longest source and decoder input. ``pad_id`` is masked in
+    the source and the target (``None``: no padding masks, chapter 07 shows what they are for).
+    ``scale_embeddings``: by ``√d_model``, as the paper does; off, since with ``nn.Embedding``'s
+    unit variance it drowns the positions (chapter 07). ``embedding_std``: ``N(0, std²)`` embeddings.
 
     ``forward(source_ids (N, L_s), target_in (N, L_t))`` -> logits ``(N, L_t, tgt_vocab_size)``;
     ``encode`` -> ``(memory, source_mask)``; ``decode(target_in, memory, source_mask, cache=None)``.
@@ -39,11 +35,8 @@ class TokenTransformer(nn.Module):
             check_positive_int(name, value)
         if pad_id is not None:
             check_int_range("pad_id", pad_id, 0, src_vocab_size - 1)  # an id of the source vocabulary, or None
-        self.src_vocab_size = src_vocab_size
-        self.tgt_vocab_size = tgt_vocab_size
-        self.d_model = d_model
-        self.max_len = max_len
-        self.pad_id = pad_id
+        self.src_vocab_size, self.tgt_vocab_size, self.d_model = src_vocab_size, tgt_vocab_size, d_model
+        self.max_len, self.pad_id = max_len, pad_id
         self.scale_embeddings = bool(scale_embeddings)
         self.src_embed = nn.Embedding(src_vocab_size, d_model)
         self.tgt_embed = nn.Embedding(tgt_vocab_size, d_model)
