@@ -19,16 +19,13 @@ def feed_forward(d_model, ff_units, dropout):
 
 
 class SubLayerWrapper(nn.Module):
-    """A residual connection, layer norm and dropout around one sublayer: norm-first (the book's)
-    ``x + drop(sublayer(norm(x)))``, or norm-last (the paper's) ``norm(x + drop(sublayer(x)))``.
-    ``norm_output`` (chapter 17) normalises the sublayer's output before it joins the stream
-    instead: ``x + drop(out_norm(sublayer(x)))`` (OLMo 2's reordered norm), and with ``norm_first``
-    its input as well (Gemma's norms on both sides).
+    """A residual connection, a norm (``make_norm``'s ``norm``, ``norm_eps``, ``bias``) and dropout
+    around one sublayer: norm-first (the book's) ``x + drop(sublayer(norm(x)))``, or norm-last (the
+    paper's) ``norm(x + drop(sublayer(x)))``. ``norm_output`` (chapter 17) normalises the sublayer's
+    output instead, ``x + drop(out_norm(sublayer(x)))`` (OLMo 2), with ``norm_first`` its input too (Gemma).
 
-    ``forward(x, sublayer)``: ``(N, L, d_model)`` in and out; ``sublayer`` is any function of one
-    ``(N, L, d_model)`` tensor (a layer passes its attention as a lambda, as the Annotated
-    Transformer does).
-    ``norm``, ``norm_eps``, ``bias``: see ``make_norm`` (chapter 12; the default is ``nn.LayerNorm(d_model)``).
+    ``forward(x, sublayer)``: ``(N, L, d_model)`` in and out; ``sublayer``: any function of one such
+    tensor (a layer passes its attention as a lambda, as the Annotated Transformer does).
     """
 
     def __init__(self, d_model, dropout, norm_first=True, norm="layernorm", norm_eps=1e-5, bias=True,
@@ -90,14 +87,13 @@ class _Layer(nn.Module):
 
 
 class EncoderLayer(_Layer):
-    """One encoder layer: self-attention, then a feed-forward network, each wrapped.
+    """One encoder layer: self-attention, then a feed-forward network, each wrapped. ``dropout`` acts
+    on the weights, the network and the wrappers; ``norm_first``: ``SubLayerWrapper``'s;
+    ``store_alphas``: ``NarrowMultiHeadAttention``'s; ``options``: ``_Layer``'s.
 
-    ``n_heads`` must divide ``d_model``; ``dropout`` acts on the weights, the network and the
-    wrappers; ``norm_first``: see ``SubLayerWrapper``; ``store_alphas``: see
-    ``NarrowMultiHeadAttention``; ``options``: see ``_Layer``. ``forward(query, mask=None, bias=None,
-    rotation=None, cache=None)``: ``(N, L, d_model)`` in and out, ``mask`` a bool keep-mask
-    ``(1 or N, 1 or L, L)`` (PyTorch's masks: ``from_additive_mask``, ``from_torch_attn_mask``);
-    the rest goes to the self-attention.
+    ``forward(query, mask=None, bias=None, rotation=None, cache=None)``: ``(N, L, d_model)`` in and
+    out; ``mask`` a bool keep-mask ``(1 or N, 1 or L, L)`` (PyTorch's masks: ``from_additive_mask``,
+    ``from_torch_attn_mask``); the rest goes to the self-attention.
     """
 
     def __init__(self, n_heads, d_model, ff_units, dropout=0.1, norm_first=True, store_alphas=True, **options):
@@ -112,13 +108,12 @@ class EncoderLayer(_Layer):
 
 class DecoderLayer(_Layer):
     """One decoder layer: masked self-attention, cross-attention to the encoder's states, then a
-    feed-forward network, each wrapped.
+    feed-forward network, each wrapped; ``EncoderLayer``'s arguments.
 
-    Same arguments as ``EncoderLayer``. ``forward(query, source_mask=None, target_mask=None,
-    memory=None, cache=None, cross_cache=None)``: ``query`` ``(N, L_t, d_model)``; ``memory`` the
-    encoder's states ``(N, L_s, d_model)`` (``None`` will do with a ``cross_cache`` that holds
-    them); ``source_mask`` ``(1 or N, 1, L_s)``; ``target_mask`` ``(1 or N, L_t, L_t)``; ``cache``
-    and ``cross_cache`` the two attentions' ``LayerCache``. Returns ``(N, L_t, d_model)``.
+    ``forward(query, source_mask=None, target_mask=None, memory=None, cache=None, cross_cache=None)``:
+    ``query`` ``(N, L_t, d_model)`` in and out; ``memory`` the encoder's states ``(N, L_s, d_model)``
+    (``None`` will do with a ``cross_cache`` that holds them); ``source_mask`` ``(1 or N, 1, L_s)``;
+    ``target_mask`` ``(1 or N, L_t, L_t)``; ``cache``, ``cross_cache``: the attentions' ``LayerCache``.
     """
 
     def __init__(self, n_heads, d_model, ff_units, dropout=0.1, norm_first=True, store_alphas=True):

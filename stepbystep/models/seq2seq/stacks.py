@@ -75,36 +75,26 @@ class GreedySeq2Seq(nn.Module):
 
 
 class _LayerStack(nn.Module):
-    """Positional encoding, ``n_layers`` deep copies of a layer and an optional final norm.
-
+    """Positional encoding, ``n_layers`` deep copies of a layer and an optional final norm:
     ``final_norm=None`` adds a ``nn.LayerNorm`` iff the layers are norm-first (their output is an
-    un-normalised residual stream; norm-last layers already end with a norm), as the paper does.
-    """
+    un-normalised residual stream; norm-last layers already end with a norm), as the paper does."""
 
     def __init__(self, layer, n_layers, max_len, scale_input, final_norm):
         super().__init__()
         if not isinstance(layer, nn.Module) or not hasattr(layer, "d_model"):
             raise TypeError(f"expected a layer module with a d_model attribute, got {type(layer).__name__}")
         check_positive_int("n_layers", n_layers)
-        self.d_model = layer.d_model
-        self.n_layers = n_layers
+        self.d_model, self.n_layers = layer.d_model, n_layers
         self.pe = PositionalEncoding(max_len, self.d_model, scale_input=scale_input)
         if final_norm is None:
             final_norm = getattr(layer, "norm_first", True)
         self.norm = nn.LayerNorm(self.d_model) if final_norm else None
         self.layers = nn.ModuleList([copy.deepcopy(layer) for _ in range(n_layers)])
 
-    def _finish(self, x):
-        return x if self.norm is None else self.norm(x)  # (N, L, d_model)
-
-
 class EncoderTransf(_LayerStack):
-    """The Transformer's encoder: positional encoding, then ``n_layers`` copies of ``encoder_layer``.
-
-    ``scale_input``: the positional encoding scales its input by ``√d_model`` (for projected
-    features, not token embeddings). ``forward(query, mask=None)``: ``(N, L, d_model)`` in and
-    out, ``mask`` ``(N, 1, L)``.
-    """
+    """The Transformer's encoder: positional encoding (``scale_input``: of ``√d_model``, for projected
+    features, not token embeddings), then ``n_layers`` copies of ``encoder_layer``.
+    ``forward(query, mask=None)``: ``(N, L, d_model)`` in and out, ``mask`` ``(N, 1, L)``."""
 
     def __init__(self, encoder_layer, n_layers=1, max_len=100, scale_input=True, final_norm=None):
         super().__init__(encoder_layer, n_layers, max_len, scale_input, final_norm)
@@ -113,17 +103,14 @@ class EncoderTransf(_LayerStack):
         x = self.pe(query)  # (N, L, d_model)
         for layer in self.layers:
             x = layer(x, mask)  # (N, L, d_model)
-        return self._finish(x)
+        return x if self.norm is None else self.norm(x)  # (N, L, d_model)
 
 
 class DecoderTransf(_LayerStack):
     """The Transformer's decoder: positional encoding, then ``n_layers`` copies of ``decoder_layer``.
-
     ``forward(query, source_mask=None, target_mask=None, memory=None, cache=None)``: ``query``
-    ``(N, L_t, d_model)``; the cross-attentions read ``memory`` ``(N, L_s, d_model)``, the
-    encoder's states; with a ``KVCache`` that has recorded them, ``query`` holds only the new
-    tokens. Returns ``(N, L_t, d_model)``.
-    """
+    ``(N, L_t, d_model)`` in and out; the cross-attentions read ``memory`` ``(N, L_s, d_model)``;
+    with a ``KVCache`` that holds them, ``query`` is only the new tokens."""
 
     def __init__(self, decoder_layer, n_layers=1, max_len=100, scale_input=True, final_norm=None):
         super().__init__(decoder_layer, n_layers, max_len, scale_input, final_norm)
@@ -134,17 +121,15 @@ class DecoderTransf(_LayerStack):
         for i, layer in enumerate(self.layers):
             caches = (None, None) if cache is None else (cache.layers[i], cache.cross[i])
             x = layer(x, source_mask, target_mask, memory, *caches)  # (N, L_target, d_model)
-        return self._finish(x)
+        return x if self.norm is None else self.norm(x)  # (N, L, d_model)
 
 
 class EncoderDecoderTransf(GreedySeq2Seq):
-    """The encoder-decoder Transformer for sequences of feature vectors (the square corners).
-
-    ``X`` ``(N, input_len + target_len, n_features)`` is the source then the target; ``proj``
-    and ``linear`` project the features to ``d_model`` and back. Training: teacher forcing under
-    ``trg_masks`` (the causal keep-mask); eval: greedy decoding from the source (``predict``).
-    ``forward(X, source_mask=None)`` returns ``(N, target_len, n_features)``.
-    """
+    """The encoder-decoder Transformer for sequences of feature vectors (the square corners):
+    ``forward(X, source_mask=None)``, ``X`` ``(N, input_len + target_len, n_features)`` the source then
+    the target, returns ``(N, target_len, n_features)``; ``proj`` and ``linear`` project the features
+    to ``d_model`` and back. Training: teacher forcing under ``trg_masks`` (the causal keep-mask);
+    eval: greedy decoding from the source (``predict``)."""
 
     def __init__(self, encoder, decoder, input_len, target_len, n_features):
         super().__init__()
