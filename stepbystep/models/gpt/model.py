@@ -117,10 +117,6 @@ class DecoderOnlyTransformer(nn.Module):
             return None
         return alibi_bias_at(self.alibi_slopes, query_positions, key_positions)
 
-    def logits(self, states):
-        """The output layer: states ``(N, L, d_model)`` -> logits ``(N, L, V)``."""
-        return self.head(states)
-
     def forward(self, ids, cache=None):
         if cache is not None:
             check_instance("cache", cache, KVCache, "a KVCache from model.new_cache()")
@@ -136,7 +132,7 @@ class DecoderOnlyTransformer(nn.Module):
             x = layer(x, mask, bias=bias, rotation=rotation, cache=None if fresh else layer_cache)
         if self.norm is not None:
             x = self.norm(x)
-        return self.logits(x)  # (N, L, V)
+        return self.head(x)  # (N, L, V)
 
     def attention_weights(self, ids, layer_idx=-1):
         """Layer ``layer_idx``'s self-attention weights for ``ids`` ``(N, L)``: ``(N, h, L, L)``, rows
