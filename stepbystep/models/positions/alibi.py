@@ -30,12 +30,9 @@ def alibi_slopes(n_heads):
 
 
 def alibi_bias_at(slopes, query_positions, key_positions):
-    """``-slope × |query position - key position|`` for every head, query and key.
-
-    ``slopes`` ``(h,)``; ``query_positions`` ``(L_q,)`` or ``(N, L_q)`` and ``key_positions``
-    ``(L_k,)`` or ``(N, L_k)``, integers (per row when rows are padded differently). Returns
-    ``(h, L_q, L_k)`` for 1-D positions, ``(N, h, L_q, L_k)`` otherwise, in ``slopes``' dtype.
-    """
+    """``-slope × |query position - key position|`` for every head, query and key, in ``slopes``' dtype:
+    ``slopes`` ``(h,)``, integer positions ``(L_q,)`` and ``(L_k,)`` -> ``(h, L_q, L_k)``, or per row
+    (rows padded differently) ``(N, L_q)`` and ``(N, L_k)`` -> ``(N, h, L_q, L_k)``."""
     check_tensor("slopes", slopes, ndim=1)
     check_tensor("query_positions", query_positions, ndim=(1, 2))
     check_tensor("key_positions", key_positions, ndim=(1, 2))
@@ -46,13 +43,9 @@ def alibi_bias_at(slopes, query_positions, key_positions):
 
 
 def alibi_bias(n_heads, length_q, length_k=None):
-    """The additive ALiBi bias ``(n_heads, L_q, L_k)``: ``-slope_h × distance``.
-
-    The queries are the last ``L_q`` of the ``L_k`` positions (``L_k = L_q`` by default), as in
-    self-attention, or a cache's new rows: query ``i`` sits at position ``L_k - L_q + i`` and
-    key ``j`` at ``j``. The distance is ``|i - j|``: zero on the diagonal, growing by one per
-    step away. A causal model masks the future anyway, so only the past's half is ever used.
-    """
+    """The additive ALiBi bias ``(n_heads, L_q, L_k)``, ``-slope_h × |i - j|``, the queries being the
+    last ``L_q`` of the ``L_k`` positions (``L_k = L_q`` by default: self-attention; else a cache's new
+    rows). A causal model masks the future anyway, so only the past's half is ever used."""
     check_positive_int("n_heads", n_heads)
     check_positive_int("length_q", length_q)
     length_k = length_q if length_k is None else check_positive_int("length_k", length_k)
