@@ -1,8 +1,7 @@
 """Nadaraya-Watson kernel regression (chapter 01): attention before it had the name.
 
 ``f(x) = Σ_j α(x, x_j) y_j`` with ``α = softmax_j(-(x - x_j)² / (2σ²))``, the normalised
-Gaussian kernel, computed as a softmax: stable far from the data, and chapter 02's form.
-"""
+Gaussian kernel, computed as a softmax: stable far from the data, and chapter 02's form."""
 import math
 
 import numpy as np
@@ -44,8 +43,7 @@ def gaussian_kernel(distance, sigma):
     """The (unnormalised) Gaussian kernel ``exp(-distance² / (2σ²))``, elementwise.
 
     Its constant factor ``1/(σ√(2π))`` is left out on purpose: it cancels when the weights are
-    normalised to sum to 1. ``distance`` is a tensor of any shape; ``sigma > 0``.
-    """
+    normalised to sum to 1. ``distance`` is a tensor of any shape; ``sigma > 0``."""
     check_tensor("distance", distance)
     sigma = _check_sigma(sigma)
     return torch.exp(-(distance**2) / (2 * sigma**2))
@@ -55,8 +53,7 @@ def nadaraya_watson(queries, keys, values, sigma, mask=None):
     """Predict at ``queries`` ``(n_q,)`` the Gaussian-weighted average of ``values`` at ``keys`` ``(n_k,)``.
 
     ``sigma``: one width (gradients flow through it); ``mask`` ``(n_q, n_k)`` bool, ``True`` = may
-    attend. Returns predictions ``(n_q,)`` and weights ``(n_q, n_k)`` (rows sum to 1, or are all 0).
-    """
+    attend. Returns predictions ``(n_q,)`` and weights ``(n_q, n_k)`` (rows sum to 1, or are all 0)."""
     for name, t in (("queries", queries), ("keys", keys), ("values", values)):
         _check_points(name, t)
     _check_values(keys, values)
@@ -80,8 +77,7 @@ def leave_one_out_error(x, y, sigmas):
     """Mean squared leave-one-out error for each width in ``sigmas`` (a number, or ``(S,)``).
 
     Each point ``x`` ``(n,)`` is predicted from the *other* points, so a tiny σ cannot win by
-    copying its own noisy target. Returns the shape of ``sigmas``.
-    """
+    copying its own noisy target. Returns the shape of ``sigmas``."""
     _check_points("x", x)
     _check_points("y", y)
     if y.shape != x.shape:
@@ -116,8 +112,7 @@ class KernelRegression(nn.Module):
     Keys and values are buffers. In training mode each query is a training point that does not
     attend to itself (by index, ``key_index``, or query ``i`` = key ``i``): the leave-one-out
     objective, without which σ would shrink to nothing. Eval mode uses every key.
-    ``forward(queries, key_index=None)``: ``(n_q,)`` -> ``(n_q,)``; ``alphas`` ``(n_q, n_k)``.
-    """
+    ``forward(queries, key_index=None)``: ``(n_q,)`` -> ``(n_q,)``; ``alphas`` ``(n_q, n_k)``."""
 
     def __init__(self, keys, values, sigma=1.0):
         super().__init__()

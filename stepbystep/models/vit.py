@@ -1,6 +1,5 @@
 """The Vision Transformer (chapter 11; Dosovitskiy et al. 2021): an image cut into patches, each
-projected to ``d_model``, a CLS token in front, an encoder, and a head on the CLS token's state.
-"""
+projected to ``d_model``, a CLS token in front, an encoder, and a head on the CLS token's state."""
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -81,8 +80,7 @@ class ViT(nn.Module):
     ``encoder``: an ``EncoderTransf`` whose ``max_len`` covers ``1 + n_patches`` tokens (its
     sinusoidal encoding applies, as in the book). ``learned_positions`` adds the paper's
     ``pos_embed`` (zeros, created last). Created in the book's order: ``mlp`` (the head),
-    ``embed``, ``cls_token``. ``forward(X)``: ``(N, in_channels, img_size, img_size)`` -> ``(N, n_outputs)``.
-    """
+    ``embed``, ``cls_token``. ``forward(X)``: ``(N, in_channels, img_size, img_size)`` -> ``(N, n_outputs)``."""
 
     def __init__(self, encoder, img_size, in_channels, patch_size, n_outputs, learned_positions=True):
         super().__init__()

@@ -2,8 +2,7 @@
 source (padding) ``(N, 1, L_s)``, target (causal) ``(1, L_t, L_t)``. ``F.scaled_dot_product_attention``'s
 bool mask means the same; ``nn.MultiheadAttention`` and ``nn.Transformer`` take blocked-masks
 (``True`` = blocked), ``key_padding_mask`` ``(N, L)`` or additive floats: the converters below go
-between those and ours explicitly.
-"""
+between those and ours explicitly."""
 import torch
 
 from ...checks import check_non_negative_int, check_positive_int, check_tensor
@@ -53,8 +52,7 @@ def keep_mask(mask, n, l_q, l_k, name="mask", as_bool=True):
 
     The one mask rule of every attention entry point (``attend`` trusts what it is given). A 2-D
     mask is refused: PyTorch's ``attn_mask`` ``(L_q, L_k)`` and ``key_padding_mask`` ``(N, L_k)``
-    each lack a different dimension; the message gives the conversion for each reading possible.
-    """
+    each lack a different dimension; the message gives the conversion for each reading possible."""
     mask = as_keep_mask(mask, name, as_bool)
     if mask.dim() != 3 or mask.shape[0] not in (1, n) or mask.shape[1] not in (1, l_q) or mask.shape[2] != l_k:
         rows, queries = ("1" if n == 1 else f"1 or {n}"), ("1" if l_q == 1 else f"1 or {l_q}")
@@ -77,8 +75,7 @@ def as_keep_mask(mask, name="mask", as_bool=True):
     """``mask`` (bool or 0/1 integers, ``True`` = may attend) as a bool tensor of the same shape
     (``as_bool=False``: checked only, for a caller that converts it part by part). A float mask is
     a TypeError: an additive mask (``0`` keep, ``-inf`` block) cast to bool would come out inverted.
-    Every element is checked, through the minimum and maximum (no copy of the mask).
-    """
+    Every element is checked, through the minimum and maximum (no copy of the mask)."""
     check_tensor(name, mask)
     if mask.dtype == torch.bool:
         return mask

@@ -43,8 +43,7 @@ class NarrowMultiHeadAttention(HeadsInput, nn.Module):
     the scores (ALiBi); ``rotation`` RoPE's ``(cos, sin)`` for the new tokens (``None``: after those
     a self-attention cache holds); ``cache`` a ``LayerCache``: the new keys and values join the
     earlier ones, which ``mask`` and ``bias`` cover (a static one keeps the first ``key``'s).
-    Returns ``(N, L_q, d_model)``.
-    """
+    Returns ``(N, L_q, d_model)``."""
 
     def __init__(self, n_heads, d_model, dropout=0.1, store_alphas=True, rotary=None, n_kv_heads=None, bias=True,
                  qk_norm=None, norm_eps=1e-6):

@@ -7,8 +7,7 @@ returns them (a module keeps them in ``alphas`` ``(N, h, L_q, L_k)``, before dro
 runs the fused kernel, the same outputs up to rounding, no weights. Everything keeps them by
 default, so that what a learner builds shows what it attended to, but the decoder-only models
 (``DecoderConfig``): they generate token by token, and show them on request (``attention_weights``,
-through ``keeping_weights``). The wide heads (``Attention``) always keep them.
-"""
+through ``keeping_weights``). The wide heads (``Attention``) always keep them."""
 import math
 import warnings
 
@@ -49,8 +48,7 @@ def attend(q, k, v, mask=None, bias=None, dropout=None, store_alphas=True, *, ne
     heads, ``k`` and ``v`` may have fewer, ``(N, h_kv, L_k, d)``, each read by ``h // h_kv`` query
     heads in a row (grouped-query attention). ``mask`` (``True`` = may attend) broadcasts to the
     scores (a ``(N, L_q, L_k)`` one gets the head dimension); a row with every key masked gives
-    zeros. ``bias`` is added to the scores (ALiBi). ``need_weights``: ``store_alphas``'s former name.
-    """
+    zeros. ``bias`` is added to the scores (ALiBi). ``need_weights``: ``store_alphas``'s former name."""
     if need_weights is not None:
         warnings.warn("attend's need_weights is now called store_alphas, as on the attention modules: "
                       f"pass store_alphas={need_weights}", DeprecationWarning, stacklevel=2)
@@ -90,8 +88,7 @@ def _fused(q, k, v, mask, bias, dropout, groups):
 def scaled_dot_product(q, k, v, mask=None):
     """``attend`` with the inputs checked first: ``q`` ``(N, L_q, d_k)``, ``k`` ``(N, L_k, d_k)``, ``v``
     ``(N, L_k, d_v)`` (extra leading dimensions, heads, work too), ``mask`` ``(1 or N, 1 or L_q, L_k)``
-    bool, ``True`` = may attend. Returns the context ``(N, L_q, d_v)`` and the weights ``(N, L_q, L_k)``.
-    """
+    bool, ``True`` = may attend. Returns the context ``(N, L_q, d_v)`` and the weights ``(N, L_q, L_k)``."""
     for name, t in (("q", q), ("k", k), ("v", v)):
         check_tensor(name, t)
         if t.dim() < 3:

@@ -1,7 +1,6 @@
 """Wide attention (chapter 02, the book's chapter 9): one head, and several full-size heads side by
 side (``WideMultiHeadAttention``, the book's ``MultiHeadAttention``), in the book's two steps
-``init_keys(keys)`` then ``forward(query, mask)``.
-"""
+``init_keys(keys)`` then ``forward(query, mask)``."""
 import torch
 from torch import nn
 
@@ -20,8 +19,7 @@ class Attention(nn.Module):
     values). ``alphas`` ``(N, L_q, L_k)``: the weights of the last forward, always kept
     (``store_alphas`` is ``True``, read-only).
     ``forward(query, mask=None)``: ``(N, L_q, input_dim)`` -> ``(N, L_q, d_v)``, ``mask``
-    ``(1 or N, 1 or L_q, L_k)``.
-    """
+    ``(1 or N, 1 or L_q, L_k)``."""
 
     def __init__(self, hidden_dim, input_dim=None, proj_values=False):
         super().__init__()
@@ -90,8 +88,7 @@ class WideMultiHeadAttention(nn.Module):
     The contexts ``(N, L_q, n_heads · d_model)`` are mixed back to ``d_model``, so parameters grow
     with the heads. ``alphas``: ``(n_heads, N, L_q, L_k)``, heads first, as in the book, always
     kept (``store_alphas`` is ``True``, read-only).
-    ``forward(query, mask=None)``: ``(N, L_q, input_dim)`` -> ``(N, L_q, d_model)``.
-    """
+    ``forward(query, mask=None)``: ``(N, L_q, input_dim)`` -> ``(N, L_q, d_model)``."""
 
     def __init__(self, n_heads, d_model, input_dim=None, proj_values=True):
         super().__init__()

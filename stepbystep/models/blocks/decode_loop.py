@@ -14,8 +14,7 @@ def decode_steps(step, sequence, max_new_tokens, choose, eos_id=None, pad_id=Non
     source element); ``step(sequence, new)`` gives the outputs for the next element (``new``:
     the part not fed yet, all that a cached step reads); ``choose(outputs)`` picks it, ``(N, ...)``.
     With ``eos_id``, a row that chose it is finished and gets ``pad_id`` after it.
-    Yields ``(chosen, outputs)`` step by step.
-    """
+    Yields ``(chosen, outputs)`` step by step."""
     finished = None
     new = sequence
     for _ in range(max_new_tokens):

@@ -1,7 +1,6 @@
 """The KV cache (chapter 09): causal attention never lets an old token see a new one, so each layer
 keeps the keys and values it has computed, and a new token computes only its own row. Chapter 17's
-sliding window bounds it: ``window_cache.py``.
-"""
+sliding window bounds it: ``window_cache.py``."""
 import torch
 
 from ...checks import check_positive_int
@@ -27,8 +26,7 @@ class LayerCache:
 
     ``static``: cross-attention's, projected from the encoder's states once. ``capacity``:
     preallocate for that many tokens and write each step in place (generation, no gradients).
-    ``length``: the tokens of the stream so far (a windowed cache holds fewer).
-    """
+    ``length``: the tokens of the stream so far (a windowed cache holds fewer)."""
 
     def __init__(self, static=False, capacity=None):
         self.static, self.capacity = static, capacity
@@ -72,8 +70,7 @@ class KVCache:
     """What a decoder keeps between steps: a ``LayerCache`` per layer (and per cross-attention,
     ``cross``), its ``length`` tokens' positions and, once padding may be among them, which tokens
     are real. Each step the model calls ``add_tokens`` and ``mask``, then every layer extends its
-    ``LayerCache``. ``capacity``: preallocate each layer's for that many tokens.
-    """
+    ``LayerCache``. ``capacity``: preallocate each layer's for that many tokens."""
 
     def __init__(self, n_layers, cross=False, capacity=None):
         check_positive_int("n_layers", n_layers)

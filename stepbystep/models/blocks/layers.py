@@ -25,8 +25,7 @@ class SubLayerWrapper(nn.Module):
     output instead, ``x + drop(out_norm(sublayer(x)))`` (OLMo 2), with ``norm_first`` its input too (Gemma).
 
     ``forward(x, sublayer)``: ``(N, L, d_model)`` in and out; ``sublayer``: any function of one such
-    tensor (a layer passes its attention as a lambda, as the Annotated Transformer does).
-    """
+    tensor (a layer passes its attention as a lambda, as the Annotated Transformer does)."""
 
     def __init__(self, d_model, dropout, norm_first=True, norm="layernorm", norm_eps=1e-5, bias=True,
                  norm_output=False):
@@ -93,8 +92,7 @@ class EncoderLayer(_Layer):
 
     ``forward(query, mask=None, bias=None, rotation=None, cache=None)``: ``(N, L, d_model)`` in and
     out; ``mask`` a bool keep-mask ``(1 or N, 1 or L, L)`` (PyTorch's masks: ``from_additive_mask``,
-    ``from_torch_attn_mask``); the rest goes to the self-attention.
-    """
+    ``from_torch_attn_mask``); the rest goes to the self-attention."""
 
     def __init__(self, n_heads, d_model, ff_units, dropout=0.1, norm_first=True, store_alphas=True, **options):
         super().__init__(n_heads, d_model, ff_units, dropout, norm_first, store_alphas, cross=False, **options)
@@ -113,8 +111,7 @@ class DecoderLayer(_Layer):
     ``forward(query, source_mask=None, target_mask=None, memory=None, cache=None, cross_cache=None)``:
     ``query`` ``(N, L_t, d_model)`` in and out; ``memory`` the encoder's states ``(N, L_s, d_model)``
     (``None`` will do with a ``cross_cache`` that holds them); ``source_mask`` ``(1 or N, 1, L_s)``;
-    ``target_mask`` ``(1 or N, L_t, L_t)``; ``cache``, ``cross_cache``: the attentions' ``LayerCache``.
-    """
+    ``target_mask`` ``(1 or N, L_t, L_t)``; ``cache``, ``cross_cache``: the attentions' ``LayerCache``."""
 
     def __init__(self, n_heads, d_model, ff_units, dropout=0.1, norm_first=True, store_alphas=True):
         super().__init__(n_heads, d_model, ff_units, dropout, norm_first, store_alphas, cross=True)

@@ -1,8 +1,7 @@
 """Generation (chapter 09): a decoder-only model writes one token at a time, greedily or by sampling.
 
 ``temperature`` divides the logits (0: the arg-max), ``top_k`` keeps the ``k`` most likely tokens,
-``top_p`` the nucleus (Holtzman et al. 2020); one token is drawn from the rest, renormalised.
-"""
+``top_p`` the nucleus (Holtzman et al. 2020); one token is drawn from the rest, renormalised."""
 import math
 import numbers
 
@@ -174,8 +173,7 @@ def generate(model, inputs, max_new_tokens, *, temperature=1.0, top_k=None, top_
     padded on the left with ``pad_id``, the model's by default: each row generated as it would be
     alone). ``temperature``, ``top_k``, ``top_p``: see ``sampling_distribution``. ``eos_id``: a row
     that writes it is finished (then padded). ``use_cache``: a ``KVCache``, else the whole stream at
-    each step. ``generator``: a seeded ``torch.Generator`` repeats the samples. Eval mode, no gradients.
-    """
+    each step. ``generator``: a seeded ``torch.Generator`` repeats the samples. Eval mode, no gradients."""
     pad_id = getattr(model, "pad_id", None) if pad_id is None else pad_id
     prompt, single = prompt_batch(model, inputs, max_new_tokens, eos_id, pad_id, generator)
     check_sampling(temperature, top_k, top_p)

@@ -45,8 +45,7 @@ class DecoderOnlyTransformer(nn.Module):
     ``DecoderOnlyTransformer(vocab_size, **settings)`` or ``DecoderOnlyTransformer(config)``: the
     settings are ``DecoderConfig``'s fields, with its defaults; the model keeps them in ``config``.
     ``forward(ids, cache=None)``: with a ``KVCache`` (``new_cache()``), ``ids`` are only the new tokens.
-    With ``n_experts`` (chapter 17), ``aux_loss()`` is the last forward pass's load-balancing loss.
-    """
+    With ``n_experts`` (chapter 17), ``aux_loss()`` is the last forward pass's load-balancing loss."""
 
     def __init__(self, vocab_size, **settings):
         super().__init__()

@@ -1,7 +1,6 @@
 """ALiBi (chapter 10; Press, Smith and Lewis 2022): each head ``h`` adds ``-m_h · |i - j|`` to the
 score of query ``i`` for key ``j``, with geometric slopes ``m_h``: nothing learned, nothing added
-to the embeddings, and an unseen distance only lowers a score further along the same line.
-"""
+to the embeddings, and an unseen distance only lowers a score further along the same line."""
 import math
 
 import torch
@@ -19,8 +18,7 @@ def _power_of_two_slopes(n_heads):
 def alibi_slopes(n_heads):
     """The heads' slopes ``(n_heads,)``: ``2^(-8/n), 2^(-16/n), ..., 2^(-8)`` for a power of two
     ``n``; otherwise those of the largest power of two ``k < n``, then every other slope of ``2k``
-    heads, the first ``n - k`` of them (6 heads: ``1/4, 1/16, 1/64, 1/256, 1/2, 1/8``).
-    """
+    heads, the first ``n - k`` of them (6 heads: ``1/4, 1/16, 1/64, 1/256, 1/2, 1/8``)."""
     check_positive_int("n_heads", n_heads)
     closest = 2 ** int(math.floor(math.log2(n_heads)))  # the largest power of two <= n_heads
     slopes = _power_of_two_slopes(closest)

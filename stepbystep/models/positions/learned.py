@@ -1,6 +1,5 @@
 """Learned positions (chapter 10): a trainable row per position added to the embeddings, as in BERT
-and GPT-2. A row learns only from sequences long enough to reach it; past the table, there is none.
-"""
+and GPT-2. A row learns only from sequences long enough to reach it; past the table, there is none."""
 import torch
 from torch import nn
 
@@ -29,8 +28,7 @@ class LearnedPositionalEmbedding(nn.Module):
     """A trainable table ``weight`` ``(max_len, d_model)``, rows from ``N(0, std²)`` (BERT: 0.02).
 
     ``forward(x, positions=None)``: ``x`` ``(N, L, d_model)`` plus the rows at ``positions``
-    (``None``: ``0 .. L-1``; ``(L,)`` or ``(N, L)``); a position past the table is a ``ValueError``.
-    """
+    (``None``: ``0 .. L-1``; ``(L,)`` or ``(N, L)``); a position past the table is a ``ValueError``."""
 
     def __init__(self, max_len, d_model, std=0.02):
         super().__init__()

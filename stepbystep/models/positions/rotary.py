@@ -1,8 +1,7 @@
 """Rotary position embeddings (chapter 10; Su et al. 2021): each pair of dimensions ``(2i, 2i + 1)``
 of a query or key turns by ``position · θ_i``, ``θ_i = base^(-2i / d_head)``, so a score sees the
 offset between two tokens, never where they sit. Hugging Face's Llama pairs dimension ``i`` with
-``i + d_head / 2`` instead (``rotate_half``): the same rotations on permuted dimensions (chapter 12).
-"""
+``i + d_head / 2`` instead (``rotate_half``): the same rotations on permuted dimensions (chapter 12)."""
 import torch
 from torch import nn
 
@@ -43,8 +42,7 @@ class RotaryEmbedding(nn.Module):
     built up front and not saved; a position past it is a ``ValueError``. ``pairing``:
     ``"interleaved"`` (RoFormer's and the course's pairs ``(2i, 2i + 1)``) or ``"rotate_half"``
     (Hugging Face's Llama: ``(i, i + d_head / 2)``); pair ``i`` turns at ``θ_i`` either way.
-    ``forward(x, positions=None)``: ``positions`` ``(L,)`` or ``(N, L)`` (``None``: ``0 .. L-1``).
-    """
+    ``forward(x, positions=None)``: ``positions`` ``(L,)`` or ``(N, L)`` (``None``: ``0 .. L-1``)."""
 
     def __init__(self, d_head, base=10000.0, max_len=512, pairing="interleaved"):
         super().__init__()

@@ -14,8 +14,7 @@ def sinusoidal_table(max_len, d_model):
 
     Pair ``(2i, 2i + 1)`` holds ``(sin(t·ω_i), cos(t·ω_i))``, ``ω_i = 10000^(-2i / d_model)``
     (an odd ``d_model`` ends with a lone sine). Computed in float32 step by step as the book
-    does, so it equals the book's table bit for bit, and seeded trainings its numbers.
-    """
+    does, so it equals the book's table bit for bit, and seeded trainings its numbers."""
     max_len = int(check_positive_int("max_len", max_len))
     d_model = int(check_positive_int("d_model", d_model))
     position = torch.arange(max_len, dtype=torch.float32).unsqueeze(1)  # (max_len, 1)
@@ -37,8 +36,7 @@ class PositionalEncoding(nn.Module):
     the encoding. ``pe`` ``(1, max_len, d_model)``: the table, a buffer rebuilt rather than
     saved (``stepbystep.book.load_book_state_dict`` loads the book's state dicts, which store it).
     ``forward(x, start=0)``: ``x`` ``(N, L, d_model)`` plus rows ``start .. start + L - 1`` (``start``
-    > 0: tokens that follow ``start`` earlier ones, as a decoder's with a cache).
-    """
+    > 0: tokens that follow ``start`` earlier ones, as a decoder's with a cache)."""
 
     def __init__(self, max_len, d_model, scale_input=True):
         super().__init__()

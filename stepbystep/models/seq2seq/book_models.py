@@ -1,6 +1,5 @@
 """The book's chapter-9 self-attention models (chapter 02): wide-head encoder, decoder and seq2seq,
-without residual connections or norms yet; created in the book's order.
-"""
+without residual connections or norms yet; created in the book's order."""
 from torch import nn
 
 from ...checks import check_instance, check_positive_int
@@ -16,8 +15,7 @@ class EncoderSelfAttn(nn.Module):
     """Encoder: wide multi-head self-attention, then a feed-forward network.
 
     ``n_features``: the inputs' size (``None``: ``d_model``). ``forward(query, mask=None)``:
-    ``(N, L, n_features)`` -> ``(N, L, d_model)``, ``mask`` ``(N, 1, L)``.
-    """
+    ``(N, L, n_features)`` -> ``(N, L, d_model)``, ``mask`` ``(N, 1, L)``."""
 
     def __init__(self, n_heads, d_model, ff_units, n_features=None):
         super().__init__()
@@ -36,8 +34,7 @@ class DecoderSelfAttn(nn.Module):
     """Decoder: masked self-attention, cross-attention to the encoder (``init_keys(states)``), then a
     feed-forward network back to ``n_features`` (the decoder predicts points).
 
-    ``forward(query, source_mask=None, target_mask=None)``: ``(N, L_t, n_features)`` in and out.
-    """
+    ``forward(query, source_mask=None, target_mask=None)``: ``(N, L_t, n_features)`` in and out."""
 
     def __init__(self, n_heads, d_model, ff_units, n_features=None):
         super().__init__()
@@ -97,8 +94,7 @@ class DecoderPe(_WithPe):
 class EncoderDecoderSelfAttn(GreedySeq2Seq):
     """Encoder-decoder for sequences of points, from the models above: ``X`` ``(N, input_len +
     target_len, n_features)``; teacher forcing under ``trg_masks`` in training, greedy in eval.
-    ``forward(X, source_mask=None)`` returns ``(N, target_len, n_features)``.
-    """
+    ``forward(X, source_mask=None)`` returns ``(N, target_len, n_features)``."""
 
     def __init__(self, encoder, decoder, input_len, target_len):
         super().__init__()

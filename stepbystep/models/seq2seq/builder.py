@@ -1,6 +1,5 @@
 """The book's chapter-10 Transformer in one call (chapters 05-06): same sizes, creation order and
-Xavier initialisation in both chapters.
-"""
+Xavier initialisation in both chapters."""
 import torch
 from torch import nn
 
@@ -13,8 +12,7 @@ __all__ = ["xavier_init_", "build_transformer"]
 
 def xavier_init_(model):
     """Re-draw every weight matrix (2+ dims) of ``model`` Xavier-uniform, in place and in
-    ``parameters()`` order, so signals keep their variance through each layer; returns ``model``.
-    """
+    ``parameters()`` order, so signals keep their variance through each layer; returns ``model``."""
     check_instance("model", model, nn.Module, "an nn.Module")
     with torch.no_grad():
         for parameter in model.parameters():
@@ -30,8 +28,7 @@ def build_transformer(n_features=2, input_len=2, target_len=2, d_model=6, n_head
     ``norm_first``), ``n_layers`` copies of each, joined for ``n_features`` per element (2: points in
     the plane), then ``xavier_init_``: the parameters of those steps written out after
     ``torch.manual_seed(seed)``. ``seed=None`` draws from the global RNG, as building by hand does;
-    an int builds inside a forked RNG, leaving the global stream where it was.
-    """
+    an int builds inside a forked RNG, leaving the global stream where it was."""
     for name, value in (("n_features", n_features), ("input_len", input_len), ("target_len", target_len)):
         check_positive_int(name, value)
     if seed is None:

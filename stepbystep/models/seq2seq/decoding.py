@@ -1,8 +1,7 @@
 """The token decoders (chapters 07-08): ``greedy_decode`` runs the shared ``decode_steps`` loop;
 ``beam_search`` runs the same step on every hypothesis, in its own loop that keeps the best ones.
 Both run a ``TokenTransformer``-like model in eval mode without gradients, mode restored, on ids
-they move to the model's device (their outputs stay there).
-"""
+they move to the model's device (their outputs stay there)."""
 import torch
 import torch.nn.functional as F
 
@@ -41,8 +40,7 @@ def _new_cache(model, use_cache):
 def greedy_decode(model, source_ids, sos_id, eos_id, max_new_tokens, pad_id=PAD, use_cache=True):
     """Decode every source, taking the arg-max token at each step, for at most ``max_new_tokens``;
     a row ends at its first ``eos_id``, then gets ``pad_id``. ``use_cache``: the KV cache (chapter
-    09). Returns ``(N, L)`` ids without ``<sos>``.
-    """
+    09). Returns ``(N, L)`` ids without ``<sos>``."""
     with evaluating(model):  # eval mode, no gradients, the mode restored
         _check_arguments(model, source_ids, max_new_tokens)
         source_ids = source_ids.to(model_device(model))  # (N, L_s): where the model lives
@@ -63,8 +61,7 @@ def beam_search(model, source_ids, sos_id, eos_id, max_new_tokens, beam_width=4,
     writes ``eos_id`` keeps its score and continues with ``pad_id`` at no cost. Hypotheses are
     ranked by ``log p(y) / length ** length_penalty`` (0: the plain sum, which favours short
     outputs; 1: the mean per token). ``beam_width=1`` is greedy decoding.
-    Returns the best hypothesis per source ``(N, L)``, as ``greedy_decode`` does.
-    """
+    Returns the best hypothesis per source ``(N, L)``, as ``greedy_decode`` does."""
     with evaluating(model):  # eval mode, no gradients, the mode restored
         _check_arguments(model, source_ids, max_new_tokens)
         check_positive_int("beam_width", beam_width)
@@ -120,8 +117,7 @@ def sequence_log_probs(model, source_ids, generated, sos_id, eos_id):
 
     Sums ``log p(y_t | y_<t, source)`` over the tokens up to and including the first
     ``eos_id`` (the whole row if there is none); what follows is ignored. Returns ``(N,)``.
-    Use it to compare the outputs of two decoders on the model's own scale.
-    """
+    Use it to compare the outputs of two decoders on the model's own scale."""
     with evaluating(model):  # eval mode, no gradients, the mode restored
         check_tensor("generated", generated, ndim=2)  # (N, L)
         source_ids, generated = move_to((source_ids, generated), model_device(model))  # where the model lives

@@ -39,8 +39,7 @@ class GreedySeq2Seq(nn.Module):
     ``n_features``, the ``trg_masks`` buffer, ``encode(source_seq, source_mask)``, which keeps the
     encoded source for ``decode(inputs, source_mask, target_mask)`` (the book's two steps); this
     adds teacher forcing in training and greedy decoding (``predict``) in eval, both starting from
-    ``first_input``.
-    """
+    ``first_input``."""
 
     def first_input(self, source_seq):
         """What the decoder reads first, ``(N, 1, F)``: the last source element."""

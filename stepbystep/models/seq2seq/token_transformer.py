@@ -24,8 +24,7 @@ class TokenTransformer(nn.Module):
 
     ``forward(source_ids (N, L_s), target_in (N, L_t))`` -> logits ``(N, L_t, tgt_vocab_size)``;
     ``encode`` -> ``(memory, source_mask)``; ``decode(target_in, memory, source_mask, cache=None)``.
-    The attention weights of the last call are each layer's ``alphas`` ``(N, h, L_q, L_k)``.
-    """
+    The attention weights of the last call are each layer's ``alphas`` ``(N, h, L_q, L_k)``."""
 
     def __init__(self, src_vocab_size, tgt_vocab_size, d_model=64, n_heads=4, ff_units=128, n_layers=2,
                  dropout=0.1, max_len=64, pad_id=0, norm_first=True, scale_embeddings=False, embedding_std=None):
@@ -78,8 +77,7 @@ class TokenTransformer(nn.Module):
 
         With ``cache`` (``new_cache()``, one per decoding of one batch), ``target_in`` holds only
         the tokens after those the cache has seen: their keys and values join the cache, and the
-        cross-attention projects ``memory`` once, at the first step.
-        """
+        cross-attention projects ``memory`` once, at the first step."""
         if cache is not None:
             check_instance("cache", cache, KVCache, "a KVCache from model.new_cache()")
         check_ids("target_in", target_in, self.tgt_vocab_size, self.max_len, 0 if cache is None else cache.length)

@@ -1,8 +1,7 @@
 """The bridge to PyTorch's ``nn.Transformer`` (chapter 06): a seq2seq wrapper and a weight copier.
 
 The boolean masks of PyTorch's modules mean "blocked" where ours mean "may attend", and their
-padding mask is a separate ``key_padding_mask`` ``(N, L)``.
-"""
+padding mask is a separate ``key_padding_mask`` ``(N, L)``."""
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -27,8 +26,7 @@ class TransformerModel(nn.Module):
 
     ``causal_blocked_mask`` ``(target_len, target_len)``: PyTorch's causal mask, ``True`` = blocked.
     ``source_mask``, our ``(N, 1, input_len)`` keep-mask, masks the encoder's and the decoder's keys.
-    ``forward(X, source_mask=None)`` as ``EncoderDecoderTransf``'s: ``(N, target_len, n_features)``.
-    """
+    ``forward(X, source_mask=None)`` as ``EncoderDecoderTransf``'s: ``(N, target_len, n_features)``."""
 
     def __init__(self, transformer, input_len, target_len, n_features, scale_input=True, input_norm=True):
         super().__init__()
@@ -211,8 +209,7 @@ def copy_to_torch(ours, theirs):
     convention; our stacks add the positional encoding, PyTorch's do not (``ours(x)`` equals
     ``theirs(ours.pe(x))``). ``EncoderDecoderTransf`` needs ``final_norm=True`` and the
     ``TransformerModel`` ``input_norm=False``. Raises ``TypeError`` for a wrong pair, ``ValueError``
-    when sizes, heads, feed-forward units, norms, layers or activation differ.
-    """
+    when sizes, heads, feed-forward units, norms, layers or activation differ."""
     for our_type, their_type, copier in _PAIRS:
         if isinstance(ours, our_type):
             if not isinstance(theirs, their_type):
