@@ -100,8 +100,10 @@ class TransformerModel(nn.Module):
         return self._greedy(source_seq, memory, source_mask)  # (N, target_len, F)
 
 
-def _differ(what, ours, theirs):
-    return ValueError(f"{what} differs: ours has {ours}, PyTorch's has {theirs}")
+def _same(what, ours, theirs):
+    """Raise a ``ValueError`` naming ``what`` unless our module's value equals PyTorch's."""
+    if ours != theirs:
+        raise ValueError(f"{what} differs: ours has {ours}, PyTorch's has {theirs}")
 
 
 def _copy_param(src, dst, what):
@@ -111,17 +113,14 @@ def _copy_param(src, dst, what):
 
 
 def _copy_linear(ours, theirs, what):
-    if ours.weight.shape != theirs.weight.shape:
-        raise _differ(f"{what} weight shape", tuple(ours.weight.shape), tuple(theirs.weight.shape))
+    _same(f"{what} weight shape", tuple(ours.weight.shape), tuple(theirs.weight.shape))
     _copy_param(ours.weight, theirs.weight, f"{what}.weight")
     _copy_param(ours.bias, theirs.bias, f"{what}.bias")
 
 
 def _copy_norm(ours, theirs, what):
-    if ours.normalized_shape != theirs.normalized_shape:
-        raise _differ(f"{what} size", ours.normalized_shape, theirs.normalized_shape)
-    if ours.eps != theirs.eps:
-        raise _differ(f"{what} eps", ours.eps, theirs.eps)
+    _same(f"{what} size", ours.normalized_shape, theirs.normalized_shape)
+    _same(f"{what} eps", ours.eps, theirs.eps)
     if theirs.weight is None:
         raise ValueError(f"{what}: PyTorch's LayerNorm has no affine parameters")
     _copy_param(ours.weight, theirs.weight, f"{what}.weight")
@@ -129,10 +128,8 @@ def _copy_norm(ours, theirs, what):
 
 
 def _copy_mha(ours, theirs):
-    if ours.d_model != theirs.embed_dim:
-        raise _differ("d_model (embed_dim)", ours.d_model, theirs.embed_dim)
-    if ours.n_heads != theirs.num_heads:
-        raise _differ("n_heads (num_heads)", ours.n_heads, theirs.num_heads)
+    _same("d_model (embed_dim)", ours.d_model, theirs.embed_dim)
+    _same("n_heads (num_heads)", ours.n_heads, theirs.num_heads)
     if theirs.in_proj_weight is None:
         raise ValueError("PyTorch's MultiheadAttention has separate kdim/vdim projections; expected one in_proj_weight")
     if theirs.bias_k is not None or theirs.add_zero_attn:
@@ -145,14 +142,11 @@ def _copy_mha(ours, theirs):
 
 def _copy_layer(ours, theirs):
     """An encoder or decoder layer: the attentions, the feed-forward network, the wrappers' norms in order."""
-    if ours.norm_first != theirs.norm_first:
-        raise _differ("norm_first", ours.norm_first, theirs.norm_first)
-    if ours.ff_units != theirs.linear1.out_features:
-        raise _differ("ff_units (dim_feedforward)", ours.ff_units, theirs.linear1.out_features)
+    _same("norm_first", ours.norm_first, theirs.norm_first)
+    _same("ff_units (dim_feedforward)", ours.ff_units, theirs.linear1.out_features)
     activation = theirs.activation
-    if not (activation is F.relu or isinstance(activation, nn.ReLU)):
-        name = getattr(activation, "__name__", type(activation).__name__)
-        raise _differ("activation", "relu", name)
+    relu = activation is F.relu or isinstance(activation, nn.ReLU)
+    _same("activation", "relu", "relu" if relu else getattr(activation, "__name__", type(activation).__name__))
     _copy_mha(ours.self_attn_heads, theirs.self_attn)
     if hasattr(ours, "cross_attn_heads"):
         _copy_mha(ours.cross_attn_heads, theirs.multihead_attn)
@@ -163,15 +157,12 @@ def _copy_layer(ours, theirs):
 
 
 def _copy_stack(ours, theirs):
-    if len(ours.layers) != len(theirs.layers):
-        stack = "decoder" if isinstance(theirs, nn.TransformerDecoder) else "encoder"
-        raise _differ(f"number of {stack} layers", len(ours.layers), len(theirs.layers))
-    has_ours, has_theirs = ours.norm is not None, theirs.norm is not None
-    if has_ours != has_theirs:
-        raise _differ("final norm", "one" if has_ours else "none", "one" if has_theirs else "none")
+    stack = "decoder" if isinstance(theirs, nn.TransformerDecoder) else "encoder"
+    _same(f"number of {stack} layers", len(ours.layers), len(theirs.layers))
+    _same("final norm", "none" if ours.norm is None else "one", "none" if theirs.norm is None else "one")
     for our_layer, their_layer in zip(ours.layers, theirs.layers):
         _copy_layer(our_layer, their_layer)
-    if has_ours:
+    if ours.norm is not None:
         _copy_norm(ours.norm, theirs.norm, "final norm")
 
 
@@ -180,11 +171,9 @@ def _copy_model(ours, theirs):
         raise ValueError("the TransformerModel normalises its encoded inputs (the book's input LayerNorm), "
                          "which EncoderDecoderTransf does not; build it with input_norm=False")
     for what in ("input_len", "target_len", "n_features"):
-        if getattr(ours, what) != getattr(theirs, what):
-            raise _differ(what, getattr(ours, what), getattr(theirs, what))
+        _same(what, getattr(ours, what), getattr(theirs, what))
     for stack in (ours.encoder, ours.decoder):
-        if stack.pe.scale_input != theirs.pe.scale_input:
-            raise _differ("positional encoding scale_input", stack.pe.scale_input, theirs.pe.scale_input)
+        _same("positional encoding scale_input", stack.pe.scale_input, theirs.pe.scale_input)
     _copy_stack(ours.encoder, theirs.transf.encoder)
     _copy_stack(ours.decoder, theirs.transf.decoder)
     _copy_linear(ours.proj, theirs.proj, "proj")
