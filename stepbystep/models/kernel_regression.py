@@ -41,7 +41,6 @@ def _check_values(keys, values):
 
 def gaussian_kernel(distance, sigma):
     """The (unnormalised) Gaussian kernel ``exp(-distance² / (2σ²))``, elementwise.
-
     Its constant factor ``1/(σ√(2π))`` is left out on purpose: it cancels when the weights are
     normalised to sum to 1. ``distance`` is a tensor of any shape; ``sigma > 0``."""
     check_tensor("distance", distance)
@@ -51,7 +50,6 @@ def gaussian_kernel(distance, sigma):
 
 def nadaraya_watson(queries, keys, values, sigma, mask=None):
     """Predict at ``queries`` ``(n_q,)`` the Gaussian-weighted average of ``values`` at ``keys`` ``(n_k,)``.
-
     ``sigma``: one width (gradients flow through it); ``mask`` ``(n_q, n_k)`` bool, ``True`` = may
     attend. Returns predictions ``(n_q,)`` and weights ``(n_q, n_k)`` (rows sum to 1, or are all 0)."""
     for name, t in (("queries", queries), ("keys", keys), ("values", values)):
@@ -75,7 +73,6 @@ def nadaraya_watson(queries, keys, values, sigma, mask=None):
 
 def leave_one_out_error(x, y, sigmas):
     """Mean squared leave-one-out error for each width in ``sigmas`` (a number, or ``(S,)``).
-
     Each point ``x`` ``(n,)`` is predicted from the *other* points, so a tiny σ cannot win by
     copying its own noisy target. Returns the shape of ``sigmas``."""
     _check_points("x", x)

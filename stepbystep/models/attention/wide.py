@@ -98,8 +98,7 @@ class WideMultiHeadAttention(nn.Module):
             raise ValueError(f"input_dim must be None or d_model={d_model} without proj_values (each head's context "
                              f"then has input_dim features, and linear_out expects d_model), got input_dim={input_dim}: "
                              f"pass proj_values=True or input_dim={d_model}")
-        self.n_heads = n_heads
-        self.d_model = d_model
+        self.n_heads, self.d_model = n_heads, d_model
         self.linear_out = nn.Linear(n_heads * d_model, d_model)
         self.attn_heads = nn.ModuleList([Attention(d_model, input_dim, proj_values) for _ in range(n_heads)])
 

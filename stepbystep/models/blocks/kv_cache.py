@@ -23,7 +23,6 @@ def full_message(capacity, held, new):
 
 class LayerCache:
     """One attention layer's keys and values so far, ``(N, h, t, d_k)`` each (``None`` before).
-
     ``static``: cross-attention's, projected from the encoder's states once. ``capacity``:
     preallocate for that many tokens and write each step in place (generation, no gradients).
     ``length``: the tokens of the stream so far (a windowed cache holds fewer)."""

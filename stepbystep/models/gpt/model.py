@@ -38,14 +38,12 @@ class DecoderOnlyLayer(EncoderLayer):
 
 class DecoderOnlyTransformer(nn.Module):
     """A decoder-only Transformer over token ids: ids ``(N, L)`` in, next-token logits ``(N, L, V)`` out.
-
-    Token embedding, positions (``position_scheme``), ``n_layers`` ``DecoderOnlyLayer``, a final
-    norm (norm-first layers only) and the output layer ``head``.
+    Token embedding, positions (``position_scheme``), ``n_layers`` ``DecoderOnlyLayer``, a final norm
+    (norm-first layers only) and the output layer ``head``.
 
     ``DecoderOnlyTransformer(vocab_size, **settings)`` or ``DecoderOnlyTransformer(config)``: the
-    settings are ``DecoderConfig``'s fields, with its defaults; the model keeps them in ``config``.
-    ``forward(ids, cache=None)``: with a ``KVCache`` (``new_cache()``), ``ids`` are only the new tokens.
-    With ``n_experts`` (chapter 17), ``aux_loss()`` is the last forward pass's load-balancing loss."""
+    settings are ``DecoderConfig``'s fields, with its defaults, kept in ``config``.
+    ``forward(ids, cache=None)``: with a ``KVCache`` (``new_cache()``), ``ids`` are only the new tokens."""
 
     def __init__(self, vocab_size, **settings):
         super().__init__()
@@ -94,9 +92,8 @@ class DecoderOnlyTransformer(nn.Module):
         return load_balancing_loss(self, pooled)
 
     def new_cache(self, capacity=None):
-        """An empty ``KVCache`` for this model's layers (``capacity``: preallocated tokens, no gradients;
-        with a ``sliding_window``, a ``WindowedKVCache``: each layer holds at most
-        ``attention_sinks + sliding_window`` of them)."""
+        """An empty ``KVCache`` for this model's layers (``capacity``: preallocated tokens, no gradients);
+        with a ``sliding_window``, a ``WindowedKVCache``."""
         if self.config.sliding_window is None:
             return KVCache(self.n_layers, capacity=capacity)
         return WindowedKVCache(self.n_layers, self.config.sliding_window, self.config.attention_sinks, capacity)
@@ -134,9 +131,8 @@ class DecoderOnlyTransformer(nn.Module):
         return self.head(x)  # (N, L, V)
 
     def attention_weights(self, ids, layer_idx=-1):
-        """Layer ``layer_idx``'s self-attention weights for ``ids`` ``(N, L)``: ``(N, h, L, L)``, rows
-        summing to 1. One forward pass in eval mode, without gradients, through the written-out attention
-        (which keeps its weights in ``alphas``; the fused kernel would not); the mode and the setting restored."""
+        """Layer ``layer_idx``'s self-attention weights for ``ids`` ``(N, L)``: ``(N, h, L, L)``, from one
+        forward pass in eval mode through the written-out attention (``keeping_weights``), both restored."""
         attention = self.layers[layer_idx].self_attn_heads
         with keeping_weights(attention), evaluating(self):
             self(ids)

@@ -26,7 +26,6 @@ def check_positions(positions, length, max_len):
 
 class LearnedPositionalEmbedding(nn.Module):
     """A trainable table ``weight`` ``(max_len, d_model)``, rows from ``N(0, std²)`` (BERT: 0.02).
-
     ``forward(x, positions=None)``: ``x`` ``(N, L, d_model)`` plus the rows at ``positions``
     (``None``: ``0 .. L-1``; ``(L,)`` or ``(N, L)``); a position past the table is a ``ValueError``."""
 

@@ -11,7 +11,6 @@ __all__ = ["PositionalEncoding", "sinusoidal_table"]
 
 def sinusoidal_table(max_len, d_model):
     """The sinusoidal table ``(max_len, d_model)`` of "Attention Is All You Need".
-
     Pair ``(2i, 2i + 1)`` holds ``(sin(t·ω_i), cos(t·ω_i))``, ``ω_i = 10000^(-2i / d_model)``
     (an odd ``d_model`` ends with a lone sine). Computed in float32 step by step as the book
     does, so it equals the book's table bit for bit, and seeded trainings its numbers."""

@@ -13,7 +13,6 @@ __all__ = ["EncoderSelfAttn", "DecoderSelfAttn", "EncoderPe", "DecoderPe", "Enco
 
 class EncoderSelfAttn(nn.Module):
     """Encoder: wide multi-head self-attention, then a feed-forward network.
-
     ``n_features``: the inputs' size (``None``: ``d_model``). ``forward(query, mask=None)``:
     ``(N, L, n_features)`` -> ``(N, L, d_model)``, ``mask`` ``(N, 1, L)``."""
 

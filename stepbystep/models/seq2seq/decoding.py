@@ -114,7 +114,6 @@ def beam_search(model, source_ids, sos_id, eos_id, max_new_tokens, beam_width=4,
 
 def sequence_log_probs(model, source_ids, generated, sos_id, eos_id):
     """The model's log-probability of each output in ``generated`` ``(N, L)`` (no ``<sos>``).
-
     Sums ``log p(y_t | y_<t, source)`` over the tokens up to and including the first
     ``eos_id`` (the whole row if there is none); what follows is ignored. Returns ``(N,)``.
     Use it to compare the outputs of two decoders on the model's own scale."""

@@ -74,7 +74,6 @@ class TokenTransformer(nn.Module):
 
     def decode(self, target_in, memory, source_mask=None, cache=None):
         """Logits ``(N, L_t, tgt_vocab_size)`` for every position of ``target_in`` ``(N, L_t)``.
-
         With ``cache`` (``new_cache()``, one per decoding of one batch), ``target_in`` holds only
         the tokens after those the cache has seen: their keys and values join the cache, and the
         cross-attention projects ``memory`` once, at the first step."""

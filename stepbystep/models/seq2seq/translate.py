@@ -14,7 +14,6 @@ __all__ = ["translate", "Translation", "translate_with_alignment"]
 
 def translate(model, texts, src_vocab, tgt_vocab, max_new_tokens=None, beam_width=1, batch_size=1000):
     """The encoder-decoder ``model``'s output strings for ``texts`` (one string or a list), batched.
-
     Unknown characters become ``<unk>``; an empty or too long text is a ``ValueError``.
     ``max_new_tokens``: default the model's ``max_len``; ``beam_width`` > 1: ``beam_search``."""
     single = isinstance(texts, str)
