@@ -72,8 +72,7 @@ class NarrowMultiHeadAttention(HeadsInput, nn.Module):
             self.q_norm = RMSNorm(self.d_k if per_head else d_model, norm_eps)
             self.k_norm = RMSNorm(self.d_k if per_head else n_kv_heads * self.d_k, norm_eps)
         self.alphas = None
-        self.rotary = None
-        self.set_rotary(rotary)
+        self.set_rotary(rotary)  # sets self.rotary
 
     def set_rotary(self, rotary):
         """Rotate queries and keys with ``rotary`` (a ``RotaryEmbedding`` over ``d_k``), or not (``None``)."""
