@@ -4,12 +4,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ...checks import check_instance
+from ...checks import check_ids, check_instance
 from ...data.special_tokens import IGNORE_INDEX
 from ...devices import evaluating
 from ..attention.latent import LatentAttention
 from ..attention.narrow import keeping_weights
-from ..blocks.ids import check_ids
 from ..blocks.kv_cache import KVCache
 from ..blocks.layers import EncoderLayer
 from ..blocks.window_cache import WindowedKVCache

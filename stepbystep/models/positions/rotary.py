@@ -5,8 +5,7 @@ offset between two tokens, never where they sit. Hugging Face's Llama pairs dime
 import torch
 from torch import nn
 
-from ...checks import check_choice, check_instance, check_positive_int, check_positive_number
-from .learned import check_positions
+from ...checks import check_choice, check_instance, check_positions, check_positive_int, check_positive_number
 
 __all__ = ["ROTARY_PAIRINGS", "RotaryEmbedding", "check_rotary", "rotary_frequencies", "rotate_halves", "rotate_pairs"]
 

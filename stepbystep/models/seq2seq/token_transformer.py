@@ -2,9 +2,8 @@
 import torch
 from torch import nn
 
-from ...checks import check_instance, check_int_range, check_positive_int, check_positive_number
+from ...checks import check_ids, check_instance, check_int_range, check_positive_int, check_positive_number
 from ..attention.masks import padding_mask, subsequent_mask
-from ..blocks.ids import check_ids
 from ..blocks.kv_cache import KVCache
 from ..blocks.layers import DecoderLayer, EncoderLayer
 from .stacks import DecoderTransf, EncoderTransf
