@@ -31,6 +31,7 @@ __all__ = [
     "check_float_dtype",
     "check_ids",
     "check_positions",
+    "check_sequences",
 ]
 
 
@@ -186,3 +187,13 @@ def check_positions(positions, length, max_len):
         if low < 0 or high >= max_len:
             raise ValueError(f"positions must be in 0..{max_len - 1} (the table has max_len={max_len} rows: "
                              f"a position past them has no vector), got {high if high >= max_len else low}")
+
+
+def check_sequences(X, lengths, n_features, name="X", dtype=None):
+    """Raise a clear error unless ``X`` is ``(N, L, n_features)`` with ``L`` in ``lengths`` (and of
+    ``dtype``, the model's, when given: a TypeError rather than PyTorch's inside the first layer)."""
+    expected = " or ".join(f"(N, {n}, {n_features})" for n in lengths)
+    check_instance(name, X, torch.Tensor, f"a tensor of shape {expected}")
+    if X.dim() != 3 or X.shape[1] not in lengths or X.shape[2] != n_features:
+        raise ValueError(f"{name} must have shape {expected}, got {tuple(X.shape)}")
+    check_float_dtype(name, X, dtype)

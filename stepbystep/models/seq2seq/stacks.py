@@ -6,14 +6,13 @@ import copy
 import torch
 from torch import nn
 
-from ...checks import check_float_dtype, check_instance, check_positive_int
+from ...checks import check_positive_int, check_sequences
 from ...devices import model_dtype
 from ..attention.masks import subsequent_mask
 from ..blocks.decode_loop import decode_steps
 from ..positions.sinusoidal import PositionalEncoding
 
-__all__ = ["greedy_sequence", "check_sequences", "GreedySeq2Seq", "EncoderTransf", "DecoderTransf",
-           "EncoderDecoderTransf"]
+__all__ = ["greedy_sequence", "GreedySeq2Seq", "EncoderTransf", "DecoderTransf", "EncoderDecoderTransf"]
 
 
 def greedy_sequence(decode, first, target_len):
@@ -22,16 +21,6 @@ def greedy_sequence(decode, first, target_len):
     steps = decode_steps(lambda inputs, new: decode(inputs)[:, -1], first, target_len,
                          choose=lambda prediction: prediction.detach())  # fed back without a graph
     return torch.stack([prediction for _, prediction in steps], dim=1)  # (N, target_len, F)
-
-
-def check_sequences(X, lengths, n_features, name="X", dtype=None):
-    """Raise a clear error unless ``X`` is ``(N, L, n_features)`` with ``L`` in ``lengths`` (and of
-    ``dtype``, the model's, when given: a TypeError rather than PyTorch's inside the first layer)."""
-    expected = " or ".join(f"(N, {n}, {n_features})" for n in lengths)
-    check_instance(name, X, torch.Tensor, f"a tensor of shape {expected}")
-    if X.dim() != 3 or X.shape[1] not in lengths or X.shape[2] != n_features:
-        raise ValueError(f"{name} must have shape {expected}, got {tuple(X.shape)}")
-    check_float_dtype(name, X, dtype)
 
 
 class GreedySeq2Seq(nn.Module):

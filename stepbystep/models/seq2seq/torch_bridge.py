@@ -6,12 +6,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ...checks import check_instance
+from ...checks import check_instance, check_sequences
 from ..attention.masks import keep_mask, subsequent_mask, to_key_padding_mask, to_torch_attn_mask
 from ..attention.narrow import NarrowMultiHeadAttention
 from ..blocks.layers import DecoderLayer, EncoderLayer
 from ..positions.sinusoidal import PositionalEncoding
-from .stacks import DecoderTransf, EncoderDecoderTransf, EncoderTransf, check_sequences, greedy_sequence
+from .stacks import DecoderTransf, EncoderDecoderTransf, EncoderTransf, greedy_sequence
 
 __all__ = ["TransformerModel", "copy_to_torch"]
 
