@@ -56,10 +56,9 @@ class _Layer(nn.Module):
     ``n_experts`` (a ``MixtureOfExperts`` of ``mlp`` networks, ``expert_ff_units`` or ``ff_units``
     wide, with ``experts_per_token`` and ``norm_topk_prob``).
 
-    One check rule for both layers: ``query`` before the first norm, and every error under the
-    caller's names. The encoder's ``mask`` is its attention's, checked there under the same name;
-    the decoder checks ``memory``, ``source_mask`` and ``target_mask`` itself (its attentions would
-    say ``key`` and ``mask``), except on a model's cached step, whose masks the model made."""
+    One check rule for both layers: ``query`` before the first norm, every error under the caller's
+    names. The encoder's ``mask`` is its attention's, checked there; the decoder checks ``memory``
+    and its two masks itself (its attentions would say ``key`` and ``mask``) but on a cached step."""
 
     def __init__(self, n_heads, d_model, ff_units, dropout, norm_first, store_alphas, cross, n_kv_heads=None,
                  bias=True, mlp="relu", norm="layernorm", norm_eps=1e-5, qk_norm=None, norm_output=False,

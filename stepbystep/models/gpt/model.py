@@ -26,8 +26,7 @@ __all__ = ["DecoderOnlyLayer", "DecoderOnlyTransformer", "IGNORE_INDEX", "POSITI
 
 class DecoderOnlyLayer(EncoderLayer):
     """A decoder-only layer: an ``EncoderLayer`` (no encoder to read) under a causal mask, whose
-    attention may rotate its queries and keys (``rotary``, RoPE). Chapter 12's options
-    (``n_kv_heads``, ``bias``, ``mlp``, ``norm``, ``norm_eps``) build today's block."""
+    attention may rotate its queries and keys (``rotary``, RoPE); ``options``: ``_Layer``'s."""
 
     def __init__(self, n_heads, d_model, ff_units, dropout=0.1, norm_first=True, store_alphas=True, rotary=None,
                  **options):
