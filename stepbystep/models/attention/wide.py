@@ -49,7 +49,9 @@ class Attention(nn.Module):
         if x.dim() != 3 or x.shape[-1] != self.input_dim:
             raise ValueError(f"{name} must have shape (N, L, {self.input_dim}), got {tuple(x.shape)}")
 
-    def _check_keys(self, query):
+    def _check_query(self, query):
+        """``query`` ``(N, L_q, input_dim)``, after ``init_keys`` with as many sequences."""
+        self._check_input("query", query)
         if self.proj_keys is None:
             raise RuntimeError("no keys to attend to: call init_keys(keys) before attending")
         if self.proj_keys.shape[0] != query.shape[0]:
@@ -64,13 +66,11 @@ class Attention(nn.Module):
 
     def score_function(self, query):
         """Scaled dot products of the projected query with the projected keys: ``(N, L_q, L_k)``."""
-        self._check_input("query", query)
-        self._check_keys(query)
+        self._check_query(query)
         return scores(self.linear_query(query), self.proj_keys)  # (N, L_q, L_k)
 
     def forward(self, query, mask=None):
-        self._check_input("query", query)
-        self._check_keys(query)
+        self._check_query(query)
         if mask is not None:
             mask = keep_mask(mask, query.shape[0], query.shape[1], self.proj_keys.shape[1])
         context, alphas = attend(self.linear_query(query), self.proj_keys, self.values, mask)  # (N, L_q, d_v)

@@ -11,9 +11,7 @@ __all__ = ["KVCache", "LayerCache"]
 
 def may_hold(ids, pad_id):
     """Whether ``ids`` may hold ``pad_id``: read on the CPU, assumed on an accelerator (no host sync)."""
-    if pad_id is None:
-        return False
-    return ids.device.type != "cpu" or bool((ids == pad_id).any())
+    return pad_id is not None and (ids.device.type != "cpu" or bool((ids == pad_id).any()))
 
 
 def full_message(capacity, held, new):

@@ -50,16 +50,12 @@ class TokenTransformer(nn.Module):
 
     def source_mask(self, source_ids):
         """Keep-mask ``(N, 1, L_s)``: ``False`` at padding; ``None`` when ``pad_id`` is None."""
-        if self.pad_id is None:
-            return None
-        return padding_mask(source_ids, self.pad_id)  # (N, 1, L_s)
+        return None if self.pad_id is None else padding_mask(source_ids, self.pad_id)  # (N, 1, L_s)
 
     def target_mask(self, target_in):
         """Keep-mask ``(N, L_t, L_t)``: causal AND not padding (``(1, L_t, L_t)`` without ``pad_id``)."""
         causal = subsequent_mask(target_in.shape[1], device=target_in.device)  # (1, L_t, L_t)
-        if self.pad_id is None:
-            return causal
-        return causal & padding_mask(target_in, self.pad_id)  # (N, L_t, L_t)
+        return causal if self.pad_id is None else causal & padding_mask(target_in, self.pad_id)  # (N, L_t, L_t)
 
     def encode(self, source_ids):
         """The encoder's states, one per source token: ``(N, L_s)`` ids -> ``memory`` ``(N, L_s, d_model)``."""
