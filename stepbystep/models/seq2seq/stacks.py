@@ -25,28 +25,29 @@ def greedy_sequence(decode, first, target_len):
 
 class GreedySeq2Seq(nn.Module):
     """Base of the square-corner encoder-decoders: a subclass sets ``input_len``, ``target_len``,
-    ``n_features``, the ``trg_masks`` buffer, ``encode(source_seq, source_mask)``, which keeps the
-    encoded source for ``decode(inputs, source_mask, target_mask)`` (the book's two steps); this
-    adds teacher forcing in training and greedy decoding (``predict``) in eval, both starting from
-    ``first_input``."""
+    ``n_features`` and ``encode(source_seq, source_mask)``, which returns the encoded source;
+    ``decode_causal`` decodes under the causal mask (by default ``decode(inputs, source_mask,
+    target_mask)`` under ``trg_masks``, the book's two steps, ``encode`` having kept the encoded
+    source). This adds teacher forcing in training and greedy decoding (``predict``) in eval, both
+    starting from ``first_input``."""
 
     def first_input(self, source_seq):
         """What the decoder reads first, ``(N, 1, F)``: the last source element."""
         return source_seq[:, -1:]
 
-    def _greedy(self, source_seq, source_mask=None):
-        """Greedy decoding after ``encode``, under the causal mask of the inputs so far."""
-        def decode(inputs):  # (N, L, F) -> (N, L, F)
-            length = inputs.shape[1]
-            return self.decode(inputs, source_mask, self.trg_masks[:, :length, :length])
+    def decode_causal(self, inputs, memory, source_mask=None):
+        """The decoder's outputs ``(N, L, F)`` for ``inputs`` ``(N, L, F)``, each reading the inputs up to its own."""
+        length = inputs.shape[1]
+        return self.decode(inputs, source_mask, self.trg_masks[:, :length, :length])
 
-        return greedy_sequence(decode, self.first_input(source_seq), self.target_len)  # (N, target_len, F)
+    def _greedy(self, source_seq, memory, source_mask=None):
+        return greedy_sequence(lambda inputs: self.decode_causal(inputs, memory, source_mask),
+                               self.first_input(source_seq), self.target_len)  # (N, target_len, F)
 
     def predict(self, source_seq, source_mask=None):
         """Greedy prediction ``(N, target_len, n_features)`` from ``source_seq``; the mode is left as is."""
         check_sequences(source_seq, (self.input_len,), self.n_features, "source_seq", model_dtype(self))
-        self.encode(source_seq, source_mask)
-        return self._greedy(source_seq, source_mask)
+        return self._greedy(source_seq, self.encode(source_seq, source_mask), source_mask)
 
     def forward(self, X, source_mask=None):
         """``X`` ``(N, input_len + target_len, F)`` (or just the source in eval mode) ->
@@ -55,11 +56,11 @@ class GreedySeq2Seq(nn.Module):
         check_sequences(X, (full,) if self.training else (full, self.input_len), self.n_features,
                         dtype=model_dtype(self))
         source_seq = X[:, : self.input_len]  # (N, input_len, F)
-        self.encode(source_seq, source_mask)
+        memory = self.encode(source_seq, source_mask)  # (N, input_len, d_model)
         if self.training:  # teacher forcing: the first input, then the target but its last element
             shifted_target_seq = torch.cat([self.first_input(source_seq), X[:, self.input_len : -1]], dim=1)
-            return self.decode(shifted_target_seq, source_mask, self.trg_masks)  # (N, target_len, F)
-        return self._greedy(source_seq, source_mask)  # (N, target_len, F)
+            return self.decode_causal(shifted_target_seq, memory, source_mask)  # (N, target_len, F)
+        return self._greedy(source_seq, memory, source_mask)  # (N, target_len, F)
 
 
 class _LayerStack(nn.Module):

@@ -6,17 +6,17 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ...checks import check_instance, check_sequences
+from ...checks import check_instance
 from ..attention.masks import keep_mask, subsequent_mask, to_key_padding_mask, to_torch_attn_mask
 from ..attention.narrow import NarrowMultiHeadAttention
 from ..blocks.layers import DecoderLayer, EncoderLayer
 from ..positions.sinusoidal import PositionalEncoding
-from .stacks import DecoderTransf, EncoderDecoderTransf, EncoderTransf, greedy_sequence
+from .stacks import DecoderTransf, EncoderDecoderTransf, EncoderTransf, GreedySeq2Seq
 
 __all__ = ["TransformerModel", "copy_to_torch"]
 
 
-class TransformerModel(nn.Module):
+class TransformerModel(GreedySeq2Seq):
     """The book's wrapper around PyTorch's ``nn.Transformer`` for sequences of feature vectors.
 
     ``preprocess`` projects each element to ``d_model`` (``proj``), adds the positional encoding
@@ -26,7 +26,7 @@ class TransformerModel(nn.Module):
 
     ``causal_blocked_mask`` ``(target_len, target_len)``: PyTorch's causal mask, ``True`` = blocked.
     ``source_mask``, our ``(N, 1, input_len)`` keep-mask, masks the encoder's and the decoder's keys.
-    ``forward(X, source_mask=None)`` as ``EncoderDecoderTransf``'s: ``(N, target_len, n_features)``."""
+    ``forward(X, source_mask=None)`` and ``predict`` as ``EncoderDecoderTransf``'s (``GreedySeq2Seq``)."""
 
     def __init__(self, transformer, input_len, target_len, n_features, scale_input=True, input_norm=True):
         super().__init__()
@@ -78,26 +78,8 @@ class TransformerModel(nn.Module):
                                       memory_key_padding_mask=padding)  # (N, L, d_model), or (L, N, d_model)
         return self.linear(self._swap(outputs))  # (N, L, n_features)
 
-    def _greedy(self, source_seq, memory, source_mask=None):
-        return greedy_sequence(lambda inputs: self.decode(inputs, memory, source_mask), source_seq[:, -1:],
-                               self.target_len)  # (N, target_len, F)
-
-    def predict(self, source_seq, source_mask=None):
-        """Greedy prediction ``(N, target_len, n_features)`` from the source; the mode is left as is."""
-        check_sequences(source_seq, (self.input_len,), self.n_features, "source_seq", self.proj.weight.dtype)
-        memory = self.encode(source_seq, source_mask)
-        return self._greedy(source_seq, memory, source_mask)
-
-    def forward(self, X, source_mask=None):
-        full = self.input_len + self.target_len
-        check_sequences(X, (full,) if self.training else (full, self.input_len), self.n_features,
-                        dtype=self.proj.weight.dtype)
-        source_seq = X[:, : self.input_len]  # (N, input_len, F)
-        memory = self.encode(source_seq, source_mask)  # (N, input_len, d_model)
-        if self.training:
-            shifted_target_seq = X[:, self.input_len - 1 : -1]  # (N, target_len, F)
-            return self.decode(shifted_target_seq, memory, source_mask)  # (N, target_len, F)
-        return self._greedy(source_seq, memory, source_mask)  # (N, target_len, F)
+    def decode_causal(self, inputs, memory, source_mask=None):
+        return self.decode(inputs, memory, source_mask)  # decode applies the causal mask itself
 
 
 def _same(what, ours, theirs):
