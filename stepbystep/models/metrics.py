@@ -34,8 +34,7 @@ class SequenceCrossEntropy(nn.Module):
 
     def __init__(self, ignore_index=PAD, label_smoothing=0.0):
         super().__init__()
-        self.ignore_index = ignore_index
-        self.label_smoothing = label_smoothing
+        self.ignore_index, self.label_smoothing = ignore_index, label_smoothing
 
     def forward(self, logits, targets):
         return sequence_cross_entropy(logits, targets, self.ignore_index, self.label_smoothing)

@@ -96,8 +96,7 @@ class ViT(nn.Module):
             raise ValueError(f"the encoder's positional encoding covers max_len={max_len} tokens, but "
                              f"{img_size}x{img_size} images in {patch_size}x{patch_size} patches give "
                              f"{n_tokens} (the CLS token and {n_tokens - 1} patches)")
-        self.d_model = encoder.d_model
-        self.n_outputs = n_outputs
+        self.d_model, self.n_outputs = encoder.d_model, n_outputs
         self.learned_positions = bool(learned_positions)
         self.encoder = encoder
         self.mlp = nn.Linear(encoder.d_model, n_outputs)
@@ -142,9 +141,8 @@ def cls_attention(model, images, layer_idx=-1):
     attention_layer = model.encoder.layers[layer_idx].self_attn_heads
     if not attention_layer.store_alphas:
         raise ValueError("this encoder layer keeps no attention weights (store_alphas=False)")
-    device = model_device(model)
     with evaluating(model):
-        logits = model(images.to(device))  # (N, n_outputs)
+        logits = model(images.to(model_device(model)))  # (N, n_outputs)
     alphas = attention_layer.alphas  # (N, h, 1 + n_patches, 1 + n_patches)
     grid = model.embed.grid_size
     attention = alphas[:, :, 0, 1:].reshape(alphas.shape[0], alphas.shape[1], grid, grid)  # (N, h, g, g)

@@ -95,9 +95,9 @@ class WideMultiHeadAttention(nn.Module):
         check_positive_int("n_heads", n_heads)
         check_positive_int("d_model", d_model)
         if not proj_values and input_dim not in (None, d_model):
-            raise ValueError(f"input_dim must be None or d_model={d_model} without proj_values (each head's context "
-                             f"then has input_dim features, and linear_out expects d_model), got input_dim={input_dim}: "
-                             f"pass proj_values=True or input_dim={d_model}")
+            raise ValueError(f"input_dim must be None or d_model={d_model} without proj_values (each head's "
+                             f"context then has input_dim features, and linear_out expects d_model), got "
+                             f"input_dim={input_dim}: pass proj_values=True or input_dim={d_model}")
         self.n_heads, self.d_model = n_heads, d_model
         self.linear_out = nn.Linear(n_heads * d_model, d_model)
         self.attn_heads = nn.ModuleList([Attention(d_model, input_dim, proj_values) for _ in range(n_heads)])

@@ -67,8 +67,7 @@ class _Layer(nn.Module):
         for name, value in (("n_heads", n_heads), ("d_model", d_model), ("ff_units", ff_units)):
             check_positive_int(name, value)
         self.n_heads, self.d_model, self.ff_units = n_heads, d_model, ff_units
-        self.norm_first = bool(norm_first)
-        self.mlp_kind = mlp
+        self.norm_first, self.mlp_kind = bool(norm_first), mlp
         attention = dict(dropout=dropout, store_alphas=store_alphas, n_kv_heads=n_kv_heads, bias=bias, qk_norm=qk_norm,
                          norm_eps=norm_eps)
         self.self_attn_heads = (NarrowMultiHeadAttention(n_heads, d_model, **attention) if self_attention is None

@@ -107,9 +107,8 @@ class DecoderOnlyTransformer(nn.Module):
 
     def attention_bias(self, query_positions, key_positions):
         """ALiBi's ``-slope × distance`` the attention adds, ``(h or N, h, L_q, L_k)``; ``None`` for other schemes."""
-        if self.position_scheme != "alibi":
-            return None
-        return alibi_bias_at(self.alibi_slopes, query_positions, key_positions)
+        alibi = self.position_scheme == "alibi"
+        return alibi_bias_at(self.alibi_slopes, query_positions, key_positions) if alibi else None
 
     def forward(self, ids, cache=None):
         if cache is not None:

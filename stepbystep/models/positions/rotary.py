@@ -51,8 +51,7 @@ class RotaryEmbedding(nn.Module):
             raise ValueError(f"d_head must be an even int (the dimensions go in pairs), got {d_head}")
         check_positive_number("base", base)
         check_positive_int("max_len", max_len)
-        self.d_head, self.base, self.max_len = d_head, float(base), max_len
-        self.pairing = pairing
+        self.d_head, self.base, self.max_len, self.pairing = d_head, float(base), max_len, pairing
         angles = self.angles(torch.arange(max_len))  # (max_len, d_head // 2), float64
         self.register_buffer("cos", angles.cos().float(), persistent=False)  # (max_len, d_head // 2)
         self.register_buffer("sin", angles.sin().float(), persistent=False)  # (max_len, d_head // 2)
