@@ -26,9 +26,8 @@ class Attention(nn.Module):
         check_positive_int("hidden_dim", hidden_dim)
         if input_dim is not None:
             check_positive_int("input_dim", input_dim)
-        self.d_k = hidden_dim
+        self.d_k, self.proj_values = hidden_dim, bool(proj_values)
         self.input_dim = hidden_dim if input_dim is None else input_dim
-        self.proj_values = bool(proj_values)
         self.linear_query = nn.Linear(self.input_dim, hidden_dim)
         self.linear_key = nn.Linear(self.input_dim, hidden_dim)
         self.linear_value = nn.Linear(self.input_dim, hidden_dim)

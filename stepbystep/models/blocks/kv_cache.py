@@ -26,9 +26,8 @@ class LayerCache:
     ``length``: the tokens of the stream so far (a windowed cache holds fewer)."""
 
     def __init__(self, static=False, capacity=None):
-        self.static, self.capacity = static, capacity
+        self.static, self.capacity, self.length = static, capacity, 0
         self.keys = self.values = None
-        self.length = 0
         self._buffers = None  # with capacity: the (N, h, capacity, d_k) key and value buffers, once the first keys came
 
     def extend(self, keys, values):
