@@ -29,6 +29,9 @@ __all__ = [
     "check_choice",
     "check_tensor",
     "check_float_dtype",
+    "check_ids",
+    "check_positions",
+    "check_sequences",
 ]
 
 
@@ -151,3 +154,46 @@ def check_float_dtype(name, x, dtype):
         raise TypeError(f"{name} must be a float tensor of the model's dtype {dtype}, got {x.dtype}: "
                         f"convert it with {name}.to({dtype})")
     return x
+
+
+def check_ids(name, ids, vocab_size, max_len, held=0):
+    """Token ids ``(N, L)``: ``L >= 1``, at most ``max_len`` with a cache's ``held`` tokens, in
+    ``0 .. vocab_size - 1``, on every device: one host read of their range (an id out of range
+    would be a device-side assert on an accelerator); a ``meta`` tensor has no values to read."""
+    check_tensor(name, ids, dtype=(torch.int64, torch.int32))  # what nn.Embedding reads
+    if ids.dim() != 2 or ids.shape[1] == 0:
+        raise ValueError(f"{name} must have shape (N, L) with L >= 1, got {tuple(ids.shape)}")
+    if held + ids.shape[1] > max_len:
+        after = f" after the {held} tokens in the cache" if held else ""
+        raise ValueError(f"{name} must be at most the model's max_len={max_len} long{after}, "
+                         f"got length {held + ids.shape[1]}")
+    if ids.device.type != "meta":
+        low, high = map(int, ids.aminmax())
+        if low < 0 or high >= vocab_size:
+            raise ValueError(f"{name} must hold ids in 0..{vocab_size - 1}, got ids from {low} to {high}")
+
+
+def check_positions(positions, length, max_len):
+    """Positions ``(L,)`` or ``(N, L)``: integers in ``0 .. max_len - 1``, one per vector; the values are
+    read only on the CPU (elsewhere that would wait for the device)."""
+    check_tensor("positions", positions, ndim=(1, 2))
+    if positions.is_floating_point() or positions.dtype == torch.bool:
+        raise TypeError(f"positions must hold integer positions, got dtype {positions.dtype}")
+    if positions.shape[-1] != length:
+        raise ValueError(f"positions must have one entry per vector, (L,) or (N, L) with L = {length}, "
+                         f"got shape {tuple(positions.shape)}")
+    if positions.device.type == "cpu" and positions.numel():
+        low, high = int(positions.min()), int(positions.max())
+        if low < 0 or high >= max_len:
+            raise ValueError(f"positions must be in 0..{max_len - 1} (the table has max_len={max_len} rows: "
+                             f"a position past them has no vector), got {high if high >= max_len else low}")
+
+
+def check_sequences(X, lengths, n_features, name="X", dtype=None):
+    """Raise a clear error unless ``X`` is ``(N, L, n_features)`` with ``L`` in ``lengths`` (and of
+    ``dtype``, the model's, when given: a TypeError rather than PyTorch's inside the first layer)."""
+    expected = " or ".join(f"(N, {n}, {n_features})" for n in lengths)
+    check_instance(name, X, torch.Tensor, f"a tensor of shape {expected}")
+    if X.dim() != 3 or X.shape[1] not in lengths or X.shape[2] != n_features:
+        raise ValueError(f"{name} must have shape {expected}, got {tuple(X.shape)}")
+    check_float_dtype(name, X, dtype)

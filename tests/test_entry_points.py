@@ -31,7 +31,7 @@ from stepbystep.models import (
     subsequent_mask,
 )
 from stepbystep.models.attention.tiled import tiled_attention
-from stepbystep.models.blocks.ids import check_ids
+from stepbystep.checks import check_ids
 from stepbystep.models.blocks.kv_cache import KVCache, LayerCache
 from stepbystep.models.gpt.generation import sample_next
 from stepbystep.training import StepByStep

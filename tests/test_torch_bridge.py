@@ -415,8 +415,7 @@ def test_both_seq2seq_models_share_one_greedy_loop(monkeypatch):
         return real(decode, first, target_len)
 
     real = seq2seq.greedy_sequence
-    monkeypatch.setattr(seq2seq, "greedy_sequence", counting)
-    monkeypatch.setattr("stepbystep.models.seq2seq.torch_bridge.greedy_sequence", counting)
+    monkeypatch.setattr(seq2seq, "greedy_sequence", counting)  # GreedySeq2Seq's, which TransformerModel runs too
     torch.manual_seed(1)
     theirs = TransformerModel(_small_transformer(), input_len=2, target_len=3, n_features=2).eval()
     ours = build_transformer(seed=0).eval()

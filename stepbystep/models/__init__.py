@@ -1,18 +1,8 @@
 """The course's models, in the order the chapters meet them; importing them loads no plotting or
 widget library."""
 from .kernel_regression import KernelRegression, best_sigma, gaussian_kernel, leave_one_out_error, nadaraya_watson
-from .attention.masks import (
-    from_additive_mask,
-    from_key_padding_mask,
-    from_torch_attn_mask,
-    keep_mask,
-    padding_mask,
-    subsequent_mask,
-    to_additive_mask,
-    to_key_padding_mask,
-    to_torch_attn_mask,
-    window_mask,
-)
+from .attention.masks import (from_additive_mask, from_key_padding_mask, from_torch_attn_mask, keep_mask, padding_mask,
+                              subsequent_mask, to_additive_mask, to_key_padding_mask, to_torch_attn_mask, window_mask)
 from .attention.scaled_dot_product import attend, masked_softmax, scaled_dot_product
 from .attention.wide import Attention, WideMultiHeadAttention
 from .positions.sinusoidal import PositionalEncoding, sinusoidal_table

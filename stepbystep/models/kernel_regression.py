@@ -1,8 +1,7 @@
 """Nadaraya-Watson kernel regression (chapter 01): attention before it had the name.
 
 ``f(x) = Σ_j α(x, x_j) y_j`` with ``α = softmax_j(-(x - x_j)² / (2σ²))``, the normalised
-Gaussian kernel, computed as a softmax: stable far from the data, and chapter 02's form.
-"""
+Gaussian kernel, computed as a softmax: stable far from the data, and chapter 02's form."""
 import math
 
 import numpy as np
@@ -12,13 +11,7 @@ from torch import nn
 from ..checks import check_instance, check_tensor
 from .attention.scaled_dot_product import masked_softmax
 
-__all__ = [
-    "gaussian_kernel",
-    "nadaraya_watson",
-    "leave_one_out_error",
-    "best_sigma",
-    "KernelRegression",
-]
+__all__ = ["gaussian_kernel", "nadaraya_watson", "leave_one_out_error", "best_sigma", "KernelRegression"]
 
 
 def _check_sigma(sigma):
@@ -48,10 +41,8 @@ def _check_values(keys, values):
 
 def gaussian_kernel(distance, sigma):
     """The (unnormalised) Gaussian kernel ``exp(-distance² / (2σ²))``, elementwise.
-
     Its constant factor ``1/(σ√(2π))`` is left out on purpose: it cancels when the weights are
-    normalised to sum to 1. ``distance`` is a tensor of any shape; ``sigma > 0``.
-    """
+    normalised to sum to 1. ``distance`` is a tensor of any shape; ``sigma > 0``."""
     check_tensor("distance", distance)
     sigma = _check_sigma(sigma)
     return torch.exp(-(distance**2) / (2 * sigma**2))
@@ -59,10 +50,8 @@ def gaussian_kernel(distance, sigma):
 
 def nadaraya_watson(queries, keys, values, sigma, mask=None):
     """Predict at ``queries`` ``(n_q,)`` the Gaussian-weighted average of ``values`` at ``keys`` ``(n_k,)``.
-
     ``sigma``: one width (gradients flow through it); ``mask`` ``(n_q, n_k)`` bool, ``True`` = may
-    attend. Returns predictions ``(n_q,)`` and weights ``(n_q, n_k)`` (rows sum to 1, or are all 0).
-    """
+    attend. Returns predictions ``(n_q,)`` and weights ``(n_q, n_k)`` (rows sum to 1, or are all 0)."""
     for name, t in (("queries", queries), ("keys", keys), ("values", values)):
         _check_points(name, t)
     _check_values(keys, values)
@@ -84,10 +73,8 @@ def nadaraya_watson(queries, keys, values, sigma, mask=None):
 
 def leave_one_out_error(x, y, sigmas):
     """Mean squared leave-one-out error for each width in ``sigmas`` (a number, or ``(S,)``).
-
     Each point ``x`` ``(n,)`` is predicted from the *other* points, so a tiny σ cannot win by
-    copying its own noisy target. Returns the shape of ``sigmas``.
-    """
+    copying its own noisy target. Returns the shape of ``sigmas``."""
     _check_points("x", x)
     _check_points("y", y)
     if y.shape != x.shape:
@@ -122,8 +109,7 @@ class KernelRegression(nn.Module):
     Keys and values are buffers. In training mode each query is a training point that does not
     attend to itself (by index, ``key_index``, or query ``i`` = key ``i``): the leave-one-out
     objective, without which σ would shrink to nothing. Eval mode uses every key.
-    ``forward(queries, key_index=None)``: ``(n_q,)`` -> ``(n_q,)``; ``alphas`` ``(n_q, n_k)``.
-    """
+    ``forward(queries, key_index=None)``: ``(n_q,)`` -> ``(n_q,)``; ``alphas`` ``(n_q, n_k)``."""
 
     def __init__(self, keys, values, sigma=1.0):
         super().__init__()
@@ -146,11 +132,9 @@ class KernelRegression(nn.Module):
         n_keys = self.keys.shape[0]
         if key_index is None:
             if queries.shape != self.keys.shape or not torch.equal(queries, self.keys):
-                raise ValueError(
-                    f"in training mode the queries must be the {n_keys} training inputs in order (query i is "
-                    f"key i), or come with key_index, the index of each query among the keys; got "
-                    f"{queries.shape[0]} queries without key_index"
-                )
+                raise ValueError(f"in training mode the queries must be the {n_keys} training inputs in order (query i "
+                                 f"is key i), or come with key_index, the index of each query among the keys; got "
+                                 f"{queries.shape[0]} queries without key_index")
             return torch.arange(n_keys, device=queries.device)  # (n_k,)
         check_instance("key_index", key_index, torch.Tensor, "an integer tensor (one key index per query)")
         if key_index.dtype.is_floating_point or key_index.dtype == torch.bool:

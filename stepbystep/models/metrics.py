@@ -21,11 +21,8 @@ def _check_logits(logits, targets):
 
 
 def sequence_cross_entropy(logits, targets, ignore_index=PAD, label_smoothing=0.0):
-    """Mean cross-entropy over the non-padding tokens: logits ``(N, L, V)``, targets ``(N, L)``.
-
-    Positions whose target is ``ignore_index`` (padding, by default) contribute nothing, so a
-    batch's loss does not depend on how much padding it holds.
-    """
+    """Mean cross-entropy of logits ``(N, L, V)`` over the targets ``(N, L)`` that are not ``ignore_index``
+    (padding, by default), so a batch's loss does not depend on how much padding it holds."""
     _check_logits(logits, targets)
     vocab_size = logits.shape[-1]
     return F.cross_entropy(logits.reshape(-1, vocab_size), targets.reshape(-1),  # (N·L, V), (N·L,)
@@ -37,8 +34,7 @@ class SequenceCrossEntropy(nn.Module):
 
     def __init__(self, ignore_index=PAD, label_smoothing=0.0):
         super().__init__()
-        self.ignore_index = ignore_index
-        self.label_smoothing = label_smoothing
+        self.ignore_index, self.label_smoothing = ignore_index, label_smoothing
 
     def forward(self, logits, targets):
         return sequence_cross_entropy(logits, targets, self.ignore_index, self.label_smoothing)
@@ -76,19 +72,15 @@ def sequence_accuracy(predicted_ids, target_ids, pad_id=PAD, eos_id=EOS):
                          f"got {target_ids.shape[0]}")
     target_ids = target_ids.to(predicted_ids.device)
     length = max(predicted_ids.shape[1], target_ids.shape[1])
-    predicted = F.pad(_up_to_eos(predicted_ids, pad_id, eos_id), (0, length - predicted_ids.shape[1]),
-                      value=pad_id)  # (N, L)
-    target = F.pad(_up_to_eos(target_ids, pad_id, eos_id), (0, length - target_ids.shape[1]),
-                   value=pad_id)  # (N, L)
+    predicted, target = (F.pad(_up_to_eos(ids, pad_id, eos_id), (0, length - ids.shape[1]), value=pad_id)
+                         for ids in (predicted_ids, target_ids))  # (N, L) each, padded to the longer
     return (predicted == target).all(dim=1).float().mean().item()
 
 
 def wilson_interval(successes, n, z=1.959963984540054):
-    """Wilson score interval ``(low, high)`` of a rate of ``successes`` out of ``n`` (Wilson 1927).
-
-    ``z``: the normal quantile (95% by default). Unlike ``p ± z·√(p(1-p)/n)`` it stays in [0, 1]
-    and does not collapse when nothing (or everything) succeeded.
-    """
+    """Wilson score interval ``(low, high)`` of a rate of ``successes`` out of ``n`` (Wilson 1927), ``z``
+    the normal quantile (95% by default). Unlike ``p ± z·√(p(1-p)/n)`` it stays in [0, 1] and does not
+    collapse when nothing (or everything) succeeded."""
     check_positive_int("n", n)
     check_int_range("successes", successes, 0, n)
     check_positive_number("z", z)

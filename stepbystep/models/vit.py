@@ -1,6 +1,5 @@
 """The Vision Transformer (chapter 11; Dosovitskiy et al. 2021): an image cut into patches, each
-projected to ``d_model``, a CLS token in front, an encoder, and a head on the CLS token's state.
-"""
+projected to ``d_model``, a CLS token in front, an encoder, and a head on the CLS token's state."""
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -34,11 +33,9 @@ def _check_images(images, in_channels=None, img_size=None):
 
 
 def patchify(images, patch_size):
-    """Cut images ``(N, C, H, W)`` into flattened patches ``(N, n_patches, C·p·p)``, row by row.
-
-    Each patch is flattened channel, row, column: the order of a convolution's weights, so
-    ``patchify(x, p) @ conv.weight.flatten(1).T + conv.bias`` is ``PatchEmbed``'s output.
-    """
+    """Cut images ``(N, C, H, W)`` into flattened patches ``(N, n_patches, C·p·p)``, row by row, each
+    flattened channel, row, column: the order of a convolution's weights, so
+    ``patchify(x, p) @ conv.weight.flatten(1).T + conv.bias`` is ``PatchEmbed``'s output."""
     _check_images(images)
     check_positive_int("patch_size", patch_size)
     height, width = images.shape[-2:]
@@ -52,11 +49,9 @@ def patchify(images, patch_size):
 
 class PatchEmbed(nn.Module):
     """Patch embeddings by a strided convolution: ``(N, C, H, W)`` -> ``(N, n_patches, embed_dim)``.
-
     A ``Conv2d`` with ``kernel_size = stride = patch_size`` projects every flattened patch (see
-    ``patchify``); its grid is read row by row. The book's arguments and defaults (ViT-Base);
-    ``dilation`` only 1. ``num_patches`` (the book's name) is ``n_patches``.
-    """
+    ``patchify``), its grid read row by row. The book's arguments and defaults (ViT-Base);
+    ``dilation`` only 1; ``num_patches`` (the book's name) is ``n_patches``."""
 
     def __init__(self, img_size=224, patch_size=16, in_channels=3, embed_dim=768, dilation=1):
         super().__init__()
@@ -65,10 +60,7 @@ class PatchEmbed(nn.Module):
         check_positive_int("embed_dim", embed_dim)
         if dilation != 1:
             raise ValueError(f"dilation must be 1 (patches are contiguous pixels), got {dilation!r}")
-        self.img_size = img_size
-        self.patch_size = patch_size
-        self.in_channels = in_channels
-        self.embed_dim = embed_dim
+        self.img_size, self.patch_size, self.in_channels, self.embed_dim = img_size, patch_size, in_channels, embed_dim
         self.grid_size = img_size // patch_size
         self.num_patches = self.n_patches = self.grid_size ** 2
         self.proj = nn.Conv2d(in_channels, embed_dim, kernel_size=patch_size, stride=patch_size)
@@ -88,8 +80,7 @@ class ViT(nn.Module):
     ``encoder``: an ``EncoderTransf`` whose ``max_len`` covers ``1 + n_patches`` tokens (its
     sinusoidal encoding applies, as in the book). ``learned_positions`` adds the paper's
     ``pos_embed`` (zeros, created last). Created in the book's order: ``mlp`` (the head),
-    ``embed``, ``cls_token``. ``forward(X)``: ``(N, in_channels, img_size, img_size)`` -> ``(N, n_outputs)``.
-    """
+    ``embed``, ``cls_token``. ``forward(X)``: ``(N, in_channels, img_size, img_size)`` -> ``(N, n_outputs)``."""
 
     def __init__(self, encoder, img_size, in_channels, patch_size, n_outputs, learned_positions=True):
         super().__init__()
@@ -105,17 +96,14 @@ class ViT(nn.Module):
             raise ValueError(f"the encoder's positional encoding covers max_len={max_len} tokens, but "
                              f"{img_size}x{img_size} images in {patch_size}x{patch_size} patches give "
                              f"{n_tokens} (the CLS token and {n_tokens - 1} patches)")
-        self.d_model = encoder.d_model
-        self.n_outputs = n_outputs
+        self.d_model, self.n_outputs = encoder.d_model, n_outputs
         self.learned_positions = bool(learned_positions)
         self.encoder = encoder
         self.mlp = nn.Linear(encoder.d_model, n_outputs)
         self.embed = PatchEmbed(img_size, patch_size, in_channels, encoder.d_model)
         self.cls_token = nn.Parameter(torch.zeros(1, 1, encoder.d_model))
-        if self.learned_positions:
-            self.pos_embed = nn.Parameter(torch.zeros(1, n_tokens, encoder.d_model))  # starts at zero: a no-op
-        else:
-            self.pos_embed = None
+        zeros = torch.zeros(1, n_tokens, encoder.d_model)  # the learned positions start as a no-op
+        self.pos_embed = nn.Parameter(zeros) if self.learned_positions else None
 
     @property
     def n_tokens(self):
@@ -145,20 +133,16 @@ class ViT(nn.Module):
 
 
 def cls_attention(model, images, layer_idx=-1):
-    """The CLS query's attention over the patches in encoder layer ``layer_idx``, as the patch grid.
-
-    Runs ``model`` (its layers storing their weights) in eval mode, mode restored. Returns
-    ``logits`` ``(N, n_outputs)`` and ``attention`` ``(N, n_heads, grid, grid)`` on the CPU (the
-    weight on the CLS token itself left out).
-    """
+    """The CLS query's attention over the patches in encoder layer ``layer_idx``, as the patch grid:
+    ``logits`` ``(N, n_outputs)`` and ``attention`` ``(N, n_heads, grid, grid)`` on the CPU (the weight
+    on the CLS token itself left out), from one run in eval mode, the mode restored."""
     check_instance("model", model, ViT, "a ViT")
     _check_images(images, model.embed.in_channels, model.embed.img_size)
     attention_layer = model.encoder.layers[layer_idx].self_attn_heads
     if not attention_layer.store_alphas:
         raise ValueError("this encoder layer keeps no attention weights (store_alphas=False)")
-    device = model_device(model)
     with evaluating(model):
-        logits = model(images.to(device))  # (N, n_outputs)
+        logits = model(images.to(model_device(model)))  # (N, n_outputs)
     alphas = attention_layer.alphas  # (N, h, 1 + n_patches, 1 + n_patches)
     grid = model.embed.grid_size
     attention = alphas[:, :, 0, 1:].reshape(alphas.shape[0], alphas.shape[1], grid, grid)  # (N, h, g, g)

@@ -265,7 +265,7 @@ def _todays_block_lines(model, layer):
         kind = "multi-query" if attention.n_kv_heads == 1 else "grouped-query"
         heads += f", {attention.n_kv_heads} KV head{'s' if attention.n_kv_heads > 1 else ''}: {kind}"
     mlp = {"relu": "feed-forward", "gelu": "GELU feed-forward", "gelu_tanh": "GELU (tanh) feed-forward",
-           "swiglu": "SwiGLU feed-forward"}[getattr(layer, "mlp", "relu")]
+           "swiglu": "SwiGLU feed-forward"}[getattr(layer, "mlp_kind", "relu")]
     norm = "RMSNorm" if isinstance(model.norm if model.norm is not None else layer.sublayers[0].norm, RMSNorm) \
         else "LayerNorm"
     extras = ([] if norm == "LayerNorm" else [f"norm = {norm}"]) + \

@@ -34,7 +34,7 @@ class LRScheduler(Callback):
                              "got one built on another optimizer")
         if interval is None:
             interval = "batch" if isinstance(scheduler, PER_BATCH) or counts_steps(scheduler) else "epoch"
-        check_choice("interval", interval, ("batch", "epoch", None))
+        check_choice("interval", interval, ("batch", "epoch"))
         self.plateau = isinstance(scheduler, lr_scheduler.ReduceLROnPlateau)
         if self.plateau and interval != "epoch":
             raise ValueError("ReduceLROnPlateau follows the validation loss, which exists once per epoch: "

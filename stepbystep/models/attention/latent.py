@@ -78,8 +78,7 @@ class LatentAttention(HeadsInput, nn.Module):
         self.linear_out = nn.Linear(n_heads * v_head_dim, d_model, bias=bias)
         self.dropout = nn.Dropout(p=dropout)
         self.alphas = None
-        self.rotary = None
-        self.set_rotary(rotary)
+        self.set_rotary(rotary)  # sets self.rotary
 
     def set_rotary(self, rotary):
         """Rotate the queries' and the shared key's ``rope_head_dim`` part with ``rotary``."""

@@ -2,25 +2,14 @@
 source (padding) ``(N, 1, L_s)``, target (causal) ``(1, L_t, L_t)``. ``F.scaled_dot_product_attention``'s
 bool mask means the same; ``nn.MultiheadAttention`` and ``nn.Transformer`` take blocked-masks
 (``True`` = blocked), ``key_padding_mask`` ``(N, L)`` or additive floats: the converters below go
-between those and ours explicitly.
-"""
+between those and ours explicitly."""
 import torch
 
 from ...checks import check_non_negative_int, check_positive_int, check_tensor
 
-__all__ = [
-    "subsequent_mask",
-    "window_mask",
-    "padding_mask",
-    "keep_mask",
-    "as_keep_mask",
-    "to_torch_attn_mask",
-    "from_torch_attn_mask",
-    "to_key_padding_mask",
-    "from_key_padding_mask",
-    "to_additive_mask",
-    "from_additive_mask",
-]
+__all__ = ["subsequent_mask", "window_mask", "padding_mask", "keep_mask", "as_keep_mask", "to_torch_attn_mask",
+           "from_torch_attn_mask", "to_key_padding_mask", "from_key_padding_mask", "to_additive_mask",
+           "from_additive_mask"]
 
 
 def subsequent_mask(size, device=None):
@@ -58,14 +47,12 @@ def padding_mask(ids, pad_id=0):
 
 
 def keep_mask(mask, n, l_q, l_k, name="mask", as_bool=True):
-    """Raise a clear ``TypeError``/``ValueError`` unless ``mask`` is a keep-mask that broadcasts to
-    scores ``(n, l_q, l_k)``: shape ``(1 or n, 1 or l_q, l_k)``, bool (or 0/1 integers); returns it as
-    bool (``as_bool=False``: as it came, see ``as_keep_mask``).
+    """``mask`` as a bool keep-mask that broadcasts to scores ``(n, l_q, l_k)``, else a clear error:
+    shape ``(1 or n, 1 or l_q, l_k)``, bool or 0/1 integers (``as_bool=False``: returned as it came).
 
-    The one mask rule of every attention path. A 2-D mask is refused: PyTorch's ``attn_mask``
-    ``(L_q, L_k)`` and ``key_padding_mask`` ``(N, L_k)`` both lack a dimension, a different one, and
-    the message gives the conversion for each reading its shape allows.
-    """
+    The one mask rule of every attention entry point (``attend`` trusts what it is given). A 2-D
+    mask is refused: PyTorch's ``attn_mask`` ``(L_q, L_k)`` and ``key_padding_mask`` ``(N, L_k)``
+    each lack a different dimension; the message gives the conversion for each reading possible."""
     mask = as_keep_mask(mask, name, as_bool)
     if mask.dim() != 3 or mask.shape[0] not in (1, n) or mask.shape[1] not in (1, l_q) or mask.shape[2] != l_k:
         rows, queries = ("1" if n == 1 else f"1 or {n}"), ("1" if l_q == 1 else f"1 or {l_q}")
@@ -86,13 +73,9 @@ def _two_d_hint(shape, n, l_q, name):
 
 def as_keep_mask(mask, name="mask", as_bool=True):
     """``mask`` (bool or 0/1 integers, ``True`` = may attend) as a bool tensor of the same shape
-    (``as_bool=False``: checked only, as it came, for a caller that converts it part by part).
-
-    A float mask is refused (TypeError): an additive mask (``0`` keep, ``-inf`` block) cast to
-    bool would come out inverted, so it must go through ``from_additive_mask`` first. Integers
-    other than 0 and 1 are refused (ValueError): they are no keep-mask's values. Every element is
-    checked, through its minimum and maximum (no copy of the mask).
-    """
+    (``as_bool=False``: checked only, for a caller that converts it part by part). A float mask is
+    a TypeError: an additive mask (``0`` keep, ``-inf`` block) cast to bool would come out inverted.
+    Every element is checked, through the minimum and maximum (no copy of the mask)."""
     check_tensor(name, mask)
     if mask.dtype == torch.bool:
         return mask
@@ -109,22 +92,14 @@ def as_keep_mask(mask, name="mask", as_bool=True):
     return mask.bool() if as_bool else mask
 
 
-def _blocked(mask, name):
-    """Our keep-mask (bool or 0/1) as PyTorch's blocked-mask (``True`` = may not attend)."""
-    return ~as_keep_mask(mask, name)
-
-
 def to_torch_attn_mask(mask):
     """Target keep-mask ``(1, L_q, L_k)`` or ``(L_q, L_k)`` -> PyTorch bool ``attn_mask``
     ``(L_q, L_k)`` where ``True`` means blocked."""
-    blocked = _blocked(mask, "mask")
+    blocked = ~as_keep_mask(mask)
     if blocked.dim() == 3:
         if mask.shape[0] != 1:
-            raise ValueError(
-                "mask must be shared by the batch, shape (1, L_q, L_k), "
-                f"got {tuple(mask.shape)}. Per-sequence masks are key padding masks: "
-                "use to_key_padding_mask"
-            )
+            raise ValueError(f"mask must be shared by the batch, shape (1, L_q, L_k), got {tuple(mask.shape)}. "
+                             "Per-sequence masks are key padding masks: use to_key_padding_mask")
         blocked = blocked[0]  # (L_q, L_k)
     if blocked.dim() != 2:
         raise ValueError(f"mask must have shape (1, L_q, L_k) or (L_q, L_k), got {tuple(mask.shape)}")
@@ -142,7 +117,7 @@ def from_torch_attn_mask(attn_mask):
 
 def to_key_padding_mask(source_mask):
     """Source keep-mask ``(N, 1, L)`` -> PyTorch ``key_padding_mask`` ``(N, L)``, ``True`` = pad."""
-    blocked = _blocked(source_mask, "source_mask")  # (N, 1, L)
+    blocked = ~as_keep_mask(source_mask, "source_mask")  # (N, 1, L)
     if blocked.dim() != 3 or blocked.shape[1] != 1:
         raise ValueError(f"source_mask must have shape (N, 1, L), got {tuple(source_mask.shape)}")
     return blocked[:, 0, :]  # (N, L)
@@ -156,7 +131,7 @@ def from_key_padding_mask(key_padding_mask):
 
 def to_additive_mask(mask, dtype=torch.float32):
     """Keep-mask -> additive float mask of the same shape: ``0`` to keep, ``-inf`` to block."""
-    blocked = _blocked(mask, "mask")
+    blocked = ~as_keep_mask(mask)
     additive = torch.zeros(mask.shape, dtype=dtype, device=mask.device)
     return additive.masked_fill(blocked, float("-inf"))
 

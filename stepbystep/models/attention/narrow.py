@@ -24,32 +24,26 @@ class NarrowMultiHeadAttention(HeadsInput, nn.Module):
     heads of ``WideMultiHeadAttention`` read all of ``d_model``).
 
     Args:
-        n_heads: number of heads; must divide ``d_model``.
-        d_model: size of each element's vector.
+        n_heads: number of heads; must divide ``d_model``, the size of each element's vector.
         dropout: dropout on the attention weights (training only).
-        store_alphas: keep the weights of the last call in ``alphas`` ``(N, h, L_q, L_k)`` (before
-            dropout), computing them step by step; ``False``: PyTorch's fused kernel, the same
-            outputs, ``alphas`` ``None`` (the weights rule: ``scaled_dot_product``'s docstring).
+        store_alphas: keep the last call's weights in ``alphas`` ``(N, h, L_q, L_k)``; ``False``: the
+            fused kernel, ``alphas`` ``None`` (the weights rule: ``scaled_dot_product``'s docstring).
         rotary: ``None`` or a ``RotaryEmbedding`` over ``d_k`` that rotates queries and keys (RoPE).
-        n_kv_heads: grouped-query attention (Ainslie et al. 2023): only ``n_kv_heads`` heads of keys
-            and values, each read by ``n_heads // n_kv_heads`` query heads in a row; ``1`` is
-            multi-query attention (Shazeer 2019). ``None`` (or ``n_heads``): one per query head.
-        bias: the four projections have biases (GPT-2) or not (Llama).
-        qk_norm: QK-norm, an ``RMSNorm`` (``norm_eps``) on the queries and on the keys before the
-            rotation: over each head's ``d_k`` (``"head"``: Qwen3, Gemma 3) or over all the heads'
-            at once (``"all"``: OLMo 2); ``None``: none. It bounds the scores' size, which
-            otherwise grows with the weights in a long training run (Dehghani et al. 2023).
+        n_kv_heads: grouped-query attention (Ainslie et al. 2023): ``n_kv_heads`` heads of keys and
+            values, each read by ``n_heads // n_kv_heads`` query heads in a row; ``1``: multi-query
+            (Shazeer 2019); ``None``: one per query head.
+        bias: biases on the four projections (GPT-2) or not (Llama).
+        qk_norm: an ``RMSNorm`` (``norm_eps``) on the queries and keys before the rotation, over each
+            head's ``d_k`` (``"head"``: Qwen3, Gemma 3) or all heads at once (``"all"``: OLMo 2). It
+            bounds the scores, which otherwise grow with the weights (Dehghani et al. 2023).
 
     ``forward(x, key=None, mask=None, bias=None, rotation=None, cache=None)``: queries from ``x``
-    ``(N, L_q, d_model)``, keys and values from ``key`` ``(N, L_k, d_model)`` (``None``: ``x``,
-    self-attention); ``mask`` a ``(1 or N, 1 or L_q, L_k)`` keep-mask (``True`` = may attend; see
-    ``keep_mask``); ``bias`` ``(h, L_q, L_k)`` or ``(1 or N, h, L_q, L_k)`` added to the scores
-    (ALiBi); ``rotation`` the ``(cos, sin)`` of ``rotary.at(positions)`` for the new tokens
-    (``None``: positions ``0 .. L - 1``, after the tokens a self-attention cache holds); ``cache`` a
-    ``LayerCache`` (KV cache): the new keys and values join the earlier ones, which ``mask`` and
-    ``bias`` then cover (a static one keeps the first ``key``'s for every later call). Returns
-    ``(N, L_q, d_model)``.
-    """
+    ``(N, L_q, d_model)``, keys and values from ``key`` ``(N, L_k, d_model)`` (``None``: ``x``);
+    ``mask`` a keep-mask ``(1 or N, 1 or L_q, L_k)``; ``bias`` ``([1 or N,] h, L_q, L_k)`` added to
+    the scores (ALiBi); ``rotation`` RoPE's ``(cos, sin)`` for the new tokens (``None``: after those
+    a self-attention cache holds); ``cache`` a ``LayerCache``: the new keys and values join the
+    earlier ones, which ``mask`` and ``bias`` cover (a static one keeps the first ``key``'s).
+    Returns ``(N, L_q, d_model)``."""
 
     def __init__(self, n_heads, d_model, dropout=0.1, store_alphas=True, rotary=None, n_kv_heads=None, bias=True,
                  qk_norm=None, norm_eps=1e-6):
@@ -78,8 +72,7 @@ class NarrowMultiHeadAttention(HeadsInput, nn.Module):
             self.q_norm = RMSNorm(self.d_k if per_head else d_model, norm_eps)
             self.k_norm = RMSNorm(self.d_k if per_head else n_kv_heads * self.d_k, norm_eps)
         self.alphas = None
-        self.rotary = None
-        self.set_rotary(rotary)
+        self.set_rotary(rotary)  # sets self.rotary
 
     def set_rotary(self, rotary):
         """Rotate queries and keys with ``rotary`` (a ``RotaryEmbedding`` over ``d_k``), or not (``None``)."""

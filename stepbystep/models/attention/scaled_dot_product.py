@@ -2,14 +2,12 @@
 out or through PyTorch's fused kernel under the same mask rules; ``scaled_dot_product`` checks a
 learner's inputs first.
 
-The weights rule, one switch under one name, ``store_alphas``: ``True`` computes the weights step by
-step and returns them (a module keeps them in ``alphas`` ``(N, h, L_q, L_k)``, before dropout);
-``False`` runs PyTorch's fused kernel, the same outputs up to rounding, and no weights. The default
-everywhere: a function, module or model keeps them (``True``), so that what a learner builds shows
-what it attended to; the decoder-only models (``DecoderConfig``) do not, because they generate token
-by token, and show them on request (``attention_weights``, through ``keeping_weights``). The wide
-heads (``Attention``) always keep them.
-"""
+The weights rule, one switch, ``store_alphas``: ``True`` computes the weights step by step and
+returns them (a module keeps them in ``alphas`` ``(N, h, L_q, L_k)``, before dropout); ``False``
+runs the fused kernel, the same outputs up to rounding, no weights. Everything keeps them by
+default, so that what a learner builds shows what it attended to, but the decoder-only models
+(``DecoderConfig``): they generate token by token, and show them on request (``attention_weights``,
+through ``keeping_weights``). The wide heads (``Attention``) always keep them."""
 import math
 import warnings
 
@@ -24,7 +22,7 @@ __all__ = ["scaled_dot_product", "attend", "scores", "masked_softmax"]
 
 def masked_softmax(scores, mask=None):
     """Softmax over the last dimension, masked keys (``mask`` ``False``) exactly 0; a row with
-    every key masked is all zeros rather than NaN."""
+    every key masked is all zeros rather than NaN. A 0/1 mask is converted, not checked for shape."""
     if mask is None:
         return torch.softmax(scores, dim=-1)
     if not (isinstance(mask, torch.Tensor) and mask.dtype == torch.bool):
@@ -42,21 +40,15 @@ def scores(q, k, bias=None):
 
 
 def attend(q, k, v, mask=None, bias=None, dropout=None, store_alphas=True, *, need_weights=None):
-    """``softmax(q kᵀ / √d_k + bias) v``: the context and the weights (taken before ``dropout``).
+    """``softmax(q kᵀ / √d_k + bias) v``: the context ``(N, ..., L_q, d_v)`` and the weights
+    ``(N, ..., L_q, L_k)``, taken before ``dropout`` (an ``nn.Dropout``); with ``store_alphas=False``,
+    the fused kernel's context and ``None``. Unchecked: the callers check (``keep_mask``).
 
-    Shapes: ``q`` ``(N, ..., L_q, d_k)``, ``k`` ``(N, ..., L_k, d_k)``, ``v``
-    ``(N, ..., L_k, d_v)``; with heads, ``k`` and ``v`` may have fewer, ``(N, h_kv, L_k, d)``, each
-    read by ``h // h_kv`` query heads in a row (grouped-query attention). ``mask`` broadcasts to the
-    scores ``(N, ..., L_q, L_k)`` (``True`` = may attend; a mask ``(N, L_q, L_k)`` gets the head
-    dimension added, one ``(L_q, L_k)`` broadcasts from the right as in
-    ``F.scaled_dot_product_attention``); ``bias`` is added to the scores (ALiBi); ``dropout``: an
-    ``nn.Dropout`` on the weights.
-    Returns the context ``(N, ..., L_q, d_v)`` and the weights ``(N, ..., L_q, L_k)``.
-
-    ``store_alphas=False`` runs PyTorch's fused kernel instead (the same context up to rounding;
-    the weights are ``None``), under the same rules: a row whose every key is masked gives zeros.
-    ``need_weights``: its former name, still read, with a ``DeprecationWarning``.
-    """
+    ``q`` ``(N, ..., L_q, d_k)``, ``k`` ``(N, ..., L_k, d_k)``, ``v`` ``(N, ..., L_k, d_v)``; with
+    heads, ``k`` and ``v`` may have fewer, ``(N, h_kv, L_k, d)``, each read by ``h // h_kv`` query
+    heads in a row (grouped-query attention). ``mask`` (``True`` = may attend) broadcasts to the
+    scores (a ``(N, L_q, L_k)`` one gets the head dimension); a row with every key masked gives
+    zeros. ``bias`` is added to the scores (ALiBi). ``need_weights``: ``store_alphas``'s former name."""
     if need_weights is not None:
         warnings.warn("attend's need_weights is now called store_alphas, as on the attention modules: "
                       f"pass store_alphas={need_weights}", DeprecationWarning, stacklevel=2)
@@ -94,12 +86,9 @@ def _fused(q, k, v, mask, bias, dropout, groups):
 
 
 def scaled_dot_product(q, k, v, mask=None):
-    """Attention by hand: ``softmax(q kᵀ / √d_k) v``, the inputs checked first.
-
-    Shapes: ``q`` ``(N, L_q, d_k)``, ``k`` ``(N, L_k, d_k)``, ``v`` ``(N, L_k, d_v)``, ``mask``
-    ``(1 or N, 1 or L_q, L_k)`` bool, ``True`` = may attend; extra leading dimensions (heads)
-    work too. Returns the context ``(N, L_q, d_v)`` and the weights ``(N, L_q, L_k)``.
-    """
+    """``attend`` with the inputs checked first: ``q`` ``(N, L_q, d_k)``, ``k`` ``(N, L_k, d_k)``, ``v``
+    ``(N, L_k, d_v)`` (extra leading dimensions, heads, work too), ``mask`` ``(1 or N, 1 or L_q, L_k)``
+    bool, ``True`` = may attend. Returns the context ``(N, L_q, d_v)`` and the weights ``(N, L_q, L_k)``."""
     for name, t in (("q", q), ("k", k), ("v", v)):
         check_tensor(name, t)
         if t.dim() < 3:

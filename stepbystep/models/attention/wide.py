@@ -1,7 +1,6 @@
 """Wide attention (chapter 02, the book's chapter 9): one head, and several full-size heads side by
 side (``WideMultiHeadAttention``, the book's ``MultiHeadAttention``), in the book's two steps
-``init_keys(keys)`` then ``forward(query, mask)``.
-"""
+``init_keys(keys)`` then ``forward(query, mask)``."""
 import torch
 from torch import nn
 
@@ -20,17 +19,15 @@ class Attention(nn.Module):
     values). ``alphas`` ``(N, L_q, L_k)``: the weights of the last forward, always kept
     (``store_alphas`` is ``True``, read-only).
     ``forward(query, mask=None)``: ``(N, L_q, input_dim)`` -> ``(N, L_q, d_v)``, ``mask``
-    ``(1 or N, 1 or L_q, L_k)``.
-    """
+    ``(1 or N, 1 or L_q, L_k)``."""
 
     def __init__(self, hidden_dim, input_dim=None, proj_values=False):
         super().__init__()
         check_positive_int("hidden_dim", hidden_dim)
         if input_dim is not None:
             check_positive_int("input_dim", input_dim)
-        self.d_k = hidden_dim
+        self.d_k, self.proj_values = hidden_dim, bool(proj_values)
         self.input_dim = hidden_dim if input_dim is None else input_dim
-        self.proj_values = bool(proj_values)
         self.linear_query = nn.Linear(self.input_dim, hidden_dim)
         self.linear_key = nn.Linear(self.input_dim, hidden_dim)
         self.linear_value = nn.Linear(self.input_dim, hidden_dim)
@@ -51,14 +48,14 @@ class Attention(nn.Module):
         if x.dim() != 3 or x.shape[-1] != self.input_dim:
             raise ValueError(f"{name} must have shape (N, L, {self.input_dim}), got {tuple(x.shape)}")
 
-    def _check_keys(self, query):
+    def _check_query(self, query):
+        """``query`` ``(N, L_q, input_dim)``, after ``init_keys`` with as many sequences."""
+        self._check_input("query", query)
         if self.proj_keys is None:
             raise RuntimeError("no keys to attend to: call init_keys(keys) before attending")
         if self.proj_keys.shape[0] != query.shape[0]:
-            raise ValueError(
-                f"query must have the keys' batch size {self.proj_keys.shape[0]}, got {query.shape[0]}; "
-                "call init_keys(keys) with this batch"
-            )
+            raise ValueError(f"query must have the keys' batch size {self.proj_keys.shape[0]}, got {query.shape[0]}; "
+                             "call init_keys(keys) with this batch")
 
     def init_keys(self, keys):
         """Store ``keys`` ``(N, L_k, input_dim)``, their projection and the values."""
@@ -68,13 +65,11 @@ class Attention(nn.Module):
 
     def score_function(self, query):
         """Scaled dot products of the projected query with the projected keys: ``(N, L_q, L_k)``."""
-        self._check_input("query", query)
-        self._check_keys(query)
+        self._check_query(query)
         return scores(self.linear_query(query), self.proj_keys)  # (N, L_q, L_k)
 
     def forward(self, query, mask=None):
-        self._check_input("query", query)
-        self._check_keys(query)
+        self._check_query(query)
         if mask is not None:
             mask = keep_mask(mask, query.shape[0], query.shape[1], self.proj_keys.shape[1])
         context, alphas = attend(self.linear_query(query), self.proj_keys, self.values, mask)  # (N, L_q, d_v)
@@ -92,25 +87,19 @@ class WideMultiHeadAttention(nn.Module):
     The contexts ``(N, L_q, n_heads · d_model)`` are mixed back to ``d_model``, so parameters grow
     with the heads. ``alphas``: ``(n_heads, N, L_q, L_k)``, heads first, as in the book, always
     kept (``store_alphas`` is ``True``, read-only).
-    ``forward(query, mask=None)``: ``(N, L_q, input_dim)`` -> ``(N, L_q, d_model)``.
-    """
+    ``forward(query, mask=None)``: ``(N, L_q, input_dim)`` -> ``(N, L_q, d_model)``."""
 
     def __init__(self, n_heads, d_model, input_dim=None, proj_values=True):
         super().__init__()
         check_positive_int("n_heads", n_heads)
         check_positive_int("d_model", d_model)
         if not proj_values and input_dim not in (None, d_model):
-            raise ValueError(
-                f"input_dim must be None or d_model={d_model} without proj_values (each head's context then has "
-                f"input_dim features, and linear_out expects d_model), got input_dim={input_dim}: "
-                f"pass proj_values=True or input_dim={d_model}"
-            )
-        self.n_heads = n_heads
-        self.d_model = d_model
+            raise ValueError(f"input_dim must be None or d_model={d_model} without proj_values (each head's "
+                             f"context then has input_dim features, and linear_out expects d_model), got "
+                             f"input_dim={input_dim}: pass proj_values=True or input_dim={d_model}")
+        self.n_heads, self.d_model = n_heads, d_model
         self.linear_out = nn.Linear(n_heads * d_model, d_model)
-        self.attn_heads = nn.ModuleList(
-            [Attention(d_model, input_dim=input_dim, proj_values=proj_values) for _ in range(n_heads)]
-        )
+        self.attn_heads = nn.ModuleList([Attention(d_model, input_dim, proj_values) for _ in range(n_heads)])
 
     def init_keys(self, key):
         """Give every head the keys ``(N, L_k, input_dim)``."""

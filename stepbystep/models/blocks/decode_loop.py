@@ -13,9 +13,7 @@ def decode_steps(step, sequence, max_new_tokens, choose, eos_id=None, pad_id=Non
     ``sequence`` ``(N, t, ...)`` is what the decoder reads first (``<sos>``, a prompt, the last
     source element); ``step(sequence, new)`` gives the outputs for the next element (``new``:
     the part not fed yet, all that a cached step reads); ``choose(outputs)`` picks it, ``(N, ...)``.
-    With ``eos_id``, a row that chose it is finished and gets ``pad_id`` after it.
-    Yields ``(chosen, outputs)`` step by step.
-    """
+    With ``eos_id``, a row that chose it is finished and gets ``pad_id`` after it. Yields ``(chosen, outputs)``."""
     finished = None
     new = sequence
     for _ in range(max_new_tokens):

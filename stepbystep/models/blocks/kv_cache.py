@@ -1,7 +1,6 @@
 """The KV cache (chapter 09): causal attention never lets an old token see a new one, so each layer
 keeps the keys and values it has computed, and a new token computes only its own row. Chapter 17's
-sliding window bounds it: ``window_cache.py``.
-"""
+sliding window bounds it: ``window_cache.py``."""
 import torch
 
 from ...checks import check_positive_int
@@ -12,9 +11,7 @@ __all__ = ["KVCache", "LayerCache"]
 
 def may_hold(ids, pad_id):
     """Whether ``ids`` may hold ``pad_id``: read on the CPU, assumed on an accelerator (no host sync)."""
-    if pad_id is None:
-        return False
-    return ids.device.type != "cpu" or bool((ids == pad_id).any())
+    return pad_id is not None and (ids.device.type != "cpu" or bool((ids == pad_id).any()))
 
 
 def full_message(capacity, held, new):
@@ -24,16 +21,13 @@ def full_message(capacity, held, new):
 
 class LayerCache:
     """One attention layer's keys and values so far, ``(N, h, t, d_k)`` each (``None`` before).
-
     ``static``: cross-attention's, projected from the encoder's states once. ``capacity``:
     preallocate for that many tokens and write each step in place (generation, no gradients).
-    ``length``: the tokens of the stream so far (a windowed cache holds fewer).
-    """
+    ``length``: the tokens of the stream so far (a windowed cache holds fewer)."""
 
     def __init__(self, static=False, capacity=None):
-        self.static, self.capacity = static, capacity
+        self.static, self.capacity, self.length = static, capacity, 0
         self.keys = self.values = None
-        self.length = 0
         self._buffers = None  # with capacity: the (N, h, capacity, d_k) key and value buffers, once the first keys came
 
     def extend(self, keys, values):
@@ -72,8 +66,7 @@ class KVCache:
     """What a decoder keeps between steps: a ``LayerCache`` per layer (and per cross-attention,
     ``cross``), its ``length`` tokens' positions and, once padding may be among them, which tokens
     are real. Each step the model calls ``add_tokens`` and ``mask``, then every layer extends its
-    ``LayerCache``. ``capacity``: preallocate each layer's for that many tokens.
-    """
+    ``LayerCache``. ``capacity``: preallocate each layer's for that many tokens."""
 
     def __init__(self, n_layers, cross=False, capacity=None):
         check_positive_int("n_layers", n_layers)

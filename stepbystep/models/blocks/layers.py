@@ -19,17 +19,13 @@ def feed_forward(d_model, ff_units, dropout):
 
 
 class SubLayerWrapper(nn.Module):
-    """A residual connection, layer norm and dropout around one sublayer: norm-first (the book's)
-    ``x + drop(sublayer(norm(x)))``, or norm-last (the paper's) ``norm(x + drop(sublayer(x)))``.
-    ``norm_output`` (chapter 17) normalises the sublayer's output before it joins the stream
-    instead: ``x + drop(out_norm(sublayer(x)))`` (OLMo 2's reordered norm), and with ``norm_first``
-    its input as well (Gemma's norms on both sides).
+    """A residual connection, a norm (``make_norm``'s ``norm``, ``norm_eps``, ``bias``) and dropout
+    around one sublayer: norm-first (the book's) ``x + drop(sublayer(norm(x)))``, or norm-last (the
+    paper's) ``norm(x + drop(sublayer(x)))``. ``norm_output`` (chapter 17) normalises the sublayer's
+    output instead, ``x + drop(out_norm(sublayer(x)))`` (OLMo 2), with ``norm_first`` its input too (Gemma).
 
-    ``forward(x, sublayer)``: ``(N, L, d_model)`` in and out; ``sublayer`` is any function of one
-    ``(N, L, d_model)`` tensor (a layer passes its attention as a lambda, as the Annotated
-    Transformer does).
-    ``norm``, ``norm_eps``, ``bias``: see ``make_norm`` (chapter 12; the default is ``nn.LayerNorm(d_model)``).
-    """
+    ``forward(x, sublayer)``: ``(N, L, d_model)`` in and out; ``sublayer``: any function of one such
+    tensor (a layer passes its attention as a lambda, as the Annotated Transformer does)."""
 
     def __init__(self, d_model, dropout, norm_first=True, norm="layernorm", norm_eps=1e-5, bias=True,
                  norm_output=False):
@@ -51,15 +47,18 @@ class SubLayerWrapper(nn.Module):
 
 
 class _Layer(nn.Module):
-    """Attention sublayers (``self_attn_heads``, then ``cross_attn_heads`` for a decoder), a
-    feed-forward network and one wrapper each, created in the book's order. Chapter 12's options:
-    ``n_kv_heads`` and ``bias`` for the attention, ``mlp`` (``make_feed_forward``), ``norm`` and
-    ``norm_eps`` (``make_norm``); ``bias`` covers the projections, the network and a LayerNorm.
-    Chapter 17's: ``qk_norm`` (see ``NarrowMultiHeadAttention``, with ``norm_eps``),
-    ``norm_output`` (see ``SubLayerWrapper``), ``self_attention``, a module to use instead of a
-    ``NarrowMultiHeadAttention`` (latent attention), under the same call, and ``n_experts`` (not
-    ``None``: the feed-forward network is a ``MixtureOfExperts`` of ``mlp`` networks,
-    ``expert_ff_units`` or ``ff_units`` wide, with ``experts_per_token`` and ``norm_topk_prob``)."""
+    """Attention sublayers (``self_attn_heads``, then ``cross_attn_heads`` for a decoder; one module
+    each, the book's names), a feed-forward network ``ffn`` and one wrapper each, created in the
+    book's order. Chapter 12's options: ``n_kv_heads``, ``bias`` (projections, network, LayerNorm),
+    ``mlp`` (``make_feed_forward``; kept as ``mlp_kind``), ``norm``, ``norm_eps`` (``make_norm``).
+    Chapter 17's: ``qk_norm`` (``NarrowMultiHeadAttention``), ``norm_output`` (``SubLayerWrapper``),
+    ``self_attention`` (a module used instead, e.g. ``LatentAttention``, under the same call) and
+    ``n_experts`` (a ``MixtureOfExperts`` of ``mlp`` networks, ``expert_ff_units`` or ``ff_units``
+    wide, with ``experts_per_token`` and ``norm_topk_prob``).
+
+    One check rule for both layers: ``query`` before the first norm, every error under the caller's
+    names. The encoder's ``mask`` is its attention's, checked there; the decoder checks ``memory``
+    and its two masks itself (its attentions would say ``key`` and ``mask``) but on a cached step."""
 
     def __init__(self, n_heads, d_model, ff_units, dropout, norm_first, store_alphas, cross, n_kv_heads=None,
                  bias=True, mlp="relu", norm="layernorm", norm_eps=1e-5, qk_norm=None, norm_output=False,
@@ -68,8 +67,7 @@ class _Layer(nn.Module):
         for name, value in (("n_heads", n_heads), ("d_model", d_model), ("ff_units", ff_units)):
             check_positive_int(name, value)
         self.n_heads, self.d_model, self.ff_units = n_heads, d_model, ff_units
-        self.norm_first = bool(norm_first)
-        self.mlp = mlp
+        self.norm_first, self.mlp_kind = bool(norm_first), mlp
         attention = dict(dropout=dropout, store_alphas=store_alphas, n_kv_heads=n_kv_heads, bias=bias, qk_norm=qk_norm,
                          norm_eps=norm_eps)
         self.self_attn_heads = (NarrowMultiHeadAttention(n_heads, d_model, **attention) if self_attention is None
@@ -86,22 +84,19 @@ class _Layer(nn.Module):
 
 
 class EncoderLayer(_Layer):
-    """One encoder layer: self-attention, then a feed-forward network, each wrapped.
+    """One encoder layer: self-attention, then a feed-forward network, each wrapped. ``dropout`` acts
+    on the weights, the network and the wrappers; ``norm_first``: ``SubLayerWrapper``'s;
+    ``store_alphas``: ``NarrowMultiHeadAttention``'s; ``options``: ``_Layer``'s.
 
-    ``n_heads`` must divide ``d_model``; ``dropout`` acts on the weights, the network and the
-    wrappers; ``norm_first``: see ``SubLayerWrapper``; ``store_alphas``: see
-    ``NarrowMultiHeadAttention``; ``options``: chapter 12's (``n_kv_heads``, ``bias``, ``mlp``,
-    ``norm``, ``norm_eps``). ``forward(query, mask=None, bias=None, rotation=None, cache=None)``:
-    ``(N, L, d_model)`` in and out, ``mask`` a bool keep-mask ``(1 or N, 1 or L, L)`` (PyTorch's
-    masks: convert them with ``from_additive_mask`` or ``from_torch_attn_mask``); the rest goes to
-    the self-attention.
-    """
+    ``forward(query, mask=None, bias=None, rotation=None, cache=None)``: ``(N, L, d_model)`` in and
+    out; ``mask`` a bool keep-mask ``(1 or N, 1 or L, L)`` (PyTorch's masks: ``from_additive_mask``,
+    ``from_torch_attn_mask``); the rest goes to the self-attention."""
 
     def __init__(self, n_heads, d_model, ff_units, dropout=0.1, norm_first=True, store_alphas=True, **options):
         super().__init__(n_heads, d_model, ff_units, dropout, norm_first, store_alphas, cross=False, **options)
 
     def forward(self, query, mask=None, bias=None, rotation=None, cache=None):
-        self.self_attn_heads.check_input("query", query)  # before the first norm: shape and dtype
+        self.self_attn_heads.check_input("query", query)
         x = self.sublayers[0](query, lambda y: self.self_attn_heads(y, mask=mask, bias=bias, rotation=rotation,
                                                                      cache=cache))  # (N, L, d_model)
         return self.sublayers[1](x, self.ffn)  # (N, L, d_model)
@@ -109,15 +104,12 @@ class EncoderLayer(_Layer):
 
 class DecoderLayer(_Layer):
     """One decoder layer: masked self-attention, cross-attention to the encoder's states, then a
-    feed-forward network, each wrapped.
+    feed-forward network, each wrapped; ``EncoderLayer``'s arguments.
 
-    Same arguments as ``EncoderLayer``. ``forward(query, source_mask=None, target_mask=None,
-    memory=None, cache=None, cross_cache=None)``: ``query`` ``(N, L_t, d_model)``; ``memory`` the
-    encoder's states ``(N, L_s, d_model)``, which the cross-attention reads (with a ``cross_cache``
-    that holds them, ``None`` will do); ``source_mask`` ``(1 or N, 1, L_s)``; ``target_mask``
-    ``(1 or N, L_t, L_t)``; ``cache`` and ``cross_cache`` the two attentions' ``LayerCache``.
-    Returns ``(N, L_t, d_model)``.
-    """
+    ``forward(query, source_mask=None, target_mask=None, memory=None, cache=None, cross_cache=None)``:
+    ``query`` ``(N, L_t, d_model)`` in and out; ``memory`` the encoder's states ``(N, L_s, d_model)``
+    (``None`` will do with a ``cross_cache`` that holds them); ``source_mask`` ``(1 or N, 1, L_s)``;
+    ``target_mask`` ``(1 or N, L_t, L_t)``; ``cache``, ``cross_cache``: the attentions' ``LayerCache``."""
 
     def __init__(self, n_heads, d_model, ff_units, dropout=0.1, norm_first=True, store_alphas=True):
         super().__init__(n_heads, d_model, ff_units, dropout, norm_first, store_alphas, cross=True)
@@ -129,9 +121,7 @@ class DecoderLayer(_Layer):
         return self.sublayers[2](x, self.ffn)  # (N, L_t, d_model)
 
     def _check_inputs(self, query, source_mask, target_mask, memory, cache, cross_cache):
-        """Errors name the caller's arguments (the attentions' would say x, key and mask); a model's
-        cached step made its masks itself and is not checked again."""
-        self.self_attn_heads.check_input("query", query)  # before the first norm: shape and dtype
+        self.self_attn_heads.check_input("query", query)
         if cache is not None or cross_cache is not None:
             return
         if memory is None:

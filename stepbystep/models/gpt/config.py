@@ -3,10 +3,16 @@
 model class builds all three."""
 from dataclasses import dataclass, fields, replace
 
-from ...checks import check_positive_int
-from ..feed_forward import llama_hidden_size
+from ...checks import (check_choice, check_instance, check_int_range, check_non_negative_int, check_positive_int,
+                       check_positive_number)
+from ..attention.narrow import QK_NORMS
+from ..feed_forward import MLPS, llama_hidden_size
+from ..norms import NORMS
+from ..positions.rotary import ROTARY_PAIRINGS
 
-__all__ = ["DecoderConfig"]
+__all__ = ["DecoderConfig", "POSITION_SCHEMES"]
+
+POSITION_SCHEMES = ("sinusoidal", "learned", "alibi", "rope", "none")
 
 
 @dataclass(frozen=True)
@@ -90,6 +96,65 @@ class DecoderConfig:
     rope_head_dim: int | None = None
     nope_head_dim: int | None = None
     v_head_dim: int | None = None
+
+    def __post_init__(self):
+        """Refuse at once a setting the model could not build, naming it: the model checks none again."""
+        check_choice("position_scheme", self.position_scheme, POSITION_SCHEMES)
+        check_choice("norm", self.norm, NORMS)
+        check_choice("mlp", self.mlp, MLPS)
+        check_choice("rope_pairing", self.rope_pairing, ROTARY_PAIRINGS)
+        if self.qk_norm is not None:
+            check_choice("qk_norm", self.qk_norm, QK_NORMS)
+        for name in ("head_bias", "norm_output", "norm_topk_prob"):
+            check_instance(name, getattr(self, name), bool, "True or False")
+        self._check_latent()
+        self._check_window()
+        check_positive_number("rope_base", self.rope_base)
+        for name in ("vocab_size", "d_model", "n_layers", "max_len", "experts_per_token"):
+            check_positive_int(name, getattr(self, name))
+        if self.embedding_std is not None:
+            check_positive_number("embedding_std", self.embedding_std)
+        for name in ("n_experts", "expert_ff_units"):
+            if getattr(self, name) is not None:
+                check_positive_int(name, getattr(self, name))
+        if self.pad_id is not None:
+            check_int_range("pad_id", self.pad_id, 0, self.vocab_size - 1)
+        if self.n_experts is not None and self.experts_per_token > self.n_experts:
+            raise ValueError(f"experts_per_token must be at most n_experts ({self.n_experts}), "
+                             f"got {self.experts_per_token}")
+        rope_d_k = self.position_scheme == "rope" and self.kv_latent_dim is None and self.d_model % self.n_heads == 0
+        if rope_d_k and (self.d_model // self.n_heads) % 2 != 0:  # (an indivisible d_model: the layers refuse it)
+            raise ValueError(f"position_scheme 'rope' needs an even d_model // n_heads (the dimensions go in "
+                             f"pairs), got d_model={self.d_model} and n_heads={self.n_heads}")
+
+    def _check_latent(self):
+        """Latent attention's settings: rotary positions, none of the heads' own key options."""
+        sizes = ("q_latent_dim", "rope_head_dim", "nope_head_dim", "v_head_dim")
+        if self.kv_latent_dim is None:
+            given = [f"{name}={getattr(self, name)}" for name in sizes if getattr(self, name) is not None]
+            if given:
+                raise ValueError(f"{', '.join(given)} only apply to latent attention: set kv_latent_dim too")
+            return
+        if self.position_scheme != "rope":
+            raise ValueError(f"latent attention (kv_latent_dim={self.kv_latent_dim}) needs position_scheme 'rope', "
+                             f"got {self.position_scheme!r}")
+        if self.n_kv_heads not in (None, self.n_heads) or self.qk_norm is not None:
+            raise ValueError("latent attention rebuilds every head's keys from its latent: n_kv_heads and qk_norm "
+                             f"must be left unset, got n_kv_heads={self.n_kv_heads} and qk_norm={self.qk_norm!r}")
+        for name in sizes:
+            if getattr(self, name) is not None:
+                check_positive_int(name, getattr(self, name))
+        if self.latent_sizes()["rope_head_dim"] % 2 != 0:
+            raise ValueError(f"rope_head_dim must be even (RoPE turns pairs of dimensions), got {self.rope_head_dim}")
+
+    def _check_window(self):
+        """``sliding_window``: ``None`` or a positive int; ``attention_sinks``: an int >= 0, only with a window."""
+        if self.sliding_window is not None:
+            check_positive_int("sliding_window", self.sliding_window)
+        check_non_negative_int("attention_sinks", self.attention_sinks)
+        if self.attention_sinks and self.sliding_window is None:
+            raise ValueError(f"attention_sinks={self.attention_sinks} needs a sliding_window: without one every "
+                             "token stays readable")
 
     def latent_sizes(self):
         """Latent attention's sizes, the defaults filled in: a dict of ``LatentAttention``'s arguments."""

@@ -1,8 +1,7 @@
 """Generation (chapter 09): a decoder-only model writes one token at a time, greedily or by sampling.
 
 ``temperature`` divides the logits (0: the arg-max), ``top_k`` keeps the ``k`` most likely tokens,
-``top_p`` the nucleus (Holtzman et al. 2020); one token is drawn from the rest, renormalised.
-"""
+``top_p`` the nucleus (Holtzman et al. 2020); one token is drawn from the rest, renormalised."""
 import math
 import numbers
 
@@ -13,18 +12,8 @@ from ...checks import check_fraction, check_instance, check_int_range, check_pos
 from ...devices import evaluating, model_device
 from ..blocks.decode_loop import decode_steps, in_batches
 
-__all__ = [
-    "top_k_filter",
-    "top_p_filter",
-    "sampling_distribution",
-    "sample_next",
-    "left_pad",
-    "prompt_batch",
-    "generation_steps",
-    "generate",
-    "complete",
-    "next_token_logits",
-]
+__all__ = ["top_k_filter", "top_p_filter", "sampling_distribution", "sample_next", "left_pad", "prompt_batch",
+           "generation_steps", "generate", "complete", "next_token_logits"]
 
 
 def check_sampling(temperature=1.0, top_k=None, top_p=None):
@@ -37,10 +26,8 @@ def check_sampling(temperature=1.0, top_k=None, top_p=None):
 
 
 def top_k_filter(logits, k):
-    """Keep the ``k`` largest logits of each row ``(N, V)``, set the others to ``-inf``.
-
-    Exactly ``k`` survive (``torch.topk``'s choice among ties); ``k >= V`` keeps everything.
-    """
+    """Keep the ``k`` largest logits of each row ``(N, V)`` (exactly ``k``: ``torch.topk``'s choice
+    among ties; ``k >= V``: all), set the others to ``-inf``."""
     if k >= logits.shape[-1]:
         return logits
     kept = logits.topk(k, dim=-1).indices  # (N, k)
@@ -64,10 +51,8 @@ def top_p_filter(logits, p):
 
 
 def sampling_distribution(logits, temperature=1.0, top_k=None, top_p=None):
-    """The distribution a token is drawn from: logits ``(N, V)`` -> probabilities ``(N, V)``.
-
-    Temperature, then top-k, then top-p; the rest renormalised. ``temperature=0``: all on the arg-max.
-    """
+    """The distribution a token is drawn from, logits ``(N, V)`` -> probabilities ``(N, V)``: temperature,
+    then top-k, then top-p, the rest renormalised; ``temperature=0``: all on the arg-max."""
     check_sampling(temperature, top_k, top_p)
     return _distribution(logits, temperature, top_k, top_p)
 
@@ -99,11 +84,8 @@ def sample_next(logits, temperature=1.0, top_k=None, top_p=None, generator=None)
 
 def _check_logits(logits, total, temperature=None):
     """Raise ``FloatingPointError`` naming the cause when logits ``(N, V)`` leave no token to choose.
-
-    ``total``: the sum of each row's maximum (NaN if a row holds one, +inf if it holds one, -inf if
-    all its tokens are blocked), plus for sampling the probabilities' sum (NaN when they overflowed):
-    one host read when all is well; the causes are told apart only when it is not finite.
-    """
+    ``total``: the rows' maxima summed (NaN or +inf if a row holds one, -inf if a row is all blocked),
+    plus for sampling the probabilities' sum (NaN on overflow): one host read when all is well."""
     if math.isfinite(total.item()):
         return
     check = "check the model's weights (a diverged training run?) and inputs"
@@ -184,16 +166,14 @@ def generation_steps(model, prompt, max_new_tokens, choose, eos_id=None, pad_id=
 
 def generate(model, inputs, max_new_tokens, *, temperature=1.0, top_k=None, top_p=None, eos_id=None, pad_id=None,
              use_cache=True, generator=None):
-    """Continue each prompt with up to ``max_new_tokens`` tokens; returns the prompt then the new ids.
+    """Continue each prompt with up to ``max_new_tokens`` tokens: ``(L + T,)`` for one prompt,
+    ``(N, L + T)`` for a batch, the prompt then the new ids, ``T <= max_new_tokens``.
 
-    ``inputs``: one prompt (list of ids, 1-D tensor) or a batch (``(N, L)``, or lists of any
-    lengths, padded on the left with ``pad_id``, the model's by default: each row is generated as
-    it would be alone). ``temperature``, ``top_k``, ``top_p``: see ``sampling_distribution``.
-    ``eos_id``: a row that writes it is finished (then padded); all finished, generation stops.
-    ``use_cache``: a ``KVCache``, else the whole stream again at each step. ``generator``: a
-    seeded ``torch.Generator`` repeats its samples. Eval mode, no gradients.
-    Returns ``(L + T,)`` for one prompt, ``(N, L + T)`` for a batch, ``T <= max_new_tokens``.
-    """
+    ``inputs``: one prompt (list of ids, 1-D tensor) or a batch (``(N, L)``, or lists of any lengths,
+    padded on the left with ``pad_id``, the model's by default: each row generated as it would be
+    alone). ``temperature``, ``top_k``, ``top_p``: see ``sampling_distribution``. ``eos_id``: a row
+    that writes it is finished (then padded). ``use_cache``: a ``KVCache``, else the whole stream at
+    each step. ``generator``: a seeded ``torch.Generator`` repeats the samples. Eval mode, no gradients."""
     pad_id = getattr(model, "pad_id", None) if pad_id is None else pad_id
     prompt, single = prompt_batch(model, inputs, max_new_tokens, eos_id, pad_id, generator)
     check_sampling(temperature, top_k, top_p)
@@ -216,7 +196,6 @@ def complete(model, prompts, max_new_tokens, eos_id, batch_size=500):
         return [row[width:row.index(eos_id, width) + 1] if eos_id in row[width:] else row[width:] for row in generated]
 
     return in_batches(list(prompts), batch_size, run)
-
 
 
 def next_token_logits(model, inputs):

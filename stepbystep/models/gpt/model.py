@@ -4,35 +4,29 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ...checks import (check_choice, check_instance, check_int_range, check_non_negative_int, check_positive_int,
-                       check_positive_number)
+from ...checks import check_ids, check_instance
 from ...data.special_tokens import IGNORE_INDEX
 from ...devices import evaluating
 from ..attention.latent import LatentAttention
-from ..attention.narrow import QK_NORMS, keeping_weights
-from ..blocks.ids import check_ids
+from ..attention.narrow import keeping_weights
 from ..blocks.kv_cache import KVCache
 from ..blocks.layers import EncoderLayer
 from ..blocks.window_cache import WindowedKVCache
-from ..feed_forward import MLPS
 from ..metrics import sequence_cross_entropy
 from ..mixture_of_experts import load_balancing_loss
-from ..norms import NORMS, make_norm
+from ..norms import make_norm
 from ..positions.alibi import alibi_bias_at, alibi_slopes
 from ..positions.learned import LearnedPositionalEmbedding
-from ..positions.rotary import ROTARY_PAIRINGS, RotaryEmbedding
+from ..positions.rotary import RotaryEmbedding
 from ..positions.sinusoidal import PositionalEncoding
-from .config import DecoderConfig
+from .config import POSITION_SCHEMES, DecoderConfig
 
 __all__ = ["DecoderOnlyLayer", "DecoderOnlyTransformer", "IGNORE_INDEX", "POSITION_SCHEMES", "completion_loss"]
-
-POSITION_SCHEMES = ("sinusoidal", "learned", "alibi", "rope", "none")
 
 
 class DecoderOnlyLayer(EncoderLayer):
     """A decoder-only layer: an ``EncoderLayer`` (no encoder to read) under a causal mask, whose
-    attention may rotate its queries and keys (``rotary``, RoPE). Chapter 12's options
-    (``n_kv_heads``, ``bias``, ``mlp``, ``norm``, ``norm_eps``) build today's block."""
+    attention may rotate its queries and keys (``rotary``, RoPE); ``options``: ``_Layer``'s."""
 
     def __init__(self, n_heads, d_model, ff_units, dropout=0.1, norm_first=True, store_alphas=True, rotary=None,
                  **options):
@@ -42,41 +36,22 @@ class DecoderOnlyLayer(EncoderLayer):
 
 class DecoderOnlyTransformer(nn.Module):
     """A decoder-only Transformer over token ids: ids ``(N, L)`` in, next-token logits ``(N, L, V)`` out.
-
-    Token embedding, positions (``position_scheme``), ``n_layers`` ``DecoderOnlyLayer``, a final
-    norm (norm-first layers only) and the output layer ``head``.
+    Token embedding, positions (``position_scheme``), ``n_layers`` ``DecoderOnlyLayer``, a final norm
+    (norm-first layers only) and the output layer ``head``.
 
     ``DecoderOnlyTransformer(vocab_size, **settings)`` or ``DecoderOnlyTransformer(config)``: the
-    settings are ``DecoderConfig``'s fields, with its defaults; the model keeps them in ``config``.
-    ``forward(ids, cache=None)``: with a ``KVCache`` (``new_cache()``), ``ids`` are only the new tokens.
-    With ``n_experts`` (chapter 17), ``aux_loss()`` is the last forward pass's load-balancing loss.
-    """
+    settings are ``DecoderConfig``'s fields, with its defaults, kept in ``config``.
+    ``forward(ids, cache=None)``: with a ``KVCache`` (``new_cache()``), ``ids`` are only the new tokens."""
 
     def __init__(self, vocab_size, **settings):
         super().__init__()
         is_config = isinstance(vocab_size, DecoderConfig)
         c = self.config = vocab_size.replace(**settings) if is_config else DecoderConfig(vocab_size, **settings)
-        check_choice("position_scheme", c.position_scheme, POSITION_SCHEMES)
-        check_choice("norm", c.norm, NORMS)
-        check_choice("mlp", c.mlp, MLPS)
-        check_choice("rope_pairing", c.rope_pairing, ROTARY_PAIRINGS)
-        if c.qk_norm is not None:
-            check_choice("qk_norm", c.qk_norm, QK_NORMS)
-        check_instance("head_bias", c.head_bias, bool, "True or False")
-        check_instance("norm_output", c.norm_output, bool, "True or False")
-        self._check_latent(c)
-        self._check_window(c)
-        check_positive_number("rope_base", c.rope_base)
-        for name in ("vocab_size", "d_model", "n_layers", "max_len"):
-            check_positive_int(name, getattr(c, name))
-        if c.pad_id is not None:
-            check_int_range("pad_id", c.pad_id, 0, c.vocab_size - 1)
         self.vocab_size, self.d_model, self.n_layers, self.max_len = c.vocab_size, c.d_model, c.n_layers, c.max_len
         self.position_scheme, self.pad_id = c.position_scheme, c.pad_id
         self.norm_first, self.tie_weights = bool(c.norm_first), bool(c.tie_weights)
         self.embed = nn.Embedding(c.vocab_size, c.d_model)
         if c.embedding_std is not None:
-            check_positive_number("embedding_std", c.embedding_std)
             nn.init.normal_(self.embed.weight, std=c.embedding_std)
         self.pe = None  # what is added to the embeddings, if anything
         self.rotary = None
@@ -89,11 +64,7 @@ class DecoderOnlyTransformer(nn.Module):
         elif c.position_scheme == "rope" and c.kv_latent_dim is not None:  # only the decoupled part turns
             self.rotary = RotaryEmbedding(c.latent_sizes()["rope_head_dim"], c.rope_base, c.max_len, c.rope_pairing)
         elif c.position_scheme == "rope" and c.d_model % c.n_heads == 0:  # (an indivisible d_model: the layers refuse it)
-            if (c.d_model // c.n_heads) % 2 != 0:
-                raise ValueError(f"position_scheme 'rope' needs an even d_model // n_heads (the dimensions go in "
-                                 f"pairs), got d_model={c.d_model} and n_heads={c.n_heads}")
             self.rotary = RotaryEmbedding(c.d_model // c.n_heads, c.rope_base, c.max_len, c.rope_pairing)
-        self._check_experts(c)
         self.layers = nn.ModuleList([self.make_layer(c) for _ in range(c.n_layers)])
         final_norm = self.norm_first or c.norm_output  # else the last layer's norm ends the stream
         self.norm = make_norm(c.norm, c.d_model, c.norm_eps, c.bias) if final_norm else None
@@ -113,61 +84,14 @@ class DecoderOnlyTransformer(nn.Module):
                                 n_experts=c.n_experts, experts_per_token=c.experts_per_token,
                                 expert_ff_units=c.expert_ff_units, norm_topk_prob=c.norm_topk_prob)
 
-    @staticmethod
-    def _check_latent(c):
-        """Latent attention's settings: rotary positions, none of the heads' own key options."""
-        sizes = ("q_latent_dim", "rope_head_dim", "nope_head_dim", "v_head_dim")
-        if c.kv_latent_dim is None:
-            given = [f"{name}={getattr(c, name)}" for name in sizes if getattr(c, name) is not None]
-            if given:
-                raise ValueError(f"{', '.join(given)} only apply to latent attention: set kv_latent_dim too")
-            return
-        if c.position_scheme != "rope":
-            raise ValueError(f"latent attention (kv_latent_dim={c.kv_latent_dim}) needs position_scheme 'rope', "
-                             f"got {c.position_scheme!r}")
-        if c.n_kv_heads not in (None, c.n_heads) or c.qk_norm is not None:
-            raise ValueError("latent attention rebuilds every head's keys from its latent: n_kv_heads and qk_norm "
-                             f"must be left unset, got n_kv_heads={c.n_kv_heads} and qk_norm={c.qk_norm!r}")
-        for name in sizes:
-            if getattr(c, name) is not None:
-                check_positive_int(name, getattr(c, name))
-        if c.latent_sizes()["rope_head_dim"] % 2 != 0:
-            raise ValueError(f"rope_head_dim must be even (RoPE turns pairs of dimensions), got {c.rope_head_dim}")
-
-    @staticmethod
-    def _check_experts(c):
-        """The mixture-of-experts fields (chapter 17), read only with ``n_experts``."""
-        check_positive_int("experts_per_token", c.experts_per_token)
-        check_instance("norm_topk_prob", c.norm_topk_prob, bool, "True or False")
-        if c.expert_ff_units is not None:
-            check_positive_int("expert_ff_units", c.expert_ff_units)
-        if c.n_experts is not None:
-            check_positive_int("n_experts", c.n_experts)
-            if c.experts_per_token > c.n_experts:
-                raise ValueError(f"experts_per_token must be at most n_experts ({c.n_experts}), "
-                                 f"got {c.experts_per_token}")
-
     def aux_loss(self, pooled=False):
-        """The load-balancing loss of the last forward pass (a model with ``n_experts``), a scalar
-        tensor with its gradient: each layer's Switch Transformer loss summed, or ``pooled`` over the
-        layers as ``transformers`` does; see ``load_balancing_loss``. Each layer's ``ffn`` keeps its
-        ``tokens_per_expert``."""
+        """The load-balancing loss of the last forward pass (with ``n_experts``), a scalar with its
+        gradient: the layers' losses summed, or ``pooled`` as ``transformers`` does (``load_balancing_loss``)."""
         return load_balancing_loss(self, pooled)
 
-    @staticmethod
-    def _check_window(c):
-        """``sliding_window``: ``None`` or a positive int; ``attention_sinks``: an int >= 0, only with a window."""
-        if c.sliding_window is not None:
-            check_positive_int("sliding_window", c.sliding_window)
-        check_non_negative_int("attention_sinks", c.attention_sinks)
-        if c.attention_sinks and c.sliding_window is None:
-            raise ValueError(f"attention_sinks={c.attention_sinks} needs a sliding_window: without one every "
-                             "token stays readable")
-
     def new_cache(self, capacity=None):
-        """An empty ``KVCache`` for this model's layers (``capacity``: preallocated tokens, no gradients;
-        with a ``sliding_window``, a ``WindowedKVCache``: each layer holds at most
-        ``attention_sinks + sliding_window`` of them)."""
+        """An empty ``KVCache`` for this model's layers (``capacity``: preallocated tokens, no gradients);
+        with a ``sliding_window``, a ``WindowedKVCache``."""
         if self.config.sliding_window is None:
             return KVCache(self.n_layers, capacity=capacity)
         return WindowedKVCache(self.n_layers, self.config.sliding_window, self.config.attention_sinks, capacity)
@@ -183,13 +107,8 @@ class DecoderOnlyTransformer(nn.Module):
 
     def attention_bias(self, query_positions, key_positions):
         """ALiBi's ``-slope × distance`` the attention adds, ``(h or N, h, L_q, L_k)``; ``None`` for other schemes."""
-        if self.position_scheme != "alibi":
-            return None
-        return alibi_bias_at(self.alibi_slopes, query_positions, key_positions)
-
-    def logits(self, states):
-        """The output layer: states ``(N, L, d_model)`` -> logits ``(N, L, V)``."""
-        return self.head(states)
+        alibi = self.position_scheme == "alibi"
+        return alibi_bias_at(self.alibi_slopes, query_positions, key_positions) if alibi else None
 
     def forward(self, ids, cache=None):
         if cache is not None:
@@ -206,12 +125,11 @@ class DecoderOnlyTransformer(nn.Module):
             x = layer(x, mask, bias=bias, rotation=rotation, cache=None if fresh else layer_cache)
         if self.norm is not None:
             x = self.norm(x)
-        return self.logits(x)  # (N, L, V)
+        return self.head(x)  # (N, L, V)
 
     def attention_weights(self, ids, layer_idx=-1):
-        """Layer ``layer_idx``'s self-attention weights for ``ids`` ``(N, L)``: ``(N, h, L, L)``, rows
-        summing to 1. One forward pass in eval mode, without gradients, through the written-out attention
-        (which keeps its weights in ``alphas``; the fused kernel would not); the mode and the setting restored."""
+        """Layer ``layer_idx``'s self-attention weights for ``ids`` ``(N, L)``: ``(N, h, L, L)``, from one
+        forward pass in eval mode through the written-out attention (``keeping_weights``), both restored."""
         attention = self.layers[layer_idx].self_attn_heads
         with keeping_weights(attention), evaluating(self):
             self(ids)

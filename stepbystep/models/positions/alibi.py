@@ -1,7 +1,6 @@
 """ALiBi (chapter 10; Press, Smith and Lewis 2022): each head ``h`` adds ``-m_h · |i - j|`` to the
 score of query ``i`` for key ``j``, with geometric slopes ``m_h``: nothing learned, nothing added
-to the embeddings, and an unseen distance only lowers a score further along the same line.
-"""
+to the embeddings, and an unseen distance only lowers a score further along the same line."""
 import math
 
 import torch
@@ -19,8 +18,7 @@ def _power_of_two_slopes(n_heads):
 def alibi_slopes(n_heads):
     """The heads' slopes ``(n_heads,)``: ``2^(-8/n), 2^(-16/n), ..., 2^(-8)`` for a power of two
     ``n``; otherwise those of the largest power of two ``k < n``, then every other slope of ``2k``
-    heads, the first ``n - k`` of them (6 heads: ``1/4, 1/16, 1/64, 1/256, 1/2, 1/8``).
-    """
+    heads, the first ``n - k`` of them (6 heads: ``1/4, 1/16, 1/64, 1/256, 1/2, 1/8``)."""
     check_positive_int("n_heads", n_heads)
     closest = 2 ** int(math.floor(math.log2(n_heads)))  # the largest power of two <= n_heads
     slopes = _power_of_two_slopes(closest)
@@ -30,12 +28,9 @@ def alibi_slopes(n_heads):
 
 
 def alibi_bias_at(slopes, query_positions, key_positions):
-    """``-slope × |query position - key position|`` for every head, query and key.
-
-    ``slopes`` ``(h,)``; ``query_positions`` ``(L_q,)`` or ``(N, L_q)`` and ``key_positions``
-    ``(L_k,)`` or ``(N, L_k)``, integers (per row when rows are padded differently). Returns
-    ``(h, L_q, L_k)`` for 1-D positions, ``(N, h, L_q, L_k)`` otherwise, in ``slopes``' dtype.
-    """
+    """``-slope × |query position - key position|`` for every head, query and key, in ``slopes``' dtype:
+    ``slopes`` ``(h,)``, integer positions ``(L_q,)`` and ``(L_k,)`` -> ``(h, L_q, L_k)``, or per row
+    (rows padded differently) ``(N, L_q)`` and ``(N, L_k)`` -> ``(N, h, L_q, L_k)``."""
     check_tensor("slopes", slopes, ndim=1)
     check_tensor("query_positions", query_positions, ndim=(1, 2))
     check_tensor("key_positions", key_positions, ndim=(1, 2))
@@ -46,13 +41,9 @@ def alibi_bias_at(slopes, query_positions, key_positions):
 
 
 def alibi_bias(n_heads, length_q, length_k=None):
-    """The additive ALiBi bias ``(n_heads, L_q, L_k)``: ``-slope_h × distance``.
-
-    The queries are the last ``L_q`` of the ``L_k`` positions (``L_k = L_q`` by default), as in
-    self-attention, or a cache's new rows: query ``i`` sits at position ``L_k - L_q + i`` and
-    key ``j`` at ``j``. The distance is ``|i - j|``: zero on the diagonal, growing by one per
-    step away. A causal model masks the future anyway, so only the past's half is ever used.
-    """
+    """The additive ALiBi bias ``(n_heads, L_q, L_k)``, ``-slope_h × |i - j|``, the queries being the
+    last ``L_q`` of the ``L_k`` positions (``L_k = L_q`` by default: self-attention; else a cache's new
+    rows). A causal model masks the future anyway, so only the past's half is ever used."""
     check_positive_int("n_heads", n_heads)
     check_positive_int("length_q", length_q)
     length_k = length_q if length_k is None else check_positive_int("length_k", length_k)

@@ -1,46 +1,24 @@
 """Learned positions (chapter 10): a trainable row per position added to the embeddings, as in BERT
-and GPT-2. A row learns only from sequences long enough to reach it; past the table, there is none.
-"""
+and GPT-2. A row learns only from sequences long enough to reach it; past the table, there is none."""
 import torch
 from torch import nn
 
-from ...checks import check_instance, check_positive_int, check_positive_number, check_tensor
+from ...checks import check_instance, check_positions, check_positive_int, check_positive_number
 
-__all__ = ["LearnedPositionalEmbedding", "check_positions"]
-
-
-def check_positions(positions, length, max_len):
-    """Positions ``(L,)`` or ``(N, L)``: integers in ``0 .. max_len - 1``, one per vector.
-
-    The values are read only on the CPU (elsewhere that would wait for the device).
-    """
-    check_tensor("positions", positions, ndim=(1, 2))
-    if positions.is_floating_point() or positions.dtype == torch.bool:
-        raise TypeError(f"positions must hold integer positions, got dtype {positions.dtype}")
-    if positions.shape[-1] != length:
-        raise ValueError(f"positions must have one entry per vector, (L,) or (N, L) with L = {length}, "
-                         f"got shape {tuple(positions.shape)}")
-    if positions.device.type == "cpu" and positions.numel():
-        low, high = int(positions.min()), int(positions.max())
-        if low < 0 or high >= max_len:
-            raise ValueError(f"positions must be in 0..{max_len - 1} (the table has max_len={max_len} rows: "
-                             f"a position past them has no vector), got {high if high >= max_len else low}")
+__all__ = ["LearnedPositionalEmbedding"]
 
 
 class LearnedPositionalEmbedding(nn.Module):
     """A trainable table ``weight`` ``(max_len, d_model)``, rows from ``N(0, std²)`` (BERT: 0.02).
-
     ``forward(x, positions=None)``: ``x`` ``(N, L, d_model)`` plus the rows at ``positions``
-    (``None``: ``0 .. L-1``; ``(L,)`` or ``(N, L)``); a position past the table is a ``ValueError``.
-    """
+    (``None``: ``0 .. L-1``; ``(L,)`` or ``(N, L)``); a position past the table is a ``ValueError``."""
 
     def __init__(self, max_len, d_model, std=0.02):
         super().__init__()
         check_positive_int("max_len", max_len)
         check_positive_int("d_model", d_model)
         check_positive_number("std", std)
-        self.max_len = max_len
-        self.d_model = d_model
+        self.max_len, self.d_model = max_len, d_model
         self.weight = nn.Parameter(torch.randn(max_len, d_model) * std)  # (max_len, d_model)
 
     @property

@@ -1,13 +1,11 @@
 """Rotary position embeddings (chapter 10; Su et al. 2021): each pair of dimensions ``(2i, 2i + 1)``
 of a query or key turns by ``position · θ_i``, ``θ_i = base^(-2i / d_head)``, so a score sees the
 offset between two tokens, never where they sit. Hugging Face's Llama pairs dimension ``i`` with
-``i + d_head / 2`` instead (``rotate_half``): the same rotations on permuted dimensions (chapter 12).
-"""
+``i + d_head / 2`` instead (``rotate_half``): the same rotations on permuted dimensions (chapter 12)."""
 import torch
 from torch import nn
 
-from ...checks import check_choice, check_instance, check_positive_int, check_positive_number
-from .learned import check_positions
+from ...checks import check_choice, check_instance, check_positions, check_positive_int, check_positive_number
 
 __all__ = ["ROTARY_PAIRINGS", "RotaryEmbedding", "check_rotary", "rotary_frequencies", "rotate_halves", "rotate_pairs"]
 
@@ -23,24 +21,17 @@ def rotary_frequencies(d_head, base=10000.0):
 
 
 def rotate_pairs(x, cos, sin):
-    """Rotate each pair ``(x[..., 2i], x[..., 2i + 1])`` by the angle whose cosine and sine are given.
-
-    ``x`` ``(..., d)`` with ``d`` even; ``cos`` and ``sin`` ``(..., d // 2)``, broadcastable to
-    ``x``'s pairs. Returns ``(..., d)``: ``(a cos - b sin, a sin + b cos)`` for each pair ``(a, b)``.
-    """
+    """Each pair ``(a, b) = (x[..., 2i], x[..., 2i + 1])`` turned to ``(a cos - b sin, a sin + b cos)``:
+    ``x`` ``(..., d)``, ``d`` even; ``cos``, ``sin`` ``(..., d // 2)``, broadcastable to the pairs."""
     a, b = x[..., 0::2], x[..., 1::2]  # (..., d // 2) each
     rotated = torch.stack([a * cos - b * sin, a * sin + b * cos], dim=-1)  # (..., d // 2, 2)
     return rotated.flatten(-2)  # (..., d): the pairs interleaved again
 
 
 def rotate_halves(x, cos, sin):
-    """Rotate each pair ``(x[..., i], x[..., i + d // 2])`` (Hugging Face's ``rotate_half`` pairing).
-
-    ``x`` ``(..., d)``; ``cos`` ``(..., d)`` the cosines twice, ``[cos θ, cos θ]``; ``sin`` ``(..., d)``
-    the sines with the first half negated, ``[-sin θ, sin θ]`` (``RotaryEmbedding`` keeps both
-    tables). Returns ``(..., d)``: the first halves ``a cos - b sin``, the second ``a sin + b cos``:
-    ``rotate_pairs`` after moving dimension ``i + d // 2`` next to ``i``.
-    """
+    """``rotate_pairs`` for the pairs ``(x[..., i], x[..., i + d // 2])`` (Hugging Face's ``rotate_half``):
+    ``x`` ``(..., d)``; ``cos`` ``(..., d)`` the cosines twice, ``[cos θ, cos θ]``, ``sin`` the sines
+    with the first half negated, ``[-sin θ, sin θ]`` (``RotaryEmbedding`` keeps both tables)."""
     return x * cos + x.roll(x.shape[-1] // 2, dims=-1) * sin  # roll: (a, b) -> (b, a)
 
 
@@ -50,8 +41,7 @@ class RotaryEmbedding(nn.Module):
     built up front and not saved; a position past it is a ``ValueError``. ``pairing``:
     ``"interleaved"`` (RoFormer's and the course's pairs ``(2i, 2i + 1)``) or ``"rotate_half"``
     (Hugging Face's Llama: ``(i, i + d_head / 2)``); pair ``i`` turns at ``θ_i`` either way.
-    ``forward(x, positions=None)``: ``positions`` ``(L,)`` or ``(N, L)`` (``None``: ``0 .. L-1``).
-    """
+    ``forward(x, positions=None)``: ``positions`` ``(L,)`` or ``(N, L)`` (``None``: ``0 .. L-1``)."""
 
     def __init__(self, d_head, base=10000.0, max_len=512, pairing="interleaved"):
         super().__init__()
@@ -61,8 +51,7 @@ class RotaryEmbedding(nn.Module):
             raise ValueError(f"d_head must be an even int (the dimensions go in pairs), got {d_head}")
         check_positive_number("base", base)
         check_positive_int("max_len", max_len)
-        self.d_head, self.base, self.max_len = d_head, float(base), max_len
-        self.pairing = pairing
+        self.d_head, self.base, self.max_len, self.pairing = d_head, float(base), max_len, pairing
         angles = self.angles(torch.arange(max_len))  # (max_len, d_head // 2), float64
         self.register_buffer("cos", angles.cos().float(), persistent=False)  # (max_len, d_head // 2)
         self.register_buffer("sin", angles.sin().float(), persistent=False)  # (max_len, d_head // 2)
@@ -88,17 +77,15 @@ class RotaryEmbedding(nn.Module):
         return self.rotate(x, positions)
 
     def at(self, positions):
-        """The cosines and sines at ``positions`` ``(L,)`` or ``(N, L)`` (kept in ``0 .. max_len - 1`` by the
-        caller), in the table's dtype, for ``rotate_with``: ``(L, d/2 or d)`` or ``(N, 1, L, d/2 or d)``,
-        one row for every head."""
+        """The cosines and sines at ``positions`` ``(L,)`` or ``(N, L)``, unchecked, for ``rotate_with``:
+        ``(L, d/2 or d)`` or ``(N, 1, L, d/2 or d)`` (one row for every head)."""
         cos, sin = (getattr(self, table)[positions] for table in self._tables)  # (L or N, L, d/2 or d)
         if positions.dim() == 2:
             cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)  # (N, 1, L, d/2 or d): the same for every head
         return cos, sin
 
     def after(self, start, length, device=None):
-        """``at`` the positions ``start .. start + length - 1`` (the tokens after ``start`` cached ones),
-        refused clearly past the table's ``max_len``."""
+        """``at`` the positions ``start .. start + length - 1`` (after ``start`` cached tokens), checked."""
         if start + length > self.max_len:
             raise ValueError(f"the cache holds {start} tokens and {length} more would pass the rotary table's "
                              f"max_len={self.max_len} positions")
@@ -112,8 +99,7 @@ class RotaryEmbedding(nn.Module):
         return self._rotate(x, cos, sin)
 
     def rotate(self, x, positions):
-        """``forward`` without its checks: ``x`` ``(..., L, d_head)`` turned at ``positions`` ``(L,)`` or
-        ``(N, L)``, which the caller keeps in ``0 .. max_len - 1``."""
+        """``forward`` unchecked: ``x`` ``(..., L, d_head)`` turned at ``positions`` ``(L,)`` or ``(N, L)``."""
         cos, sin = self.at(positions)
         if positions.dim() == 2 and x.dim() < 4:
             cos, sin = cos.squeeze(1), sin.squeeze(1)  # (N, L, d/2 or d): no heads to broadcast over

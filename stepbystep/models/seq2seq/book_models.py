@@ -1,6 +1,5 @@
 """The book's chapter-9 self-attention models (chapter 02): wide-head encoder, decoder and seq2seq,
-without residual connections or norms yet; created in the book's order.
-"""
+without residual connections or norms yet; created in the book's order."""
 from torch import nn
 
 from ...checks import check_instance, check_positive_int
@@ -14,23 +13,15 @@ __all__ = ["EncoderSelfAttn", "DecoderSelfAttn", "EncoderPe", "DecoderPe", "Enco
 
 class EncoderSelfAttn(nn.Module):
     """Encoder: wide multi-head self-attention, then a feed-forward network.
-
     ``n_features``: the inputs' size (``None``: ``d_model``). ``forward(query, mask=None)``:
-    ``(N, L, n_features)`` -> ``(N, L, d_model)``, ``mask`` ``(N, 1, L)``.
-    """
+    ``(N, L, n_features)`` -> ``(N, L, d_model)``, ``mask`` ``(N, 1, L)``."""
 
     def __init__(self, n_heads, d_model, ff_units, n_features=None):
         super().__init__()
-        self.n_heads = n_heads
-        self.d_model = d_model
-        self.ff_units = ff_units
+        self.n_heads, self.d_model, self.ff_units = n_heads, d_model, ff_units
         self.n_features = d_model if n_features is None else n_features
         self.self_attn_heads = WideMultiHeadAttention(n_heads, d_model, input_dim=self.n_features)
-        self.ffn = nn.Sequential(
-            nn.Linear(d_model, ff_units),
-            nn.ReLU(),
-            nn.Linear(ff_units, d_model),
-        )
+        self.ffn = nn.Sequential(nn.Linear(d_model, ff_units), nn.ReLU(), nn.Linear(ff_units, d_model))
 
     def forward(self, query, mask=None):
         self.self_attn_heads.init_keys(query)
@@ -42,22 +33,15 @@ class DecoderSelfAttn(nn.Module):
     """Decoder: masked self-attention, cross-attention to the encoder (``init_keys(states)``), then a
     feed-forward network back to ``n_features`` (the decoder predicts points).
 
-    ``forward(query, source_mask=None, target_mask=None)``: ``(N, L_t, n_features)`` in and out.
-    """
+    ``forward(query, source_mask=None, target_mask=None)``: ``(N, L_t, n_features)`` in and out."""
 
     def __init__(self, n_heads, d_model, ff_units, n_features=None):
         super().__init__()
-        self.n_heads = n_heads
-        self.d_model = d_model
-        self.ff_units = ff_units
+        self.n_heads, self.d_model, self.ff_units = n_heads, d_model, ff_units
         self.n_features = d_model if n_features is None else n_features
         self.self_attn_heads = WideMultiHeadAttention(n_heads, d_model, input_dim=self.n_features)
         self.cross_attn_heads = WideMultiHeadAttention(n_heads, d_model)
-        self.ffn = nn.Sequential(
-            nn.Linear(d_model, ff_units),
-            nn.ReLU(),
-            nn.Linear(ff_units, self.n_features),
-        )
+        self.ffn = nn.Sequential(nn.Linear(d_model, ff_units), nn.ReLU(), nn.Linear(ff_units, self.n_features))
 
     def init_keys(self, states):
         """Give the cross-attention the encoder states ``(N, L_source, d_model)``."""
@@ -109,8 +93,7 @@ class DecoderPe(_WithPe):
 class EncoderDecoderSelfAttn(GreedySeq2Seq):
     """Encoder-decoder for sequences of points, from the models above: ``X`` ``(N, input_len +
     target_len, n_features)``; teacher forcing under ``trg_masks`` in training, greedy in eval.
-    ``forward(X, source_mask=None)`` returns ``(N, target_len, n_features)``.
-    """
+    ``forward(X, source_mask=None)`` returns ``(N, target_len, n_features)``."""
 
     def __init__(self, encoder, decoder, input_len, target_len):
         super().__init__()
@@ -131,11 +114,8 @@ class EncoderDecoderSelfAttn(GreedySeq2Seq):
             pe = getattr(module, "pe", None)
             if pe is not None and value > pe.max_len:
                 raise ValueError(f"{name} must be at most the positional encoding's max_len={pe.max_len}, got {value}")
-        self.encoder = encoder
-        self.decoder = decoder
-        self.input_len = input_len
-        self.target_len = target_len
-        self.n_features = decoder.n_features
+        self.encoder, self.decoder = encoder, decoder
+        self.input_len, self.target_len, self.n_features = input_len, target_len, decoder.n_features
         self.register_buffer("trg_masks", subsequent_mask(target_len), persistent=False)  # (1, L_t, L_t)
 
     def encode(self, source_seq, source_mask=None):

@@ -1,6 +1,5 @@
 """The book's chapter-10 Transformer in one call (chapters 05-06): same sizes, creation order and
-Xavier initialisation in both chapters.
-"""
+Xavier initialisation in both chapters."""
 import torch
 from torch import nn
 
@@ -13,8 +12,7 @@ __all__ = ["xavier_init_", "build_transformer"]
 
 def xavier_init_(model):
     """Re-draw every weight matrix (2+ dims) of ``model`` Xavier-uniform, in place and in
-    ``parameters()`` order, so signals keep their variance through each layer; returns ``model``.
-    """
+    ``parameters()`` order, so signals keep their variance through each layer; returns ``model``."""
     check_instance("model", model, nn.Module, "an nn.Module")
     with torch.no_grad():
         for parameter in model.parameters():
@@ -25,30 +23,17 @@ def xavier_init_(model):
 
 def build_transformer(n_features=2, input_len=2, target_len=2, d_model=6, n_heads=3, ff_units=10,
                       dropout=0.1, n_layers=2, norm_first=True, seed=None):
-    """An ``EncoderDecoderTransf`` with Xavier-initialised weights; defaults are the book's.
-
-    Builds an ``EncoderLayer`` and a ``DecoderLayer``, stacks ``n_layers`` copies of each,
-    joins them with ``EncoderDecoderTransf`` (input projection ``proj``, output ``linear``) and
-    applies ``xavier_init_``, in that order: the same parameters as writing those steps out
-    after ``torch.manual_seed(seed)``.
-
-    Args:
-        n_features: features of each sequence element (2 for points in the plane).
-        input_len, target_len: lengths of the source and of the target.
-        d_model, n_heads, ff_units, dropout, norm_first: passed to both layers.
-        n_layers: layers in the encoder and in the decoder.
-        seed: ``None`` draws from PyTorch's global RNG, as building modules by hand does; an
-            int builds from ``torch.manual_seed(seed)`` inside a forked RNG, leaving the global
-            stream where it was.
-
-    Returns the model, in training mode, on the CPU.
-    """
+    """An ``EncoderDecoderTransf`` with the book's defaults, in training mode, on the CPU: an
+    ``EncoderLayer`` and a ``DecoderLayer`` (``d_model``, ``n_heads``, ``ff_units``, ``dropout``,
+    ``norm_first``), ``n_layers`` copies of each, joined for ``n_features`` per element (2: points in
+    the plane), then ``xavier_init_``: the parameters of those steps written out after
+    ``torch.manual_seed(seed)``. ``seed=None`` draws from the global RNG, as building by hand does;
+    an int builds inside a forked RNG, leaving the global stream where it was."""
     for name, value in (("n_features", n_features), ("input_len", input_len), ("target_len", target_len)):
         check_positive_int(name, value)
-    if seed is not None:
-        check_non_negative_int("seed", seed)
     if seed is None:
         return _build(n_features, input_len, target_len, d_model, n_heads, ff_units, dropout, n_layers, norm_first)
+    check_non_negative_int("seed", seed)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         return _build(n_features, input_len, target_len, d_model, n_heads, ff_units, dropout, n_layers, norm_first)

@@ -6,14 +6,13 @@ import copy
 import torch
 from torch import nn
 
-from ...checks import check_float_dtype, check_instance, check_positive_int
+from ...checks import check_positive_int, check_sequences
 from ...devices import model_dtype
 from ..attention.masks import subsequent_mask
 from ..blocks.decode_loop import decode_steps
 from ..positions.sinusoidal import PositionalEncoding
 
-__all__ = ["greedy_sequence", "check_sequences", "GreedySeq2Seq", "EncoderTransf", "DecoderTransf",
-           "EncoderDecoderTransf"]
+__all__ = ["greedy_sequence", "GreedySeq2Seq", "EncoderTransf", "DecoderTransf", "EncoderDecoderTransf"]
 
 
 def greedy_sequence(decode, first, target_len):
@@ -24,41 +23,31 @@ def greedy_sequence(decode, first, target_len):
     return torch.stack([prediction for _, prediction in steps], dim=1)  # (N, target_len, F)
 
 
-def check_sequences(X, lengths, n_features, name="X", dtype=None):
-    """Raise a clear error unless ``X`` is ``(N, L, n_features)`` with ``L`` in ``lengths`` (and of
-    ``dtype``, the model's, when given: a TypeError rather than PyTorch's inside the first layer)."""
-    expected = " or ".join(f"(N, {n}, {n_features})" for n in lengths)
-    check_instance(name, X, torch.Tensor, f"a tensor of shape {expected}")
-    if X.dim() != 3 or X.shape[1] not in lengths or X.shape[2] != n_features:
-        raise ValueError(f"{name} must have shape {expected}, got {tuple(X.shape)}")
-    check_float_dtype(name, X, dtype)
-
-
 class GreedySeq2Seq(nn.Module):
     """Base of the square-corner encoder-decoders: a subclass sets ``input_len``, ``target_len``,
-    ``n_features``, the ``trg_masks`` buffer, ``encode(source_seq, source_mask)``, which keeps the
-    encoded source for ``decode(inputs, source_mask, target_mask)`` (the book's two steps); this
-    adds teacher forcing in training and greedy decoding (``predict``) in eval, both starting from
-    ``first_input``.
-    """
+    ``n_features`` and ``encode(source_seq, source_mask)``, which returns the encoded source;
+    ``decode_causal`` decodes under the causal mask (by default ``decode(inputs, source_mask,
+    target_mask)`` under ``trg_masks``, the book's two steps, ``encode`` having kept the encoded
+    source). This adds teacher forcing in training and greedy decoding (``predict``) in eval, both
+    starting from ``first_input``."""
 
     def first_input(self, source_seq):
         """What the decoder reads first, ``(N, 1, F)``: the last source element."""
         return source_seq[:, -1:]
 
-    def _greedy(self, source_seq, source_mask=None):
-        """Greedy decoding after ``encode``, under the causal mask of the inputs so far."""
-        def decode(inputs):  # (N, L, F) -> (N, L, F)
-            length = inputs.shape[1]
-            return self.decode(inputs, source_mask, self.trg_masks[:, :length, :length])
+    def decode_causal(self, inputs, memory, source_mask=None):
+        """The decoder's outputs ``(N, L, F)`` for ``inputs`` ``(N, L, F)``, each reading the inputs up to its own."""
+        length = inputs.shape[1]
+        return self.decode(inputs, source_mask, self.trg_masks[:, :length, :length])
 
-        return greedy_sequence(decode, self.first_input(source_seq), self.target_len)  # (N, target_len, F)
+    def _greedy(self, source_seq, memory, source_mask=None):
+        return greedy_sequence(lambda inputs: self.decode_causal(inputs, memory, source_mask),
+                               self.first_input(source_seq), self.target_len)  # (N, target_len, F)
 
     def predict(self, source_seq, source_mask=None):
         """Greedy prediction ``(N, target_len, n_features)`` from ``source_seq``; the mode is left as is."""
         check_sequences(source_seq, (self.input_len,), self.n_features, "source_seq", model_dtype(self))
-        self.encode(source_seq, source_mask)
-        return self._greedy(source_seq, source_mask)
+        return self._greedy(source_seq, self.encode(source_seq, source_mask), source_mask)
 
     def forward(self, X, source_mask=None):
         """``X`` ``(N, input_len + target_len, F)`` (or just the source in eval mode) ->
@@ -67,44 +56,34 @@ class GreedySeq2Seq(nn.Module):
         check_sequences(X, (full,) if self.training else (full, self.input_len), self.n_features,
                         dtype=model_dtype(self))
         source_seq = X[:, : self.input_len]  # (N, input_len, F)
-        self.encode(source_seq, source_mask)
+        memory = self.encode(source_seq, source_mask)  # (N, input_len, d_model)
         if self.training:  # teacher forcing: the first input, then the target but its last element
             shifted_target_seq = torch.cat([self.first_input(source_seq), X[:, self.input_len : -1]], dim=1)
-            return self.decode(shifted_target_seq, source_mask, self.trg_masks)  # (N, target_len, F)
-        return self._greedy(source_seq, source_mask)  # (N, target_len, F)
+            return self.decode_causal(shifted_target_seq, memory, source_mask)  # (N, target_len, F)
+        return self._greedy(source_seq, memory, source_mask)  # (N, target_len, F)
 
 
 class _LayerStack(nn.Module):
-    """Positional encoding, ``n_layers`` deep copies of a layer and an optional final norm.
-
+    """Positional encoding, ``n_layers`` deep copies of a layer and an optional final norm:
     ``final_norm=None`` adds a ``nn.LayerNorm`` iff the layers are norm-first (their output is an
-    un-normalised residual stream; norm-last layers already end with a norm), as the paper does.
-    """
+    un-normalised residual stream; norm-last layers already end with a norm), as the paper does."""
 
     def __init__(self, layer, n_layers, max_len, scale_input, final_norm):
         super().__init__()
         if not isinstance(layer, nn.Module) or not hasattr(layer, "d_model"):
             raise TypeError(f"expected a layer module with a d_model attribute, got {type(layer).__name__}")
         check_positive_int("n_layers", n_layers)
-        self.d_model = layer.d_model
-        self.n_layers = n_layers
+        self.d_model, self.n_layers = layer.d_model, n_layers
         self.pe = PositionalEncoding(max_len, self.d_model, scale_input=scale_input)
         if final_norm is None:
             final_norm = getattr(layer, "norm_first", True)
         self.norm = nn.LayerNorm(self.d_model) if final_norm else None
         self.layers = nn.ModuleList([copy.deepcopy(layer) for _ in range(n_layers)])
 
-    def _finish(self, x):
-        return x if self.norm is None else self.norm(x)  # (N, L, d_model)
-
-
 class EncoderTransf(_LayerStack):
-    """The Transformer's encoder: positional encoding, then ``n_layers`` copies of ``encoder_layer``.
-
-    ``scale_input``: the positional encoding scales its input by ``√d_model`` (for projected
-    features, not token embeddings). ``forward(query, mask=None)``: ``(N, L, d_model)`` in and
-    out, ``mask`` ``(N, 1, L)``.
-    """
+    """The Transformer's encoder: positional encoding (``scale_input``: of ``√d_model``, for projected
+    features, not token embeddings), then ``n_layers`` copies of ``encoder_layer``.
+    ``forward(query, mask=None)``: ``(N, L, d_model)`` in and out, ``mask`` ``(N, 1, L)``."""
 
     def __init__(self, encoder_layer, n_layers=1, max_len=100, scale_input=True, final_norm=None):
         super().__init__(encoder_layer, n_layers, max_len, scale_input, final_norm)
@@ -113,17 +92,14 @@ class EncoderTransf(_LayerStack):
         x = self.pe(query)  # (N, L, d_model)
         for layer in self.layers:
             x = layer(x, mask)  # (N, L, d_model)
-        return self._finish(x)
+        return x if self.norm is None else self.norm(x)  # (N, L, d_model)
 
 
 class DecoderTransf(_LayerStack):
     """The Transformer's decoder: positional encoding, then ``n_layers`` copies of ``decoder_layer``.
-
     ``forward(query, source_mask=None, target_mask=None, memory=None, cache=None)``: ``query``
-    ``(N, L_t, d_model)``; the cross-attentions read ``memory`` ``(N, L_s, d_model)``, the
-    encoder's states; with a ``KVCache`` that has recorded them, ``query`` holds only the new
-    tokens. Returns ``(N, L_t, d_model)``.
-    """
+    ``(N, L_t, d_model)`` in and out; the cross-attentions read ``memory`` ``(N, L_s, d_model)``;
+    with a ``KVCache`` that holds them, ``query`` is only the new tokens."""
 
     def __init__(self, decoder_layer, n_layers=1, max_len=100, scale_input=True, final_norm=None):
         super().__init__(decoder_layer, n_layers, max_len, scale_input, final_norm)
@@ -134,33 +110,26 @@ class DecoderTransf(_LayerStack):
         for i, layer in enumerate(self.layers):
             caches = (None, None) if cache is None else (cache.layers[i], cache.cross[i])
             x = layer(x, source_mask, target_mask, memory, *caches)  # (N, L_target, d_model)
-        return self._finish(x)
+        return x if self.norm is None else self.norm(x)  # (N, L, d_model)
 
 
 class EncoderDecoderTransf(GreedySeq2Seq):
-    """The encoder-decoder Transformer for sequences of feature vectors (the square corners).
-
-    ``X`` ``(N, input_len + target_len, n_features)`` is the source then the target; ``proj``
-    and ``linear`` project the features to ``d_model`` and back. Training: teacher forcing under
-    ``trg_masks`` (the causal keep-mask); eval: greedy decoding from the source (``predict``).
-    ``forward(X, source_mask=None)`` returns ``(N, target_len, n_features)``.
-    """
+    """The encoder-decoder Transformer for sequences of feature vectors (the square corners):
+    ``forward(X, source_mask=None)``, ``X`` ``(N, input_len + target_len, n_features)`` the source then
+    the target, returns ``(N, target_len, n_features)``; ``proj`` and ``linear`` project the features
+    to ``d_model`` and back. Training: teacher forcing under ``trg_masks`` (the causal keep-mask);
+    eval: greedy decoding from the source (``predict``)."""
 
     def __init__(self, encoder, decoder, input_len, target_len, n_features):
         super().__init__()
         if encoder.d_model != decoder.d_model:
-            raise ValueError(
-                f"encoder and decoder need the same d_model, got {encoder.d_model} and {decoder.d_model}"
-            )
+            raise ValueError(f"encoder and decoder need the same d_model, got {encoder.d_model} and {decoder.d_model}")
         for name, value, stack in (("input_len", input_len, encoder), ("target_len", target_len, decoder)):
             check_positive_int(name, value)
             if value > stack.pe.max_len:
                 raise ValueError(f"{name} {value} exceeds the positional encoding's max_len {stack.pe.max_len}")
-        self.encoder = encoder
-        self.decoder = decoder
-        self.input_len = input_len
-        self.target_len = target_len
-        self.n_features = n_features
+        self.encoder, self.decoder = encoder, decoder
+        self.input_len, self.target_len, self.n_features = input_len, target_len, n_features
         self.register_buffer("trg_masks", subsequent_mask(target_len), persistent=False)  # (1, L_t, L_t)
         self.proj = nn.Linear(n_features, encoder.d_model)
         self.linear = nn.Linear(encoder.d_model, n_features)

@@ -1,8 +1,7 @@
 """The bridge to PyTorch's ``nn.Transformer`` (chapter 06): a seq2seq wrapper and a weight copier.
 
 The boolean masks of PyTorch's modules mean "blocked" where ours mean "may attend", and their
-padding mask is a separate ``key_padding_mask`` ``(N, L)``.
-"""
+padding mask is a separate ``key_padding_mask`` ``(N, L)``."""
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -12,12 +11,12 @@ from ..attention.masks import keep_mask, subsequent_mask, to_key_padding_mask, t
 from ..attention.narrow import NarrowMultiHeadAttention
 from ..blocks.layers import DecoderLayer, EncoderLayer
 from ..positions.sinusoidal import PositionalEncoding
-from .stacks import DecoderTransf, EncoderDecoderTransf, EncoderTransf, check_sequences, greedy_sequence
+from .stacks import DecoderTransf, EncoderDecoderTransf, EncoderTransf, GreedySeq2Seq
 
 __all__ = ["TransformerModel", "copy_to_torch"]
 
 
-class TransformerModel(nn.Module):
+class TransformerModel(GreedySeq2Seq):
     """The book's wrapper around PyTorch's ``nn.Transformer`` for sequences of feature vectors.
 
     ``preprocess`` projects each element to ``d_model`` (``proj``), adds the positional encoding
@@ -27,8 +26,7 @@ class TransformerModel(nn.Module):
 
     ``causal_blocked_mask`` ``(target_len, target_len)``: PyTorch's causal mask, ``True`` = blocked.
     ``source_mask``, our ``(N, 1, input_len)`` keep-mask, masks the encoder's and the decoder's keys.
-    ``forward(X, source_mask=None)`` as ``EncoderDecoderTransf``'s: ``(N, target_len, n_features)``.
-    """
+    ``forward(X, source_mask=None)`` and ``predict`` as ``EncoderDecoderTransf``'s (``GreedySeq2Seq``)."""
 
     def __init__(self, transformer, input_len, target_len, n_features, scale_input=True, input_norm=True):
         super().__init__()
@@ -36,9 +34,7 @@ class TransformerModel(nn.Module):
         check_instance("input_norm", input_norm, bool, "True or False")
         d_model = transformer.d_model
         self.transf = transformer
-        self.input_len = input_len
-        self.target_len = target_len
-        self.n_features = n_features
+        self.input_len, self.target_len, self.n_features = input_len, target_len, n_features
         causal = to_torch_attn_mask(subsequent_mask(target_len))  # (L_t, L_t), True = blocked
         self.register_buffer("causal_blocked_mask", causal, persistent=False)
         self.proj = nn.Linear(n_features, d_model)
@@ -77,38 +73,19 @@ class TransformerModel(nn.Module):
         """Decode ``(N, L, n_features)`` against ``memory`` under ``causal_blocked_mask[:L, :L]``."""
         length = shifted_target_seq.shape[1]
         padding = self._key_padding(source_mask, *memory.shape[:2])  # (N, L_s) or None
-        outputs = self.transf.decoder(
-            self._swap(self.preprocess(shifted_target_seq)),
-            self._swap(memory),
-            tgt_mask=self.causal_blocked_mask[:length, :length],  # (L, L), True = blocked
-            memory_key_padding_mask=padding,
-        )  # (N, L, d_model), or (L, N, d_model) sequence-first
+        outputs = self.transf.decoder(self._swap(self.preprocess(shifted_target_seq)), self._swap(memory),
+                                      tgt_mask=self.causal_blocked_mask[:length, :length],  # (L, L), True = blocked
+                                      memory_key_padding_mask=padding)  # (N, L, d_model), or (L, N, d_model)
         return self.linear(self._swap(outputs))  # (N, L, n_features)
 
-    def _greedy(self, source_seq, memory, source_mask=None):
-        return greedy_sequence(lambda inputs: self.decode(inputs, memory, source_mask), source_seq[:, -1:],
-                               self.target_len)  # (N, target_len, F)
-
-    def predict(self, source_seq, source_mask=None):
-        """Greedy prediction ``(N, target_len, n_features)`` from the source; the mode is left as is."""
-        check_sequences(source_seq, (self.input_len,), self.n_features, "source_seq", self.proj.weight.dtype)
-        memory = self.encode(source_seq, source_mask)
-        return self._greedy(source_seq, memory, source_mask)
-
-    def forward(self, X, source_mask=None):
-        full = self.input_len + self.target_len
-        check_sequences(X, (full,) if self.training else (full, self.input_len), self.n_features,
-                        dtype=self.proj.weight.dtype)
-        source_seq = X[:, : self.input_len]  # (N, input_len, F)
-        memory = self.encode(source_seq, source_mask)  # (N, input_len, d_model)
-        if self.training:
-            shifted_target_seq = X[:, self.input_len - 1 : -1]  # (N, target_len, F)
-            return self.decode(shifted_target_seq, memory, source_mask)  # (N, target_len, F)
-        return self._greedy(source_seq, memory, source_mask)  # (N, target_len, F)
+    def decode_causal(self, inputs, memory, source_mask=None):
+        return self.decode(inputs, memory, source_mask)  # decode applies the causal mask itself
 
 
-def _differ(what, ours, theirs):
-    return ValueError(f"{what} differs: ours has {ours}, PyTorch's has {theirs}")
+def _same(what, ours, theirs):
+    """Raise a ``ValueError`` naming ``what`` unless our module's value equals PyTorch's."""
+    if ours != theirs:
+        raise ValueError(f"{what} differs: ours has {ours}, PyTorch's has {theirs}")
 
 
 def _copy_param(src, dst, what):
@@ -118,17 +95,14 @@ def _copy_param(src, dst, what):
 
 
 def _copy_linear(ours, theirs, what):
-    if ours.weight.shape != theirs.weight.shape:
-        raise _differ(f"{what} weight shape", tuple(ours.weight.shape), tuple(theirs.weight.shape))
+    _same(f"{what} weight shape", tuple(ours.weight.shape), tuple(theirs.weight.shape))
     _copy_param(ours.weight, theirs.weight, f"{what}.weight")
     _copy_param(ours.bias, theirs.bias, f"{what}.bias")
 
 
 def _copy_norm(ours, theirs, what):
-    if ours.normalized_shape != theirs.normalized_shape:
-        raise _differ(f"{what} size", ours.normalized_shape, theirs.normalized_shape)
-    if ours.eps != theirs.eps:
-        raise _differ(f"{what} eps", ours.eps, theirs.eps)
+    _same(f"{what} size", ours.normalized_shape, theirs.normalized_shape)
+    _same(f"{what} eps", ours.eps, theirs.eps)
     if theirs.weight is None:
         raise ValueError(f"{what}: PyTorch's LayerNorm has no affine parameters")
     _copy_param(ours.weight, theirs.weight, f"{what}.weight")
@@ -136,10 +110,8 @@ def _copy_norm(ours, theirs, what):
 
 
 def _copy_mha(ours, theirs):
-    if ours.d_model != theirs.embed_dim:
-        raise _differ("d_model (embed_dim)", ours.d_model, theirs.embed_dim)
-    if ours.n_heads != theirs.num_heads:
-        raise _differ("n_heads (num_heads)", ours.n_heads, theirs.num_heads)
+    _same("d_model (embed_dim)", ours.d_model, theirs.embed_dim)
+    _same("n_heads (num_heads)", ours.n_heads, theirs.num_heads)
     if theirs.in_proj_weight is None:
         raise ValueError("PyTorch's MultiheadAttention has separate kdim/vdim projections; expected one in_proj_weight")
     if theirs.bias_k is not None or theirs.add_zero_attn:
@@ -150,20 +122,13 @@ def _copy_mha(ours, theirs):
     _copy_linear(ours.linear_out, theirs.out_proj, "out_proj")
 
 
-def _check_layer(ours, theirs):
-    if ours.norm_first != theirs.norm_first:
-        raise _differ("norm_first", ours.norm_first, theirs.norm_first)
-    if ours.ff_units != theirs.linear1.out_features:
-        raise _differ("ff_units (dim_feedforward)", ours.ff_units, theirs.linear1.out_features)
-    activation = theirs.activation
-    if not (activation is F.relu or isinstance(activation, nn.ReLU)):
-        name = getattr(activation, "__name__", type(activation).__name__)
-        raise _differ("activation", "relu", name)
-
-
 def _copy_layer(ours, theirs):
     """An encoder or decoder layer: the attentions, the feed-forward network, the wrappers' norms in order."""
-    _check_layer(ours, theirs)
+    _same("norm_first", ours.norm_first, theirs.norm_first)
+    _same("ff_units (dim_feedforward)", ours.ff_units, theirs.linear1.out_features)
+    activation = theirs.activation
+    relu = activation is F.relu or isinstance(activation, nn.ReLU)
+    _same("activation", "relu", "relu" if relu else getattr(activation, "__name__", type(activation).__name__))
     _copy_mha(ours.self_attn_heads, theirs.self_attn)
     if hasattr(ours, "cross_attn_heads"):
         _copy_mha(ours.cross_attn_heads, theirs.multihead_attn)
@@ -174,30 +139,23 @@ def _copy_layer(ours, theirs):
 
 
 def _copy_stack(ours, theirs):
-    if len(ours.layers) != len(theirs.layers):
-        stack = "decoder" if isinstance(theirs, nn.TransformerDecoder) else "encoder"
-        raise _differ(f"number of {stack} layers", len(ours.layers), len(theirs.layers))
-    has_ours, has_theirs = ours.norm is not None, theirs.norm is not None
-    if has_ours != has_theirs:
-        raise _differ("final norm", "one" if has_ours else "none", "one" if has_theirs else "none")
+    stack = "decoder" if isinstance(theirs, nn.TransformerDecoder) else "encoder"
+    _same(f"number of {stack} layers", len(ours.layers), len(theirs.layers))
+    _same("final norm", "none" if ours.norm is None else "one", "none" if theirs.norm is None else "one")
     for our_layer, their_layer in zip(ours.layers, theirs.layers):
         _copy_layer(our_layer, their_layer)
-    if has_ours:
+    if ours.norm is not None:
         _copy_norm(ours.norm, theirs.norm, "final norm")
 
 
 def _copy_model(ours, theirs):
     if theirs.norm is not None:
-        raise ValueError(
-            "the TransformerModel normalises its encoded inputs (the book's input LayerNorm), "
-            "which EncoderDecoderTransf does not; build it with input_norm=False"
-        )
+        raise ValueError("the TransformerModel normalises its encoded inputs (the book's input LayerNorm), "
+                         "which EncoderDecoderTransf does not; build it with input_norm=False")
     for what in ("input_len", "target_len", "n_features"):
-        if getattr(ours, what) != getattr(theirs, what):
-            raise _differ(what, getattr(ours, what), getattr(theirs, what))
+        _same(what, getattr(ours, what), getattr(theirs, what))
     for stack in (ours.encoder, ours.decoder):
-        if stack.pe.scale_input != theirs.pe.scale_input:
-            raise _differ("positional encoding scale_input", stack.pe.scale_input, theirs.pe.scale_input)
+        _same("positional encoding scale_input", stack.pe.scale_input, theirs.pe.scale_input)
     _copy_stack(ours.encoder, theirs.transf.encoder)
     _copy_stack(ours.decoder, theirs.transf.decoder)
     _copy_linear(ours.proj, theirs.proj, "proj")
@@ -222,15 +180,12 @@ def copy_to_torch(ours, theirs):
     convention; our stacks add the positional encoding, PyTorch's do not (``ours(x)`` equals
     ``theirs(ours.pe(x))``). ``EncoderDecoderTransf`` needs ``final_norm=True`` and the
     ``TransformerModel`` ``input_norm=False``. Raises ``TypeError`` for a wrong pair, ``ValueError``
-    when sizes, heads, feed-forward units, norms, layers or activation differ.
-    """
+    when sizes, heads, feed-forward units, norms, layers or activation differ."""
     for our_type, their_type, copier in _PAIRS:
         if isinstance(ours, our_type):
             if not isinstance(theirs, their_type):
-                raise TypeError(
-                    f"copy_to_torch copies a {type(ours).__name__} into a {their_type.__name__}, "
-                    f"got a {type(theirs).__name__}"
-                )
+                raise TypeError(f"copy_to_torch copies a {type(ours).__name__} into a {their_type.__name__}, "
+                                f"got a {type(theirs).__name__}")
             with torch.no_grad():
                 copier(ours, theirs)
             return theirs

@@ -38,8 +38,7 @@ def markov_beam_steps(next_probs, beam_width, n_steps, start="<sos>"):
 
     Returns one list per step of ``(tokens, total log-probability, parent index, kept)``, where
     ``parent index`` points into the previous step's kept outputs; the best output is the first
-    kept candidate of the last step with the highest score.
-    """
+    kept candidate of the last step with the highest score."""
     vocab = _check_table(next_probs, start)
     check_positive_int("beam_width", beam_width)
     check_positive_int("n_steps", n_steps)

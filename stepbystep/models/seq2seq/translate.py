@@ -14,10 +14,8 @@ __all__ = ["translate", "Translation", "translate_with_alignment"]
 
 def translate(model, texts, src_vocab, tgt_vocab, max_new_tokens=None, beam_width=1, batch_size=1000):
     """The encoder-decoder ``model``'s output strings for ``texts`` (one string or a list), batched.
-
     Unknown characters become ``<unk>``; an empty or too long text is a ``ValueError``.
-    ``max_new_tokens``: default the model's ``max_len``; ``beam_width`` > 1: ``beam_search``.
-    """
+    ``max_new_tokens``: default the model's ``max_len``; ``beam_width`` > 1: ``beam_search``."""
     single = isinstance(texts, str)
     texts = [texts] if single else list(texts)
     if not texts:
@@ -45,8 +43,7 @@ def translate(model, texts, src_vocab, tgt_vocab, max_new_tokens=None, beam_widt
 class Translation:
     """One translated text and its alignment: the characters read (``source_tokens``, ``L_s``) and
     written (``output_tokens``, ``L_out``), the cross-attention ``weights`` ``(n_heads, L_out, L_s)``
-    of each written token over the source, and the characters the vocabulary did not know.
-    """
+    of each written token over the source, and the characters the vocabulary did not know."""
 
     text: str
     translation: str
@@ -59,8 +56,7 @@ class Translation:
 def translate_with_alignment(model, text, src_vocab, tgt_vocab, layer_idx=-1, max_new_tokens=None):
     """Translate ``text`` greedily and return a ``Translation`` with the cross-attention of layer
     ``layer_idx``, read back by teacher forcing on the model's own output (mode restored).
-    Unknown characters become ``<unk>``; an empty or too long text is a ``ValueError``.
-    """
+    Unknown characters become ``<unk>``; an empty or too long text is a ``ValueError``."""
     model_max = getattr(model, "max_len", None)
     check_instance("text", text, str, "a str")
     if not text.strip():
