@@ -142,7 +142,7 @@ expect(bool((gap < 1e-6).all()),
        gap.max())
 expect(bool((moved > 1e-2).all()), "the weights moved by more than 1e-2 in six steps: the equality is not "
        "that of weights standing still", moved.min())
-expect(bool((gap_alone > 1e-3).all()), "without it, each rank ends more than 1e-3 away from the one-process "
+expect(bool((gap_alone > 1e-3).all()), "without it, each rank gets more than 1e-3 away from the one-process "
        "model on every seed", gap_alone.min())
 
 # %% [markdown]

@@ -63,12 +63,14 @@ ring_bytes = Exercise(
         ((N_PROCESSES - 1) * _GRADIENT / N_PROCESSES,
          "that is one phase of the ring: after the reduce-scatter every process holds one summed chunk, and the "
          "summed chunks must still go round"),
-        (2 * _GRADIENT, "each step sends one chunk, a 1/N share of the gradient, not all of it: how many steps are there?"),
-        (2 * (N_PROCESSES - 1) * _GRADIENT,  # = N times the answer
+        (2 * _GRADIENT,  # also N steps of 1/N per phase
+         "that is twice the whole gradient: each step sends one chunk, a 1/N share of the gradient, not all of it, "
+         "and a ring of N processes takes N - 1 steps per phase, not N: how many steps are there?"),
+        (2 * (N_PROCESSES - 1) * _GRADIENT,  # = N times the answer (and 8 times: bits, with N = 8)
          "that is what all the processes send together (or one sending the whole gradient at every step): the "
-         "question is one process, and each step sends one chunk, 1/N of the gradient"),
+         "question is one process, and each step sends one chunk, 1/N of the gradient (and it asks for bytes, "
+         "not bits)"),
         (_ring_bytes_solution() / 4, "that counts numbers, not bytes: an fp32 number is 4 bytes"),
-        (2 * N_PROCESSES * _GRADIENT / N_PROCESSES, "a ring of N processes needs N - 1 steps per phase, not N"),
         (_GRADIENT, "that is the gradient's size once: count the steps of both phases, and what one step sends"),
     ], "bytes", "count the ring's steps in each of its two phases, and the share of the gradient each step sends"),
     "The gradient is cut into N chunks. How many steps does each phase (reduce-scatter, all-gather) take, and "
