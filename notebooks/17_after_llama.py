@@ -778,7 +778,13 @@ ch17.route.check(my_route)
 # **3. The window mask with sinks.** Write `my_window_mask(length, window, sinks)`: an
 # `(length, length)` keep-mask, `True` where query `i` may read key `j`: never a later token;
 # the `window` most recent tokens, the query itself included; and the first `sinks` tokens.
-# Predict first: with a window of 3 and 2 sinks, how many keys does query 9 read?
+# Predict first: with a window of 3 and 2 sinks, how many keys does query 9 read (counting
+# from 0)? Check the number before you write the mask.
+
+# %%
+my_keys_read = 0  # replace: your prediction, one number
+
+ch17.window_keys.check(my_keys_read)
 
 # %%
 def my_window_mask(length, window, sinks):
