@@ -14,8 +14,9 @@ def _gib(n_bytes):
 def cache_kinds_memory(state, fig=None):
     """The cache's memory against the context, from ``memory_state``: the chosen configuration's
     curve (flat past its window where every layer has one), the same model with a key-value head per
-    query head and no window (dashed; its value at the context in the legend, below the axes), and each published configuration a labelled point at its
-    context, in the same dtype. Returns the Figure (``fig`` is cleared and reused)."""
+    query head and no window (dashed; its value at the context in the legend, below the axes), and
+    each published configuration a labelled point at its context, in the same dtype. Returns the
+    Figure (``fig`` is cleared and reused)."""
     check_instance("state", state, dict, "a dict from memory_state")
     if fig is None:
         fig = plt.figure(figsize=(8, 3.8), layout="constrained")
