@@ -4,9 +4,10 @@ import pytest
 import torch
 
 from stepbystep.data.special_tokens import IGNORE_INDEX
-from stepbystep.experiments.after_llama.experts import (BLOCKS, N_EXPERTS, SUB_TASKS, block_configs, busiest_share,
-                                                        experts_claims, experts_run, experts_table,
-                                                        load_experts_study, matched_dense, mixed_batch, moe_config,
+from stepbystep.experiments.after_llama.experts import (BLOCKS, N_EXPERTS, PAIRS, SUB_TASKS, block_configs,
+                                                        busiest_share, experts_claims, experts_run, experts_table,
+                                                        initial_routing, load_experts_study, matched_dense,
+                                                        mixed_batch, moe_config, pair_distances, routing_pairs_table,
                                                         routing_table, task_distance)
 from stepbystep.models.gpt.parameter_counts import parameter_counts
 
@@ -55,15 +56,24 @@ def test_a_toy_run_records_what_the_study_keeps():
     run = experts_run("mixture", seed=0, steps=3)
     assert len(run["losses"]) == 3 and 0 <= run["accuracy"] <= 1
     assert len(run["routing"]) == 2 and len(run["busiest"]) == 2 and len(run["task_distance"]) == 2
+    assert run["initial_routing"] == initial_routing(moe_config(), 0).tolist()
     assert "routing" not in experts_run("dense, same active", seed=0, steps=2)
 
 
-def _study(task_distance=0.3, busiest=0.3, free_busiest=0.6, moe=0.86, active=0.68, total_params=34144,
-           best_active=0.92, active_params=15648):
-    def run(accuracy, block):
+def _table(first, last):
+    """A routing table ``(2 layers, 4 sub-tasks, 4 experts)`` whose task distance is ``first`` in the
+    first layer and ``last`` in the last: each sub-task leans by that much towards its own expert."""
+    return torch.stack([(1 - a) * torch.full((4, 4), 0.25) + a * torch.eye(4) for a in (first, last)]).tolist()
+
+
+def _study(first=0.3, last=0.2, initial_first=0.1, initial_last=0.1, busiest=0.3, free_busiest=0.6, moe=0.86,
+           active=0.68, total_params=34144, best_active=0.92, active_params=15648):
+    def run(accuracy, block, seed):
         run = {"accuracy": accuracy, "loss": 0.1}
         if block.startswith("mixture"):
-            run.update(task_distance=[0.1, task_distance], noise_distance=[[0.05] * 4, [0.05] * 4],
+            trained_last = 0.25 if seed == 1 else last  # seeds 0 and 2 the last layer's lowest
+            run.update(routing=_table(first, trained_last), task_distance=[first, trained_last],
+                       initial_routing=_table(initial_first, initial_last),
                        busiest=[0.3, busiest if block == "mixture" else free_busiest])
         return run
     accuracy = {"mixture": moe, "dense, same active": active, "dense, same total": 0.85,
@@ -72,8 +82,25 @@ def _study(task_distance=0.3, busiest=0.3, free_busiest=0.6, moe=0.86, active=0.
             "parameters": {"mixture": [34144, 15712], "dense, same active": [active_params, active_params],
                            "dense, same total": [total_params, total_params],
                            "mixture, no balancing loss": [34144, 15712]},
-            "runs": {block: [run(best_active if block == "dense, same active" and seed == 2 else accuracy[block], block)
+            "runs": {block: [run(best_active if block == "dense, same active" and seed == 2 else accuracy[block], block,
+                                 seed)
                              for seed in range(3)] for block in BLOCKS}}
+
+
+def test_the_pair_and_task_distances_of_a_made_up_table():
+    table = torch.tensor(_table(0.3, 0.2))  # (2, 4, 4)
+    assert torch.allclose(pair_distances(table), torch.tensor([[0.3] * 6, [0.2] * 6]))
+    assert torch.allclose(task_distance(table), torch.tensor([0.3, 0.2]))
+    assert len(PAIRS) == 6 and PAIRS[0] == (0, 1)
+
+
+def test_the_untrained_router_is_the_model_train_decoder_starts_from():
+    config = moe_config()
+    torch.manual_seed(0)
+    untrained = config.build().eval()
+    by_hand = routing_table(untrained, torch.Generator().manual_seed(98))
+    assert torch.equal(initial_routing(config, 0), by_hand)
+    assert not torch.equal(initial_routing(config, 1), by_hand)  # another seed, another router
 
 
 def test_the_claims_hold_on_numbers_that_show_the_effect():
@@ -81,7 +108,8 @@ def test_the_claims_hold_on_numbers_that_show_the_effect():
 
 
 @pytest.mark.parametrize("change, failing", [
-    (dict(task_distance=0.1), "routes the sub-tasks differently"),
+    (dict(first=0.12, initial_first=0.15), "in every layer training routes"),
+    (dict(last=0.05, initial_last=0.1), "in every layer training routes"),  # one seed of the last layer below
     (dict(busiest=0.5), "no expert takes 40%"),
     (dict(free_busiest=0.2), "without the balancing loss"),
     (dict(best_active=0.5), "do not separate"),
@@ -102,3 +130,5 @@ def test_the_stored_study_holds_its_claims(default_threads):
     failed = [(claim.claim, claim.got) for claim in experts_claims(study) if not claim.holds]
     assert not failed
     assert "same active" in experts_table(study)
+    assert all(len(run["initial_routing"]) == 2 for run in study["runs"]["mixture"])  # the control, stored per seed
+    assert "copy / reverse" in routing_pairs_table(study).splitlines()[1]

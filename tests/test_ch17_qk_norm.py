@@ -60,6 +60,7 @@ def test_the_claims_hold_on_numbers_that_show_the_effect():
 @pytest.mark.parametrize("change, failing", [
     (dict(high_plain_logit=20.0), "every plain seed's largest attention logit"),
     (dict(high_plain_acc=0.95), "some plain seeds fail"),
+    (dict(high_plain_acc=0.75), "far below every QK-norm seed"),
     (dict(middle_spike=0.1), "spikes by more than 0.5"),
     (dict(low_acc=0.5), "both blocks learn the task"),
 ])
@@ -73,7 +74,15 @@ def test_each_claim_fails_when_its_numbers_do_not_show_it(change, failing):
 @pytest.mark.parametrize("default_threads", [False, True], ids=["one thread", "default threads"])
 def test_the_stored_study_holds_its_claims(default_threads):
     study = load_qk_study(default_threads)
-    assert study["threads"] == ("default" if default_threads else 1) and len(study["seeds"]) >= 5
+    assert study["threads"] == ("default" if default_threads else 1) and len(study["seeds"]) >= 10
     failed = [(claim.claim, claim.got) for claim in qk_claims(study) if not claim.holds]
     assert not failed
     assert "QK-norm" in qk_table(study)
+
+
+def test_the_table_has_an_accuracy_column_and_counts_a_diverged_run_as_0():
+    study = _study()
+    study["runs"]["high"]["plain"][0]["accuracy"] = float("nan")  # a diverged run
+    lines = qk_table(study).splitlines()
+    assert "accuracy" in lines[0]
+    assert "0.20 (0.00-0.20)" in lines[1] and "0.99 (0.99-0.99)" in lines[2]

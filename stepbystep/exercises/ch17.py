@@ -1,5 +1,6 @@
 """Chapter 17's "Your turn": predict a latent cache's size, write top-k routing with its
-renormalisation, extend the window mask with sinks, and predict where QK-norm must go.
+renormalisation, predict how many keys a windowed query reads and extend the window mask with
+sinks, and predict where QK-norm must go.
 
 In the notebook::
 
@@ -14,7 +15,7 @@ import torch.nn.functional as F
 from ..models import RMSNorm, RotaryEmbedding
 from .exercise import Exercise, as_number, expects_function, gib_slips
 
-__all__ = ["latent_cache", "route", "window_mask", "qk_norm_place"]
+__all__ = ["latent_cache", "route", "window_keys", "window_mask", "qk_norm_place"]
 
 
 # ----------------------------------------------------------------------------- 1. a latent cache's size
@@ -94,6 +95,9 @@ def _check_route(answer):
         got_dense = _by_expert(weights, experts, n_experts)
         if torch.allclose(got_dense, _by_expert(wanted_w, wanted_e, n_experts), atol=1e-5):
             continue
+        if torch.allclose(weights.float().sort(dim=-1).values, wanted_w.sort(dim=-1).values, atol=1e-5):
+            return (f"the right experts and the right {k} weights, but paired wrongly: weights[t, i] must be the "
+                    "weight of experts[t, i], so keep the two in the same order")
         probs = F.softmax(logits, dim=-1)
         if torch.allclose(got_dense, _by_expert(probs.gather(1, wanted_e), wanted_e, n_experts), atol=1e-5):
             return (f"the right experts, but each token's {k} weights sum to less than 1: the output would shrink "
@@ -115,6 +119,39 @@ route = Exercise(
     "a softmax over the experts (the last dimension) gives each token's probabilities; tensor.topk(k, dim=-1) "
     "returns the k largest and their indices; then divide the k weights by their own sum",
     _route_solution,
+)
+
+
+# ----------------------------------------------------------------------------- 3. predict: the keys one query reads
+def _window_keys_solution():
+    # a window of 3 counts the query itself: keys 7, 8 and 9; the 2 sinks are keys 0 and 1, far outside it
+    return 3 + 2
+
+
+def _check_window_keys(answer):
+    got = as_number(answer)
+    if got is None:
+        return f"expected one number (how many keys query 9 reads), got {type(answer).__name__}"
+    if got == _window_keys_solution():
+        return None
+    for wrong, message in (
+        (6, "one key too many: the window of 3 already counts the query itself"),
+        (4, "one key too few: the window of 3 counts the query itself, and each sink is a key of its own"),
+        (3, "the window alone: the sinks stay readable however far back they are"),
+        (2, "the sinks alone: the window's keys are read too, the query itself among them"),
+        (10, "that is every key up to the query (the causal mask): the window leaves most of them out"),
+        (1, "only the query itself: the window and the sinks add keys before it"),
+    ):
+        if got == wrong:
+            return message
+    return "count the keys: those in the window, the query included, then the sinks outside it"
+
+
+window_keys = Exercise(
+    "predict how many keys a query reads",
+    _check_window_keys,
+    "query 9 is the tenth token (counting from 0); write out the keys the window reaches back to, then the sinks",
+    _window_keys_solution,
 )
 
 

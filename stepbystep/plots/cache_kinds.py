@@ -14,8 +14,9 @@ def _gib(n_bytes):
 def cache_kinds_memory(state, fig=None):
     """The cache's memory against the context, from ``memory_state``: the chosen configuration's
     curve (flat past its window where every layer has one), the same model with a key-value head per
-    query head and no window (dashed), and each published configuration a labelled point at its
-    context, in the same dtype. Returns the Figure (``fig`` is cleared and reused)."""
+    query head and no window (dashed; its value at the context in the legend, below the axes), and
+    each published configuration a labelled point at its context, in the same dtype. Returns the
+    Figure (``fig`` is cleared and reused)."""
     check_instance("state", state, dict, "a dict from memory_state")
     if fig is None:
         fig = plt.figure(figsize=(8, 3.8), layout="constrained")
@@ -24,7 +25,8 @@ def cache_kinds_memory(state, fig=None):
     contexts = np.asarray(state["contexts"], dtype=float) / 1024
     ax.plot(contexts, _gib(state["curve"]), color="C0", label=f"your configuration ({state['kind']})")
     ax.plot(contexts, _gib(state["mha_curve"]), color="grey", ls="--", lw=1,
-            label="the same with a KV head per query head, no window")
+            label=f"the same with a KV head per query head, no window: {_gib(state['mha_bytes']):,.1f} GiB at "
+                  f"{state['context']:,} tokens")
     ax.plot([state["context"] / 1024], [_gib(state["context_bytes"])], "o", color="C0")
     for name, (context, n_bytes) in state["published"].items():
         ax.plot([context / 1024], [_gib(n_bytes)], "D", color="C3", ms=5)
@@ -36,7 +38,7 @@ def cache_kinds_memory(state, fig=None):
            xlim=(0, 1.15 * right), ylim=(0, 1.15 * top if top > 0 else 1),
            title=f"your configuration: {state['per_token_bytes'] / 1024:,.1f} KiB per token in {state['dtype']} "
                  "(the first tokens'; a window caps the total)\nred: published configurations at their context, "
-                 "same dtype; the dashed line may leave the plot")
+                 "same dtype")
     ax.title.set_fontsize(10)
-    ax.legend(fontsize=8, loc="upper left")
+    fig.legend(fontsize=8, loc="outside lower center")  # below the axes: no curve runs under it
     return fig

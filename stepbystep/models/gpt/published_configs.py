@@ -3,10 +3,11 @@ them, and the KV cache each one holds, computed by ``kv_cache_bytes`` and ``late
 
 Only the fields the cache depends on are kept: layers, key-value heads and their size, the latent
 of latent attention, the sliding window and which layers have one, and the context the model was
-released for. The numbers are the released files' (where a file has no ``head_dim``, as Llama 3 8B's,
-Mistral 7B v0.1's and Mixtral's have not, it is hidden_size / num_attention_heads; Hugging Face repositories ``deepseek-ai/DeepSeek-V3``,
+released for. The numbers are the released files' (Hugging Face repositories ``deepseek-ai/DeepSeek-V3``,
 ``mistralai/Mistral-7B-v0.1``, ``google/gemma-3-4b-pt`` (its ``text_config``), ``Qwen/Qwen3-8B``,
-``mistralai/Mixtral-8x7B-v0.1``, ``meta-llama/Meta-Llama-3-8B``).
+``mistralai/Mixtral-8x7B-v0.1``, ``meta-llama/Meta-Llama-3-8B``). Where a file has no ``head_dim``
+(Llama 3 8B's, Mixtral 8x7B's and Mistral 7B v0.1's), it is derived as ``transformers`` derives it:
+hidden_size / num_attention_heads = 4096 / 32 = 128.
 """
 import torch
 
@@ -15,7 +16,7 @@ from .cache_memory import kv_cache_bytes, latent_cache_bytes
 
 __all__ = ["PUBLISHED_CONFIGS", "published_attention", "published_cache_bytes"]
 
-PUBLISHED_CONFIGS = {
+PUBLISHED_CONFIGS = {  # head_dim derived (hidden_size / num_attention_heads) for Llama 3, Mixtral and Mistral
     "Llama 3 8B": dict(num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=8, head_dim=128,
                        max_position_embeddings=8192),
     "Mixtral 8x7B": dict(num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=8, head_dim=128,
