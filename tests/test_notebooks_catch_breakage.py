@@ -58,6 +58,13 @@ BREAKS = [
             return table
         return broken""",
           "every pair of positions the same offset apart is the same distance apart (± 1e-4)"),
+    Break("heads-take-interleaved-features", "03_multihead_attention", "stepbystep.models",
+          "NarrowMultiHeadAttention.make_chunks", """
+        def broken(self, x):  # head i reads features i, i + h, i + 2h, ... instead of its own d_k in a row
+            n, length = x.shape[:2]
+            return x.view(n, length, self.d_k, -1).permute(0, 3, 1, 2)
+        return broken""",
+          "every head's stored map is the softmax of its own chunks' scores"),
     Break("no-residual-connection", "04_stacking_layers", "stepbystep.models", "SubLayerWrapper.forward", """
         def broken(self, x, sublayer, *args, **kwargs):  # the sublayer's output without x added
             if self.norm_first:
