@@ -77,6 +77,11 @@ BREAKS = [
             return torch.ones_like(original(*args, **kwargs))
         return broken""",
           "every first row is (1, 0): position 0 attends only to itself"),
+    Break("source-padding-not-masked", "07_tokens_and_decoding", "stepbystep.models", "TokenTransformer.source_mask", """
+        def broken(self, source_ids):  # every source position readable, the pads included
+            return None
+        return broken""",
+          "with masks, the three paddings score within 0.4 points"),
     Break("padding-mask-not-converted", "06_torch_transformer", "stepbystep.models", "to_key_padding_mask", """
         def broken(*args, **kwargs):  # True on the real tokens: PyTorch then blocks them
             return ~original(*args, **kwargs)
