@@ -17,9 +17,9 @@
 #
 # Each is an option of the course's `DecoderConfig`, so the model of chapters 09 and 12 takes
 # them. For each, this chapter writes the idea out in a few lines of tensor code, shows that the
-# package's tested module computes the same, and loads the model that introduced it from
-# `transformers` (built from a configuration with random weights: nothing is downloaded), with
-# the same logits and the same greedy tokens.
+# package's tested module computes the same, and loads models that use it from `transformers`
+# (Qwen3, OLMo 2, Mistral, DeepSeek-V3, Mixtral, Qwen3-MoE; each built from a configuration with
+# random weights: nothing is downloaded), with the same logits and the same greedy tokens.
 #
 # By the end of this chapter you will be able to:
 #
@@ -77,7 +77,7 @@ from stepbystep.widgets import memory_explorer
 # | multi-head latent attention | DeepSeek-V2 (2024), DeepSeek-V3 | keys and values are rebuilt from a cached latent of rank r per token, plus one shared rotated key: the cache holds r + d_rope numbers per layer and token, whatever the number of heads |
 # | sliding window | Sparse Transformer 2019, Longformer 2020 (local attention); Mistral 7B (2023, every layer); Gemma 2 (every other layer), Gemma 3 (five layers in six) | each query reads only its w most recent tokens: a windowed layer's cache holds at most w tokens |
 # | attention sinks | StreamingLLM (Xiao et al. 2023), on models trained without them | the first few tokens stay readable beside the window |
-# | QK-norm | ViT-22B (2023, LayerNorm); OLMo 2 (2024), Qwen3 and Gemma 3 (2025) | an RMSNorm on the queries and keys before the rotation bounds the attention scores; the cache does not change |
+# | QK-norm | Henry et al. 2020 (ℓ2 norm, a learned scale in place of $1/\sqrt{d_k}$); ViT-22B (2023, LayerNorm); OLMo 2 (2024), Qwen3 and Gemma 3 (2025) | an RMSNorm on the queries and keys before the rotation bounds the attention scores; the cache does not change |
 #
 # `PUBLISHED_CONFIGS` keeps, for a few released models, the fields of their `config.json` files
 # that the cache depends on, named as the files name them; `published_cache_bytes` computes the
@@ -122,6 +122,9 @@ expect(published_cache_bytes("Qwen3 8B", 1) == published_cache_bytes("Mixtral 8x
 #
 # ## QK-norm: normalised queries and keys, before the rotation
 #
+# Henry et al. ("Query-Key Normalization for Transformers", 2020) first normalised the queries
+# and keys, for translation: each head's query and key are scaled to unit ℓ2 length, and a
+# learned scale takes the place of $1/\sqrt{d_k}$.
 # Dehghani et al. ("Scaling Vision Transformers to 22 Billion Parameters", 2023) report that
 # the training loss of their large vision Transformers diverged after a few thousand steps,
 # with attention logits that grew very large and attention weights close to one-hot; they applied
@@ -259,7 +262,10 @@ print({key: value for key, value in olmo2.config.changes().items() if key in ("q
 # Does the bound matter when a model trains? The study trains today's block (2 layers,
 # $d_{model} = 32$, 4 heads) on chapter 10's lag-copy task (repeat the token 3 back; 16 tokens,
 # streams of 32) with and without QK-norm, with Adam at three constant learning rates and no
-# warm-up, the setting in which Wortsman et al. saw the logits grow: 0.1 (high), 0.03 (middle)
+# warm-up. Wortsman et al. saw the logits grow at high learning rates in a recipe with a warm-up
+# of 5,000 steps and a cosine decay, and report that a longer warm-up makes training less
+# sensitive to the rate; a constant rate with no warm-up applies the high rate from the first
+# step, so a short run meets the same regime. The rates are 0.1 (high), 0.03 (middle)
 # and 0.003 (low: the control, where both should train, so that a failure at the high rate is
 # the rate's, not the block's). Each of 10 seeds fixes the initial weights and the batches; every
 # 10 steps the study records the largest attention logit $q \cdot k / \sqrt{d_k}$ that any head
@@ -555,7 +561,9 @@ expect(all(claim.holds for claim in twin), "run again at PyTorch's default threa
 # (and a rotated key of 4) caches 160 bytes per token where grouped-query attention with 2 KV
 # heads caches 256 and multi-head 1,024. A latent of rank 1 fails the copy in every seed
 # (accuracy below 0.6): the latent is RMS-normalised before the keys and values are rebuilt from
-# it, so a latent of one number keeps only its sign, one bit per token. Ranks of 4 and more copy
+# it, so a latent of one number keeps only its sign, one bit per token. Its scores in the table
+# still sit well above a guess: the shared rotated key is not compressed, so it still carries
+# each token into the attention weights, though not into the values. Ranks of 4 and more copy
 # as well as multi-head attention (above 0.95):
 # on this task, with 32 tokens to tell apart, a rank of 4 is enough. DeepSeek's 512 serves
 # 128 heads of a model 7,168 wide, a ratio this toy does not test.
@@ -725,7 +733,8 @@ expect(all(claim.holds for claim in twin), "run again at PyTorch's default threa
 # and the dtype. The menu fills in a published configuration (DeepSeek-V3, Mistral 7B v0.1,
 # Gemma 3 4B, Qwen3 8B), each marked on the plot at its context; move any control and it is
 # yours. The dashed line is the same model with a key-value head per query head and no window.
-# Try Gemma 3 4B with every layer windowed (29 → 34 unwindowed layers → 0), or DeepSeek-V3 as
+# Try Gemma 3 4B with every layer windowed (the "unwindowed layers" slider from 5 to 0: 29 → 34
+# windowed layers), or DeepSeek-V3 as
 # grouped-query attention with 8 KV heads of 128.
 
 # %% tags=["nbval-ignore-output"]
