@@ -714,8 +714,10 @@ expect(all(claim.holds for claim in twin), "run again at PyTorch's default threa
 # %% [markdown]
 # The dense blocks match the mixture's parameters to 1%. Untrained, the routers already send the
 # sub-tasks a little apart (the task token is an input, after all). Training separates them
-# further, in both layers, beyond every untrained seed: the router does learn to route by
-# sub-task, from the task's loss, with the task token to read. How far apart each pair ends
+# further, in both layers, beyond every untrained seed. Trained without the balancing loss, on
+# the task's loss alone, the router also sends them apart beyond every untrained seed in the
+# first layer: the router does learn to route by sub-task from the task's loss, with the task
+# token to read. How far apart each pair ends
 # varies widely from seed to seed (the ranges above), from close to nearly disjoint experts. The
 # balancing loss keeps the load near even (no expert above 40%); without it the
 # busiest expert's median share is higher, uneven but not collapsed: at this size, over 600

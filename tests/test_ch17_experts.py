@@ -67,12 +67,13 @@ def _table(first, last):
 
 
 def _study(first=0.3, last=0.2, initial_first=0.1, initial_last=0.1, busiest=0.3, free_busiest=0.6, moe=0.86,
-           active=0.68, total_params=34144, best_active=0.92, active_params=15648):
+           active=0.68, total_params=34144, best_active=0.92, active_params=15648, free_first=0.3):
     def run(accuracy, block, seed):
         run = {"accuracy": accuracy, "loss": 0.1}
         if block.startswith("mixture"):
             trained_last = 0.25 if seed == 1 else last  # seeds 0 and 2 the last layer's lowest
-            run.update(routing=_table(first, trained_last), task_distance=[first, trained_last],
+            trained_first = first if block == "mixture" else (0.3 if seed == 1 else free_first)
+            run.update(routing=_table(trained_first, trained_last), task_distance=[trained_first, trained_last],
                        initial_routing=_table(initial_first, initial_last),
                        busiest=[0.3, busiest if block == "mixture" else free_busiest])
         return run
@@ -110,6 +111,7 @@ def test_the_claims_hold_on_numbers_that_show_the_effect():
 @pytest.mark.parametrize("change, failing", [
     (dict(first=0.12, initial_first=0.15), "in every layer training routes"),
     (dict(last=0.05, initial_last=0.1), "in every layer training routes"),  # one seed of the last layer below
+    (dict(free_first=0.08), "trained on the task's loss only"),  # seeds 0 and 2 below the untrained 0.1
     (dict(busiest=0.5), "no expert takes 40%"),
     (dict(free_busiest=0.2), "without the balancing loss"),
     (dict(best_active=0.5), "do not separate"),
