@@ -172,8 +172,11 @@ def _check_window_mask(answer):
             return f"return a tensor, got {type(got).__name__}"
         if got.shape != (length, length):
             return f"the mask must be (L, L) = {(length, length)} for length={length}, got {tuple(got.shape)}"
-        if got.is_floating_point() or not ((got == 0) | (got == 1)).all():
-            return "return a keep-mask of True/False (or 1/0): True where the query may read the key"
+        if got.is_floating_point():
+            return ("a float mask is one that attention adds to the scores (0 keeps a key), not a keep-mask: return "
+                    "True/False (bool, or an integer 1/0), True where the query may read the key")
+        if not ((got == 0) | (got == 1)).all():
+            return "return a keep-mask of True/False (bool, or an integer 1/0): True where the query may read the key"
         got = got.bool()
         wanted = _window_mask_solution(length, window, sinks)
         if torch.equal(got, wanted):
