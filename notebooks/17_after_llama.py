@@ -263,7 +263,7 @@ print({key: value for key, value in olmo2.config.changes().items() if key in ("q
 # $d_{model} = 32$, 4 heads) on chapter 10's lag-copy task (repeat the token 3 back; 16 tokens,
 # streams of 32) with and without QK-norm, with Adam at three constant learning rates and no
 # warm-up. Wortsman et al. saw the logits grow at high learning rates in a recipe with a warm-up
-# of 5,000 steps and a cosine decay, and report that a longer warm-up makes training less
+# of 5,000 steps and a cosine decay, and report that a longer warm-up makes the final loss less
 # sensitive to the rate; a constant rate with no warm-up applies the high rate from the first
 # step, so a short run meets the same regime. The rates are 0.1 (high), 0.03 (middle)
 # and 0.003 (low: the control, where both should train, so that a failure at the high rate is
