@@ -527,8 +527,11 @@ expect(statistics.median(growth["prefill"]) > 4 and statistics.median(growth["de
 # The first control, the bare products, multiplies one vector by each of the model's weight
 # matrices in a loop (`weight_products_ms` times it alone): the decode step's matrix products
 # without its modules, its cache or its attention. The second is a model with the same layers,
-# heads and modules but 16 times narrower (`d_model=16`, so each weight matrix holds 256 times
-# fewer weights): it makes the same calls for a much smaller amount of arithmetic.
+# heads and modules but 16 times narrower (`d_model=16`: its attention matrices hold 256 times
+# fewer weights, its feed-forward ones 48 times fewer, since Llama's rounding still gives it 256
+# hidden units, and its embedding and output 16 times fewer, the vocabulary staying 256: 60,048
+# weights in all against 3,148,032, about 52 times fewer): it makes the same calls for a much
+# smaller amount of arithmetic.
 # `decode_step_parts_ms` takes turns between the wide model's decode step after a prompt of 256
 # tokens, the narrow model's, the bare products and the wide model's prefill of that prompt:
 # 5 turns, each with one prefill and 7 runs of each of the others, and keeps the fastest of each.
