@@ -736,8 +736,9 @@ except TypeError as error:
 
 # %% [markdown]
 # The list names more than GPT-2 and Llama: the package also converts Mistral (Llama's block with
-# a sliding window), Qwen3 and OLMo 2 (normalised queries and keys), DeepSeek-V3 (latent
-# attention, in its dense layers only) and the mixtures of experts of Mixtral and Qwen3, which
+# a sliding window), Qwen3 and OLMo 2 (normalised queries and keys), DeepSeek-V3's architecture
+# configured without experts (its latent attention, every layer dense: the released model, whose
+# later layers hold experts, is refused) and the mixtures of experts of Mixtral and Qwen3, which
 # carry the later changes the introduction names; chapter 17 uses them. This chapter uses only
 # the first two.
 
