@@ -159,7 +159,10 @@ swiglu = Exercise(
 
 # ----------------------------------------------------------------------------- 3. expand the key-value heads
 def _expand_kv_solution(k, n_heads):
-    # query head j reads key head j // groups: each key head repeated groups times, in place
+    # query head j reads key head j // groups: each key head repeated groups times, in place.
+    # Tiling (k.repeat) gives query head j key head j % n_kv_heads instead, while a grouped checkpoint's
+    # query heads were trained against key head j // groups: some then read another group's keys,
+    # so a model loaded with from_transformers gives different logits
     groups = n_heads // k.shape[1]
     return k.repeat_interleave(groups, dim=1)  # (N, n_heads, L, d_k)
 
