@@ -648,10 +648,11 @@ expect_all(writer_writing_claims(writer_shares))
 # phrase grows with each repetition, a positive feedback loop. Greedy decoding (`temperature=0`)
 # takes the likeliest id at every step: once it writes a phrase it wrote before, its context looks
 # much as it did then, and with no chance draw to take it elsewhere it tends to go on as it did
-# then. The sampler draws among the 40 likeliest ids and can leave a loop by chance. `repeat_shares` writes 128 tokens after each of three prompts both ways, 16
-# samples for each of the generator seeds 1 to 3, and counts chapter 09's repeat share of the new
-# tokens (`repeat_share`: the share of the windows of 4 tokens that already occurred earlier). The
-# greedy text of the first prompt is printed last.
+# then. The sampler draws among the 40 likeliest ids and can leave a loop by chance.
+# `repeat_shares` writes 128 tokens after each of three prompts both ways, 16 samples for each of
+# the generator seeds 1 to 3, and counts chapter 09's repeat share of the new tokens
+# (`repeat_share`: the share of the windows of 4 tokens that already occurred earlier). The greedy
+# text of the first prompt is printed last.
 
 # %% tags=["nbval-ignore-output"]
 repeats = {prompt: repeat_shares(writer, writer_bpe, prompt, seeds=(1, 2, 3), length=128)
