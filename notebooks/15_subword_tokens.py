@@ -4,11 +4,11 @@
 # Every language model of this course so far has read characters or made-up token ids: chapter
 # 08's dates and chapter 09's completions letter by letter, chapter 13's random sequences of ids.
 # Most of today's language models do neither. They read **subword tokens**: pieces of words
-# learned from text, so that common words are one token and rare words a few. This chapter builds, from
-# scratch, the kind GPT-2, GPT-4 and Llama 3 use, **byte-level byte-pair encoding (BPE)**, and
-# checks it against OpenAI's `tiktoken` on the same merges. (LLaMA 1 and 2 learn BPE with
-# SentencePiece on characters instead, and fall back to bytes only for characters their
-# vocabulary lacks.)
+# learned from text, so that common words are one token and rare words a few. This chapter builds,
+# from scratch, the kind GPT-2, GPT-4 and Llama 3 use, **byte-level byte-pair encoding (BPE)**,
+# and checks it against OpenAI's `tiktoken` on the same merges. (LLaMA 1 and 2 learn BPE with
+# SentencePiece on characters instead, and fall back to bytes only for characters their vocabulary
+# lacks.)
 #
 # Two papers carry the idea:
 #
@@ -64,8 +64,8 @@ from stepbystep.experiments import (
     train_lm,
 )
 from stepbystep.experiments import load_writer, writer_claims, writer_writing_claims
-from stepbystep.experiments.subword_model import (RECIPE, known_pair_share, known_share, model_writes, unigram_writes,
-                                                  writing_claims)
+from stepbystep.experiments.subword_model import (RECIPE, known_pair_share, known_share, model_writes, repeat_shares,
+                                                  unigram_writes, writing_claims)
 from stepbystep.widgets import token_explorer
 
 # %% [markdown]
@@ -268,8 +268,9 @@ expect(eot == 3999 and ids.count(eot) == 1, "<|endoftext|> is one id, the last o
 # **Decoding** is a lookup: each id's bytes, joined, read as UTF-8. **Encoding** applies the
 # learned merges to a new text, in the order they were learned: pre-split the text, turn each
 # piece into bytes, then repeatedly merge the adjacent pair whose merged bytes form the
-# token with the **lowest id** (the earliest merge), until no pair forms a token. This is how
-# GPT-2 and `tiktoken` encode.
+# token with the **lowest id** (the earliest merge), until no pair forms a token. Where that
+# pair occurs more than once (the overlapping pairs of "aaa"), the leftmost merges first, as
+# `merge` above does. This is how GPT-2 and `tiktoken` encode.
 
 # %%
 line = "O brave new world, that has such people in't!"
@@ -321,9 +322,9 @@ expect(0 < lengths[1000] - lengths[3999] < lengths[256] - lengths[1000],
 # The frequent pieces are learned first, and each later merge covers rarer text. A larger vocabulary
 # costs a larger embedding table and output layer, and each id is seen less often in training.
 #
-# **Try it.** Type any text and slide the vocabulary from 256 ids (bytes only) up to all 3,743 merges:
-# each coloured span is one token, its id below it (a space shows as ·, a newline as ↵). Watch
-# which words become one token first, and what happens to a word the plays never use.
+# **Try it.** Type any text and slide the vocabulary from 256 ids (bytes only) up to all 3,743
+# merges: each coloured span is one token, its id below it (a space shows as ·, a newline as ↵).
+# Watch which words become one token first, and what happens to a word the plays never use.
 
 # %% tags=["nbval-ignore-output"]
 token_explorer(tokenizer)
@@ -357,10 +358,11 @@ expect(ours == theirs, "the chapter's tokenizer gives tiktoken's ids on the whol
 # ## Against the `tokenizers` trainer
 #
 # Hugging Face's `tokenizers` library trains BPE in Rust. Its `ByteLevel` pre-tokenizer applies
-# GPT-2's pattern too, but it writes each byte as a printable character first (GPT-2's own
-# trick): the printable bytes (ASCII, and Latin-1 from "¡" on but for the soft hyphen) stay themselves, and the others
-# move to characters from U+0100 on; the space becomes "Ġ" (U+0120). `tokenizers_merges` trains it on the same corpus
-# with the same 4,000 ids and maps its merges back to bytes, so the two lists can be compared:
+# GPT-2's pattern too, but it writes each byte as a printable character first (GPT-2's own trick):
+# the printable bytes (ASCII, and Latin-1 from "¡" on but for the soft hyphen) stay themselves,
+# and the others move to characters from U+0100 on; the space becomes "Ġ" (U+0120).
+# `tokenizers_merges` trains it on the same corpus with the same 4,000 ids and maps its merges
+# back to bytes, so the two lists can be compared:
 
 # %% tags=["nbval-ignore-output"]
 trained = BytePairTokenizer.train(corpus, 4000)
@@ -403,13 +405,13 @@ expect(counts[tied[0]] == counts[tied[1]] == max(counts.values()), "the two pair
 # ## A small model reads the plays: BPE against bytes
 #
 # Does the tokenizer matter to a model? We train chapter 12's decoder-only model, with GPT-2's
-# block at a small size (`lm_config`: 2 layers, `d_model` 64, 4 heads, 64 positions, tied
-# output), on the 37 plays: once reading BPE tokens, 1,024 ids (the first 768 merges learned
-# above), and, as the control, once reading bytes, 256 ids (on these plays, bytes are almost
-# characters: 4,999,665 bytes for 4,999,537 characters, so the control is a character model in all
-# but name). The blocks, the recipe (`train_lm`:
-# AdamW, warm-up then cosine, the course's trainer) and the seeds are the same; the tokenizer
-# differs, and with it the embedding table (tied to the output layer): 1,024 rows instead of 256.
+# block at a small size (`lm_config`: 2 layers, `d_model` 64, 4 heads, 64 positions, tied output),
+# on the 37 plays: once reading BPE tokens, 1,024 ids (the first 768 merges learned above), and,
+# as the control, once reading bytes, 256 ids (on these plays, bytes are almost characters:
+# 4,999,665 bytes for 4,999,537 characters, so the control is a character model in all but name).
+# The blocks, the recipe (`train_lm`: AdamW, warm-up then cosine, the course's trainer) and the
+# seeds are the same; the tokenizer differs, and with it the embedding table (tied to the output
+# layer): 1,024 rows instead of 256.
 #
 # **Equal compute: the same tokens per step.** Both take the same number of optimizer steps on
 # batches of the same number of **tokens**, 16 windows of 64. We fix tokens rather than bytes
@@ -419,15 +421,16 @@ expect(counts[tied[0]] == counts[tied[1]] == max(counts.values()), "the two pair
 # layer scores 1,024 ids instead of 256, so a BPE step costs more. The stored study therefore
 # has a third arm, the byte model with **twice the steps**, which costs more than the BPE model.
 #
-# **Bits per byte.** A loss per token cannot compare the two: a BPE token stands for about
-# 2.4 bytes, so it is harder to predict than one byte. The fair measure is the model's total
-# negative log-likelihood of the held-out play, in bits, divided by the play's bytes: how many
-# bits per byte a code built from the model's predictions would need. A byte model that knows
-# nothing, a uniform guess over 256 ids, scores 8. A BPE model that knows nothing already scores
-# far less, about 4.4 on The Tempest ($\log_2 1024$ = 10 bits per token, over about 2.3 bytes per
-# token; 4.2 on the training text, the dashed line below): the merges themselves encode the
-# corpus's statistics, a head start that is part of what a tokenizer buys. The Pile's authors compare language models with different tokenizers this way (Gao et al.,
-# "The Pile: An 800GB Dataset of Diverse Text for Language Modeling", 2020).
+# **Bits per byte.** A loss per token cannot compare the two: a BPE token stands for about 2.4
+# bytes, so it is harder to predict than one byte. The fair measure is the model's total negative
+# log-likelihood of the held-out play, in bits, divided by the play's bytes: how many bits per
+# byte a code built from the model's predictions would need. A byte model that knows nothing, a
+# uniform guess over 256 ids, scores 8. A BPE model that knows nothing already scores far less,
+# about 4.4 on The Tempest ($\log_2 1024$ = 10 bits per token, over about 2.3 bytes per token; 4.2
+# on the training text, the dashed line below): the merges themselves encode the corpus's
+# statistics, a head start that is part of what a tokenizer buys. The Pile's authors compare
+# language models with different tokenizers this way (Gao et al., "The Pile: An 800GB Dataset of
+# Diverse Text for Language Modeling", 2020).
 #
 # First the BPE model, trained here for 300 steps (the stored study trains 400):
 
@@ -494,10 +497,10 @@ expect_all(baseline_claims(stored_bpb, tables, live_bpb))
 # and every byte model below the byte unigram table. The BPE model has not reached its table of
 # pairs: no BPE model reaches the BPE bigram table. The byte model at 400 steps sits at its own,
 # within 0.1 bits per byte of the byte bigram table on either side over the seeds; given twice the
-# steps, it is below it in every seed. The tables differ by tokenizer too: the BPE bigram table is about 0.9 bits per byte below
-# the byte bigram table, since a pair of BPE tokens spans about 4.7 bytes of text and a pair of
-# bytes two. So the gap between the two models is not a measure of tokenizers in general; it is
-# what 400 steps of this small model make of each.
+# steps, it is below it in every seed. The tables differ by tokenizer too: the BPE bigram table is
+# about 0.9 bits per byte below the byte bigram table, since a pair of BPE tokens spans about 4.7
+# bytes of text and a pair of bytes two. So the gap between the two models is not a measure of
+# tokenizers in general; it is what 400 steps of this small model make of each.
 #
 # ## The model writes
 #
@@ -636,6 +639,40 @@ expect_all(writer_writing_claims(writer_shares))
 # times the frequency sampler's and the live model's. The frequency sampler cannot use context, so
 # that share is context at work, as the held-out score says too. What it writes is still not
 # sense: its words meet the way the plays' words meet, a pair or a phrase at a time.
+
+# %% [markdown]
+# Chapter 09 left one thing to count on a model that writes real text: how often it repeats
+# itself. Holtzman et al. ("The Curious Case of Neural Text Degeneration", 2020) found that
+# decoding for the likeliest text, greedily or with a beam search, gives text that is strangely
+# repetitive, often stuck in a loop; for most phrases they tried, the probability of a repeated
+# phrase grows with each repetition, a positive feedback loop. Greedy decoding (`temperature=0`)
+# takes the likeliest id at every step: once it writes a phrase it wrote before, its context looks
+# much as it did then, and with no chance draw to take it elsewhere it tends to go on as it did
+# then. The sampler draws among the 40 likeliest ids and can leave a loop by chance.
+# `repeat_shares` writes 128 tokens after each of three prompts both ways, 16 samples for each of
+# the generator seeds 1 to 3, and counts chapter 09's repeat share of the new tokens
+# (`repeat_share`: the share of the windows of 4 tokens that already occurred earlier). The greedy
+# text of the first prompt is printed last.
+
+# %% tags=["nbval-ignore-output"]
+repeats = {prompt: repeat_shares(writer, writer_bpe, prompt, seeds=(1, 2, 3), length=128)
+           for prompt in ["**HAMLET**\n", "**KING LEAR**\nO", "To be, or not"]}
+print(f"{'prompt':>18}  greedy   sampled: median, range over {len(repeats['To be, or not'][2])} texts")
+for prompt, (_, greedy, sampled) in repeats.items():
+    print(f"{prompt!r:>18}  {greedy:6.2f}   {sampled.median():.2f}, {sampled.min():.2f}-{sampled.max():.2f}")
+print()
+print(repeats["**HAMLET**\n"][0])
+
+# %%
+expect(all(greedy > sampled.max() for _, greedy, sampled in repeats.values()),
+       "for every prompt the greedy text repeats a larger share of its 4-token windows than any sampled text",
+       {prompt: (greedy, sampled.max().item()) for prompt, (_, greedy, sampled) in repeats.items()})
+
+# %% [markdown]
+# The writer that strings the plays' word pairs well when it samples falls into a loop when it
+# decodes greedily, on every prompt here: a few names and a phrase, again and again. Sampling
+# trades the loop for the occasional unlikely token, the other half of degeneration that chapter
+# 09 showed.
 
 # %% [markdown]
 # ## Pitfalls tokens cause

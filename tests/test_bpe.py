@@ -129,8 +129,11 @@ def test_decode_of_a_cut_character(trained):
     assert trained.decode_bytes(ids) == "😀".encode("utf-8")
     cut = list("😀".encode("utf-8"))[:2]  # the first two bytes as byte ids
     assert trained.decode(cut) == "\ufffd"
-    with pytest.raises(ValueError, match=r"ids must spell valid UTF-8 .*cut at byte 0"):
+    with pytest.raises(ValueError, match=r"ids must spell valid UTF-8 .*: the character starting at byte 0 is cut "
+                                         r"\(unexpected end of data\)"):
         trained.decode(cut, errors="strict")
+    with pytest.raises(ValueError, match=r"got bytes b'ab\\xf0\\x9f': the character starting at byte 2 is cut"):
+        trained.decode([97, 98, *cut], errors="strict")
 
 
 def test_special_tokens_get_the_last_ids_and_are_never_split(trained):

@@ -27,7 +27,10 @@ WRONG_TYPES = [
 
 WRONG_VALUES = [
     (lambda: BytePairTokenizer.train("ab", 255), "vocab_size must be an int >= 256, got 255: the 256 bytes take the first ids"),
-    (lambda: BytePairTokenizer.train("ab", 257, special_tokens=["<a>", "<b>"]), "vocab_size must be an int >= 258, got 257: the 256 bytes and 2 special token(s) take the first ids"),
+    (lambda: BytePairTokenizer.train("ab", 257, special_tokens=["<a>", "<b>"]),
+     "vocab_size must be an int >= 258, got 257: the 256 bytes and 2 special tokens take the first ids"),
+    (lambda: BytePairTokenizer.train("ab", 256, special_tokens=["<a>"]),
+     "vocab_size must be an int >= 257, got 256: the 256 bytes and 1 special token take the first ids"),
     (lambda: BytePairTokenizer.train("ab", 300, pattern="(unclosed"),
      "pattern must be a regular expression the `regex` module compiles, got '(unclosed' (missing ) at position 9)"),
     (lambda: BytePairTokenizer.train("ab", 300, special_tokens=["<a>", ""]), "special_tokens must be non-empty strings, got ''"),

@@ -161,8 +161,8 @@ class BytePairTokenizer:
         try:
             check_int_range("vocab_size", vocab_size, low)
         except ValueError as error:  # say where the floor comes from
-            raise ValueError(f"{error}: the 256 bytes{f' and {len(specials)} special token(s)' if specials else ''} "
-                             "take the first ids") from None
+            specials_named = f" and {len(specials)} special token{'s' if len(specials) > 1 else ''}" if specials else ""
+            raise ValueError(f"{error}: the 256 bytes{specials_named} take the first ids") from None
         tokenizer = cls(pattern=pattern, special_tokens=specials)
         chunks = tokenizer._special_split.split(text)[::2] if specials else [text]
         split = tokenizer._split
@@ -280,8 +280,10 @@ class BytePairTokenizer:
         try:
             return data.decode("utf-8", errors=errors)
         except UnicodeDecodeError as error:
-            raise ValueError(f"ids must spell valid UTF-8 with errors='strict', got bytes {data[max(0, error.start - 4):error.end + 4]!r} "
-                             f"cut at byte {error.start} ({error.reason}); decode with errors='replace' to see them") from None
+            shown = data[max(0, error.start - 4):error.end + 4]
+            raise ValueError(f"ids must spell valid UTF-8 with errors='strict', got bytes {shown!r}: the character "
+                             f"starting at byte {error.start} is cut ({error.reason}); decode with errors='replace' "
+                             "to see them") from None
 
     # ----- saving and loading -----
 

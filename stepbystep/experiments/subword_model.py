@@ -8,8 +8,9 @@ tokens): the transformer does the same work per step, while a BPE batch holds mo
 measure is fair across tokenizers: the held-out play's total negative log-likelihood, in bits,
 divided by its UTF-8 bytes (``bits_per_byte``).
 
-Each model is read against its own tokenizer's count baseline (``count_bits_per_byte``): a table
-of token frequencies for BPE, a table of byte pairs for bytes, each scored the same way.
+Each model is read against its own tokenizer's unigram and bigram count tables
+(``count_bits_per_byte``): a table of token frequencies and a table of token pairs, for BPE and for
+bytes alike, each scored the same way.
 
 A second, smaller study asks what the live BPE model writes: the share of its words that are words
 of the training plays, beside two controls sampled like the model (temperature, top-k): the same
@@ -33,15 +34,15 @@ from ..devices import torch_threads
 from ..expect import Claim
 from ..models.gpt.config import DecoderConfig
 from ..models.gpt.generation import generate, sampling_distribution
-from ..models.metrics import sequence_cross_entropy
+from ..models.metrics import repeat_share, sequence_cross_entropy
 from ..seeding import get_rng_state
 from ..training import StepByStep
 from ..training.schedules import warmup_cosine
 
 __all__ = ["ARMS", "HELD_OUT", "RECIPE", "RESULTS", "SEEDS", "WRITING", "baseline_claims", "bits_per_byte",
            "count_bits_per_byte", "known_pair_share", "known_share", "load_subword_study", "lm_config", "model_writes",
-           "random_windows", "split_plays", "subword_claims", "subword_study", "train_lm", "unigram_writes",
-           "writing_claims", "writing_study"]
+           "random_windows", "repeat_shares", "split_plays", "subword_claims", "subword_study", "train_lm",
+           "unigram_writes", "writing_claims", "writing_study"]
 
 HELD_OUT = "the-tempest"
 SEEDS = (0, 1, 2)
@@ -147,9 +148,9 @@ def subword_study(seeds=SEEDS, vocab_size=1024, text=None, held_out=None, arms=A
     per byte on ``held_out`` (default: *The Tempest*), on one thread: ``"bpe"`` (``vocab_size``
     ids), ``"bytes"`` (the control: the same steps and tokens per batch) and ``"bytes, 2x steps"``
     (the control given twice the steps: at least the BPE model's compute, whose output layer is
-    larger); ``arms`` picks some of them. A dict ready for JSON: the recipe, the vocabularies, the bytes per token of each on the
-    training text, the CPU seconds of each run (training and measuring) and
-    ``{arm: [bits per byte per seed]}``."""
+    larger); ``arms`` picks some of them. A dict ready for JSON: the recipe, the vocabularies, the
+    bytes per token of each on the training text, the CPU seconds of each run (training and
+    measuring) and ``{arm: [bits per byte per seed]}``."""
     recipe = {**RECIPE, **recipe}
     if text is None or held_out is None:
         text, held_out = split_plays()
@@ -226,10 +227,26 @@ def model_writes(model, tokenizer, seed, prompt=WRITING["prompt"], samples=WRITI
                  length=WRITING["length"]):
     """``samples`` texts: ``prompt`` continued by ``model`` to ``length`` tokens in all, at the chapter's
     temperature among its top-k ids, drawn by a generator seeded with ``seed``."""
+    return [tokenizer.decode(row) for row in _sampled_ids(model, tokenizer, seed, prompt, samples, length)]
+
+
+def _sampled_ids(model, tokenizer, seed, prompt, samples, length):
     ids = tokenizer.encode(prompt)
     written = generate(model, [ids] * samples, length - len(ids), temperature=WRITING["temperature"],
                        top_k=WRITING["top_k"], generator=torch.Generator().manual_seed(seed))  # (samples, length)
-    return [tokenizer.decode(row) for row in written.tolist()]
+    return written.tolist()
+
+
+def repeat_shares(model, tokenizer, prompt, seeds, n=4, length=WRITING["length"]):
+    """How much ``model`` repeats itself after ``prompt``, ``length`` tokens in all: the share of
+    repeated ``n``-grams of the new tokens (``repeat_share``), decoded greedily (temperature 0) and
+    sampled as ``model_writes`` samples for each of ``seeds``.
+    ``(greedy text, greedy share, sampled shares (len(seeds) · samples,))``."""
+    start = len(tokenizer.encode(prompt))
+    greedy = generate(model, tokenizer.encode(prompt), length - start, temperature=0).tolist()  # (length,)
+    sampled = [repeat_share(row[start:], n) for seed in seeds
+               for row in _sampled_ids(model, tokenizer, seed, prompt, WRITING["samples"], length)]
+    return tokenizer.decode(greedy), repeat_share(greedy[start:], n), torch.tensor(sampled)
 
 
 def unigram_writes(ids, tokenizer, seed, prompt=WRITING["prompt"], samples=WRITING["samples"],
@@ -263,9 +280,8 @@ def known_pair_share(texts, known_pairs, prompt=WRITING["prompt"]):
 def writing_study(seeds=WRITING["seeds"], steps=WRITING["steps"], vocab_size=1024, text=None, **recipe):
     """The share of known words (the training text's words) written by the chapter's live BPE model
     (``steps`` steps) for each of ``seeds``, beside two controls on the same prompt and generator seed
-    (``seed + 1``, as the chapter's): the same model untrained, and the ``unigram_writes`` sampler, both
-sampled like the model.
-    A dict ready for JSON: ``{"seeds", "steps", "trained": [...], "untrained": [...], "unigram": [...]}``."""
+    (``seed + 1``, as the chapter's): the same model untrained, and the ``unigram_writes`` sampler,
+    both sampled like the model. A dict ready for JSON: ``{"seeds", "steps", "trained": [...], "untrained": [...], "unigram": [...]}``."""
     recipe = {**RECIPE, **recipe, "steps": steps}
     text = split_plays()[0] if text is None else text
     tokenizer = BytePairTokenizer.train(text, vocab_size)

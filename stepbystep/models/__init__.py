@@ -14,7 +14,7 @@ from .seq2seq.stacks import DecoderTransf, EncoderDecoderTransf, EncoderTransf
 from .seq2seq.builder import build_transformer, xavier_init_
 from .seq2seq.torch_bridge import TransformerModel, copy_to_torch
 from .seq2seq.token_transformer import TokenTransformer
-from .metrics import SequenceCrossEntropy, masked_accuracy, sequence_accuracy, sequence_cross_entropy
+from .metrics import SequenceCrossEntropy, masked_accuracy, repeat_share, sequence_accuracy, sequence_cross_entropy
 from .seq2seq.decoding import beam_search, greedy_decode, sequence_log_probs
 from .seq2seq.toy_decoding import markov_beam_steps, markov_greedy
 from .seq2seq.translate import Translation, translate, translate_with_alignment

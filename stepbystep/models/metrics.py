@@ -1,7 +1,8 @@
-"""Loss and accuracies for sequences of tokens, where padding must not count, and how sure a
-measured rate is (``wilson_interval``)."""
+"""Loss and accuracies for sequences of tokens, where padding must not count, how sure a measured
+rate is (``wilson_interval``), and how much a written sequence repeats itself (``repeat_share``)."""
 import math
 
+import torch
 import torch.nn.functional as F
 from torch import nn
 
@@ -9,7 +10,7 @@ from ..checks import check_int_range, check_positive_int, check_positive_number,
 from ..data.special_tokens import EOS, PAD
 
 __all__ = ["sequence_cross_entropy", "SequenceCrossEntropy", "masked_accuracy", "sequence_accuracy",
-           "wilson_interval"]
+           "wilson_interval", "repeat_share"]
 
 
 def _check_logits(logits, targets):
@@ -90,3 +91,21 @@ def wilson_interval(successes, n, z=1.959963984540054):
     low = 0.0 if successes == 0 else max(0.0, centre - half_width)  # exact ends, not rounding residues
     high = 1.0 if successes == n else min(1.0, centre + half_width)
     return low, high
+
+
+def repeat_share(tokens, n):
+    """The share of the windows of ``n`` consecutive tokens of ``tokens`` (a string, a list of ids or
+    a 1-D tensor) that already occurred earlier in it: 0 for a sequence that never repeats itself,
+    near 1 for one stuck in a loop, 0 for one shorter than ``n``."""
+    check_positive_int("n", n)
+    if not isinstance(tokens, (str, list, tuple, torch.Tensor)):
+        raise TypeError(f"tokens must be a string, a list of ids or a 1-D tensor, got {type(tokens).__name__}")
+    if isinstance(tokens, torch.Tensor):
+        check_tensor("tokens", tokens, ndim=1)
+    tokens = tokens.tolist() if isinstance(tokens, torch.Tensor) else list(tokens)
+    grams = [tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1)]  # every window of n tokens
+    seen, repeats = set(), 0
+    for gram in grams:
+        repeats += gram in seen  # this window already occurred earlier
+        seen.add(gram)
+    return repeats / len(grams) if grams else 0.0
