@@ -19,6 +19,11 @@ PIECES = ["e", "é", "e\u0301", "\u0308", "日本語", "中文", "😀", "👩\u
           "\t", "'s", "'ll", "123", "4", "!?", "--", "the", " the", "A", "Ω", "ß", "\r\n"]
 texts = st.lists(st.one_of(st.sampled_from(PIECES), st.text(st.characters(codec="utf-8"), max_size=4)),
                  max_size=30).map("".join)
+# The same, without code points this Python's Unicode tables leave unassigned: the `regex` module and
+# tiktoken's engine each carry their own, newer tables, and on a code point one of them has assigned
+# since (U+3D000 is a letter to regex 2026.12, not to tiktoken 0.14) the pre-split may differ.
+assigned_texts = st.lists(st.one_of(st.sampled_from(PIECES), st.text(st.characters(
+    codec="utf-8", exclude_categories=("Cn",)), max_size=4)), max_size=30).map("".join)
 
 
 def _tiktoken(tokenizer, name="ours"):
@@ -93,13 +98,13 @@ def test_ids_equal_tiktoken_on_the_corpus(trained, corpus):
 
 
 @PROPERTY
-@given(text=texts)
+@given(text=assigned_texts)
 def test_ids_equal_tiktoken_on_drawn_text(trained, text):
     assert trained.encode(text) == _tiktoken(trained).encode(text, allowed_special="all")
 
 
 @PROPERTY
-@given(corpus=texts, text=texts, extra=st.integers(0, 40), presplit=st.booleans())
+@given(corpus=assigned_texts, text=assigned_texts, extra=st.integers(0, 40), presplit=st.booleans())
 def test_ids_equal_tiktoken_for_merges_trained_on_drawn_text(corpus, text, extra, presplit):
     tokenizer = BytePairTokenizer.train(corpus, 256 + extra, pattern=GPT2_PATTERN if presplit else None)
     encoding = _tiktoken(tokenizer, name="drawn")
@@ -156,7 +161,7 @@ def test_the_longer_of_two_overlapping_specials_wins():
 
 
 @PROPERTY
-@given(text=texts)
+@given(text=assigned_texts)
 def test_specials_in_drawn_text_are_single_ids(trained, text):
     mixed = f"{text}{EOT}{text}<|pad|>"
     ids = trained.encode(mixed)
