@@ -199,9 +199,8 @@ print(f"causal mask (True = may attend):\n{model.trg_masks[0]}")
 # The decoder is passed the encoder's states, `memory`, at each call, as PyTorch's
 # `nn.Transformer` (chapter 06) does. The model's own two steps are the book's: `encode` stores
 # them in the model, and `decode` takes them from there, not as an argument, and hands them to
-# the decoder. That has a
-# pitfall: decoding a new batch without encoding it first would read the *previous* batch's
-# states. `encode` always keeps them, so calling it first is enough.
+# the decoder. That has a pitfall: decoding a new batch without encoding it first would read
+# the *previous* batch's states. `encode` always keeps them, so calling it first is enough.
 #
 # The model's own `forward` runs the same calls in the same order, so with the same seed it
 # draws the same dropout masks and gives the same numbers:
@@ -237,14 +236,14 @@ expect(below >= 40, "the validation loss is below the training loss in 40 or mor
 fig = plots.loss_curves(sbs.losses, sbs.val_losses)
 
 # %% [markdown]
-# The loss falls steeply at first (more than tenfold over the run) and then flattens; the
-# final validation loss is below 0.04. Along the way there are **spikes**: at some epochs the
+# The loss falls steeply at first (more than tenfold over the run) and then flattens; the final
+# validation loss is below 0.04. Along the way there are **spikes**: at some epochs the
 # validation loss jumps and then recovers (the scale is logarithmic; how far it jumps varies
-# from run to run, and the nine stored runs below measure it). A likely
-# cause is Adam's step size: at a learning rate of 0.01 on batches of 16 sequences some steps
-# may overshoot (this chapter does not test that explanation). One thing looks odd: the **validation** loss (red) sits *below* the training loss
-# (blue) in most epochs (40 or more of the 50), although the model never trains on the
-# validation sequences.
+# from run to run, and the nine stored runs below measure it). A likely cause is Adam's step
+# size: at a learning rate of 0.01 on batches of 16 sequences some steps may overshoot (this
+# chapter does not test that explanation). One thing looks odd: the **validation** loss (red)
+# sits *below* the training loss (blue) in most epochs (40 or more of the 50), although the
+# model never trains on the validation sequences.
 
 # %% [markdown]
 # **The paper's recipe.** The paper trained differently (section 5.3, "Optimizer", and
@@ -299,13 +298,13 @@ fig = plots.learning_rate_schedule(noam, warmup_steps=4000)
 # %% [markdown]
 # ## Why the validation loss is lower
 #
-# Dropout is active in training mode only. With $p = 0.1$, every forward pass in training
-# mode zeroes each attention weight, each feed-forward hidden unit and each entry of every
-# sublayer's output with probability 0.1 (scaling the survivors by $1/0.9$). The training loss is measured
-# on this damaged network, a different one at every call; the validation loss on the whole,
-# deterministic network. The same mini-batch shows it (the book's chapter 10 makes this
-# comparison with one forward pass in each mode; here we take 20 dropout draws): 20 forward
-# passes in training mode, each with its own dropout masks, and one in eval mode.
+# Dropout is active in training mode only. With $p = 0.1$, every forward pass in training mode
+# zeroes each attention weight, each feed-forward hidden unit and each entry of every
+# sublayer's output with probability 0.1 (scaling the survivors by $1/0.9$). The training loss
+# is measured on this damaged network, a different one at every call; the validation loss on
+# the whole, deterministic network. The same mini-batch shows it (the book's chapter 10 makes
+# this comparison with one forward pass in each mode; here we take 20 dropout draws): 20
+# forward passes in training mode, each with its own dropout masks, and one in eval mode.
 
 # %% tags=["nbval-ignore-output"]
 loss_fn = nn.MSELoss()
@@ -372,9 +371,9 @@ print(f"{'anywhere else':>25}: {len(elsewhere)}")
 # The predictions for the validation sources (greedy, in eval mode), for the first eight
 # squares: source corners in blue, true target corners circled in green, predictions as red
 # crosses, each joined by a dotted line to the corner it predicts. Each square is travelled
-# corner by corner, numbered 0 to 3 in that order, so the
-# circles 2 and 3 are the corners opposite the blue points 0 and 1. The crosses sit on or next
-# to the circles: the misses are of the size of the noise.
+# corner by corner, numbered 0 to 3 in that order, so the circles 2 and 3 are the corners
+# opposite the blue points 0 and 1. The crosses sit on or next to the circles: the misses are
+# of the size of the noise.
 
 # %%
 val_predicted = torch.as_tensor(sbs.predict(val_source))  # (128, 2, 2)
@@ -450,7 +449,7 @@ print(f"means: matching {matching.mean():.2f}, cross-attention decided {cross_de
 
 # %%
 expect(matching.mean() > 0.6, "the mean weight on the matching corner is above 0.6", got=matching.mean())
-expect(cross_decided.mean() > 0.85, "the cross-attention heads are decided: above 0.85 on average",
+expect(cross_decided.mean() > 0.8, "the cross-attention heads are decided: above 0.8 on average",
        got=cross_decided.mean())
 expect(cross_decided.mean() > encoder_decided.mean(),
        "the cross-attention is more decided than the encoder self-attention, on average",
@@ -459,13 +458,13 @@ expect(cross_decided.mean() > encoder_decided.mean(),
 # %% [markdown]
 # A "decided" value near 1 means hard choices: for a given square, a head reads one source
 # corner and ignores the other, the near-0 and near-1 cells of the figure. The cross-attention
-# heads are decided (above 0.85 on average). How hard are these choices? With two keys the
-# weights are the softmax of two scores, $\alpha_0 / \alpha_1 = e^{s_0 - s_1}$, so the gap
-# between a row's two (scaled) scores can be read from its weights,
-# $|\log \alpha_0 - \log \alpha_1|$ (`score_gaps`); a gap of 3 already gives weights of 0.95
-# and 0.05. The median gap over the rows of every head, and the softmax's slope
-# $\partial \alpha_0 / \partial s_0 = \alpha_0 \alpha_1$ at the median row (at most
-# 1/4, for even weights):
+# heads are decided (above 0.8 on average; the table's last line gives this run's mean). How
+# hard are these choices? With two keys the weights are the softmax of two scores,
+# $\alpha_0 / \alpha_1 = e^{s_0 - s_1}$, so the gap between a row's two (scaled) scores can be
+# read from its weights, $|\log \alpha_0 - \log \alpha_1|$ (`score_gaps`); a gap of 2 already
+# gives weights of 0.88 and 0.12, a gap of 3 0.95 and 0.05. The median gap over the rows of
+# every head, and the softmax's slope $\partial \alpha_0 / \partial s_0 = \alpha_0 \alpha_1$
+# at the median row (at most 1/4, for even weights):
 
 # %% tags=["nbval-ignore-output"]
 gaps = {"cross-attention": score_gaps(cross), "encoder self-attention": score_gaps(encoder_self)}  # (2, 128, 3, 2) each
@@ -474,7 +473,7 @@ for name, gap in gaps.items():
     print(f"{name:>22}: median score gap {middle:5.2f}, slope there {math.exp(-middle) / (1 + math.exp(-middle))**2:.1e}")
 
 # %%
-expect(gaps["cross-attention"].median() > 3, "the cross-attention's median score gap is above 3",
+expect(gaps["cross-attention"].median() > 2, "the cross-attention's median score gap is above 2",
        got=gaps["cross-attention"].median())
 expect(gaps["encoder self-attention"].median() < gaps["cross-attention"].median(),
        "the encoder self-attention's is smaller", got={name: gap.median() for name, gap in gaps.items()})
@@ -488,14 +487,14 @@ expect(gaps["encoder self-attention"].median() < gaps["cross-attention"].median(
 # its gradients.
 #
 # Across squares, a mean weight above 0.5 on the matching corner says that a head picks the
-# diagonal more often than not; over all layers, heads and positions the mean is above 0.6,
-# but compare the heads in the table: they differ, and some barely prefer the diagonal, or
-# not at all. No head has to be right alone: the output layer mixes the heads, and the
-# feed-forward networks and later layers process the result. And the keys are encoder
-# *states*, not raw corners: after the encoder's self-attention, the state of $x_1$ also
-# carries information about $x_0$, so a head that reads the "wrong" corner can still find
-# what it needs. Attention maps show where information *can* flow, not the whole explanation
-# of a prediction.
+# diagonal more often than not; over all layers, heads and positions the mean is above 0.6, but
+# compare the heads in the table: they differ, and some barely prefer the diagonal, or, in some
+# runs, not at all (the stored table below). No head has to be right alone: the output layer
+# mixes the heads, and the feed-forward networks and later layers process the result. And the
+# keys are encoder *states*, not raw corners: after the encoder's self-attention, the state of
+# $x_1$ also carries information about $x_0$, so a head that reads the "wrong" corner can still
+# find what it needs. Attention maps show where information *can* flow, not the whole
+# explanation of a prediction.
 #
 # **Encoder self-attention** has no such obvious job: both source corners are needed, and
 # each encoder state can gather what it needs from either. Its heads are less decided than
@@ -531,6 +530,7 @@ test_mse = {
 for name, value in test_mse.items():
     print(f"{name:>20}: {value:.4f}")
 print(f"the Transformer's last validation loss: {sbs.val_losses[-1]:.4f}")
+print(f"the Transformer beats the mirror in this run: {test_mse['Transformer'] < test_mse['mirror: -x_0, -x_1']}")
 
 # %%
 expect_all(baseline_claims(test_mse["zeros"], test_mse["mirror: -x_0, -x_1"], test_mse["Transformer"],
@@ -544,11 +544,12 @@ fig = plots.loss_comparison(test_mse, title="test MSE", xlabel="MSE (log scale)"
 # there (its length would depend on where the axis starts), so each MSE is a point.
 #
 # In this run the Transformer is more than 20 times better than predicting zeros: it has
-# learned the task. It also beats the mirror baseline (its MSE is below the mirror's; the last
-# section shows how often a run does), so it
-# does more than copy the source corners to the opposite side: its predictions carry less
-# than all of the source's noise. It stays above the noise floor, though: 50 epochs on 256
-# noisy sequences take this model only part of the way down.
+# learned the task. Against the mirror baseline the check asks only for less than 1.5 times its
+# MSE, because a run does not always beat it: the line "beats the mirror in this run" above
+# says whether this one does, and over the nine stored runs of the last section eight did. A
+# run that beats the mirror does more than copy the source corners to the opposite side: its
+# predictions carry less than all of the source's noise. It stays above the noise floor,
+# though: 50 epochs on 256 noisy sequences take this model only part of the way down.
 #
 # The test MSE is also within 0.7 to 1.4 times the last validation loss: the two sets are
 # drawn alike, so the validation loss was an honest preview of the test error.
@@ -561,9 +562,12 @@ fig = plots.loss_comparison(test_mse, title="test MSE", xlabel="MSE (log scale)"
 # next to this chapter's run (seed 42), with the same measurements: `square_seed_spread`
 # computes them, and `python -m stepbystep.experiments.square_seed_study` wrote them to a file
 # that ships with the package (it takes over a minute, so this chapter reads the file instead
-# of training nine models). The file also records where it was computed; on another machine or
-# PyTorch release your own run of seed 42 above will differ from its first column in the later
-# digits. First the training and the two modes:
+# of training nine models). The file also records where it was computed. On another machine,
+# PyTorch release or thread count your own run of seed 42 above is a different run: 50 epochs
+# of Adam with dropout amplify rounding differences, so its numbers can differ from the first
+# column by tens of percent (at two threads instead of one, on the machine that wrote the file,
+# seed 42's largest rise of the validation loss was 2.3-fold instead of 3.1-fold). The checks
+# above are bounded so that they hold anyway. First the training and the two modes:
 
 # %%
 study = load_square_seed_study()
@@ -580,21 +584,22 @@ expect_all(training_spread_claims(study["runs"]))
 expect_all(spike_spread_claims(study["runs"]))
 
 # %% [markdown]
-# Over the nine runs the final validation loss ranged from 0.011 to 0.026, and the
-# validation loss sat below the training loss in 40 to 50 of the 50 epochs; on the same 16
-# training sequences, all 20 dropout draws lay above the eval-mode loss in every run. So the
-# live claims of the training and dropout sections (a final validation loss below 0.04, 40 or
-# more epochs below, a training-mode mean above the eval-mode loss, 15 or more draws above)
-# held for every seed. How far above moves a lot: in these nine runs the mean was more than 1.5 times the
-# eval-mode loss, and the highest ratio is more than twice the lowest, so another seed can
-# well fall below these nine's lowest. That is why the live check asks only for "above".
+# Over the nine runs the final validation loss ranged from 0.011 to 0.026, and the validation
+# loss sat below the training loss in 40 to 50 of the 50 epochs; on the same 16 training
+# sequences, all 20 dropout draws lay above the eval-mode loss in every run. So the live claims
+# of the training and dropout sections (a final validation loss below 0.04, 40 or more epochs
+# below, a training-mode mean above the eval-mode loss, 15 or more draws above) held for every
+# seed. How far above moves a lot: in these nine runs the mean was more than 1.5 times the
+# eval-mode loss, and the highest ratio is more than twice the lowest, so another seed can well
+# fall below these nine's lowest. That is why the live check asks only for "above".
 #
 # The spikes: the largest rise of the validation loss from one epoch to the next was about
-# twofold in the median run (just over 2 in these nine), over 1.5 times even in the calmest
-# run and over 4 times in the most jumpy. How high the top goes, and on which side of 2 the
-# median lands, depends on the seeds drawn: nine more runs could hold a jumpier one, or a
-# calmer median. The loss more than doubled at some epoch in more than half of these runs
-# (5 of 9), not in all.
+# twofold in the median run (just over 2 in these nine), over 1.5 times in each of these nine
+# and over 4 times in the most jumpy. How high the top goes, how calm the calmest run is, and
+# on which side of 2 the median lands depend on the seeds drawn: in six further seeds we ran,
+# two rose at most 1.4-fold and two over 8-fold, and nine more runs could hold a calmer median.
+# The loss more than doubled at some epoch in more than half of these runs (5 of 9), not in
+# all.
 
 # %% [markdown]
 # The attention, measured the same way in each run after predicting the validation squares
@@ -613,9 +618,8 @@ expect_all(attention_spread_claims(study["runs"]))
 # The mean matching weight stayed above 0.6 in every run, while in some runs the weakest head
 # did not prefer the matching corner at all. The cross-attention was decided in every run
 # (above 0.8) and more decided than the encoder self-attention, but the margin varies and can
-# be thin: under 0.1 in the closest run. Its choices were
-# hard in every run, with a median score gap above 2 (weights of 0.88 and 0.12, or further
-# apart).
+# be thin: under 0.1 in the closest run. Its choices were hard in every run, with a median
+# score gap above 2 (weights of 0.88 and 0.12, or further apart).
 
 # %% [markdown]
 # And the test set, measured once in each run, after training:
@@ -655,8 +659,9 @@ expect_all(heldout_spread_claims(study["runs"], zeros=test_mse["zeros"], noise_f
 #   validation loss is computed without it. A validation loss below the training loss is then
 #   expected, not a sign of a leak. Compare both on the same batch to be sure. (The paper also
 #   drops the sums of embeddings and positional encodings; the course does not.)
-# - One run proves little: the claims about training and attention held in each of nine seeds,
-#   stored with the package (`stepbystep.experiments.square_seed_study`).
+# - One run proves little: the live checks about training and attention held in each of nine
+#   seeds, stored with the package (`stepbystep.experiments.square_seed_study`), and are
+#   bounded by what those nine hold, not by this run's numbers.
 # - A test error means something only next to **baselines** and the **noise floor**: over nine
 #   runs the model was far better than predicting zeros in every one, better than mirroring
 #   the source in eight of them, and always above the floor $0.1^2$.

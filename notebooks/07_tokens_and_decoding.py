@@ -54,6 +54,7 @@ from stepbystep.data import (
     train_val_split,
 )
 from stepbystep.exercises import ch07
+from stepbystep.experiments.digit_seeds import digit_seed_claims, digit_seed_lines, load_digit_seeds
 from stepbystep.experiments.embedding_scale import (
     LEARNED,
     digit_run,
@@ -63,6 +64,7 @@ from stepbystep.experiments.embedding_scale import (
     ratio_claims,
     stored_claims,
 )
+from stepbystep.experiments.warmup_seeds import load_warmup_seeds, warmup_claims, warmup_lines
 from stepbystep.experiments.word_reversal import (
     PADDINGS,
     load_padding_seeds,
@@ -115,10 +117,10 @@ print(f"decoded without stripping the specials: {digit_vocab.decode(ids + [0, 0]
 # ## From ids to vectors: embeddings
 #
 # An id is a name, not a quantity: digit 9 is not "more" than digit 1. So ids are not fed to
-# the model as numbers. Each id picks a row of a learned matrix $E$ of shape
-# $(V, d_{model})$, where $V$ is the size of the vocabulary, the **embedding** of that token. `nn.Embedding` does exactly this
-# lookup; it is the same as multiplying the one-hot vector of the id by $E$, without building
-# the one-hot vectors.
+# the model as numbers. Each id picks a row of a learned matrix $E$ of shape $(V, d_{model})$,
+# where $V$ is the size of the vocabulary, the **embedding** of that token. `nn.Embedding` does
+# exactly this lookup; it is the same as multiplying the one-hot vector of the id by $E$,
+# without building the one-hot vectors.
 
 # %%
 torch.manual_seed(0)
@@ -145,11 +147,10 @@ expect(0.8 < embedding.weight.std() < 1.2, "the entries of E have a standard dev
 # %% [markdown]
 # ## Task 1: reversing digits
 #
-# The source is a string of 16 random digits, the target the same string reversed (the data
-# of Lippe's tutorial 6). Every
-# output symbol is in the input; the model "only" has to find the right position, which makes
-# it a clean test of attention. We draw 3,000 pairs and keep 10% apart for validation;
-# `train_val_split` makes sure no source is in both.
+# The source is a string of 16 random digits, the target the same string reversed (the data of
+# Lippe's tutorial 6). Every output symbol is in the input; the model "only" has to find the
+# right position, which makes it a clean test of attention. We draw 3,000 pairs and keep 10%
+# apart for validation; `train_val_split` makes sure no source is in both.
 
 # %%
 digit_pairs = reverse_digits_dataset(3000, length=16, seed=0)
@@ -220,8 +221,7 @@ expect(abs(by_hand.item() - ln_V) < 0.5, "the untrained loss is within 0.5 of ln
 # %% [markdown]
 # `SequenceCrossEntropy` is the same loss as a module, ready to be the trainer's `loss_fn`.
 # Adam, learning rate 0.005, three epochs. With `fused=True` Adam updates all the parameter
-# tensors in one pass instead of a loop of small operations per tensor: the same algorithm,
-# with fewer small operations per step.
+# tensors in one kernel instead of a loop over them: the same algorithm, in fewer operations.
 
 # %% tags=["nbval-ignore-output"]
 digit_trainer = StepByStep(digit_model, SequenceCrossEntropy(ignore_index=digit_vocab.pad_id),
@@ -269,11 +269,12 @@ digit_exact = sequence_accuracy(greedy, val_target_out)
 print(f"exact match on {len(digit_val)} validation strings: {digit_exact:.1%}")
 
 # %% [markdown]
-# At least 99% of the 300 validation strings come out exactly reversed:
+# Nearly all of the 300 validation strings come out exactly reversed (the line above prints how
+# many; the check asks for no more than held on every further seed we trained, below):
 
 # %%
 expect(torch.equal(greedy, by_hand), "greedy_decode writes what the loop above wrote")
-expect(digit_exact >= 0.99, "at least 99% of the validation strings come out exactly reversed",
+expect(digit_exact >= 0.9, "at least 90% of the validation strings come out exactly reversed",
        got=f"{digit_exact:.2%}")
 
 # %% [markdown]
@@ -322,16 +323,40 @@ print(f"weight within one position of the right digit: {near_weight:.2f}")
 print(f"<eos> rows that read the first source digit most: {eos_reads_first:.1%}")
 
 # %%
-expect(reads_right > 0.95, "the most-read digit is the right one in over 95% of the rows", got=f"{reads_right:.1%}")
-expect(near_weight > 0.9, "over 0.9 of the weight lies within one position of the right digit", got=near_weight)
-expect(eos_reads_first > 0.8, "over 80% of the <eos> rows read the first source digit most",
-       got=f"{eos_reads_first:.1%}")
+expect(reads_right > 0.85, "the most-read digit is the right one in over 85% of the rows", got=f"{reads_right:.1%}")
+expect(near_weight > 0.85, "over 0.85 of the weight lies within one position of the right digit", got=near_weight)
 
 # %% [markdown]
-# The weights follow the anti-diagonal: each output position reads the digit it has to
-# copy, and what strays from it lands mostly on that digit's neighbours. The model learned
-# the reversal as a *lookup by position*. (The last row, where the model writes `<eos>`,
-# reads the first source digit: the copying has reached the start of the source.)
+# The weights follow the anti-diagonal: each output position reads the digit it has to copy,
+# and what strays from it lands mostly on that digit's neighbours. The model learned the
+# reversal as a *lookup by position*. (The last row, where the model writes `<eos>`, has no
+# digit to copy; in most runs it reads the first source digit most, where the copying ended.
+# The line "`<eos>` rows that read the first source digit most" above gives the share in this
+# run.)
+#
+# Is this run a lucky one? `python -m stepbystep.experiments.digit_seeds` trained the same
+# model with the same recipe from 20 further seeds (each seeding the initial weights and
+# the order of the batches; one thread) and measured the same five things. The lowest, median
+# and highest over those seeds:
+
+# %%
+digit_study = load_digit_seeds()
+print("\n".join(digit_seed_lines(digit_study["runs"])))
+
+# %%
+expect_all(digit_seed_claims(digit_study["runs"]))
+
+# %% [markdown]
+# On every one of the 20 seeds the validation loss ended below 0.02 and the weights followed
+# the anti-diagonal: the most-read digit was the right one in over 90% of the rows, and over
+# 0.9 of the weight lay within one position of it. At least 94% of the strings came out exactly
+# reversed on each seed, 99.5% in the median. The checks on this run above ask for less than
+# held on every seed (at least 90% exact, over 85% of the rows, over 0.85 of the weight), not
+# for this run's own numbers, which depend on the seed, and on the machine and its thread count
+# as well (at two threads instead of one, seed 53's most-read digit was right in 91% of the
+# rows instead of 92%). The `<eos>` row varies the most: in the median seed it read the first
+# source digit most in over 90% of the rows, but on one seed of the 20 in under half of them,
+# so that is checked over the seeds only.
 
 # %% [markdown]
 # ## A pitfall: the size of the embeddings
@@ -384,13 +409,13 @@ for name, (token, position, total) in sizes.items():
 # weights and see the same batches. Any two of them form a **matched pair**. "× √d_model"
 # against "both" differs only in the size of the positions; "both" against the default only in
 # the size of the whole input, at the same ratio; "positions × 3.3" against the default only in
-# the size of the positions, the tokens unchanged. The runs stop after two epochs: the
-# default model above needed its third to get below 0.02, so two epochs are enough to see
-# which start learns faster.
-# `digit_run(seed, lr=5e-3, position_scale=1.0, **kwargs)` trains this section's digits model
-# from `seed` on the data above: it builds the model with the embedding settings `kwargs`,
-# multiplies the positional table of both stacks in place (`stack.pe.pe.mul_(position_scale)`,
-# a buffer, so no random number is drawn), and trains it with Adam at `lr`. About 20 s.
+# the size of the positions, the tokens unchanged. The runs stop after two epochs: the default
+# model above needed its third to get below 0.02, so two epochs are enough to see which start
+# learns faster. `digit_run(seed, lr=5e-3, position_scale=1.0, **kwargs)` trains this section's
+# digits model from `seed` on the data above: it builds the model with the embedding settings
+# `kwargs`, multiplies the positional table of both stacks in place
+# (`stack.pe.pe.mul_(position_scale)`, a buffer, so no random number is drawn), and trains it
+# with Adam at `lr`. About 20 s.
 
 # %%
 embedding_settings = {"× √d_model": dict(scale_embeddings=True),
@@ -460,9 +485,10 @@ fig = plots.embedding_runs(run_losses, run_exact)
 #   from the tokens drowning the positions. These runs do not say why large inputs train
 #   slowly.
 # - **The ratio.** With the default's tokens, louder positions help: with the same initial
-#   weights and the same batches, "positions × 3.3" learned the task in two epochs on each of
-#   these three seeds here (over 95% of the strings exact; over the 20 seeds below, 16), and seed by seed its loss is under half
-#   the default's in the median, while fewer of the default's seeds got there.
+#   weights and the same batches, "positions × 3.3" learned the task in two epochs on at least
+#   two of these three seeds (over 95% of the strings exact; over the 20 seeds below, 16), and
+#   seed by seed its loss is under half the default's in the median, while fewer of the
+#   default's seeds got there.
 #
 # Three seeds say little about how often. The same settings were trained on 20 more seeds,
 # 5 to 24, which this chapter does not run (`python -m stepbystep.experiments.embedding_scale`
@@ -499,10 +525,10 @@ fig = plots.embedding_runs({name: stored[name][:, :1] for name in shown}, {name:
 # helped on every seed but learned on none, closing about a third of the gap in the median
 # (from a few percent to most of it, depending on the seed). Louder positions with the
 # default's tokens learned in two epochs on most seeds, the default on few, and on the same
-# seed the louder run ended below the default on all but at most two. So the ratio effect holds over seeds,
-# but not on every seed: louder positions do not rescue every start. On the seeds where they
-# did not learn, the default did not learn either (it seldom does in two epochs), and on some
-# seed the louder run ended above the default.
+# seed the louder run ended below the default on all but at most two. So the ratio effect holds
+# over seeds, but not on every seed: louder positions do not rescue every start. On the seeds
+# where they did not learn, the default did not learn either (it seldom does in two epochs),
+# and on some seed the louder run ended above the default.
 #
 # Smaller embeddings learned on most of the 20 seeds too, and got at least 40% of the strings
 # right on every one. They change the initial weights as well, though, so these counts do not
@@ -593,10 +619,10 @@ print(f"pad query rows: target mask = causal mask: {torch.equal(target_mask[~rea
 # source padding mask is what keeps real positions from reading pads.
 #
 # One more detail of the figure: `target_in` of a short word holds `<eos>` before its pads
-# (`<sos>`, the letters, `<eos>`, then the pads). `pad_collate` pads the targets, `<eos>` included, before
-# it shifts them into `target_in` and `target_out`, so the decoder is fed the `<eos>` of every
-# word shorter than the batch's longest. It is harmless: what the decoder predicts there has
-# `<pad>` as its target, which the loss ignores.
+# (`<sos>`, the letters, `<eos>`, then the pads). `pad_collate` pads the targets, `<eos>`
+# included, before it shifts them into `target_in` and `target_out`, so the decoder is fed the
+# `<eos>` of every word shorter than the batch's longest. It is harmless: what the decoder
+# predicts there has `<pad>` as its target, which the loss ignores.
 #
 # ### Training the word model
 #
@@ -706,7 +732,7 @@ expect_all(padding_claims(padding_runs))
 # The first updates of a model are the riskiest: Adam divides each step by a running estimate
 # of the gradient's size, and after a handful of batches that estimate is poor, so the first
 # steps can be large in directions that matter little (Liu et al., "On the Variance of the
-# Adaptive Learning Rate and Beyond", 2019, analyse this). A **warm-up** starts the learning
+# Adaptive Learning Rate and Beyond", 2020, analyse this). A **warm-up** starts the learning
 # rate small and raises it over the first steps. The paper used one (Vaswani et al. 2017,
 # section 5.3: a linear rise over 4,000 steps, then a decay with the inverse square root of
 # the step), and Goyal et al., "Accurate, Large Minibatch SGD" (2017), made the gradual linear
@@ -733,8 +759,8 @@ fig = plots.learning_rate_schedule(words.learning_rates, steps_per_epoch=len(wor
 
 # %% [markdown]
 # **Does the warm-up matter?** The same model and recipe at a learning rate of 0.01 (higher
-# than our 0.006), once with the warm-up and once with the cosine decay alone
-# (`warmup=False`: `warmup_cosine` with a warm-up of one step, which starts at the full rate), for the full
+# than our 0.006), once with the warm-up and once with the cosine decay alone (`warmup=False`:
+# `warmup_cosine` with a warm-up of one step, which starts at the full rate), for the full
 # three epochs, on three seeds; each seed fixes the initial weights and the order of the
 # batches (`train(n_epochs, seed=seed)`). A small callback keeps a copy of each model at the
 # end of every epoch, for the section on beam search. About 30 s.
@@ -784,19 +810,32 @@ expect(all(loss < uniform_loss - 0.3 for loss in failed_losses),
        "and yet below the loss of a uniform guess, ln V, by more than 0.3", got=(failed_losses, uniform_loss))
 
 # %% [markdown]
-# With the warm-up, all three seeds learn the task (at least 97% of the words exact). Without
-# it, at this learning rate, every seed ends with a higher validation loss than with it, and
-# some seeds fail: here two of three reverse under half of the words; over fourteen seeds we
-# ran (these three and eleven others, 3 to 13), eight failed, and the six others reversed from
-# 60% to 99% of the words, while all fourteen learned with the warm-up. A run that
-# fails ends with a validation loss many times that of a run that learned, but below the
-# loss of a uniform guess: it learned something about the letters, and no word. Fourteen
-# seeds cannot say exactly how often a run without warm-up fails, only that it often does while
-# no warm-up run did. What a warm-up buys here is safety in the first steps: without it, whether a run at
-# this learning rate learns at all is left to chance. Layers that normalise first, as
-# ours do (chapter 04), are known to need it less than the paper's (Xiong et al., "On Layer
-# Normalization in the Transformer Architecture", 2020); how much it matters at our own 0.006
-# is the question of exercise 4.
+# Three seeds say little about how often a run fails.
+# `python -m stepbystep.experiments.warmup_seeds` ran the same comparison on fourteen seeds, 0
+# to 13 (these three and eleven more; one thread), and stored the validation loss and exact
+# match of each run:
+
+# %%
+warmup_study_seeds, warmup_study = load_warmup_seeds()
+print("\n".join(warmup_lines(warmup_study_seeds, warmup_study)))
+
+# %%
+expect_all(warmup_claims(warmup_study))
+
+# %% [markdown]
+# With the warm-up, every seed learns the task (at least 97% of the words exact), the three
+# here and all fourteen stored. Without it, at this learning rate, every seed ends with a
+# higher validation loss than with it, and some seeds fail, reversing under half of the words:
+# the count printed after the three runs above says how many of them; of the fourteen stored,
+# eight failed, and the six others reversed from 60% to 99% of the words. A run that fails ends
+# with a validation loss many times that of a run that learned, but below the loss of a uniform
+# guess: it learned something about the letters, and no word. Fourteen seeds cannot say exactly
+# how often a run without warm-up fails, only that it often does while no warm-up run did. What
+# a warm-up buys here is safety in the first steps: without it, whether a run at this learning
+# rate learns at all is left to chance. Layers that normalise first, as ours do (chapter 04),
+# are known to need it less than the paper's (Xiong et al., "On Layer Normalization in the
+# Transformer Architecture", 2020); how much it matters at our own 0.006 is the question of
+# exercise 4.
 
 # %% [markdown]
 # ## Masked accuracy and exact match
@@ -869,12 +908,15 @@ fig = plots.beam_tree(toy_model, beam_width=2, n_steps=3)
 # $B$ times the work of greedy decoding, so we compare the two on the first 250 validation
 # words. Our word model writes almost every word right, so the two decoders would hardly
 # ever disagree; a search can only matter for a model that is not sure. We take two from the
-# warm-up comparison: first the worst seed without warm-up, which never learned the task and
-# is unsure about almost every word; then the runs with warm-up stopped after epoch 2 of 3,
-# which half-work.
+# warm-up comparison: first the worst seed without warm-up, which failed if any of the three
+# did (the first line below says) and is then unsure about almost every word; then the runs
+# with warm-up stopped after epoch 2 of 3, which half-work.
 
 # %% tags=["nbval-ignore-output"]
 worst_seed = min(warmup_seeds, key=lambda seed: warmup_runs["without"][seed][1])
+worst_failed = warmup_runs["without"][worst_seed][1] < 0.5  # under half of the words: the run failed
+print(f"the worst seed without warm-up, {worst_seed}, reverses {warmup_runs['without'][worst_seed][1]:.1%} of the "
+      f"words: it {'failed' if worst_failed else 'did not fail'}")
 unsure_model = warmup_models["without", worst_seed][n_epochs]
 n_beam = 250
 beam_source, beam_target_out = val_source[:n_beam], val_target_out[:n_beam]
@@ -898,22 +940,23 @@ for i in differ[:6]:
 
 # %%
 expect(len(differ) > 0, "on this model the two decoders disagree on some words", got=len(differ))
-expect(max(beam_exact.values()) < 0.1, "neither decoder gets even 10% of the words right with this model", got=beam_exact)
+expect(not worst_failed or max(beam_exact.values()) < 0.1,
+       "if that run failed, neither decoder gets even 10% of the words right with its model", got=beam_exact)
 
 # %% [markdown]
 # The numbers in brackets are each output's log-probability under the model. Where the two
 # disagree, the beam's output is the one the model itself scores higher on most words (the
 # count of words where it is the less likely one is printed above; the four models of this
-# section are checked together below), which is the point of searching. It is not
-# guaranteed: greedy's first token is always in the beam, but at a later step $B$ other
-# prefixes may outscore greedy's and push it out; if their continuations then turn out unsure
-# while greedy's would have been sure, greedy ends with the more likely output. With
-# $\alpha = 0$ an `<eos>` written early ends the sum of negative terms, a bias towards short
-# outputs that a length penalty counters; the count printed above of the words where the
-# beam's output is shorter than greedy's says how much it shows here. Whether the output is also *right*
-# depends on the model: a search can only find what the model scores highest, and this
-# model, which never learned the task, gets almost no word right with either decoder. A
-# search cannot fix a bad model.
+# section are checked together below), which is the point of searching. It is not guaranteed:
+# greedy's first token is always in the beam, but at a later step $B$ other prefixes may
+# outscore greedy's and push it out; if their continuations then turn out unsure while greedy's
+# would have been sure, greedy ends with the more likely output. With $\alpha = 0$ an `<eos>`
+# written early ends the sum of negative terms, a bias towards short outputs that a length
+# penalty counters; the count printed above of the words where the beam's output is shorter
+# than greedy's says how much it shows here. Whether the output is also *right* depends on the
+# model: a search can only find what the model scores highest, and a model that failed, as the
+# worst seed's does when it never learned the task, gets almost no word right with either
+# decoder. A search cannot fix a bad model.
 #
 # And a model that half-works? The copies that the warm-up runs kept after epoch 2 of their 3,
 # one per seed, on the same 250 words:
@@ -949,13 +992,13 @@ expect(sum(beam_lower.values()) < sum(disagree.values()) / 2,
 # %% [markdown]
 # After epoch 2 the models get most words right but not all, and a beam of 4 changes that by a
 # few words of 250 at most (less than 3 points in every seed). By the model's own scores the
-# beam is rarely behind: under each of the four models (the failed one and these three), its
-# output is the less likely one on under 5% of the 250 words, and where the two outputs
-# differ it is the more likely one on most of them. That is a count over four models and one
-# set of words, not a guarantee; the toy model below shows a case where greedy wins. On this
-# task, with one right answer, a search adds little to a model that half-works, and nothing
-# to one that failed.
-# Chapter 08's exercise 5 tries a beam on the long dates its model gets wrong.
+# beam is rarely behind: under each of the four models (the worst one without warm-up and these
+# three), its output is the less likely one on under 5% of the 250 words, and where the two
+# outputs differ it is the more likely one on most of them. That is a count over four models
+# and one set of words, not a guarantee; the toy model below shows a case where greedy wins. On
+# this task, with one right answer, a search adds little to a model that half-works, and
+# nothing to one that failed. Chapter 08's exercise 5 tries a beam on the long dates its model
+# gets wrong.
 #
 # Here is a toy model on which greedy decoding wins. Before you run the cell, follow greedy
 # by hand in the table (the most likely letter each time), then guess which of the beam's two
@@ -1014,7 +1057,8 @@ for text in ["", "a" * 20]:
 # - The decoder reads `<sos> y` and predicts `y <eos>` (teacher forcing); the loss is the
 #   **cross-entropy** over the non-padded positions (`ignore_index`).
 # - The model that reverses digits reads the source along the **anti-diagonal** of its
-#   cross-attention: reversal as a lookup by position.
+#   cross-attention: reversal as a lookup by position (on every one of 20 further seeds
+#   too).
 # - Mind the **size of the inputs** and of the tokens against the positions. The paper's
 #   $\times\sqrt{d_{model}}$ (unexplained there) suits embeddings that start small, as in its
 #   reference implementation; `nn.Embedding` starts at standard deviation 1, and scaling it
@@ -1034,8 +1078,8 @@ for text in ["", "a" * 20]:
 #   right alone or with extra pads).
 # - **Warm-up**: a torch scheduler (`warmup_cosine`, a `LambdaLR`), stepped after every
 #   batch with `set_lr_scheduler(..., interval='batch')`: a schedule counts its own
-#   `scheduler.step()` calls. At a learning rate of 0.01, all three seeds learned with it;
-#   without it, some seeds failed (here two of three; over fourteen seeds we ran, eight).
+#   `scheduler.step()` calls. At a learning rate of 0.01, every seed learned with it; without
+#   it, some seeds failed (eight of the fourteen we stored).
 # - **Greedy decoding** takes the best token at each step; **beam search** (Sutskever et al.
 #   2014) keeps the $B$ best partial outputs. Under each of our four word models its output was
 #   less likely than greedy's on under 5% of the words, but it is not guaranteed to be at

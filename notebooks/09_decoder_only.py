@@ -190,9 +190,10 @@ print(f"inputs {tuple(batch_inputs.shape)}, targets {tuple(batch_targets.shape)}
 #
 # Two choices about the embedding:
 #
-# - it is **not multiplied by √d_model** (chapter 07: scaling `nn.Embedding`'s entries, which
-#   start with standard deviation 1, by √d_model makes the inputs about five times larger, which
-#   did most of the harm there, as well as 8 times louder than the positions);
+# - it is **not multiplied by √d_model** (chapter 07, at $d_{model} = 32$: scaling
+#   `nn.Embedding`'s entries, which start with standard deviation 1, by √d_model made the
+#   inputs about five times larger, which did most of the harm there, and the tokens 8 times
+#   louder than the positions);
 # - it starts with standard deviation 0.3 (`embedding_std`), as chapter 07 did for order
 #   tasks, so that the characters do not drown the positional encoding (whose entries lie
 #   between -1 and 1): each answer character must be placed relative to the separator `=`,
@@ -650,8 +651,9 @@ expect(min(study_medians["T = 0.5"]) > max(study_medians["T = 1.5, top-k 3"] + s
 # only part of what the high temperature lost: at $T = 0.5$, without any filter, 26 to 33 of 64
 # were right, and the greedy streams, printed last, 3 to 5 of 8. Those ranges are five writers'
 # only: a writer's counts move with its training seed more than the order of the settings does,
-# so a writer trained from another seed may fall outside them (fewer right at every setting,
-# say) while the order checked above still holds.
+# so a writer trained from another seed may fall outside them, as this chapter's own writer,
+# printed above, may: fewer right at every setting, say, while the order checked above still
+# holds.
 
 # %% [markdown]
 # This is one half of what Holtzman et al. called **neural text degeneration**: sampling from
@@ -941,12 +943,13 @@ expect(uncached_end > 2 * cached_end, "and the last 50 tokens cost more than twi
 # %% tags=["nbval-ignore-output"]
 n_cached = cache_numbers(long_model, long_model.max_len)
 print(f"a full cache of {long_model.max_len} tokens: 2 x {long_model.n_layers} layers x {long_model.max_len} tokens "
-      f"x {long_model.d_model} = {n_cached:,} numbers, {4 * n_cached / 1024:.0f} KB in float32, per stream")
+      f"x {long_model.d_model} = {n_cached:,} numbers, {4 * n_cached / 1024:.0f} KiB in float32, per stream")
 
 # %% [markdown]
 # That is small here, but it grows with the layers, the model's width, the context and the
-# batch: for a large model serving long contexts to many users, the cache, not the weights,
-# fills the accelerator's memory, and reading it at every step limits the speed. This is why
+# batch: for a large model serving long contexts to many users, the cache, more than the
+# weights, can fill the accelerator's memory (chapter 12 counts it for Llama 3 8B), and reading
+# it at every step limits the speed. This is why
 # **multi-query attention** (Shazeer 2019, "Fast Transformer Decoding: One Write-Head is All
 # You Need") gives all the heads one shared key and value head, dividing the cache by the
 # number of heads, and **grouped-query attention** (Ainslie et al. 2023, "GQA: Training

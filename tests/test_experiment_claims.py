@@ -116,7 +116,7 @@ def test_baseline_claims_hold_for_a_trained_model_and_fail_for_an_untrained_one(
     assert failing(baseline_claims(1.01, 0.02, 0.015, last_val_loss=0.014, noise_floor=0.01)) == []
     assert failing(baseline_claims(1.01, 0.02, 0.9, last_val_loss=0.014, noise_floor=0.01)) == [
         "the Transformer is more than 20 times better than predicting zeros",
-        "the Transformer beats the mirror",
+        "the Transformer's MSE is under 1.5 times the mirror's (it beats the mirror in most runs, not all)",
         "the test MSE is within 0.7 to 1.4 times the last validation loss"]
     assert failing(baseline_claims(0.5, 0.05, 0.005, last_val_loss=0.005, noise_floor=0.01)) == [
         "predicting zeros costs about the targets' variance, 1.01 (0.9 to 1.1)",

@@ -104,8 +104,8 @@ def _check_masked_accuracy(answer):
             return problem
         gots.append(as_number(value))
 
-    def matches(function):
-        return all(abs(got - function(logits, targets, pad_id)) < 1e-6
+    def matches(function):  # to rounding: a percentage computed in float64 differs from float32's by ~1e-5
+        return all(abs(got - (want := function(logits, targets, pad_id))) < 1e-6 * max(1.0, abs(want))
                    for got, (logits, targets, pad_id) in zip(gots, cases))
 
     if matches(_masked_accuracy):
@@ -303,6 +303,19 @@ def _finished_pays_pad(scores, finished, log_probs, beam_width):
     return totals.view(-1)[best], best // vocab_size, best % vocab_size
 
 
+def _finished_writes_eos(scores, finished, log_probs, beam_width):
+    """A typical mistake: a finished beam goes on at no cost, but with <eos> instead of <pad>."""
+    kept, beams, tokens = _beam_step_solution(scores, finished, log_probs, beam_width)
+    finished = torch.as_tensor(finished, dtype=torch.bool)  # (B,)
+    return kept, beams, torch.where(finished[beams], torch.full_like(tokens, EOS), tokens)
+
+
+def _probabilities(scores, finished, log_probs, beam_width):
+    """A typical mistake: the right candidates, their totals returned as probabilities (exp)."""
+    kept, beams, tokens = _beam_step_solution(scores, finished, log_probs, beam_width)
+    return kept.exp(), beams, tokens
+
+
 def _finished_dropped(scores, finished, log_probs, beam_width):
     """A typical mistake: a finished beam leaves the beam (its row of totals all -inf)."""
     log_probs = torch.as_tensor(log_probs, dtype=torch.float)  # (B, V)
@@ -409,6 +422,10 @@ def _check_beam_step(answer):
             (_finished_dropped, "a finished beam left the beam: it stays, going on with <pad> at no cost"),
             (_finished_pays_pad, "a finished beam paid the model's log-probability of <pad>: a finished beam "
                                  "goes on at no cost"),
+            (_finished_writes_eos, "a finished beam went on with <eos>: it has already written its <eos>, and goes "
+                                   "on with <pad> (id 0), at no cost"),
+            (_probabilities, "the right candidates, but the scores returned are probabilities: a score is the sum "
+                             "of log-probabilities, and stays one"),
         ]:
             if got == _as_candidates(mistake(*arguments)):
                 return f"on {description}: {message}"

@@ -113,7 +113,14 @@ def _cached_case():
 def _check_cached_step(answer):
     attention, x, keys, values, full = _cached_case()
     with torch.no_grad():
-        result = answer(attention, x[:, 5:], keys.clone(), values.clone())
+        try:
+            result = answer(attention, x[:, 5:], keys.clone(), values.clone())
+        except RuntimeError as error:
+            if "must match except in dimension" not in str(error):
+                raise
+            return ("torch.cat failed: the cached keys are (N, h, t, d_k) = (2, 2, 5, 4) and the new token's "
+                    "(2, 2, 1, 4); they can only be joined along the dimension where their sizes differ, the "
+                    f"tokens' ({error})")
     if not isinstance(result, tuple) or len(result) != 3:
         return "return three things: the output for the new token, and the keys and values with it appended"
     output, new_keys, new_values = result
@@ -382,6 +389,12 @@ _REPEAT_MISTAKES = (
      "'121': keep each window a tuple of token ids"),
     (lambda tokens, n: _share(_windows(tokens, n, step=n), len(_windows(tokens, n, step=n))),
      "the windows start at every position, one token apart, and they overlap ('abc', 'bca', 'cab', 'abc')"),
+    (lambda tokens, n: _share(_windows(tokens, n), 1),
+     "that is a count of repeated windows: return their share of the windows"),
+    (lambda tokens, n: _share([tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1)],
+                              len(tokens) - n + 1) if len(tokens) >= n else 0.0,
+     "with a tensor, your windows hold tensors, which a set or a dict tells apart even when they are equal "
+     "(a tensor hashes by identity): convert the tokens with .tolist() first"),
 )
 
 # (sequence, n, share)
