@@ -649,8 +649,8 @@ expect_all(writer_writing_claims(writer_shares))
 # takes the likeliest id at every step: once it writes a phrase it wrote before, its context looks
 # much as it did then, and with no chance draw to take it elsewhere it tends to go on as it did
 # then. The sampler draws among the 40 likeliest ids and can leave a loop by chance.
-# `repeat_shares` writes 128 tokens after each of three prompts both ways, 16 samples for each of
-# the generator seeds 1 to 3, and counts chapter 09's repeat share of the new tokens
+# `repeat_shares` continues each of three prompts to 128 tokens in all, both ways, 16 samples for
+# each of the generator seeds 1 to 3, and counts chapter 09's repeat share of the new tokens
 # (`repeat_share`: the share of the windows of 4 tokens that already occurred earlier). The greedy
 # text of the first prompt is printed last.
 
@@ -671,8 +671,9 @@ expect(all(greedy > sampled.max() for _, greedy, sampled in repeats.values()),
 # %% [markdown]
 # The writer that strings the plays' word pairs well when it samples falls into a loop when it
 # decodes greedily, on every prompt here: a few names and a phrase, again and again. Sampling
-# trades the loop for the occasional unlikely token, the other half of degeneration that chapter
-# 09 showed.
+# leaves the loop by chance draws. Cut to the 40 likeliest ids, those draws stay among plausible
+# tokens; uncut, they reach the unreliable tail, the other half of degeneration that chapter 09
+# showed.
 
 # %% [markdown]
 # ## Pitfalls tokens cause

@@ -281,7 +281,8 @@ def writing_study(seeds=WRITING["seeds"], steps=WRITING["steps"], vocab_size=102
     """The share of known words (the training text's words) written by the chapter's live BPE model
     (``steps`` steps) for each of ``seeds``, beside two controls on the same prompt and generator seed
     (``seed + 1``, as the chapter's): the same model untrained, and the ``unigram_writes`` sampler,
-    both sampled like the model. A dict ready for JSON: ``{"seeds", "steps", "trained": [...], "untrained": [...], "unigram": [...]}``."""
+    both sampled like the model.
+    A dict ready for JSON: ``{"seeds", "steps", "trained": [...], "untrained": [...], "unigram": [...]}``."""
     recipe = {**RECIPE, **recipe, "steps": steps}
     text = split_plays()[0] if text is None else text
     tokenizer = BytePairTokenizer.train(text, vocab_size)
