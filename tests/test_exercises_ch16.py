@@ -15,7 +15,7 @@ def test_ring_bytes_diagnoses(fails_with):
     n, gradient = ch16.N_PROCESSES, ch16.N_PARAMETERS * 4
     fails_with(ch16.ring_bytes, (n - 1) * gradient / n, "one phase of the ring")
     fails_with(ch16.ring_bytes, 2 * gradient, "1/N share of the gradient")
-    fails_with(ch16.ring_bytes, 2 * n * gradient / n, "N - 1 steps per phase, not N")  # N steps of 1/N
+    fails_with(ch16.ring_bytes, 2 * n * gradient / n, "count the steps of one phase again")  # N steps of 1/N
     fails_with(ch16.ring_bytes, 8 * ch16.ring_bytes._solution(), "not bits")  # N = 8: bits look like N processes
     fails_with(ch16.ring_bytes, 8 * ch16.ring_bytes._solution(), "all the processes send together")
     fails_with(ch16.ring_bytes, ch16.ring_bytes._solution() / 4, "counts numbers, not bytes")

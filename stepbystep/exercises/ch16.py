@@ -64,8 +64,9 @@ ring_bytes = Exercise(
          "that is one phase of the ring: after the reduce-scatter every process holds one summed chunk, and the "
          "summed chunks must still go round"),
         (2 * _GRADIENT,  # also N steps of 1/N per phase
-         "that is twice the whole gradient: each step sends one chunk, a 1/N share of the gradient, not all of it, "
-         "and a ring of N processes takes N - 1 steps per phase, not N: how many steps are there?"),
+         "that is twice the whole gradient: each step sends one chunk, a 1/N share of the gradient, not all of it; "
+         "and count the steps of one phase again: how many does a ring of N need before every chunk has been "
+         "everywhere?"),
         (2 * (N_PROCESSES - 1) * _GRADIENT,  # = N times the answer (and 8 times: bits, with N = 8)
          "that is what all the processes send together (or one sending the whole gradient at every step): the "
          "question is one process, and each step sends one chunk, 1/N of the gradient (and it asks for bytes, "
