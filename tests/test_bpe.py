@@ -17,13 +17,18 @@ EOT = "<|endoftext|>"
 # skin tones), digits, punctuation, runs of spaces, tabs and newlines, and anything else UTF-8 holds
 PIECES = ["e", "é", "e\u0301", "\u0308", "日本語", "中文", "😀", "👩\u200d💻", "👍🏽", " ", "   ", "\n", "\n\n",
           "\t", "'s", "'ll", "123", "4", "!?", "--", "the", " the", "A", "Ω", "ß", "\r\n"]
-texts = st.lists(st.one_of(st.sampled_from(PIECES), st.text(st.characters(codec="utf-8"), max_size=4)),
-                 max_size=30).map("".join)
+
+
+def _drawn(characters):
+    """Texts of up to 30 pieces, each one of PIECES or up to 4 of ``characters``."""
+    return st.lists(st.one_of(st.sampled_from(PIECES), st.text(characters, max_size=4)), max_size=30).map("".join)
+
+
+texts = _drawn(st.characters(codec="utf-8"))
 # The same, without code points this Python's Unicode tables leave unassigned: the `regex` module and
 # tiktoken's engine each carry their own, newer tables, and on a code point one of them has assigned
 # since (U+3D000 is a letter to regex 2026.12, not to tiktoken 0.14) the pre-split may differ.
-assigned_texts = st.lists(st.one_of(st.sampled_from(PIECES), st.text(st.characters(
-    codec="utf-8", exclude_categories=("Cn",)), max_size=4)), max_size=30).map("".join)
+assigned_texts = _drawn(st.characters(codec="utf-8", exclude_categories=("Cn",)))
 
 
 def _tiktoken(tokenizer, name="ours"):
