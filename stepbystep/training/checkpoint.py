@@ -67,9 +67,10 @@ def check_compatible(trainer, checkpoint):
                          f"trainer has {_holding(own) or 'none'}: add the same callbacks (set_lr_scheduler(...) "
                          "for a scheduler) before load_checkpoint")
     saved, own = checkpoint["model_state_dict"], trainer.model.state_dict()
-    differences = [f"{name} {tuple(saved[name].shape)} in the file, {tuple(value.shape)} here" for name, value in
-                   own.items() if name in saved and hasattr(value, "shape") and hasattr(saved[name], "shape")
-                   and saved[name].shape != value.shape]
+    differences = []
+    for name, value in own.items():
+        if name in saved and hasattr(value, "shape") and hasattr(saved[name], "shape") and saved[name].shape != value.shape:
+            differences.append(f"{name} {tuple(saved[name].shape)} in the file, {tuple(value.shape)} here")
     missing, unexpected = [name for name in own if name not in saved], [name for name in saved if name not in own]
     if missing:
         differences.append(f"no {_listed(missing)} in the file")
@@ -88,8 +89,10 @@ def check_compatible(trainer, checkpoint):
         raise ValueError(f"the checkpoint's optimizer has {len(groups)} parameter group(s) of "
                          f"{[len(g['params']) for g in groups]} tensors, this trainer's {len(own_groups)} of "
                          f"{[len(o['params']) for o in own_groups]}: {hint}")
-    settings = set(trainer.optimizer.defaults)  # the class's own: a scheduler adds keys (initial_lr, max_lr...)
-    for group, own_group in zip(groups, own_groups):  # files without optimizer_class: their settings tell
+    if saved_class is not None:
+        return
+    settings = set(trainer.optimizer.defaults)  # older files, without optimizer_class: their settings tell the class
+    for group, own_group in zip(groups, own_groups):  # a scheduler adds keys (initial_lr, max_lr...) to a group
         only_saved, only_own = sorted(set(group) - set(own_group)), sorted(settings - set(group))
         if only_saved and only_own:  # a release may add a setting; another class has others
             raise ValueError(f"the checkpoint was saved with another optimizer (settings {only_saved}) than this "

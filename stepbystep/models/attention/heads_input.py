@@ -27,10 +27,9 @@ class HeadsInput:
         """RoPE's ``(cos, sin)`` for the new tokens ``x`` ``(N, L, d_model)`` of a self-attention:
         ``rotation`` if given; else, after the tokens a cache has seen (held or dropped), from the
         rotary table (refused clearly past its ``max_len``); else ``None``, positions ``0 .. L - 1``."""
-        if rotation is None and self.rotary is not None and cache is not None and cache.keys is not None \
-                and not cache.static:
-            return self.rotary.after(cache.length, x.shape[1], x.device)
-        return rotation
+        if rotation is not None or self.rotary is None or cache is None or cache.static or cache.keys is None:
+            return rotation  # given, no RoPE, or nothing cached before these tokens
+        return self.rotary.after(cache.length, x.shape[1], x.device)
 
     def rotate(self, x, rotation=None):
         """Queries or keys ``(N, h, L, d)`` turned by ``rotation`` (RoPE; ``None``: at ``0 .. L - 1``)."""

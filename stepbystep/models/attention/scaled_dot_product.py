@@ -4,12 +4,11 @@ learner's inputs first.
 
 The weights rule, one switch, ``store_alphas``: ``True`` computes the weights step by step and
 returns them (a module keeps them in ``alphas`` ``(N, h, L_q, L_k)``, before dropout); ``False``
-runs the fused kernel, the same outputs up to rounding, no weights. Everything keeps them by
-default, so that what a learner builds shows what it attended to, but the decoder-only models
-(``DecoderConfig``): they generate token by token, and show them on request (``attention_weights``,
-through ``keeping_weights``). The wide heads (``Attention``) always keep them."""
+runs the fused kernel: the same outputs up to rounding, no weights. Every attention keeps them by
+default, so that what a learner builds shows what it attended to. The decoder-only models
+(``DecoderConfig.store_alphas=False``) do not, because they generate token by token; turn them on
+with ``attention_weights`` or ``keeping_weights``. The wide heads (``Attention``) always keep them."""
 import math
-import warnings
 
 import torch
 import torch.nn.functional as F
@@ -39,7 +38,7 @@ def scores(q, k, bias=None):
     return s if bias is None else s + bias  # e.g. -slope x distance
 
 
-def attend(q, k, v, mask=None, bias=None, dropout=None, store_alphas=True, *, need_weights=None):
+def attend(q, k, v, mask=None, bias=None, dropout=None, store_alphas=True):
     """``softmax(q kᵀ / √d_k + bias) v``: the context ``(N, ..., L_q, d_v)`` and the weights
     ``(N, ..., L_q, L_k)``, taken before ``dropout`` (an ``nn.Dropout``); with ``store_alphas=False``,
     the fused kernel's context and ``None``. Unchecked: the callers check (``keep_mask``).
@@ -48,11 +47,7 @@ def attend(q, k, v, mask=None, bias=None, dropout=None, store_alphas=True, *, ne
     heads, ``k`` and ``v`` may have fewer, ``(N, h_kv, L_k, d)``, each read by ``h // h_kv`` query
     heads in a row (grouped-query attention). ``mask`` (``True`` = may attend) broadcasts to the
     scores (a ``(N, L_q, L_k)`` one gets the head dimension); a row with every key masked gives
-    zeros. ``bias`` is added to the scores (ALiBi). ``need_weights``: ``store_alphas``'s former name."""
-    if need_weights is not None:
-        warnings.warn("attend's need_weights is now called store_alphas, as on the attention modules: "
-                      f"pass store_alphas={need_weights}", DeprecationWarning, stacklevel=2)
-        store_alphas = need_weights
+    zeros. ``bias`` is added to the scores (ALiBi)."""
     if mask is not None and 2 < mask.dim() < q.dim():  # (N, L_q, L_k) -> (N, 1, ..., L_q, L_k): one mask for every head
         mask = mask.reshape(mask.shape[:1] + (1,) * (q.dim() - mask.dim()) + mask.shape[1:])
     groups = q.shape[-3] // k.shape[-3] if q.dim() > 3 else 1  # query heads per key head

@@ -14,6 +14,7 @@ import torch
 
 from ...checks import check_instance, check_positive_int, check_tensor
 from .masks import keep_mask
+from .online_softmax import online_update
 
 __all__ = ["CAUSAL_ALIGNMENTS", "TileCounts", "tile_plan", "tiled_attention"]
 
@@ -35,7 +36,7 @@ class TileCounts:
 
 @dataclass(frozen=True)
 class _Tiling:
-    """What the forward and the backward loops run: the tiles of ``tile_plan``'s list, and the causal diagonal."""
+    """What the forward and the backward loops run: ``tile_plan``'s tiles, and the causal diagonal."""
 
     tiles: list
     is_causal: bool
@@ -64,19 +65,15 @@ def tile_plan(l_q, l_k, block_q, block_k, is_causal=False, causal_alignment="top
     ``F.scaled_dot_product_attention``'s ``is_causal``) or ``"bottom_right"`` (keys
     ``0..i + L_k - L_q``: the last query reads every key, as new queries after a cache must).
     """
-    return _tiles(l_q, l_k, block_q, block_k, is_causal, _causal_offset(l_q, l_k, causal_alignment))
-
-
-def _tiles(l_q, l_k, block_q, block_k, is_causal, offset):
-    """``tile_plan`` for the causal ``offset`` already worked out."""
-    plan, skipped = [], 0
+    offset = _causal_offset(l_q, l_k, causal_alignment)
+    tiles, skipped = [], 0
     for q_start, q_end in _blocks(l_q, block_q):
         key_blocks = [(k_start, k_end) for k_start, k_end in _blocks(l_k, block_k)
                       if not (is_causal and k_start > q_end - 1 + offset)]
         skipped += math.ceil(l_k / block_k) - len(key_blocks)
-        plan.append(((q_start, q_end), key_blocks))
-    computed = sum(len(key_blocks) for _, key_blocks in plan)
-    return plan, TileCounts(computed, skipped)
+        tiles.append(((q_start, q_end), key_blocks))
+    computed = sum(len(key_blocks) for _, key_blocks in tiles)
+    return tiles, TileCounts(computed, skipped)
 
 
 def _tile_keep(mask, tiling, q_block, k_block, device):
@@ -121,13 +118,7 @@ def _forward(q, k, v, mask, tiling, scale):
             k_tile = k[..., k_block[0]:k_block[1], :].to(dtype)  # (N, H, bk, d)
             v_tile = v[..., k_block[0]:k_block[1], :].to(dtype)  # (N, H, bk, d_v)
             s = _scores(q_tile, k_tile, keep)  # (N, H, bq, bk)
-            m_new = torch.maximum(m, s.amax(dim=-1))  # (N, H, bq): the max over every key read so far
-            m_safe = m_new.masked_fill(m_new == float("-inf"), 0.0)  # (N, H, bq): a row with no key yet subtracts 0
-            p = torch.exp(s - m_safe.unsqueeze(-1))  # (N, H, bq, bk): exp(score - new max); masked keys exp(-inf) = 0
-            rescale = torch.exp(m - m_safe)  # (N, H, bq): the old sums were relative to the old max: e^(m_old - m_new)
-            l = l * rescale + p.sum(dim=-1)  # (N, H, bq): old sum rescaled, plus this tile's
-            acc = acc * rescale.unsqueeze(-1) + p @ v_tile  # (N, H, bq, d_v): the same
-            m = m_new  # (N, H, bq)
+            m, l, acc = online_update(m, l, s, acc, v_tile)  # (N, H, bq), (N, H, bq), (N, H, bq, d_v)
         has_key = l > 0  # (N, H, bq): the largest score contributes e^0 = 1, so l >= 1 once a key was read
         rows = slice(q_block[0], q_block[1])
         out[..., rows, :] = acc / torch.where(has_key, l, 1.0).unsqueeze(-1)  # (N, H, bq, d_v): zeros with no key; cast
@@ -186,19 +177,21 @@ def tiled_attention(q, k, v, mask=None, is_causal=False, block_q=64, block_k=64,
                     causal_alignment="top_left"):
     """``softmax(q kᵀ / √d) v`` computed in ``block_q × block_k`` tiles, never the whole score matrix.
 
-    Shapes: ``q`` ``(N, H, L_q, d)``, ``k`` ``(N, H, L_k, d)``, ``v`` ``(N, H, L_k, d_v)``;
-    ``mask`` the course's keep-mask (``True`` = may attend), ``(1 or N, 1 or L_q, L_k)``: ``(N, 1,
-    L_k)`` padding or ``(1, L_q, L_k)`` causal. ``is_causal``: query ``i`` reads keys ``0..i``
-    (``causal_alignment="top_left"``, as ``F.scaled_dot_product_attention``'s ``is_causal``) or
-    keys ``0..i + L_k - L_q`` (``"bottom_right"``: the new queries of a decode step or of a chunk
-    after a cache, whose last query reads every key); the two agree when ``L_q = L_k``. Tiles
-    wholly above the diagonal are skipped; with ``mask`` too, both apply. A row with no key to read gets zeros, as the course's attention
-    gives. Returns the output ``(N, H, L_q, d_v)``, and with ``return_counts`` also the
-    ``TileCounts`` of the tiles computed and skipped. Besides the output and one number per row
-    (kept for the backward pass), the largest tensor the forward pass creates holds
-    ``N·H·block_q·max(block_k, d, d_v)`` numbers (for float16 or bfloat16 inputs, also the float32
-    copy of one key and one value block); the backward pass adds the gradients. Tiles of float16 or
-    bfloat16 inputs are computed in float32. No dropout on the weights.
+    Shapes: ``q`` ``(N, H, L_q, d)``, ``k`` ``(N, H, L_k, d)``, ``v`` ``(N, H, L_k, d_v)``; ``mask``
+    the course's keep-mask (``True`` = may attend), ``(1 or N, 1 or L_q, L_k)``: ``(N, 1, L_k)``
+    padding or ``(1, L_q, L_k)`` causal. Returns the output ``(N, H, L_q, d_v)``, and with
+    ``return_counts`` also the ``TileCounts`` of the tiles computed and skipped.
+
+    Causal: query ``i`` reads keys ``0..i`` (``causal_alignment="top_left"``, as
+    ``F.scaled_dot_product_attention``'s ``is_causal``) or keys ``0..i + L_k - L_q``
+    (``"bottom_right"``: the new queries of a decode step or of a chunk after a cache); the two
+    agree when ``L_q = L_k``. Tiles wholly above the diagonal are skipped. With ``mask`` too, both
+    apply; a row with no key to read gets zeros, as the course's attention gives.
+
+    Memory: besides the output and one number per row (kept for the backward pass), the largest
+    tensor the forward pass creates holds ``N·H·block_q·max(block_k, d, d_v)`` numbers; float16 and
+    bfloat16 tiles are computed in float32 (adding one key and one value block's copy). The
+    backward pass adds the gradients. No dropout on the weights.
     """
     check_tensor("q", q, ndim=4)
     check_tensor("k", k, ndim=4)
@@ -216,6 +209,6 @@ def tiled_attention(q, k, v, mask=None, is_causal=False, block_q=64, block_k=64,
     if mask is not None:
         keep_mask(mask, n, l_q, k.shape[2], as_bool=False)  # (1 or N, 1 or L_q, L_k): each tile converts its part
     tiles, counts = tile_plan(l_q, k.shape[2], block_q, block_k, is_causal, causal_alignment)  # the plan shown in chapter 14
-    offset = _causal_offset(l_q, k.shape[2], causal_alignment)
-    out = _TiledAttention.apply(q, k, v, mask, _Tiling(tiles, is_causal, offset))  # (N, H, L_q, d_v)
+    tiling = _Tiling(tiles, is_causal, _causal_offset(l_q, k.shape[2], causal_alignment))
+    out = _TiledAttention.apply(q, k, v, mask, tiling)  # (N, H, L_q, d_v)
     return (out, counts) if return_counts else out

@@ -29,7 +29,7 @@ class DecoderConfig:
     tie_weights: the output layer reuses the embedding matrix (Press and Wolf 2017); the logits
         then start with a standard deviation of ``√d_model``: pass a small ``embedding_std``.
     embedding_std: draw the embedding from ``N(0, embedding_std²)`` (never scaled by ``√d_model``).
-    store_alphas: keep every layer's attention weights (the weights rule: ``attend``'s module).
+    store_alphas: keep every layer's attention weights (the weights rule: ``scaled_dot_product``'s docstring).
     position_scheme: one of ``POSITION_SCHEMES`` (chapter 10): ``"sinusoidal"`` or ``"learned"``
         tables added to the embeddings; ``"alibi"`` (``-slope × distance`` on the scores) or
         ``"rope"`` (queries and keys rotated, with ``rope_base``) inside the attention;
