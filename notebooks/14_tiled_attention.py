@@ -187,9 +187,11 @@ expect(float(merged_m) == float(scores.max()), "the merged max is the max of all
 # $\text{acc} = \sum_j e^{x_j - m} v_j$, and divides by $l$ once at the end. Keeping $o \cdot l$
 # rather than $o$ saves a division on every tile; FlashAttention-2 (Dao 2023, "FlashAttention-2:
 # Faster Attention with Better Parallelism and Work Partitioning") makes the same change. Here
-# is the whole forward loop, with the shape of every tensor:
+# is the whole forward pass, with the shape of every tensor: first `online_update`, the running
+# update for one block of scores, then the loop that calls it once per tile:
 
 # %%
+print(inspect.getsource(tiled.online_update))
 print(inspect.getsource(tiled._forward))
 
 # %% [markdown]

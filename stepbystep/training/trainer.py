@@ -335,12 +335,13 @@ class StepByStep:
         bar = trange(count, desc=f"{unit}s", unit=unit, disable=not progress)
         done = (lambda: self.total_steps) if unit == "step" else (lambda: self.total_epochs)
         goal, started = done() + count, False
+        stop_at = goal if unit == "step" else None  # a step goal may stop inside an epoch
         try:
             self._call("on_train_start")  # inside: a callback that raises here still gets on_train_end
             self._start_streams(seed)
             started = True
             while done() < goal and not self.should_stop:
-                if self._take_steps(self._open_epoch(), goal if unit == "step" else None, bar):
+                if self._take_steps(self._open_epoch(), stop_at, bar):
                     loss, val_loss = self._close_epoch()
                     if unit == "epoch":
                         _show(bar, loss=loss, val_loss=val_loss)

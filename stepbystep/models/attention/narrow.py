@@ -108,7 +108,7 @@ class NarrowMultiHeadAttention(HeadsInput, nn.Module):
         else:
             k, v = self.project_keys(x if key is None else key, rotation)  # (N, n_kv_heads, L_k, d_k) each
             if cache is not None:
-                k, v = cache.extend(k, v)  # (N, n_kv_heads, t, d_k): the earlier tokens' too
+                k, v = cache.extend(k, v)  # (N, n_kv_heads, t, d_k): with earlier tokens'; fills a static cache
         if mask is not None:
             mask = keep_mask(mask, q.shape[0], q.shape[2], k.shape[2])  # (1 or N, 1 or L_q, t)
         if bias is not None:

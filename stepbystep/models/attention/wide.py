@@ -106,7 +106,7 @@ class WideMultiHeadAttention(nn.Module):
         for attn in self.attn_heads:
             attn.init_keys(key)
 
-    store_alphas = Attention.store_alphas
+    store_alphas = Attention.store_alphas  # the same read-only property: always True
 
     @property
     def alphas(self):
