@@ -99,7 +99,10 @@ def ran_out(loader, batches, n_done):
     """Whether ``loader``'s pass ended with its ``n_done``-th batch, a ``Pass``. Before its length (or
     without one) it goes on: ``READ_ON``. Past its length it is asked for one more, as in an unbroken
     run (a shuffling sampler draws its next order as it ends): ``ENDED`` if it had none; else
-    ``DRAW_AGAIN``: ``batches`` lacks that one, the streams go back, and resuming draws it again."""
+    ``DRAW_AGAIN``: ``batches`` lacks that one, the streams go back, and resuming draws it again.
+    For example, a loader whose ``__len__`` is 4 but which yields 5: after the 4th step it gives the
+    5th, which this call does not train on; the next call draws it again and trains on it, as an
+    unbroken run would."""
     if not hasattr(loader, "__len__") or n_done < len(loader):
         return Pass.READ_ON
     before = get_rng_state(loader)

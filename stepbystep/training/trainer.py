@@ -211,7 +211,8 @@ class StepByStep:
     def _train_step(self, batch):
         """One optimizer step on ``batch``, counted in the open epoch; returns its loss (a float)."""
         loss = self.batch_loss(batch)  # scalar
-        value, epoch, batch_index = loss.item(), self.total_epochs + 1, self._epoch["batches"] + 1
+        value = loss.item()
+        epoch, batch_index = self.total_epochs + 1, self._epoch["batches"] + 1  # the open epoch, counted from 1
         if not math.isfinite(value):
             raise FloatingPointError(
                 f"the training loss became {value} at epoch {epoch}, batch {batch_index}; training "
@@ -220,7 +221,8 @@ class StepByStep:
             )
         self.learning_rates.append(self.optimizer.param_groups[0]["lr"])
         self.step(loss)
-        self._epoch["batches"], self._epoch["loss_sum"] = batch_index, self._epoch["loss_sum"] + value
+        self._epoch["batches"] = batch_index
+        self._epoch["loss_sum"] += value
         self.total_steps += 1
         self._call("on_batch_end", epoch, batch_index, value)
         return value
@@ -243,8 +245,9 @@ class StepByStep:
     def _check_epoch_loader(self):
         """Raise a ValueError when the open epoch began on a loader of another length or batch size
         (files of earlier releases do not say: they pass)."""
-        saved, now = {key: self._epoch.get(key) for key in ("n_batches", "batch_size")}, _loader_size(self.train_loader)
-        if any(saved[key] is not None and now[key] is not None and saved[key] != now[key] for key in saved):
+        saved = {key: self._epoch.get(key) for key in ("n_batches", "batch_size")}
+        now = _loader_size(self.train_loader)
+        if any(None not in (saved[key], now[key]) and saved[key] != now[key] for key in saved):
             raise ValueError(f"the open epoch, {self._epoch['batches']} step(s) in, began on a training loader of "
                              f"{saved['n_batches']} batches of {saved['batch_size']}, and this one has "
                              f"{now['n_batches']} batches of {now['batch_size']}: skipping its first steps would skip "
@@ -272,7 +275,8 @@ class StepByStep:
 
     def _close_epoch(self):
         """Validate, record both losses, let the callbacks see them; returns them."""
-        epoch, (n_batches, loss_sum) = self.total_epochs + 1, (self._epoch["batches"], self._epoch["loss_sum"])
+        epoch = self.total_epochs + 1
+        n_batches, loss_sum = self._epoch["batches"], self._epoch["loss_sum"]
         self._epoch = None
         if n_batches == 0:
             raise ValueError("the training loader yielded no batches")
