@@ -22,7 +22,7 @@ def llama():
 
 
 def float32_angles(hf):
-    """transformers' angles ``position · inv_freq``, computed as it computes them: ``(max_len, d_head // 2)``, float32."""
+    """transformers' angles ``position · inv_freq``, as it computes them: ``(max_len, d_head // 2)``, float32."""
     return torch.arange(hf.config.max_position_embeddings).float()[:, None] * hf.model.rotary_emb.inv_freq
 
 
