@@ -52,15 +52,26 @@ class RotaryEmbedding(nn.Module):
         check_positive_number("base", base)
         check_positive_int("max_len", max_len)
         self.d_head, self.base, self.max_len, self.pairing = d_head, float(base), max_len, pairing
-        angles = self.angles(torch.arange(max_len))  # (max_len, d_head // 2), float64
-        self.register_buffer("cos", angles.cos().float(), persistent=False)  # (max_len, d_head // 2)
-        self.register_buffer("sin", angles.sin().float(), persistent=False)  # (max_len, d_head // 2)
         if pairing == "interleaved":
             self._rotate, self._tables = rotate_pairs, ("cos", "sin")
         else:  # rotate_halves' tables, one lookup each per call
+            self._rotate, self._tables = rotate_halves, ("cos_halves", "sin_halves")  # (max_len, d_head) each
+        self.use_angles(self.angles(torch.arange(max_len)))  # float64 angles, float32 tables
+
+    def use_angles(self, angles):
+        """Builds the tables from ``angles`` ``(max_len, d_head // 2)``, ``positions · θ``: the course's own
+        in float64, or another implementation's (``transformers`` rounds them to float32, chapter 12).
+        The tables keep their dtype and device (float32 on the CPU at first)."""
+        check_instance("angles", angles, torch.Tensor, f"a tensor ({self.max_len}, {self.d_head // 2})")
+        if angles.shape != (self.max_len, self.d_head // 2):
+            raise ValueError(f"angles must have shape ({self.max_len}, {self.d_head // 2}) (max_len, d_head // 2), "
+                             f"got {tuple(angles.shape)}")
+        like = getattr(self, "cos", torch.empty(0, dtype=torch.float32))
+        self.register_buffer("cos", angles.cos().to(like), persistent=False)  # (max_len, d_head // 2)
+        self.register_buffer("sin", angles.sin().to(like), persistent=False)  # (max_len, d_head // 2)
+        if self.pairing == "rotate_half":
             self.register_buffer("cos_halves", torch.cat([self.cos, self.cos], dim=-1), persistent=False)
             self.register_buffer("sin_halves", torch.cat([-self.sin, self.sin], dim=-1), persistent=False)
-            self._rotate, self._tables = rotate_halves, ("cos_halves", "sin_halves")  # (max_len, d_head) each
 
     def angles(self, positions):
         """The rotation angles ``positions · θ`` ``(..., d_head // 2)``, in float64 for plots and checks."""
