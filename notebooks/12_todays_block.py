@@ -515,7 +515,8 @@ expect(statistics.median(growth["prefill"]) > 4 and statistics.median(growth["de
 # prefill grows with the prompt; the decode step, which reads one token, grows far less (by a
 # fifth or less in our runs, the median over the turns): only its attention reads more, a
 # longer cache, and at this size those extra reads are small beside the weights', about the
-# size of the machine's noise, so in one run the figure's line can even fall a little.
+# size of the machine's noise, so in one run the figure's line (the fastest time at each length)
+# can fall a little or rise by a third.
 #
 # Two costs could make a decode step dear, and controls separate them. One is Python's: a
 # decode step calls every module of the model for one token, and each call has a fixed cost
@@ -564,7 +565,7 @@ expect(parts["step"] > 1.25 * parts["narrow step"], "the wide model's step takes
 
 # %% [markdown]
 # On this model of 3 million weights, at one thread, the narrow model's step takes more than a
-# quarter of the wide one's (checked above; from about a third to a half in our runs): that much
+# quarter of the wide one's (checked above; from about a third to over a half in our runs): that much
 # of a decode step is machinery that does not shrink with the width, Python's calls and the
 # small operations around the products. The rest grows with the width: the weight products,
 # which alone, in a bare loop, took from under a fifth to a half of the step in our runs, and
@@ -719,12 +720,13 @@ for name, tolerance in (("GPT-2", "1e-4"), ("Llama", "5e-4"), ("Llama, interleav
 # logits' gap grows with it. Over these 100 positions, in 100 seeds built as this one (80 at
 # one thread, 20 at the default count), the gap was 5e-5 in the median and 1.8e-4 at most; so
 # Llama's tolerance is 5e-4, near three times that largest gap. It holds for these 100
-# positions only: over 1,000 positions, in ten seeds, the gap was about 5e-4 to 1e-3.
+# positions only: over 1,000 positions it was above 5e-4 in every seed we ran, up to about 1.3e-3.
 #
 # Given the angles `transformers` computes (its `inv_freq` times the position, in float32), the
 # course's model gave the same logits exactly in every one of those seeds. So a tight tolerance
-# checks the conversion itself (the interleaved model, whose dimensions are permuted, keeps a
-# smaller difference of its own: 2e-5 to 6e-5 in those seeds):
+# checks the conversion itself. It is for the `rotate_half` model: the interleaved one, even with
+# these angles, keeps a difference of its own, about 2e-5 to 6e-5, because its permuted
+# dimensions are summed in another order and float32 rounds them differently:
 
 # %% tags=["nbval-ignore-output"]
 positions = torch.arange(hf_llama.config.max_position_embeddings).float()  # (256,)

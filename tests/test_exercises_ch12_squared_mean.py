@@ -1,4 +1,5 @@
-"""Chapter 12's exercise 1: squaring the mean instead of averaging the squares gets its own diagnosis."""
+"""Chapter 12's exercise 1: dividing by the mean (squared or not) instead of the root mean square gets its own
+diagnosis."""
 import torch
 
 from stepbystep.exercises import ch12
@@ -9,8 +10,9 @@ def squared_mean(x, w, eps):
 
 
 def test_squaring_the_mean_is_named(fails_with):
-    fails_with(ch12.rms_norm, squared_mean, "you square the mean of the entries")
-    fails_with(ch12.rms_norm, lambda x, w, eps: x / x.mean(-1, keepdim=True).abs() * w, "you square the mean")
+    fails_with(ch12.rms_norm, squared_mean, "you divide by the mean of the entries")
+    fails_with(ch12.rms_norm, lambda x, w, eps: x / x.mean(-1, keepdim=True).abs() * w, "or as it is")
+    fails_with(ch12.rms_norm, lambda x, w, eps: x / x.mean(-1, keepdim=True) * w, "you divide by the mean")
 
 
 def test_the_message_does_not_give_the_formula():

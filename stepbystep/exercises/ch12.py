@@ -86,8 +86,8 @@ def _check_rms_norm(answer):
             return "you divide by the standard deviation, which subtracts the mean first: use the root mean square"
         squared_mean = inputs.mean(dim=-1, keepdim=True).pow(2)  # (3, 5, 1): the mean, squared
         if any(_close(got, inputs / torch.sqrt(squared_mean + e) * weight, 1e-4) for e in (eps, 0.0)):
-            return ("you square the mean of the entries: RMSNorm averages their squares (the order of 'mean' and "
-                    "'square' matters)")
+            return ("you divide by the mean of the entries (squared and rooted, or as it is): RMSNorm averages "
+                    "their squares before the root (the order of 'mean' and 'square' matters)")
         return "your output differs from RMSNorm's with the same weight and eps"
     return None
 

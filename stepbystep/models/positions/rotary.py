@@ -38,9 +38,10 @@ def rotate_halves(x, cos, sin):
 class RotaryEmbedding(nn.Module):
     """Rotates queries or keys ``(..., L, d_head)`` pair by pair at their positions (RoPE); no
     parameters, so one serves every layer. ``cos``, ``sin`` ``(max_len, d_head // 2)``: the table,
-    built up front and not saved; a position past it is a ``ValueError``. ``pairing``:
-    ``"interleaved"`` (RoFormer's and the course's pairs ``(2i, 2i + 1)``) or ``"rotate_half"``
-    (Hugging Face's Llama: ``(i, i + d_head / 2)``); pair ``i`` turns at ``θ_i`` either way.
+    built up front (``use_angles`` rebuilds them from given angles) and not saved; a position past
+    it is a ``ValueError``. ``pairing``: ``"interleaved"`` (RoFormer's and the course's pairs
+    ``(2i, 2i + 1)``) or ``"rotate_half"`` (Hugging Face's Llama: ``(i, i + d_head / 2)``); pair
+    ``i`` turns at ``θ_i`` either way.
     ``forward(x, positions=None)``: ``positions`` ``(L,)`` or ``(N, L)`` (``None``: ``0 .. L-1``)."""
 
     def __init__(self, d_head, base=10000.0, max_len=512, pairing="interleaved"):
