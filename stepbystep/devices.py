@@ -7,7 +7,8 @@ from torch import nn
 from .checks import check_instance, check_positive_int
 from .containers import map_structure
 
-__all__ = ["default_device", "as_device", "model_device", "model_dtype", "move_to", "evaluating", "torch_threads"]
+__all__ = ["default_device", "as_device", "model_device", "model_dtype", "move_to", "evaluating", "torch_threads",
+           "environment"]
 
 
 def default_device():
@@ -91,3 +92,9 @@ def torch_threads(n_threads):
         yield
     finally:
         torch.set_num_threads(before)
+
+
+def environment():
+    """What the numbers depend on besides the seed: the torch release, the device, the CPU's kernels, threads."""
+    return {"torch": torch.__version__, "device": "cuda" if torch.cuda.is_available() else "cpu",
+            "cpu_capability": torch.backends.cpu.get_cpu_capability(), "threads": torch.get_num_threads()}

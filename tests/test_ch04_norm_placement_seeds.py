@@ -16,7 +16,7 @@ from stepbystep.experiments.norm_placement_seeds import (
     setting_label,
     stored_seed_claims,
 )
-from stepbystep.experiments.square_seed_study import environment
+from stepbystep.devices import environment
 
 
 def failing(claims):

@@ -13,7 +13,7 @@ from stepbystep.experiments.digit_seeds import (
     digit_seed_run,
     load_digit_seeds,
 )
-from stepbystep.experiments.square_seed_study import environment
+from stepbystep.devices import environment
 
 
 @pytest.fixture(scope="module")

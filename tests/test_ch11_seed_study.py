@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from stepbystep.data import line_datasets
-from stepbystep.experiments.square_seed_study import environment
+from stepbystep.devices import environment
 from stepbystep.experiments.vit_positions import fit, small_vit
 from stepbystep.experiments.vit_seeds import (
     N_ORDERS,

@@ -19,7 +19,7 @@ from ..expect import Claim
 from ..models import SequenceCrossEntropy, TokenTransformer, greedy_decode, sequence_accuracy
 from ..training import StepByStep
 from .embedding_scale import digit_data
-from .square_seed_study import environment
+from ..devices import environment
 
 __all__ = ["SEEDS", "RESULTS", "MEASURES", "digit_seed_run", "digit_seeds", "load_digit_seeds", "digit_seed_lines",
            "digit_seed_claims"]

@@ -18,7 +18,7 @@ import torch
 from stepbystep.expect import Claim
 
 from .gradient_norms import layer_gradient_norms
-from .square_seed_study import environment
+from ..devices import environment
 
 __all__ = ["SETTINGS", "SEEDS", "RESULTS", "setting_label", "norm_placement_seed_runs", "norm_placement_seed_study",
            "load_norm_placement_seeds", "stored_seed_claims"]

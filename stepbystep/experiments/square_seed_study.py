@@ -13,21 +13,16 @@ from pathlib import Path
 
 import torch
 
+from stepbystep.devices import environment
 from stepbystep.expect import Claim
 
 from .square_baselines import square_seed_spread
 
-__all__ = ["SEEDS", "RESULTS", "square_seed_study", "load_square_seed_study", "environment", "seed_table",
+__all__ = ["SEEDS", "RESULTS", "square_seed_study", "load_square_seed_study", "seed_table",
            "training_spread_claims", "spike_spread_claims", "attention_spread_claims", "heldout_spread_claims"]
 
 SEEDS = (42, 0, 1, 2, 3, 4, 5, 6, 7)  # the chapter's run first
 RESULTS = Path(__file__).parent / "results" / "square_seed_study.json"
-
-
-def environment():
-    """What the numbers depend on besides the seed: the torch release, the device, the CPU's kernels, threads."""
-    return {"torch": torch.__version__, "device": "cuda" if torch.cuda.is_available() else "cpu",
-            "cpu_capability": torch.backends.cpu.get_cpu_capability(), "threads": torch.get_num_threads()}
 
 
 def square_seed_study(seeds=SEEDS, epochs=50):

@@ -20,7 +20,7 @@ from ..checks import check_instance, check_tensor
 from ..data import line_datasets
 from ..expect import Claim
 from ..models import ViT, cls_attention
-from .square_seed_study import environment
+from ..devices import environment
 from .vit_positions import accuracy, fit, shuffled_logits, small_vit
 
 __all__ = ["SEEDS", "RESULTS", "N_ORDERS", "line_patches", "line_shares", "shuffled_accuracies", "clean_run",
