@@ -818,7 +818,10 @@ if released is not None:
     print(tokenizer.decode(written[0]))
     reference = released.generate(text_ids, attention_mask=torch.ones_like(text_ids), max_new_tokens=20,
                                   min_new_tokens=20, do_sample=False, pad_token_id=tokenizer.eos_token_id)
-    expect(torch.equal(written, reference), "with the released weights: 20 greedy tokens equal transformers'")
+
+# %%
+expect(released is None or torch.equal(written, reference),
+       "where the released weights load, 20 greedy tokens equal transformers' (compared only there)")
 
 # %% [markdown]
 # Last, speed. The same weights, the same prompt, the same 128 tokens, one thread: the course's
