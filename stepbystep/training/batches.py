@@ -1,4 +1,5 @@
 """Batches between loaders, the model and NumPy: split, forward, convert, repeat, resume a pass."""
+from dataclasses import dataclass
 from enum import Enum
 
 import numpy as np
@@ -9,7 +10,7 @@ from ..containers import map_structure
 from ..seeding import get_rng_state, set_rng_state
 
 __all__ = ["split_batch", "forward", "to_numpy", "numpy_to_tensor", "endless", "check_float_inputs", "resume",
-           "Pass", "ran_out"]
+           "OpenEpoch", "Pass", "ran_out"]
 
 
 def split_batch(batch):
@@ -85,6 +86,37 @@ def resume(loader, rng_state, n_done):
                              "on: resume on the loader it started with")
     set_rng_state(now, loader)
     return batches
+
+
+@dataclass
+class OpenEpoch:
+    """An epoch not yet ended: ``batches`` steps taken and their ``loss_sum``; the streams at its
+    start (``rng_state``), to draw it again after a load; the size of the loader it began on
+    (``n_batches``, ``batch_size``: None where the loader, or a file of an earlier release, does not say)."""
+
+    rng_state: object
+    batches: int = 0
+    loss_sum: float = 0.0
+    n_batches: int | None = None
+    batch_size: int | None = None
+
+    @classmethod
+    def start(cls, loader):
+        """A new epoch on ``loader``: its streams and its size, noted before the first batch."""
+        return cls(get_rng_state(loader), **loader_size(loader))
+
+    def other_loader(self, loader):
+        """``loader``'s size if it differs from the one the epoch began on (where both say), else None."""
+        now = loader_size(loader)
+        saved = {"n_batches": self.n_batches, "batch_size": self.batch_size}
+        return now if any(None not in (saved[key], now[key]) and saved[key] != now[key] for key in now) else None
+
+
+def loader_size(loader):
+    """``{'n_batches', 'batch_size'}`` of a loader, each None where it does not say."""
+    size = getattr(loader, "batch_size", None)
+    return {"n_batches": len(loader) if hasattr(loader, "__len__") else None,
+            "batch_size": size if isinstance(size, int) else None}
 
 
 class Pass(Enum):

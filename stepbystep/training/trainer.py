@@ -8,6 +8,7 @@ everything a resume needs, and ``checkpoint.py`` writes it to a file and reads i
 """
 import contextlib
 import copy
+import dataclasses
 import math
 import warnings
 from collections.abc import Callable, Iterable
@@ -20,7 +21,8 @@ from ..checks import check_choice, check_instance, check_positive_int
 from ..containers import map_structure
 from ..devices import as_device, default_device, evaluating, model_dtype, move_to
 from ..seeding import get_rng_state, set_rng_state, set_seed
-from .batches import Pass, check_float_inputs, forward, numpy_to_tensor, ran_out, resume, split_batch, to_numpy
+from .batches import (OpenEpoch, Pass, check_float_inputs, forward, numpy_to_tensor, ran_out, resume, split_batch,
+                      to_numpy)
 from .callbacks import Callback, check_state, stateful
 from .checkpoint import check_compatible, load_all_or_nothing, read_checkpoint, save_checkpoint
 from .clipping import GradientClipping
@@ -40,13 +42,6 @@ def check_optimizer(model, optimizer):
             f"the optimizer updates {foreign} tensor(s) that are not parameters of this model: "
             "build it from model.parameters() (after rebuilding a model, rebuild its optimizer too)"
         )
-
-
-def _loader_size(loader):
-    """``{'n_batches', 'batch_size'}`` of a loader, each None where it does not say."""
-    size = getattr(loader, "batch_size", None)
-    return {"n_batches": len(loader) if hasattr(loader, "__len__") else None,
-            "batch_size": size if isinstance(size, int) else None}
 
 
 def _show(bar, **losses):
@@ -110,7 +105,7 @@ class StepByStep:
         self.total_epochs = self.total_steps = 0
         self.should_stop = False  # a callback sets it to end training after the current epoch
         self.rng_state = None
-        self._epoch = None  # the open epoch: steps taken, their loss sum, the streams at its start
+        self._epoch = None  # the open epoch (an OpenEpoch): steps taken, their loss sum, the streams at its start
         self._live = None  # (loader, iterator): where the last call stopped in the open epoch, to read on from
 
     # ----------------------------------------------------------------------------- set-up
@@ -135,8 +130,8 @@ class StepByStep:
         if val_loader is not None:
             check_instance("val_loader", val_loader, Iterable, "an iterable of (x, y) batches, such as a DataLoader")
         if self.train_loader is not None and train_loader is not self.train_loader:
-            if self._epoch is not None and self._epoch["batches"]:
-                warnings.warn(f"another training loader starts a new epoch: the open one, {self._epoch['batches']} "
+            if self._epoch is not None and self._epoch.batches:
+                warnings.warn(f"another training loader starts a new epoch: the open one, {self._epoch.batches} "
                               "step(s) in, is dropped (its steps stay in total_steps and the rates, not in losses); "
                               "to continue it, keep the loader it started with", stacklevel=2)
             self._epoch = self._live = None
@@ -212,7 +207,7 @@ class StepByStep:
         """One optimizer step on ``batch``, counted in the open epoch; returns its loss (a float)."""
         loss = self.batch_loss(batch)  # scalar
         value = loss.item()
-        epoch, batch_index = self.total_epochs + 1, self._epoch["batches"] + 1  # the open epoch, counted from 1
+        epoch, batch_index = self.total_epochs + 1, self._epoch.batches + 1  # the open epoch, counted from 1
         if not math.isfinite(value):
             raise FloatingPointError(
                 f"the training loss became {value} at epoch {epoch}, batch {batch_index}; training "
@@ -221,8 +216,8 @@ class StepByStep:
             )
         self.learning_rates.append(self.optimizer.param_groups[0]["lr"])
         self.step(loss)
-        self._epoch["batches"] = batch_index
-        self._epoch["loss_sum"] += value
+        self._epoch.batches = batch_index
+        self._epoch.loss_sum += value
         self.total_steps += 1
         self._call("on_batch_end", epoch, batch_index, value)
         return value
@@ -237,19 +232,17 @@ class StepByStep:
             if live is not None and live[0] is self.train_loader:
                 return live[1]
             self._check_epoch_loader()
-            return resume(self.train_loader, self._epoch["rng_state"], self._epoch["batches"])
-        self._epoch = {"batches": 0, "loss_sum": 0.0, "rng_state": get_rng_state(self.train_loader),
-                       **_loader_size(self.train_loader)}
+            return resume(self.train_loader, self._epoch.rng_state, self._epoch.batches)
+        self._epoch = OpenEpoch.start(self.train_loader)
         return iter(self.train_loader)
 
     def _check_epoch_loader(self):
         """Raise a ValueError when the open epoch began on a loader of another length or batch size
         (files of earlier releases do not say: they pass)."""
-        saved = {key: self._epoch.get(key) for key in ("n_batches", "batch_size")}
-        now = _loader_size(self.train_loader)
-        if any(None not in (saved[key], now[key]) and saved[key] != now[key] for key in saved):
-            raise ValueError(f"the open epoch, {self._epoch['batches']} step(s) in, began on a training loader of "
-                             f"{saved['n_batches']} batches of {saved['batch_size']}, and this one has "
+        now = self._epoch.other_loader(self.train_loader)
+        if now is not None:
+            raise ValueError(f"the open epoch, {self._epoch.batches} step(s) in, began on a training loader of "
+                             f"{self._epoch.n_batches} batches of {self._epoch.batch_size}, and this one has "
                              f"{now['n_batches']} batches of {now['batch_size']}: skipping its first steps would skip "
                              "other samples. Set the loader the epoch began with before load_checkpoint (or set "
                              "another one after it, to start a new epoch)")
@@ -276,7 +269,7 @@ class StepByStep:
     def _close_epoch(self):
         """Validate, record both losses, let the callbacks see them; returns them."""
         epoch = self.total_epochs + 1
-        n_batches, loss_sum = self._epoch["batches"], self._epoch["loss_sum"]
+        n_batches, loss_sum = self._epoch.batches, self._epoch.loss_sum
         self._epoch = None
         if n_batches == 0:
             raise ValueError("the training loader yielded no batches")
@@ -350,7 +343,7 @@ class StepByStep:
                     if unit == "epoch":
                         _show(bar, loss=loss, val_loss=val_loss)
         except KeyboardInterrupt:
-            rest = f"; the next call goes on {self._epoch['batches']} step(s) into the open one" if self._epoch else ""
+            rest = f"; the next call goes on {self._epoch.batches} step(s) into the open one" if self._epoch is not None else ""
             print(f"Training interrupted: the history keeps the {self.total_epochs} completed epoch(s){rest}.")
         finally:
             bar.close()
@@ -372,8 +365,9 @@ class StepByStep:
 
     def _pause_epoch(self, batches):
         """The call stops after a step: whether that step ended the epoch (``ran_out``); if not, the
-        next call reads on from ``batches`` or, when one batch was taken to tell, draws the epoch again."""
-        where = ran_out(self.train_loader, batches, self._epoch["batches"])
+        next call reads on from ``batches`` or, when one batch was taken to tell, draws the epoch again.
+        Either way the loader and the streams end as an unbroken run would have them at this step."""
+        where = ran_out(self.train_loader, batches, self._epoch.batches)
         self._live = (self.train_loader, batches) if where is Pass.READ_ON else None
         return where is Pass.ENDED
 
@@ -413,7 +407,7 @@ class StepByStep:
             "val_loss": list(self.val_losses),
             "learning_rates": list(self.learning_rates),
             "rng_state": self.rng_state,
-            "open_epoch": None if self._epoch is None else dict(self._epoch),
+            "open_epoch": None if self._epoch is None else dataclasses.asdict(self._epoch),
         }
 
     def _callback_states(self):
@@ -437,7 +431,7 @@ class StepByStep:
         self.val_losses = [float(loss) for loss in state["val_loss"]]
         self.learning_rates = [float(lr) for lr in state["learning_rates"]]
         self.rng_state = state["rng_state"]
-        self._epoch = None if state["open_epoch"] is None else dict(state["open_epoch"])
+        self._epoch = None if state["open_epoch"] is None else OpenEpoch(**state["open_epoch"])
         self._live = None  # the open epoch is resumed from its start's streams
 
     def save_checkpoint(self, path):
