@@ -50,7 +50,18 @@ def test_only_the_wrong_noise_level_is_called_close(fails_with):
     assert "noise 0.5" in text and "0.1," not in text
 
 
-def test_widths_two_grid_steps_off_are_not_called_close(fails_with):
-    _, two_off = _grid_neighbours(2)
-    text = fails_with(ch01.loo_sigma, two_off, "none is the best width")
-    assert "close" not in text
+def test_widths_well_off_are_not_called_close(fails_with):
+    for step, side in ((3, "too wide"), (-2, "too narrow")):
+        _, off = _grid_neighbours(step)
+        assert not any(all(abs(w / m - 1) < 1e-6 for w, m in zip(off.values(), draw))
+                       for draw in ch01._other_draws_minima())  # not another draw's answer by chance
+        text = fails_with(ch01.loo_sigma, off, side)
+        assert "close" not in text and "seed=42" not in text
+
+
+def test_the_minima_of_another_draw_ask_about_the_data(fails_with):
+    growing = [draw for draw in ch01._other_draws_minima() if draw[0] < draw[1] < draw[2]]
+    assert growing  # widths that grow with the noise, as the right ones do, but for other data
+    for draw in growing[:3]:
+        text = fails_with(ch01.loo_sigma, dict(zip(ch01._NOISE_LEVELS, draw)), "none is the best width")
+        assert "seed=42" in text and "close" not in text
