@@ -6,11 +6,10 @@
 # symbols, on two small tasks: reversing a string of 16 digits, then reversing words of
 # different lengths, which brings padding with it. Our symbols are single characters; how
 # today's language models cut text into pieces of words (subword tokens) is chapter 15's
-# subject. The first task, reversing 16 digits, is
-# the one of Phillip Lippe's UvA deep learning tutorial 6, "Transformers and Multi-Head
-# Attention" (University of Amsterdam, 2022), with its 10 symbols and 16 positions. There an
-# encoder-only Transformer solves it and Lippe reads its self-attention; we use an
-# encoder-decoder and read its cross-attention.
+# subject. The first task, reversing 16 digits, is the one of Phillip Lippe's UvA deep learning
+# tutorial 6, "Transformers and Multi-Head Attention" (University of Amsterdam, 2022), with its
+# 10 symbols and 16 positions. There an encoder-only Transformer solves it and Lippe reads its
+# self-attention; we use an encoder-decoder and read its cross-attention.
 #
 # We follow Daniel Voigt Godoy, *Deep Learning with PyTorch Step-by-Step* ("the book"),
 # chapters 9 and 10 (sequence-to-sequence models, teacher forcing, the Transformer) and
@@ -60,6 +59,7 @@ from stepbystep.experiments.embedding_scale import (
     digit_run,
     gap_closed,
     input_sizes,
+    live_claims,
     load_embedding_seeds,
     ratio_claims,
     stored_claims,
@@ -233,7 +233,7 @@ for epoch, (loss, val_loss) in enumerate(zip(digit_trainer.losses, digit_trainer
 
 # %%
 digit_val_loss = digit_trainer.val_losses[-1]
-expect(digit_val_loss < 0.02, "the validation loss is below 0.02", got=digit_val_loss)
+expect(digit_val_loss < 0.05, "the validation loss is below 0.05", got=digit_val_loss)
 
 # %% [markdown]
 # ## Greedy decoding
@@ -274,7 +274,7 @@ print(f"exact match on {len(digit_val)} validation strings: {digit_exact:.1%}")
 
 # %%
 expect(torch.equal(greedy, by_hand), "greedy_decode writes what the loop above wrote")
-expect(digit_exact >= 0.9, "at least 90% of the validation strings come out exactly reversed",
+expect(digit_exact >= 0.8, "at least 80% of the validation strings come out exactly reversed",
        got=f"{digit_exact:.2%}")
 
 # %% [markdown]
@@ -334,9 +334,9 @@ expect(near_weight > 0.85, "over 0.85 of the weight lies within one position of 
 # The line "`<eos>` rows that read the first source digit most" above gives the share in this
 # run.)
 #
-# Is this run a lucky one? `python -m stepbystep.experiments.digit_seeds` trained the same
-# model with the same recipe from 20 further seeds (each seeding the initial weights and
-# the order of the batches; one thread) and measured the same five things. The lowest, median
+# Is this run a lucky one? `python -m stepbystep.experiments.digit_seeds` trained the same model
+# with the same recipe from 66 further seeds, 50 to 115 (each seeding the initial weights and
+# the order of the batches; one thread), and measured the same five things. The lowest, median
 # and highest over those seeds:
 
 # %%
@@ -347,16 +347,18 @@ print("\n".join(digit_seed_lines(digit_study["runs"])))
 expect_all(digit_seed_claims(digit_study["runs"]))
 
 # %% [markdown]
-# On every one of the 20 seeds the validation loss ended below 0.02 and the weights followed
-# the anti-diagonal: the most-read digit was the right one in over 90% of the rows, and over
-# 0.9 of the weight lay within one position of it. At least 94% of the strings came out exactly
-# reversed on each seed, 99.5% in the median. The checks on this run above ask for less than
-# held on every seed (at least 90% exact, over 85% of the rows, over 0.85 of the weight), not
-# for this run's own numbers, which depend on the seed, and on the machine and its thread count
-# as well (at two threads instead of one, seed 53's most-read digit was right in 91% of the
-# rows instead of 92%). The `<eos>` row varies the most: in the median seed it read the first
-# source digit most in over 90% of the rows, but on one seed of the 20 in under half of them,
-# so that is checked over the seeds only.
+# On all but one of the 66 seeds the validation loss ended below 0.02 and at least 94% of the
+# strings came out exactly reversed, 99.7% in the median. The one exception is a slow run, not
+# another mechanism: it ended its three epochs at a loss of 0.039 and 85% exact, with its
+# weights on the anti-diagonal like every other seed's. On every seed the most-read digit was
+# the right one in over 90% of the rows, and over 0.9 of the weight lay within one position of
+# it. The checks on this run above ask for less than held on every seed (a loss below 0.05, at
+# least 80% exact, over 85% of the rows, over 0.85 of the weight), not for this run's own
+# numbers, which depend on the seed, and on the machine and its thread count as well (at two
+# threads instead of one, seed 53's most-read digit was right in 91% of the rows instead of
+# 92%). The `<eos>` row varies the most: in the median seed it read the first source digit most
+# in over 90% of the rows, but on five seeds of the 66 in under half of them, so that is checked
+# over the seeds only.
 
 # %% [markdown]
 # ## A pitfall: the size of the embeddings
@@ -405,13 +407,13 @@ for name, (token, position, total) in sizes.items():
 # Each setting runs on three seeds; a seed fixes the initial weights and the order of the
 # batches (`train(2, seed=seed)`). The positional table is computed, not drawn, and the
 # $\sqrt{d_{model}}$ of `scale_embeddings` multiplies in the forward pass, so none of these
-# changes draws a random number: on each seed, the four runs start from exactly the same
-# weights and see the same batches. Any two of them form a **matched pair**. "× √d_model"
-# against "both" differs only in the size of the positions; "both" against the default only in
-# the size of the whole input, at the same ratio; "positions × 3.3" against the default only in
-# the size of the positions, the tokens unchanged. The runs stop after two epochs: the default
-# model above needed its third to get below 0.02, so two epochs are enough to see which start
-# learns faster. `digit_run(seed, lr=5e-3, position_scale=1.0, **kwargs)` trains this section's
+# changes draws a random number: on each seed, the four runs start from exactly the same weights
+# and see the same batches. Any two of them form a **matched pair**. "× √d_model" against "both"
+# differs only in the size of the positions; "both" against the default only in the size of the
+# whole input, at the same ratio; "positions × 3.3" against the default only in the size of the
+# positions, the tokens unchanged. The runs stop after two epochs, one fewer than the model
+# above trained, so that they show which start learns faster: after two, the default has learned
+# on few seeds. `digit_run(seed, lr=5e-3, position_scale=1.0, **kwargs)` trains this section's
 # digits model from `seed` on the data above: it builds the model with the embedding settings
 # `kwargs`, multiplies the positional table of both stacks in place
 # (`stack.pe.pe.mul_(position_scale)`, a buffer, so no random number is drawn), and trains it
@@ -441,29 +443,9 @@ print("share of the × √d_model-to-default loss gap that both × √d_model cl
       + ", ".join(f"{share:.2f}" for share in live_closed.tolist()))
 
 # %%
-final_loss = {name: [losses[-1] for losses in run_losses[name]] for name in embedding_settings}
-paired_ratio = [louder / default for louder, default in zip(final_loss["positions × 3.3"], final_loss["default"])]
-learned = {name: sum(exact > LEARNED for exact in run_exact[name]) for name in embedding_settings}
 expect(all(len(losses) == 2 for runs_ in run_losses.values() for losses in runs_), "two epochs for every run",
        got={name: [len(losses) for losses in runs_] for name, runs_ in run_losses.items()})
-expect(min(final_loss["× √d_model"]) > 1.0 and max(run_exact["× √d_model"]) < 0.1,
-       "× √d_model is far from reversing on every seed: a loss above 1, under 10% exact",
-       got=(final_loss["× √d_model"], run_exact["× √d_model"]))
-expect(all(pitfall > both > default for pitfall, both, default in
-           zip(final_loss["× √d_model"], final_loss["both × √d_model"], final_loss["default"])),
-       "seed by seed, both × √d_model ends below × √d_model and above the default",
-       got=(final_loss["× √d_model"], final_loss["both × √d_model"], final_loss["default"]))
-expect(learned["both × √d_model"] == 0 and float(live_closed.median()) < 0.5,
-       "both × √d_model learned on none of the three, and closes under half of the gap in the median",
-       got=(run_exact["both × √d_model"], live_closed))
-expect(learned["positions × 3.3"] >= 2,
-       "positions × 3.3 has learned in two epochs on at least two of the three seeds: over 95% exact",
-       got=run_exact["positions × 3.3"])
-expect(statistics.median(paired_ratio) < 0.5,
-       "seed by seed, its loss is under half the default's on the same seed, in the median over the seeds",
-       got=[f"{ratio:.2f}" for ratio in paired_ratio])
-expect(learned["default"] < learned["positions × 3.3"], "fewer default seeds than positions × 3.3 seeds learned",
-       got=learned)
+expect_all(live_claims(run_results))
 
 # %% [markdown]
 # The runs, seed by seed: each grey line joins the four runs of one seed, which start from the
@@ -473,32 +455,33 @@ expect(learned["default"] < learned["positions × 3.3"], "fewer default seeds th
 fig = plots.embedding_runs(run_losses, run_exact)
 
 # %% [markdown]
-# With the $\sqrt{d_{model}}$ scaling the model is far from reversing anything after two
-# epochs, on every seed (validation loss above 1, almost no string right). Two things changed
-# at once, and the controls pull them apart:
+# With the $\sqrt{d_{model}}$ scaling the model is far from reversing anything after two epochs,
+# on every seed (validation loss above 1, almost no string right). Two things changed at once,
+# and the controls pull them apart. The checks above bound what three seeds can show, the
+# direction of each effect; how large each is, the 20 seeds below measure:
 #
 # - **The size of the inputs.** Restoring the default's ratio at about the pitfall's size
-#   ("both") lowers the loss on every seed, but it stays above the default's on every seed, no
-#   run of it learned the task, and in the median it closes under half of the gap between the
-#   pitfall and the default (the shares are printed above). Most of what the scaling costs here
-#   comes from inputs about five times larger (4.7 times in the pitfall, 5.7 in "both"), not
-#   from the tokens drowning the positions. These runs do not say why large inputs train
-#   slowly.
+#   ("both") lowers the loss on every seed, but it stays above the default's on every seed and
+#   no run of it learned the task. How much of the gap between the pitfall and the default it
+#   closes depends on the seed (the shares are printed above); over the 20 seeds below, under
+#   half on 16, a third in the median. So most of what the scaling costs here comes from inputs
+#   about five times larger (4.7 times in the pitfall, 5.7 in "both"), not from the tokens
+#   drowning the positions. These runs do not say why large inputs train slowly.
 # - **The ratio.** With the default's tokens, louder positions help: with the same initial
-#   weights and the same batches, "positions × 3.3" learned the task in two epochs on at least
-#   two of these three seeds (over 95% of the strings exact; over the 20 seeds below, 16), and
-#   seed by seed its loss is under half the default's in the median, while fewer of the
-#   default's seeds got there.
+#   weights and the same batches, "positions × 3.3" ends below the default on most of these
+#   seeds, and it learned the task in two epochs (over 95% of the strings exact) on at least as
+#   many of them as the default did (the lines above print which). Over the 20 seeds below it
+#   learned on 16, the default on 2, and seed by seed its loss was under half the default's in
+#   the median.
 #
-# Three seeds say little about how often. The same settings were trained on 20 more seeds,
-# 5 to 24, which this chapter does not run (`python -m stepbystep.experiments.embedding_scale`
-# writes the file), with one more: **std 0.3**, the table as it is and embeddings that start
-# smaller, `embedding_std=0.3`, another way to make the positions louder (about 2.4 times the
-# tokens). Drawing the embeddings with another standard deviation shifts the random numbers
-# that the rest of the model's initial weights are drawn from, so std 0.3 is not a matched pair
-# with the others: its line is dotted below, and for it only the spread over seeds compares.
-# How many seeds of each setting learned the task in two epochs, and the spread of the
-# validation loss:
+# The same settings were trained on 20 more seeds, 5 to 24, which this chapter does not run
+# (`python -m stepbystep.experiments.embedding_scale` writes the file), with one more:
+# **std 0.3**, the table as it is and embeddings that start smaller, `embedding_std=0.3`,
+# another way to make the positions louder (about 2.4 times the tokens). Drawing the embeddings
+# with another standard deviation shifts the random numbers that the rest of the model's initial
+# weights are drawn from, so std 0.3 is not a matched pair with the others: its line is dotted
+# below, and for it only the spread over seeds compares. How many seeds of each setting learned
+# the task in two epochs, and the spread of the validation loss:
 
 # %%
 stored_seeds, stored = load_embedding_seeds()  # (20 seeds), {setting: (20, 2)}: validation loss, exact match
@@ -533,10 +516,13 @@ fig = plots.embedding_runs({name: stored[name][:, :1] for name in shown}, {name:
 # Smaller embeddings learned on most of the 20 seeds too, and got at least 40% of the strings
 # right on every one. They change the initial weights as well, though, so these counts do not
 # say which of the two ways is the more reliable. Exercise 5 asks you to rerun a few of these
-# seeds, and whether the order holds at other learning rates. Rule of thumb: keep the inputs
-# near size 1, compare the size of the token vectors with that of the position vectors, and do
-# not let the tokens drown the positions; when order is what matters, make the positions the
-# louder of the two.
+# seeds, and whether the order holds at other learning rates. What these runs show holds on this
+# task, at this learning rate: inputs about five times larger trained more slowly on every seed,
+# and positions louder than the tokens made the first two epochs faster on most seeds, though
+# not on all. They do not show that louder positions help elsewhere. What they suggest is to
+# look, before training, at the size of the inputs and at the size of the token vectors beside
+# that of the position vectors, and when order is what matters, to check which of the two is the
+# louder.
 
 # %% [markdown]
 # ## Task 2: reversing words, and padding
@@ -954,9 +940,9 @@ expect(not worst_failed or max(beam_exact.values()) < 0.1,
 # written early ends the sum of negative terms, a bias towards short outputs that a length
 # penalty counters; the count printed above of the words where the beam's output is shorter
 # than greedy's says how much it shows here. Whether the output is also *right* depends on the
-# model: a search can only find what the model scores highest, and a model that failed, as the
-# worst seed's does when it never learned the task, gets almost no word right with either
-# decoder. A search cannot fix a bad model.
+# model: a search can only find what the model scores highest, and a model that never learned
+# the task (as the worst seed's, when it failed) gets almost no word right with either decoder.
+# A search cannot fix a bad model.
 #
 # And a model that half-works? The copies that the warm-up runs kept after epoch 2 of their 3,
 # one per seed, on the same 250 words:
@@ -1010,10 +996,11 @@ greedy_wins = {"<sos>": {"a": 0.05, "b": 0.5, "c": 0.45}, "a": {"a": 0.05, "b": 
 fig = plots.beam_tree(greedy_wins, beam_width=2, n_steps=3, show_greedy=True)
 
 # %% [markdown]
-# Greedy writes "b" (0.5), then "a" (0.4), then the sure "b" (0.9): $0.5 \cdot 0.4 \cdot 0.9 = 0.18$.
-# The beam keeps "b" and "c" at step 1, but at step 2 "cc" ($0.45 \cdot 0.5 = 0.225$) and "cb"
-# ($0.2025$) both edge out greedy's "ba" ($0.20$), so the beam drops it, and with it the sure
-# third letter. Its best output, "ccc", ends at $0.1125$, below greedy's $0.18$:
+# Greedy writes "b" (0.5), then "a" (0.4), then the sure "b" (0.9):
+# $0.5 \cdot 0.4 \cdot 0.9 = 0.18$. The beam keeps "b" and "c" at step 1, but at step 2 "cc"
+# ($0.45 \cdot 0.5 = 0.225$) and "cb" ($0.2025$) both edge out greedy's "ba" ($0.20$), so the
+# beam drops it, and with it the sure third letter. Its best output, "ccc", ends at $0.1125$,
+# below greedy's $0.18$:
 
 # %%
 greedy_tokens, greedy_total = markov_greedy(greedy_wins, n_steps=3)
@@ -1026,12 +1013,11 @@ expect(greedy_total > beam_best, "on this toy model greedy's output is more like
 #
 # `translate` wraps the steps: encode each text with the vocabulary, pad, decode (greedy, or a
 # beam with `beam_width`), and turn the ids back into text. Characters outside the vocabulary
-# become `<unk>`: here the capital letter and the digits. The training words never contained
-# an `<unk>`, so the model has no idea what to write for one; look at the last two lines
-# (outside the training distribution the model's answers are not reliable: another seed may
-# answer differently).
-# Whatever a symbol was, `<unk>` has forgotten it: a vocabulary should cover the texts the
-# model will meet.
+# become `<unk>`: here the capital letter and the digits. The training words never contained an
+# `<unk>`, so the model has no idea what to write for one; look at the last two lines (outside
+# the training distribution the model's answers are not reliable: another seed may answer
+# differently). Whatever a symbol was, `<unk>` has forgotten it: a vocabulary should cover the
+# texts the model will meet.
 
 # %% tags=["nbval-ignore-output"]
 for text in ["stressed", "drawer", "straw", "Stressed", "room101"]:
@@ -1057,8 +1043,7 @@ for text in ["", "a" * 20]:
 # - The decoder reads `<sos> y` and predicts `y <eos>` (teacher forcing); the loss is the
 #   **cross-entropy** over the non-padded positions (`ignore_index`).
 # - The model that reverses digits reads the source along the **anti-diagonal** of its
-#   cross-attention: reversal as a lookup by position (on every one of 20 further seeds
-#   too).
+#   cross-attention: reversal as a lookup by position (on every one of 66 further seeds too).
 # - Mind the **size of the inputs** and of the tokens against the positions. The paper's
 #   $\times\sqrt{d_{model}}$ (unexplained there) suits embeddings that start small, as in its
 #   reference implementation; `nn.Embedding` starts at standard deviation 1, and scaling it
@@ -1082,11 +1067,11 @@ for text in ["", "a" * 20]:
 #   it, some seeds failed (eight of the fourteen we stored).
 # - **Greedy decoding** takes the best token at each step; **beam search** (Sutskever et al.
 #   2014) keeps the $B$ best partial outputs. Under each of our four word models its output was
-#   less likely than greedy's on under 5% of the words, but it is not guaranteed to be at
-#   least as likely: it may drop greedy's path early. A length penalty
-#   (Wu et al. 2016) keeps the sum of log-probabilities from favouring short outputs. On the
-#   word task a beam changed what a half-trained model got right by less than 3 points: a
-#   search finds what the model scores highest, it does not make the model better.
+#   less likely than greedy's on under 5% of the words, but it is not guaranteed to be at least
+#   as likely: it may drop greedy's path early. A length penalty (Wu et al. 2016) keeps the sum
+#   of log-probabilities from favouring short outputs. On the word task a beam changed what a
+#   half-trained model got right by less than 3 points: a search finds what the model scores
+#   highest, it does not make the model better.
 # - **Masked accuracy** grades tokens under teacher forcing; **exact match** grades whole
 #   outputs as the model writes them.
 
@@ -1145,8 +1130,7 @@ ch07.beam_step.check(my_beam_step)
 # **4. How much does the warm-up matter at our own learning rate?** Repeat the warm-up
 # comparison of this chapter at 0.006: `word_trainer(lr=6e-3, seed=seed)` against
 # `word_trainer(lr=6e-3, warmup=False, seed=seed)`, `train(3, seed=seed)` each, on seeds 0, 1
-# and 2.
-# Is the warm-up always ahead? By how much, compared with the gap at 0.01?
+# and 2. Is the warm-up always ahead? By how much, compared with the gap at 0.01?
 #
 # **5. The embedding sizes on other seeds and at other learning rates.** First run the
 # default, positions × 3.3 (`digit_run(seed, position_scale=1 / 0.3)`) and std 0.3

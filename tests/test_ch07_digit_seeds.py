@@ -37,7 +37,9 @@ def test_the_lines_give_lowest_median_and_highest(study):
     lines = digit_seed_lines(study["runs"])
     assert len(lines) == 1 + len(MEASURES)
     exact = sorted(run["exact"] for run in study["runs"])
-    assert lines[2].split()[-3:] == [f"{exact[0]:.4f}", f"{(exact[9] + exact[10]) / 2:.4f}", f"{exact[-1]:.4f}"]
+    half = len(exact) // 2
+    assert len(exact) == 66 and lines[2].split()[-3:] == [f"{exact[0]:.4f}", f"{(exact[half - 1] + exact[half]) / 2:.4f}",
+                                                          f"{exact[-1]:.4f}"]
 
 
 def test_a_recomputed_seed_matches_the_stored_one(study):
@@ -47,13 +49,16 @@ def test_a_recomputed_seed_matches_the_stored_one(study):
     if same_setting:  # the machine, release and threads that wrote the file: the same run
         for key in MEASURES:
             assert math.isclose(fresh[key], study["runs"][0][key], rel_tol=1e-4), key
-    assert fresh["val_loss"] < 0.02 and fresh["near"] > 0.9  # every seed's bounds, on any machine
+    assert fresh["val_loss"] < 0.05 and fresh["near"] > 0.9  # every stored seed's bounds, on any machine
 
 
-def test_the_chapters_own_run_is_reproduced():
+def test_the_chapters_own_run_is_reproduced(study):
     with torch_threads(1):
         run = digit_seed_run(2, batch_seed=42)  # the chapter: torch.manual_seed(2), the trainer's default seed 42
-    assert run["val_loss"] < 0.02 and run["exact"] >= 0.99 and run["near"] > 0.9
+        same_setting = environment() == study["environment"]
+    assert run["val_loss"] < 0.05 and run["exact"] >= 0.8 and run["near"] > 0.85  # the chapter's checks, anywhere
+    if same_setting:  # where the chapter's outputs were computed, another path cannot have been taken
+        assert run["val_loss"] < 0.02 and run["exact"] >= 0.99 and run["near"] > 0.9
 
 
 def _changed(runs, index, **values):
@@ -61,8 +66,10 @@ def _changed(runs, index, **values):
 
 
 @pytest.mark.parametrize("key, value, words", [
-    ("val_loss", 0.03, "the validation loss is below 0.02"),
-    ("exact", 0.93, "at least 94% of the strings"),
+    ("val_loss", 0.03, "below 0.02 on all but one"),
+    ("val_loss", 0.06, "the validation loss is below 0.05"),
+    ("exact", 0.93, "at least 94% on all"),
+    ("exact", 0.75, "at least 80% of the strings"),
     ("reads_right", 0.88, "the most-read digit is the right one"),
     ("near", 0.85, "over 0.9 of the weight"),
     ("eos_first", 0.3, "<eos> rows"),

@@ -75,6 +75,11 @@ def _mean_over_sequences(logits, targets, pad_id):
     return per_sequence.mean().item()
 
 
+def _right_anywhere_over_real(logits, targets, pad_id):
+    keep = targets != pad_id  # (N, L)
+    return ((logits.argmax(-1) == targets).sum() / keep.sum()).item()
+
+
 def _percent(logits, targets, pad_id):
     return 100 * _masked_accuracy_solution(logits, targets, pad_id)
 
@@ -132,6 +137,10 @@ def _check_masked_accuracy(answer):
     ]:
         if matches(mistake):
             return f"you got {gots[0]:.3f} on the first batch, {message}"
+    if matches(_right_anywhere_over_real):
+        return (f"right on the first batch, but on random logits with pad id 3 you got {gots[1]:.3f}: a padded "
+                "position the model happened to get right counts as a right prediction, though padding is not "
+                "graded. The count and what you divide it by should cover the same positions")
     if matches(_pad_id_zero):
         return (f"right on the first batch, but on a batch whose pad id is 3 (id 0 is a real token there) you got "
                 f"{gots[1]:.3f}: the pads are the positions whose target is pad_id, whichever id that is")
@@ -221,8 +230,15 @@ def _check_exact_match(answer):
         return f"{description} is {verdict}, but your function gives {value:.0%} for it"
     predicted = torch.tensor([[5, 6, EOS, 9], [7, 7, PAD, PAD], [5, 5, 5, EOS], [6, 6, EOS, 8]])  # (4, 4)
     expected = _sequence_accuracy(predicted, targets, PAD, EOS)
-    got = as_number(answer(predicted, targets, EOS))
-    if got is None or abs(got - expected) > 1e-6:
+    value = answer(predicted, targets, EOS)
+    if as_number(value) is None and isinstance(value, torch.Tensor):
+        return (f"exact_match should return one number (a float), the share of the rows that match; on a batch "
+                f"of four rows you returned a tensor of {value.numel()} values")
+    problem = _number_problem("exact_match", value)
+    if problem:
+        return problem
+    got = as_number(value)
+    if abs(got - expected) > 1e-6:
         return (f"right on single rows, but on a batch of four rows you got {got}, which is not the share "
                 "of rows that match")
     return None
@@ -301,6 +317,24 @@ def _finished_pays_pad(scores, finished, log_probs, beam_width):
     best = totals.view(-1).topk(beam_width).indices  # (beam_width,)
     vocab_size = log_probs.shape[-1]
     return totals.view(-1)[best], best // vocab_size, best % vocab_size
+
+
+def _finished_pad_only_free(scores, finished, log_probs, beam_width):
+    """A typical mistake: a finished beam goes on with <pad> at no cost, but its real tokens stay open at their
+    usual cost."""
+    log_probs = torch.as_tensor(log_probs, dtype=torch.float).clone()  # (B, V)
+    log_probs[torch.as_tensor(finished, dtype=torch.bool), PAD] = 0.0
+    totals = torch.as_tensor(scores).unsqueeze(-1) + log_probs  # (B, V)
+    best = totals.view(-1).topk(beam_width).indices  # (beam_width,)
+    return totals.view(-1)[best], best // log_probs.shape[-1], best % log_probs.shape[-1]
+
+
+def _finished_free(got, scores, finished):
+    """Whether ``got`` (as ``_as_candidates`` returns it) extends a finished beam by several tokens, each at
+    no cost: its whole row of log-probabilities set to 0."""
+    free = [(b, t) for s, b, t in got
+            if 0 <= b < len(finished) and bool(finished[b]) and abs(s - round(float(scores[b]), 4)) < 1e-4]
+    return any(sum(b == beam for b, _ in free) > 1 for beam, _ in free)
 
 
 def _finished_writes_eos(scores, finished, log_probs, beam_width):
@@ -406,6 +440,9 @@ def _check_beam_step(answer):
             return (f"on {description}: the right candidates, but each score is divided by a length. Here a score is "
                     "the plain sum of log-probabilities (α = 0); a length penalty is for comparing whole outputs "
                     "of different lengths, not for one step")
+        if _finished_free(got, scores, finished):
+            return (f"on {description}: a finished beam went on with several tokens, each at no cost, but it has "
+                    "only one way to go on")
         for mistake, message in [
             (_smallest, "you kept the least likely candidates: log-probabilities are negative, so the best total "
                         "is the largest one, the closest to 0"),
@@ -420,6 +457,8 @@ def _check_beam_step(answer):
             (_index_by_width, "the beam and the token were recovered from the flat index with the beam width, "
                               "but each beam's row of the flattened table holds V tokens"),
             (_finished_dropped, "a finished beam left the beam: it stays, going on with <pad> at no cost"),
+            (_finished_pad_only_free, "a finished beam went on with <pad> at no cost, but it could still be "
+                                      "extended by real tokens at their usual cost: it has only one way to go on"),
             (_finished_pays_pad, "a finished beam paid the model's log-probability of <pad>: a finished beam "
                                  "goes on at no cost"),
             (_finished_writes_eos, "a finished beam went on with <eos>: it has already written its <eos>, and goes "

@@ -24,7 +24,7 @@ from ..devices import environment
 __all__ = ["SEEDS", "RESULTS", "MEASURES", "digit_seed_run", "digit_seeds", "load_digit_seeds", "digit_seed_lines",
            "digit_seed_claims"]
 
-SEEDS = tuple(range(50, 70))  # the chapter's own run: initial weights from seed 2, batches from the trainer's 42
+SEEDS = tuple(range(50, 116))  # the chapter's own run: initial weights from seed 2, batches from the trainer's 42
 RESULTS = Path(__file__).parent / "results" / "digit_seeds.json"
 MEASURES = {"val_loss": "validation loss", "exact": "exact match", "reads_right": "most-read digit right",
             "near": "weight within one", "eos_first": "<eos> reads digit 0"}
@@ -89,18 +89,20 @@ def digit_seed_claims(runs):
     median = {key: statistics.median(run[key] for run in runs) for key in MEASURES}
     n = len(runs)
     return [
-        Claim(max(run["val_loss"] for run in runs) < 0.02, f"the validation loss is below 0.02 on all {n} seeds",
-              max(run["val_loss"] for run in runs)),
-        Claim(low["exact"] >= 0.94, f"at least 94% of the strings come out exactly reversed on all {n} seeds",
-              low["exact"]),
+        Claim(max(run["val_loss"] for run in runs) < 0.05 and sum(run["val_loss"] < 0.02 for run in runs) >= n - 1,
+              f"the validation loss is below 0.05 on all {n} seeds, and below 0.02 on all but one",
+              sorted(run["val_loss"] for run in runs)[-2:]),
+        Claim(low["exact"] >= 0.8 and sum(run["exact"] >= 0.94 for run in runs) >= n - 1,
+              f"at least 80% of the strings come out exactly reversed on all {n} seeds, and at least 94% on all "
+              "but one", sorted(run["exact"] for run in runs)[:2]),
         Claim(median["exact"] >= 0.99, "and at least 99% in the median seed", median["exact"]),
         Claim(low["reads_right"] > 0.9, f"the most-read digit is the right one in over 90% of the rows on all {n}",
               low["reads_right"]),
         Claim(low["near"] > 0.9, f"over 0.9 of the weight lies within one position of the right digit on all {n}",
               low["near"]),
-        Claim(median["eos_first"] > 0.9 and sum(run["eos_first"] > 0.5 for run in runs) >= n - 1,
+        Claim(median["eos_first"] > 0.9 and sum(run["eos_first"] > 0.5 for run in runs) >= n - 5,
               "over 90% of the <eos> rows read the first source digit most in the median seed, and over half "
-              "of them on all seeds but one", sorted(run["eos_first"] for run in runs)),
+              "of them on all seeds but five", sorted(run["eos_first"] for run in runs)[:6]),
     ]
 
 
