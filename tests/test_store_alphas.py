@@ -1,5 +1,5 @@
 """One name for the weights switch, ``store_alphas``: ``attend`` takes it as the modules do (its former
-``need_weights`` still works, with a DeprecationWarning that names the new spelling), the wide heads
+``need_weights`` is gone, a TypeError naming it), the wide heads
 always keep their weights (read-only ``True``), and ``keeping_weights`` switches on only what was
 off, then switches it back."""
 import warnings
@@ -24,15 +24,14 @@ def test_attend_takes_store_alphas_as_the_modules_do():
     torch.testing.assert_close(fused, kept, rtol=1e-5, atol=1e-6)
 
 
-def test_need_weights_still_works_with_a_deprecation_that_names_store_alphas():
+def test_attend_has_one_name_for_the_switch():
     q, k, v = _qkv()
-    with pytest.warns(DeprecationWarning, match="need_weights is now called store_alphas.*store_alphas=False"):
-        context, weights = attend(q, k, v, need_weights=False)
-    assert weights is None
-    torch.testing.assert_close(context, attend(q, k, v, store_alphas=False)[0], rtol=0, atol=0)
+    with pytest.raises(TypeError, match="need_weights"):
+        attend(q, k, v, need_weights=False)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        attend(q, k, v, store_alphas=False)  # the new spelling warns nothing
+        context, weights = attend(q, k, v, store_alphas=False)  # warns nothing
+    assert weights is None and context.shape == q.shape
 
 
 def test_the_wide_heads_always_keep_their_weights():
