@@ -7,6 +7,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from stepbystep.devices import environment
 from stepbystep.experiments.norm_placement import initial_gradient_rates, seed_claims
 from stepbystep.experiments.norm_placement_seeds import (
     SEEDS,
@@ -16,7 +17,6 @@ from stepbystep.experiments.norm_placement_seeds import (
     setting_label,
     stored_seed_claims,
 )
-from stepbystep.devices import environment
 
 
 def failing(claims):

@@ -50,3 +50,12 @@ def test_one_boolean_per_row_is_named_without_none(fails_with):
         return ((predicted == targets) | ~up_to_eos).all(dim=1)  # (N,) booleans, no share taken
     message = fails_with(ch07.exact_match, per_row, "a tensor of 4 values")
     assert "None" not in message
+
+
+def test_one_boolean_per_row_as_a_list_is_named_too(fails_with):
+    def per_row_list(predicted, targets, eos_id):
+        is_eos = (targets == eos_id).long()
+        up_to_eos = (is_eos.cumsum(dim=1) - is_eos) == 0
+        return ((predicted == targets) | ~up_to_eos).all(dim=1).tolist()  # [bool, ...] for N rows
+    message = fails_with(ch07.exact_match, per_row_list, "you returned a list of 1 value")
+    assert "share of the rows" in message

@@ -47,8 +47,7 @@ def test_the_claims_fail_where_they_should(study):
 
 
 def test_a_recomputed_seed_matches_the_stored_one(study):
-    from stepbystep.devices import torch_threads
-    from stepbystep.devices import environment
+    from stepbystep.devices import environment, torch_threads
     from stepbystep.experiments.warmup_seeds import load_warmup_environment, warmup_run
     seeds, runs = study
     index = seeds.index(12)  # a seed the chapter does not run

@@ -188,6 +188,15 @@ _EXACT_SLIPS = [
 ]
 
 
+def _one_value_per_row(value, batch):
+    """The message for a tensor, list or tuple of per-row values where one share was expected, else None."""
+    if as_number(value) is not None or not isinstance(value, (torch.Tensor, list, tuple)):
+        return None
+    kind, count = ("tensor", value.numel()) if isinstance(value, torch.Tensor) else (type(value).__name__, len(value))
+    return (f"exact_match should return one number (a float), the share of the rows that match; on {batch} you "
+            f"returned a {kind} of {count} value{'s' if count != 1 else ''}")
+
+
 @expects_function("exact_match(predicted, targets, eos_id)")
 def _check_exact_match(answer):
     targets = torch.tensor([[5, 6, EOS, PAD], [7, EOS, PAD, PAD], [5, 5, 5, EOS], [6, 6, EOS, PAD]])  # (4, 4)
@@ -211,7 +220,7 @@ def _check_exact_match(answer):
     values = []
     for description, predicted, target, eos_id, is_match, slip in cases:
         value = answer(predicted, target, eos_id)
-        problem = _number_problem("exact_match", value)
+        problem = _one_value_per_row(value, "one row") or _number_problem("exact_match", value)
         if problem:
             return problem
         if is_match and abs(as_number(value) - 100) < 1e-4:
@@ -231,10 +240,7 @@ def _check_exact_match(answer):
     predicted = torch.tensor([[5, 6, EOS, 9], [7, 7, PAD, PAD], [5, 5, 5, EOS], [6, 6, EOS, 8]])  # (4, 4)
     expected = _sequence_accuracy(predicted, targets, PAD, EOS)
     value = answer(predicted, targets, EOS)
-    if as_number(value) is None and isinstance(value, torch.Tensor):
-        return (f"exact_match should return one number (a float), the share of the rows that match; on a batch "
-                f"of four rows you returned a tensor of {value.numel()} values")
-    problem = _number_problem("exact_match", value)
+    problem = _one_value_per_row(value, "a batch of four rows") or _number_problem("exact_match", value)
     if problem:
         return problem
     got = as_number(value)

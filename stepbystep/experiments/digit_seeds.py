@@ -14,12 +14,11 @@ import torch
 from torch.utils.data import DataLoader
 
 from ..data import pad_collate
-from ..devices import torch_threads
+from ..devices import environment, torch_threads
 from ..expect import Claim
 from ..models import SequenceCrossEntropy, TokenTransformer, greedy_decode, sequence_accuracy
 from ..training import StepByStep
 from .embedding_scale import digit_data
-from ..devices import environment
 
 __all__ = ["SEEDS", "RESULTS", "MEASURES", "digit_seed_run", "digit_seeds", "load_digit_seeds", "digit_seed_lines",
            "digit_seed_claims"]

@@ -15,10 +15,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from stepbystep.devices import environment
 from stepbystep.expect import Claim
 
 from .gradient_norms import layer_gradient_norms
-from ..devices import environment
 
 __all__ = ["SETTINGS", "SEEDS", "RESULTS", "setting_label", "norm_placement_seed_runs", "norm_placement_seed_study",
            "load_norm_placement_seeds", "stored_seed_claims"]

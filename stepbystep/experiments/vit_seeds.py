@@ -18,9 +18,9 @@ import torch.nn.functional as F
 
 from ..checks import check_instance, check_tensor
 from ..data import line_datasets
+from ..devices import environment
 from ..expect import Claim
 from ..models import ViT, cls_attention
-from ..devices import environment
 from .vit_positions import accuracy, fit, shuffled_logits, small_vit
 
 __all__ = ["SEEDS", "RESULTS", "N_ORDERS", "line_patches", "line_shares", "shuffled_accuracies", "clean_run",

@@ -11,9 +11,8 @@ from pathlib import Path
 
 import torch
 
-from ..devices import torch_threads
+from ..devices import environment, torch_threads
 from ..expect import Claim
-from ..devices import environment
 from .word_reversal import padding_exact, word_data, word_trainer
 
 __all__ = ["SEEDS", "RESULTS", "FAILED", "warmup_run", "warmup_seeds", "load_warmup_seeds", "load_warmup_environment",
