@@ -6,10 +6,10 @@
 # that are more similar to that point. This chapter builds that idea on a noisy 1-D function,
 # where every weight can be drawn and checked by eye.
 #
-# The course follows Daniel Voigt Godoy, *Deep Learning with PyTorch Step-by-Step*, chapter 9
-# ("the book"), towards the Transformer of Vaswani et al., "Attention Is All You Need" (2017).
-# Reading attention as kernel regression, as this chapter does, follows Zhang, Lipton, Li and
-# Smola, *Dive into Deep Learning* (2023), chapter 11 (attention pooling).
+# The course follows Daniel Voigt Godoy, *Deep Learning with PyTorch Step-by-Step: A Beginner's
+# Guide* (2021), chapter 9 ("the book"), towards the Transformer of Vaswani et al., "Attention Is
+# All You Need" (2017). Reading attention as kernel regression, as this chapter does, follows
+# Zhang, Lipton, Li and Smola, *Dive into Deep Learning* (2023), chapter 11 (attention pooling).
 #
 # By the end of this chapter you will be able to:
 #

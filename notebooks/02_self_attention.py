@@ -6,12 +6,12 @@
 # build, in small steps, the pieces of an encoder-decoder that reads two corners of a square
 # and predicts the other two.
 #
-# The chapter follows Daniel Voigt Godoy, *Deep Learning with PyTorch Step-by-Step*,
-# chapter 9 ("the book"): its task and its models. Some numbers are the book's (the encoded
-# source below is checked against it); the data seeds, the training length and the training
-# seeds are the course's own. Scaled dot-product
-# attention, multi-head attention and the sinusoidal positional encoding come from Vaswani et
-# al., "Attention Is All You Need" (2017), "the paper" below.
+# The chapter follows Daniel Voigt Godoy, *Deep Learning with PyTorch Step-by-Step: A Beginner's
+# Guide* (2021), chapter 9 ("the book"): its task and its models. Some numbers are the book's (the
+# encoded source below is checked against it); the data seeds, the training length and the
+# training seeds are the course's own. Scaled dot-product attention, multi-head attention and the
+# sinusoidal positional encoding come from Vaswani et al., "Attention Is All You Need" (2017),
+# "the paper" below.
 #
 # By the end of this chapter you will be able to:
 #

@@ -8,9 +8,9 @@
 # $d_{model}$ input features, through its own rows of the projection. This chapter takes that
 # apart, one reshape at a time, and then looks at what separate heads make possible.
 #
-# We follow Daniel Voigt Godoy, *Deep Learning with PyTorch Step-by-Step*, chapter 9 (wide
-# heads) and chapter 10 (narrow heads), "the book" from here on. Narrow heads come from
-# Vaswani et al., "Attention Is All You Need" (2017), section 3.2.2.
+# We follow Daniel Voigt Godoy, *Deep Learning with PyTorch Step-by-Step: A Beginner's Guide*
+# (2021), chapter 9 (wide heads) and chapter 10 (narrow heads), "the book" from here on. Narrow
+# heads come from Vaswani et al., "Attention Is All You Need" (2017), section 3.2.2.
 #
 # By the end of this chapter you will be able to:
 #

@@ -6,9 +6,10 @@
 # a **residual connection** and a **layer norm**. This chapter is about that wrapping and that
 # stacking: what each piece does and why a deep stack trains at all.
 #
-# We follow Daniel Voigt Godoy, *Deep Learning with PyTorch Step-by-Step*, chapter 10 ("the
-# book"), which builds these layers, and the paper that introduced them, Vaswani et al.,
-# "Attention Is All You Need" (2017). Each section names the work its idea comes from.
+# We follow Daniel Voigt Godoy, *Deep Learning with PyTorch Step-by-Step: A Beginner's Guide*
+# (2021), chapter 10 ("the book"), which builds these layers, and the paper that introduced them,
+# Vaswani et al., "Attention Is All You Need" (2017). Each section names the work its idea comes
+# from.
 #
 # By the end of this chapter you will be able to:
 #

@@ -13,9 +13,9 @@ from stepbystep.experiments.square_seed_study import (
     training_spread_claims,
 )
 
-KEYS = {"seed", "final_val", "below", "mode_ratio", "draws_above", "teacher_forced_ratio", "weakest_head", "matching",
-        "cross_decided", "encoder_decided", "cross_gap", "encoder_gap", "largest_jump", "jumps_over_2", "test_mse",
-        "test_to_mirror", "test_to_val"}
+KEYS = {"seed", "first_val", "final_val", "below", "mode_ratio", "draws_above", "teacher_forced_ratio", "weakest_head",
+        "matching", "cross_decided", "encoder_decided", "cross_gap", "encoder_gap", "largest_jump", "jumps_over_2",
+        "test_mse", "test_to_mirror", "test_to_val"}
 
 
 @pytest.fixture(scope="module")

@@ -179,7 +179,9 @@ def _check_gap_cause(answer):
     if value is None:
         return f"expected a number, the share of the gap you measured, got {type(share).__name__}"
     measured = _gap_cause_solution(model, x, train_mode, eval_mode)
-    if abs(value - measured) <= 0.0051:  # the share rounded to two decimals passes; a bare guess of 1 seldom does
+    # the share rounded to two decimals passes, so a bare 1 passes where the share is 0.995 or more (it is
+    # then the right answer); on the chapter's model, whose share is about 0.95, it fails
+    if abs(value - measured) <= 0.0051:
         return None
     train_mean = float(torch.as_tensor(train_mode).mean())
     teacher_forced = _teacher_forced_loss_solution(model, x.to(model_device(model)))

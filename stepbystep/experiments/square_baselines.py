@@ -42,23 +42,24 @@ def score_gaps(alphas):
 
 
 def square_seed_spread(seeds, epochs=50, batch_size=16, n_draws=20):
-    """Chapter 05's run again from each seed in ``seeds`` (initial weights and batch order).
+    """Chapter 05's run again from each seed in ``seeds`` (initial weights, batch order, dropout masks).
 
     Trains ``build_transformer(seed=s)`` on the chapter's squares with Adam (lr 0.01) for
     ``epochs`` epochs and measures what the chapter claims about its run. Returns one dict per
-    seed: ``final_val`` (the last validation loss), ``below`` (epochs whose validation loss is
-    below the training loss), ``mode_ratio`` (training mode's mean loss over ``n_draws`` dropout
-    draws on the first 16 training sequences, over the eval-mode loss on them), ``draws_above``,
-    ``teacher_forced_ratio`` (the teacher-forced loss with dropout off, over the eval-mode loss)
-    ``weakest_head`` (the smallest mean cross-attention weight on the matching source corner
-    over the validation squares, across layers, heads and target positions), ``matching`` (that
-    weight's mean over all of them), ``cross_decided`` and ``encoder_decided`` (the mean of
-    each row's largest weight, over the cross-attention and the encoder self-attention heads), and
-    ``cross_gap`` and ``encoder_gap`` (the median gap between a row's two scaled scores, read from
-    its weights: ``|log α_0 - log α_1|``), ``largest_jump`` (the largest factor by which the
-    validation loss rose from one epoch to the next) and ``jumps_over_2`` (how many epochs it
-    more than doubled), and on the test set, once: ``test_mse``, ``test_to_mirror`` (over the MSE of
-    mirroring the source, ``-x_0, -x_1``) and ``test_to_val`` (over the last validation loss).
+    seed: ``first_val`` and ``final_val`` (the first and the last epoch's validation loss),
+    ``below`` (epochs whose validation loss is below the training loss), ``mode_ratio`` (training
+    mode's mean loss over ``n_draws`` dropout draws on the first 16 training sequences, over the
+    eval-mode loss on them), ``draws_above``, ``teacher_forced_ratio`` (the teacher-forced loss
+    with dropout off, over the eval-mode loss), ``weakest_head`` (the smallest mean cross-attention
+    weight on the matching source corner over the validation squares, across layers, heads and
+    target positions), ``matching`` (that weight's mean over all of them), ``cross_decided`` and
+    ``encoder_decided`` (the mean of each row's largest weight, over the cross-attention and the
+    encoder self-attention heads), and ``cross_gap`` and ``encoder_gap`` (the median gap between a
+    row's two scaled scores, read from its weights: ``|log α_0 - log α_1|``), ``largest_jump`` (the
+    largest factor by which the validation loss rose from one epoch to the next) and
+    ``jumps_over_2`` (how many epochs it more than doubled), and on the test set, once:
+    ``test_mse``, ``test_to_mirror`` (over the MSE of mirroring the source, ``-x_0, -x_1``) and
+    ``test_to_val`` (over the last validation loss).
     """
     train_data, val_data, test_data = square_splits(train_seed=13, val_seed=19, test_seed=17)
     val_source, _ = val_data.tensors  # (128, 2, 2)
@@ -90,6 +91,7 @@ def square_seed_spread(seeds, epochs=50, batch_size=16, n_draws=20):
         jumps = val[1:] / val[:-1]  # (epochs - 1,): each epoch's validation loss over the one before
         runs.append({
             "seed": seed,
+            "first_val": trainer.val_losses[0],
             "final_val": trainer.val_losses[-1],
             "below": sum(val < train for train, val in zip(trainer.losses, trainer.val_losses)),
             "mode_ratio": train_mode.mean().item() / eval_mode,

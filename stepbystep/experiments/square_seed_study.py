@@ -58,6 +58,9 @@ def training_spread_claims(runs):
     return [
         Claim(high < 0.04, "every run's final validation loss is below 0.04, the chapter's bound", (low, median, high)),
         Claim(0.0105 <= low and high < 0.0265, "they range from 0.011 to 0.026, to three decimals", (low, high)),
+        Claim(all(run["final_val"] < run["first_val"] / 10 for run in runs), "the validation loss falls more than "
+              "tenfold from the first epoch to the last in every run",
+              [round(run["first_val"] / run["final_val"], 1) for run in runs]),
         Claim(min(run["below"] for run in runs) >= 40, "the validation loss is below the training loss in 40 or more "
               "of the 50 epochs in every run", _spread(runs, "below")),
         Claim(min(run["mode_ratio"] for run in runs) > 1.5, "training mode's mean loss is more than 1.5 times the "
