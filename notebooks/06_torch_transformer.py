@@ -11,7 +11,7 @@
 # **the paper**; PyTorch's side is described in its documentation of `torch.nn.Transformer`
 # and of the modules it is made of (pytorch.org/docs, "Transformer Layers"); the
 # `TransformerModel` wrapper and the square-corners task come from Daniel Voigt Godoy, *Deep
-# Learning with PyTorch Step-by-Step*, chapter 10, **the book**.
+# Learning with PyTorch Step-by-Step: A Beginner's Guide* (2021), chapter 10, **the book**.
 #
 # By the end of this chapter you will be able to:
 #

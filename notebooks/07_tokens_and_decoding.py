@@ -11,10 +11,10 @@
 # 10 symbols and 16 positions. There an encoder-only Transformer solves it and Lippe reads its
 # self-attention; we use an encoder-decoder and read its cross-attention.
 #
-# We follow Daniel Voigt Godoy, *Deep Learning with PyTorch Step-by-Step* ("the book"),
-# chapters 9 and 10 (sequence-to-sequence models, teacher forcing, the Transformer) and
-# chapter 11 (tokens, vocabularies and embeddings), and the Transformer paper, Vaswani et al.,
-# "Attention Is All You Need" (2017).
+# We follow Daniel Voigt Godoy, *Deep Learning with PyTorch Step-by-Step: A Beginner's Guide*
+# (2021, "the book"), chapters 9 and 10 (sequence-to-sequence models, teacher forcing, the
+# Transformer) and chapter 11 (tokens, vocabularies and embeddings), and the Transformer
+# paper, Vaswani et al., "Attention Is All You Need" (2017).
 #
 # By the end of this chapter you will be able to:
 #

@@ -6,14 +6,14 @@
 # character-level Transformer learns to translate the first into the second, from generated
 # examples only, with a model small enough to train on a laptop CPU while you read.
 #
-# The model is the Transformer of Vaswani et al., "Attention Is All You Need" (2017), as the
-# course built it following Daniel Voigt Godoy, *Deep Learning with PyTorch Step-by-Step*
-# ("the book"), chapters 9 and 10; chapter 07 turned it into `TokenTransformer`, a model of
-# tokens. The task and its eight test dates ("3 May 1979", "5 April 09", "21th of August
-# 2016", …) come from the date-translation exercise of Andrew Ng's deeplearning.ai course
-# *Sequence Models* (2018), "Neural Machine Translation with Attention", where a recurrent model with
-# attention learns them. We use the exercise's eight dates as our **reference dates**; but
-# eight dates cannot rank two models, so we measure ours on 2,000 held-out dates too.
+# The model is the Transformer of Vaswani et al., "Attention Is All You Need" (2017), as the course
+# built it following Daniel Voigt Godoy, *Deep Learning with PyTorch Step-by-Step: A Beginner's
+# Guide* (2021, "the book"), chapters 9 and 10; chapter 07 turned it into `TokenTransformer`, a
+# model of tokens. The task and its eight test dates ("3 May 1979", "5 April 09", "21th of August
+# 2016", …) come from the date-translation exercise of Andrew Ng's deeplearning.ai course *Sequence
+# Models* (2018), "Neural Machine Translation with Attention", where a recurrent model with attention
+# learns them. We use the exercise's eight dates as our **reference dates**; but eight dates cannot
+# rank two models, so we measure ours on 2,000 held-out dates too.
 #
 # By the end of this chapter you will be able to:
 #

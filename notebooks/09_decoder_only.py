@@ -10,8 +10,9 @@
 #
 # The building blocks are the course's, from the Transformer of Vaswani et al., "Attention Is
 # All You Need" (2017), as we built it following Daniel Voigt Godoy, *Deep Learning with
-# PyTorch Step-by-Step* ("the book"), chapter 10. We train on chapter 08's dates, written as
-# one stream: the prompt `Tue 10 Jul 2007=` is completed with `2007-07-10<eos>`.
+# PyTorch Step-by-Step: A Beginner's Guide* (2021, "the book"), chapter 10. We train on
+# chapter 08's dates, written as one stream: the prompt `Tue 10 Jul 2007=` is completed with
+# `2007-07-10<eos>`.
 #
 # By the end of this chapter you will be able to:
 #

@@ -10,7 +10,7 @@
 #
 # This chapter puts four answers side by side in chapter 09's decoder-only Transformer, built
 # from the course's pieces as we built them following Daniel Voigt Godoy, *Deep Learning with
-# PyTorch Step-by-Step* ("the book"), chapters 9 and 10:
+# PyTorch Step-by-Step: A Beginner's Guide* (2021, "the book"), chapters 9 and 10:
 #
 # - **sinusoidal**: a fixed table added to the embeddings (Vaswani et al. 2017);
 # - **learned**: a trainable table, one row per position, added to the embeddings, as in BERT

@@ -7,8 +7,8 @@
 # encoder read the patches like words in a sentence. The idea, and the name, come from
 # Dosovitskiy et al., "An Image is Worth 16x16 Words: Transformers for Image Recognition at
 # Scale" (2021). We follow the small version that Daniel Voigt Godoy builds in *Deep Learning
-# with PyTorch Step-by-Step*, chapter 10 ("the book"): 12×12 grey images of one straight line,
-# classified by the line's direction.
+# with PyTorch Step-by-Step: A Beginner's Guide* (2021), chapter 10 ("the book"): 12×12 grey
+# images of one straight line, classified by the line's direction.
 #
 # By the end of this chapter you will be able to:
 #

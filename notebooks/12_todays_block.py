@@ -1,21 +1,21 @@
 # %% [markdown]
 # # Chapter 12: today's decoder block, RMSNorm, SwiGLU and grouped-query attention
 #
-# Chapter 09 built a decoder-only Transformer from the 2017 block of Vaswani et al., "Attention
-# Is All You Need", as we built it following Daniel Voigt Godoy, *Deep Learning with PyTorch
-# Step-by-Step* ("the book"): LayerNorm, a ReLU feed-forward network, biases in every linear
-# layer, positions added to the embeddings, one key and one value head per query head. Llama's
-# block, which most open models a learner meets today build on (Mistral, Qwen and Gemma with small
-# variations, such as Gemma's GELU gate or Qwen's biases on the queries, keys and values),
-# differs in five places: **RMSNorm** instead of LayerNorm, a gated **SwiGLU** feed-forward
-# network, **no biases**, **rotary positions** (chapter 10) and **grouped-query attention**, where
-# several query heads share one key and value head. (Models released since 2024 add more to it,
-# among them normalised queries and keys (OLMo 2, Qwen3), sliding windows over the recent tokens
-# in some layers (Gemma 2 and 3), latent attention, which caches a compressed vector in place of
-# the keys and values (DeepSeek-V2 and V3), and mixtures of experts (DeepSeek-V3, some of
-# Qwen3's models); this chapter stops at Llama's block, and chapter 17 builds those four on
-# it.) All of these models read subword tokens, not characters; chapter 15 builds the
-# tokenizer and trains a small model of the course's on real text.
+# Chapter 09 built a decoder-only Transformer from the 2017 block of Vaswani et al., "Attention Is
+# All You Need", as we built it following Daniel Voigt Godoy, *Deep Learning with PyTorch
+# Step-by-Step: A Beginner's Guide* (2021, "the book"): LayerNorm, a ReLU feed-forward network,
+# biases in every linear layer, positions added to the embeddings, one key and one value head per
+# query head. Llama's block, which most open models a learner meets today build on (Mistral, Qwen
+# and Gemma with small variations, such as Gemma's GELU gate or Qwen's biases on the queries, keys
+# and values), differs in five places: **RMSNorm** instead of LayerNorm, a gated **SwiGLU**
+# feed-forward network, **no biases**, **rotary positions** (chapter 10) and **grouped-query
+# attention**, where several query heads share one key and value head. (Models released since 2024
+# add more to it, among them normalised queries and keys (OLMo 2, Qwen3), sliding windows over the
+# recent tokens in some layers (Gemma 2 and 3), latent attention, which caches a compressed vector
+# in place of the keys and values (DeepSeek-V2 and V3), and mixtures of experts (DeepSeek-V3, some
+# of Qwen3's models); this chapter stops at Llama's block, and chapter 17 builds those four on
+# it.) All of these models read subword tokens, not characters; chapter 15 builds the tokenizer
+# and trains a small model of the course's on real text.
 #
 # This chapter makes those changes to the course's model one at a time and measures each. Then
 # it shows that the course's model *is* GPT-2 and *is* Llama: `from_transformers` reads a model
