@@ -547,7 +547,7 @@ fig = plots.loss_comparison(test_mse, title="test MSE", xlabel="MSE (log scale)"
 # In this run the Transformer is more than 20 times better than predicting zeros: it has learned
 # the task. Against the mirror baseline the check asks only for less than 1.5 times its MSE,
 # because a run does not always beat it: the line "beats the mirror in this run" above says
-# whether this one does, and over the nine stored runs of the last section eight did. A run that
+# whether this one does, and over the nine stored runs of the next section eight did. A run that
 # beats the mirror does more than copy the source corners to the opposite side: its predictions
 # carry less than all of the source's noise. It stays above the noise floor, though, in this run
 # and in all nine stored ones, and training longer at the same constant rate did not close the
