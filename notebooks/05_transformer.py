@@ -552,8 +552,8 @@ fig = plots.loss_comparison(test_mse, title="test MSE", xlabel="MSE (log scale)"
 # carry less than all of the source's noise. It stays above the noise floor, though, in this run
 # and in all nine stored ones, and training longer at the same constant rate did not close the
 # gap: run for 200 epochs, four times as long, the chapter's run and four more seeds (700 to 703)
-# all still ended above the floor, at a test MSE of 0.011 to 0.015. What holds the model above the
-# floor this chapter does not test.
+# mostly came a little lower but all still ended above the floor, at a test MSE of 0.011 to
+# 0.015. What holds the model above the floor this chapter does not test.
 #
 # The test MSE is also within 0.7 to 1.4 times the last validation loss: the two sets are
 # drawn alike, so the validation loss was an honest preview of the test error.
@@ -562,10 +562,11 @@ fig = plots.loss_comparison(test_mse, title="test MSE", xlabel="MSE (log scale)"
 # ## How far do these numbers carry?
 #
 # One run proves little: is this run a lucky one? The package keeps the same run repeated from
-# eight more seeds (0 to 7, each seeding the initial weights, the order of the batches and the
-# dropout masks), next to this chapter's run (seed 42: `torch.manual_seed(42)` before building the
-# model, and `sbs.train`, whose first call seeds the batches and the dropout masks with 42 unless
-# given `seed=`), with the same measurements: `square_seed_spread` computes them, and
+# eight more seeds, 0 to 7, next to this chapter's run, seed 42. Each seed fixes the initial
+# weights, the order of the batches and the dropout masks. For seed 42 that is
+# `torch.manual_seed(42)` before building the model, and `sbs.train`, whose first call seeds the
+# batches and the dropout masks with 42 unless given `seed=`. The runs make the same
+# measurements as above: `square_seed_spread` computes them, and
 # `python -m stepbystep.experiments.square_seed_study` wrote them to a file that ships with the
 # package (it takes over a minute, so this chapter reads the file instead of training nine
 # models). The file also records where it was computed. On another machine, PyTorch release or
