@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..checks import check_int_range, check_positive_int, check_positive_number, check_tensor
+from ..checks import check_instance, check_int_range, check_positive_int, check_positive_number, check_tensor
 from ..data.special_tokens import EOS, PAD
 
 __all__ = ["sequence_cross_entropy", "SequenceCrossEntropy", "masked_accuracy", "sequence_accuracy",
@@ -98,14 +98,9 @@ def repeat_share(tokens, n):
     a 1-D tensor) that already occurred earlier in it: 0 for a sequence that never repeats itself,
     near 1 for one stuck in a loop, 0 for one shorter than ``n``."""
     check_positive_int("n", n)
-    if not isinstance(tokens, (str, list, tuple, torch.Tensor)):
-        raise TypeError(f"tokens must be a string, a list of ids or a 1-D tensor, got {type(tokens).__name__}")
+    check_instance("tokens", tokens, (str, list, tuple, torch.Tensor), "a string, a list of ids or a 1-D tensor")
     if isinstance(tokens, torch.Tensor):
-        check_tensor("tokens", tokens, ndim=1)
-    tokens = tokens.tolist() if isinstance(tokens, torch.Tensor) else list(tokens)
+        tokens = check_tensor("tokens", tokens, ndim=1).tolist()
     grams = [tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1)]  # every window of n tokens
-    seen, repeats = set(), 0
-    for gram in grams:
-        repeats += gram in seen  # this window already occurred earlier
-        seen.add(gram)
+    repeats = len(grams) - len(set(grams))  # each window after its first occurrence
     return repeats / len(grams) if grams else 0.0

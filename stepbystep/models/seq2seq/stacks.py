@@ -80,6 +80,7 @@ class _LayerStack(nn.Module):
         self.norm = nn.LayerNorm(self.d_model) if final_norm else None
         self.layers = nn.ModuleList([copy.deepcopy(layer) for _ in range(n_layers)])
 
+
 class EncoderTransf(_LayerStack):
     """The Transformer's encoder: positional encoding (``scale_input``: of ``√d_model``, for projected
     features, not token embeddings), then ``n_layers`` copies of ``encoder_layer``.
