@@ -1,6 +1,7 @@
 """Chapter 07's checkers name four more slips: a finished beam going on with any token at no cost, or with <pad>
 at no cost but its real tokens still open; a masked accuracy that counts pads predicted right over the real
 tokens; and an exact match that returns one boolean per row."""
+import pytest
 import torch
 
 from stepbystep.exercises import ch07
@@ -43,19 +44,14 @@ def test_pads_predicted_right_counted_over_the_real_tokens_is_named(fails_with):
     assert "which is not the masked accuracy" not in message
 
 
-def test_one_boolean_per_row_is_named_without_none(fails_with):
-    def per_row(predicted, targets, eos_id):
-        is_eos = (targets == eos_id).long()
-        up_to_eos = (is_eos.cumsum(dim=1) - is_eos) == 0
-        return ((predicted == targets) | ~up_to_eos).all(dim=1)  # (N,) booleans, no share taken
-    message = fails_with(ch07.exact_match, per_row, "a tensor of 4 values")
-    assert "None" not in message
+def _per_row(predicted, targets, eos_id):
+    is_eos = (targets == eos_id).long()
+    up_to_eos = (is_eos.cumsum(dim=1) - is_eos) == 0
+    return ((predicted == targets) | ~up_to_eos).all(dim=1)  # (N,) booleans, no share taken
 
 
-def test_one_boolean_per_row_as_a_list_is_named_too(fails_with):
-    def per_row_list(predicted, targets, eos_id):
-        is_eos = (targets == eos_id).long()
-        up_to_eos = (is_eos.cumsum(dim=1) - is_eos) == 0
-        return ((predicted == targets) | ~up_to_eos).all(dim=1).tolist()  # [bool, ...] for N rows
-    message = fails_with(ch07.exact_match, per_row_list, "you returned a list of 1 value")
-    assert "share of the rows" in message
+@pytest.mark.parametrize("as_list, says", [(False, "a tensor of 4 values"), (True, "a list of 1 value")])
+def test_one_boolean_per_row_is_named_without_none(fails_with, as_list, says):
+    answer = (lambda *args: _per_row(*args).tolist()) if as_list else _per_row
+    message = fails_with(ch07.exact_match, answer, says)
+    assert "None" not in message and "share of the rows" in message
