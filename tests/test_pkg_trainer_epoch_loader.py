@@ -92,3 +92,20 @@ def test_an_epoch_opened_without_a_step_is_dropped_silently():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         sbs.set_loaders(DataLoader(sum_dataset(), batch_size=16))
+
+
+@pytest.mark.parametrize("change, says", [
+    (lambda epoch: {"batches": epoch["batches"], "loss_sum": epoch["loss_sum"]}, r"got \['batches', 'loss_sum'\]"),
+    (lambda epoch: {**epoch, "unknown": 0}, r"'unknown'\]"),
+    (lambda epoch: "3 steps", "got str"),
+], ids=["without its streams", "an unknown key", "not a dict"])
+def test_a_malformed_open_epoch_is_refused_before_anything_loads(change, says):
+    saved = _trainer()
+    saved.train_steps(3, progress=False)
+    state = saved.state_dict()
+    state["open_epoch"] = change(state["open_epoch"])
+    fresh = _trainer()
+    before = [p.detach().clone() for p in fresh.model.parameters()]
+    with pytest.raises(ValueError, match="open_epoch must be None or a dict of .*" + says):
+        fresh.load_state_dict(state)
+    assert fresh.total_steps == 0 and all(torch.equal(a, b) for a, b in zip(before, fresh.model.parameters()))

@@ -1,8 +1,10 @@
 """A trainer's checkpoints: its ``state_dict`` in a file, written atomically, checked and loaded
 all or nothing; files of earlier releases are brought up to date as they are read."""
 import copy
+import dataclasses
 
 from ..serialization import atomic_save, safe_load
+from .batches import OpenEpoch
 from .callbacks import stateful
 
 __all__ = ["BOOK_KEYS", "save_checkpoint", "read_checkpoint", "upgrade", "check_keys", "check_compatible",
@@ -61,6 +63,7 @@ def check_compatible(trainer, checkpoint):
     for key in ("model_state_dict", "optimizer_state_dict", "callbacks"):
         if not isinstance(checkpoint[key], dict):
             raise ValueError(f"the checkpoint's {key} must be a dict, got {type(checkpoint[key]).__name__}")
+    _check_open_epoch(checkpoint["open_epoch"])
     saved, own = set(checkpoint["callbacks"]), set(stateful(trainer.callbacks))
     if saved != own:  # first: a scheduler's keys join the optimizer's groups
         raise ValueError(f"the checkpoint was saved with {_holding(saved) or 'no callback holding state'} and this "
@@ -97,6 +100,15 @@ def check_compatible(trainer, checkpoint):
         if only_saved and only_own:  # a release may add a setting; another class has others
             raise ValueError(f"the checkpoint was saved with another optimizer (settings {only_saved}) than this "
                              f"trainer's {own_class} ({only_own}): {hint}")
+
+
+def _check_open_epoch(open_epoch):
+    """The open epoch must be None or an ``OpenEpoch`` as a dict (files of earlier releases lack the loader's size)."""
+    fields, needed = {field.name for field in dataclasses.fields(OpenEpoch)}, {"batches", "loss_sum", "rng_state"}
+    if open_epoch is not None and not (isinstance(open_epoch, dict) and needed <= set(open_epoch) <= fields):
+        got = sorted(open_epoch, key=str) if isinstance(open_epoch, dict) else type(open_epoch).__name__
+        raise ValueError(f"the checkpoint's open_epoch must be None or a dict of {sorted(needed)} (and optionally "
+                         f"{sorted(fields - needed)}), got {got}")
 
 
 def load_all_or_nothing(parts, states):
