@@ -60,12 +60,6 @@ class LRScheduler(Callback):
         elif self.interval == "batch":
             self.scheduler.step()
 
-    def state_dict(self):
-        return {"scheduler": self.scheduler.state_dict()}
-
-    def load_state_dict(self, state):
-        self.scheduler.load_state_dict(state["scheduler"])
-
     def on_epoch_end(self, trainer, epoch, loss, val_loss):
         if self.interval != "epoch":
             return
@@ -73,3 +67,9 @@ class LRScheduler(Callback):
             self.scheduler.step(val_loss)
         else:
             self.scheduler.step()
+
+    def state_dict(self):
+        return {"scheduler": self.scheduler.state_dict()}
+
+    def load_state_dict(self, state):
+        self.scheduler.load_state_dict(state["scheduler"])
