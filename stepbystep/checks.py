@@ -28,7 +28,9 @@ __all__ = [
     "check_fraction",
     "check_choice",
     "check_tensor",
+    "check_vectors",
     "check_float_dtype",
+    "check_indices",
     "check_ids",
     "check_positions",
     "check_sequences",
@@ -146,6 +148,16 @@ def check_tensor(name, value, ndim=None, dtype=None):
     return value
 
 
+def check_vectors(name, x, size, min_length=0):
+    """``x`` must be a tensor ``(N, L, size)``, a batch of sequences of vectors, with ``L >= min_length``."""
+    if not isinstance(x, torch.Tensor):  # the message is built only on failure: this runs at every generated token
+        raise TypeError(f"{name} must be a tensor (N, L, {size}), got {_type_name(x)}")
+    if x.dim() != 3 or x.shape[2] != size or x.shape[1] < min_length:
+        at_least = f" with L >= {min_length}" if min_length else ""
+        raise ValueError(f"{name} must have shape (N, L, {size}){at_least}, got {tuple(x.shape)}")
+    return x
+
+
 def check_float_dtype(name, x, dtype):
     """Tensor ``x`` must have the model's float ``dtype``, else TypeError (rather than PyTorch's from
     inside the first layer). Under ``torch.autocast`` on ``x``'s device any float dtype passes: the
@@ -168,9 +180,20 @@ def check_ids(name, ids, vocab_size, max_len, held=0):
         raise ValueError(f"{name} must be at most the model's max_len={max_len} long{after}, "
                          f"got length {held + ids.shape[1]}")
     if ids.device.type != "meta":
-        low, high = map(int, ids.aminmax())
-        if low < 0 or high >= vocab_size:
-            raise ValueError(f"{name} must hold ids in 0..{vocab_size - 1}, got ids from {low} to {high}")
+        check_indices(name, ids, vocab_size, "ids")
+
+
+def check_indices(name, index, size, what="indices"):
+    """``index`` must be an integer tensor of ``what`` (e.g. ``"ids"``) in ``0 .. size - 1``: one host
+    read of its range, so that an index out of range is a clear error, not a device-side assert."""
+    check_tensor(name, index)
+    if index.dtype.is_floating_point or index.dtype.is_complex or index.dtype == torch.bool:
+        raise TypeError(f"{name} must be an integer tensor of {what}, got dtype {index.dtype}")
+    if index.numel():
+        low, high = map(int, index.aminmax())
+        if low < 0 or high >= size:
+            raise ValueError(f"{name} must hold {what} in 0..{size - 1}, got {what} from {low} to {high}")
+    return index
 
 
 def check_positions(positions, length, max_len):

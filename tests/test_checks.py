@@ -1,4 +1,6 @@
 """The checks module: wrong type -> TypeError, wrong value -> ValueError, "name must be ..., got ..."."""
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -7,11 +9,13 @@ from stepbystep.checks import (
     check_choice,
     check_float_dtype,
     check_fraction,
+    check_indices,
     check_instance,
     check_non_negative_int,
     check_positive_int,
     check_positive_number,
     check_tensor,
+    check_vectors,
 )
 
 
@@ -119,3 +123,31 @@ def test_check_float_dtype_wants_the_models_dtype_except_under_autocast():
         check_float_dtype("x", x.bfloat16(), torch.float32)  # the layers cast it themselves
         with pytest.raises(TypeError, match="got torch.int64"):
             check_float_dtype("x", torch.zeros(2, dtype=torch.long), torch.float32)
+
+
+def test_check_indices_wants_integers_in_range_and_names_what_they_are():
+    index = torch.tensor([[0, 4], [2, 1]])
+    assert check_indices("ids", index, 5, "ids") is index
+    assert check_indices("ids", torch.zeros(0, dtype=torch.long), 1) is not None  # nothing to read
+    with pytest.raises(ValueError, match=r"ids must hold ids in 0..3, got ids from 0 to 4"):
+        check_indices("ids", index, 4, "ids")
+    with pytest.raises(ValueError, match=r"rows must hold indices in 0..9, got indices from -1 to 2"):
+        check_indices("rows", torch.tensor([2, -1]), 10)
+    for wrong in (torch.tensor([0.0, 1.0]), torch.tensor([True]), torch.tensor([1j])):
+        with pytest.raises(TypeError, match=f"rows must be an integer tensor of indices, got dtype {wrong.dtype}"):
+            check_indices("rows", wrong, 2)
+    with pytest.raises(TypeError, match="rows must be a tensor, got list"):
+        check_indices("rows", [0, 1], 2)
+
+
+def test_check_vectors_wants_a_batch_of_sequences_of_the_given_size():
+    x = torch.zeros(2, 3, 4)
+    assert check_vectors("x", x, 4) is x
+    assert check_vectors("x", torch.zeros(2, 0, 4), 4).shape == (2, 0, 4)  # empty sequences pass by default
+    with pytest.raises(ValueError, match=r"x must have shape \(N, L, 4\) with L >= 1, got \(2, 0, 4\)"):
+        check_vectors("x", torch.zeros(2, 0, 4), 4, min_length=1)
+    for shape in ((3, 4), (2, 3, 5), (1, 2, 3, 4)):
+        with pytest.raises(ValueError, match=re.escape(f"x must have shape (N, L, 4), got {shape}")):
+            check_vectors("x", torch.zeros(shape), 4)
+    with pytest.raises(TypeError, match=r"memory must be a tensor \(N, L, 8\), got list"):
+        check_vectors("memory", [[0.0] * 8], 8)

@@ -5,7 +5,7 @@ import torch.nn.functional as F
 
 from stepbystep.data.special_tokens import EOS, PAD
 from stepbystep.models import SequenceCrossEntropy, masked_accuracy, sequence_accuracy, sequence_cross_entropy
-from stepbystep.models.metrics import wilson_interval
+from stepbystep.models.metrics import up_to_first, wilson_interval
 
 
 def one_hot_logits(ids, vocab_size=6):
@@ -89,3 +89,9 @@ def test_wilson_interval_contains_the_rate_and_narrows_with_n():
 def test_wilson_interval_rejects_bad_counts(successes, n, error, message):
     with pytest.raises(error, match=message):
         wilson_interval(successes, n)
+
+
+def test_up_to_first_keeps_each_row_through_its_first_token_only():
+    ids = torch.tensor([[5, 2, 7, 2], [1, 1, 1, 1], [2, 3, 3, 3]])
+    expected = torch.tensor([[True, True, False, False], [True, True, True, True], [True, False, False, False]])
+    assert torch.equal(up_to_first(ids, 2), expected)

@@ -107,8 +107,11 @@ def test_wrong_shapes_name_the_expected_shape():
         model(torch.randn(3, 2, 2))  # teacher forcing needs the target too
     with pytest.raises(ValueError, match=r"\(N, 4, 2\) or \(N, 2, 2\)"):
         model.eval()(torch.randn(3, 4, 3))
-    with pytest.raises(ValueError, match=r"input_len 5 exceeds.*max_len 2"):
+    with pytest.raises(ValueError, match=r"input_len must be at most the positional encoding's max_len=2, got 5"):
         EncoderDecoderTransf(model.encoder, model.decoder, input_len=5, target_len=2, n_features=2)
+    wider = DecoderTransf(DecoderLayer(n_heads=2, d_model=8, ff_units=10), max_len=2)
+    with pytest.raises(ValueError, match=r"decoder must have the encoder's d_model=6, got 8"):
+        EncoderDecoderTransf(model.encoder, wider, input_len=2, target_len=2, n_features=2)
 
 
 def test_norm_last_model_runs_both_modes():

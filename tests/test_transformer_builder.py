@@ -43,6 +43,16 @@ def test_a_seed_leaves_the_global_stream_alone():
     assert not torch.equal(first.proj.weight, other.proj.weight)
 
 
+def test_no_seed_draws_from_the_global_stream_as_building_by_hand_does():
+    torch.manual_seed(42)
+    untouched = torch.rand(3)
+    torch.manual_seed(42)
+    drawn = build_transformer()
+    assert not torch.equal(torch.rand(3), untouched)  # the build advanced the global stream
+    seeded = build_transformer(seed=42)
+    assert all(torch.equal(a, b) for a, b in zip(drawn.parameters(), seeded.parameters()))
+
+
 def test_hyper_parameters_reach_every_part():
     model = build_transformer(n_features=3, input_len=4, target_len=5, d_model=8, n_heads=2, ff_units=7,
                               dropout=0.2, n_layers=3, norm_first=False, seed=0)

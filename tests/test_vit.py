@@ -192,7 +192,7 @@ def test_non_tensor_input_is_a_type_error():
 
 
 def test_patchify_rejects_sizes_that_do_not_tile():
-    with pytest.raises(ValueError, match="width must be divisible by patch_size"):
+    with pytest.raises(ValueError, match="height and width must be divisible by patch_size, got 4x6 pixels and patch_size 4"):
         patchify(torch.zeros(1, 1, 4, 6), 4)
 
 
@@ -237,8 +237,10 @@ def test_confusion_matrix_counts_rows_true_columns_predicted():
     assert confusion_matrix(labels.numpy(), predictions.tolist(), 3).sum() == 6
     with pytest.raises(ValueError, match=r"predictions must be as many as the labels \(6\), got 3"):
         confusion_matrix(labels, predictions[:3], 3)
-    with pytest.raises(ValueError, match=r"classes in 0..1"):
+    with pytest.raises(ValueError, match=r"labels must hold classes in 0..1, got classes from 0 to 2"):
         confusion_matrix(labels, predictions, 2)
+    with pytest.raises(ValueError, match=r"predictions must hold classes in 0..2, got classes from -1 to 2"):
+        confusion_matrix(labels, torch.tensor([0, 1, -1, 2, 0, 2]), 3)
 
 
 # ----------------------------------------------------------------------------- training

@@ -81,7 +81,7 @@ def test_attention_errors():
     head.init_keys(torch.randn(2, 5, 3))
     with pytest.raises(ValueError, match=r"query must have shape \(N, L, 3\), got \(2, 5, 2\)"):
         head(torch.randn(2, 5, 2))
-    with pytest.raises(TypeError, match="query must be a tensor, got list"):
+    with pytest.raises(TypeError, match=r"query must be a tensor \(N, L, 3\), got list"):
         head([[0.0, 0.0, 0.0]])
     with pytest.raises(ValueError, match="query must have the keys' batch size 2, got 3"):
         head(torch.randn(3, 5, 3))

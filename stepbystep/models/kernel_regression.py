@@ -8,7 +8,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..checks import check_instance, check_tensor
+from ..checks import check_indices, check_instance, check_tensor
 from .attention.scaled_dot_product import masked_softmax
 
 __all__ = ["gaussian_kernel", "nadaraya_watson", "leave_one_out_error", "best_sigma", "KernelRegression"]
@@ -136,15 +136,10 @@ class KernelRegression(nn.Module):
                                  f"is key i), or come with key_index, the index of each query among the keys; got "
                                  f"{queries.shape[0]} queries without key_index")
             return torch.arange(n_keys, device=queries.device)  # (n_k,)
-        check_instance("key_index", key_index, torch.Tensor, "an integer tensor (one key index per query)")
-        if key_index.dtype.is_floating_point or key_index.dtype == torch.bool:
-            raise TypeError(f"key_index must be an integer tensor (one key index per query), got {key_index.dtype}")
+        check_indices("key_index", key_index, n_keys, "key indices")
         if key_index.shape != queries.shape:
             raise ValueError(f"key_index must hold one index per query, shape {tuple(queries.shape)}, "
                              f"got {tuple(key_index.shape)}")
-        if key_index.numel() and not (0 <= int(key_index.min()) and int(key_index.max()) < n_keys):
-            raise ValueError(f"key_index must be in 0..{n_keys - 1}, got values from {int(key_index.min())} "
-                             f"to {int(key_index.max())}")
         if not torch.equal(queries, self.keys[key_index]):
             raise ValueError("each query must be the training input at its key_index (query i = keys[key_index[i]])")
         return key_index.long()  # (n_q,)

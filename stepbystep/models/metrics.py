@@ -10,7 +10,7 @@ from ..checks import check_instance, check_int_range, check_positive_int, check_
 from ..data.special_tokens import EOS, PAD
 
 __all__ = ["sequence_cross_entropy", "SequenceCrossEntropy", "masked_accuracy", "sequence_accuracy",
-           "wilson_interval", "repeat_share"]
+           "up_to_first", "wilson_interval", "repeat_share"]
 
 
 def _check_logits(logits, targets):
@@ -56,11 +56,11 @@ def masked_accuracy(logits, targets, pad_id=PAD):
     return (correct.sum() / keep.sum()).item()
 
 
-def _up_to_eos(ids, pad_id, eos_id):
-    """Replace everything after each row's first ``eos_id`` with ``pad_id``: ``(N, L)``."""
-    is_eos = (ids == eos_id).long()  # (N, L)
-    after_eos = (is_eos.cumsum(dim=1) - is_eos) > 0  # (N, L): strictly after the first eos
-    return ids.masked_fill(after_eos, pad_id)
+def up_to_first(ids, token):
+    """Keep-mask ``(N, L)`` of ids ``(N, L)``: ``True`` up to and including each row's first ``token``
+    (``<eos>``, say), the whole row if it has none."""
+    is_token = (ids == token).long()  # (N, L)
+    return (is_token.cumsum(dim=1) - is_token) == 0  # (N, L): no such token before this position
 
 
 def sequence_accuracy(predicted_ids, target_ids, pad_id=PAD, eos_id=EOS):
@@ -73,9 +73,9 @@ def sequence_accuracy(predicted_ids, target_ids, pad_id=PAD, eos_id=EOS):
                          f"got {target_ids.shape[0]}")
     target_ids = target_ids.to(predicted_ids.device)
     length = max(predicted_ids.shape[1], target_ids.shape[1])
-    predicted, target = (F.pad(_up_to_eos(ids, pad_id, eos_id), (0, length - ids.shape[1]), value=pad_id)
-                         for ids in (predicted_ids, target_ids))  # (N, L) each, padded to the longer
-    return (predicted == target).all(dim=1).float().mean().item()
+    def cut(ids):  # (N, L): padding after the first eos_id, and up to the longer length
+        return F.pad(ids.masked_fill(~up_to_first(ids, eos_id), pad_id), (0, length - ids.shape[1]), value=pad_id)
+    return (cut(predicted_ids) == cut(target_ids)).all(dim=1).float().mean().item()
 
 
 def wilson_interval(successes, n, z=1.959963984540054):

@@ -4,7 +4,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..checks import check_instance, check_positive_int, check_tensor
+from ..checks import check_indices, check_instance, check_positive_int, check_tensor
 from ..devices import evaluating, model_device
 
 __all__ = ["PatchEmbed", "ViT", "patchify", "cls_attention", "confusion_matrix"]
@@ -39,10 +39,9 @@ def patchify(images, patch_size):
     _check_images(images)
     check_positive_int("patch_size", patch_size)
     height, width = images.shape[-2:]
-    for side, name in ((height, "height"), (width, "width")):
-        if side % patch_size != 0:
-            raise ValueError(f"the image {name} must be divisible by patch_size, got {name} {side} and "
-                             f"patch_size {patch_size}")
+    if height % patch_size or width % patch_size:
+        raise ValueError(f"the image height and width must be divisible by patch_size, got {height}x{width} "
+                         f"pixels and patch_size {patch_size}")
     columns = F.unfold(images, kernel_size=patch_size, stride=patch_size)  # (N, C·p·p, n_patches)
     return columns.transpose(1, 2)  # (N, n_patches, C·p·p)
 
@@ -157,8 +156,6 @@ def confusion_matrix(labels, predictions, n_classes):
         raise ValueError(f"predictions must be as many as the labels ({labels.numel()}), got {predictions.numel()}")
     check_positive_int("n_classes", n_classes)
     for name, values in (("labels", labels), ("predictions", predictions)):
-        if values.numel() and not (0 <= int(values.min()) and int(values.max()) < n_classes):
-            raise ValueError(f"{name} must be classes in 0..{n_classes - 1}, got values from "
-                             f"{int(values.min())} to {int(values.max())}")
+        check_indices(name, values, n_classes, "classes")
     counts = torch.bincount(labels * n_classes + predictions, minlength=n_classes * n_classes)
     return counts.view(n_classes, n_classes)

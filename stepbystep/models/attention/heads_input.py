@@ -2,7 +2,7 @@
 input states, find the new tokens' rotation after a cache, turn queries and keys by it."""
 import torch
 
-from ...checks import check_float_dtype
+from ...checks import check_float_dtype, check_vectors
 
 __all__ = ["HeadsInput"]
 
@@ -15,10 +15,7 @@ class HeadsInput:
 
     def check_input(self, name, x):
         """Raise a clear error unless ``x`` is ``(N, L, d_model)``, ``L >= 1``, of the weights' dtype."""
-        if not isinstance(x, torch.Tensor):
-            raise TypeError(f"{name} must be a tensor (N, L, {self.d_model}), got {type(x).__name__}")
-        if x.dim() != 3 or x.shape[2] != self.d_model or x.shape[1] == 0:
-            raise ValueError(f"{name} must have shape (N, L, {self.d_model}) with L >= 1, got {tuple(x.shape)}")
+        check_vectors(name, x, self.d_model, min_length=1)
         dtype = getattr(self, self.weight_name).weight.dtype  # read at each call: a reassigned weight counts
         if x.dtype != dtype:  # the rule itself (autocast's exemption) only off the common path
             check_float_dtype(name, x, dtype)

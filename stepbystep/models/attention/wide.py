@@ -4,7 +4,7 @@ side (``WideMultiHeadAttention``, the book's ``MultiHeadAttention``), in the boo
 import torch
 from torch import nn
 
-from ...checks import check_positive_int, check_tensor
+from ...checks import check_positive_int, check_vectors
 from .masks import keep_mask
 from .scaled_dot_product import attend, scores
 
@@ -43,14 +43,9 @@ class Attention(nn.Module):
         state["proj_keys"] = state["values"] = None
         return state
 
-    def _check_input(self, name, x):
-        check_tensor(name, x)
-        if x.dim() != 3 or x.shape[-1] != self.input_dim:
-            raise ValueError(f"{name} must have shape (N, L, {self.input_dim}), got {tuple(x.shape)}")
-
     def _check_query(self, query):
         """``query`` ``(N, L_q, input_dim)``, after ``init_keys`` with as many sequences."""
-        self._check_input("query", query)
+        check_vectors("query", query, self.input_dim)
         if self.proj_keys is None:
             raise RuntimeError("no keys to attend to: call init_keys(keys) before attending")
         if self.proj_keys.shape[0] != query.shape[0]:
@@ -59,7 +54,7 @@ class Attention(nn.Module):
 
     def init_keys(self, keys):
         """Store ``keys`` ``(N, L_k, input_dim)``, their projection and the values."""
-        self._check_input("keys", keys)
+        check_vectors("keys", keys, self.input_dim)
         self.proj_keys = self.linear_key(keys)  # (N, L_k, d_k)
         self.values = self.linear_value(keys) if self.proj_values else keys  # (N, L_k, d_v)
 

@@ -120,12 +120,11 @@ class KVCache:
     def mask(self, new):
         """Keep-mask ``(N or 1, new, t)`` of the newest ``new`` tokens: causal, no padding keys;
         ``None`` when every key may be read (one new token, no padding)."""
-        if self.keep is None:
-            return None if new == 1 else subsequent_mask(self.length, device=self.positions.device)[:, -new:]
-        keep = self.keep.unsqueeze(1)  # (N, 1, t)
+        keep = None if self.keep is None else self.keep.unsqueeze(1)  # (N, 1, t): the real tokens
         if new == 1:
             return keep  # one new token: every earlier token is in its past
-        return subsequent_mask(self.length, device=keep.device)[:, -new:] & keep  # (N, new, t)
+        causal = subsequent_mask(self.length, device=self.positions.device)[:, -new:]  # (1, new, t)
+        return causal if keep is None else causal & keep  # (N or 1, new, t)
 
     def reorder(self, rows):
         """Keep the rows ``rows`` ``(N,)`` of everything held (beam search: the surviving hypotheses),

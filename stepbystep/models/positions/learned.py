@@ -3,7 +3,7 @@ and GPT-2. A row learns only from sequences long enough to reach it; past the ta
 import torch
 from torch import nn
 
-from ...checks import check_instance, check_positions, check_positive_int, check_positive_number
+from ...checks import check_positions, check_positive_int, check_positive_number, check_vectors
 
 __all__ = ["LearnedPositionalEmbedding"]
 
@@ -27,9 +27,7 @@ class LearnedPositionalEmbedding(nn.Module):
         return self.weight.detach()
 
     def forward(self, x, positions=None):
-        check_instance("x", x, torch.Tensor, f"a tensor (N, L, {self.d_model})")
-        if x.dim() != 3 or x.shape[-1] != self.d_model:
-            raise ValueError(f"x must have shape (N, L, {self.d_model}), got {tuple(x.shape)}")
+        check_vectors("x", x, self.d_model)
         if positions is None:
             positions = torch.arange(x.shape[1], device=x.device)  # (L,)
         check_positions(positions, x.shape[1], self.max_len)

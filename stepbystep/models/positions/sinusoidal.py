@@ -4,7 +4,7 @@ import math
 import torch
 from torch import nn
 
-from ...checks import check_non_negative_int, check_positive_int
+from ...checks import check_non_negative_int, check_positive_int, check_vectors
 
 __all__ = ["PositionalEncoding", "sinusoidal_table"]
 
@@ -45,10 +45,7 @@ class PositionalEncoding(nn.Module):
         self.register_buffer("pe", table.unsqueeze(0), persistent=False)  # (1, max_len, d_model)
 
     def forward(self, x, start=0):
-        if not isinstance(x, torch.Tensor):
-            raise TypeError(f"PositionalEncoding expects a tensor (N, L, d_model), got {type(x).__name__}")
-        if x.dim() != 3 or x.shape[-1] != self.d_model:
-            raise ValueError(f"PositionalEncoding expects x of shape (N, L, {self.d_model}), got {tuple(x.shape)}")
+        check_vectors("x", x, self.d_model)
         check_non_negative_int("start", start)
         length = x.shape[1]
         if start + length > self.max_len:

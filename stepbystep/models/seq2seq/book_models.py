@@ -2,8 +2,7 @@
 without residual connections or norms yet; created in the book's order."""
 from torch import nn
 
-from ...checks import check_instance, check_positive_int
-from ..attention.masks import subsequent_mask
+from ...checks import check_instance
 from ..attention.wide import WideMultiHeadAttention
 from ..positions.sinusoidal import PositionalEncoding
 from .stacks import GreedySeq2Seq
@@ -103,20 +102,11 @@ class EncoderDecoderSelfAttn(GreedySeq2Seq):
                 raise TypeError(f"{name} must be a module with a d_model attribute, got {type(module).__name__}")
         if not hasattr(decoder, "n_features"):
             raise TypeError(f"decoder must have an n_features attribute, got {type(decoder).__name__}")
-        if decoder.d_model != encoder.d_model:
-            raise ValueError(f"decoder must have the encoder's d_model={encoder.d_model}, got {decoder.d_model}")
         encoder_features = getattr(encoder, "n_features", decoder.n_features)
         if decoder.n_features != encoder_features:
             raise ValueError(f"decoder must have the encoder's n_features={encoder_features} (both read the same "
                              f"points), got {decoder.n_features}")
-        for name, value, module in (("input_len", input_len, encoder), ("target_len", target_len, decoder)):
-            check_positive_int(name, value)
-            pe = getattr(module, "pe", None)
-            if pe is not None and value > pe.max_len:
-                raise ValueError(f"{name} must be at most the positional encoding's max_len={pe.max_len}, got {value}")
-        self.encoder, self.decoder = encoder, decoder
-        self.input_len, self.target_len, self.n_features = input_len, target_len, decoder.n_features
-        self.register_buffer("trg_masks", subsequent_mask(target_len), persistent=False)  # (1, L_t, L_t)
+        self.keep_stacks(encoder, decoder, input_len, target_len, decoder.n_features)
 
     def encode(self, source_seq, source_mask=None):
         """Encode ``(N, input_len, n_features)``, hand the states ``(N, input_len, d_model)`` to the decoder."""

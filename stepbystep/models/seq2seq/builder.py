@@ -31,19 +31,15 @@ def build_transformer(n_features=2, input_len=2, target_len=2, d_model=6, n_head
     an int builds inside a forked RNG, leaving the global stream where it was."""
     for name, value in (("n_features", n_features), ("input_len", input_len), ("target_len", target_len)):
         check_positive_int(name, value)
-    if seed is None:
-        return _build(n_features, input_len, target_len, d_model, n_heads, ff_units, dropout, n_layers, norm_first)
-    check_non_negative_int("seed", seed)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        return _build(n_features, input_len, target_len, d_model, n_heads, ff_units, dropout, n_layers, norm_first)
-
-
-def _build(n_features, input_len, target_len, d_model, n_heads, ff_units, dropout, n_layers, norm_first):
-    encoder_layer = EncoderLayer(n_heads, d_model, ff_units, dropout, norm_first=norm_first)
-    decoder_layer = DecoderLayer(n_heads, d_model, ff_units, dropout, norm_first=norm_first)
-    max_len = max(input_len, target_len)  # the positional encodings need cover no more
-    encoder = EncoderTransf(encoder_layer, n_layers=n_layers, max_len=max_len)
-    decoder = DecoderTransf(decoder_layer, n_layers=n_layers, max_len=max_len)
-    model = EncoderDecoderTransf(encoder, decoder, input_len=input_len, target_len=target_len, n_features=n_features)
-    return xavier_init_(model)
+    if seed is not None:
+        check_non_negative_int("seed", seed)
+    with torch.random.fork_rng(devices=[], enabled=seed is not None):  # seed=None: the global stream itself
+        if seed is not None:
+            torch.manual_seed(seed)
+        encoder_layer = EncoderLayer(n_heads, d_model, ff_units, dropout, norm_first=norm_first)
+        decoder_layer = DecoderLayer(n_heads, d_model, ff_units, dropout, norm_first=norm_first)
+        max_len = max(input_len, target_len)  # the positional encodings need cover no more
+        encoder = EncoderTransf(encoder_layer, n_layers=n_layers, max_len=max_len)
+        decoder = DecoderTransf(decoder_layer, n_layers=n_layers, max_len=max_len)
+        model = EncoderDecoderTransf(encoder, decoder, input_len=input_len, target_len=target_len, n_features=n_features)
+        return xavier_init_(model)

@@ -9,6 +9,7 @@ from ...checks import check_positive_int, check_tensor
 from ...data.special_tokens import PAD
 from ...devices import evaluating, model_device, move_to
 from ..blocks.decode_loop import decode_steps
+from ..metrics import up_to_first
 
 __all__ = ["greedy_decode", "beam_search", "sequence_log_probs"]
 
@@ -126,6 +127,4 @@ def sequence_log_probs(model, source_ids, generated, sos_id, eos_id):
         logits = model.decode(target_in, memory, source_mask)  # (N, L, V)
         log_probs = F.log_softmax(logits.float(), dim=-1)  # (N, L, V)
         token_log_probs = log_probs.gather(-1, generated.unsqueeze(-1)).squeeze(-1)  # (N, L)
-        is_eos = (generated == eos_id).long()  # (N, L)
-        before_eos = (is_eos.cumsum(dim=1) - is_eos) == 0  # (N, L): up to and including the first eos
-        return (token_log_probs * before_eos).sum(dim=1)  # (N,)
+        return (token_log_probs * up_to_first(generated, eos_id)).sum(dim=1)  # (N,)

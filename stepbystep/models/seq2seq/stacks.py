@@ -31,6 +31,20 @@ class GreedySeq2Seq(nn.Module):
     source). This adds teacher forcing in training and greedy decoding (``predict``) in eval, both
     starting from ``first_input``."""
 
+    def keep_stacks(self, encoder, decoder, input_len, target_len, n_features):
+        """Keep the encoder, the decoder and the sizes, each length within its stack's positional
+        encoding (if it has one), and the causal keep-mask ``trg_masks`` ``(1, target_len, target_len)``."""
+        if decoder.d_model != encoder.d_model:
+            raise ValueError(f"decoder must have the encoder's d_model={encoder.d_model}, got {decoder.d_model}")
+        for name, value, stack in (("input_len", input_len, encoder), ("target_len", target_len, decoder)):
+            check_positive_int(name, value)
+            pe = getattr(stack, "pe", None)
+            if pe is not None and value > pe.max_len:
+                raise ValueError(f"{name} must be at most the positional encoding's max_len={pe.max_len}, got {value}")
+        self.encoder, self.decoder = encoder, decoder
+        self.input_len, self.target_len, self.n_features = input_len, target_len, n_features
+        self.register_buffer("trg_masks", subsequent_mask(target_len), persistent=False)  # (1, L_t, L_t)
+
     def first_input(self, source_seq):
         """What the decoder reads first, ``(N, 1, F)``: the last source element."""
         return source_seq[:, -1:]
@@ -123,15 +137,7 @@ class EncoderDecoderTransf(GreedySeq2Seq):
 
     def __init__(self, encoder, decoder, input_len, target_len, n_features):
         super().__init__()
-        if encoder.d_model != decoder.d_model:
-            raise ValueError(f"encoder and decoder need the same d_model, got {encoder.d_model} and {decoder.d_model}")
-        for name, value, stack in (("input_len", input_len, encoder), ("target_len", target_len, decoder)):
-            check_positive_int(name, value)
-            if value > stack.pe.max_len:
-                raise ValueError(f"{name} {value} exceeds the positional encoding's max_len {stack.pe.max_len}")
-        self.encoder, self.decoder = encoder, decoder
-        self.input_len, self.target_len, self.n_features = input_len, target_len, n_features
-        self.register_buffer("trg_masks", subsequent_mask(target_len), persistent=False)  # (1, L_t, L_t)
+        self.keep_stacks(encoder, decoder, input_len, target_len, n_features)
         self.proj = nn.Linear(n_features, encoder.d_model)
         self.linear = nn.Linear(encoder.d_model, n_features)
         self.memory = None  # the encoded source of the last encode, (N, input_len, d_model)

@@ -7,6 +7,7 @@ from torch.nn.utils.rnn import pad_sequence
 from ...checks import check_instance
 from ...devices import evaluating, model_device
 from ..blocks.decode_loop import in_batches
+from ..metrics import up_to_first
 from .decoding import beam_search, greedy_decode
 
 __all__ = ["translate", "Translation", "translate_with_alignment"]
@@ -69,9 +70,7 @@ def translate_with_alignment(model, text, src_vocab, tgt_vocab, layer_idx=-1, ma
     source = torch.tensor([src_vocab.encode(text)], device=device)  # (1, L_s)
     generated = greedy_decode(model, source, tgt_vocab.sos_id, tgt_vocab.eos_id, max_new_tokens,
                               pad_id=tgt_vocab.pad_id)[0]  # (L,)
-    is_eos = (generated == tgt_vocab.eos_id).nonzero()
-    if len(is_eos):
-        generated = generated[: is_eos[0, 0] + 1]  # (L_out,): up to the first <eos>, included
+    generated = generated[up_to_first(generated[None], tgt_vocab.eos_id)[0]]  # (L_out,): to the first <eos>, included
     start = torch.tensor([tgt_vocab.sos_id], device=device)  # (1,)
     target_in = torch.cat([start, generated[:-1]]).unsqueeze(0)  # (1, L_out)
 
