@@ -1,11 +1,14 @@
 """Chapter 07's stored padding-mask study: what it holds, one seed recomputed, the claims the
 chapter makes on it (which fail where they should), and the word model's schedule."""
+import json
+
 import pytest
 import torch
 
 from stepbystep.data.special_tokens import PAD
 from stepbystep.experiments.word_reversal import (
     PADDINGS,
+    RESULTS,
     SEEDS,
     load_padding_seeds,
     padding_claims,
@@ -24,10 +27,18 @@ def test_the_stored_study_holds_both_models_on_five_seeds_the_chapter_does_not_r
 
 
 def test_a_recomputed_seed_matches_the_stored_study():
+    """Seed 2 again: the stored numbers where the file was written (machine, release, one thread); on
+    another CPU, whose sums add up in another order, the study with this seed recomputed still bears
+    out every claim the chapter makes of it."""
     fresh = padding_seeds(seeds=(2,))
     _, stored = load_padding_seeds()
-    for name, runs in fresh["results"].items():
-        assert torch.allclose(torch.tensor(runs), stored[name][2:3], atol=0.01), name
+    row = SEEDS.index(2)
+    if fresh["environment"] == json.loads(RESULTS.read_text())["environment"]:
+        for name, runs in fresh["results"].items():
+            assert torch.allclose(torch.tensor(runs), stored[name][row:row + 1], atol=0.01), name
+    here = {name: torch.cat([runs[:row], torch.tensor(fresh["results"][name]), runs[row + 1:]])
+            for name, runs in stored.items()}
+    assert [claim.claim for claim in padding_claims(here) if not claim.holds] == []
 
 
 def test_every_claim_holds_on_the_stored_study():

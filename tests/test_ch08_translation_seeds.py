@@ -1,9 +1,11 @@
 """Chapter 08's runs from other seeds: the stored file, one run recomputed, and error_profile."""
+import json
+
 import pytest
 import torch
 
 from stepbystep.data import Vocab, date_datasets
-from stepbystep.devices import torch_threads
+from stepbystep.devices import environment, torch_threads
 from stepbystep.experiments.translation_seeds import (
     LENGTH_BINS,
     NOT_DATES,
@@ -16,6 +18,7 @@ from stepbystep.experiments.translation_seeds import (
     translation_seeds,
 )
 from stepbystep.models import TokenTransformer
+from stepbystep.models.metrics import wilson_interval
 
 
 def test_the_file_holds_every_run_and_how_it_was_written():
@@ -45,11 +48,20 @@ def test_one_stored_run_is_computed_again():
     file (another CPU adds its sums in another order, and 1,200 steps may then take another path)."""
     with torch_threads(1):
         (fresh,) = translation_seeds({1: (1,)})
+        same_setting = environment() == json.loads(RESULTS.read_text())["environment"]
     stored = next(run for run in load_translation_seeds() if (run["threads"], run["seed"]) == (1, 1))
-    assert fresh["exact_match"] == pytest.approx(stored["exact_match"], abs=0.0015)
-    for key in ("bin_wrong", "fields", "kinds", "top_pattern_bins", "days_zero_tens", "not_real", "outside_years",
-                "in_field", "not_dates", "out_of_range", "century_edges"):
-        assert fresh[key] == stored[key], key
+    if same_setting:
+        assert fresh["exact_match"] == pytest.approx(stored["exact_match"], abs=0.0015)
+        for key in ("bin_wrong", "fields", "kinds", "top_pattern_bins", "days_zero_tens", "not_real", "outside_years",
+                    "in_field", "not_dates", "out_of_range", "century_edges"):
+            assert fresh[key] == stored[key], key
+    # anywhere, the run bears out what the chapter says of every run: at least 99.5% exact, at least 80% of
+    # the 27-29 character texts right, though the whole interval of their errors lies above those of the
+    # two shortest bins, and '4 July 1776' wrong without translate's checks
+    assert fresh["exact_match"] >= 0.995
+    longest, shortest = fresh["bin_wrong"][-1], fresh["bin_wrong"][:2]  # wrong of 1,000 per length bin
+    assert longest <= 200 and wilson_interval(longest, 1_000)[0] > max(wilson_interval(k, 1_000)[1] for k in shortest)
+    assert fresh["out_of_range"]["4 July 1776"] != "1776-07-04"
 
 
 def test_error_profile_measures_an_untrained_model_too():

@@ -21,7 +21,7 @@ import torch
 
 from ..checks import check_positive_int
 from ..data.repeated_sequences import repeated_sequences
-from ..devices import torch_threads
+from ..devices import environment, torch_threads
 from ..expect import Claim
 from ..interpret import (
     READS,
@@ -236,12 +236,14 @@ def induction_seeds(seeds=SEEDS, threads=1):
     for JSON, which records the thread count used."""
     with torch_threads(threads):
         runs = [seed_circuit(seed) for seed in seeds]
-        used = torch.get_num_threads()
-    return {"seeds": list(seeds), "steps": STEPS, "threads": used, "torch": torch.__version__, "runs": runs}
+        used, setting = torch.get_num_threads(), environment()
+    return {"seeds": list(seeds), "steps": STEPS, "threads": used, "torch": torch.__version__, "environment": setting,
+            "runs": runs}
 
 
 def load_induction_seeds(path=RESULTS):
-    """One stored study: ``{"seeds", "steps", "threads", "torch", "runs": [one seed_circuit dict per seed]}``."""
+    """One stored study: ``{"seeds", "steps", "threads", "torch", "environment", "runs": [one seed_circuit dict
+    per seed]}``."""
     return json.loads(Path(path).read_text())
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import torch
 
 from ..data import date_pairs_by_length, iso_date, split_dates, wrong_fields
-from ..devices import torch_threads
+from ..devices import environment, torch_threads
 from ..models import translate, translate_with_alignment
 from .date_error_kinds import digit_reads, field_error_kinds, in_field_shares
 from .date_translation import translation_seed_study
@@ -92,7 +92,9 @@ def load_translation_seeds(path=RESULTS):
 
 if __name__ == "__main__":
     computed = translation_seeds()
+    with torch_threads(1):  # the threads of every run in SEEDS
+        setting = environment()
     RESULTS.write_text(json.dumps({"written_by": "python -m stepbystep.experiments.translation_seeds",
-                                   "torch": torch.__version__.split("+")[0], "device": "cpu",
+                                   "torch": torch.__version__.split("+")[0], "environment": setting, "device": "cpu",
                                    "runs": computed}, indent=1) + "\n")
     print(f"wrote {len(computed)} runs to {RESULTS}")

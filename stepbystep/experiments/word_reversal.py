@@ -16,7 +16,7 @@ from torch.utils.data import DataLoader
 
 from ..data import Seq2SeqDataset, Vocab, pad_collate, reverse_words_dataset, train_val_split
 from ..data.special_tokens import PAD
-from ..devices import torch_threads
+from ..devices import environment, torch_threads
 from ..expect import Claim
 from ..models import SequenceCrossEntropy, TokenTransformer, greedy_decode, sequence_accuracy
 from ..training import StepByStep
@@ -91,8 +91,9 @@ def padding_seeds(seeds=SEEDS):
                 trainer = word_trainer(pad_id=pad_id, seed=seed)
                 trainer.train(3, seed=seed, progress=False)
                 results[name].append([padding_exact(trainer.model, padding) for padding in PADDINGS])
+        setting = environment()
     return {"seeds": list(seeds), "paddings": list(PADDINGS), "torch": torch.__version__.split("+")[0],
-            "results": results}
+            "environment": setting, "results": results}
 
 
 def load_padding_seeds(path=RESULTS):

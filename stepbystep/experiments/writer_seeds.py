@@ -25,7 +25,7 @@ from ..data.date_completions import (
 )
 from ..data.dates import date_datasets
 from ..data.special_tokens import EOS
-from ..devices import model_device, torch_threads
+from ..devices import environment, model_device, torch_threads
 from ..models.gpt.generation import generate
 from ..models.gpt.model import completion_loss
 from ..training import StepByStep
@@ -106,7 +106,7 @@ def writer_seed_study(seeds=SEEDS, sample_seeds=SAMPLE_SEEDS, device="cpu"):
         runs.append({"seed": seed, "exact": exact, "greedy_date_shaped": sum(s for _, s, _ in greedy),
                      "greedy_right": sum(r for _, _, r in greedy), "settings": settings})
     return {"written_by": "python -m stepbystep.experiments.writer_seeds", "torch": torch.__version__.split("+")[0],
-            "device": device, "threads": torch.get_num_threads(), "sample_seeds": list(sample_seeds),
+            "environment": environment(), "device": device, "threads": torch.get_num_threads(), "sample_seeds": list(sample_seeds),
             "streams_per_seed": len(prompts) * 8, "runs": runs}
 
 
