@@ -966,8 +966,8 @@ half_greedy_exact = [greedy for greedy, _ in half_exact.values()]
 expect(min(half_greedy_exact) > 0.5 and statistics.median(half_greedy_exact) < 0.99,
        "after epoch 2 the models get most words right (over half in every seed), not all (under 99% in the median)",
        got=half_exact)
-expect(all(abs(beam - greedy) < 0.03 for greedy, beam in half_exact.values()),
-       "in every seed, the beam's exact match is within 3 points of greedy's", got=half_exact)
+expect(all(abs(beam - greedy) < 0.05 for greedy, beam in half_exact.values()),
+       "in every seed, the beam's exact match is within 5 points of greedy's", got=half_exact)
 expect(max(beam_lower.values()) < 0.05 * n_beam,
        "under each of the four models, the beam's output is less likely than greedy's on under 5% of the words",
        got=beam_lower)
@@ -977,7 +977,7 @@ expect(sum(beam_lower.values()) < sum(disagree.values()) / 2,
 
 # %% [markdown]
 # After epoch 2 the models get most words right but not all, and a beam of 4 changes that by a
-# few words of 250 at most (less than 3 points in every seed). By the model's own scores the
+# few words of 250 at most (less than 5 points in every seed). By the model's own scores the
 # beam is rarely behind: under each of the four models (the worst one without warm-up and these
 # three), its output is the less likely one on under 5% of the 250 words, and where the two
 # outputs differ it is the more likely one on most of them. That is a count over four models
@@ -1070,7 +1070,7 @@ for text in ["", "a" * 20]:
 #   less likely than greedy's on under 5% of the words, but it is not guaranteed to be at least
 #   as likely: it may drop greedy's path early. A length penalty (Wu et al. 2016) keeps the sum
 #   of log-probabilities from favouring short outputs. On the word task a beam changed what a
-#   half-trained model got right by less than 3 points: a search finds what the model scores
+#   half-trained model got right by less than 5 points: a search finds what the model scores
 #   highest, it does not make the model better.
 # - **Masked accuracy** grades tokens under teacher forcing; **exact match** grades whole
 #   outputs as the model writes them.

@@ -608,18 +608,21 @@ expect(default_parts["step"] > default_parts["narrow step"], "at the default thr
 # does not, so on a large model the weights are what a step waits on. Two more controls show
 # that cost with Python taken out altogether. One matrix of 4096 × 4096 float32 numbers times
 # 1, 16 and 256 vectors, one call each, timed per vector: between those calls only one thing
-# changes, how many multiply-adds each weight loaded serves. And where the weights come from:
-# one vector times a 512 × 512 matrix (1 MiB, which fits in a cache of any current CPU) against
-# one vector times the 4096 × 4096 one (64 MiB, more than most CPUs' caches hold, so most of it
-# comes from main memory), timed per weight. Each time here is the median of a few calls, not
-# the fastest:
+# changes, how many multiply-adds each weight loaded serves (each time the median of a few
+# calls). And where the weights come from: one vector times a 1024 × 1024 matrix (4 MiB, which
+# fits in the last-level cache of most current CPUs) against one vector times an 8192 × 8192
+# one (256 MiB, more than any current CPU core's caches hold, so it comes from main memory),
+# timed per weight. There the fastest of many calls is kept: the speed of each kind of memory
+# when nothing else gets in the way, since a busy moment would slow a short call more than a
+# long one. (A smaller matrix would stay in an even nearer cache, but its call would be so short
+# that PyTorch's few microseconds of overhead per call would weigh in its time per weight.)
 
 # %% tags=["nbval-ignore-output"]
 with torch_threads(1):
     batch_sizes = (1, 16, 256)
     per_vector_ms = matrix_vector_times(4096, batch_sizes)
-    cached_ms = matrix_vector_times(512, (1,), repeats=51)[0]  # one vector, a matrix that fits in a cache
-per_weight_ns = {512: 1e6 * cached_ms / 512 ** 2, 4096: 1e6 * per_vector_ms[0] / 4096 ** 2}
+    per_weight_ns = {d: 1e6 * matrix_vector_times(d, (1,), repeats=repeats, fastest=True)[0] / d ** 2
+                     for d, repeats in ((1024, 51), (8192, 9))}  # one vector; the fastest call
 for batch_size, ms in zip(batch_sizes, per_vector_ms):
     print(f"one 4096 x 4096 matrix times {batch_size:>3} vectors: {ms:.2f} ms per vector")
 for d, ns in per_weight_ns.items():
@@ -628,17 +631,17 @@ for d, ns in per_weight_ns.items():
 # %%
 expect(per_vector_ms[0] > 3 * per_vector_ms[-1], "one matrix: a vector alone takes more than 3 times as long as "
        "each of 256 taken together", got=per_vector_ms)
-expect(per_weight_ns[4096] > per_weight_ns[512], "one vector: per weight, the 64 MiB matrix takes longer than "
-       "the 1 MiB one", got=per_weight_ns)
+expect(per_weight_ns[8192] > per_weight_ns[1024], "one vector: per weight, the 256 MiB matrix takes longer than "
+       "the 4 MiB one", got=per_weight_ns)
 
 # %% [markdown]
 # With no Python at all, one matrix loaded for a single vector costs several times more per
 # vector than one loaded for 256 of them: a lone vector leaves the arithmetic waiting for the
 # weights. And that wait grows with the distance the weights come from: per weight, a vector
-# times the 64 MiB matrix takes longer than times the 1 MiB one, which stays in a cache (how
-# much longer depends on the machine and its load: from under twice to about ten times in our
-# runs). Both make a decode step dear; for the small model above, whose 13 MB of weights fit in
-# many CPUs' caches, the first is enough.
+# times the 256 MiB matrix takes longer than times the 4 MiB one, which stays in a cache (how
+# much longer depends on the machine: its caches, and how fast its main memory feeds one core).
+# Both make a decode step dear; for the small model above, whose 13 MB of weights fit in many
+# CPUs' caches, the first is enough.
 #
 # On an accelerator serving a large model this is the limit: **memory bandwidth**. A
 # matrix-vector product does about 2 floating-point operations per weight, and a bfloat16 weight

@@ -3,6 +3,7 @@ import pytest
 import torch
 
 from stepbystep.experiments import cache_timing
+from stepbystep.experiments import cache_timing
 from stepbystep.experiments.cache_timing import decode_step_parts_ms, matrix_vector_times, weight_products_ms
 from stepbystep.models import DecoderConfig
 
@@ -46,6 +47,14 @@ def test_matrix_vector_times_one_time_per_batch_size():
         matrix_vector_times(d=8, batch_sizes=(1, 0))
     with pytest.raises(ValueError):
         weight_products_ms(_model(), repeats=0)
+
+
+def test_matrix_vector_times_keeps_the_median_or_the_fastest_call_per_vector(monkeypatch):
+    calls = iter([9.0, 1.0, 3.0, 8.0, 2.0, 4.0])  # milliseconds of each timed call, in turn
+    monkeypatch.setattr(cache_timing, "_ms", lambda run: (run(), next(calls))[1])
+    assert matrix_vector_times(d=8, batch_sizes=(1, 2), repeats=3) == [3.0, 2.0]  # medians 3 and 4, per vector
+    calls = iter([9.0, 1.0, 3.0, 8.0, 2.0, 4.0])
+    assert matrix_vector_times(d=8, batch_sizes=(1, 2), repeats=3, fastest=True) == [1.0, 1.0]  # 1 and 2 per vector
 
 
 def test_decode_step_parts_time_both_models_and_the_products_leaving_train_mode_as_it_was():

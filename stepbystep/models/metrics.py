@@ -73,8 +73,10 @@ def sequence_accuracy(predicted_ids, target_ids, pad_id=PAD, eos_id=EOS):
                          f"got {target_ids.shape[0]}")
     target_ids = target_ids.to(predicted_ids.device)
     length = max(predicted_ids.shape[1], target_ids.shape[1])
+
     def cut(ids):  # (N, L): padding after the first eos_id, and up to the longer length
         return F.pad(ids.masked_fill(~up_to_first(ids, eos_id), pad_id), (0, length - ids.shape[1]), value=pad_id)
+
     return (cut(predicted_ids) == cut(target_ids)).all(dim=1).float().mean().item()
 
 
