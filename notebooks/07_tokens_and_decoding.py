@@ -896,7 +896,7 @@ fig = plots.beam_tree(toy_model, beam_width=2, n_steps=3)
 # ever disagree; a search can only matter for a model that is not sure. We take two from the
 # warm-up comparison: first the worst seed without warm-up, which failed if any of the three
 # did (the first line below says) and is then unsure about almost every word; then the runs
-# with warm-up stopped after epoch 2 of 3, which half-work.
+# with warm-up stopped after epoch 2 of 3, which mostly work: most words right, not all.
 
 # %% tags=["nbval-ignore-output"]
 worst_seed = min(warmup_seeds, key=lambda seed: warmup_runs["without"][seed][1])
@@ -944,7 +944,7 @@ expect(not worst_failed or max(beam_exact.values()) < 0.1,
 # the task (as the worst seed's, when it failed) gets almost no word right with either decoder.
 # A search cannot fix a bad model.
 #
-# And a model that half-works? The copies that the warm-up runs kept after epoch 2 of their 3,
+# And a model that mostly works? The copies that the warm-up runs kept after epoch 2 of their 3,
 # one per seed, on the same 250 words:
 
 # %% tags=["nbval-ignore-output"]
@@ -959,15 +959,16 @@ for seed in warmup_seeds:
     beam_lower[f"seed {seed}"] = int((half_scores[1] < half_scores[0] - 1e-4).sum())
     disagree[f"seed {seed}"] = sum(vocab.decode(g) != vocab.decode(b) for g, b in zip(half_greedy, half_beam))
     print(f"seed {seed}, after epoch 2: exact match greedy {half_exact[seed][0]:.1%}, beam (B=4) {half_exact[seed][1]:.1%}; "
-          f"outputs differ on {disagree[f'seed {seed}']} words, the beam's less likely on {beam_lower[f'seed {seed}']}")
+          f"outputs differ on {disagree[f'seed {seed}']} word(s), the beam's less likely on {beam_lower[f'seed {seed}']}")
 
 # %%
 half_greedy_exact = [greedy for greedy, _ in half_exact.values()]
 expect(min(half_greedy_exact) > 0.5 and statistics.median(half_greedy_exact) < 0.99,
        "after epoch 2 the models get most words right (over half in every seed), not all (under 99% in the median)",
        got=half_exact)
-expect(all(abs(beam - greedy) < 0.05 for greedy, beam in half_exact.values()),
-       "in every seed, the beam's exact match is within 5 points of greedy's", got=half_exact)
+expect(all(-0.02 < beam - greedy < 0.05 for greedy, beam in half_exact.values()),
+       "in every seed, the beam's exact match is at most 2 points below greedy's and under 5 points above",
+       got=half_exact)
 expect(max(beam_lower.values()) < 0.05 * n_beam,
        "under each of the four models, the beam's output is less likely than greedy's on under 5% of the words",
        got=beam_lower)
@@ -977,12 +978,14 @@ expect(sum(beam_lower.values()) < sum(disagree.values()) / 2,
 
 # %% [markdown]
 # After epoch 2 the models get most words right but not all, and a beam of 4 changes that by a
-# few words of 250 at most (less than 5 points in every seed). By the model's own scores the
+# handful of words of 250 (at most 2 points down and under 5 points, 12 words, up in every
+# seed): it can only change the words where the two outputs differ, and the counts above show
+# how few those are. Where it changes the count, it mostly gains. By the model's own scores the
 # beam is rarely behind: under each of the four models (the worst one without warm-up and these
 # three), its output is the less likely one on under 5% of the 250 words, and where the two
 # outputs differ it is the more likely one on most of them. That is a count over four models
 # and one set of words, not a guarantee; the toy model below shows a case where greedy wins. On
-# this task, with one right answer, a search adds little to a model that half-works, and
+# this task, with one right answer, a search adds little to a model that mostly works, and
 # nothing to one that failed. Chapter 08's exercise 5 tries a beam on the long dates its model
 # gets wrong.
 #

@@ -611,11 +611,12 @@ expect(default_parts["step"] > default_parts["narrow step"], "at the default thr
 # changes, how many multiply-adds each weight loaded serves (each time the median of a few
 # calls). And where the weights come from: one vector times a 1024 × 1024 matrix (4 MiB, which
 # fits in the last-level cache of most current CPUs) against one vector times an 8192 × 8192
-# one (256 MiB, more than any current CPU core's caches hold, so it comes from main memory),
-# timed per weight. There the fastest of many calls is kept: the speed of each kind of memory
-# when nothing else gets in the way, since a busy moment would slow a short call more than a
-# long one. (A smaller matrix would stay in an even nearer cache, but its call would be so short
-# that PyTorch's few microseconds of overhead per call would weigh in its time per weight.)
+# one (256 MiB, more than the caches of almost any CPU hold, so it comes from main memory),
+# timed per weight. There the fastest call is kept, of 51 for the small matrix and of 9 for the
+# large one (whose calls last about a hundred times longer): the speed of each kind of memory
+# when nothing else gets in the way, since a busy moment adds a larger share to a short call's
+# time than to a long one's. (A smaller matrix would make calls so short that PyTorch's few
+# microseconds of overhead per call would weigh in its time per weight.)
 
 # %% tags=["nbval-ignore-output"]
 with torch_threads(1):
@@ -626,7 +627,7 @@ with torch_threads(1):
 for batch_size, ms in zip(batch_sizes, per_vector_ms):
     print(f"one 4096 x 4096 matrix times {batch_size:>3} vectors: {ms:.2f} ms per vector")
 for d, ns in per_weight_ns.items():
-    print(f"one vector times a {d} x {d} matrix ({4 * d * d / 2 ** 20:.0f} MiB): {ns:.3f} ns per weight")
+    print(f"one vector times the {d} x {d} matrix ({4 * d * d / 2 ** 20:.0f} MiB): {ns:.3f} ns per weight")
 
 # %%
 expect(per_vector_ms[0] > 3 * per_vector_ms[-1], "one matrix: a vector alone takes more than 3 times as long as "

@@ -3,7 +3,6 @@ import pytest
 import torch
 
 from stepbystep.experiments import cache_timing
-from stepbystep.experiments import cache_timing
 from stepbystep.experiments.cache_timing import decode_step_parts_ms, matrix_vector_times, weight_products_ms
 from stepbystep.models import DecoderConfig
 

@@ -155,7 +155,7 @@ def matrix_vector_times(d=4096, batch_sizes=(1, 16, 256), repeats=5, seed=0, dev
     of ``B`` vectors ``(d, B)``, for each ``B`` in ``batch_sizes``: one call each, nothing around it
     (``fastest``: the fastest call instead, what the machine can do when nothing else gets in the way).
     Every weight loaded serves ``B`` multiply-adds; ``d = 4096`` is 64 MiB, more than most CPUs' caches
-    hold, ``d = 8192`` 256 MiB, more than any; ``d = 1024`` 4 MiB, which fits in the last-level cache
+    hold, ``d = 8192`` 256 MiB, more than almost any; ``d = 1024`` 4 MiB, which fits in the last-level cache
     of most current CPUs. Returns a list, one time per batch size."""
     check_positive_int("d", d)
     generator = torch.Generator().manual_seed(seed)
