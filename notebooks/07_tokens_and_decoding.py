@@ -967,7 +967,7 @@ expect(min(half_greedy_exact) > 0.5 and statistics.median(half_greedy_exact) < 0
        "after epoch 2 the models get most words right (over half in every seed), not all (under 99% in the median)",
        got=half_exact)
 expect(all(-0.02 < beam - greedy < 0.05 for greedy, beam in half_exact.values()),
-       "in every seed, the beam's exact match is at most 2 points below greedy's and under 5 points above",
+       "in every seed, the beam's exact match is under 5 points above greedy's and under 2 points below",
        got=half_exact)
 expect(max(beam_lower.values()) < 0.05 * n_beam,
        "under each of the four models, the beam's output is less likely than greedy's on under 5% of the words",
@@ -978,9 +978,9 @@ expect(sum(beam_lower.values()) < sum(disagree.values()) / 2,
 
 # %% [markdown]
 # After epoch 2 the models get most words right but not all, and a beam of 4 changes that by a
-# handful of words of 250 (at most 2 points down and under 5 points, 12 words, up in every
-# seed): it can only change the words where the two outputs differ, and the counts above show
-# how few those are. Where it changes the count, it mostly gains. By the model's own scores the
+# handful of words of 250: in every seed, under 5 points up (at most 12 words) and under 2
+# points down (at most 4). It can only change the words where the two outputs differ, and the
+# counts printed above show how few those are. By the model's own scores the
 # beam is rarely behind: under each of the four models (the worst one without warm-up and these
 # three), its output is the less likely one on under 5% of the 250 words, and where the two
 # outputs differ it is the more likely one on most of them. That is a count over four models
@@ -1073,8 +1073,8 @@ for text in ["", "a" * 20]:
 #   less likely than greedy's on under 5% of the words, but it is not guaranteed to be at least
 #   as likely: it may drop greedy's path early. A length penalty (Wu et al. 2016) keeps the sum
 #   of log-probabilities from favouring short outputs. On the word task a beam changed what a
-#   half-trained model got right by less than 5 points: a search finds what the model scores
-#   highest, it does not make the model better.
+#   half-trained model got right by less than 5 points up and 2 down: a search finds what the
+#   model scores highest, it does not make the model better.
 # - **Masked accuracy** grades tokens under teacher forcing; **exact match** grades whole
 #   outputs as the model writes them.
 

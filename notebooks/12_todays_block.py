@@ -607,9 +607,9 @@ expect(default_parts["step"] > default_parts["narrow step"], "at the default thr
 # A model's matrix products grow with the square of its width while Python's cost per module
 # does not, so on a large model the weights are what a step waits on. Two more controls show
 # that cost with Python taken out altogether. One matrix of 4096 × 4096 float32 numbers times
-# 1, 16 and 256 vectors, one call each, timed per vector: between those calls only one thing
-# changes, how many multiply-adds each weight loaded serves (each time the median of a few
-# calls). And where the weights come from: one vector times a 1024 × 1024 matrix (4 MiB, which
+# 1, 16 and 256 vectors, one product for all the vectors (not one per vector), timed per
+# vector: between those products only one thing changes, how many multiply-adds each weight
+# loaded serves (each time the median of 5 calls). And where the weights come from: one vector times a 1024 × 1024 matrix (4 MiB, which
 # fits in the last-level cache of most current CPUs) against one vector times an 8192 × 8192
 # one (256 MiB, more than the caches of almost any CPU hold, so it comes from main memory),
 # timed per weight. There the fastest call is kept, of 51 for the small matrix and of 9 for the
@@ -639,10 +639,10 @@ expect(per_weight_ns[8192] > per_weight_ns[1024], "one vector: per weight, the 2
 # With no Python at all, one matrix loaded for a single vector costs several times more per
 # vector than one loaded for 256 of them: a lone vector leaves the arithmetic waiting for the
 # weights. And that wait grows with the distance the weights come from: per weight, a vector
-# times the 256 MiB matrix takes longer than times the 4 MiB one, which stays in a cache (how
-# much longer depends on the machine: its caches, and how fast its main memory feeds one core).
-# Both make a decode step dear; for the small model above, whose 13 MB of weights fit in many
-# CPUs' caches, the first is enough.
+# times the 256 MiB matrix takes longer than times the 4 MiB one, which stays in a cache on
+# most CPUs (how much longer depends on the machine: its caches, and how fast its main memory
+# feeds one core). Both make a decode step dear; for the small model above, whose 13 MB of
+# weights fit in many CPUs' caches, the first is enough.
 #
 # On an accelerator serving a large model this is the limit: **memory bandwidth**. A
 # matrix-vector product does about 2 floating-point operations per weight, and a bfloat16 weight
