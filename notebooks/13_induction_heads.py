@@ -144,7 +144,7 @@ expect(all(len(layer.sublayers) == 1 and layer.sublayers[0].norm_first for layer
 # %% [markdown]
 # ## The phase change
 #
-# We train 5 seeds for 300 steps of 32 sequences each, Adam at $10^{-2}$. For every batch
+# We train 3 seeds for 300 steps of 32 sequences each, Adam at $10^{-2}$. For every batch
 # `train_on_repeats` records the loss on each half before the update; every 10 steps it also
 # measures the heads' scores (defined in the next section) on 32 probe sequences.
 # `train_with_layer0_probe` adds one more measurement, which we will need to read the figure: the
@@ -153,7 +153,7 @@ expect(all(len(layer.sublayers) == 1 and layer.sublayers[0].norm_first for layer
 # unrepeated sequences that later sections use.
 
 # %% tags=["nbval-ignore-output"]
-SEEDS, STEPS, TEST_LENGTH = (0, 1, 2, 3, 4), 300, 12
+SEEDS, STEPS, TEST_LENGTH = (0, 1, 2), 300, 12
 LOG_V = math.log(VOCAB_SIZE)
 test_ids, prompts, unrepeated = test_sequences()  # (256, 24), (200, 20), (256, 24): data seeds no batch uses
 probe = test_ids[:32]  # (32, 24)
@@ -613,7 +613,7 @@ expect_all(ablation_claims(single, baseline, in_circuit, groups, LOG_V))
 # sequences, and the test sequences are drawn the same way, so they guard against sampling
 # noise, not against the choice itself. The induction score and the control that follows are
 # what the choice did not decide. With the other layer-0 heads off, the loss moves little either way: up by less
-# than 0.1 and down by less than 0.25, in every seed that has other layer-0 heads. Here all five
+# than 0.1 and down by less than 0.25, in every seed that has other layer-0 heads. Here all three
 # do (printed above); a seed whose every layer-0 head is needed would have no control, and the
 # checks count it for none. The circuit is necessary, and nothing else in layer 0 is.
 #
@@ -648,16 +648,16 @@ expect_all(group_claims(baseline, mean_groups, LOG_V, how="by their mean"))
 #
 # ## Over twelve seeds
 #
-# Five seeds are few: a claim that five seeds carry can fail on the sixth. On seed 6, for one,
+# Three seeds are few: a claim that three seeds carry can fail on the next. On seed 6, for one,
 # the second previous-token head scores 0.48: a cut-off at 0.5 would count it among the
 # harmless "other" heads, and every ablation that needs it would come out weak. So this
-# chapter's whole pipeline was run on twelve seeds (0 to 11, the five above among them), once on
+# chapter's whole pipeline was run on twelve seeds (0 to 11, the three above among them), once on
 # one thread and once on PyTorch's default thread count (two threads where it was stored: sums
 # split across threads round differently, and after 300 steps of training that is a different
 # model), with
 # `python -m stepbystep.experiments.induction_seeds`, a few minutes of computing, and stored with
 # the package; `both_thread_counts` reads both. Each run's record holds every measure this
-# chapter takes on its five seeds (or three), and every claim checked on those is checked on
+# chapter takes on its three seeds, and every claim checked on those is checked on
 # all 24 runs, the sections below included. Only the maps of one test sequence and the one
 # prompt above are single examples.
 

@@ -6,7 +6,7 @@ from datetime import date
 import pytest
 
 from stepbystep.data import CASES, DATE_PATTERNS, REFERENCE_DATES, date_datasets, date_pairs, render_date, split_dates
-from stepbystep.data import date_pairs_by_length, pattern_lengths
+from stepbystep.data import date_pairs_by_length, date_texts, pattern_lengths
 from stepbystep.data.dates import FIRST_DATE, LAST_DATE, N_DAYS, has_weekday, ordinal_suffix, random_dates
 
 ISO = re.compile(r"^\d{4}-\d{2}-\d{2}$")
@@ -251,3 +251,24 @@ def test_pairs_by_length_reject_bad_bins():
     with pytest.raises(ValueError, match="non-negative int"):
         date_pairs_by_length([(8, 12)], -1)
     assert date_pairs_by_length([(8, 12)], 0) == []
+
+
+@pytest.mark.parametrize("day", [date(2001, 3, 3), date(2016, 8, 21), FIRST_DATE, LAST_DATE])
+def test_date_texts_are_every_rendering_of_the_day(day):
+    every = {render_date(day, pattern, case, weekday) for pattern in DATE_PATTERNS for case in CASES
+             for weekday in ([None, *range(7)] if has_weekday(pattern) else [None])}
+    assert date_texts(day) == every
+    assert "March 3rd 2001" in date_texts(date(2001, 3, 3)) and "MARCH 3RD 2001" in date_texts(date(2001, 3, 3))
+    assert "March 4th 2001" not in date_texts(date(2001, 3, 3))
+
+
+def test_date_texts_hold_every_pair_of_the_data_set():
+    for text, iso in date_pairs(300, seed=3):
+        assert text in date_texts(date.fromisoformat(iso))
+
+
+def test_date_texts_reject_a_non_date():
+    with pytest.raises(TypeError, match="datetime.date"):
+        date_texts("2001-03-03")
+    with pytest.raises(TypeError, match="datetime.date"):
+        date_texts([2001, 3, 3])

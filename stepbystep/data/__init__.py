@@ -28,6 +28,7 @@ from .dates import (
     date_datasets,
     date_pairs,
     date_pairs_by_length,
+    date_texts,
     iso_date,
     pattern_lengths,
     render_date,

@@ -13,7 +13,7 @@ from torch.nn.utils.rnn import pad_sequence
 from torch.utils.data import Dataset
 
 from ..checks import check_instance, check_int_range, check_tensor
-from .dates import CASES, DATE_PATTERNS, FIRST_DATE, LAST_DATE, has_weekday, iso_date, render_date
+from .dates import FIRST_DATE, LAST_DATE, date_texts, iso_date
 from .special_tokens import EOS, IGNORE_INDEX, PAD, SOS
 from .tokens import Vocab
 
@@ -155,14 +155,6 @@ def is_date_shaped(ids, vocab):
 def is_consistent(text, iso):
     """Whether ``iso`` is the date ``text`` writes: some pattern of ``DATE_PATTERNS``, in some
     case of ``CASES``, writes that date as ``text`` (any weekday: the data set's texts may name
-    a wrong one)."""
+    a wrong one; ``date_texts``)."""
     day = _iso_date(iso)
-    if day is None or not isinstance(text, str):
-        return False
-    for pattern in DATE_PATTERNS:
-        weekdays = [None, *range(7)] if has_weekday(pattern) else [None]
-        for weekday in weekdays:
-            for case in CASES:
-                if render_date(day, pattern, case, weekday) == text:
-                    return True
-    return False
+    return day is not None and isinstance(text, str) and text in date_texts(day)

@@ -19,6 +19,7 @@ People also name the wrong day of the week (the reference dates' "Saturday May 9
 9 May 2018 was a Wednesday). The weekday never changes the ISO date, so a fraction
 ``WRONG_WEEKDAY_RATE`` of the pairs whose pattern names one names a random weekday instead.
 """
+import functools
 import re
 from datetime import date, timedelta
 from string import capwords
@@ -47,6 +48,7 @@ __all__ = [
     "ordinal_suffix",
     "has_weekday",
     "render_date",
+    "date_texts",
     "random_dates",
     "date_pairs",
     "split_dates",
@@ -136,16 +138,18 @@ def _apply_case(text, case):
 _WEEKDAY_WIDTHS = {4: "wide", 5: "narrow", 6: "short"}  # E, EE, EEE: "abbreviated"
 
 
-def _babel_pattern(pattern, day, weekday):
-    """The pattern Babel formats: ``{ord}`` (outside quotes) becomes the day's suffix and, when
+@functools.lru_cache(maxsize=None)
+def _babel_pattern(pattern, suffix, weekday):
+    """The pattern Babel formats: ``{ord}`` (outside quotes) becomes the day's ``suffix`` and, when
     ``weekday`` is given, the weekday fields (``EEEE`` "Monday", ``EEE`` "Mon") become that
     day's name, as fixed text. Working on Babel's tokens keeps the quoting right (two quoted
-    texts side by side would otherwise read as an escaped quote)."""
+    texts side by side would otherwise read as an escaped quote). Cached: a few hundred
+    patterns, suffixes and weekdays cover every date."""
     names = _LOCALE.days["format"]
     tokens = []
     for index, piece in enumerate(pattern.split("{ord}")):
         if index:
-            tokens.append(("chars", ordinal_suffix(day.day)))
+            tokens.append(("chars", suffix))
         for kind, value in tokenize_pattern(piece):
             if kind == "field" and value[0] == "E" and weekday is not None:
                 kind, value = "chars", names[_WEEKDAY_WIDTHS.get(value[1], "abbreviated")][weekday]
@@ -173,7 +177,28 @@ def render_date(day, pattern, case="as written", weekday=None):
     check_choice("case", case, tuple(CASES))
     if weekday is not None:
         weekday = int(check_int_range("weekday", weekday, 0, 6))  # 0 = Monday .. 6 = Sunday
-    return _apply_case(format_date(day, _babel_pattern(pattern, day, weekday), locale=_LOCALE), case)
+    return _apply_case(_format(day, pattern, weekday), case)
+
+
+def _format(day, pattern, weekday):
+    return format_date(day, _babel_pattern(pattern, ordinal_suffix(day.day), weekday), locale=_LOCALE)
+
+
+def date_texts(day):
+    """Every text the data set could pair with ``day``: each pattern of ``DATE_PATTERNS`` in each
+    case of ``CASES``, with the true weekday or any other (a frozenset of str)."""
+    check_instance("day", day, date, "a datetime.date")
+    return _date_texts(day)
+
+
+@functools.lru_cache(maxsize=4096)
+def _date_texts(day):  # cached: judging many generated streams asks for the same days again
+    texts = set()
+    for pattern in DATE_PATTERNS:
+        for weekday in [None, *range(7)] if has_weekday(pattern) else [None]:
+            written = _format(day, pattern, weekday)
+            texts.update(_apply_case(written, case) for case in CASES)
+    return frozenset(texts)
 
 
 def random_dates(n, seed=0):

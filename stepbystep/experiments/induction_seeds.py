@@ -2,7 +2,7 @@
 
 For each seed, ``seed_circuit`` trains the chapter's two-layer model (``train_on_repeats``, 300
 steps), its one-layer control and a one-layer model on halves of 12 only, then measures on the
-chapter's test sequences what the chapter measures on its five: the heads' scores, the
+chapter's test sequences what the chapter measures on its three: the heads' scores, the
 previous-token heads found by ablation (``previous_token_heads``, on the selection sequences, so that
 what they do is measured on others) and the heads a score cut-off would pick, every group and path
 ablation (the other layer-0 heads' only where a seed has any), the copying scores, the first half,
