@@ -1,5 +1,9 @@
 """A toy-sized run of every benchmark, so they cannot rot (they are never timed here): system
 tests (make test-system); the timing helpers they share are unit tests."""
+import os
+import subprocess
+import sys
+
 import pytest
 
 from benchmarks import attention, converted, generation, layers, tiled, trainer_overhead
@@ -79,9 +83,28 @@ def test_course_benchmark_executes_notebooks_and_times_training_cells(tmp_path):
     nbformat.write(notebook, path)
     rows = course.run(notebooks=[path])
     assert [row["case"] for row in rows] == ["07_tiny"]
-    assert rows[0]["seconds"] >= 0.5
+    assert rows[0]["seconds"] >= 0.5 and rows[0]["one_thread_seconds"] >= 0.5
     assert 0.2 <= rows[0]["training_seconds"] < 0.3 + 0.2  # the sleeping cell is not training
     assert rows[0]["training_goal"] == 60.0 and rows[0]["training_met"]
+
+
+@pytest.mark.system  # a toy-sized real run
+def test_course_kernels_run_at_the_thread_count_asked(tmp_path, monkeypatch):
+    nbformat, course, _ = _course_modules()
+    out = tmp_path / "threads.txt"
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        f"import torch\nopen({str(out)!r}, 'a').write(f'{{torch.get_num_threads()}}\\n')")])
+    path = tmp_path / "01_threads.ipynb"
+    nbformat.write(notebook, path)
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")  # as under make bench
+    monkeypatch.delenv("MKL_NUM_THREADS", raising=False)
+    default = subprocess.run([sys.executable, "-c", "import torch; print(torch.get_num_threads())"], check=True,
+                             capture_output=True, text=True,
+                             env={k: v for k, v in os.environ.items() if k not in course.THREAD_VARIABLES})
+    course.execute(path)
+    course.execute(path, threads=1)
+    assert out.read_text().split() == [default.stdout.strip(), "1"]
+    assert os.environ["OMP_NUM_THREADS"] == "1" and "MKL_NUM_THREADS" not in os.environ  # restored
 
 
 @pytest.mark.system  # a toy-sized real run
