@@ -614,8 +614,9 @@ expect_all(ablation_claims(single, baseline, in_circuit, groups, LOG_V))
 # noise, not against the choice itself. The induction score and the control that follows are
 # what the choice did not decide. With the other layer-0 heads off, the loss moves little either way: up by less
 # than 0.1 and down by less than 0.25, in every seed that has other layer-0 heads. Here all three
-# do (printed above); a seed whose every layer-0 head is needed would have no control, and the
-# checks count it for none. The circuit is necessary, and nothing else in layer 0 is.
+# do (printed above). A seed whose every layer-0 head is needed would have no control; the
+# checks leave it out but ask for at least three seeds that have one, so here they need all three
+# (every one of the 24 stored runs has one). The circuit is necessary, and nothing else in layer 0 is.
 #
 # Layer 1 has almost no such control. Almost every layer-1 head is an induction head (all four in
 # 11 of the twelve seeds stored below, at either thread count), so switching the induction heads
@@ -648,13 +649,14 @@ expect_all(group_claims(baseline, mean_groups, LOG_V, how="by their mean"))
 #
 # ## Over twelve seeds
 #
-# Three seeds are few: a claim that three seeds carry can fail on the next. On seed 6, for one,
+# Three seeds are few: a claim that three seeds carry can fail on another seed. On seed 6, for one,
 # the second previous-token head scores 0.48: a cut-off at 0.5 would count it among the
 # harmless "other" heads, and every ablation that needs it would come out weak. So this
-# chapter's whole pipeline was run on twelve seeds (0 to 11, the three above among them), once on
+# chapter's whole pipeline was run on twelve seeds (0 to 11, the seeds above among them), once on
 # one thread and once on PyTorch's default thread count (two threads where it was stored: sums
 # split across threads round differently, and after 300 steps of training that is a different
-# model), with
+# model; another processor rounds differently too, so on yours a seed above may end elsewhere
+# than its stored run), with
 # `python -m stepbystep.experiments.induction_seeds`, a few minutes of computing, and stored with
 # the package; `both_thread_counts` reads both. Each run's record holds every measure this
 # chapter takes on its three seeds, and every claim checked on those is checked on
@@ -834,13 +836,13 @@ expect_all(first_half_claims(split[:, 0], split[:, 1], first_on, first_off, one_
 # ## A score can be fooled
 #
 # Why did every training batch draw its own half-length? Here is what happens without that:
-# the same one-layer model, trained on the same budget with every half 12 tokens long, 3 seeds
+# the same one-layer model, trained on the same budget with every half 12 tokens long, the same 3 seeds
 # (the stored study repeats it on all twelve, at both thread counts), tested on halves of 12 (the
 # test sequences above) and of 8 tokens:
 
 # %% tags=["nbval-ignore-output"]
 fixed = [train_on_repeats(n_layers=1, seed=seed, steps=STEPS, lengths=(TEST_LENGTH, TEST_LENGTH))[0]
-         for seed in (0, 1, 2)]
+         for seed in SEEDS]
 other_ids = other_length_sequences()  # (256, 16): halves of 8, a data seed no batch uses
 at_12, at_8 = ({key: torch.stack([r[key] for r in results]) for key in ("repeat", "induction")}  # (3,) each
                for results in ([fixed_length_scores(m, ids) for m in fixed] for ids in (test_ids, other_ids)))

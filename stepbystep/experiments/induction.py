@@ -341,16 +341,15 @@ def first_half_claims(seen, fresh, first_on, first_off, one_layer_first):
     one-layer models' first-half loss.
     """
     middle = one_layer_first.median()
+    above, falls, n = int((fresh > middle + 0.03).sum()), int((first_off < first_on).sum()), len(fresh)
     return [
         Claim(bool((seen > fresh + 0.1).all()),
               "in every seed the first half's loss is higher after a token seen before than after a fresh one",
               (seen, fresh)),
-        Claim((fresh > middle + 0.03).float().mean().item() >= 0.75,
-              "after a fresh token it is still above the one-layer models' median, in at least 3 seeds in 4",
-              (fresh, middle)),
-        Claim((first_off < first_on).float().mean().item() >= 0.75,
-              "with the induction heads off, the first half's loss falls, in at least 3 seeds in 4",
-              (first_on, first_off)),
+        Claim(above >= 0.75 * n, "after a fresh token it is still above the one-layer models' median, in at least "
+                                 f"three seeds in four ({above} of {n} here)", (fresh, middle)),
+        Claim(falls >= 0.75 * n, "with the induction heads off, the first half's loss falls, in at least three seeds "
+                                 f"in four ({falls} of {n} here)", (first_on, first_off)),
         Claim(bool(((first_off - middle).abs() < 0.15).all()),
               "in every seed it ends within 0.15 of the one-layer models' median", (first_off, middle)),
     ]
