@@ -27,8 +27,9 @@
 # - write **RMSNorm** and the **SwiGLU** feed-forward network, and give Llama's rule for its
 #   width;
 # - train the 2017 block and each step towards Llama's on chapter 09's dates, over three seeds
-#   (and read ten, and ten more for the small changes, compared seed for seed; the shared
-#   key-value heads from the ten stored seeds only), with controls for the positions, and say what each change buys here and what the papers say it buys at scale;
+#   (and read ten, and ten more for the small changes, compared seed for seed; the variants
+#   with shared key-value heads are read from the ten stored seeds only), with controls for
+#   the positions, and say what each change buys here and what the papers say it buys at scale;
 # - build **grouped-query** and **multi-query** attention from the course's attention, and show
 #   that the KV cache then holds only the shared heads;
 # - compute a **KV cache's memory** for any configuration (Llama 3 8B: 128 KiB per token in
@@ -264,8 +265,8 @@ expect_all(block_claims(results) + position_claims(results))
 
 # %% [markdown]
 # Three seeds are few, and a claim that three seeds carry can fail on another. The same study
-# over ten seeds (0 to 9; for the nine variants above, seeds 0 to 2 are those very runs, on the
-# machine that stored them), and with the three KV-head variants, which this page does not train,
+# over ten seeds (0 to 9; for the nine variants above, seeds 0 to 2 are those very runs on the
+# machine that stored them, and on another, rounding may move them a little), and with the three KV-head variants, which this page does not train,
 # takes a few minutes, too long for this page, so it was run once with
 # `python -m stepbystep.experiments.todays_block_seeds` and stored with the package;
 # `load_block_seeds` reads it. Every claim above holds on it too:
@@ -425,12 +426,12 @@ for n_kv_heads in (4, 2, 1):
            f"n_kv_heads={n_kv_heads}: the same tokens with and without the cache")
 
 # %% [markdown]
-# What sharing costs in quality, from the stored ten-seed study (this page trains none of the
-# shared-head variants: Llama's block with 4, 2 and 1 KV heads,
-# the same recipe, and the 1-KV-head control with a wider feed-forward network), side by side
-# with the weights and what the cache holds, over the ten stored seeds, and over their first
-# three (seeds 0 to 2, the seeds the live study used for the other variants) beside them, to show
-# what three seeds could not settle:
+# What sharing costs in quality, from the stored ten-seed study: Llama's block with 4 KV heads
+# (+ RoPE, also trained above), with 2 and with 1, and the 1-KV-head control with a wider
+# feed-forward network (this page trains none of those three), all with the same recipe, side
+# by side with the weights and what the cache holds; over the ten stored seeds, and over their
+# first three (seeds 0 to 2, the seeds the live study used for the other variants) beside them,
+# to show what three seeds could not settle:
 
 # %% tags=["nbval-ignore-output"]
 for name, n_kv_heads in (("+ RoPE", 4), ("2 KV heads", 2), ("1 KV head", 1), ("1 KV head, wider FFN", 1)):

@@ -655,10 +655,11 @@ expect_all(group_claims(baseline, mean_groups, LOG_V, how="by their mean"))
 # chapter's whole pipeline was run on twelve seeds (0 to 11, the seeds above among them), once on
 # one thread and once on PyTorch's default thread count (two threads where it was stored: sums
 # split across threads round differently, and after 300 steps of training that is a different
-# model; another processor rounds differently too, so on yours a seed above may end elsewhere
-# than its stored run), with
-# `python -m stepbystep.experiments.induction_seeds`, a few minutes of computing, and stored with
-# the package; `both_thread_counts` reads both. Each run's record holds every measure this
+# model), with `python -m stepbystep.experiments.induction_seeds`, a few minutes of computing,
+# and stored with the package; `both_thread_counts` reads both. A different processor rounds
+# differently too: on the machine that stored the study the seeds above are the same runs as
+# their stored ones; on another they end as slightly different models, so compare their numbers
+# with the stored ranges, not run for run. Each run's record holds every measure this
 # chapter takes on its three seeds, and every claim checked on those is checked on
 # all 24 runs, the sections below included. Only the maps of one test sequence and the one
 # prompt above are single examples.

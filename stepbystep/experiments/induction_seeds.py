@@ -331,8 +331,9 @@ def layer1_claims(inductions):
     """Layer 1 has no control head: ``inductions`` ``(seeds, H)`` bool, the layer-1 heads that score as
     induction heads. In most seeds all of them do, so switching them off switches layer 1 off."""
     every = inductions.all(dim=1)  # (seeds,)
-    return [Claim(every.float().mean() >= 0.75, "in at least 3 seeds in 4, every layer-1 head is an induction head: "
-                  "switching them off switches layer 1 off", inductions.sum(dim=1))]
+    k, n = int(every.sum()), len(every)
+    return [Claim(k >= 0.75 * n, f"in at least three seeds in four ({k} of {n} here), every layer-1 head is an "
+                  "induction head: switching them off switches layer 1 off", inductions.sum(dim=1))]
 
 
 def needed_claims(previous, needed):
