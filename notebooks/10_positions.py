@@ -48,6 +48,7 @@ from torch.optim.lr_scheduler import LambdaLR
 
 from stepbystep import plots
 from stepbystep.data.lag_copy import FIRST_TOKEN, lag_copy_accuracy, lag_copy_batch
+from stepbystep.devices import torch_threads
 from stepbystep.exercises import ch10
 from stepbystep.expect import expect, expect_all, expect_close
 from stepbystep.experiments.generation_timing import step_logits
@@ -342,20 +343,21 @@ STEPS, BATCH_SIZE, LR, SEEDS = 100, 24, 1.5e-2, (0, 1, 2)
 
 def train(scheme, seed, lag=LAG, n_heads=4, slopes=None, steps=STEPS, add_table=False):
     """The chapter's recipe for one scheme and one seed (``steps`` optimizer steps); returns the
-    trained model in eval mode."""
+    trained model in eval mode. On one thread: on tensors this small, a second thread only waits."""
     model = build(scheme, seed, n_heads, slopes, add_table)
     optimizer = torch.optim.Adam(model.parameters(), lr=LR, fused=True)  # one kernel for every weight: faster
     warmup = 10
     scheduler = LambdaLR(optimizer, lambda step: min((step + 1) / warmup, (steps - step) / (steps - warmup)))
     generator = torch.Generator().manual_seed(100 + seed)  # this run's training batches
     model.train()
-    for _ in range(steps):
-        x, y = lag_copy_batch(BATCH_SIZE, TRAIN_LENGTH, lag, VOCAB_SIZE, generator)  # (24, 16) each
-        loss = completion_loss(model(x), y)
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        scheduler.step()
+    with torch_threads(1):  # the thread count is restored after
+        for _ in range(steps):
+            x, y = lag_copy_batch(BATCH_SIZE, TRAIN_LENGTH, lag, VOCAB_SIZE, generator)  # (24, 16) each
+            loss = completion_loss(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            scheduler.step()
     return model.eval()
 
 
