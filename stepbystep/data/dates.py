@@ -138,13 +138,13 @@ def _apply_case(text, case):
 _WEEKDAY_WIDTHS = {4: "wide", 5: "narrow", 6: "short"}  # E, EE, EEE: "abbreviated"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.lru_cache(maxsize=4096)
 def _babel_pattern(pattern, suffix, weekday):
     """The pattern Babel formats: ``{ord}`` (outside quotes) becomes the day's ``suffix`` and, when
     ``weekday`` is given, the weekday fields (``EEEE`` "Monday", ``EEE`` "Mon") become that
     day's name, as fixed text. Working on Babel's tokens keeps the quoting right (two quoted
-    texts side by side would otherwise read as an escaped quote). Cached: a few hundred
-    patterns, suffixes and weekdays cover every date."""
+    texts side by side would otherwise read as an escaped quote). Cached, bounded: the data
+    set's patterns, suffixes and weekdays need under a thousand entries."""
     names = _LOCALE.days["format"]
     tokens = []
     for index, piece in enumerate(pattern.split("{ord}")):
