@@ -134,6 +134,15 @@ def test_composition_group_and_first_half_claims():
     assert not first_half_claims(4.3 * five, 3.9 * five, 3.95 * five, two_rise, 3.67 * five)[2].holds
 
 
+def test_first_half_claims_print_their_counts():
+    three = torch.ones(3)
+    fresh, first_off = 3.9 * three, 3.7 * three
+    fresh[0], first_off[1:] = 3.68, 3.96  # one seed near the one-layer level; two where the heads off raise the loss
+    claims = first_half_claims(4.3 * three, fresh, 3.95 * three, first_off, 3.67 * three)
+    assert claims[1].claim.endswith("(2 of 3 here)") and not claims[1].holds
+    assert claims[2].claim.endswith("(1 of 3 here)") and not claims[2].holds
+
+
 def test_copying_claims():
     copying = torch.full((3, 2, 4), 0.1)
     copying[:, 1] = torch.tensor([0.95, 0.8, 0.7, 0.5])
