@@ -35,7 +35,6 @@
 # %%
 import copy
 import math
-import statistics
 
 import torch
 import torch.nn.functional as F
@@ -64,6 +63,7 @@ from stepbystep.experiments.embedding_scale import (
     ratio_claims,
     stored_claims,
 )
+from stepbystep.experiments.beam_seeds import beam_claims, beam_comparison, beam_lines, load_beam_seeds
 from stepbystep.experiments.warmup_seeds import load_warmup_seeds, warmup_claims, warmup_lines
 from stepbystep.experiments.word_reversal import (
     PADDINGS,
@@ -799,7 +799,9 @@ expect(all(loss < uniform_loss - 0.3 for loss in failed_losses),
 # Two seeds say little about how often a run fails.
 # `python -m stepbystep.experiments.warmup_seeds` ran the same comparison on fourteen seeds, 0
 # to 13 (these two and twelve more; one thread), and stored the validation loss and exact
-# match of each run:
+# match of each run. On the machine that stored them, seeds 0 and 1 are the runs above, number
+# for number; another processor rounds differently, so there they can end a little apart:
+# compare the runs above with the stored ranges, not with one stored seed.
 
 # %%
 warmup_study_seeds, warmup_study = load_warmup_seeds()
@@ -809,19 +811,19 @@ print("\n".join(warmup_lines(warmup_study_seeds, warmup_study)))
 expect_all(warmup_claims(warmup_study))
 
 # %% [markdown]
-# With the warm-up, every seed learns the task (at least 97% of the words exact), the two
-# here and all fourteen stored. Without it, at this learning rate, every seed ends with a
-# higher validation loss than with it, and some seeds fail, reversing under half of the words:
-# the count printed under the runs above says how many of them; of the fourteen stored,
-# eight failed, and the six others reversed from 60% to 99% of the words. A run that fails ends
-# with a validation loss many times that of a run that learned, but below the loss of a uniform
-# guess: it learned something about the letters, and no word. Fourteen seeds cannot say exactly
-# how often a run without warm-up fails, only that it often does while no warm-up run did. What
-# a warm-up buys here is safety in the first steps: without it, whether a run at this learning
-# rate learns at all is left to chance. Layers that normalise first, as ours do (chapter 04),
-# are known to need it less than the paper's (Xiong et al., "On Layer Normalization in the
-# Transformer Architecture", 2020); how much it matters at our own 0.006 is the question of
-# exercise 4.
+# With the warm-up, every seed learns the task (at least 97% of the words exact), the two here
+# and all fourteen stored. Without it, at this learning rate, every seed ends with a higher
+# validation loss than with it, and some seeds fail, reversing under half of the words: the
+# count printed under the runs above says how many of them; of the fourteen stored, eight
+# failed, and the six others reversed from 60% to 99% of the words. A run that fails ends with a
+# validation loss many times that of a run that learned, but below the loss of a uniform guess:
+# it learned something about the letters, and few whole words (none to 36% of them, all but one
+# under 7%). Fourteen seeds cannot say exactly how often a run without warm-up fails, only that
+# it often does while no warm-up run did. What a warm-up buys here is safety in the first steps:
+# without it, whether a run at this learning rate learns the task within these three epochs is
+# left to chance. Layers that normalise first, as ours do (chapter 04), are known to need it
+# less than the paper's (Xiong et al., "On Layer Normalization in the Transformer Architecture",
+# 2020); how much it matters at our own 0.006 is the question of exercise 4.
 
 # %% [markdown]
 # ## Masked accuracy and exact match
@@ -885,18 +887,19 @@ fig = plots.beam_tree(toy_model, beam_width=2, n_steps=3)
 # from "ba" and "aa". At every step after the first it looks at $B \cdot V = 6$ candidates
 # and keeps 2 (at the first, only the $V = 3$ continuations of `<sos>`).
 #
-# `beam_search` runs all sources and all beams as one batch; with $B = 1$ it is greedy
-# decoding. A sum of log-probabilities favours short outputs (every token adds a negative
-# term). Wu et al., "Google's Neural Machine Translation System" (2016), divide the score by a
-# **length penalty** $lp(Y) = (5 + |Y|)^\alpha / 6^\alpha$ (and add a coverage penalty, which we
-# leave out); the package uses the simpler $|Y|^\alpha$ as its `length_penalty` $\alpha$. We
-# keep $\alpha = 0$ here, since the right length is never in doubt in this task. A beam costs
+# `beam_search` runs all sources and all beams as one batch; with $B = 1$ it is greedy decoding.
+# A sum of log-probabilities favours short outputs (every token adds a negative term). Wu et
+# al., "Google's Neural Machine Translation System" (2016), divide the score by a **length
+# penalty** $lp(Y) = (5 + |Y|)^\alpha / 6^\alpha$ (and add a coverage penalty, which we leave
+# out); the package uses the simpler $|Y|^\alpha$ as its `length_penalty` $\alpha$. We keep
+# $\alpha = 0$ here: the right length is the source's, which a model that learned the task reads
+# off it; the counts below say how often the beam's output came out shorter anyway. A beam costs
 # $B$ times the work of greedy decoding, so we compare the two on the first 250 validation
-# words. Our word model writes almost every word right, so the two decoders would hardly
-# ever disagree; a search can only matter for a model that is not sure. We take two from the
-# warm-up comparison: first the worst seed without warm-up, which failed if either of the two
-# did (the first line below says) and is then unsure about almost every word; then the runs
-# with warm-up stopped after epoch 2 of 3, which mostly work: most words right, not all.
+# words. Our word model writes almost every word right, so the two decoders would hardly ever
+# disagree; a search can only matter for a model that is not sure. We take two from the warm-up
+# comparison: first the worst seed without warm-up, which failed if either of the two did (the
+# first line below says) and is then unsure about almost every word; then the runs with warm-up
+# stopped after epoch 2 of 3, which mostly work: most words right, not all.
 
 # %% tags=["nbval-ignore-output"]
 worst_seed = min(warmup_seeds, key=lambda seed: warmup_runs["without"][seed][1])
@@ -913,21 +916,18 @@ beam_scores = sequence_log_probs(unsure_model, beam_source, word_beam, vocab.sos
 beam_exact = {"greedy": sequence_accuracy(beam_greedy, beam_target_out),
               "beam": sequence_accuracy(word_beam, beam_target_out)}
 print(f"exact match on {n_beam} words: greedy {beam_exact['greedy']:.2%}, beam search (B=4) {beam_exact['beam']:.2%}")
-beam_lower = {"unsure": int((beam_scores < greedy_scores - 1e-4).sum())}  # model -> words where the beam's is less likely
+beam_lower = int((beam_scores < greedy_scores - 1e-4).sum())  # words where the beam's output is the less likely
 differ = [i for i in range(n_beam) if vocab.decode(beam_greedy[i]) != vocab.decode(word_beam[i])]
-disagree = {"unsure": len(differ)}  # model -> words where the two outputs differ
-print(f"words where the two decoders disagree: {len(differ)}; the beam's output is the less likely one "
-      f"on {beam_lower['unsure']}")
+print(f"words where the two decoders disagree: {len(differ)}; the beam's output is the less likely one on {beam_lower}")
 beam_shorter = sum(len(vocab.decode(word_beam[i])) < len(vocab.decode(beam_greedy[i])) for i in differ)
 print(f"  of which the beam's output is shorter than greedy's: {beam_shorter}")
+unsure_run = dict(beam_exact, differ=len(differ), beam_less_likely=beam_lower, beam_shorter=beam_shorter, words=n_beam)
 for i in differ[:6]:
     print(f"  {word_val[i][0]:>12}: greedy {vocab.decode(beam_greedy[i]):>12} ({greedy_scores[i]:6.2f}), "
           f"beam {vocab.decode(word_beam[i]):>12} ({beam_scores[i]:6.2f}), right: {word_val[i][1]}")
 
 # %%
 expect(len(differ) > 0, "on this model the two decoders disagree on some words", got=len(differ))
-expect(not worst_failed or max(beam_exact.values()) < 0.1,
-       "if that run failed, neither decoder gets even 10% of the words right with its model", got=beam_exact)
 
 # %% [markdown]
 # The numbers in brackets are each output's log-probability under the model. Where the two
@@ -941,53 +941,51 @@ expect(not worst_failed or max(beam_exact.values()) < 0.1,
 # penalty counters; the count printed above of the words where the beam's output is shorter
 # than greedy's says how much it shows here. Whether the output is also *right* depends on the
 # model: a search can only find what the model scores highest, and a model that never learned
-# the task (as the worst seed's, when it failed) gets almost no word right with either decoder.
+# the task (as the worst seed's, when it failed) gets few words right with either decoder.
 # A search cannot fix a bad model.
 #
 # And a model that mostly works? The copies that the warm-up runs kept after epoch 2 of their 3,
 # one per seed, on the same 250 words:
 
 # %% tags=["nbval-ignore-output"]
-half_exact = {}
-for seed in warmup_seeds:
-    half_model = warmup_models["with warm-up", seed][2]  # after epoch 2 of 3
-    half_greedy = greedy_decode(half_model, beam_source, vocab.sos_id, vocab.eos_id, max_new_tokens=13)
-    half_beam = beam_search(half_model, beam_source, vocab.sos_id, vocab.eos_id, max_new_tokens=13, beam_width=4)
-    half_exact[seed] = (sequence_accuracy(half_greedy, beam_target_out), sequence_accuracy(half_beam, beam_target_out))
-    half_scores = [sequence_log_probs(half_model, beam_source, ids, vocab.sos_id, vocab.eos_id)  # (250,) each
-                   for ids in (half_greedy, half_beam)]
-    beam_lower[f"seed {seed}"] = int((half_scores[1] < half_scores[0] - 1e-4).sum())
-    disagree[f"seed {seed}"] = sum(vocab.decode(g) != vocab.decode(b) for g, b in zip(half_greedy, half_beam))
-    print(f"seed {seed}, after epoch 2: exact match greedy {half_exact[seed][0]:.1%}, beam (B=4) {half_exact[seed][1]:.1%}; "
-          f"outputs differ on {disagree[f'seed {seed}']} word(s), the beam's less likely on {beam_lower[f'seed {seed}']}")
+half_runs = {seed: beam_comparison(warmup_models["with warm-up", seed][2]) for seed in warmup_seeds}  # after epoch 2
+for seed, run in half_runs.items():
+    print(f"seed {seed}, after epoch 2: exact match greedy {run['greedy']:.1%}, beam (B=4) {run['beam']:.1%}; outputs "
+          f"differ on {run['differ']} word(s), the beam's less likely on {run['beam_less_likely']}, shorter on "
+          f"{run['beam_shorter']}")
 
 # %%
-half_greedy_exact = [greedy for greedy, _ in half_exact.values()]
-expect(min(half_greedy_exact) > 0.5 and statistics.median(half_greedy_exact) < 0.99,
-       "after epoch 2 the models get most words right (over half in every seed), not all (under 99% in the median)",
-       got=half_exact)
-expect(all(-0.02 < beam - greedy < 0.05 for greedy, beam in half_exact.values()),
-       "in every seed, the beam's exact match is under 5 points above greedy's and under 2 points below",
-       got=half_exact)
-expect(max(beam_lower.values()) < 0.05 * n_beam,
-       "under each of the three models, the beam's output is less likely than greedy's on under 5% of the words",
-       got=beam_lower)
-expect(sum(beam_lower.values()) < sum(disagree.values()) / 2,
-       "over the three models, where the outputs differ, the beam's is the more likely one on most words",
-       got=(beam_lower, disagree))
+expect_all(beam_claims(list(half_runs.values()), [unsure_run]))  # the epoch-2 copies, and the worst run without
+
+# %% [markdown]
+# Two seeds and one failed run are few. `python -m stepbystep.experiments.beam_seeds` made the
+# same comparisons under the models of the fourteen seeds of the warm-up study: each seed's run
+# with the warm-up stopped after epoch 2, and its run without the warm-up, at one thread and at
+# two (a second thread adds its sums in another order, so a run can end elsewhere):
+
+# %%
+beam_study = load_beam_seeds()  # {threads: {"epoch 2 with warm-up" | "without warm-up": [one dict per seed]}}
+print("\n".join(beam_lines(beam_study)))
+
+# %%
+expect_all(beam_claims([run for runs in beam_study.values() for run in runs["epoch 2 with warm-up"]],
+                       [run for runs in beam_study.values() for run in runs["without warm-up"]]))
 
 # %% [markdown]
 # After epoch 2 the models get most words right but not all, and a beam of 4 changes that by a
-# handful of words of 250: in every seed, under 5 points up (at most 12 words) and under 2
-# points down (at most 4). It can only change the words where the two outputs differ, and the
-# counts printed above show how few those are. By the model's own scores the
-# beam is rarely behind: under each of the three models (the worst one without warm-up and these
-# two), its output is the less likely one on under 5% of the 250 words, and where the two
-# outputs differ it is the more likely one on most of them. That is a count over three models
-# and one set of words, not a guarantee; the toy model below shows a case where greedy wins. On
-# this task, with one right answer, a search adds little to a model that mostly works, and
-# nothing to one that failed. Chapter 08's exercise 5 tries a beam on the long dates its model
-# gets wrong.
+# handful of words of 250: in every seed here and stored, under 5 points up (at most 12 words;
+# the stored runs gained at most 3.2 points) and under 2 points down (at most 4; the stored runs
+# lost at most 0.4). It can only change the words where the two outputs differ, and the counts
+# printed above show how few those are. By the model's own scores the beam is rarely behind:
+# under every model here and stored, its output is the less likely one on under 5% of the 250
+# words (at most 2), and where the two outputs differ it is the more likely one on almost all of
+# them. That is a count over these models and one set of words, not a guarantee; the toy model
+# below shows a case where greedy wins. The bias towards short outputs barely shows: where the
+# outputs differ, the beam's was shorter on a few dozen of over a thousand words, and nearly all
+# of those under the runs that failed. Under every run that failed, the beam failed too (the
+# best of them, 38% of the words, was a run greedy scored at 34%). On this task, with one right
+# answer, a search adds little to a model that mostly works, and cannot rescue one that failed.
+# Chapter 08's exercise 5 tries a beam on the long dates its model gets wrong.
 #
 # Here is a toy model on which greedy decoding wins. Before you run the cell, follow greedy
 # by hand in the table (the most likely letter each time), then guess which of the beam's two
@@ -1069,12 +1067,12 @@ for text in ["", "a" * 20]:
 #   `scheduler.step()` calls. At a learning rate of 0.01, every seed learned with it; without
 #   it, some seeds failed (eight of the fourteen we stored).
 # - **Greedy decoding** takes the best token at each step; **beam search** (Sutskever et al.
-#   2014) keeps the $B$ best partial outputs. Under each of our three word models its output was
-#   less likely than greedy's on under 5% of the words, but it is not guaranteed to be at least
-#   as likely: it may drop greedy's path early. A length penalty (Wu et al. 2016) keeps the sum
-#   of log-probabilities from favouring short outputs. On the word task a beam changed what a
-#   half-trained model got right by less than 5 points up and 2 down: a search finds what the
-#   model scores highest, it does not make the model better.
+#   2014) keeps the $B$ best partial outputs. Under each of our word models (three here, 56
+#   stored) its output was less likely than greedy's on under 5% of the words, but it is not
+#   guaranteed to be at least as likely: it may drop greedy's path early. A length penalty (Wu
+#   et al. 2016) keeps the sum of log-probabilities from favouring short outputs. On the word
+#   task a beam changed what a half-trained model got right by less than 5 points up and 2 down:
+#   a search finds what the model scores highest, it does not make the model better.
 # - **Masked accuracy** grades tokens under teacher forcing; **exact match** grades whole
 #   outputs as the model writes them.
 

@@ -13,7 +13,7 @@ def study():
 
 def test_the_stored_study_holds_every_seed_with_and_without(study):
     seeds, runs = study
-    assert seeds == SEEDS and seeds[:3] == (0, 1, 2)  # the chapter's three seeds first
+    assert seeds == SEEDS and seeds[:2] == (0, 1)  # the chapter's two live seeds first
     assert set(runs) == {"with warm-up", "without"}
     assert all(tuple(table.shape) == (len(seeds), 2) for table in runs.values())  # validation loss, exact match
 

@@ -60,7 +60,8 @@ def warmup_lines(seeds, runs):
              f"to {with_warmup[:, 1].max():.1%}, validation loss up to {with_warmup[:, 0].max():.4f}",
              f"without it: {int(failed.sum())} of {len(seeds)} failed (under {FAILED:.0%} exact; seeds "
              f"{[seed for seed, bad in zip(seeds, failed.tolist()) if bad]}), validation loss "
-             f"{without[failed, 0].min():.3f} to {without[failed, 0].max():.3f}"]
+             f"{without[failed, 0].min():.3f} to {without[failed, 0].max():.3f}, exact match "
+             f"{without[failed, 1].min():.1%} to {without[failed, 1].max():.1%}"]
     if (~failed).any():
         lines.append(f"the other {int((~failed).sum())}: exact match from {without[~failed, 1].min():.1%} to "
                      f"{without[~failed, 1].max():.1%}")
