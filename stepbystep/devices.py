@@ -1,4 +1,5 @@
 """Where and how a model runs: picking a device, moving whole batches onto it, evaluating."""
+import os
 from contextlib import contextmanager
 
 import torch
@@ -8,7 +9,7 @@ from .checks import check_instance, check_positive_int
 from .containers import map_structure
 
 __all__ = ["default_device", "as_device", "model_device", "model_dtype", "move_to", "evaluating", "torch_threads",
-           "environment"]
+           "usable_cores", "environment"]
 
 
 def default_device():
@@ -92,6 +93,14 @@ def torch_threads(n_threads):
         yield
     finally:
         torch.set_num_threads(before)
+
+
+def usable_cores():
+    """How many cores this process may run on: its CPU affinity where the system reports one, else every
+    core. PyTorch starts with about this many threads unless the environment (``OMP_NUM_THREADS``) sets fewer."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 def environment():

@@ -41,3 +41,23 @@ def test_the_chapters_after_diagram_marks_the_head():
     configs = block_configs(20)
     after = architecture_diagram(configs["1 KV head"].build(), changed_from=configs["2017 block"].build())
     assert f"{MARK} head: Linear(32 → V = 20), no bias" in _lines(after)
+
+
+def _legend(fig):
+    return [text.get_text() for legend in fig.legends for text in legend.get_texts()]
+
+
+def test_the_after_diagram_names_the_box_it_removed():
+    from stepbystep.experiments.todays_block import block_configs
+    configs = block_configs(20)
+    after, before = configs["1 KV head"].build(), configs["2017 block"].build()
+    fig = architecture_diagram(after, changed_from=before, removed=("+ sinusoidal positions",))
+    assert _legend(fig) == [f"{MARK} a line that changed", "removed: + sinusoidal positions"]
+    assert "+ sinusoidal positions" not in _lines(fig)
+    assert _legend(architecture_diagram(after, changed_from=before)) == [f"{MARK} a line that changed"]
+    with pytest.raises(ValueError, match="pass changed_from too"):
+        architecture_diagram(after, removed=("+ sinusoidal positions",))
+    with pytest.raises(ValueError, match="model's does not have"):  # still there: not removed
+        architecture_diagram(after, changed_from=before, removed=("token ids (N, L)",))
+    with pytest.raises(ValueError, match="model's does not have"):  # never there
+        architecture_diagram(after, changed_from=before, removed=("+ learned positions",))

@@ -1,5 +1,5 @@
 """Chapter 12's seed-for-seed comparisons: what each pair changes, the sign test, the table, the
-ten fresh seeds (stored, one recomputed) and the claims the text makes on the twenty."""
+thirty fresh seeds (stored, one recomputed) and the claims the text makes on the forty."""
 import dataclasses
 import math
 
@@ -10,6 +10,7 @@ from stepbystep.experiments.todays_block import (
     PAIRS,
     block_configs,
     chance_of_split,
+    kv_head_counts,
     paired,
     paired_claims,
     paired_table,
@@ -19,7 +20,9 @@ from stepbystep.experiments.todays_block_seeds import (
     FRESH_RESULTS,
     FRESH_SEEDS,
     PAIRED_VARIANTS,
+    RESULTS,
     block_seeds,
+    load_block_environment,
     load_block_seeds,
 )
 
@@ -70,23 +73,53 @@ def test_summary_takes_the_mean_of_the_two_middle_values_for_an_even_count():
     assert table.splitlines()[1].split() == ["a", "2.500", "(1.000-4.000)", "0.500", "(0.000-1.000)"]
 
 
-def test_the_fresh_seeds_hold_the_paired_variants_and_one_recomputes():
+def test_the_fresh_seeds_hold_every_variant_for_thirty_seeds_and_one_recomputes():
     seeds, fresh = load_block_seeds(FRESH_RESULTS)
-    assert seeds == FRESH_SEEDS and not set(seeds) & set(range(10))  # seeds the stored study never used
-    assert tuple(fresh) == PAIRED_VARIANTS and all(runs.shape == (10, 2) for runs in fresh.values())
+    _, stored = load_block_seeds()
+    assert seeds == FRESH_SEEDS == tuple(range(10, 40)) and not set(seeds) & set(range(10))  # seeds never used before
+    assert list(fresh) == list(stored) and all(runs.shape == (30, 2) for runs in fresh.values())
+    assert set(PAIRED_VARIANTS) <= set(fresh)
+    assert load_block_environment() == {"torch": "2.13.0+cpu", "device": "cpu", "cpu_capability": "AVX2", "threads": 1}
+    assert load_block_environment(RESULTS) is None  # the stored ten predate the record
     again = block_seeds(seeds=(12,), names=["+ SwiGLU"])
+    assert again["environment"]["threads"] == 1
     assert torch.allclose(torch.tensor(again["results"]["+ SwiGLU"]), fresh["+ SwiGLU"][2:3], atol=0.02)
 
 
-def _claims(stored, fresh):
-    return {c.claim: bool(c.holds) for c in paired_claims(stored, fresh)}
+def _claims(stored, fresh, claims=paired_claims):
+    return {c.claim: bool(c.holds) for c in claims(stored, fresh)}
 
 
-def test_every_paired_claim_holds_on_the_twenty_stored_seeds():
-    _, stored = load_block_seeds()
-    _, fresh = load_block_seeds(FRESH_RESULTS)
-    held = _claims(stored, fresh)
-    assert all(held.values()), [claim for claim, holds in held.items() if not holds]
+def _files():
+    return load_block_seeds()[1], load_block_seeds(FRESH_RESULTS)[1]
+
+
+def test_every_paired_and_kv_count_holds_on_the_forty_stored_seeds():
+    stored, fresh = _files()
+    for claims in (paired_claims, kv_head_counts):
+        held = _claims(stored, fresh, claims)
+        assert all(held.values()), [claim for claim, holds in held.items() if not holds]
+
+
+def test_the_stored_files_give_the_counts_the_chapter_states():
+    stored, fresh = _files()
+    forty = {name: torch.cat([stored[name], fresh[name]]) for name in stored}
+
+    def lower(study, change):
+        return int((paired(study, change) < 0).sum())
+    counts = {change: (lower(stored, change), lower(fresh, change), lower(forty, change)) for change in PAIRS}
+    assert counts == {"RMSNorm for LayerNorm": (7, 18, 25), "GELU for ReLU": (4, 23, 27), "SwiGLU for ReLU": (9, 24, 33),
+                      "SwiGLU for GELU": (8, 21, 29), "no biases": (2, 24, 26), "sinusoidal table for none": (1, 4, 5),
+                      "learned table for none": (10, 30, 40)}
+
+    def above(study, worse, better):
+        return int((study[worse][:, 0] > study[better][:, 0]).sum())
+    for (worse, better), wanted in {("1 KV head", "+ RoPE"): (10, 28, 38), ("2 KV heads", "+ RoPE"): (8, 21, 29),
+                                    ("1 KV head", "1 KV head, wider FFN"): (7, 10, 17)}.items():
+        assert tuple(above(s, worse, better) for s in (stored, fresh, forty)) == wanted
+    assert 1 / 24 < chance_of_split(21, 30) < 1 / 23 < 0.05  # "about one time in 23"
+    assert chance_of_split(23, 30) < 0.01 < chance_of_split(27, 40) and chance_of_split(24, 30) < 0.01 < \
+        chance_of_split(26, 40)  # GELU's and the biases' leans: not settled over the forty
 
 
 def _shifted(results, name, seeds, by):
@@ -95,33 +128,50 @@ def _shifted(results, name, seeds, by):
     return dict(results, **{name: runs})
 
 
-SWIGLU = "SwiGLU in ReLU's place lowers the loss in 9 of the ten stored seeds and in 7 of ten more"
-UNCONFIRMED = ("the ten more lean the same way, but by a split that chance gives more often than one time in twenty: "
-               "they do not confirm it")
-MIXED = ("RMSNorm, GELU, dropping the biases, and SwiGLU against GELU: over the twenty seeds none goes one way in "
-         "more than 13; the first three move the loss by a median of less than 0.02")
+SWIGLU = "SwiGLU in ReLU's place lowers the loss in 9 of the stored ten seeds and in 24 of the thirty more: 33 of 40"
+SETTLED = ("settled: splits that chance gives less than one time in a hundred, on the thirty more and over the forty; "
+           "by a median of 0.03 to 0.05")
+SINUSOIDAL = "the sinusoidal table ends above no positions in 9 of the stored ten and in 26 of the thirty more: 35 of 40"
+SINUSOIDAL_SETTLED = "settled too: by a median of 0.03 to 0.05, and by less than 0.12 either way in every seed"
+LEANS = ("for both the thirty more split as chance would less than one time in a hundred, the forty, with the stored "
+         "ten the other way, more often: leans towards a gain of less than 0.02 (the median), not settled")
+NEITHER = ("RMSNorm lowers it in 7 of the stored ten and 18 of the thirty more (25 of 40, by a median of less than "
+           "0.02); SwiGLU against GELU in 8 and 21 (29 of 40): neither settled")
 
 
 def test_the_paired_claims_fail_where_they_should():
-    _, stored = load_block_seeds()
-    _, fresh = load_block_seeds(FRESH_RESULTS)
-    # SwiGLU made worse in the fresh seeds: its count, its median and its lead over GELU all go
-    held = _claims(stored, _shifted(fresh, "+ SwiGLU", range(10), 0.3))
-    assert not held[SWIGLU] and not held["over the ten more, by a median of 0.02 to 0.03"] and not held[UNCONFIRMED]
-    # SwiGLU made better in every fresh seed: they would then confirm it, and the text would have to say so
-    held = _claims(stored, _shifted(fresh, "+ SwiGLU", range(10), -0.3))
-    assert not held[UNCONFIRMED] and not held[SWIGLU]
-    # GELU made better in every seed: no longer a control that fails to give the gain
-    held = _claims(_shifted(stored, "+ RMSNorm, GELU", range(10), -0.3), _shifted(fresh, "+ RMSNorm, GELU", range(10),
-                                                                                  -0.3))
-    assert not held["GELU in ReLU's place, at ReLU's width, lowers it in half of the twenty seeds or fewer"]
-    assert not held[MIXED]
-    # the biases' split not reversed by the fresh seeds
-    held = _claims(stored, _shifted(fresh, "+ no biases", range(10), 0.3))
-    assert not held["dropping the biases lowers the loss in 2 of the stored ten, and in 9 of ten more"]
+    stored, fresh = _files()
+    # SwiGLU made worse in twelve fresh seeds: its count goes, and the split no longer settles it
+    held = _claims(stored, _shifted(fresh, "+ SwiGLU", range(12), 0.3))
+    assert not held[SWIGLU] and not held[SETTLED]
     # the sinusoidal table as good as none: its count and its median go
-    held = _claims(_shifted(stored, "2017 block", range(10), -0.2), fresh)
-    assert not held["the sinusoidal table ends above no positions in 9 of the stored ten and 8 of ten more: 17 of 20"]
-    assert not held["by a median of 0.03 to 0.05, and by less than 0.11 either way in every seed"]
+    held = _claims(_shifted(stored, "2017 block", range(10), -0.2), _shifted(fresh, "2017 block", range(30), -0.2))
+    assert not held[SINUSOIDAL] and not held[SINUSOIDAL_SETTLED]
     held = _claims(stored, _shifted(fresh, "2017 block, learned positions", (0,), 0.3))
-    assert not held["a learned table ends below no positions in all twenty"]
+    assert not held["a learned table ends below no positions in all forty"]
+    # GELU better in every stored seed too: settled then, not a lean, and the text would have to say so
+    held = _claims(_shifted(stored, "+ RMSNorm, GELU", range(10), -0.3), fresh)
+    assert not held[LEANS]
+    # the biases' gain gone from the fresh seeds
+    held = _claims(stored, _shifted(fresh, "+ no biases", range(30), 0.3))
+    assert not held[LEANS]
+    # RMSNorm better in every seed: it would be settled
+    held = _claims(_shifted(stored, "+ RMSNorm", range(10), -0.5), _shifted(fresh, "+ RMSNorm", range(30), -0.5))
+    assert not held[NEITHER]
+
+
+ONE = "one KV head ends above four in 38 of the forty seeds, all of the stored ten and 28 of the thirty more: settled"
+TWO = ("two KV heads end above four in 29 of the forty, 8 of the stored ten and 21 of the thirty more, a split that "
+       "chance gives about one time in 23: a lean, not settled")
+WIDER = ("one KV head with a wider feed-forward network ends lower than without in 17 of the forty (7 of the stored "
+         "ten, 10 of the thirty more): no consistent effect")
+
+
+def test_the_kv_counts_fail_where_they_should():
+    stored, fresh = _files()
+    held = _claims(stored, _shifted(fresh, "1 KV head", (0,), -0.5), kv_head_counts)  # one seed fewer: 37 of 40
+    assert not held[ONE] and held[TWO]
+    # two KV heads above four in every fresh seed: settled then, not a lean
+    assert not _claims(stored, _shifted(fresh, "2 KV heads", range(30), 0.5), kv_head_counts)[TWO]
+    # the wider network lower in every fresh seed: a consistent effect
+    assert not _claims(stored, _shifted(fresh, "1 KV head, wider FFN", range(30), -0.5), kv_head_counts)[WIDER]

@@ -80,3 +80,17 @@ def test_model_dtype_is_the_float_parameters_dtype():
     assert model_dtype(nn.ReLU()) is None
     with pytest.raises(TypeError, match="model must be an nn.Module, got str"):
         model_dtype("model")
+
+
+def test_usable_cores_counts_the_cores_this_process_may_use(monkeypatch):
+    import os
+
+    from stepbystep.devices import usable_cores
+    assert 1 <= usable_cores() <= (os.cpu_count() or 1)
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")  # the environment limits threads, not cores
+    assert usable_cores() == (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count())
+    monkeypatch.delattr(os, "sched_getaffinity", raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: None)
+    assert usable_cores() == 1
+    monkeypatch.setattr(os, "cpu_count", lambda: 6)
+    assert usable_cores() == 6

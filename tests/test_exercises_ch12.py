@@ -97,3 +97,35 @@ def test_cache_size_mistakes_are_caught(fails_with):
 def test_cache_size_messages_do_not_reveal_the_number():
     for wrong in (120.0, 12.0, 7.0):
         assert "24" not in repr(ch12.cache_size.check(wrong)).split("Stuck")[0]
+
+
+# ----------------------------------------------------------------------------- GeGLU (exercise 2, extended)
+def test_geglu_solution_passes():
+    assert ch12.geglu.check(ch12.geglu._solution)
+
+
+def test_geglu_mistakes_are_caught(fails_with):
+    tanh_gelu = lambda a: F.gelu(a, approximate="tanh")  # noqa: E731
+    fails_with(ch12.geglu, ch12.swiglu._solution, "that is SwiGLU")
+    fails_with(ch12.geglu, lambda x, g, u, d: (F.gelu(x @ g.T) * (x @ u.T)) @ d.T, "exact form")
+    fails_with(ch12.geglu, lambda x, g, u, d: (tanh_gelu(x @ u.T) * (x @ g.T)) @ d.T, "wrong projection")
+    fails_with(ch12.geglu, lambda x, g, u, d: (F.gelu(x @ u.T) * (x @ g.T)) @ d.T, "wrong projection")
+    fails_with(ch12.geglu, lambda x, g, u, d: (torch.sigmoid(x @ g.T) * (x @ u.T)) @ d.T, "asks for a GELU")
+    fails_with(ch12.geglu, lambda x, g, u, d: (F.relu(x @ g.T) * (x @ u.T)) @ d.T, "asks for a GELU")
+    fails_with(ch12.geglu, lambda x, g, u, d: tanh_gelu(x @ g.T) @ d.T, "projections is missing")
+    fails_with(ch12.geglu, lambda x, g, u, d: (tanh_gelu(x @ g) * (x @ u)) @ d, "nn.Linear's layout")
+    fails_with(ch12.geglu, lambda x, g, u, d: tanh_gelu(x @ g.T) * (x @ u.T), "shape")
+    fails_with(ch12.geglu, lambda x, g, u, d: x * 2, "differ from a GELU-gated")
+    fails_with(ch12.geglu, lambda x, g, u, d: 1.0, "return a tensor")
+    fails_with(ch12.geglu, "geglu", "expected a function")
+
+
+def test_geglu_messages_do_not_give_the_code(capsys):
+    wrong = [ch12.swiglu._solution, lambda x, g, u, d: (F.gelu(x @ g.T) * (x @ u.T)) @ d.T, lambda x, g, u, d: x]
+    for answer in wrong:
+        message = repr(ch12.geglu.check(answer))
+        assert "approximate" not in message and "tanh" not in message and "F.gelu" not in message
+    ch12.geglu.hint()
+    ch12.geglu.solution()
+    printed = capsys.readouterr().out
+    assert "approximate" in printed and 'approximate="tanh"' in printed  # the hint names the argument, the solution its value

@@ -58,3 +58,25 @@ def test_architecture_diagram_names_todays_block():
     old_texts = "\n".join(text.get_text() for text in plots.architecture_diagram(old).axes[0].texts)
     assert "KV head" not in old_texts and "final LayerNorm" in old_texts and "no biases" not in old_texts
     assert "feed-forward (32 → 128 → 32)" in old_texts
+
+
+def test_the_seed_study_figure_names_its_seeds_and_draws_the_kv_reference():
+    from stepbystep.experiments.todays_block import BLOCK_GROUPS, KV_REFERENCE, with_kv_reference
+    from stepbystep.experiments.todays_block_seeds import load_block_seeds
+    _, stored = load_block_seeds()
+    shown, groups = with_kv_reference(stored)
+    assert list(shown)[-4:] == [KV_REFERENCE, "2 KV heads", "1 KV head", "1 KV head, wider FFN"]
+    assert torch.equal(shown[KV_REFERENCE], stored["+ RoPE"]) and len(shown) == len(stored) + 1
+    assert groups[list(BLOCK_GROUPS)[-1]][0] == KV_REFERENCE
+    fig = plots.block_study(shown, groups=groups, seeds="the ten stored seeds (0 to 9)")
+    assert fig._suptitle.get_text().startswith("the ten stored seeds (0 to 9): each seed (dots)")
+    loss_axis = fig.axes[0]
+    labels = [t.get_text() for t in fig.axes[1].get_xticklabels()]
+    assert labels[-4] == KV_REFERENCE
+    bars = loss_axis.patches
+    median = float(stored["+ RoPE"][:, 0].median()) if len(stored["+ RoPE"]) % 2 else \
+        float(stored["+ RoPE"][:, 0].sort().values[4:6].mean())
+    assert bars[-4].get_height() == pytest.approx(median)  # the reference: + RoPE's median, again
+    assert bars[-4].get_facecolor() == bars[-3].get_facecolor() != bars[4].get_facecolor()  # in the KV group's colour
+    assert bars[4].get_height() == pytest.approx(median)  # + RoPE itself, in the steps' group
+    assert not plots.block_study(shown)._suptitle.get_text().startswith("the ten")

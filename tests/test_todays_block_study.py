@@ -74,10 +74,6 @@ GOOD = {"2017 block": [1.40, 1.38, 1.34], "+ RMSNorm": [1.42, 1.33, 1.34], "+ Sw
         "2 KV heads": [0.84, 0.85, 0.83], "1 KV head": [0.93, 0.93, 0.93], "1 KV head, wider FFN": [0.72, 0.96, 0.87]}
 
 
-WIDER = ("widening one KV head's feed-forward network has no consistent effect: seed for seed, its loss ends lower "
-         "in some seeds and higher in others, neither in more than 70% of them")
-
-
 def _claims(results, claims):
     return {claim.claim: bool(claim.holds) for claim in claims(results)}
 
@@ -90,20 +86,30 @@ def test_block_claims_hold_on_the_chapter_s_numbers_and_fail_otherwise():
     big_rmsnorm = dict(GOOD, **{"+ RMSNorm": [1.1, 1.1, 1.1]})
     held = _claims(_results(**big_rmsnorm), block_claims)
     assert not held["RMSNorm, SwiGLU, GELU and dropping the biases each move the median loss by less than 0.15"]
+    # one seed where dropping the biases moves the loss by more than half of RoPE's gain there: the medians
+    # barely move, the seed-for-seed bound goes
+    one_seed = dict(GOOD, **{"+ no biases": [1.34, 1.27, 1.64], "+ RoPE": [0.83, 0.64, 1.13]})
+    held = _claims(_results(**one_seed), block_claims)
+    assert held["RMSNorm, SwiGLU, GELU and dropping the biases each move the median loss by less than 0.15"]
+    assert not held[SHARE]
+
+
+SHARE = ("seed for seed, each of those changes moves the loss by less than half of what RoPE gains in the same seed "
+         "(on Llama's path and alone)")
+
+
+def test_the_seed_for_seed_bound_is_judged_against_the_smaller_of_ropes_two_gains():
+    assert _claims(_results(**GOOD), block_claims)[SHARE]
+    # RoPE alone on the 2017 block gains little in seed 1 (0.14): the biases' 0.13 there is then over half of it
+    weak_control = dict(GOOD, **{"2017 block + RoPE": [0.83, 1.24, 0.87]})
+    assert not _claims(_results(**weak_control), block_claims)[SHARE]
 
 
 def test_kv_head_claims_hold_and_fail():
     assert all(_claims(_results(**GOOD), kv_head_claims).values())
-    one_seed_better = dict(GOOD, **{"1 KV head": [0.93, 0.63, 0.93]})  # above four's median, not seed for seed
+    one_seed_better = dict(GOOD, **{"1 KV head": [0.93, 0.63, 0.93]})  # above four's in 2 of 3: not three in four
     held = _claims(_results(**one_seed_better), kv_head_claims)
-    assert not held["one KV head ends with a higher loss than four in every seed, seed for seed"]
-    closed = dict(GOOD, **{"+ RoPE": [0.83, 0.80, 0.84], "1 KV head, wider FFN": [0.60, 0.61, 0.62]})
-    held = _claims(_results(**closed), kv_head_claims)  # the wider network lowers the loss in every seed
-    assert not held[WIDER]
-    worse = dict(GOOD, **{"1 KV head, wider FFN": [0.95, 0.94, 0.96]})  # ... or raises it in every seed
-    assert not _claims(_results(**worse), kv_head_claims)[WIDER]
-    level = dict(GOOD, **{"2 KV heads": [0.80, 0.70, 0.82]})
-    assert not _claims(_results(**level), kv_head_claims)["two KV heads' median is above four's too"]
+    assert not held["one KV head ends with a higher loss than four in more than three seeds in four, seed for seed"]
     collapsed = dict(GOOD, **{"1 KV head": [1.3, 1.3, 1.3]})
     assert not _claims(_results(**collapsed), kv_head_claims)["4, 2 and 1 KV heads each keep most of RoPE's gain: "
                                                                "medians more than 0.3 below the 2017 block's"]
@@ -126,12 +132,3 @@ def test_generation_times_compares_the_same_tokens():
                                                                   n_positions=32)).eval()
     seconds, same = generation_times(from_transformers(theirs), theirs, torch.tensor([[1, 2, 3]]), 5, repeats=1)
     assert same and set(seconds) == {"ours", "transformers"} and min(seconds.values()) > 0
-
-
-def test_a_nine_to_one_split_is_a_consistent_effect_not_none():
-    ten = {name: (losses * 4)[:10] for name, losses in GOOD.items()}
-    ten["1 KV head"] = [0.93] * 10
-    ten["1 KV head, wider FFN"] = [0.96] + [0.90] * 9  # lower in 9 of 10 seeds
-    assert not _claims(_results(**ten), kv_head_claims)[WIDER]
-    ten["1 KV head, wider FFN"] = [0.96] * 3 + [0.90] * 7  # lower in 7, higher in 3: as the stored seeds
-    assert _claims(_results(**ten), kv_head_claims)[WIDER]

@@ -1,5 +1,5 @@
-"""Chapter 12's "Your turn": RMSNorm by hand, the SwiGLU forward, key-value heads expanded for
-grouped-query attention, and one configuration's KV cache.
+"""Chapter 12's "Your turn": RMSNorm by hand, the SwiGLU forward and Gemma's GELU-gated variant of
+it, key-value heads expanded for grouped-query attention, and one configuration's KV cache.
 
 In the notebook::
 
@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from ..models import RMSNorm
 from .exercise import Exercise, as_number, expects_function, gib_slips
 
-__all__ = ["rms_norm", "swiglu", "expand_kv", "cache_size"]
+__all__ = ["rms_norm", "swiglu", "geglu", "expand_kv", "cache_size"]
 
 
 def _close(got, wanted, tol=1e-5):
@@ -158,6 +158,58 @@ swiglu = Exercise(
     "three matrices in nn.Linear's layout (out, in): x @ W.T applies one. Two of them read x, their results "
     "are multiplied element by element after one passes through F.silu; the third brings the result back to d_model",
     _swiglu_solution,
+)
+
+
+# ----------------------------------------------------------------------------- 2, extended: Gemma's GELU gate
+def _geglu_solution(x, gate_weight, up_weight, down_weight):
+    # SwiGLU with one change: the gate goes through the GELU's tanh approximation, not the SiLU
+    hidden = F.gelu(x @ gate_weight.T, approximate="tanh") * (x @ up_weight.T)  # (N, L, hidden)
+    return hidden @ down_weight.T  # (N, L, d_model)
+
+
+@expects_function("geglu(x, gate_weight, up_weight, down_weight)")
+def _check_geglu(answer):
+    generator = torch.Generator().manual_seed(8)
+    x = 2 * torch.randn(2, 3, 6, generator=generator)  # (N, L, d_model): wide enough for the GELUs' forms to differ
+    gate, up = torch.randn(10, 6, generator=generator), torch.randn(10, 6, generator=generator)  # (hidden, d)
+    down = torch.randn(6, 10, generator=generator)  # (d, hidden)
+    try:
+        got = answer(x.clone(), gate.clone(), up.clone(), down.clone())
+    except RuntimeError as error:
+        if "shapes cannot be multiplied" in str(error):
+            return ("a matrix product failed on the shapes: the weights are in nn.Linear's layout (out, in), "
+                    "as in the SwiGLU exercise")
+        raise
+    if not isinstance(got, torch.Tensor):
+        return f"return a tensor, got {type(got).__name__}"
+    if got.shape != x.shape:
+        return f"the output must have the input's shape {tuple(x.shape)} (N, L, d_model), got {tuple(got.shape)}"
+    if _close(got, _geglu_solution(x, gate, up, down), 1e-4):
+        return None
+
+    def gated(act, a=gate, b=up):
+        return (act(x @ a.T) * (x @ b.T)) @ down.T  # (N, L, d_model)
+    if _close(got, gated(F.silu), 1e-4):
+        return "that is SwiGLU, unchanged: this exercise changes its gate"
+    if _close(got, gated(F.gelu), 1e-4):
+        return ("a GELU gate, but its exact form (the normal distribution's function): Gemma's configuration names "
+                "the approximation GPT-2 computes")
+    if any(_close(got, gated(act, up, gate), 1e-4) for act in (F.gelu, lambda a: F.gelu(a, approximate="tanh"))):
+        return "the GELU acts on the wrong projection: it is the gate that goes through it"
+    if _close(got, gated(torch.sigmoid), 1e-4) or _close(got, gated(F.relu), 1e-4):
+        return "the gate's activation is neither SwiGLU's nor a GELU: this exercise asks for a GELU"
+    if any(_close(got, F.gelu(x @ w.T, approximate="tanh") @ down.T, 1e-4) for w in (gate, up)):
+        return "one of the two projections is missing: the gated one multiplies another, element by element"
+    return "the shape is right, but your numbers differ from a GELU-gated network's with the same three weights"
+
+
+geglu = Exercise(
+    "Gemma's GELU-gated feed-forward network",
+    _check_geglu,
+    "keep your SwiGLU and change the gate's activation alone: F.gelu has two forms, chosen by its approximate "
+    "argument; GPT-2's is the one with a tanh",
+    _geglu_solution,
 )
 
 

@@ -394,7 +394,7 @@ def _mark_changes(columns, reference):
             box.text = "\n".join(line if line in known else f"{MARK} {line}" for line in box.text.split("\n"))
 
 
-def architecture_diagram(model, highlight=(), title=None, changed_from=None):
+def architecture_diagram(model, highlight=(), title=None, changed_from=None, removed=()):
     """Draw ``model``'s architecture bottom to top, its sizes read from it; returns the Figure.
 
     Args:
@@ -404,6 +404,8 @@ def architecture_diagram(model, highlight=(), title=None, changed_from=None):
         title: replaces the default title (the model's class and sizes).
         changed_from: another model of the same kind: each line that its diagram does not have is
             marked with ``MARK`` (what changed, line by line, rather than whole boxes).
+        removed: lines of ``changed_from``'s diagram that ``model``'s drops, named under the diagram
+            (a line missing from one and present in the other: a box that vanished shows nowhere else).
     """
     spec = _spec(model)
     if changed_from is not None and _spec(changed_from, "changed_from") is not spec:
@@ -416,6 +418,16 @@ def architecture_diagram(model, highlight=(), title=None, changed_from=None):
     if unknown:
         raise ValueError(f"highlight must name parts among {', '.join(PARTS)}, got {sorted(unknown)}")
     columns, links, sides, default_title = spec(model)
+    if isinstance(removed, str):
+        removed = (removed,)
+    if removed:
+        if changed_from is None:
+            raise ValueError("removed names lines of changed_from's diagram: pass changed_from too")
+        before = {line for column in spec(changed_from)[0] for box in column for line in box.text.split("\n")}
+        after = {line for column in columns for box in column for line in box.text.split("\n")}
+        wrong = [line for line in removed if line not in before - after]
+        if wrong:
+            raise ValueError(f"removed must be lines of changed_from's diagram that model's does not have, got {wrong}")
     if changed_from is not None:
         _mark_changes(columns, spec(changed_from)[0])
 
@@ -457,6 +469,7 @@ def architecture_diagram(model, highlight=(), title=None, changed_from=None):
         handles.append(Patch(facecolor=HIGHLIGHT, edgecolor="black", label="built in this chapter"))
     if changed_from is not None:
         handles.append(Patch(facecolor="none", edgecolor="none", label=f"{MARK} a line that changed"))
+    handles += [Patch(facecolor="none", edgecolor="none", label=f"removed: {line}") for line in removed]
     if handles:
         fig.legend(handles=handles, loc="outside lower center", ncols=len(handles), fontsize=8, frameon=False)
     ax.set_title(title if title is not None else default_title, fontsize=10)

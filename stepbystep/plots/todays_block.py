@@ -9,11 +9,12 @@ from .seed_study import _check_results, _draw_seed_dots
 __all__ = ["block_study", "prefill_decode", "kv_cache_memory"]
 
 
-def block_study(results, metrics=("validation loss", "token accuracy"), groups=None):
+def block_study(results, metrics=("validation loss", "token accuracy"), groups=None, seeds=None):
     """One panel per measure, one above the other: each variant's seeds as dots, the median as a bar. ``results``
     ``{variant: tensor (seeds, len(metrics))}``, as ``experiments.block_study`` returns; ``groups``
     ``{label: variants}`` gives each group one colour, named in a legend (a variant in no group is grey).
-    Returns the Figure."""
+    ``seeds``, a phrase such as
+    ``"the ten stored seeds (0 to 9)"``, opens the title. Returns the Figure."""
     _check_results(results)
     groups = groups or {}
     palette = {variant: f"C{index}" for index, members in enumerate(groups.values()) for variant in members}
@@ -31,7 +32,8 @@ def block_study(results, metrics=("validation loss", "token accuracy"), groups=N
     handles = [Patch(color=f"C{index}", alpha=0.6, label=label) for index, label in enumerate(groups)]
     if handles:
         fig.legend(handles=handles, loc="outside lower center", ncol=len(handles), fontsize=9, frameon=False)
-    fig.suptitle("each seed (dots), the median (bar); the same recipe for every variant", fontsize=10)
+    what = "each seed (dots), the median (bar); the same recipe for every variant"
+    fig.suptitle(f"{seeds}: {what}" if seeds else what, fontsize=10)
     return fig
 
 
