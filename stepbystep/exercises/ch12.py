@@ -108,23 +108,38 @@ def _swiglu_solution(x, gate_weight, up_weight, down_weight):
     return hidden @ down_weight.T  # (N, L, d_model)
 
 
-@expects_function("swiglu(x, gate_weight, up_weight, down_weight)")
-def _check_swiglu(answer):
-    generator = torch.Generator().manual_seed(7)
-    x = torch.randn(2, 3, 6, generator=generator)  # (N, L, d_model)
+def _gated_case(seed, scale=1.0):
+    """A batch ``(2, 3, 6)`` times ``scale`` and three weights in nn.Linear's layout for the gated checkers."""
+    generator = torch.Generator().manual_seed(seed)
+    x = scale * torch.randn(2, 3, 6, generator=generator)  # (N, L, d_model)
     gate, up = torch.randn(10, 6, generator=generator), torch.randn(10, 6, generator=generator)  # (hidden, d)
     down = torch.randn(6, 10, generator=generator)  # (d, hidden)
+    return x, gate, up, down
+
+
+def _run_gated(answer, x, gate, up, down, layout_note):
+    """A learner's gated network on the case: ``(output, None)``, or ``(None, message)`` when a product fails
+    on the shapes, the result is not a tensor or its shape is not the input's."""
     try:
         got = answer(x.clone(), gate.clone(), up.clone(), down.clone())
     except RuntimeError as error:
         if "shapes cannot be multiplied" in str(error):
-            return ("a matrix product failed on the shapes: the weights are in nn.Linear's layout (out, in), "
-                    "so a vector cannot multiply them as they are")
+            return None, ("a matrix product failed on the shapes: the weights are in nn.Linear's layout "
+                          f"(out, in), {layout_note}")
         raise
     if not isinstance(got, torch.Tensor):
-        return f"return a tensor, got {type(got).__name__}"
+        return None, f"return a tensor, got {type(got).__name__}"
     if got.shape != x.shape:
-        return f"the output must have the input's shape {tuple(x.shape)} (N, L, d_model), got {tuple(got.shape)}"
+        return None, f"the output must have the input's shape {tuple(x.shape)} (N, L, d_model), got {tuple(got.shape)}"
+    return got, None
+
+
+@expects_function("swiglu(x, gate_weight, up_weight, down_weight)")
+def _check_swiglu(answer):
+    x, gate, up, down = _gated_case(7)
+    got, message = _run_gated(answer, x, gate, up, down, "so a vector cannot multiply them as they are")
+    if message:
+        return message
     if _close(got, _swiglu_solution(x, gate, up, down), 1e-4):
         return None
     if _close(got, _swiglu_solution(x, up, gate, down), 1e-4):
@@ -170,21 +185,10 @@ def _geglu_solution(x, gate_weight, up_weight, down_weight):
 
 @expects_function("geglu(x, gate_weight, up_weight, down_weight)")
 def _check_geglu(answer):
-    generator = torch.Generator().manual_seed(8)
-    x = 2 * torch.randn(2, 3, 6, generator=generator)  # (N, L, d_model): wide enough for the GELUs' forms to differ
-    gate, up = torch.randn(10, 6, generator=generator), torch.randn(10, 6, generator=generator)  # (hidden, d)
-    down = torch.randn(6, 10, generator=generator)  # (d, hidden)
-    try:
-        got = answer(x.clone(), gate.clone(), up.clone(), down.clone())
-    except RuntimeError as error:
-        if "shapes cannot be multiplied" in str(error):
-            return ("a matrix product failed on the shapes: the weights are in nn.Linear's layout (out, in), "
-                    "as in the SwiGLU exercise")
-        raise
-    if not isinstance(got, torch.Tensor):
-        return f"return a tensor, got {type(got).__name__}"
-    if got.shape != x.shape:
-        return f"the output must have the input's shape {tuple(x.shape)} (N, L, d_model), got {tuple(got.shape)}"
+    x, gate, up, down = _gated_case(8, scale=2.0)  # inputs wide enough for the GELUs' two forms to differ
+    got, message = _run_gated(answer, x, gate, up, down, "as in the SwiGLU exercise")
+    if message:
+        return message
     if _close(got, _geglu_solution(x, gate, up, down), 1e-4):
         return None
 
