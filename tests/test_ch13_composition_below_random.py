@@ -7,14 +7,14 @@ BELOW = "while its queries and its values read it less than two random matrices 
 
 
 def _composition(queries, values):
-    composition = torch.full((2, 3, 2, 2), 0.1)  # (seeds, q/k/v, H0, H1)
+    composition = torch.full((3, 3, 2, 2), 0.1)  # (seeds, q/k/v, H0, H1)
     composition[:, 0, 0], composition[:, 1, 0], composition[:, 2, 0] = queries, 0.3, values
-    return composition, torch.tensor([[True, False], [True, False]])
+    return composition, torch.tensor([[True, False]] * 3)
 
 
 def test_queries_and_values_below_random_hold_and_fail_where_they_should():
     def held(queries, values):
-        claims = k_composition_claims(*_composition(queries, values), torch.tensor([0.9, 0.8]), d_model=64)
+        claims = k_composition_claims(*_composition(queries, values), torch.tensor([0.9, 0.8, 0.85]), d_model=64)
         return {c.claim: bool(c.holds) for c in claims}[BELOW]
 
     assert held(0.1, 0.1)

@@ -30,14 +30,14 @@ def test_the_other_heads_control_fails_on_a_large_move_either_way():
     baseline = torch.tensor([0.3, 0.4, 0.5])
     groups = {"previous-token heads off": baseline + 1.5, "induction heads off": torch.full((3,), 3.4)}
     name = "with the other layer-0 heads switched off by zeroing, it rises by less than 0.1 and falls by less than " \
-           "0.25 in every seed that has any (3 seeds at least)"
+           "0.25 in every seed that has any (two seeds in three at least)"
     for change, holds in ((0.0, True), (-0.2, True), (0.05, True), (0.15, False), (-0.3, False)):
         claims = group_claims(baseline, dict(groups, **{"other layer-0 heads off": baseline + change}), 3.47)
         assert {c.claim: bool(c.holds) for c in claims}[name] is holds, change
 
 
 def test_the_dependence_control_is_two_sided():
-    best = torch.tensor([0.9, 0.95, 0.92])  # three seeds: the control counts on 3 at least
+    best = torch.tensor([0.9, 0.95, 0.92])  # three seeds, each with a control
     without_previous = torch.tensor([0.2, 0.3, 0.25])
     assert all(c.holds for c in dependence_claims(best, without_previous, best - 0.05))
     assert not dependence_claims(best, without_previous, best - 0.15)[1].holds  # falls

@@ -36,7 +36,7 @@ from stepbystep.interpret import ablate_heads, head_scores
 from induction_runs import with_run
 
 OTHERS = ("with the other layer-0 heads switched off by zeroing, it rises by less than 0.1 and falls by less than "
-          "0.25 in every seed that has any (3 seeds at least)")
+          "0.25 in every seed that has any (two seeds in three at least)")
 
 
 def _global_hooks():

@@ -1,14 +1,19 @@
 """Chapter 13's exercise 4 asks for the smallest set of layer-0 heads that breaks copying, and checks it."""
+import itertools
+
 from stepbystep.exercises import ch13
 from stepbystep.interpret import head_scores
 
 
-def test_the_check_seed_needs_three_heads_one_of_them_scoring_below_half():
+def test_the_check_seed_has_one_smallest_set_that_a_cut_off_at_half_misses():
     model, ids = ch13._trained_model()
     needed = ch13._breaking_solution(model, ids)
     scores = head_scores(model, ids)[0][0]  # (4,): layer 0's previous-token scores
-    assert len(needed) == 3
+    assert len(needed) == 2
     assert min(scores[head].item() for _, head in needed) < 0.5  # a cut-off at 0.5 would miss it
+    smallest = [heads for heads in itertools.combinations(range(4), len(needed))
+                if ch13._breaks(model, ids, [(0, head) for head in heads])]
+    assert len(smallest) == 1  # one right answer, not two
     assert ch13.breaking_heads.check(lambda m, i: needed)
 
 

@@ -196,7 +196,8 @@ stripe = Exercise(
 
 
 # ----------------------------------------------------------------------------- 4. which heads break copying
-CHECK_SEED = 24  # a seed the chapter does not show
+CHECK_SEED = 85  # a seed the chapter does not show, whose only smallest set holds a head scoring below 0.5,
+# every other set within no less than 0.15 of the line, at one thread and at two
 
 
 @functools.lru_cache(maxsize=1)

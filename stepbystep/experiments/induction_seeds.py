@@ -46,6 +46,7 @@ from .induction import (
     composition_claims,
     copying_claims,
     drop_step,
+    enough_controls,
     first_half_claims,
     first_half_loss,
     first_half_losses,
@@ -273,12 +274,6 @@ def to_json(study):
     return head + ', "runs": [\n' + ",\n".join(json.dumps(_rounded(run)) for run in study["runs"]) + "\n]}\n"
 
 
-if __name__ == "__main__":
-    for path, threads in ((RESULTS, 1), (RESULTS_DEFAULT_THREADS, None)):
-        path.write_text(to_json(induction_seeds(threads=threads)))
-        print(f"wrote {path}")
-
-
 def early_rise_claims(probe_steps, previous, induction, layer0_off, drops, lead=30):
     """The induction score's rise before the drop: what layer 1 finds alone (layer 0 off) stays low, and
     ``lead`` steps before the drop the intact score is already above it while no layer-0 head yet reads
@@ -312,7 +307,7 @@ def dependence_claims(best, without_previous, without_others):
     """The induction heads' attention needs the previous-token heads and not the other layer-0 heads:
     ``(seeds,)`` each, the best layer-1 induction score intact, with the previous-token heads off and
     with the other layer-0 heads off (NaN in a seed that has none: the control counts where it exists,
-    on 3 seeds at least)."""
+    ``enough_controls``)."""
     control = ~without_others.isnan()  # (seeds,)
     moved = (without_others - best)[control]  # (control seeds,)
     kept = without_previous / best  # (seeds,)
@@ -320,9 +315,9 @@ def dependence_claims(best, without_previous, without_others):
         Claim(bool((kept < 0.6).all()) and kept.median() < 0.4,
               "with the previous-token heads off, every seed's best induction score falls below 60% of its value "
               "(below 40% in the median seed)", kept),
-        Claim(int(control.sum()) >= 3 and bool((moved.abs() < 0.1).all()),
+        Claim(enough_controls(control) and bool((moved.abs() < 0.1).all()),
               "with the other layer-0 heads off, it stays within 0.1 of its value, up or down, in every seed that "
-              "has any (3 seeds at least)", (moved, f"{int(control.sum())} of {len(control)} seeds have other "
+              "has any (two seeds in three at least)", (moved, f"{int(control.sum())} of {len(control)} seeds have other "
                                                     "layer-0 heads")),
     ]
 
@@ -350,17 +345,33 @@ def needed_claims(previous, needed):
 
 def k_composition_claims(composition, in_previous, qk_diagonal, d_model):
     """From the weights: layer 1's keys read the previous-token heads more than its queries and values do,
-    and more than random matrices would, its queries and values less; and the QK circuit prefers the key after the query's own token. ``composition`` ``(seeds, 3, H0, H1)``,
-    ``in_previous`` ``(seeds, H0)``, ``qk_diagonal`` ``(seeds,)`` (``qk_diagonal`` of each seed's best pair)."""
+    more than random matrices would, and more than they read the other layer-0 heads; its queries and
+    values read them less than random matrices would, and (in the median seed) less than the other
+    layer-0 heads, which its queries too read less than random; and the QK circuit prefers the key after
+    the query's own token. ``composition`` ``(seeds, 3, H0, H1)``, ``in_previous`` ``(seeds, H0)``,
+    ``qk_diagonal`` ``(seeds,)`` (``qk_diagonal`` of each seed's best pair)."""
+    random = 1 / d_model ** 0.5
     read = torch.stack([c[:, mine].mean(dim=(1, 2)) for c, mine in zip(composition, in_previous)])  # (seeds, 3)
+    # (seeds, 3): the same for the other layer-0 heads, NaN in a seed that has none
+    others = torch.stack([c[:, ~mine].mean(dim=(1, 2)) for c, mine in zip(composition, in_previous)])
     queries, keys, values = read.unbind(dim=1)  # (seeds,) each
+    control = ~others[:, 0].isnan()  # (seeds,)
+    other_queries, other_keys, other_values = others[control].unbind(dim=1)  # (control seeds,) each
     return [
         Claim(bool(((keys > queries) & (keys > values)).all()), "in every seed layer 1's keys read the "
               "previous-token heads' output more than its queries and its values do", read),
-        Claim(bool((keys > 1.5 / d_model ** 0.5).all()), "and over 1.5 times as much as two random matrices would",
+        Claim(bool((keys > 1.5 * random).all()), "and over 1.5 times as much as two random matrices would",
               keys),
-        Claim(bool(((queries < 1 / d_model ** 0.5) & (values < 1 / d_model ** 0.5)).all()),
+        Claim(enough_controls(control) and bool((keys[control] > other_keys).all()),
+              "and more than they read the other layer-0 heads, in every seed that has any (two seeds in three at least)",
+              (keys[control], other_keys)),
+        Claim(bool(((queries < random) & (values < random)).all()),
               "while its queries and its values read it less than two random matrices would", (queries, values)),
+        Claim(bool(other_queries.median() < random), "its queries read the other layer-0 heads less than random "
+              "matrices would too, in the median seed", other_queries),
+        Claim(bool((other_queries - queries[control]).median() > 0 and (other_values - values[control]).median() > 0),
+              "and its queries and its values read the previous-token heads less than the other layer-0 heads, in "
+              "the median seed", (other_queries - queries[control], other_values - values[control])),
         Claim(bool((qk_diagonal >= 0.75).all()), "in every seed the best pair's QK circuit scores the key after the "
               "query's own token highest for at least 3 tokens in 4", qk_diagonal),
     ]
@@ -424,3 +435,9 @@ def study_claims(study):
             + seen_bet_claims(*(tensor("seen_token_mass", key) for key in ("mass", "share", "one_layer")))
             + fixed_length_claims(*({key: tensor("fixed_length", length, key) for key in ("repeat", "induction")}
                                     for length in (str(TEST_LENGTH), "8")), log_v))
+
+
+if __name__ == "__main__":
+    for path, threads in ((RESULTS, 1), (RESULTS_DEFAULT_THREADS, None)):
+        path.write_text(to_json(induction_seeds(threads=threads)))
+        print(f"wrote {path}")
