@@ -320,7 +320,8 @@ expect_all(block_claims(stored) + position_claims(stored))
 # 39, of every variant, run the same way on another machine (an AVX2 processor, at one thread)
 # and stored beside them (`python -m stepbystep.experiments.todays_block_seeds fresh`). With ten
 # comparisons read at once (these seven, and three on the KV heads below), we call a result
-# **settled** only where chance gives its split less than one time in a hundred, both on the
+# **settled** only where chance gives its split less than one time in a hundred (so that among
+# ten, one settled by chance alone turns up less than one time in ten), both on the
 # thirty seeds it was not read from and over all forty; a split that passes one of the two is a
 # **lean**:
 
@@ -339,7 +340,8 @@ expect_all(paired_claims(stored, fresh) + block_claims(fresh) + position_claims(
 # table ends *above* no positions at all in 35 of the forty seeds (9 of the stored ten, 26 of the
 # thirty more), by a median of 0.04 (from 0.08 below to 0.11 above), and their medians lie within
 # 0.1 of each other: in 100 steps the table did not help here, it cost a little, and the thirty
-# more settle that small cost. A learned table of positions helps a little (below no positions in
+# more settle that small cost, though it is small enough that some sets of ten seeds do not show
+# it. A learned table of positions helps a little (below no positions in
 # all forty seeds, and its median below both), RoPE far more: its loss is more than 0.25 below
 # the learned table's in every
 # seed, over twice what the learned table gains over none.
@@ -475,17 +477,17 @@ expect_all(kv_head_claims(stored) + kv_head_claims(fresh) + kv_head_counts(store
 
 # %% [markdown]
 # Multi-query attention costs something here: one KV head ends above four in 38 of the forty
-# seeds, seed for seed (all of the stored ten, 28 of the thirty more), by a median of 0.09: settled.
-# Two KV heads end above four in 29 of the forty (8 of the stored ten, 21 of the thirty more), by a
-# median of 0.05; the thirty's split is one that chance gives about one time in 23, so it is a
-# lean, a small cost we do not claim. One KV head also has 10.7% fewer weights, so part of its
-# cost may be the smaller model rather than the sharing. Given those weights back in a wider
-# feed-forward network, it showed no consistent effect: seed for seed, the wider network ended
-# lower than plain one-KV-head in 7 of the stored ten, then in 10 of the thirty more, 17 of the
-# forty (its first three seeds had suggested a clear gain, which is why ten were run, then
-# thirty more). Every count keeps most of RoPE's gain, while the cache shrinks 2× and 4×. At
-# scale the papers above found a small loss for multi-query attention, which grouped-query
-# attention mostly recovers.
+# seeds, seed for seed (all of the stored ten, 28 of the thirty more), by a median of 0.09:
+# settled. Two KV heads end above four in 29 of the forty (8 of the stored ten, 21 of the thirty
+# more), by a median of 0.05; the thirty's split is one that chance gives about one time in 23,
+# so it is a lean, a small cost we do not claim. One KV head also has 10.7% fewer weights, so
+# part of its cost may be the smaller model rather than the sharing. Given those weights back in
+# a wider feed-forward network, it showed no consistent effect: seed for seed, the wider network
+# ended lower than plain one-KV-head in 7 of the stored ten, then in 10 of the thirty more
+# (higher in the other 20), 17 of the forty (its first three seeds had suggested a clear gain,
+# which is why ten were run, then thirty more). Every count keeps most of RoPE's gain, while the
+# cache shrinks 2× and 4×. At scale the papers above found a small loss for multi-query
+# attention, which grouped-query attention mostly recovers.
 #
 # ## What the cache costs
 #
@@ -615,9 +617,11 @@ expect(parts["step"] > 1.25 * parts["narrow step"], "the wide model's step takes
 #
 # PyTorch's default thread count is the one a model runs with unless told otherwise: about the
 # number of cores, unless the environment (`OMP_NUM_THREADS`) sets fewer. The row below runs on
-# one thread per core this process may use (`usable_cores()`), whatever this session's own
-# count, and says how many that was; on a machine with a single core it measures the same thing
-# as the row above, and differs from it by the machine's noise alone.
+# one thread per logical CPU this process may use (`usable_cores()`), whatever this session's
+# own count, and says how many that was (PyTorch's own default counts physical cores, so on a
+# processor that runs two threads per core this row runs twice as many); on a machine with a
+# single core it measures the same thing as the row above, and differs from it by the machine's
+# noise alone.
 #
 # With several threads, the split depends on the machine more. The threads share each product,
 # and a small product is not worth splitting. When the machine is busy with other work, threads
@@ -637,12 +641,12 @@ expect(parts["step"] > 1.25 * parts["narrow step"], "the wide model's step takes
 
 # %% tags=["nbval-ignore-output"]
 cores = usable_cores()
-with torch_threads(cores):  # one thread per core, whatever this session's count; restored after
+with torch_threads(cores):  # one thread per logical CPU, whatever this session's count; restored after
     default_parts = steady_decode_step_parts_ms(wide, narrow, parts, repeats=15, steps=7)
-show_parts(f"one thread per core, {cores} thread{'s' if cores > 1 else ''}", default_parts, prefill=False)
+show_parts(f"one thread per logical CPU, {cores} thread{'s' if cores > 1 else ''}", default_parts, prefill=False)
 
 # %%
-expect(default_parts["step"] > default_parts["narrow step"], "one thread per core: the wide model's decode step "
+expect(default_parts["step"] > default_parts["narrow step"], "one thread per logical CPU: the wide model's decode step "
        "takes longer than the narrow one's", got=default_parts)
 
 # %% [markdown]
@@ -923,17 +927,18 @@ kv_cache_explorer()
 # - **RMSNorm** divides each vector by its root mean square and scales it: no centring, no
 #   shift. **SwiGLU** multiplies a SiLU-gated projection by another; at two thirds of the width
 #   it has the weights of a ReLU network (Llama's rule: `llama_hidden_size`).
-# - On chapter 09's dates (100 steps; 3 seeds here, 40 stored, compared seed for seed),
-#   **RoPE** lowered the loss by more than 0.3 in every seed, alone too; the 2017 block's
-#   sinusoidal table cost a little (above no positions in 35 of the 40 seeds, by a median of
-#   0.04), and a learned table helped a little, RoPE more than 0.25 more in every seed. RMSNorm,
-#   SwiGLU (or GELU) and no biases each moved the loss, seed for seed, by less than half of
-#   RoPE's gain. Of those, SwiGLU in ReLU's place settled a small gain (lower in 33 of 40, 24 of
-#   the 30 seeds run to test the stored ten's 9); GELU at ReLU's width and dropping the biases
-#   lean the same way (27 and 26 of 40), the stored ten going the other way; RMSNorm, 25 of 40,
-#   tells nothing. A settled result here needed a split that chance gives less than one time
-#   in a hundred, on the seeds it was not read from and over all forty. The published gains
-#   (speed, small perplexity gains, stability) are at a scale this chapter does not reach.
+# - On chapter 09's dates (100 steps; 3 seeds here, 40 stored, compared seed for seed), **RoPE**
+#   lowered the loss by more than 0.3 in every seed, alone too; the 2017 block's sinusoidal
+#   table cost a little, too little for every ten seeds to show (above no positions in 35 of the
+#   40 seeds, by a median of 0.04), and a learned table helped a little, RoPE more than 0.25
+#   more in every seed. RMSNorm, SwiGLU (or GELU) and no biases each moved the loss, seed for
+#   seed, by less than half of RoPE's gain. Of those, SwiGLU in ReLU's place settled a small
+#   gain (lower in 33 of 40, 24 of the 30 seeds run to test the stored ten's 9); GELU at ReLU's
+#   width and dropping the biases lean the same way (27 and 26 of 40), the stored ten going the
+#   other way; RMSNorm, 25 of 40, tells nothing. A settled result here needed a split that
+#   chance gives less than one time in a hundred, on the seeds it was not read from and over all
+#   forty. The published gains (speed, small perplexity gains, stability) are at a scale this
+#   chapter does not reach.
 # - **Grouped-query attention** shares each key-value head among a group of query heads
 #   (`n_kv_heads`; 1 is multi-query); the cache holds only the shared heads:
 #   `kv_cache_bytes` = 2 × layers × KV heads × head size × tokens × sequences × bytes,
@@ -944,8 +949,8 @@ kv_cache_explorer()
 #   for each new token. On the 3-million-weight model timed here, at one thread, the same
 #   modules 16 times narrower took more than a quarter of a decode step's time (machinery that
 #   does not shrink with the width), and the bare matrix products from under a fifth to a half.
-#   On one thread per core (PyTorch's default unless the environment sets fewer) the split
-#   depends on the machine and its load; the wide step still takes longer than the narrow one. With no Python at all, one
+#   On one thread per logical CPU (about PyTorch's default) the split depends on the machine
+#   and its load; the wide step still takes longer than the narrow one. With no Python at all, one
 #   large matrix loaded for one vector costs several times more per vector than for 256, and per
 #   weight more when it comes from main memory rather than a cache. On an accelerator this makes decode
 #   limited by memory bandwidth at small batch sizes (about $B$ operations per weight byte for a

@@ -96,8 +96,9 @@ def torch_threads(n_threads):
 
 
 def usable_cores():
-    """How many cores this process may run on: its CPU affinity where the system reports one, else every
-    core. PyTorch starts with about this many threads unless the environment (``OMP_NUM_THREADS``) sets fewer."""
+    """How many logical CPUs this process may run on: its CPU affinity where the system reports one, else
+    every logical CPU. PyTorch's own default counts physical cores: half this on a processor that runs two
+    threads per core."""
     if hasattr(os, "sched_getaffinity"):
         return len(os.sched_getaffinity(0))
     return os.cpu_count() or 1
