@@ -84,6 +84,12 @@ def _percent(logits, targets, pad_id):
     return 100 * _masked_accuracy_solution(logits, targets, pad_id)
 
 
+def _mean_right_probability(logits, targets, pad_id):
+    keep = targets != pad_id  # (N, L): the real tokens
+    right = logits.softmax(dim=-1).gather(-1, targets.unsqueeze(-1)).squeeze(-1)  # (N, L): p(right token)
+    return (right[keep].mean()).item()
+
+
 def _eos_not_graded(logits, targets, pad_id):
     keep = (targets != pad_id) & (targets != EOS)  # (N, L): <eos> left out as if it were padding
     return (((logits.argmax(-1) == targets) & keep).sum() / keep.sum()).item()
@@ -134,6 +140,8 @@ def _check_masked_accuracy(answer):
                           "of the task: only the padded positions are not graded"),
         (_floor_divided, "a whole number: the two counts are integers, and dividing them with // rounds "
                          "the share down"),
+        (_mean_right_probability, "the mean probability the model gives the right token: an accuracy counts "
+                                  "the graded positions where the most likely token is the right one"),
     ]:
         if matches(mistake):
             return f"you got {gots[0]:.3f} on the first batch, {message}"
@@ -416,6 +424,15 @@ def _beam_cases():
     ]
 
 
+def _finished_other_token(got, expected, finished):
+    """Whether ``got`` differs from ``expected`` (both as ``_as_candidates`` returns them) only in the token
+    that finished beams go on with: the right totals and beams, another token than <pad>."""
+    if [(s, b) for s, b, _ in got] != [(s, b) for s, b, _ in expected]:
+        return False
+    wrong = [b for (_, b, t), (_, _, want) in zip(got, expected) if t != want]
+    return bool(wrong) and all(0 <= b < len(finished) and bool(finished[b]) for b in wrong)
+
+
 def _as_candidates(value):
     """``(scores, beam_index, token)`` -> sorted list of (round(score, 4), beam, token), or a problem string."""
     if not isinstance(value, (tuple, list)) or len(value) != 3:
@@ -477,6 +494,9 @@ def _check_beam_step(answer):
         if _as_candidates(_multiplied(*arguments)) == got:
             return (f"on {description}: each candidate was scored by the beam's score times the new token's "
                     "log-probability, but the log-probabilities of a sequence's tokens add up")
+        if _finished_other_token(got, expected, finished):
+            return (f"on {description}: the right totals and beams, but a finished beam went on with another token "
+                    "than <pad> (id 0): once a beam has written <eos>, only padding follows")
         if [score for score, _, _ in got] == [score for score, _, _ in expected]:
             return (f"on {description}: the right totals, but the beam index or the token returned with them "
                     "does not belong to that candidate. How are the B·V totals laid out when flattened, and "
