@@ -63,7 +63,7 @@ from stepbystep.experiments.embedding_scale import (
     ratio_claims,
     stored_claims,
 )
-from stepbystep.experiments.beam_seeds import beam_claims, beam_comparison, beam_lines, load_beam_seeds
+from stepbystep.experiments.beam_seeds import beam_claims, beam_comparison, beam_lines, length_claims, load_beam_seeds
 from stepbystep.experiments.warmup_seeds import load_warmup_seeds, warmup_claims, warmup_lines
 from stepbystep.experiments.word_reversal import (
     PADDINGS,
@@ -817,7 +817,8 @@ expect_all(warmup_claims(warmup_study))
 # count printed under the runs above says how many of them; of the fourteen stored, eight
 # failed, and the six others reversed from 60% to 99% of the words. A run that fails ends with a
 # validation loss many times that of a run that learned, but below the loss of a uniform guess:
-# it learned something about the letters, and few whole words (none to 36% of them, all but one
+# it learned something about the letters, and few whole words (in the eight stored failures,
+# none to 36% of them, all but one
 # under 7%). Fourteen seeds cannot say exactly how often a run without warm-up fails, only that
 # it often does while no warm-up run did. What a warm-up buys here is safety in the first steps:
 # without it, whether a run at this learning rate learns the task within these three epochs is
@@ -893,13 +894,13 @@ fig = plots.beam_tree(toy_model, beam_width=2, n_steps=3)
 # penalty** $lp(Y) = (5 + |Y|)^\alpha / 6^\alpha$ (and add a coverage penalty, which we leave
 # out); the package uses the simpler $|Y|^\alpha$ as its `length_penalty` $\alpha$. We keep
 # $\alpha = 0$ here: the right length is the source's, which a model that learned the task reads
-# off it; the counts below say how often the beam's output came out shorter anyway. A beam costs
-# $B$ times the work of greedy decoding, so we compare the two on the first 250 validation
-# words. Our word model writes almost every word right, so the two decoders would hardly ever
-# disagree; a search can only matter for a model that is not sure. We take two from the warm-up
-# comparison: first the worst seed without warm-up, which failed if either of the two did (the
-# first line below says) and is then unsure about almost every word; then the runs with warm-up
-# stopped after epoch 2 of 3, which mostly work: most words right, not all.
+# off it; the counts below say how often each decoder's output came out shorter than the right
+# word anyway. A beam costs $B$ times the work of greedy decoding, so we compare the two on the
+# first 250 validation words. Our word model writes almost every word right, so the two decoders
+# would hardly ever disagree; a search can only matter for a model that is not sure. We take two
+# from the warm-up comparison: first the worst seed without warm-up, which failed if either of
+# the two did (the first line below says) and is then unsure about almost every word; then the
+# runs with warm-up stopped after epoch 2 of 3, which mostly work: most words right, not all.
 
 # %% tags=["nbval-ignore-output"]
 worst_seed = min(warmup_seeds, key=lambda seed: warmup_runs["without"][seed][1])
@@ -919,9 +920,12 @@ print(f"exact match on {n_beam} words: greedy {beam_exact['greedy']:.2%}, beam s
 beam_lower = int((beam_scores < greedy_scores - 1e-4).sum())  # words where the beam's output is the less likely
 differ = [i for i in range(n_beam) if vocab.decode(beam_greedy[i]) != vocab.decode(word_beam[i])]
 print(f"words where the two decoders disagree: {len(differ)}; the beam's output is the less likely one on {beam_lower}")
-beam_shorter = sum(len(vocab.decode(word_beam[i])) < len(vocab.decode(beam_greedy[i])) for i in differ)
-print(f"  of which the beam's output is shorter than greedy's: {beam_shorter}")
-unsure_run = dict(beam_exact, differ=len(differ), beam_less_likely=beam_lower, beam_shorter=beam_shorter, words=n_beam)
+right_lengths = [len(vocab.decode(ids)) for ids in beam_target_out]  # the right words' lengths
+too_short = {name: sum(len(vocab.decode(ids)) < n for ids, n in zip(outputs, right_lengths))
+             for name, outputs in (("greedy", beam_greedy), ("beam", word_beam))}
+print(f"outputs shorter than the right word: greedy's {too_short['greedy']}, the beam's {too_short['beam']}")
+unsure_run = dict(beam_exact, differ=len(differ), beam_less_likely=beam_lower, greedy_too_short=too_short["greedy"],
+                  beam_too_short=too_short["beam"], words=n_beam)
 for i in differ[:6]:
     print(f"  {word_val[i][0]:>12}: greedy {vocab.decode(beam_greedy[i]):>12} ({greedy_scores[i]:6.2f}), "
           f"beam {vocab.decode(word_beam[i]):>12} ({beam_scores[i]:6.2f}), right: {word_val[i][1]}")
@@ -931,18 +935,18 @@ expect(len(differ) > 0, "on this model the two decoders disagree on some words",
 
 # %% [markdown]
 # The numbers in brackets are each output's log-probability under the model. Where the two
-# disagree, the beam's output is the one the model itself scores higher on most words (the
-# count of words where it is the less likely one is printed above; the three models of this
-# section are checked together below), which is the point of searching. It is not guaranteed:
-# greedy's first token is always in the beam, but at a later step $B$ other prefixes may
-# outscore greedy's and push it out; if their continuations then turn out unsure while greedy's
-# would have been sure, greedy ends with the more likely output. With $\alpha = 0$ an `<eos>`
-# written early ends the sum of negative terms, a bias towards short outputs that a length
-# penalty counters; the count printed above of the words where the beam's output is shorter
-# than greedy's says how much it shows here. Whether the output is also *right* depends on the
+# disagree, the beam's output is the one the model itself scores higher on most words (the count
+# of words where it is the less likely one is printed above; the three models of this section
+# are checked together below), which is the point of searching. It is not guaranteed: greedy's
+# first token is always in the beam, but at a later step $B$ other prefixes may outscore
+# greedy's and push it out; if their continuations then turn out unsure while greedy's would
+# have been sure, greedy ends with the more likely output. With $\alpha = 0$ an `<eos>` written
+# early ends the sum of negative terms, a bias towards short outputs that a length penalty
+# counters; the counts printed above of the outputs shorter than the right word, greedy's and
+# the beam's, say how much it shows here. Whether the output is also *right* depends on the
 # model: a search can only find what the model scores highest, and a model that never learned
-# the task (as the worst seed's, when it failed) gets few words right with either decoder.
-# A search cannot fix a bad model.
+# the task (as the worst seed's, when it failed) gets few words right with either decoder. A
+# search cannot fix a bad model.
 #
 # And a model that mostly works? The copies that the warm-up runs kept after epoch 2 of their 3,
 # one per seed, on the same 250 words:
@@ -951,8 +955,8 @@ expect(len(differ) > 0, "on this model the two decoders disagree on some words",
 half_runs = {seed: beam_comparison(warmup_models["with warm-up", seed][2]) for seed in warmup_seeds}  # after epoch 2
 for seed, run in half_runs.items():
     print(f"seed {seed}, after epoch 2: exact match greedy {run['greedy']:.1%}, beam (B=4) {run['beam']:.1%}; outputs "
-          f"differ on {run['differ']} word(s), the beam's less likely on {run['beam_less_likely']}, shorter on "
-          f"{run['beam_shorter']}")
+          f"differ on {run['differ']} word(s), the beam's less likely on {run['beam_less_likely']}; shorter than the "
+          f"right word: greedy's {run['greedy_too_short']}, the beam's {run['beam_too_short']}")
 
 # %%
 expect_all(beam_claims(list(half_runs.values()), [unsure_run]))  # the epoch-2 copies, and the worst run without
@@ -961,15 +965,18 @@ expect_all(beam_claims(list(half_runs.values()), [unsure_run]))  # the epoch-2 c
 # Two seeds and one failed run are few. `python -m stepbystep.experiments.beam_seeds` made the
 # same comparisons under the models of the fourteen seeds of the warm-up study: each seed's run
 # with the warm-up stopped after epoch 2, and its run without the warm-up, at one thread and at
-# two (a second thread adds its sums in another order, so a run can end elsewhere):
+# two (a second thread adds its sums in another order, so a run can end elsewhere: seed 8's run
+# without warm-up, 63% of these words right at one thread, failed at two, with 18%; which runs
+# fail is left to chance down to the order of a sum):
 
 # %%
 beam_study = load_beam_seeds()  # {threads: {"epoch 2 with warm-up" | "without warm-up": [one dict per seed]}}
 print("\n".join(beam_lines(beam_study)))
 
 # %%
-expect_all(beam_claims([run for runs in beam_study.values() for run in runs["epoch 2 with warm-up"]],
-                       [run for runs in beam_study.values() for run in runs["without warm-up"]]))
+stored_half = [run for runs in beam_study.values() for run in runs["epoch 2 with warm-up"]]  # 28 models
+stored_unsure = [run for runs in beam_study.values() for run in runs["without warm-up"]]  # 28 models
+expect_all(beam_claims(stored_half, stored_unsure) + length_claims(stored_half, stored_unsure))
 
 # %% [markdown]
 # After epoch 2 the models get most words right but not all, and a beam of 4 changes that by a
@@ -978,11 +985,13 @@ expect_all(beam_claims([run for runs in beam_study.values() for run in runs["epo
 # lost at most 0.4). It can only change the words where the two outputs differ, and the counts
 # printed above show how few those are. By the model's own scores the beam is rarely behind:
 # under every model here and stored, its output is the less likely one on under 5% of the 250
-# words (at most 2), and where the two outputs differ it is the more likely one on almost all of
-# them. That is a count over these models and one set of words, not a guarantee; the toy model
-# below shows a case where greedy wins. The bias towards short outputs barely shows: where the
-# outputs differ, the beam's was shorter on a few dozen of over a thousand words, and nearly all
-# of those under the runs that failed. Under every run that failed, the beam failed too (the
+# words (at most 2 in the stored runs), and where the two outputs differ it is the more likely
+# one on almost all of them. That is a count over these models and one set of words, not a
+# guarantee; the toy model below shows a case where greedy wins. The bias towards short outputs
+# shows where the model is unsure: under the runs that failed, the beam's outputs fell short of
+# the right word more often than greedy's (96 against 73 at one thread, 104 against 75 at two),
+# while under every epoch-2 copy greedy's fell short on under 5% of the words (at most 7 of 250)
+# and the beam's on no more. Under every run that failed, the beam failed too (the
 # best of them, 38% of the words, was a run greedy scored at 34%). On this task, with one right
 # answer, a search adds little to a model that mostly works, and cannot rescue one that failed.
 # Chapter 08's exercise 5 tries a beam on the long dates its model gets wrong.
@@ -1065,14 +1074,15 @@ for text in ["", "a" * 20]:
 # - **Warm-up**: a torch scheduler (`warmup_cosine`, a `LambdaLR`), stepped after every
 #   batch with `set_lr_scheduler(..., interval='batch')`: a schedule counts its own
 #   `scheduler.step()` calls. At a learning rate of 0.01, every seed learned with it; without
-#   it, some seeds failed (eight of the fourteen we stored).
+#   it, some seeds failed (eight of the fourteen we stored, at one thread).
 # - **Greedy decoding** takes the best token at each step; **beam search** (Sutskever et al.
-#   2014) keeps the $B$ best partial outputs. Under each of our word models (three here, 56
-#   stored) its output was less likely than greedy's on under 5% of the words, but it is not
-#   guaranteed to be at least as likely: it may drop greedy's path early. A length penalty (Wu
-#   et al. 2016) keeps the sum of log-probabilities from favouring short outputs. On the word
-#   task a beam changed what a half-trained model got right by less than 5 points up and 2 down:
-#   a search finds what the model scores highest, it does not make the model better.
+#   2014) keeps the $B$ best partial outputs. Under each of our word models (three here; 28
+#   stored, each trained at one and at two threads) its output was less likely than greedy's on
+#   under 5% of the words, but it is not guaranteed to be at least as likely: it may drop
+#   greedy's path early. A length penalty (Wu et al. 2016) keeps the sum of log-probabilities
+#   from favouring short outputs. On the word task a beam changed what a half-trained model got
+#   right by less than 5 points up and 2 down: a search finds what the model scores highest, it
+#   does not make the model better.
 # - **Masked accuracy** grades tokens under teacher forcing; **exact match** grades whole
 #   outputs as the model writes them.
 

@@ -9,6 +9,7 @@ from stepbystep.experiments.beam_seeds import (
     beam_claims,
     beam_comparison,
     beam_lines,
+    length_claims,
     load_beam_environment,
     load_beam_seeds,
 )
@@ -32,8 +33,9 @@ def test_the_stored_study_has_every_seed_at_one_and_two_threads(study):
         assert set(runs) == set(KINDS)
         for kind in KINDS:
             assert [run["seed"] for run in runs[kind]] == list(SEEDS)
-            assert all(run["words"] == N_WORDS and 0 <= run["beam_shorter"] <= run["differ"] <= N_WORDS
-                       and run["beam_less_likely"] <= run["differ"] for run in runs[kind])
+            assert all(run["words"] == N_WORDS and run["beam_less_likely"] <= run["differ"] <= N_WORDS
+                       and 0 <= run["greedy_too_short"] <= N_WORDS and 0 <= run["beam_too_short"] <= N_WORDS
+                       for run in runs[kind])
 
 
 def test_every_claim_holds_at_each_thread_count(study):
@@ -65,9 +67,11 @@ def test_the_claims_fail_where_they_should(study):
 
 def test_the_lines_sum_up_each_thread_count(study):
     lines = beam_lines(study)
-    assert len(lines) == 6 and lines[0].startswith("1 thread, 14 seeds") and lines[3].startswith("2 threads, 14 seeds")
+    assert len(lines) == 8 and lines[0].startswith("1 thread, 14 seeds") and lines[4].startswith("2 threads, 14 seeds")
     total_differ = sum(run["differ"] for kind in KINDS for run in study[1][kind])
     assert f"the outputs differ on {total_differ} words" in lines[2]
+    half_short = sum(run["beam_too_short"] for run in study[1]["epoch 2 with warm-up"])
+    assert f"and {half_short} after epoch 2" in lines[3]
 
 
 def test_a_recomputed_model_bears_out_the_claims(study):
@@ -82,3 +86,17 @@ def test_a_recomputed_model_bears_out_the_claims(study):
     if same_setting:  # the machine, release and threads that wrote the file: the same run
         assert run == pytest.approx({key: value for key, value in stored.items() if key != "seed"})
     assert failing([run], []) == []  # on any machine, what the chapter says of every such model
+
+
+def test_the_length_claims_hold_and_fail_where_they_should(study):
+    half = study[1]["epoch 2 with warm-up"] + study[2]["epoch 2 with warm-up"]
+    unsure = study[1]["without warm-up"] + study[2]["without warm-up"]
+    assert all(c.holds for c in length_claims(half, unsure))
+    even = [dict(run, beam_too_short=run["greedy_too_short"]) for run in unsure]  # no bias in the failed runs
+    assert [c.holds for c in length_claims(half, even)] == [False, True]
+    longer = copy.deepcopy(half)
+    longer[2]["beam_too_short"] = longer[2]["greedy_too_short"] + 1  # one copy's beam falls short more often
+    assert [c.holds for c in length_claims(longer, unsure)] == [True, False]
+    many = copy.deepcopy(half)
+    many[0].update(greedy_too_short=13, beam_too_short=13)  # 13 of 250: over 5%
+    assert [c.holds for c in length_claims(many, unsure)] == [True, False]

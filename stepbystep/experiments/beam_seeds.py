@@ -19,7 +19,7 @@ from .warmup_seeds import FAILED, SEEDS
 from .word_reversal import word_data, word_trainer
 
 __all__ = ["N_WORDS", "BEAM_WIDTH", "RESULTS", "beam_comparison", "beam_seed_runs", "load_beam_seeds",
-           "load_beam_environment", "beam_lines", "beam_claims"]
+           "load_beam_environment", "beam_lines", "beam_claims", "length_claims"]
 
 N_WORDS = 250  # a beam costs BEAM_WIDTH times greedy's work: half the validation words
 BEAM_WIDTH = 4
@@ -29,8 +29,9 @@ RESULTS = Path(__file__).parent / "results" / "beam_seeds.json"
 def beam_comparison(model, n_words=N_WORDS, beam_width=BEAM_WIDTH):
     """Greedy decoding against a beam of ``beam_width`` under ``model``, on the first ``n_words``
     validation words (padded as in training): a dict of both exact matches and, over the words,
-    how many outputs differ, on how many the beam's is the less likely under the model, and on how
-    many of those that differ it is the shorter."""
+    how many outputs differ, on how many the beam's is the less likely under the model, and how
+    many of each decoder's outputs are shorter than the right word (the length bias, against the
+    length it should have)."""
     vocab, _, _, val_set = word_data()
     device = next(model.parameters()).device
     (source, _), target_out = pad_collate([val_set[i] for i in range(len(val_set))])  # (500, L_s), (500, L_t)
@@ -39,11 +40,11 @@ def beam_comparison(model, n_words=N_WORDS, beam_width=BEAM_WIDTH):
     beam = beam_search(model, source, vocab.sos_id, vocab.eos_id, max_new_tokens=13, beam_width=beam_width)
     greedy_scores, beam_scores = (sequence_log_probs(model, source, ids, vocab.sos_id, vocab.eos_id)
                                   for ids in (greedy, beam))  # (n_words,) each
-    texts = [(vocab.decode(g), vocab.decode(b)) for g, b in zip(greedy, beam)]
-    differ = [(g, b) for g, b in texts if g != b]
+    texts = [(vocab.decode(g), vocab.decode(b), vocab.decode(t)) for g, b, t in zip(greedy, beam, target_out)]
     return {"greedy": sequence_accuracy(greedy, target_out), "beam": sequence_accuracy(beam, target_out),
-            "differ": len(differ), "beam_less_likely": int((beam_scores < greedy_scores - 1e-4).sum()),
-            "beam_shorter": sum(len(b) < len(g) for g, b in differ), "words": n_words}
+            "differ": sum(g != b for g, b, _ in texts), "beam_less_likely": int((beam_scores < greedy_scores - 1e-4).sum()),
+            "greedy_too_short": sum(len(g) < len(t) for g, _, t in texts),
+            "beam_too_short": sum(len(b) < len(t) for _, b, t in texts), "words": n_words}
 
 
 def beam_seed_runs(seeds=SEEDS, threads=1, lr=1e-2):
@@ -79,15 +80,18 @@ def beam_lines(study):
         gains = [100 * (run["beam"] - run["greedy"]) for run in half]  # points
         failed = [run for run in unsure if run["greedy"] < FAILED]
         models = half + unsure
+        short = {name: [sum(run[f"{decoder}_too_short"] for run in group) for decoder in ("greedy", "beam")]
+                 for name, group in (("half", half), ("failed", failed))}  # outputs shorter than the right word
         lines += [f"{threads} thread{'s' if threads > 1 else ''}, {len(half)} seeds. After epoch 2 with the warm-up: "
                   f"greedy {min(r['greedy'] for r in half):.1%} to {max(r['greedy'] for r in half):.1%}, the beam "
-                  f"{min(gains):+.1f} to {max(gains):+.1f} points from it",
+                  f"{min(gains):+.1f} to {max(gains):+.1f} points from it (median {statistics.median(gains):+.1f})",
                   f"  {len(failed)} runs without it failed: greedy at most {max(r['greedy'] for r in failed):.1%}, "
                   f"the beam at most {max(r['beam'] for r in failed):.1%}",
                   f"  over the {len(models)} models the outputs differ on {sum(r['differ'] for r in models)} words; "
                   f"the beam's is the less likely on {sum(r['beam_less_likely'] for r in models)} (at most "
-                  f"{max(r['beam_less_likely'] for r in models)} of {models[0]['words']} under one model), and the "
-                  f"shorter on {sum(r['beam_shorter'] for r in models)}"]
+                  f"{max(r['beam_less_likely'] for r in models)} of {models[0]['words']} under one model)",
+                  f"  outputs shorter than the right word, greedy's and the beam's: {short['half'][0]} and "
+                  f"{short['half'][1]} after epoch 2, {short['failed'][0]} and {short['failed'][1]} in the failed runs"]
     return lines
 
 
@@ -113,6 +117,20 @@ def beam_claims(half, unsure):
               [run["beam_less_likely"] for run in models]),
         Claim(differ == 0 or less_likely < differ / 2, "over the models, where the outputs differ, the beam's is the "
               "more likely one on most words", (less_likely, differ)),
+    ]
+
+
+def length_claims(half, unsure):
+    """The bias towards short outputs, against the right word's length, over many models (``beam_claims``'
+    arguments): it shows where the model is unsure, not where it mostly works."""
+    failed = [run for run in unsure if run["greedy"] < FAILED]
+    short = [(sum(run["greedy_too_short"] for run in failed), sum(run["beam_too_short"] for run in failed))]
+    return [
+        Claim(short[0][1] > short[0][0], "under the failed runs, the beam's outputs fall short of the right word "
+              "more often than greedy's", short[0]),
+        Claim(all(run["beam_too_short"] <= run["greedy_too_short"] < 0.05 * run["words"] for run in half),
+              "under every epoch-2 copy, greedy's fall short on under 5% of the words, and the beam's on no more",
+              [(run["greedy_too_short"], run["beam_too_short"]) for run in half]),
     ]
 
 
