@@ -43,7 +43,8 @@ def test_the_dependence_control_is_two_sided():
     assert not dependence_claims(best, without_previous, best - 0.15)[1].holds  # falls
     assert not dependence_claims(best, without_previous, best + 0.15)[1].holds  # rises: not left alone either
     assert not dependence_claims(best, torch.tensor([0.2, 0.3, 0.58]), best - 0.05)[0].holds  # one keeps over 60%
-    assert not dependence_claims(best, torch.tensor([0.2, 0.45, 0.5]), best - 0.05)[0].holds  # median over 40%
+    assert not dependence_claims(best, torch.tensor([0.2, 0.5, 0.52]), best - 0.05)[0].holds  # median over half
+    assert not dependence_claims(best, torch.tensor([0.2, 0.45, 0.5]), best - 0.05, median_below=0.4)[0].holds
 
 
 def test_layer1_claims_count_the_seeds_whose_every_layer_1_head_is_an_induction_head():

@@ -303,18 +303,19 @@ def history_bests(histories):
     return histories[0]["probe_steps"], previous, induction, torch.stack([h["induction_layer0_off"] for h in histories])
 
 
-def dependence_claims(best, without_previous, without_others):
+def dependence_claims(best, without_previous, without_others, median_below=0.5):
     """The induction heads' attention needs the previous-token heads and not the other layer-0 heads:
     ``(seeds,)`` each, the best layer-1 induction score intact, with the previous-token heads off and
     with the other layer-0 heads off (NaN in a seed that has none: the control counts where it exists,
-    ``enough_controls``)."""
+    ``enough_controls``). ``median_below``: the median seed's share kept (half for three live seeds,
+    whose median one seed moves; the stored 24 runs are held to 0.4)."""
     control = ~without_others.isnan()  # (seeds,)
     moved = (without_others - best)[control]  # (control seeds,)
     kept = without_previous / best  # (seeds,)
     return [
-        Claim(bool((kept < 0.6).all()) and kept.median() < 0.4,
+        Claim(bool((kept < 0.6).all()) and kept.median() < median_below,
               "with the previous-token heads off, every seed's best induction score falls below 60% of its value "
-              "(below 40% in the median seed)", kept),
+              f"(below {median_below:.0%} in the median seed)", kept),
         Claim(enough_controls(control) and bool((moved.abs() < 0.1).all()),
               "with the other layer-0 heads off, it stays within 0.1 of its value, up or down, in every seed that "
               "has any (two seeds in three at least)", (moved, f"{int(control.sum())} of {len(control)} seeds have other "
@@ -418,11 +419,11 @@ def study_claims(study):
             + early_rise_claims(torch.tensor(probes[0]["steps"]), *bests, [run["drop"] for run in runs])
             + circuit_claims(previous, induction)
             + dependence_claims(intact["induction"], tensor("best_induction_without", "previous-token heads"),
-                                tensor("best_induction_without", "other layer-0 heads"))
+                                tensor("best_induction_without", "other layer-0 heads"), median_below=0.4)
             + needed_claims(previous[:, 0], needed)
             + layer1_claims(inductions)
             + fade_claims(*(tensor("previous_key_weight", key) for key in ("first", "repeat", "unrepeated")))
-            + composition_claims(intact, through)
+            + composition_claims(intact, through, median_below=0.4)
             + copying_claims(tensor("copying"))
             + k_composition_claims(tensor("composition"), needed, tensor("qk_diagonal", str(QK_OFFSETS[2])),
                                    d_model=64)
