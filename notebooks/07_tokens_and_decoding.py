@@ -818,13 +818,13 @@ expect_all(warmup_claims(warmup_study))
 # failed, and the six others reversed from 60% to 99% of the words. A run that fails ends with a
 # validation loss many times that of a run that learned, but below the loss of a uniform guess:
 # it learned something about the letters, and few whole words (in the eight stored failures,
-# none to 36% of them, all but one
-# under 7%). Fourteen seeds cannot say exactly how often a run without warm-up fails, only that
-# it often does while no warm-up run did. What a warm-up buys here is safety in the first steps:
-# without it, whether a run at this learning rate learns the task within these three epochs is
-# left to chance. Layers that normalise first, as ours do (chapter 04), are known to need it
-# less than the paper's (Xiong et al., "On Layer Normalization in the Transformer Architecture",
-# 2020); how much it matters at our own 0.006 is the question of exercise 4.
+# none to 36% of them, all but one under 7%). Fourteen seeds cannot say exactly how often a run
+# without warm-up fails, only that it often does while no warm-up run did. What a warm-up buys
+# here is safety in the first steps: without it, whether a run at this learning rate learns the
+# task within these three epochs is left to chance. Layers that normalise first, as ours do
+# (chapter 04), are known to need it less than the paper's (Xiong et al., "On Layer
+# Normalization in the Transformer Architecture", 2020); how much it matters at our own 0.006 is
+# the question of exercise 4.
 
 # %% [markdown]
 # ## Masked accuracy and exact match
@@ -963,7 +963,8 @@ expect_all(beam_claims(list(half_runs.values()), [unsure_run]))  # the epoch-2 c
 
 # %% [markdown]
 # Two seeds and one failed run are few. `python -m stepbystep.experiments.beam_seeds` made the
-# same comparisons under the models of the fourteen seeds of the warm-up study: each seed's run
+# same comparisons under the models of the fourteen seeds of the warm-up study, retrained on an
+# AVX2 processor (so its numbers can differ a little from the warm-up study's): each seed's run
 # with the warm-up stopped after epoch 2, and its run without the warm-up, at one thread and at
 # two (a second thread adds its sums in another order, so a run can end elsewhere: seed 8's run
 # without warm-up, 63% of these words right at one thread, failed at two, with 18%; which runs
@@ -989,12 +990,13 @@ expect_all(beam_claims(stored_half, stored_unsure) + length_claims(stored_half, 
 # one on almost all of them. That is a count over these models and one set of words, not a
 # guarantee; the toy model below shows a case where greedy wins. The bias towards short outputs
 # shows where the model is unsure: under the runs that failed, the beam's outputs fell short of
-# the right word more often than greedy's (96 against 73 at one thread, 104 against 75 at two),
+# the right word more often than greedy's (96 against 73 at one thread, 104 against 75 at two;
+# more often in 15 of the 17 failed runs and as often in the other 2, as in the live run above),
 # while under every epoch-2 copy greedy's fell short on under 5% of the words (at most 7 of 250)
-# and the beam's on no more. Under every run that failed, the beam failed too (the
-# best of them, 38% of the words, was a run greedy scored at 34%). On this task, with one right
-# answer, a search adds little to a model that mostly works, and cannot rescue one that failed.
-# Chapter 08's exercise 5 tries a beam on the long dates its model gets wrong.
+# and the beam's on no more. Under every run that failed, the beam failed too (the best of them,
+# 38% of the words, was a run greedy scored at 34%). On this task, with one right answer, a
+# search adds little to a model that mostly works, and cannot rescue one that failed. Chapter
+# 08's exercise 5 tries a beam on the long dates its model gets wrong.
 #
 # Here is a toy model on which greedy decoding wins. Before you run the cell, follow greedy
 # by hand in the table (the most likely letter each time), then guess which of the beam's two

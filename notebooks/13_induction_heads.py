@@ -71,6 +71,7 @@ from stepbystep.experiments.induction_seeds import (
     history_bests,
     k_composition_claims,
     dependence_claims,
+    written_claims,
     load_induction_seeds,
     other_length_sequences,
     previous_key_weight,
@@ -231,15 +232,14 @@ print("the rest of the repeat:", fresh[12:20].tolist())
 print(f"{len(prompts)} prompts (from test_sequences, above), the first: {prompts[0, :12].tolist()}")
 whole_rest = torch.stack([(generate(trained, prompts[:, :12], 8, temperature=0)[:, 12:] == prompts[:, 12:]).all(dim=1)
                           for trained in models]).float().mean(dim=1)  # (seeds,): share written token for token
-expect(bool((whole_rest >= 0.85).all()),
-       "every seed's model writes the rest of the repeat token for token for at least 85% of the 200 prompts",
-       got=whole_rest)
+expect_all(written_claims(whole_rest))
 
 # %% [markdown]
-# The models of every seed write the rest of the repeat for most such prompts (at least 85%
-# here and in all 24 runs stored later; not always: one wrong token, and a model can go on
-# copying what followed the wrong one). They
-# have never seen these tokens in this order, and nothing about these sequences is in their
+# The models of every seed write the rest of the repeat for most such prompts (at least 75% in
+# every seed and 85% in the median seed, here and over the 24 runs stored later, which wrote 91.5%
+# to 99.5%; a run moves by several points, seed 0 by six between one and two threads; not
+# always: one wrong token, and a model can go on copying what followed the wrong one). They have
+# never seen these tokens in this order, and nothing about these sequences is in their
 # parameters: they read it from the prompt. That is in-context learning in its simplest form.
 #
 # ## Two scores, computed from the attention weights
@@ -511,14 +511,14 @@ expect_all(k_composition_claims(composition, in_previous, diagonal, d_model=64))
 # part. Its queries and values read the previous-token heads *less* than random matrices would
 # (the bars below the dashed line at 0.125, in every seed), but that is mostly not about those
 # heads: layer 1's queries read the other layer-0 heads below random too (in the median seed),
-# and its values read them below random too, only a little more than the previous-token heads
-# (both printed above). Training turned layer 1's queries and values away from layer 0's output
-# as a whole, from the previous-token heads a little more. That fits the path ablation, where
-# those heads switched off for the values only left the copying a little better.
-# And the QK circuit has a bright diagonal (right):
-# whatever token a query holds, it scores highest the key that came after that same token. (The
-# study over twelve seeds, after the ablations, also records the diagonal at 3, 7 and 15
-# positions back, the distances of other half-lengths.)
+# and so do its values in the median seed (not in every seed), a few hundredths more than they
+# read the previous-token heads (both printed above). Training turned layer 1's queries and
+# values away from layer 0's output as a whole, from the previous-token heads a little more.
+# That fits the path ablation, where those heads switched off for the values only left the
+# copying a little better. And the QK circuit has a bright diagonal (right): whatever token a
+# query holds, it scores highest the key that came after that same token. (The study over twelve
+# seeds, after the ablations, also records the diagonal at 3, 7 and 15 positions back, the
+# distances of other half-lengths.)
 #
 # ## Does the induction head copy?
 #
@@ -950,7 +950,7 @@ head_explorer(models[0], test_ids[:16], layer=0, head=previous_head)
 #   off together. The other layer-0 heads, switched off, move it little either way; layer 1,
 #   where almost every head is an induction head, has no such control. Over twelve stored seeds,
 #   each trained at one thread and at the default thread count, every claim the chapter checks
-#   holds.
+#   holds (all but the fixed-length model's, checked on the live seeds only).
 # - A **one-layer** model on the same budget forms no induction head, and its median loss on the
 #   repeat stays over 3 times the two-layer models' (it bets on the tokens already seen).
 #   Trained on one fixed length, it does copy, by position, and even scores as an induction head

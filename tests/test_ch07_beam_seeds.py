@@ -94,6 +94,10 @@ def test_the_length_claims_hold_and_fail_where_they_should(study):
     assert all(c.holds for c in length_claims(half, unsure))
     even = [dict(run, beam_too_short=run["greedy_too_short"]) for run in unsure]  # no bias in the failed runs
     assert [c.holds for c in length_claims(half, even)] == [False, True]
+    failed = [i for i, run in enumerate(unsure) if run["greedy"] < 0.5]
+    fewer = copy.deepcopy(unsure)
+    fewer[failed[0]]["beam_too_short"] = fewer[failed[0]]["greedy_too_short"] - 1  # one failed run the other way
+    assert [c.holds for c in length_claims(half, fewer)] == [False, True]
     longer = copy.deepcopy(half)
     longer[2]["beam_too_short"] = longer[2]["greedy_too_short"] + 1  # one copy's beam falls short more often
     assert [c.holds for c in length_claims(longer, unsure)] == [True, False]

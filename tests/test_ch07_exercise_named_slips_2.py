@@ -10,7 +10,7 @@ def test_a_finished_beam_going_on_with_a_real_token_is_named(fails_with):
         kept, beams, tokens = ch07._beam_step_solution(scores, finished, log_probs, beam_width)
         finished = torch.as_tensor(finished, dtype=torch.bool)  # (B,)
         return kept, beams, torch.where(finished[beams], torch.full_like(tokens, log_probs.shape[-1] - 1), tokens)
-    message = fails_with(ch07.beam_step, last_id_after_eos, "a finished beam went on with another token than <pad>")
+    message = fails_with(ch07.beam_step, last_id_after_eos, "a finished beam went on with a token other than <pad>")
     assert "flattened" not in message  # not the layout hint: the layout is right
 
 
@@ -30,3 +30,11 @@ def test_the_mean_probability_of_the_right_token_is_named(fails_with):
         return right[keep].mean().item()
     message = fails_with(ch07.masked_accuracy, mean_right_probability, "the mean probability the model gives")
     assert "argmax" not in message
+
+
+def test_a_negative_accuracy_is_named(fails_with):
+    def mean_log_probability(logits, targets, pad_id):
+        keep = targets != pad_id  # (N, L)
+        right = logits.log_softmax(-1).gather(-1, targets.unsqueeze(-1)).squeeze(-1)  # (N, L)
+        return right[keep].mean().item()
+    fails_with(ch07.masked_accuracy, mean_log_probability, "below 0: an accuracy is a share")

@@ -124,6 +124,9 @@ def _check_masked_accuracy(answer):
     if matches(_percent):
         return (f"you got {gots[0]:.3f} on the first batch: a percentage. Return the share as a fraction "
                 "between 0 and 1, as the course's metrics do")
+    if any(got < 0 for got in gots):
+        return (f"you got {min(gots):.3f} on one batch, below 0: an accuracy is a share of the graded tokens, "
+                "between 0 and 1, not a log-probability or a loss")
     for mistake, message in [
         (_all_positions, "the accuracy over every position: the padded positions count as if they were "
                          "tokens to predict"),
@@ -495,7 +498,7 @@ def _check_beam_step(answer):
             return (f"on {description}: each candidate was scored by the beam's score times the new token's "
                     "log-probability, but the log-probabilities of a sequence's tokens add up")
         if _finished_other_token(got, expected, finished):
-            return (f"on {description}: the right totals and beams, but a finished beam went on with another token "
+            return (f"on {description}: the right totals and beams, but a finished beam went on with a token other "
                     "than <pad> (id 0): once a beam has written <eos>, only padding follows")
         if [score for score, _, _ in got] == [score for score, _, _ in expected]:
             return (f"on {description}: the right totals, but the beam index or the token returned with them "

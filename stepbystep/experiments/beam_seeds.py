@@ -124,10 +124,11 @@ def length_claims(half, unsure):
     """The bias towards short outputs, against the right word's length, over many models (``beam_claims``'
     arguments): it shows where the model is unsure, not where it mostly works."""
     failed = [run for run in unsure if run["greedy"] < FAILED]
-    short = [(sum(run["greedy_too_short"] for run in failed), sum(run["beam_too_short"] for run in failed))]
+    gaps = [run["beam_too_short"] - run["greedy_too_short"] for run in failed]  # one per failed run
     return [
-        Claim(short[0][1] > short[0][0], "under the failed runs, the beam's outputs fall short of the right word "
-              "more often than greedy's", short[0]),
+        Claim(min(gaps) >= 0 and sum(gap > 0 for gap in gaps) > len(gaps) / 2, "under the failed runs, the beam's "
+              "outputs fall short of the right word more often than greedy's in most runs, less often in none",
+              gaps),
         Claim(all(run["beam_too_short"] <= run["greedy_too_short"] < 0.05 * run["words"] for run in half),
               "under every epoch-2 copy, greedy's fall short on under 5% of the words, and the beam's on no more",
               [(run["greedy_too_short"], run["beam_too_short"]) for run in half]),
