@@ -30,5 +30,6 @@ def test_the_keys_only_claim_holds_the_median_to_its_bound():
 def test_the_written_claim_holds_every_seed_to_75_and_the_median_to_85():
     from stepbystep.experiments.induction_seeds import written_claims
     assert written_claims(torch.tensor([0.835, 0.9, 0.95]))[0].holds  # a seed under 85%, the median above
+    assert written_claims(torch.tensor([0.76, 0.855, 0.95]))[0].holds  # near both bounds, above each
     assert not written_claims(torch.tensor([0.74, 0.9, 0.95]))[0].holds  # a seed under 75%
     assert not written_claims(torch.tensor([0.8, 0.84, 0.95]))[0].holds  # the median under 85%
