@@ -25,9 +25,9 @@ from ..seeding import get_rng_state
 from ..training import StepByStep
 from ..training.schedules import warmup_linear
 
-__all__ = ["BLOCK_STEPS", "BLOCK_GROUPS", "PAIRS", "block_configs", "block_claims", "block_study", "chance_of_split",
-           "date_streams", "KV_REFERENCE", "kv_head_claims", "kv_head_counts", "with_kv_reference", "paired", "paired_claims", "paired_table", "position_claims", "summary",
-           "train_block"]
+__all__ = ["BLOCK_STEPS", "BLOCK_GROUPS", "PAIRS", "KV_REFERENCE", "block_configs", "block_claims", "block_study",
+           "chance_of_split", "date_streams", "kv_head_claims", "kv_head_counts", "with_kv_reference", "paired",
+           "paired_claims", "paired_table", "position_claims", "summary", "train_block"]
 
 BLOCK_STEPS = ("2017 block", "+ RMSNorm", "+ SwiGLU", "+ no biases", "+ RoPE")
 BLOCK_GROUPS = {  # the study's variants by role, in block_configs' order
