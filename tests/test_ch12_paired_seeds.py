@@ -133,8 +133,8 @@ SETTLED = ("settled: splits that chance gives less than one time in a hundred, o
            "by a median of 0.03 to 0.05")
 SINUSOIDAL = "the sinusoidal table ends above no positions in 9 of the stored ten and in 26 of the thirty more: 35 of 40"
 SINUSOIDAL_SETTLED = "settled too: by a median of 0.03 to 0.05, and by less than 0.12 either way in every seed"
-LEANS = ("for both the thirty more split as chance would less than one time in a hundred, the forty, with the stored "
-         "ten the other way, more often: leans towards a gain of less than 0.02 (the median), not settled")
+LEANS = ("for both, the thirty more split as chance would less than one time in a hundred, but the forty do not (the "
+         "stored ten went the other way): leans towards a gain of less than 0.02 in the median, not settled")
 NEITHER = ("RMSNorm lowers it in 7 of the stored ten and 18 of the thirty more (25 of 40, by a median of less than "
            "0.02); SwiGLU against GELU in 8 and 21 (29 of 40): neither settled")
 

@@ -281,8 +281,8 @@ def paired_claims(stored, fresh):
               "dropping the biases in 2 and 24 (26 of 40)", (count["GELU for ReLU"], count["no biases"])),
         Claim(all(chance_of_split(count[c][1], n) < 0.01 and not settled[c] and -0.02 < median[c] < 0
                   for c in ("GELU for ReLU", "no biases")),
-              "for both the thirty more split as chance would less than one time in a hundred, the forty, with the "
-              "stored ten the other way, more often: leans towards a gain of less than 0.02 (the median), not "
+              "for both, the thirty more split as chance would less than one time in a hundred, but the forty do "
+              "not (the stored ten went the other way): leans towards a gain of less than 0.02 in the median, not "
               "settled", {c: (chance_of_split(count[c][1], n), chance_of_split(count[c][2], n_all), median[c])
                           for c in ("GELU for ReLU", "no biases")}),
         Claim(count["RMSNorm for LayerNorm"] == (7, 18, 25) and count["SwiGLU for GELU"] == (8, 21, 29)
